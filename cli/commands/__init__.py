@@ -1,0 +1,1 @@
+"""Subcommands of the `stallfree` CLI, one module each."""

@@ -1,0 +1,90 @@
+"""`stallfree trace`: run a workload through the reference (or any scheduler) under the monitor
+and print the step table and a verdict per rule."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from stallfree.spec import (
+    RULE_IDS,
+    Arrival,
+    Config,
+    FieldTypeError,
+    InvalidField,
+    Monitor,
+    RuleViolation,
+    StepFacts,
+    Workload,
+    play,
+)
+
+from ..steptable import HEADER, row, verdicts
+from .args import load_factory, positive_int, request_spec, rule_list
+
+NAME = "trace"
+HELP = "run requests through a scheduler under the monitor; print the step table and rule verdicts"
+
+# The hand trace of the contract: budget 8, one request decoding, a 20-token prompt arrives.
+HAND_TRACE = Workload(
+    Config(token_budget=8, max_seqs=4, kv_tokens=64),
+    (Arrival(0, 8, 6, 0), Arrival(1, 20, 3, 1)),
+)
+EXAMPLES = {"hand": HAND_TRACE}
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--example", choices=sorted(EXAMPLES), help="a built-in workload (hand: the contract's hand trace)")
+    source.add_argument("--workload", type=Path, metavar="FILE", help="a JSON workload (see stallfree.spec.workload)")
+    p.add_argument("--request", type=request_spec, action="append", default=[], metavar="RID:PROMPT:MAX_NEW[@STEP]",
+                   help="a request arriving before step STEP (default 0); repeatable")
+    p.add_argument("--budget", type=positive_int, default=8, help="token budget B (default 8)")
+    p.add_argument("--max-seqs", type=positive_int, default=4, help="slots S (default 4)")
+    p.add_argument("--kv", type=positive_int, default=256, help="KV capacity K in tokens (default 256)")
+    p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="MODULE:FACTORY",
+                   help="the scheduler to trace (default: the reference)")
+    p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
+
+
+def workload_from(args: argparse.Namespace) -> Workload:
+    if args.example:
+        return EXAMPLES[args.example]
+    if args.workload:
+        return Workload.loads(args.workload.read_text())
+    if not args.request:
+        raise InvalidField("give --example hand, --workload FILE or at least one --request")
+    return Workload(Config(args.budget, args.max_seqs, args.kv), tuple(args.request))
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        workload = workload_from(args)
+        factory = load_factory(args.scheduler)
+    except (InvalidField, FieldTypeError, OSError, ValueError, ImportError, AttributeError) as error:
+        print(f"stallfree trace: {error}", file=sys.stderr)
+        return 2
+    cfg = workload.config
+    print(f"budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, kv_tokens {cfg.kv_tokens}; "
+          f"scheduler {args.scheduler}")
+    print(HEADER)
+
+    def on_add(a: Arrival, accepted: bool) -> None:
+        if not accepted:
+            print(f"{'':>5}  refused: add({a.rid}, {a.prompt_len}, {a.max_new})")
+
+    def on_step(monitor: Monitor, facts: StepFacts) -> None:
+        print(row(facts, cfg.token_budget, monitor.shadow.free_kv))
+
+    violation = None
+    steps = 0
+    try:
+        stats = play(workload, factory, args.rules, on_step=on_step, on_add=on_add)
+        steps = stats.steps
+    except RuleViolation as error:
+        violation = error
+    print()
+    for line in verdicts(args.rules or RULE_IDS, steps, violation):
+        print(line)
+    return 1 if violation else 0

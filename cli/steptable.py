@@ -1,0 +1,50 @@
+"""Printing a run as a step table and a verdict per rule, for people reading a trace."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from stallfree.spec import RULES, RuleViolation, StepFacts
+
+
+def describe(facts: StepFacts) -> str:
+    """The plan in order, each entry named: `r3 decode`, `r1 chunk 7-14`, `r2 chunk 0-5 (admitted)`."""
+    kinds: dict[int, str] = {}
+    for track, _ in facts.decodes:
+        kinds[track.rid] = "decode"
+    for c in facts.chunks:
+        kinds[c.track.rid] = f"chunk {c.start}-{c.start + c.n}"
+    for c in facts.admitted:
+        kinds[c.track.rid] = f"chunk 0-{c.n} (admitted)"
+    return ", ".join(f"r{rid} {kinds.get(rid, f'n={n}')}" for rid, n in facts.plan) or "(empty)"
+
+
+HEADER = f"{'step':>5}  {'entries':<44} {'tokens':>9}  {'emitted':<14} {'finished':<10} {'free KV':>8}"
+
+
+def row(facts: StepFacts, budget: int, free_kv: int) -> str:
+    emitted = " ".join(f"r{r}" for r in facts.emitted) or "-"
+    finished = " ".join(f"r{t.rid}" for t in facts.finished) or "-"
+    entries = describe(facts)
+    return (
+        f"{facts.step:>5}  {entries:<44} {f'{facts.num_tokens}/{budget}':>9}  {emitted:<14} "
+        f"{finished:<10} {free_kv:>8}"
+    )
+
+
+def verdicts(checked: Iterable[str], steps: int, violation: RuleViolation | None) -> list[str]:
+    """One line per rule: holds, BROKEN (with the facts), or not checked."""
+    checked = set(checked)
+    lines = []
+    for rule in RULES:
+        if violation is not None and rule.id == violation.rule:
+            lines.append(f"{rule.id:<16} BROKEN at step {violation.step}: {violation.message}")
+        elif rule.id not in checked:
+            lines.append(f"{rule.id:<16} not checked")
+        elif violation is not None:
+            lines.append(f"{rule.id:<16} held until step {violation.step}")
+        else:
+            lines.append(f"{rule.id:<16} holds ({steps} steps)")
+    if violation is not None and violation.rule not in {r.id for r in RULES}:
+        lines.append(f"{violation.rule:<16} BROKEN at step {violation.step}: {violation.message}")
+    return lines

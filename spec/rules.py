@@ -1,0 +1,296 @@
+"""The rules of the contract, one named predicate each, and the registry that reports, tests and
+proofs iterate over.
+
+A step rule reads the shadow state before a step and the facts of the step, and returns None when
+the rule holds or a sentence saying what happened against what the rule requires. An add rule judges
+one call to add(). Rules never change state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import islice
+
+from .facts import StepFacts
+from .shadow import Shadow
+
+StepCheck = Callable[[Shadow, StepFacts], "str | None"]
+
+
+# -- safety of a single plan -----------------------------------------------------------------------
+
+
+def budget(s: Shadow, f: StepFacts) -> str | None:
+    """BUDGET: the tokens of a plan sum to at most the token budget B; each decode counts 1."""
+    if f.num_tokens > s.config.token_budget:
+        return f"the plan carries {f.num_tokens} tokens; the budget is {s.config.token_budget}"
+    return None
+
+
+def one_entry(s: Shadow, f: StepFacts) -> str | None:
+    """ONE-ENTRY: a request appears at most once in a plan, with n >= 1."""
+    if f.duplicates:
+        return f"rid {f.duplicates[0]} appears more than once in the plan"
+    for rid, n in f.plan:
+        if n < 1:
+            return f"rid {rid} is given n={n}; every entry needs n >= 1"
+    return None
+
+
+def slots(s: Shadow, f: StepFacts) -> str | None:
+    """SLOTS: admitted, unfinished requests never exceed the slots S."""
+    num_running = len(s.running) + len(f.admitted)
+    if num_running > s.config.max_seqs:
+        return (
+            f"admitting {[c.track.rid for c in f.admitted]} makes {num_running} requests running; "
+            f"max_seqs is {s.config.max_seqs}"
+        )
+    return None
+
+
+def kv(s: Shadow, f: StepFacts) -> str | None:
+    """KV: reservations never exceed K; each (prompt_len + max_new) is taken at admission and
+    returned exactly when its request finishes; at the end all K is free.
+
+    This predicate judges the plan: the reservations of running and newly admitted requests."""
+    free_after_admission = s.free_kv - f.admitted_reservation
+    if free_after_admission < 0:
+        reserved = s.config.kv_tokens - free_after_admission
+        return (
+            f"admitting {[c.track.rid for c in f.admitted]} reserves {reserved} KV tokens; "
+            f"kv_tokens is {s.config.kv_tokens}"
+        )
+    return None
+
+
+def kv_returned(s: Shadow, f: StepFacts) -> str | None:
+    """KV, once the step is done: a scheduler that shows its free KV (a `free_kv` attribute) shows
+    K minus the reservations of the requests still running, so each finished request's reservation
+    came back on the step it finished, not earlier or later."""
+    if f.reported_free_kv is None:
+        return None
+    expected = s.free_kv - f.admitted_reservation + f.finished_reservation
+    if f.reported_free_kv != expected:
+        finished = [t.rid for t in f.finished]
+        return (
+            f"the scheduler shows free_kv={f.reported_free_kv} after the step; the reservations of "
+            f"running requests leave {expected} free (finished this step: {finished})"
+        )
+    return None
+
+
+def prefill_once(s: Shadow, f: StepFacts) -> str | None:
+    """PREFILL-ONCE: each prompt gets exactly prompt_len prefill tokens in contiguous, in-order
+    chunks: no position twice, none skipped, no decode before the prompt is done."""
+    for c in f.chunks + f.admitted:
+        prompt_len = c.track.request.prompt_len
+        if c.start + c.n > prompt_len:
+            return (
+                f"rid {c.track.rid} gets a chunk of {c.n} at position {c.start}, past the end of its "
+                f"{prompt_len}-token prompt (only {prompt_len - c.start} positions remain)"
+            )
+    return None
+
+
+def first_token(s: Shadow, f: StepFacts) -> str | None:
+    """FIRST-TOKEN: the step whose chunk completes a prompt emits that request's first token,
+    neither an earlier step nor a later one."""
+    for c in f.chunks + f.admitted:
+        rid = c.track.rid
+        if c.completes and rid not in f.emitted_set:
+            return f"rid {rid}'s chunk completes its prompt, but the step emitted no token for it"
+        if not c.completes and rid in f.emitted_set:
+            end = c.start + c.n
+            return (
+                f"rid {rid} emitted a token after prompt positions [{c.start}, {end}) of "
+                f"{c.track.request.prompt_len}: before its prompt was done"
+            )
+    return None
+
+
+def tokens(s: Shadow, f: StepFacts) -> str | None:
+    """TOKENS: each request emits exactly max_new tokens, the first from its last chunk, then one
+    per decode; at most one a step."""
+    if len(f.emitted) != len(f.emitted_set):
+        dup = next(r for r in f.emitted if f.emitted.count(r) > 1)
+        return f"rid {dup} emitted more than one token in one step"
+    for track, n in f.decodes:
+        if n != 1:
+            return f"rid {track.rid} has its prompt done and is given n={n}; a decode is exactly 1 token"
+        if track.rid not in f.emitted_set:
+            return f"rid {track.rid} was decoded but emitted no token"
+    planned = {rid for rid, _ in f.plan}
+    for rid in f.emitted:
+        if rid not in planned:
+            return f"rid {rid} emitted a token but was not in the plan"
+    return None
+
+
+# -- the policy --------------------------------------------------------------------------------------
+
+
+def fcfs(s: Shadow, f: StepFacts) -> str | None:
+    """FCFS: requests are admitted in arrival order; one that does not fit blocks those behind it."""
+    if not f.admitted:
+        return None
+    heads = [t.rid for t in islice(s.waiting, len(f.admitted))]
+    for c in f.admitted:
+        if c.track.rid not in heads:
+            blocked = next(r for r in heads if r not in {a.track.rid for a in f.admitted})
+            return f"admitted rid {c.track.rid} while rid {blocked} waited ahead of it"
+    return None
+
+
+def decode_first(s: Shadow, f: StepFacts) -> str | None:
+    """DECODE-FIRST: every step schedules the oldest ready requests, up to the budget, before any
+    prefill token."""
+    budget_ = s.config.token_budget
+    if s.num_ready <= budget_:
+        if len(f.decodes) == s.num_ready:  # decodes are distinct ready requests: all of them ran
+            return None
+        decoded = {t.rid for t, _ in f.decodes}
+        left_out = [t.rid for t in s.ready() if t.rid not in decoded]
+        return f"ready request(s) {left_out[:5]} got no token; the budget of {budget_} covers all {s.num_ready}"
+    # More ready requests than budget (possible only if the budget shrank): the oldest B, nothing else.
+    oldest = [t.rid for t in s.ready()[:budget_]]
+    decoded = {t.rid for t, _ in f.decodes}
+    if f.chunks or f.admitted:
+        return f"prefill ran while {s.num_ready - len(decoded)} ready request(s) got no token"
+    missing = [rid for rid in oldest if rid not in decoded]
+    if missing:
+        return f"the oldest ready request(s) {missing[:5]} got no token while younger ones did"
+    return None
+
+
+def partial_next(s: Shadow, f: StepFacts) -> str | None:
+    """PARTIAL-NEXT: partial prompts take the budget left after decodes before any admission,
+    oldest first, each min(remaining prompt, budget left)."""
+    if len(s.running) == s.num_ready:
+        return None  # no partial prompt
+    given = {c.track.rid: c.n for c in f.chunks}
+    left = s.config.token_budget - sum(n for _, n in f.decodes)
+    for track in s.partial():
+        expected = max(0, min(track.num_remaining_prompt, left))
+        got = given.get(track.rid, 0)
+        if got != expected:
+            return (
+                f"partial rid {track.rid} ({track.num_remaining_prompt} prompt tokens left) got {got} "
+                f"with {left} budget left; it is owed min(remaining, left) = {expected}"
+            )
+        left -= expected
+    return None
+
+
+def work_conserving(s: Shadow, f: StepFacts) -> str | None:
+    """WORK-CONSERVING: budget is left unused only when nothing more may run: every ready and
+    partial request is served in full, and the waiting head is blocked (no slot, not enough free
+    KV) or there is none."""
+    unused = s.config.token_budget - f.num_tokens
+    if unused <= 0:
+        return None
+    if len(f.decodes) < s.num_ready:
+        return f"{unused} budget token(s) unused while a ready request got no decode"
+    for c in f.chunks + f.admitted:
+        if not c.completes:
+            return (
+                f"{unused} budget token(s) unused while rid {c.track.rid} got only {c.n} of its "
+                f"{c.track.request.prompt_len - c.start} remaining prompt tokens"
+            )
+    if len(f.chunks) < len(s.running) - s.num_ready:
+        return f"{unused} budget token(s) unused while a partial prompt got no chunk"
+    admitted = {c.track.rid for c in f.admitted}
+    head = next((t for t in s.waiting if t.rid not in admitted), None)
+    if head is None:
+        return None
+    num_running = len(s.running) + len(f.admitted)
+    free_kv = s.free_kv - f.admitted_reservation
+    if num_running < s.config.max_seqs and head.request.reservation <= free_kv:
+        return (
+            f"{unused} budget token(s) unused while waiting rid {head.rid} fits: "
+            f"{s.config.max_seqs - num_running} slot(s) free, reservation {head.request.reservation} "
+            f"<= free KV {free_kv}"
+        )
+    return None
+
+
+def progress(s: Shadow, f: StepFacts) -> str | None:
+    """PROGRESS: every accepted request finishes; a plan is empty only when nothing is waiting or
+    running."""
+    if not f.plan and not s.is_idle:
+        return f"empty plan while {len(s.waiting)} request(s) wait and {len(s.running)} run"
+    return None
+
+
+# -- add() -------------------------------------------------------------------------------------------
+
+
+def never_fit(verdict: str | None, raised: BaseException | None) -> str | None:
+    """NEVER-FIT: add() rejects a request whose prompt_len + max_new exceeds K, or whose fields are
+    invalid (or whose rid is taken), with ValueError or TypeError, and nothing else changes; it
+    accepts every other request.
+
+    `verdict` is the spec's reason to refuse the request (None: it must be accepted); `raised` is
+    what add() raised (None: it returned)."""
+    if verdict is not None and raised is None:
+        return f"add() accepted a request it must refuse: {verdict}"
+    if verdict is None and raised is not None:
+        return f"add() refused a valid request: {type(raised).__name__}: {raised}"
+    if raised is not None and not isinstance(raised, ValueError | TypeError):
+        return f"add() refused with {type(raised).__name__}, not ValueError or TypeError: {raised}"
+    if raised is not None and not str(raised):
+        return f"add() refused with an empty {type(raised).__name__}: the error must say what was wrong"
+    return None
+
+
+# -- the registry ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A rule of the contract: its ID, the rule in one sentence, and the predicates that judge it.
+
+    `plan_check` judges a plan before it runs (so an executor can refuse it); `done_check` judges
+    the step once complete() has reported what it emitted. NEVER-FIT has neither: `never_fit`
+    judges each add()."""
+
+    id: str
+    statement: str
+    plan_check: StepCheck | None = None
+    done_check: StepCheck | None = None
+
+
+def _statement(predicate: Callable[..., object]) -> str:
+    first_paragraph = (predicate.__doc__ or "").split("\n\n")[0]
+    return " ".join(first_paragraph.split(":", 1)[1].split())
+
+
+# In contract order. The monitor checks them in this order and reports the first broken one.
+RULES: tuple[Rule, ...] = (
+    Rule("BUDGET", _statement(budget), plan_check=budget),
+    Rule("ONE-ENTRY", _statement(one_entry), plan_check=one_entry),
+    Rule("SLOTS", _statement(slots), plan_check=slots),
+    Rule("KV", _statement(kv), plan_check=kv, done_check=kv_returned),
+    Rule("PREFILL-ONCE", _statement(prefill_once), plan_check=prefill_once),
+    Rule("FIRST-TOKEN", _statement(first_token), done_check=first_token),
+    Rule("TOKENS", _statement(tokens), done_check=tokens),
+    Rule("FCFS", _statement(fcfs), plan_check=fcfs),
+    Rule("DECODE-FIRST", _statement(decode_first), plan_check=decode_first),
+    Rule("PARTIAL-NEXT", _statement(partial_next), plan_check=partial_next),
+    Rule("WORK-CONSERVING", _statement(work_conserving), plan_check=work_conserving),
+    Rule("NEVER-FIT", _statement(never_fit)),
+    Rule("PROGRESS", _statement(progress), plan_check=progress),
+)
+RULE_IDS: tuple[str, ...] = tuple(r.id for r in RULES)
+BY_ID: dict[str, Rule] = {r.id: r for r in RULES}
+
+
+def select(ids: object = None) -> tuple[Rule, ...]:
+    """The rules named in `ids` (all when None), in registry order; unknown IDs raise naming them."""
+    if ids is None:
+        return RULES
+    wanted = [ids] if isinstance(ids, str) else list(ids)  # type: ignore[call-overload]
+    unknown = [i for i in wanted if i not in BY_ID]
+    if unknown:
+        raise ValueError(f"unknown rule ID(s) {unknown}; the rules are {', '.join(RULE_IDS)}")
+    return tuple(r for r in RULES if r.id in wanted)

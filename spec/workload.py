@@ -1,0 +1,165 @@
+"""A workload: a config and requests that arrive before given steps; JSON in and out; and `run`,
+which plays a workload through any scheduler under the monitor.
+
+JSON form (what `stallfree trace --workload` reads and counterexamples are printed as):
+
+    {"config": {"token_budget": 8, "max_seqs": 4, "kv_tokens": 64},
+     "requests": [{"rid": 0, "prompt_len": 8, "max_new": 16, "arrival_step": 0}, ...]}
+
+A request is added just before the step numbered `arrival_step` (steps count from 0), in list order.
+Request fields are passed to add() as written, so a workload may hold requests the contract refuses.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .errors import FieldTypeError, InvalidField, RuleViolation
+from .facts import StepFacts
+from .monitor import Monitor
+from .types import Config, check_int
+
+MAX_ARRIVAL_STEP = 10**7  # a workload is a test, not a day of traffic: bounds the idle steps run
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    rid: Any
+    prompt_len: Any
+    max_new: Any
+    arrival_step: int = 0
+
+    def __post_init__(self) -> None:
+        check_int("arrival_step", self.arrival_step, minimum=0)
+        if self.arrival_step > MAX_ARRIVAL_STEP:
+            raise InvalidField(f"arrival_step must be <= {MAX_ARRIVAL_STEP}, got {self.arrival_step}")
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    config: Config
+    requests: tuple[Arrival, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"config": asdict(self.config), "requests": [asdict(a) for a in self.requests]}
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json())
+
+    @classmethod
+    def from_json(cls, data: object) -> Workload:
+        """Build from parsed JSON; errors name the field path and the value."""
+        if not isinstance(data, dict):
+            raise InvalidField(f"workload must be a JSON object, got {type(data).__name__}")
+        config = data.get("config")
+        if not isinstance(config, dict):
+            raise InvalidField(f"workload.config must be an object with token_budget, max_seqs, kv_tokens; got {config!r:.80}")
+        try:
+            cfg = Config(**{k: config.get(k) for k in ("token_budget", "max_seqs", "kv_tokens")})
+        except (InvalidField, FieldTypeError) as error:
+            raise type(error)(f"workload.config.{error}") from None
+        extra = set(config) - {"token_budget", "max_seqs", "kv_tokens"}
+        if extra:
+            raise InvalidField(f"workload.config has unknown field(s) {sorted(extra)}")
+        requests = data.get("requests", [])
+        if not isinstance(requests, list):
+            raise InvalidField(f"workload.requests must be a list, got {type(requests).__name__}")
+        arrivals = []
+        for i, item in enumerate(requests):
+            if not isinstance(item, dict):
+                raise InvalidField(f"workload.requests[{i}] must be an object, got {item!r:.80}")
+            missing = [k for k in ("rid", "prompt_len", "max_new") if k not in item]
+            if missing:
+                raise InvalidField(f"workload.requests[{i}] lacks field(s) {missing}")
+            try:
+                arrivals.append(Arrival(item["rid"], item["prompt_len"], item["max_new"], item.get("arrival_step", 0)))
+            except (InvalidField, FieldTypeError) as error:
+                raise type(error)(f"workload.requests[{i}].{error}") from None
+        return cls(cfg, tuple(arrivals))
+
+    @classmethod
+    def loads(cls, text: str) -> Workload:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise InvalidField(f"workload is not valid JSON: {error}") from None
+        return cls.from_json(data)
+
+
+@dataclass(slots=True)
+class RunStats:
+    """What a run did, counted by the monitor."""
+
+    steps: int = 0
+    busy_steps: int = 0  # steps with a non-empty plan
+    tokens: int = 0
+    accepted: int = 0
+    refused: int = 0
+    finished: int = 0
+    checks: int = 0  # rule predicates evaluated
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def work_bound(workload: Workload) -> int:
+    """Steps within which every request of `workload` must have finished (rule PROGRESS).
+
+    A plan that is not empty runs at least one prompt position or emits one token, so pending work
+    (remaining prompt positions plus remaining tokens) falls by at least one each busy step; an empty
+    plan while work is pending is itself a PROGRESS violation."""
+    last_arrival = max((a.arrival_step for a in workload.requests), default=0)
+    work = 0
+    for a in workload.requests:
+        if type(a.prompt_len) is int and type(a.max_new) is int:
+            work += max(a.prompt_len, 0) + max(a.max_new, 0)
+    return last_arrival + work + 1
+
+
+def play(
+    workload: Workload,
+    factory: Callable[..., Any],
+    rules: Iterable[str] | None = None,
+    on_step: Callable[[Monitor, StepFacts], None] | None = None,
+    on_add: Callable[[Arrival, bool], None] | None = None,
+) -> RunStats:
+    """Play `workload` through a fresh `factory(token_budget=, max_seqs=, kv_tokens=)` under the
+    monitor until every accepted request has finished. Raises RuleViolation on the first broken rule."""
+    cfg = workload.config
+    scheduler = factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
+    monitor = Monitor(scheduler, cfg, rules)
+    stats = RunStats()
+    arrivals = _by_step(workload.requests)
+    bound = work_bound(workload)
+    next_arrival = next(arrivals, None)
+    while True:
+        step = monitor.shadow.step
+        while next_arrival is not None and next_arrival.arrival_step <= step:
+            a = next_arrival
+            accepted = monitor.add(a.rid, a.prompt_len, a.max_new)
+            stats.accepted += accepted
+            stats.refused += not accepted
+            if on_add is not None:
+                on_add(a, accepted)
+            next_arrival = next(arrivals, None)
+        if next_arrival is None and monitor.is_idle:
+            break
+        if step >= bound and "PROGRESS" in {r.id for r in monitor.rules}:
+            raise RuleViolation(
+                "PROGRESS", step, f"{len(monitor.shadow.waiting) + len(monitor.shadow.running)} "
+                f"request(s) still pending after {step} steps; all work fits in {bound}",
+            )
+        facts = monitor.step()
+        stats.tokens += facts.num_tokens
+        stats.finished += len(facts.finished)
+        if on_step is not None:
+            on_step(monitor, facts)
+    stats.steps = monitor.num_steps
+    stats.busy_steps = monitor.num_busy_steps
+    stats.checks = monitor.num_steps * monitor.checks_per_step + monitor.num_adds
+    return stats
+
+
+def _by_step(arrivals: Iterable[Arrival]) -> Iterator[Arrival]:
+    return iter(sorted(arrivals, key=lambda a: a.arrival_step))  # stable: list order within a step
