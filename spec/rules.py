@@ -265,7 +265,9 @@ def _statement(predicate: Callable[..., object]) -> str:
     return " ".join(first_paragraph.split(":", 1)[1].split())
 
 
-# In contract order. The monitor checks them in this order and reports the first broken one.
+# The contract's rules. The monitor checks them in this order and reports the first broken one:
+# safety of the plan and its tokens, then add() and liveness, then the policy. PROGRESS comes before
+# the policy rules because an empty plan while work is pending is first of all a failure to progress.
 RULES: tuple[Rule, ...] = (
     Rule("BUDGET", _statement(budget), plan_check=budget),
     Rule("ONE-ENTRY", _statement(one_entry), plan_check=one_entry),
@@ -274,12 +276,12 @@ RULES: tuple[Rule, ...] = (
     Rule("PREFILL-ONCE", _statement(prefill_once), plan_check=prefill_once),
     Rule("FIRST-TOKEN", _statement(first_token), done_check=first_token),
     Rule("TOKENS", _statement(tokens), done_check=tokens),
+    Rule("NEVER-FIT", _statement(never_fit)),
+    Rule("PROGRESS", _statement(progress), plan_check=progress),
     Rule("FCFS", _statement(fcfs), plan_check=fcfs),
     Rule("DECODE-FIRST", _statement(decode_first), plan_check=decode_first),
     Rule("PARTIAL-NEXT", _statement(partial_next), plan_check=partial_next),
     Rule("WORK-CONSERVING", _statement(work_conserving), plan_check=work_conserving),
-    Rule("NEVER-FIT", _statement(never_fit)),
-    Rule("PROGRESS", _statement(progress), plan_check=progress),
 )
 RULE_IDS: tuple[str, ...] = tuple(r.id for r in RULES)
 BY_ID: dict[str, Rule] = {r.id: r for r in RULES}

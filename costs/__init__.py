@@ -1,0 +1,1 @@
+"""Roofline cost model: the time of a step from its tokens, for a model on hardware."""

@@ -1,0 +1,1 @@
+"""The executor: a tensor-parallel FP8 transformer that runs plans as real forward passes."""

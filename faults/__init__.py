@@ -1,0 +1,9 @@
+"""Deliberately wrong schedulers, one per rule: the negative controls of every check.
+
+`FAULTS[rule_id]` is a plain-protocol scheduler class that breaks that rule; `Stepwise` is the
+correct policy they each alter in one step."""
+
+from .catalog import FAULTS
+from .stepwise import Stepwise
+
+__all__ = ["FAULTS", "Stepwise"]

@@ -1,0 +1,139 @@
+"""The contract's policy written as small overridable steps, so that each deliberately wrong
+scheduler in `catalog` overrides exactly one of them.
+
+Not the reference: a second, independent rendering of the policy, made for fault injection. Its
+unmodified form passes the monitor (tests check that), so a fault's violation is the fault's own.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from stallfree.spec import Config, InvalidField, Request, admissible
+
+
+@dataclass(slots=True)
+class Seq:
+    request: Request
+    num_prefilled: int = 0
+    num_emitted: int = 0
+
+    @property
+    def rid(self) -> int:
+        return self.request.rid
+
+    @property
+    def is_ready(self) -> bool:
+        return self.num_prefilled >= self.request.prompt_len
+
+
+class Stepwise:
+    """Plain-protocol scheduler: decodes, partial prompts, admissions, each its own method."""
+
+    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
+        self.config = Config(token_budget, max_seqs, kv_tokens)
+        self.seqs: dict[int, Seq] = {}
+        self.waiting: deque[Seq] = deque()
+        self.running: dict[int, Seq] = {}
+        self.free_kv = kv_tokens
+        self.num_steps = 0
+
+    # -- add ---------------------------------------------------------------------------------------
+
+    def add(self, rid: int, prompt_len: int, max_new: int) -> None:
+        request = self.validate(rid, prompt_len, max_new)
+        seq = Seq(request)
+        self.seqs[rid] = seq
+        self.waiting.append(seq)
+
+    def validate(self, rid: int, prompt_len: int, max_new: int) -> Request:
+        request = admissible(Request(rid, prompt_len, max_new), self.config)
+        if rid in self.seqs:
+            raise InvalidField(f"rid {rid} is already taken")
+        return request
+
+    # -- schedule ----------------------------------------------------------------------------------
+
+    def schedule(self) -> list[tuple[int, int]]:
+        plan: list[tuple[int, int]] = []
+        left = self.config.token_budget
+        for phase in self.phases():
+            left = phase(plan, left)
+        return plan
+
+    def phases(self):  # type: ignore[no-untyped-def]
+        return (self.plan_decodes, self.plan_partials, self.admit)
+
+    def plan_decodes(self, plan: list[tuple[int, int]], left: int) -> int:
+        for seq in self.running.values():
+            if left and seq.is_ready:
+                plan.append((seq.rid, 1))
+                left -= 1
+        return left
+
+    def plan_partials(self, plan: list[tuple[int, int]], left: int) -> int:
+        for seq in self.running.values():
+            if left and not seq.is_ready:
+                n = self.chunk(seq, left)
+                plan.append((seq.rid, n))
+                left -= n
+        return left
+
+    def chunk(self, seq: Seq, left: int) -> int:
+        return min(seq.request.prompt_len - seq.num_prefilled, left)
+
+    def admit(self, plan: list[tuple[int, int]], left: int) -> int:
+        while left and self.waiting:
+            seq = self.next_admission()
+            if seq is None:
+                break
+            left = self.start(seq, plan, left)
+        return left
+
+    def start(self, seq: Seq, plan: list[tuple[int, int]], left: int) -> int:
+        """Admit `seq`: take its slot and reservation, give it its first chunk."""
+        self.waiting.remove(seq)
+        self.running[seq.rid] = seq
+        self.free_kv -= seq.request.reservation
+        n = min(seq.request.prompt_len, left)
+        plan.append((seq.rid, n))
+        return left - n
+
+    def next_admission(self) -> Seq | None:
+        head = self.waiting[0]
+        return head if self.fits(head) else None
+
+    def fits(self, seq: Seq) -> bool:
+        return len(self.running) < self.config.max_seqs and seq.request.reservation <= self.free_kv
+
+    # -- complete ----------------------------------------------------------------------------------
+
+    def complete(self, plan: list[tuple[int, int]]) -> list[int]:
+        emitted: list[int] = []
+        for rid, n in plan:
+            seq = self.running[rid]
+            if seq.is_ready:
+                self.emit(seq, emitted)
+            else:
+                seq.num_prefilled += n
+                if seq.is_ready:
+                    self.on_prompt_done(seq, emitted)
+        self.num_steps += 1
+        return emitted
+
+    def on_prompt_done(self, seq: Seq, emitted: list[int]) -> None:
+        self.emit(seq, emitted)
+
+    def emit(self, seq: Seq, emitted: list[int]) -> None:
+        seq.num_emitted += 1
+        emitted.append(seq.rid)
+        if self.is_done(seq):
+            self.release(seq)
+
+    def is_done(self, seq: Seq) -> bool:
+        return seq.num_emitted >= seq.request.max_new
+
+    def release(self, seq: Seq) -> None:
+        del self.running[seq.rid]
+        self.free_kv += seq.request.reservation

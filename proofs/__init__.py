@@ -1,0 +1,1 @@
+"""Proofs: an explicit-state model checker, Z3 theorems and CrossHair contracts."""

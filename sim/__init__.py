@@ -1,0 +1,1 @@
+"""Simulator: replays traces through any scheduler with step times from the cost model."""
