@@ -1,0 +1,142 @@
+"""`stallfree budget`: turn token budgets into milliseconds for a model on GPUs (the floor chain)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from stallfree.costs import (
+    DTYPES,
+    GPUS,
+    MODELS,
+    MODES,
+    Deployment,
+    FirstToken,
+    Roofline,
+    first_token,
+    full_step,
+    gpu,
+    model,
+)
+
+from .args import positive_int
+
+NAME = "budget"
+HELP = "turn token budgets into step milliseconds, the decode floor and steps to a long prompt's first token"
+
+MS = 1e3
+DEFAULT_BUDGETS = (512, 2048, 8192)
+# The contract's example: a 32K-token prompt arriving while 64 streams decode.
+DEFAULT_PROMPT_LEN = 32_768
+DEFAULT_DECODES = 64
+DEFAULT_DECODE_CONTEXT = 1_024
+
+
+def budget_list(text: str) -> list[int]:
+    values = []
+    for part in text.split(","):
+        try:
+            value = int(part.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--budgets {text!r}: {part.strip()!r} is not an int") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"--budgets {text!r}: budget {value} must be >= 1")
+        values.append(value)
+    return values
+
+
+def add_deployment_arguments(p: argparse.ArgumentParser) -> None:
+    """--model, --gpu, --tp, --dtype, --kv-dtype, --mode: shared with `stallfree simulate`."""
+    p.add_argument("--model", default="llama-3.3-70b", choices=sorted(MODELS),
+                   help="model preset (default llama-3.3-70b)")
+    p.add_argument("--gpu", default="h100-sxm", choices=sorted(GPUS), help="GPU preset (default h100-sxm)")
+    p.add_argument("--tp", type=positive_int, default=4, help="tensor-parallel GPUs (default 4)")
+    p.add_argument("--dtype", default="fp8", choices=DTYPES, help="weight dtype (default fp8)")
+    p.add_argument("--kv-dtype", default="bf16", choices=DTYPES, help="KV-cache and attention dtype (default bf16)")
+
+
+def deployment_from(args: argparse.Namespace) -> Deployment:
+    return Deployment(model(args.model), gpu(args.gpu), args.tp, args.dtype, args.kv_dtype)
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    add_deployment_arguments(p)
+    p.add_argument("--mode", default="floor", choices=MODES,
+                   help="floor: weights only, the contract's chain; full: adds attention and KV traffic")
+    p.add_argument("--budgets", type=budget_list, default=list(DEFAULT_BUDGETS), metavar="B,B,...",
+                   help="token budgets (default 512,2048,8192)")
+    p.add_argument("--prompt-len", type=positive_int, default=DEFAULT_PROMPT_LEN,
+                   help=f"the long prompt's tokens (default {DEFAULT_PROMPT_LEN})")
+    p.add_argument("--decodes", type=int, default=DEFAULT_DECODES,
+                   help=f"streams decoding when it arrives (default {DEFAULT_DECODES})")
+    p.add_argument("--decode-context", type=positive_int, default=DEFAULT_DECODE_CONTEXT,
+                   help=f"their cached positions, priced in full mode only (default {DEFAULT_DECODE_CONTEXT})")
+
+
+def sci(value: float) -> str:
+    """1.41e+11 -> 1.41e11."""
+    mantissa, _, exponent = f"{value:.3g}".partition("e")
+    return f"{mantissa}e{int(exponent)}" if exponent else mantissa
+
+
+def giga(value: float) -> str:
+    """70550000000.0 -> 70.55e9: parameters and bytes in the contract's notation."""
+    return f"{value / 1e9:g}e9"
+
+
+def header(d: Deployment, roofline: Roofline) -> list[str]:
+    m, g = d.model, d.gpu
+    lines = [
+        f"{d.describe()}; {roofline.mode} mode, at 100% of peak",
+        f"  prefill FLOPs per token = 2 x {giga(m.num_params)} = {sci(m.flops_per_token)}; "
+        f"peak = {d.tp} x {g.flops(d.dtype) / 1e12:,.0f} TFLOP/s = {sci(d.peak_flops)} FLOP/s",
+        f"  decode-only step floor = {giga(d.weight_bytes)} B / {d.tp} / {sci(g.mem_bandwidth)} B/s "
+        f"= {roofline.decode_floor_seconds * MS:.1f} ms",
+    ]
+    if roofline.mode == "full":
+        lines.append(
+            f"  attention FLOPs per (query, cached position) = 4 x {m.num_layers} layers x {m.num_heads} heads x "
+            f"{m.head_dim} = {sci(m.attention_flops_per_pair)} at {sci(d.attention_flops)} FLOP/s ({d.kv_dtype}); "
+            f"KV {d.kv_bytes_per_token:,} B per token"
+        )
+    try:
+        lines.append(f"  KV capacity: {d.kv_tokens:,} tokens")
+    except ValueError as error:
+        lines.append(f"  KV capacity: none ({error})")
+    return lines
+
+
+COLUMNS = ("budget", "step ms", "tokens/s", "prompt/step", "steps to 1st token", "1st token ms", "stream gap ms")
+
+
+def table_row(budget: int, step_seconds: float, chain: FirstToken | None) -> str:
+    cells = [f"{budget:,}", f"{step_seconds * MS:.1f}", f"{budget / step_seconds:,.0f}"]
+    if chain is None:
+        cells += ["-", "never", "-", "-"]
+    else:
+        cells += [f"{budget - chain.num_decodes:,}", f"{chain.num_steps}", f"{chain.seconds * MS:.1f}",
+                  f"{chain.worst_step_seconds * MS:.1f}"]
+    return "  ".join(cell.rjust(len(col)) for cell, col in zip(cells, COLUMNS, strict=True))
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        deployment = deployment_from(args)
+        roofline = Roofline(deployment, args.mode)
+        if args.decodes < 0:
+            raise ValueError(f"--decodes must be >= 0, got {args.decodes}")
+    except ValueError as error:
+        print(f"stallfree budget: {error}", file=sys.stderr)
+        return 2
+    for line in header(deployment, roofline):
+        print(line)
+    print()
+    print(f"a {args.prompt_len:,}-token prompt arriving beside {args.decodes} running decodes "
+          "(a step: every decode, then a chunk of what is left):")
+    print("  ".join(COLUMNS))
+    for budget in args.budgets:
+        chain = None
+        if budget > args.decodes:
+            chain = first_token(roofline, budget, args.prompt_len, args.decodes, args.decode_context)
+        print(table_row(budget, full_step(roofline, budget), chain))
+    return 0
