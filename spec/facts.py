@@ -31,25 +31,26 @@ class Chunk:
 
 @dataclass(slots=True)
 class StepFacts:
+    """One step as the rules see it. Sums are taken once here, so that rules stay O(1) where they can."""
+
     step: int
     plan: list[tuple[int, int]]  # the entries, normalised, in plan order
-    emitted: list[int]  # as complete() returned them, in order
-    emitted_set: set[int]
+    planned: set[int] = field(default_factory=set)  # rids in the plan
     num_tokens: int = 0
     decodes: list[tuple[Track, int]] = field(default_factory=list)  # entries for ready requests
+    num_decode_tokens: int = 0
     chunks: list[Chunk] = field(default_factory=list)  # entries for partial requests
     admitted: list[Chunk] = field(default_factory=list)  # entries for waiting requests: admissions
+    prefills: list[Chunk] = field(default_factory=list)  # chunks and admissions, in plan order
+    admitted_reservation: int = 0  # KV reserved by this step's admissions
     duplicates: list[int] = field(default_factory=list)  # rids listed more than once
+    first_bad_n: tuple[int, int] | None = None  # the first entry with n < 1
+    # Known once complete() has returned:
+    emitted: list[int] = field(default_factory=list)  # as complete() returned them, in order
+    emitted_set: set[int] = field(default_factory=set)
     finished: list[Track] = field(default_factory=list)  # requests that emit their last token now
+    finished_reservation: int = 0
     reported_free_kv: int | None = None  # the scheduler's own free KV after the step, if it shows one
-
-    @property
-    def admitted_reservation(self) -> int:
-        return sum(c.track.request.reservation for c in self.admitted)
-
-    @property
-    def finished_reservation(self) -> int:
-        return sum(t.request.reservation for t in self.finished)
 
 
 def _as_int(value: object) -> int | None:
@@ -72,7 +73,7 @@ def normalise_plan(step: int, plan: object) -> list[tuple[int, int]]:
             rid, n = entry
         except (TypeError, ValueError):
             raise _protocol(step, f"plan entry {i} is {entry!r:.80}, which does not unpack as (rid, n)") from None
-        if _as_int(rid) is None or _as_int(n) is None:
+        if (type(rid) is not int and _as_int(rid) is None) or (type(n) is not int and _as_int(n) is None):
             raise _protocol(step, f"plan entry {i} is ({rid!r:.40}, {n!r:.40}): rid and n must be ints")
         pairs.append((rid, n))
     return pairs
@@ -80,9 +81,10 @@ def normalise_plan(step: int, plan: object) -> list[tuple[int, int]]:
 
 def normalise_emitted(step: int, emitted: object) -> list[int]:
     try:
-        rids = list(emitted)  # type: ignore[call-overload]
+        rids: list[int] = list(emitted)  # type: ignore[call-overload]
     except TypeError:
-        raise _protocol(step, f"complete() returned {type(emitted).__name__} {emitted!r:.80}, not an iterable of rids") from None
+        kind = type(emitted).__name__
+        raise _protocol(step, f"complete() returned {kind} {emitted!r:.80}, not an iterable of rids") from None
     for rid in rids:
         if _as_int(rid) is None:
             raise _protocol(step, f"complete() returned {rid!r:.40} among the emitted rids: rids are ints")
@@ -92,12 +94,14 @@ def normalise_emitted(step: int, emitted: object) -> list[int]:
 def observe(shadow: Shadow, plan: list[tuple[int, int]]) -> StepFacts:
     """Classify the plan's entries against `shadow` (the state before the step)."""
     step = shadow.step
-    facts = StepFacts(step, plan, [], set())
-    seen: set[int] = set()
+    facts = StepFacts(step, plan)
+    seen = facts.planned
     running, tracks = shadow.running, shadow.tracks
     num_tokens = 0
     for rid, n in plan:
         num_tokens += n
+        if n < 1 and facts.first_bad_n is None:
+            facts.first_bad_n = (rid, n)
         if rid in seen:
             facts.duplicates.append(rid)
             continue
@@ -106,8 +110,11 @@ def observe(shadow: Shadow, plan: list[tuple[int, int]]) -> StepFacts:
         if track is not None:
             if track.is_ready:
                 facts.decodes.append((track, n))
+                facts.num_decode_tokens += n
             else:
-                facts.chunks.append(Chunk(track, n, track.num_prefilled))
+                chunk = Chunk(track, n, track.num_prefilled)
+                facts.chunks.append(chunk)
+                facts.prefills.append(chunk)
             continue
         track = tracks.get(rid)
         if track is None:
@@ -119,7 +126,10 @@ def observe(shadow: Shadow, plan: list[tuple[int, int]]) -> StepFacts:
                 step, f"plan names rid {rid}, which finished at step {track.finished_at} after "
                 f"emitting all max_new={track.request.max_new} tokens", rule="TOKENS",
             )
-        facts.admitted.append(Chunk(track, n, 0))
+        chunk = Chunk(track, n, 0)
+        facts.admitted.append(chunk)
+        facts.prefills.append(chunk)
+        facts.admitted_reservation += track.request.reservation
     facts.num_tokens = num_tokens
     return facts
 
@@ -127,15 +137,16 @@ def observe(shadow: Shadow, plan: list[tuple[int, int]]) -> StepFacts:
 def observe_emitted(shadow: Shadow, facts: StepFacts, emitted: list[int], free_kv: int | None) -> None:
     """Add what complete() reported to `facts`: the emitted rids and the scheduler's free KV."""
     facts.emitted = emitted
-    facts.emitted_set = set(emitted)
+    emitted_set = facts.emitted_set = set(emitted)
     facts.reported_free_kv = free_kv
-    planned = {rid for rid, _ in facts.plan}
-    for rid in facts.emitted_set:
-        track = shadow.tracks.get(rid)
+    tracks, planned = shadow.tracks, facts.planned
+    for rid in emitted_set:
+        track = tracks.get(rid)
         if track is None:
             raise _protocol(facts.step, f"complete() says rid {rid} emitted a token, but it was never added")
         if rid in planned and track.num_emitted + 1 == track.request.max_new:
             facts.finished.append(track)
+            facts.finished_reservation += track.request.reservation
 
 
 def apply(shadow: Shadow, facts: StepFacts) -> None:
@@ -154,17 +165,16 @@ def apply(shadow: Shadow, facts: StepFacts) -> None:
         track.admitted_at = step
         shadow.running[track.rid] = track
         shadow.free_kv -= track.request.reservation
-    for chunk in facts.chunks + facts.admitted:
+    for chunk in facts.prefills:
         track = chunk.track
         track.num_prefilled = min(track.request.prompt_len, track.num_prefilled + chunk.n)
         if track.is_ready:
             shadow.num_ready += 1
     running = shadow.running
     for rid in facts.emitted_set:
-        track = running.get(rid)
-        if track is None:
-            continue  # a token from a request not running: reported by TOKENS, nothing to follow
-        track.num_emitted += 1
+        live = running.get(rid)
+        if live is not None:  # a token from a request not running is reported by TOKENS; not followed
+            live.num_emitted += 1
     for track in facts.finished:
         track.finished_at = step
         del running[track.rid]

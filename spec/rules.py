@@ -32,9 +32,9 @@ def one_entry(s: Shadow, f: StepFacts) -> str | None:
     """ONE-ENTRY: a request appears at most once in a plan, with n >= 1."""
     if f.duplicates:
         return f"rid {f.duplicates[0]} appears more than once in the plan"
-    for rid, n in f.plan:
-        if n < 1:
-            return f"rid {rid} is given n={n}; every entry needs n >= 1"
+    if f.first_bad_n is not None:
+        rid, n = f.first_bad_n
+        return f"rid {rid} is given n={n}; every entry needs n >= 1"
     return None
 
 
@@ -83,7 +83,7 @@ def kv_returned(s: Shadow, f: StepFacts) -> str | None:
 def prefill_once(s: Shadow, f: StepFacts) -> str | None:
     """PREFILL-ONCE: each prompt gets exactly prompt_len prefill tokens in contiguous, in-order
     chunks: no position twice, none skipped, no decode before the prompt is done."""
-    for c in f.chunks + f.admitted:
+    for c in f.prefills:
         prompt_len = c.track.request.prompt_len
         if c.start + c.n > prompt_len:
             return (
@@ -96,7 +96,7 @@ def prefill_once(s: Shadow, f: StepFacts) -> str | None:
 def first_token(s: Shadow, f: StepFacts) -> str | None:
     """FIRST-TOKEN: the step whose chunk completes a prompt emits that request's first token,
     neither an earlier step nor a later one."""
-    for c in f.chunks + f.admitted:
+    for c in f.prefills:
         rid = c.track.rid
         if c.completes and rid not in f.emitted_set:
             return f"rid {rid}'s chunk completes its prompt, but the step emitted no token for it"
@@ -120,9 +120,8 @@ def tokens(s: Shadow, f: StepFacts) -> str | None:
             return f"rid {track.rid} has its prompt done and is given n={n}; a decode is exactly 1 token"
         if track.rid not in f.emitted_set:
             return f"rid {track.rid} was decoded but emitted no token"
-    planned = {rid for rid, _ in f.plan}
     for rid in f.emitted:
-        if rid not in planned:
+        if rid not in f.planned:
             return f"rid {rid} emitted a token but was not in the plan"
     return None
 
@@ -169,7 +168,7 @@ def partial_next(s: Shadow, f: StepFacts) -> str | None:
     if len(s.running) == s.num_ready:
         return None  # no partial prompt
     given = {c.track.rid: c.n for c in f.chunks}
-    left = s.config.token_budget - sum(n for _, n in f.decodes)
+    left = s.config.token_budget - f.num_decode_tokens
     for track in s.partial():
         expected = max(0, min(track.num_remaining_prompt, left))
         got = given.get(track.rid, 0)
@@ -191,7 +190,7 @@ def work_conserving(s: Shadow, f: StepFacts) -> str | None:
         return None
     if len(f.decodes) < s.num_ready:
         return f"{unused} budget token(s) unused while a ready request got no decode"
-    for c in f.chunks + f.admitted:
+    for c in f.prefills:
         if not c.completes:
             return (
                 f"{unused} budget token(s) unused while rid {c.track.rid} got only {c.n} of its "

@@ -56,9 +56,11 @@ class Workload:
             raise InvalidField(f"workload must be a JSON object, got {type(data).__name__}")
         config = data.get("config")
         if not isinstance(config, dict):
-            raise InvalidField(f"workload.config must be an object with token_budget, max_seqs, kv_tokens; got {config!r:.80}")
+            raise InvalidField(
+                f"workload.config must be an object with token_budget, max_seqs, kv_tokens; got {config!r:.80}"
+            )
         try:
-            cfg = Config(**{k: config.get(k) for k in ("token_budget", "max_seqs", "kv_tokens")})
+            cfg = Config(config.get("token_budget"), config.get("max_seqs"), config.get("kv_tokens"))  # type: ignore[arg-type]
         except (InvalidField, FieldTypeError) as error:
             raise type(error)(f"workload.config.{error}") from None
         extra = set(config) - {"token_budget", "max_seqs", "kv_tokens"}

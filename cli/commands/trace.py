@@ -36,7 +36,8 @@ EXAMPLES = {"hand": HAND_TRACE}
 
 def configure(p: argparse.ArgumentParser) -> None:
     source = p.add_mutually_exclusive_group()
-    source.add_argument("--example", choices=sorted(EXAMPLES), help="a built-in workload (hand: the contract's hand trace)")
+    source.add_argument("--example", choices=sorted(EXAMPLES),
+                        help="a built-in workload (hand: the contract's hand trace)")
     source.add_argument("--workload", type=Path, metavar="FILE", help="a JSON workload (see stallfree.spec.workload)")
     p.add_argument("--request", type=request_spec, action="append", default=[], metavar="RID:PROMPT:MAX_NEW[@STEP]",
                    help="a request arriving before step STEP (default 0); repeatable")

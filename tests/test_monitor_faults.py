@@ -1,0 +1,128 @@
+"""Each rule's check can fail: the monitor catches the deliberately wrong scheduler for every rule,
+naming that rule; the reference and the correct stepwise policy pass the same workloads."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from stallfree.faults import FAULTS, Stepwise
+from stallfree.reference import Scheduler
+from stallfree.spec import RULE_IDS, Config, Monitor, RuleViolation, Workload, play
+from stallfree.spec.generate import random_workload
+
+WORKLOADS = [random_workload(random.Random(seed)) for seed in range(150)]
+
+
+def first_violation(factory: type, rules: list[str] | None = None) -> tuple[RuleViolation, Workload] | None:
+    for workload in WORKLOADS:
+        try:
+            play(workload, factory, rules)
+        except RuleViolation as violation:
+            return violation, workload
+    return None
+
+
+def test_every_rule_has_a_fault() -> None:
+    assert sorted(FAULTS) == sorted(RULE_IDS)
+
+
+@pytest.mark.parametrize("rule", RULE_IDS)
+def test_monitor_catches_fault(rule: str) -> None:
+    found = first_violation(FAULTS[rule])
+    assert found is not None, f"no workload exposed {FAULTS[rule].__name__}"
+    violation, workload = found
+    assert violation.rule == rule, str(violation)
+    assert f"{rule} at step {violation.step}: " in str(violation)
+    # the counterexample replays: the same workload breaks the same rule at the same step
+    with pytest.raises(RuleViolation) as again:
+        play(Workload.loads(workload.dumps()), FAULTS[rule])
+    assert (again.value.rule, again.value.step) == (rule, violation.step)
+
+
+@pytest.mark.parametrize("rule", RULE_IDS)
+def test_fault_passes_when_its_rule_is_not_checked_only_if_other_rules_hold(rule: str) -> None:
+    # With only the fault's own rule checked, the fault is still caught: each check stands alone.
+    found = first_violation(FAULTS[rule], [rule])
+    assert found is not None and found[0].rule == rule
+
+
+@pytest.mark.parametrize("factory", [Scheduler, Stepwise], ids=["reference", "stepwise"])
+def test_correct_schedulers_pass(factory: type) -> None:
+    for workload in WORKLOADS[:60]:
+        play(workload, factory)
+
+
+def monitored(config: Config, plans: list[list[tuple[int, int]]], emitted: list[list[int]]) -> Monitor:
+    """A monitor over a scripted scheduler that returns the given plans and emissions."""
+
+    class Scripted:
+        def __init__(self) -> None:
+            self.step = 0
+
+        def add(self, rid: int, prompt_len: int, max_new: int) -> None:
+            pass
+
+        def schedule(self) -> list[tuple[int, int]]:
+            return plans[self.step]
+
+        def complete(self, plan: object) -> list[int]:
+            self.step += 1
+            return emitted[self.step - 1]
+
+    return Monitor(Scripted(), config)
+
+
+def test_FCFS_message_names_both_requests_and_the_step() -> None:
+    m = monitored(Config(8, 4, 100), [[(5, 8)]], [[]])
+    m.add(4, 10, 2)
+    m.add(5, 10, 2)
+    with pytest.raises(RuleViolation, match=r"^FCFS at step 0: admitted rid 5 while rid 4 waited ahead of it$"):
+        m.step()
+
+
+def test_DECODE_FIRST_names_the_ready_request_left_out() -> None:
+    m = monitored(Config(8, 4, 100), [[(0, 8)], [(1, 8)]], [[0], []])
+    m.add(0, 8, 3)
+    m.step()
+    m.add(1, 20, 2)
+    with pytest.raises(RuleViolation, match=r"DECODE-FIRST at step 1: ready request\(s\) \[0\] got no token"):
+        m.step()
+
+
+def test_PROTOCOL_unknown_rid_and_junk_entries() -> None:
+    m = monitored(Config(8, 4, 100), [[(9, 1)]], [[]])
+    with pytest.raises(RuleViolation, match=r"PROTOCOL at step 0: plan names rid 9, which was never added"):
+        m.step()
+    m = monitored(Config(8, 4, 100), [["junk"]], [[]])  # type: ignore[list-item]
+    with pytest.raises(RuleViolation, match=r"does not unpack as \(rid, n\)"):
+        m.step()
+    m = monitored(Config(8, 4, 100), [[(1, True)]], [[]])
+    with pytest.raises(RuleViolation, match=r"rid and n must be ints"):
+        m.step()
+
+
+def test_ONE_ENTRY_zero_tokens() -> None:
+    m = monitored(Config(8, 4, 100), [[(1, 0)]], [[]])
+    m.add(1, 4, 1)
+    with pytest.raises(RuleViolation, match=r"ONE-ENTRY at step 0: rid 1 is given n=0"):
+        m.step()
+
+
+def test_TOKENS_emitted_without_being_planned() -> None:
+    m = monitored(Config(4, 4, 100), [[(1, 4)]], [[1, 2]])
+    m.add(1, 4, 3)
+    m.add(2, 4, 3)
+    with pytest.raises(RuleViolation, match=r"TOKENS at step 0: rid 2 emitted a token but was not in the plan"):
+        m.step()
+
+
+def test_KV_all_free_at_the_end() -> None:
+    s = Scheduler(token_budget=16, max_seqs=3, kv_tokens=100)
+    m = Monitor(s, s.config)
+    for rid in range(5):
+        m.add(rid, 7 + rid, 3)
+    while not m.is_idle:
+        m.step()
+    assert m.shadow.free_kv == s.free_kv == 100
