@@ -3,6 +3,9 @@
 Each scheduling step corresponds to a single forward pass. `schedule()` plans it and admits requests;
 `complete(plan)` records that it ran and returns the rids that emitted a token. Nothing else moves
 state. The rules it keeps are stated, and checked, in `stallfree.spec`.
+
+State: `_running` holds the admitted, unfinished requests in admission order; each of them is either
+in `_partial` (prompt not done) or in `_ready` (prompt done, tokens to emit), never both.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ class Scheduler:
         self._sequences: dict[int, Sequence] = {}  # every request ever accepted, by rid
         self._waiting: deque[Sequence] = deque()  # arrival order
         self._running: dict[int, Sequence] = {}  # admitted, unfinished; admission order
+        self._partial: dict[int, Sequence] = {}  # running, prompt not done; admission order
+        self._ready: dict[int, Entry] = {}  # running, prompt done: rid -> its decode entry
+        self._finishing: dict[int, list[Sequence]] = {}  # step -> requests emitting their last token then
         self._free_kv = kv_tokens
         self._num_steps = 0  # plans completed
         self._planned: Plan | None = None  # the plan schedule() returned, until complete() takes it
@@ -48,25 +54,23 @@ class Scheduler:
                 "is still pending"
             )
         left = self.config.token_budget
-        entries: list[Entry] = []
-        # 1. Decodes first, oldest admitted first. A running stream's next token is what a user is
-        #    waiting on now; giving it the budget before any prompt is what bounds time per output
-        #    token by one step of at most B tokens, however long the prompts that arrive.
-        for seq in self._running.values():
-            if left == 0:
-                break
-            if seq.is_ready:
-                entries.append(seq.decode)
-                left -= 1
+        # 1. Decodes first, one token for every ready request. A running stream's next token is
+        #    what a user is waiting on now; giving it the budget before any prompt bounds the time
+        #    per output token by one step of at most B tokens, however long the prompts that arrive.
+        #    They always all fit (READY-WITHIN-BUDGET: a request becomes ready only in a step that
+        #    also decoded every request ready before it), and complete() relies on that.
+        if len(self._ready) > left:
+            raise AssertionError(f"READY-WITHIN-BUDGET: {len(self._ready)} ready requests, budget {left}")
+        entries = list(self._ready.values())
+        left -= len(entries)
         # 2. Then the rest of partial prompts, oldest first. They already hold a slot and their KV;
         #    finishing them before starting new ones turns reserved memory into output soonest.
-        for seq in self._running.values():
+        for seq in self._partial.values():
             if left == 0:
                 break
-            if not seq.is_ready:
-                n = min(seq.num_remaining_prompt, left)
-                entries.append(Entry(seq.rid, n))
-                left -= n
+            n = min(seq.num_remaining_prompt, left)
+            entries.append(Entry(seq.rid, n))
+            left -= n
         # 3. Then new requests, first come first served, while budget, a slot and the whole
         #    reservation are there. Admission stops at the first that does not fit: skipping ahead
         #    to a smaller one could starve a large request forever.
@@ -75,7 +79,7 @@ class Scheduler:
             if seq.request.reservation > self._free_kv:
                 break
             self._waiting.popleft()
-            self._running[seq.rid] = seq
+            self._running[seq.rid] = self._partial[seq.rid] = seq
             self._free_kv -= seq.request.reservation
             n = min(seq.request.prompt_len, left)
             entries.append(Entry(seq.rid, n))
@@ -84,7 +88,8 @@ class Scheduler:
         return self._planned
 
     def complete(self, plan: Plan) -> tuple[int, ...]:
-        """Record that `plan` ran. Returns the rids that emitted a token, in plan order."""
+        """Record that `plan` ran. Returns the rids that emitted a token: the decodes, then the
+        requests whose prompt this step completed."""
         if self._planned is None:
             raise ProtocolError(
                 f"complete() without a pending plan: call schedule() first (steps completed: "
@@ -95,19 +100,23 @@ class Scheduler:
                 f"complete() got a plan that is not the pending one (pending: step "
                 f"{self._planned.step}, got: {plan!r:.120})"
             )
-        emitted: list[int] = []
-        for rid, n in plan.entries:
-            seq = self._running[rid]
-            if not seq.is_ready:
-                seq.num_prefilled += n
-            # A ready request emits: on a decode, and on the chunk that completes its prompt
-            # (that chunk's last position yields the first token).
-            if seq.is_ready:
-                seq.num_emitted += 1
+        step = self._num_steps
+        emitted = list(self._ready)  # every ready request was decoded; each emits a token
+        for rid, n in plan.entries[len(emitted) :]:  # the prompt chunks, after the decodes
+            seq = self._partial[rid]
+            seq.num_prefilled += n
+            if seq.num_prefilled == seq.request.prompt_len:
+                # The chunk that completes a prompt yields the first token from its last position.
                 emitted.append(rid)
-                if seq.is_finished:
-                    del self._running[rid]
-                    self._free_kv += seq.request.reservation
+                del self._partial[rid]
+                self._ready[rid] = seq.decode
+                seq.first_token_step = step
+                self._finishing.setdefault(step + seq.request.max_new - 1, []).append(seq)
+        # A request finishes on the step that emits its max_new-th token, and returns its KV then.
+        for seq in self._finishing.pop(step, ()):
+            del self._running[seq.rid]
+            del self._ready[seq.rid]
+            self._free_kv += seq.request.reservation
         self._planned = None
         self._num_steps += 1
         return tuple(emitted)
@@ -143,11 +152,13 @@ class Scheduler:
         seq = self._sequences.get(rid)
         if seq is None:
             raise KeyError(f"rid {rid!r} was never accepted")
-        if seq.is_finished:
+        if rid in self._partial:
+            phase = Phase.PARTIAL
+        elif rid in self._ready:
+            phase = Phase.READY
+        elif seq.first_token_step is not None:
             phase = Phase.FINISHED
-        elif seq.rid in self._running:
-            phase = Phase.READY if seq.is_ready else Phase.PARTIAL
         else:
             phase = Phase.WAITING
         r = seq.request
-        return Progress(rid, phase, r.prompt_len, r.max_new, seq.num_prefilled, seq.num_emitted)
+        return Progress(rid, phase, r.prompt_len, r.max_new, seq.num_prefilled, seq.num_emitted(self._num_steps))

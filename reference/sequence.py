@@ -9,11 +9,11 @@ from stallfree.spec.types import Entry, Request
 
 @dataclass(slots=True)
 class Sequence:
-    """Progress of one admitted or waiting request. Derived facts are properties, never stored."""
+    """Progress of one request. Its token count is derived, not stored: see `num_emitted`."""
 
     request: Request
     num_prefilled: int = 0  # prompt positions already run (the next chunk starts here)
-    num_emitted: int = 0  # output tokens emitted so far
+    first_token_step: int | None = None  # the step whose chunk completed the prompt
     decode: Entry = field(init=False)  # its decode entry, built once: a decode is always (rid, 1)
 
     def __post_init__(self) -> None:
@@ -28,10 +28,16 @@ class Sequence:
         return self.request.prompt_len - self.num_prefilled
 
     @property
-    def is_ready(self) -> bool:
-        """Prompt done and tokens still to emit: it takes one decode token a step."""
-        return self.num_prefilled == self.request.prompt_len
+    def last_step(self) -> int | None:
+        """The step that emits its max_new-th token, known once the prompt is done."""
+        if self.first_token_step is None:
+            return None
+        return self.first_token_step + self.request.max_new - 1
 
-    @property
-    def is_finished(self) -> bool:
-        return self.num_emitted == self.request.max_new
+    def num_emitted(self, num_steps: int) -> int:
+        """Tokens emitted after `num_steps` completed steps: the first on the step its prompt
+        completed, then one every step, since every ready request is decoded every step
+        (READY-WITHIN-BUDGET)."""
+        if self.first_token_step is None:
+            return 0
+        return min(self.request.max_new, num_steps - self.first_token_step)
