@@ -16,6 +16,7 @@ from . import __version__
 COMMANDS = (
     "trace",
     "budget",
+    "simulate",
 )
 
 

@@ -1,0 +1,19 @@
+"""The policies the comparison runs, by name: the reference and the two prefill-first variants."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+POLICIES: dict[str, str] = {
+    "reference": "stallfree.reference:Scheduler",  # decodes first, chunked prefill (the contract)
+    "prefill-first": "stallfree.sim.prefill_first:PrefillFirst",  # chunked, prompts before decodes
+    "unchunked": "stallfree.sim.unchunked:UnchunkedPrefillFirst",  # whole prompts in their own steps
+}
+
+
+def factory(name_or_target: str) -> Callable[..., Any]:
+    """A policy by name, or any scheduler as MODULE:FACTORY."""
+    from stallfree.commands.args import load_factory
+
+    return load_factory(POLICIES.get(name_or_target, name_or_target))

@@ -1,0 +1,231 @@
+"""The simulator: replays a trace through any plain-protocol scheduler, one step at a time, with
+each step's time from the cost model.
+
+Event-driven: the clock jumps from the end of one step to the end of the next, and over any gap in
+which nothing is waiting or running straight to the next arrival. Requests that arrive during a step
+are added before the next plan, as a server would queue them. A request the contract refuses (its
+reservation exceeds the KV capacity: rule NEVER-FIT) is skipped and reported, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import time
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from stallfree.costs import Roofline
+from stallfree.spec import Config, FieldTypeError, InvalidField, Request, admissible
+
+from .checked import Checked
+from .progress import ProgressBar
+from .stream import Stream
+from .trace import Trace, TraceRequest
+
+# A scheduler that plans nothing, with work pending and no arrival to wait for, this many times
+# running, has stalled (rule PROGRESS); the simulation stops rather than spin.
+MAX_EMPTY_PLANS = 1_000
+PROGRESS_EVERY_STEPS = 2_048
+
+
+class Stalled(RuntimeError):
+    """The scheduler stopped planning while requests were pending."""
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    request: TraceRequest
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """One step, kept when a run records its steps (for timelines)."""
+
+    start: float
+    seconds: float
+    num_decodes: int
+    num_prefill: int  # prompt tokens
+
+
+@dataclass(slots=True)
+class SimResult:
+    trace: str
+    policy: str
+    config: Config
+    roofline: Roofline
+    streams: list[Stream]  # accepted requests, in arrival order
+    skipped: list[Skipped]
+    clock: float = 0.0  # seconds from the first arrival to the last token
+    busy_seconds: float = 0.0  # of which spent running steps
+    longest_step: float = 0.0  # seconds
+    step_tokens: array = field(default_factory=lambda: array("l"))  # tokens of each non-empty step
+    steps: list[StepRecord] | None = None
+    wall_seconds: float = 0.0
+
+    @property
+    def num_finished(self) -> int:
+        return sum(1 for s in self.streams if s.is_finished)
+
+
+class Simulation:
+    def __init__(
+        self,
+        trace: Trace,
+        factory: Callable[..., Any],
+        config: Config,
+        roofline: Roofline,
+        policy: str = "",
+        check: bool = False,
+        record: bool = False,
+        progress: ProgressBar | None = None,
+    ) -> None:
+        scheduler = factory(token_budget=config.token_budget, max_seqs=config.max_seqs, kv_tokens=config.kv_tokens)
+        self.scheduler = Checked(scheduler, config) if check else scheduler
+        self.trace = trace
+        self.roofline = roofline
+        self.record = record
+        self.progress = progress
+        self.result = SimResult(trace.name, policy, config, roofline, [], [], steps=[] if record else None)
+        self.streams: dict[int, Stream] = {}
+        self.next_arrival = 0  # index into trace.requests
+        self.num_pending = 0  # accepted, not finished
+        self.num_finished = 0
+        self.num_empty_plans = 0
+
+    # -- arrivals --------------------------------------------------------------------------------
+
+    def add_arrivals(self, clock: float) -> None:
+        """Offer the scheduler every request that has arrived by `clock`, in arrival order."""
+        requests = self.trace.requests
+        while self.next_arrival < len(requests) and requests[self.next_arrival].arrival <= clock:
+            self.offer(requests[self.next_arrival])
+            self.next_arrival += 1
+
+    def offer(self, request: TraceRequest) -> None:
+        reason = refusal(request, self.result.config)
+        if reason is None:
+            try:
+                self.scheduler.add(request.rid, request.prompt_len, request.max_new)
+            except ValueError as error:  # refused by the scheduler: reported, like the contract's refusals
+                reason = f"refused by the scheduler: {error}"
+        if reason is not None:
+            self.result.skipped.append(Skipped(request, reason))
+            return
+        stream = Stream(request)
+        if self.record:
+            stream.token_times = []
+        self.streams[request.rid] = stream
+        self.result.streams.append(stream)
+        self.num_pending += 1
+
+    # -- steps -----------------------------------------------------------------------------------
+
+    def step(self, clock: float) -> float:
+        """Plan, price and complete one step starting at `clock`; return the clock after it."""
+        plan = self.scheduler.schedule()
+        num_tokens = pairs = kv_read = num_decodes = 0
+        streams = self.streams
+        for rid, n in plan:
+            stream = streams[rid]
+            done = stream.num_prefilled
+            if done < stream.prompt_len:  # a chunk: prompt positions [done, done + n)
+                if done == 0:
+                    stream.admitted = clock
+                pairs += n * done + n * (n + 1) // 2
+                kv_read += done
+                stream.num_prefilled = done + n
+            else:  # a decode: the last token in, attending to every position so far
+                context = stream.prompt_len + stream.num_emitted
+                pairs += context
+                kv_read += context - 1
+                num_decodes += 1
+            num_tokens += n
+        seconds = self.roofline.seconds(num_tokens, pairs, kv_read)
+        end = clock + seconds
+        self.emit(self.scheduler.complete(plan), end)
+        if num_tokens:
+            self.num_empty_plans = 0
+            self.result.busy_seconds += seconds
+            if seconds > self.result.longest_step:
+                self.result.longest_step = seconds
+            self.result.step_tokens.append(num_tokens)
+            if self.result.steps is not None:
+                self.result.steps.append(StepRecord(clock, seconds, num_decodes, num_tokens - num_decodes))
+        else:
+            self.num_empty_plans += 1
+        return end
+
+    def emit(self, rids: Any, clock: float) -> None:
+        """Each rid emitted a token at `clock`, the end of the step."""
+        streams = self.streams
+        for rid in rids:
+            stream = streams[rid]
+            stream.num_emitted += 1
+            last = stream.last_token
+            if last is None:
+                stream.first_token = clock
+            elif clock - last > stream.max_gap:
+                stream.max_gap = clock - last
+            stream.last_token = clock
+            if stream.token_times is not None:
+                stream.token_times.append(clock)
+            if stream.num_emitted == stream.max_new:
+                self.num_pending -= 1
+                self.num_finished += 1
+
+    # -- the run ---------------------------------------------------------------------------------
+
+    def run(self) -> SimResult:
+        started = time.perf_counter()
+        requests = self.trace.requests
+        clock = 0.0
+        num_steps = 0
+        while True:
+            self.add_arrivals(clock)
+            arrivals_left = self.next_arrival < len(requests)
+            if self.num_pending == 0 or self.num_empty_plans >= MAX_EMPTY_PLANS:
+                if not arrivals_left:
+                    break
+                clock = max(clock, requests[self.next_arrival].arrival)  # skip the idle gap
+                self.num_empty_plans = 0
+                continue
+            clock = self.step(clock)
+            num_steps += 1
+            if self.progress is not None and num_steps % PROGRESS_EVERY_STEPS == 0:
+                self.progress.update(self.num_finished, clock)
+        if self.num_pending:
+            raise Stalled(
+                f"the scheduler planned nothing {MAX_EMPTY_PLANS} times running with {self.num_pending} "
+                f"request(s) pending and none left to arrive (rule PROGRESS)"
+            )
+        if self.progress is not None:
+            self.progress.close(self.num_finished, clock)
+        self.result.clock = clock
+        self.result.wall_seconds = time.perf_counter() - started
+        return self.result
+
+
+def refusal(request: TraceRequest, config: Config) -> str | None:
+    """Why the contract refuses `request` under `config` (NEVER-FIT, invalid field), or None."""
+    try:
+        admissible(Request(request.rid, request.prompt_len, request.max_new), config)
+    except (InvalidField, FieldTypeError) as error:
+        return f"NEVER-FIT: {error}"
+    return None
+
+
+def simulate(
+    trace: Trace,
+    factory: Callable[..., Any],
+    config: Config,
+    roofline: Roofline,
+    policy: str = "",
+    check: bool = False,
+    record: bool = False,
+    progress: bool = False,
+) -> SimResult:
+    """Replay `trace` through `factory(token_budget=, max_seqs=, kv_tokens=)`; see `Simulation`."""
+    bar = ProgressBar(f"simulate {trace.name} {policy}".strip(), len(trace.requests)) if progress else None
+    return Simulation(trace, factory, config, roofline, policy, check, record, bar).run()

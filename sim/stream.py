@@ -1,0 +1,51 @@
+"""One request as the simulator follows it: where its prompt is, and when its tokens came out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .trace import TraceRequest
+
+
+@dataclass(slots=True)
+class Stream:
+    request: TraceRequest
+    prompt_len: int = field(init=False)  # copied from the request: read every step
+    max_new: int = field(init=False)
+    num_prefilled: int = 0
+    num_emitted: int = 0
+    admitted: float | None = None  # start of the step that ran its first chunk
+    first_token: float | None = None  # end of the step that emitted its first token
+    last_token: float | None = None
+    max_gap: float = 0.0  # the longest wait between two of its tokens
+    token_times: list[float] | None = None  # every token's time, kept only when asked for
+
+    def __post_init__(self) -> None:
+        self.prompt_len = self.request.prompt_len
+        self.max_new = self.request.max_new
+
+    @property
+    def is_finished(self) -> bool:
+        return self.num_emitted >= self.max_new
+
+    @property
+    def queueing(self) -> float | None:
+        """Arrival to admission."""
+        return None if self.admitted is None else self.admitted - self.request.arrival
+
+    @property
+    def ttft(self) -> float | None:
+        """Arrival to first token."""
+        return None if self.first_token is None else self.first_token - self.request.arrival
+
+    @property
+    def e2e(self) -> float | None:
+        """Arrival to last token."""
+        return None if self.last_token is None else self.last_token - self.request.arrival
+
+    @property
+    def tpot(self) -> float | None:
+        """Mean time per output token after the first; None for a one-token request."""
+        if self.num_emitted < 2 or self.first_token is None or self.last_token is None:
+            return None
+        return (self.last_token - self.first_token) / (self.num_emitted - 1)

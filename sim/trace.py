@@ -1,0 +1,117 @@
+"""Request traces: arrival times in seconds, prompt lengths, tokens to generate.
+
+Two traces ship in `data/` (Azure LLM inference traces 2023, CC BY 4.0; see data/README.md):
+`code` (8,819 requests) and `conv` (19,366). Any CSV in the same form loads too, as does a plain
+one with columns `arrival_s,prompt_len,max_new`. A row's rid is its index among the data rows.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+
+DATA = Path(__file__).parent / "data"
+SHIPPED = {
+    "code": DATA / "AzureLLMInferenceTrace_code.csv",
+    "conv": DATA / "AzureLLMInferenceTrace_conv.csv",
+}
+AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+PLAIN_COLUMNS = ("arrival_s", "prompt_len", "max_new")
+
+
+class TraceError(ValueError):
+    """A trace file that cannot be read: the message names the file, the row and the field."""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRequest:
+    rid: int
+    arrival: float  # seconds after the trace's first arrival
+    prompt_len: int
+    max_new: int  # the tokens the request generated in the trace
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    name: str
+    requests: tuple[TraceRequest, ...]  # in arrival order
+
+    @property
+    def duration(self) -> float:
+        """Seconds from the first arrival to the last."""
+        return self.requests[-1].arrival if self.requests else 0.0
+
+    def scaled(self, rate_scale: float) -> Trace:
+        """The same requests arriving `rate_scale` times as fast (2: twice the rate)."""
+        if not rate_scale > 0:
+            raise ValueError(f"rate_scale must be > 0, got {rate_scale!r}")
+        if rate_scale == 1:
+            return self
+        requests = tuple(replace(r, arrival=r.arrival / rate_scale) for r in self.requests)
+        return Trace(f"{self.name} x{rate_scale:g}", requests)
+
+    def head(self, limit: int) -> Trace:
+        """The first `limit` requests."""
+        return Trace(f"{self.name}[:{limit}]", self.requests[:limit])
+
+
+def load(source: str | Path) -> Trace:
+    """A shipped trace by name (`code`, `conv`) or a CSV file by path."""
+    path = SHIPPED.get(str(source), Path(source))
+    if not path.is_file():
+        raise TraceError(f"trace {str(source)!r} is neither {' nor '.join(SHIPPED)} nor a file")
+    name = str(source) if str(source) in SHIPPED else path.stem
+    with path.open(newline="") as handle:
+        rows = csv.reader(handle)
+        header = tuple(cell.strip() for cell in next(rows, ()))
+        if header == AZURE_COLUMNS:
+            parse_time = _timestamp
+        elif header == PLAIN_COLUMNS:
+            parse_time = _seconds
+        else:
+            raise TraceError(
+                f"{path}: header {list(header)} is neither {list(AZURE_COLUMNS)} nor {list(PLAIN_COLUMNS)}"
+            )
+        rows_ = [_row(path, i, row, header, parse_time) for i, row in enumerate(rows) if row]
+    return Trace(name, _from_first_arrival(rows_))
+
+
+def _row(path: Path, i: int, row: list[str], header: tuple[str, ...], parse_time):  # type: ignore[no-untyped-def]
+    """(time as read, rid, prompt_len, max_new); errors name the file, the row and the column."""
+    where = f"{path.name} data row {i}"
+    if len(row) != len(header):
+        raise TraceError(f"{where}: expected {len(header)} fields, got {len(row)}: {row!r:.80}")
+    values = []
+    for column, text in zip(header[1:], row[1:], strict=True):
+        try:
+            values.append(int(text))
+        except ValueError:
+            raise TraceError(f"{where}: {column} {text!r} is not an int") from None
+    try:
+        time = parse_time(row[0])
+    except ValueError:
+        raise TraceError(f"{where}: {header[0]} {row[0]!r} is not a time") from None
+    return time, i, values[0], values[1]
+
+
+def _timestamp(text: str) -> datetime:
+    return datetime.fromisoformat(text.strip())
+
+
+def _seconds(text: str) -> float:
+    return float(text)
+
+
+def _from_first_arrival(rows: list) -> tuple[TraceRequest, ...]:  # type: ignore[type-arg]
+    """Arrival order, times in seconds from the first arrival. Equal times keep file order.
+
+    Timestamps carry no time zone and are only ever subtracted from each other."""
+    rows.sort(key=lambda row: row[0])
+    if not rows:
+        return ()
+    start = rows[0][0]
+    if isinstance(start, datetime):
+        return tuple(TraceRequest(rid, (t - start).total_seconds(), p, m) for t, rid, p, m in rows)
+    return tuple(TraceRequest(rid, t - start, p, m) for t, rid, p, m in rows)
