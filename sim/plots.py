@@ -1,0 +1,162 @@
+"""PNG plots (matplotlib, Agg): one run, a budget sweep, an overload sweep, the timeline.
+
+matplotlib is an optional extra (`stallfree[plot]`), imported only here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .simulator import SimResult
+from .summary import MS, Summary
+from .timeline import Timeline
+
+DPI = 120
+POLICY_STYLE = {  # one look per policy in every figure
+    "reference": {"color": "tab:blue", "marker": "o", "label": "reference (decodes first, chunked)"},
+    "prefill-first": {"color": "tab:orange", "marker": "s", "label": "prefill-first, chunked"},
+    "unchunked": {"color": "tab:red", "marker": "^", "label": "prefill-first, unchunked"},
+}
+TIMELINE_STREAMS_SHOWN = 8
+LEGEND_ROOM = 0.04  # share of the figure's height kept under the panels for a shared legend
+TIMELINE_MARGIN = 0.15  # seconds shown before the long prompt arrives and after its first token
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _style(policy: str) -> dict[str, str]:
+    return POLICY_STYLE.get(policy, {"label": policy})
+
+
+def _cdf(ax: Any, values: Sequence[float], label: str) -> None:
+    ordered = sorted(values)
+    n = len(ordered)
+    ax.step(ordered, [(i + 1) / n for i in range(n)], where="post", label=label)
+
+
+def plot_run(result: SimResult, folder: Path) -> list[Path]:
+    """Latency CDFs and budget use of one simulation."""
+    plt = _pyplot()
+    folder.mkdir(parents=True, exist_ok=True)
+    streams = result.streams
+    fig, (ttft, tpot, use) = plt.subplots(1, 3, figsize=(15, 4.2))
+    _cdf(ttft, [s.ttft * MS for s in streams if s.ttft is not None], "TTFT")
+    ttft.set(xscale="log", xlabel="ms", ylabel="share of requests", title="time to first token")
+    _cdf(tpot, [s.tpot * MS for s in streams if s.tpot is not None], "TPOT (mean per request)")
+    _cdf(tpot, [s.max_gap * MS for s in streams if s.num_emitted >= 2], "worst gap between tokens")
+    tpot.set(xscale="log", xlabel="ms", title="time per output token")
+    tpot.legend()
+    budget = result.config.token_budget
+    use.hist([n / budget for n in result.step_tokens], bins=50, log=True)
+    use.set(xlabel="tokens / budget", ylabel="steps", title="budget use per step")
+    fig.suptitle(f"{result.trace}, {result.policy}, budget {budget}")
+    fig.tight_layout()
+    path = folder / f"run-{_slug(result.trace)}-{_slug(result.policy)}-{budget}.png"
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return [path]
+
+
+def plot_budgets(summaries: Iterable[Summary], path: Path) -> Path:
+    """TPOT p99, worst token gap and TTFT p50 against budget, one line per policy."""
+    plt = _pyplot()
+    rows = list(summaries)
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    panels = (("tpot", "p99", "TPOT p99 (mean per request)"), ("max_gap", "max", "worst gap between tokens (max)"),
+              ("ttft", "p50", "TTFT p50"))
+    for ax, (key, stat, title) in zip(axes, panels, strict=True):
+        for policy in dict.fromkeys(r.policy for r in rows):
+            mine = sorted((r for r in rows if r.policy == policy), key=lambda r: r.token_budget)
+            ys = [getattr(r.latency[key], stat) * MS for r in mine]
+            ax.plot([r.token_budget for r in mine], ys, **_style(policy))
+        ax.set(xscale="log", yscale="log", xlabel="token budget", ylabel="ms", title=title)
+        ax.set_xticks([r.token_budget for r in rows], [f"{r.token_budget:,}" for r in rows])
+        ax.minorticks_off()
+        ax.grid(alpha=0.3)
+    axes[0].legend()
+    first = rows[0]
+    fig.suptitle(f"trace {first.trace}: {first.cost}")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def plot_rates(summaries: Iterable[Summary], scales: Sequence[float], path: Path) -> Path:
+    """Overload: TTFT, queueing and TPOT against the arrival-rate scale, one line per policy."""
+    plt = _pyplot()
+    rows = list(summaries)
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    panels = (("ttft", "p50", "TTFT p50"), ("queueing", "p99", "queueing delay p99"),
+              ("max_gap", "max", "worst gap between tokens (max)"))
+    for ax, (key, stat, title) in zip(axes, panels, strict=True):
+        for policy in dict.fromkeys(r.policy for r in rows):
+            mine = [r for r in rows if r.policy == policy]
+            ys = [getattr(r.latency[key], stat) * MS for r in mine]
+            ax.plot(list(scales)[: len(mine)], ys, **_style(policy))
+        ax.set(xscale="log", yscale="log", xlabel="arrival rate x trace", ylabel="ms", title=title)
+        ax.set_xticks(list(scales), [f"{s:g}x" for s in scales])
+        ax.minorticks_off()
+        ax.grid(alpha=0.3)
+    axes[0].legend()
+    first = rows[0]
+    fig.suptitle(f"overload: {first.trace.split(' x')[0]}, budget {first.token_budget:,}; {first.cost}")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def plot_timeline(timelines: Sequence[Timeline], path: Path) -> Path:
+    """Per policy: the prompt tokens and the decode tokens of each step, and the token times of a
+    few streams, around one long prompt's arrival and first token."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(3, len(timelines), figsize=(5.2 * len(timelines), 7.6), sharex="col",
+                             squeeze=False, gridspec_kw={"height_ratios": (1.4, 1, 1.4)})
+    for col, tl in enumerate(timelines):
+        start, end = tl.arrival - TIMELINE_MARGIN, tl.first_token + TIMELINE_MARGIN
+        steps = [s for s in tl.result.steps or () if s.start + s.seconds >= start and s.start <= end]
+        prompt, decode, streams = axes[0][col], axes[1][col], axes[2][col]
+        lefts = [s.start for s in steps]
+        widths = [s.seconds for s in steps]
+        bars = {"align": "edge", "edgecolor": "white", "linewidth": 0.4}
+        prompt.bar(lefts, [s.num_prefill for s in steps], widths, color="tab:gray", **bars)
+        prompt.axhline(tl.result.config.token_budget, color="black", lw=0.8, ls=":", label="budget")
+        prompt.set(title=_style(tl.policy)["label"], ylabel="prompt tokens\nin the step")
+        decode.bar(lefts, [s.num_decodes for s in steps], widths, color="tab:green", **bars)
+        decode.set(ylabel="decode tokens\nin the step")
+        shown = [s for s in tl.result.streams if s.request.rid != tl.long_rid][:TIMELINE_STREAMS_SHOWN]
+        times = [[t for t in s.token_times or () if start <= t <= end] for s in shown]
+        streams.eventplot(times, colors="tab:green", linelengths=0.7)
+        streams.set(xlabel="seconds", ylabel="stream", yticks=[])
+        for ax in (prompt, decode, streams):
+            ax.axvline(tl.arrival, color="tab:purple", ls="--", lw=1, label="long prompt arrives")
+            ax.axvline(tl.first_token, color="tab:purple", lw=1.5, label="its first token")
+            ax.set_xlim(start, end)
+        worst = max(s.max_gap for s in tl.result.streams if s.request.rid != tl.long_rid)
+        streams.set_title(f"token times of {len(shown)} streams; worst gap {worst * MS:.0f} ms", fontsize=9)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9)
+    r = timelines[0].result
+    fig.suptitle(f"a {r.streams[-1].prompt_len:,}-token prompt arrives amid {len(r.streams) - 1} decoding "
+                 f"streams; budget {r.config.token_budget:,}; {r.roofline.mode} cost")
+    fig.tight_layout(rect=(0, LEGEND_ROOM, 1, 1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-." else "_" for c in text)

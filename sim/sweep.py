@@ -1,0 +1,76 @@
+"""Sweeps for the policy comparison: budgets x policies on a trace, and arrival-rate scales.
+
+Each point is one full simulation; points run in `jobs` worker processes. Long: these are for
+scripts and the CLI, not for CI.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from itertools import product
+
+from stallfree.costs import Deployment, Roofline
+from stallfree.spec import Config
+
+from .policies import factory
+from .simulator import simulate
+from .summary import Summary, summarise
+from .trace import load
+
+BUDGETS = (512, 1024, 2048, 4096, 8192, 16384)
+RATE_SCALES = (1, 2, 4, 8, 16, 32)
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    trace: str
+    policy: str
+    budget: int
+    rate_scale: float = 1.0
+    limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    deployment: Deployment
+    mode: str
+    max_seqs: int
+    kv_tokens: int | None = None  # None: what the deployment's memory holds
+
+
+def run_point(setup: Setup, point: Point) -> Summary:
+    trace = load(point.trace)
+    if point.limit is not None:
+        trace = trace.head(point.limit)
+    trace = trace.scaled(point.rate_scale)
+    kv = setup.kv_tokens if setup.kv_tokens is not None else setup.deployment.kv_tokens
+    config = Config(point.budget, setup.max_seqs, kv)
+    result = simulate(trace, factory(point.policy), config, Roofline(setup.deployment, setup.mode), point.policy)
+    return summarise(result)
+
+
+def run_points(setup: Setup, points: Iterable[Point], jobs: int = 1) -> list[Summary]:
+    """Every point, in the order given; progress (one line a point) to stderr."""
+    points = list(points)
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(run_point, setup, p) for p in points]
+        summaries = []
+        for i, (point, future) in enumerate(zip(points, futures, strict=True), 1):
+            summary = future.result()
+            print(f"[{i}/{len(points)}] {point.trace} x{point.rate_scale:g} {point.policy} budget {point.budget}: "
+                  f"{summary.wall_seconds:.1f} s", file=sys.stderr, flush=True)
+            summaries.append(summary)
+    return summaries
+
+
+def budget_points(traces: Iterable[str], policies: Iterable[str], budgets: Iterable[int],
+                  limit: int | None = None) -> list[Point]:
+    return [Point(t, p, b, 1.0, limit) for t, p, b in product(traces, policies, budgets)]
+
+
+def rate_points(trace: str, policies: Iterable[str], budget: int, scales: Iterable[float],
+                limit: int | None = None) -> list[Point]:
+    return [Point(trace, p, budget, s, limit) for p, s in product(policies, scales)]
