@@ -1,0 +1,84 @@
+"""Model shapes: a tiny one for tests, and the shapes of real Llama models for timing with random
+weights (optionally with fewer layers)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from stallfree.spec import InvalidField
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    """A Llama-architecture decoder. Heads split across tensor-parallel ranks, so the head counts,
+    the FFN width and the vocab must divide by the world size (see `check_divisible`)."""
+
+    name: str
+    hidden: int
+    num_layers: int
+    num_heads: int  # query heads
+    num_kv_heads: int  # key/value heads (grouped-query attention: num_heads % num_kv_heads == 0)
+    ffn: int  # SwiGLU inner width
+    vocab: int
+    rms_eps: float = 1e-5
+    rope_theta: float = 500000.0
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.num_heads
+
+    @property
+    def num_params(self) -> int:
+        """Parameters of the whole model (embedding and LM head counted separately)."""
+        attn = self.hidden * self.head_dim * (2 * self.num_heads + 2 * self.num_kv_heads)
+        mlp = 3 * self.hidden * self.ffn
+        return self.num_layers * (attn + mlp + 2 * self.hidden) + 2 * self.vocab * self.hidden + self.hidden
+
+    @property
+    def layer_params(self) -> int:
+        """Parameters of one decoder layer's matmuls: what a step streams per layer."""
+        return self.hidden * self.head_dim * (2 * self.num_heads + 2 * self.num_kv_heads) + 3 * self.hidden * self.ffn
+
+    def with_layers(self, num_layers: int | None) -> ModelConfig:
+        """The same shape with `num_layers` layers (None: unchanged), for timing a slice of a model."""
+        if num_layers is None:
+            return self
+        if num_layers < 1:
+            raise InvalidField(f"num_layers must be >= 1, got {num_layers}")
+        return replace(self, num_layers=num_layers)
+
+    def check_divisible(self, world_size: int) -> None:
+        """Raise naming the field when this shape cannot be split over `world_size` ranks."""
+        if world_size not in (1, 2, 4, 8):
+            raise InvalidField(f"tp must be 1, 2, 4 or 8, got {world_size}")
+        if self.hidden % self.num_heads:
+            raise InvalidField(f"{self.name}: hidden={self.hidden} is not a multiple of num_heads={self.num_heads}")
+        if self.num_heads % self.num_kv_heads:
+            raise InvalidField(
+                f"{self.name}: num_heads={self.num_heads} is not a multiple of num_kv_heads={self.num_kv_heads}"
+            )
+        for field in ("num_heads", "num_kv_heads", "ffn", "vocab"):
+            value = getattr(self, field)
+            if value % world_size:
+                raise InvalidField(f"{self.name}: {field}={value} does not divide over tp={world_size} ranks")
+
+
+MODELS: dict[str, ModelConfig] = {
+    m.name: m
+    for m in (
+        # Small enough that TP=4 on 2 CPU cores runs a step in milliseconds.
+        ModelConfig("tiny", hidden=256, num_layers=2, num_heads=8, num_kv_heads=4, ffn=768, vocab=2048),
+        # Four times wider than tiny: the "wider one" of the CPU benchmarks.
+        ModelConfig("wide", hidden=1024, num_layers=2, num_heads=16, num_kv_heads=4, ffn=3072, vocab=8192),
+        ModelConfig("llama-3.1-8b", hidden=4096, num_layers=32, num_heads=32, num_kv_heads=8, ffn=14336,
+                    vocab=128256),
+        ModelConfig("llama-3.3-70b", hidden=8192, num_layers=80, num_heads=64, num_kv_heads=8, ffn=28672,
+                    vocab=128256),
+    )
+}
+
+
+def model_config(name: str, num_layers: int | None = None) -> ModelConfig:
+    if name not in MODELS:
+        raise InvalidField(f"model must be one of {', '.join(MODELS)}, got {name!r}")
+    return MODELS[name].with_layers(num_layers)

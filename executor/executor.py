@@ -1,0 +1,244 @@
+"""Rank 0's step path: plan through the monitor, build the flat batch, broadcast it, run the
+forward, sample where tokens are emitted, complete, and check the rules on what really ran.
+
+Each scheduling step is one forward pass. A plan the monitor refuses never reaches the model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from stallfree.spec import Config, Monitor, RuleViolation
+
+from .allocator import SlotAllocator
+from .batch import FlatBatch
+from .checks import (
+    WriteLedger,
+    check_budget,
+    check_chunk,
+    check_decode_first,
+    check_emitted,
+    check_finite,
+    check_first_token_row,
+    check_kv,
+)
+from .model import Transformer
+from .sampler import Sampler
+from .stream import Stream, prompt_tokens
+
+
+@dataclass(slots=True)
+class StepRecord:
+    step: int
+    plan: list[tuple[int, int]]
+    num_tokens: int
+    ms: float  # the whole step, plan to checks
+    forward_ms: float  # broadcast, forward, sampling
+    monitor_ms: float  # monitor.plan() and monitor.complete(), the scheduler's calls included
+    emitted: list[int]
+    finished: list[int]
+    free_kv: int
+
+
+@dataclass(slots=True)
+class Emitter:
+    """A row whose logits yield a token this step."""
+
+    stream: Stream
+    row: int
+    rows: range  # the entry's rows in the flat batch
+    is_first: bool  # the chunk completes the prompt: this is the request's first token
+
+
+@dataclass(slots=True)
+class Built:
+    batch: FlatBatch
+    rid_of_row: list[int]
+    emitters: list[Emitter] = field(default_factory=list)
+
+
+class Executor:
+    """Drives `monitor` (and through it the scheduler) step by step on `model`.
+
+    `send` hands each step's batch to the other ranks before the forward (a no-op for one rank)."""
+
+    def __init__(self, model: Transformer, monitor: Monitor, sampler: Sampler, seed: int,
+                 device: torch.device | str, send: Callable[[FlatBatch], None] = lambda b: None,
+                 keep_logits: bool = False) -> None:
+        self.model, self.monitor, self.sampler, self.seed = model, monitor, sampler, seed
+        self.config: Config = monitor.config
+        self.device, self.send, self.keep_logits = device, send, keep_logits
+        self.caches = model.new_caches(self.config.kv_tokens, device)
+        self.allocator = SlotAllocator(self.config.kv_tokens)
+        self.ledger = WriteLedger()
+        self.requests: dict[int, tuple[int, int]] = {}  # accepted rid -> (prompt_len, max_new)
+        self.streams: dict[int, Stream] = {}  # admitted, unfinished
+        self.done: dict[int, Stream] = {}  # finished
+        self.to_poison: list[int] = []  # slots freed since the last batch
+        self.records: list[StepRecord] = []
+        self.added_at: dict[int, float] = {}  # rid -> wall time of add()
+
+    @property
+    def step_index(self) -> int:
+        return self.monitor.shadow.step
+
+    def add(self, rid: Any, prompt_len: Any, max_new: Any) -> bool:
+        accepted = self.monitor.add(rid, prompt_len, max_new)
+        if accepted:
+            self.requests[rid] = (prompt_len, max_new)
+            self.added_at[rid] = time.perf_counter()
+        return accepted
+
+    # -- one step ---------------------------------------------------------------------------------
+
+    def step(self) -> StepRecord:
+        t0 = time.perf_counter()
+        plan = self.monitor.plan()  # raises RuleViolation: a broken plan is refused before it runs
+        t_plan = time.perf_counter()
+        entries = [(rid, n) for rid, n in plan]
+        step = self.step_index
+        check_decode_first(step, self.streams, {rid for rid, _ in entries})
+        built = self.build(step, entries)
+        check_budget(step, built.batch, self.config.token_budget)
+        self.ledger.check(step, built.batch, built.rid_of_row)
+        sampled = self.run(step, built) if entries else {}
+        t_run = time.perf_counter()
+        facts = self.monitor.complete()
+        t_done = time.perf_counter()
+        firsts = {e.stream.rid for e in built.emitters if e.is_first}
+        check_emitted(step, firsts, set(sampled), set(facts.emitted))
+        finished = self.record(sampled, t_done)
+        free_kv = getattr(self.monitor.scheduler, "free_kv", None)
+        check_kv(step, self.allocator.num_free, self.monitor.shadow.free_kv, free_kv if type(free_kv) is int else None)
+        record = StepRecord(
+            step, entries, built.batch.num_tokens, (time.perf_counter() - t0) * 1e3, (t_run - t_plan) * 1e3,
+            ((t_plan - t0) + (t_done - t_run)) * 1e3, list(facts.emitted), finished, self.allocator.num_free,
+        )
+        self.records.append(record)
+        return record
+
+    def run(self, step: int, built: Built) -> dict[int, int]:
+        """Broadcast, forward, sample. Returns rid -> the token sampled for it."""
+        batch = built.batch
+        self.send(batch)
+        dev = batch.to(self.device)
+        if dev.poison_slots.numel():
+            for cache in self.caches:
+                cache.poison(dev.poison_slots)
+        hidden, logits = self.model(dev, self.caches)
+        check_finite(step, hidden, built.rid_of_row)
+        sampled: dict[int, int] = {}
+        positions = batch.positions.tolist()
+        for i, e in enumerate(built.emitters):
+            if e.is_first:
+                check_first_token_row(step, e.stream, e.rows, e.row, positions[e.row])
+            row_logits = logits[i]
+            sampled[e.stream.rid] = self.sampler.sample(row_logits, e.stream.rid, len(e.stream.outputs))
+            if self.keep_logits:
+                e.stream.logits.append(row_logits.cpu())
+        return sampled
+
+    def record(self, sampled: dict[int, int], now: float) -> list[int]:
+        """Give each stream its token; finish the streams that have all theirs."""
+        finished = []
+        for rid, token in sampled.items():
+            stream = self.streams[rid]
+            stream.outputs.append(token)
+            stream.emitted_at.append(self.step_index - 1)
+            stream.times.append(now)
+            if stream.is_finished:
+                self.finish(stream)
+                finished.append(rid)
+        return finished
+
+    # -- the flat batch ---------------------------------------------------------------------------
+
+    def build(self, step: int, entries: list[tuple[int, int]]) -> Built:
+        token_ids: list[int] = []
+        positions: list[int] = []
+        write_slots: list[int] = []
+        ctx_lens: list[int] = []
+        ctx_slots: list[int] = []
+        rid_of_row: list[int] = []
+        emitters: list[Emitter] = []
+        for rid, n in entries:
+            stream = self.streams.get(rid) or self.admit(step, rid)
+            first_row = len(token_ids)
+            rows = range(first_row, first_row + n)
+            start = stream.next_position
+            if stream.is_ready:
+                if n != 1:
+                    raise RuleViolation("TOKENS", step, f"rid {rid} has its prompt done and gets n={n}; a decode is 1")
+                token_ids.append(stream.outputs[-1])
+                emitters.append(Emitter(stream, first_row, rows, is_first=False))
+            else:
+                check_chunk(step, stream, n)
+                token_ids.extend(stream.prompt[start:start + n])
+                stream.num_prefilled += n
+                if stream.num_prefilled == stream.prompt_len:
+                    emitters.append(Emitter(stream, self.emit_row(rows), rows, is_first=True))
+            positions.extend(range(start, start + n))
+            write_slots.extend(self.write_slots(stream, start, n))
+            context = self.context(stream, start + n)
+            ctx_lens.append(len(context))
+            ctx_slots.extend(context)
+            rid_of_row.extend([rid] * n)
+        poison, self.to_poison = self.to_poison, []
+
+        def t(values: list[int]) -> torch.Tensor:
+            return torch.tensor(values, dtype=torch.int64)
+
+        batch = FlatBatch(
+            t(token_ids), t(positions), t(write_slots), t([n for _, n in entries]), t(ctx_lens), t(ctx_slots),
+            t([e.row for e in emitters]), t(poison),
+        )
+        return Built(batch, rid_of_row, emitters)
+
+    # -- the steps a broken executor may alter (see broken.py) -------------------------------------
+
+    def admit(self, step: int, rid: int) -> Stream:
+        """A request's first appearance in a plan is its admission: reserve prompt_len + max_new slots."""
+        if rid not in self.requests or rid in self.done:
+            why = "has finished" if rid in self.done else "was never accepted"
+            raise RuleViolation("TOKENS", step, f"the plan names rid {rid}, which {why}")
+        prompt_len, max_new = self.requests[rid]
+        try:
+            slots = self.allocator.reserve(prompt_len + max_new)
+        except ValueError as error:
+            raise RuleViolation("KV", step, f"admitting rid {rid}: {error}") from None
+        self.ledger.reserve(rid, slots)
+        stream = Stream(rid, prompt_tokens(self.seed, rid, prompt_len, self.model.cfg.vocab), max_new, slots, step)
+        self.streams[rid] = stream
+        return stream
+
+    def write_slots(self, stream: Stream, start: int, n: int) -> list[int]:
+        """The KV slots the keys and values of positions [start, start + n) go to."""
+        return stream.slots[start:start + n]
+
+    def context(self, stream: Stream, end: int) -> list[int]:
+        """The KV slots a query at position end - 1 may read: positions 0 .. end - 1."""
+        return stream.slots[:end]
+
+    def emit_row(self, rows: range) -> int:
+        """The row of a completing chunk whose logits give the first token: its last prompt position."""
+        return rows[-1]
+
+    def finish(self, stream: Stream) -> None:
+        """Return the stream's reservation; its slots are poisoned before the next forward."""
+        del self.streams[stream.rid]
+        self.done[stream.rid] = stream
+        self.allocator.release(stream.slots)
+        self.ledger.release(stream.rid)
+        self.to_poison.extend(stream.slots)
+
+    def check_drained(self) -> None:
+        """KV at the end: every slot free, nothing running."""
+        step = self.step_index
+        if self.streams:
+            raise RuleViolation("KV", step, f"the run ended with rid(s) {sorted(self.streams)[:5]} still holding KV")
+        check_kv(step, self.allocator.num_free, self.config.kv_tokens, None)

@@ -1,0 +1,116 @@
+"""A job: one workload played through one scheduler on the executor, and what came of it.
+
+Jobs and their results are plain, picklable data: the launcher hands jobs to rank 0 in another
+process and gets the results back.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from stallfree.spec import RuleViolation, Workload, work_bound
+
+from .executor import Executor, StepRecord
+
+PROGRESS_EVERY_S = 1.0  # how often a long job reports progress on stderr
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    workload: Workload
+    scheduler: str = "stallfree.reference:Scheduler"  # MODULE:FACTORY speaking the plain protocol
+    monitor_rules: tuple[str, ...] | None = None  # rules the monitor checks before each plan runs (None: all)
+    variant: str | None = None  # a deliberately broken executor (stallfree.executor.broken), by rule ID
+    keep_logits: bool = False  # return the logits each token came from (for the equivalence check)
+    temperature: float = 0.0
+    label: str = ""
+
+
+@dataclass(slots=True)
+class RequestResult:
+    rid: int
+    prompt: list[int]
+    outputs: list[int]
+    arrival_step: int
+    admitted_at: int
+    emitted_at: list[int]
+    ttft_ms: float  # from add() to the end of the step that emitted the first token
+    tpot_ms: float | None  # mean time between later tokens (None for max_new == 1)
+    logits: Any = None  # [max_new, vocab] float32 numpy array, when kept
+
+    @property
+    def ttft_steps(self) -> int:
+        """Steps from arrival to the first token, counting the step that emits it."""
+        return self.emitted_at[0] - self.arrival_step + 1
+
+    @property
+    def tpot_steps(self) -> float | None:
+        if len(self.emitted_at) < 2:
+            return None
+        return (self.emitted_at[-1] - self.emitted_at[0]) / (len(self.emitted_at) - 1)
+
+
+@dataclass(slots=True)
+class JobResult:
+    label: str
+    steps: list[StepRecord] = field(default_factory=list)
+    requests: dict[int, RequestResult] = field(default_factory=dict)
+    refused: list[int] = field(default_factory=list)
+    violation: tuple[str, int, str] | None = None  # (rule, step, message) of the first broken rule
+    checks_ms: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.violation is None
+
+
+def drive(executor: Executor, job: Job) -> JobResult:
+    """Play `job.workload` on `executor` until every accepted request has finished, or a rule breaks."""
+    result = JobResult(job.label)
+    arrivals = sorted(job.workload.requests, key=lambda a: a.arrival_step)
+    arrival_step: dict[int, int] = {}
+    bound = work_bound(job.workload)
+    last_report = time.perf_counter()
+    try:
+        i = 0
+        while True:
+            step = executor.step_index
+            while i < len(arrivals) and arrivals[i].arrival_step <= step:
+                a = arrivals[i]
+                if executor.add(a.rid, a.prompt_len, a.max_new):
+                    arrival_step[a.rid] = step
+                else:
+                    result.refused.append(a.rid)
+                i += 1
+            if i == len(arrivals) and executor.monitor.is_idle:
+                break
+            if step >= bound:
+                raise RuleViolation("PROGRESS", step, f"requests pending after {step} steps; all work fits in {bound}")
+            executor.step()
+            if time.perf_counter() - last_report > PROGRESS_EVERY_S:
+                last_report = time.perf_counter()
+                print(f"  {job.label or 'run'}: step {step}, {len(executor.done)}/{len(executor.requests)} "
+                      "requests finished", file=sys.stderr, flush=True)
+        executor.check_drained()
+    except RuleViolation as error:
+        result.violation = (error.rule, error.step, error.message)
+    result.steps = executor.records
+    for rid, s in executor.done.items():
+        ttft = s.times[0] - executor.added_at[rid]
+        tpot = (s.times[-1] - s.times[0]) / (len(s.times) - 1) if len(s.times) > 1 else None
+        result.requests[rid] = RequestResult(
+            rid, s.prompt, s.outputs, arrival_step[rid], s.admitted_at, s.emitted_at, ttft * 1e3,
+            None if tpot is None else tpot * 1e3, _stack(s.logits) if s.logits else None,
+        )
+    return result
+
+
+def _stack(rows: list[Any]) -> Any:
+    import torch
+
+    # numpy, not a tensor: torch pickles tensors across processes as shared memory that vanishes
+    # when the rank process exits; an array travels by value.
+    return torch.stack(rows).numpy()

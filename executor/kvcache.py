@@ -1,0 +1,36 @@
+"""The KV cache of one layer on one rank: a pool of `kv_tokens` slots, each holding one position's
+key and value for this rank's KV heads.
+
+Free memory is poisoned with NaN: a slot reads as NaN until a prompt or decode writes it, and again
+once its request finishes, so attention that touches unwritten or freed memory turns the output NaN
+and the step's finiteness check names it (rule PREFILL-ONCE). One extra slot, past the pool, holds
+zeros: batched decodes pad their contexts with it (masked out, and finite so 0 x pad stays 0).
+"""
+
+from __future__ import annotations
+
+import torch
+
+POISON = float("nan")
+
+
+class KVCache:
+    def __init__(self, kv_tokens: int, num_kv_heads: int, head_dim: int, dtype: torch.dtype,
+                 device: torch.device | str) -> None:
+        self.kv_tokens = kv_tokens
+        self.pad_slot = kv_tokens  # the zero slot past the pool
+        shape = (kv_tokens + 1, num_kv_heads, head_dim)
+        self.k = torch.full(shape, POISON, dtype=dtype, device=device)  # [K + 1, Hkv, D]
+        self.v = torch.full(shape, POISON, dtype=dtype, device=device)
+        self.k[self.pad_slot] = 0
+        self.v[self.pad_slot] = 0
+
+    def write(self, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Store k, v [T, Hkv, D] at `slots` [T]."""
+        self.k[slots] = k.to(self.k.dtype)
+        self.v[slots] = v.to(self.v.dtype)
+
+    def poison(self, slots: torch.Tensor) -> None:
+        """Mark `slots` [n] free again: any later read before a write shows up as NaN."""
+        self.k[slots] = POISON
+        self.v[slots] = POISON

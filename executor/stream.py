@@ -1,0 +1,48 @@
+"""What the executor knows of one admitted request: its prompt tokens, its KV slots, how far its
+prompt has run, the tokens it has emitted. The executor's own account, kept apart from the
+scheduler's, so that the two can be compared on the real path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass(slots=True)
+class Stream:
+    rid: int
+    prompt: list[int]  # the prompt's token ids
+    max_new: int
+    slots: list[int]  # KV slot of each position: prompt_len + max_new of them, from admission
+    admitted_at: int  # step
+    num_prefilled: int = 0  # prompt positions run so far
+    outputs: list[int] = field(default_factory=list)  # emitted token ids
+    logits: list[torch.Tensor] = field(default_factory=list)  # the logits each output came from (kept on request)
+    emitted_at: list[int] = field(default_factory=list)  # step of each output
+    times: list[float] = field(default_factory=list)  # wall time (perf_counter) of each output
+
+    @property
+    def prompt_len(self) -> int:
+        return len(self.prompt)
+
+    @property
+    def is_ready(self) -> bool:
+        """Prompt done, tokens still owed: it must get a decode this step (rule DECODE-FIRST)."""
+        return self.num_prefilled == self.prompt_len and len(self.outputs) < self.max_new
+
+    @property
+    def is_finished(self) -> bool:
+        return len(self.outputs) == self.max_new
+
+    @property
+    def next_position(self) -> int:
+        """The position of this stream's next input token: a prompt position, or after the prompt
+        the position of the latest output (fed back as the next decode input)."""
+        return self.num_prefilled if self.num_prefilled < self.prompt_len else self.prompt_len + len(self.outputs) - 1
+
+
+def prompt_tokens(seed: int, rid: int, prompt_len: int, vocab: int) -> list[int]:
+    """A request's prompt, drawn from the seed and its rid (the same whatever the batching)."""
+    gen = torch.Generator().manual_seed(seed * 7919 + rid)
+    return torch.randint(0, vocab, (prompt_len,), generator=gen).tolist()

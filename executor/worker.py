@@ -1,0 +1,111 @@
+"""One rank of a run. Rank 0 owns the scheduler: it plays the jobs and broadcasts each step's flat
+batch; the other ranks receive batches and run the same forward until told to stop."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Any
+
+import torch
+
+from stallfree.spec import Monitor
+
+from .batch import HEADER_LEN, OP_RESET, OP_STEP, OP_STOP, FlatBatch, control
+from .broken import BROKEN
+from .executor import Executor
+from .group import Group, join, leave
+from .job import Job, JobResult, drive
+from .model import Transformer
+from .runspec import RunSpec
+from .sampler import Sampler
+
+
+def rank_main(rank: int, spec: RunSpec, port: int, results: Any) -> None:
+    """Entry point of a rank process: reports ("result", i, JobResult) and ("done",) or ("error", rank, text)."""
+    torch.set_num_threads(1)  # ranks share the cores: more threads each only contend
+    try:
+        group = join(rank, spec.tp, port, "nccl" if spec.device == "cuda" else "gloo", spec.collective_timeout_s)
+        if spec.device == "cuda":
+            torch.cuda.set_device(rank)
+        model = spec.build(group)
+        if group.is_leader:
+            for i, job in enumerate(spec.jobs):
+                results.put(("result", i, lead(spec, group, model, job)))
+            stop(spec, group)
+        else:
+            follow(spec, group, model)
+        leave(group)
+        results.put(("done", rank))
+    except BaseException:
+        text = traceback.format_exc()
+        print(f"rank {rank}: {text}", file=sys.stderr, flush=True)
+        results.put(("error", rank, text))
+        results.close()
+        results.join_thread()  # the report must be out before the process goes
+        os._exit(1)  # do not wait on collectives or queues: the launcher stops the other ranks
+
+
+def lead(spec: RunSpec, group: Group, model: Transformer, job: Job) -> JobResult:
+    """Rank 0: play one job; the other ranks follow each step, then reset their caches."""
+    from stallfree.commands.args import load_factory
+
+    cfg = job.workload.config
+    factory = load_factory(job.scheduler)
+    scheduler = factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
+    monitor = Monitor(scheduler, cfg, job.monitor_rules)
+    device = spec.device_for(group.rank)
+    cls = BROKEN[job.variant] if job.variant else Executor
+
+    def send(batch: FlatBatch) -> None:
+        crash_if_due(spec, group.rank, monitor.shadow.step)
+        if group.world_size > 1:
+            header, payload = batch.pack(OP_STEP)
+            group.broadcast(header.to(device))
+            group.broadcast(payload.to(device))
+
+    executor = cls(model, monitor, Sampler(job.temperature, spec.seed), spec.seed, device, send, job.keep_logits)
+    result = drive(executor, job)
+    if group.world_size > 1:
+        group.broadcast(control(OP_RESET).to(device))
+    return result
+
+
+def follow(spec: RunSpec, group: Group, model: Transformer) -> None:
+    """Ranks 1..: run each broadcast batch until rank 0 says stop."""
+    device = spec.device_for(group.rank)
+    caches = model.new_caches(spec.jobs[0].workload.config.kv_tokens, device)
+    job_index = step = 0
+    while True:
+        header = group.broadcast(torch.zeros(HEADER_LEN, dtype=torch.int64, device=device)).cpu()
+        op = int(header[0])
+        if op == OP_STOP:
+            return
+        if op == OP_RESET:
+            job_index += 1
+            if job_index < len(spec.jobs):
+                caches = model.new_caches(spec.jobs[job_index].workload.config.kv_tokens, device)
+            continue
+        crash_if_due(spec, group.rank, step)
+        payload = group.broadcast(torch.zeros(int(header[1:].sum()), dtype=torch.int64, device=device))
+        batch = FlatBatch.unpack(header, payload)
+        if batch.poison_slots.numel():
+            for cache in caches:
+                cache.poison(batch.poison_slots)
+        model(batch, caches)
+        step += 1
+
+
+def stop(spec: RunSpec, group: Group) -> None:
+    if group.world_size > 1:
+        group.broadcast(control(OP_STOP).to(spec.device_for(group.rank)))
+
+
+def crash_if_due(spec: RunSpec, rank: int, step: int) -> None:
+    """The injected fault of a launch test: this rank raises, or dies without a word, at `step`."""
+    if spec.crash is None or spec.crash[0] != rank or spec.crash[1] != step:
+        return
+    if spec.crash[2] == "exit":
+        os._exit(3)
+    raise RuntimeError(f"injected fault: rank {rank} raises at step {step}")
