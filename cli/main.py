@@ -15,6 +15,7 @@ from . import __version__
 
 COMMANDS = (
     "trace",
+    "conform",
     "budget",
     "simulate",
 )

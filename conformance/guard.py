@@ -1,0 +1,129 @@
+"""The scheduler under test, behind a guard: every call has a timeout, every exception is recorded
+with the call that raised it, and whatever a call returns is read under the same timeout.
+
+Runs in the worker process's main thread: the timeout is SIGALRM (setitimer), which stops Python
+code, including a busy loop. Code stuck in C without releasing the interpreter is stopped from outside,
+by the parent's per-run watchdog (see `worker`).
+"""
+
+from __future__ import annotations
+
+import signal
+import traceback
+from collections.abc import Callable
+from itertools import islice
+from typing import Any
+
+from stallfree.spec import PROTOCOL, Config, RuleViolation
+
+MAX_ENTRIES = 1_000_000  # a plan or an emitted list longer than this is junk, not a step
+PROTOCOL_METHODS = ("add", "schedule", "complete")
+
+
+class JunkReturn(Exception):
+    """The target returned something no reading of the plain protocol allows (a PROTOCOL violation)."""
+
+
+class CallTimeout(BaseException):
+    """A call to the target ran past its timeout. A BaseException, so `except Exception` in the
+    target does not swallow it."""
+
+
+def on_alarm(signum: int, frame: object) -> None:
+    raise CallTimeout
+
+
+def install_alarm() -> None:
+    signal.signal(signal.SIGALRM, on_alarm)
+
+
+def target_traceback(error: BaseException) -> str:
+    """The traceback from the target's frames on (the guard's own frame left out)."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(error), error, tb))
+
+
+class Guard:
+    """Speaks the plain protocol to the monitor on behalf of the target."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.call = ""  # the call in progress, or the last one made
+        self.error: BaseException | None = None  # the last exception that came out of the target
+        self.target: Any = None
+        self._raw_plan: object = None
+
+    def start(self, factory: Callable[..., Any], config: Config) -> Guard:
+        """Make the scheduler under test and check that it has the protocol's three methods."""
+        self.target = self._call(
+            f"factory(token_budget={config.token_budget}, max_seqs={config.max_seqs}, kv_tokens={config.kv_tokens})",
+            factory, token_budget=config.token_budget, max_seqs=config.max_seqs, kv_tokens=config.kv_tokens,
+        )
+        for name in PROTOCOL_METHODS:
+            method = self._call(f"getattr(scheduler, {name!r})", getattr, self.target, name, None)
+            if not callable(method):
+                raise RuleViolation(
+                    PROTOCOL, 0, f"the factory returned {type(self.target).__name__}, which has no {name}() method"
+                )
+        return self
+
+    def _call(self, label: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        self.call = label
+        signal.setitimer(signal.ITIMER_REAL, self.timeout)
+        try:
+            return fn(*args, **kwargs)
+        except CallTimeout:
+            raise
+        except BaseException as error:
+            self.error = error
+            raise
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+    # -- the plain protocol, guarded --------------------------------------------------------------------
+
+    def add(self, rid: object, prompt_len: object, max_new: object) -> None:
+        self._call(f"add({rid!r}, {prompt_len!r}, {max_new!r})", self.target.add, rid, prompt_len, max_new)
+
+    def schedule(self) -> object:
+        plan = self._call("schedule()", self.target.schedule)
+        self._raw_plan = plan
+        return self._call("schedule()", self._read, plan, "schedule()", _entry)
+
+    def complete(self, plan: object) -> object:
+        emitted = self._call("complete(plan)", self.target.complete, self._raw_plan)
+        return self._call("complete(plan)", self._read, emitted, "complete()", _same)
+
+    @property
+    def free_kv(self) -> object:
+        """The target's own free KV, if it shows one (rule KV compares it); read as part of complete()."""
+        return self._call(self.call, getattr, self.target, "free_kv", None)
+
+    # -- reading what the target returned -----------------------------------------------------------------
+
+    @staticmethod
+    def _read(value: object, call: str, read_item: Callable[[object], object]) -> object:
+        """A list of `value`'s items (plan entries as tuples), so the monitor never runs target code. A
+        value that is not iterable is handed on as is, for the monitor to report."""
+        try:
+            items = list(islice(value, MAX_ENTRIES + 1))  # type: ignore[call-overload]
+        except TypeError:
+            return value
+        if len(items) > MAX_ENTRIES:
+            raise JunkReturn(f"{call} returned more than {MAX_ENTRIES} items")
+        return [read_item(item) for item in items]
+
+
+def _same(item: object) -> object:
+    return item
+
+
+def _entry(item: object) -> object:
+    if type(item) is tuple:
+        return item
+    try:
+        return tuple(islice(item, 3))  # type: ignore[call-overload]
+    except TypeError:
+        return item

@@ -1,0 +1,150 @@
+"""`conform`: check a scheduler against the rules it claims, and shrink what breaks to a minimal workload."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from stallfree.spec import BY_ID, RULE_IDS, Workload
+
+from .explore import Explorer, Finding, is_rule
+from .grid import Shape, shapes
+from .outcome import CRASH, KIT_ERROR, TIMEOUT, Outcome
+from .profiles import checked_rules
+from .sandbox import DEFAULT_TIMEOUT, Sandbox
+from .shrink import Shrinker
+
+DEFAULT_EXAMPLES = 25  # per grid point; the default grid has 60 points
+
+PASS = "pass"
+FAIL = "fail"
+NOT_CHECKED = "not checked"
+NOT_JUDGED = "not judged"  # checked, but a PROTOCOL, CRASH or TIMEOUT stopped the exploration first
+
+WHAT_IT_MEANS = {
+    "PROTOCOL": "the scheduler speaks the plain protocol: add() returns or refuses with ValueError/TypeError, "
+                "schedule() returns (rid, n) pairs of ints for added requests, complete(plan) returns the rids "
+                "that emitted a token",
+    CRASH: "no call of the plain protocol raises, except add() refusing a request with ValueError or TypeError",
+    TIMEOUT: "every call of the plain protocol returns",
+    KIT_ERROR: "(a bug in stallfree itself, not in the target: please report it)",
+}
+
+
+def requirement(rule: str) -> str:
+    """What `rule` requires, in one sentence."""
+    return BY_ID[rule].statement if rule in BY_ID else WHAT_IT_MEANS.get(rule, "")
+
+
+@dataclass(frozen=True, slots=True)
+class Counterexample:
+    rule: str
+    step: int | None
+    message: str  # what happened
+    requires: str  # what the rule requires
+    workload: Workload
+    call: str
+    traceback: str
+    minimal: bool
+    shrink_runs: int
+    rules: tuple[str, ...]  # the rules checked when it was found (it breaks `rule` first among them)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule, "step": self.step, "happened": self.message, "requires": self.requires,
+            "workload": self.workload.to_json(), "call": self.call, "traceback": self.traceback,
+            "minimal": self.minimal, "shrink_runs": self.shrink_runs,
+        }
+
+
+@dataclass(slots=True)
+class Report:
+    target: str
+    profile: str | None
+    checked: tuple[str, ...]
+    verdicts: dict[str, str]
+    counterexamples: dict[str, Counterexample]
+    runs: int
+    steps: int
+    shapes: list[Shape]
+    shapes_explored: int
+    examples: int
+    seed: int
+    seconds: float
+    ended_early: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.counterexamples
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "target": self.target, "profile": self.profile, "ok": self.ok,
+            "rules": {
+                rule: {"verdict": verdict, "counterexample": (
+                    self.counterexamples[rule].to_json() if rule in self.counterexamples else None)}
+                for rule, verdict in self.verdicts.items()
+            },
+            "problems": [c.to_json() for r, c in self.counterexamples.items() if r not in self.verdicts],
+            "counts": {"runs": self.runs, "steps": self.steps, "configs": len(self.shapes),
+                       "configs_explored": self.shapes_explored, "examples_per_config": self.examples},
+            "seed": self.seed, "seconds": round(self.seconds, 3), "ended_early": self.ended_early,
+        }
+
+
+def conform(
+    target: str,
+    rules: Iterable[str] | None = None,
+    profile: str | None = None,
+    budget: int | None = None,
+    max_seqs: int | None = None,
+    kv_tokens: int | None = None,
+    examples: int = DEFAULT_EXAMPLES,
+    seed: int = 0,
+    timeout: float = DEFAULT_TIMEOUT,
+    run_timeout: float | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
+    """Check `target` (MODULE:FACTORY) against the chosen rules over the config grid (fixed fields held).
+    Raises TargetError if the target cannot be loaded, ValueError for bad arguments."""
+    checked = checked_rules(rules, profile)
+    grid = shapes(budget, max_seqs, kv_tokens)
+    started = time.monotonic()
+    with Sandbox(target, timeout, run_timeout) as sandbox:
+        explored = Explorer(sandbox, examples, seed, progress).explore(grid, checked)
+        counterexamples = {}
+        for rule, finding in explored.findings.items():
+            if progress:
+                progress(f"shrinking the {rule} counterexample ({len(finding.workload.requests)} requests)")
+            counterexamples[rule] = minimal_counterexample(sandbox, finding)
+    blocked = explored.blocking is not None
+    verdicts = {}
+    for rule in RULE_IDS:
+        if rule not in checked:
+            verdicts[rule] = NOT_CHECKED
+        elif rule in counterexamples and is_rule(rule, checked):
+            verdicts[rule] = FAIL
+        else:
+            verdicts[rule] = NOT_JUDGED if blocked else PASS
+    return Report(
+        target, None if rules is not None else (profile or "full"), checked, verdicts, counterexamples,
+        explored.runs, explored.steps, grid, explored.shapes_explored, examples, seed,
+        time.monotonic() - started, explored.ended_early,
+    )
+
+
+def minimal_counterexample(sandbox: Sandbox, finding: Finding) -> Counterexample:
+    rules = list(finding.rules)
+
+    def run(workload: Workload) -> Outcome:
+        return sandbox.run(workload, rules)
+
+    shrunk = Shrinker(run, finding.rule).shrink(finding.workload, finding.outcome)
+    o = shrunk.outcome
+    return Counterexample(
+        finding.rule, o.step, o.message, requirement(finding.rule), shrunk.workload, o.call, o.traceback,
+        shrunk.minimal, shrunk.runs, finding.rules,
+    )

@@ -1,0 +1,37 @@
+"""What one run of one workload through the target came to: it held, or the first thing that broke.
+
+`rule` names what broke: a rule ID, PROTOCOL (the plain protocol was not spoken), CRASH (the target
+raised), or TIMEOUT (a call did not return in time). Outcomes cross the worker's pipe as JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+CRASH = "CRASH"  # the target raised where the protocol has no place for an exception
+TIMEOUT = "TIMEOUT"  # a call to the target did not return within the per-call timeout
+KIT_ERROR = "KIT-ERROR"  # a bug in stallfree itself, never the target's fault: reported, not hidden
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    rule: str | None = None  # None: every checked rule held
+    step: int | None = None
+    message: str = ""
+    call: str = ""  # the protocol call in progress when it broke: add(...), schedule(), complete()
+    traceback: str = ""  # the target's traceback, for CRASH and TIMEOUT
+    steps: int = 0  # steps judged
+    adds: int = 0  # add() calls judged
+    stopped_at_bound: bool = False  # PROGRESS not checked and work was still pending at the bound
+
+    @property
+    def held(self) -> bool:
+        return self.rule is None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Outcome:
+        return cls(**data)

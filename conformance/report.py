@@ -1,0 +1,106 @@
+"""Reports of a conformance run, for people: one verdict per rule, then each counterexample with what
+happened, what the rule requires, the minimal workload as JSON and as a ready-to-paste pytest test."""
+
+from __future__ import annotations
+
+import json
+
+from stallfree.spec import Workload
+
+from .kit import FAIL, Counterexample, Report
+from .outcome import TIMEOUT
+from .target import import_line
+
+RULE_WIDTH = 16
+
+
+def render(report: Report) -> str:
+    lines = [header(report), ""]
+    for rule, verdict in report.verdicts.items():
+        lines.append(verdict_line(report, rule, verdict))
+    for rule, c in report.counterexamples.items():
+        if rule not in report.verdicts:
+            lines.append(f"{rule:<{RULE_WIDTH}} at step {c.step}: {c.message}")
+    if report.ended_early:
+        lines.append(f"\nexploration ended early: {report.ended_early}")
+    for c in report.counterexamples.values():
+        lines += ["", *counterexample_lines(report.target, c)]
+    lines += ["", summary(report)]
+    return "\n".join(lines)
+
+
+def header(report: Report) -> str:
+    claim = f"profile {report.profile}" if report.profile else f"rules {','.join(report.checked)}"
+    return (
+        f"stallfree conform {report.target}: {claim}; {len(report.shapes)} config(s) x {report.examples} "
+        f"examples, seed {report.seed}\n{report.runs} runs, {report.steps} steps judged, {report.seconds:.1f} s"
+    )
+
+
+def verdict_line(report: Report, rule: str, verdict: str) -> str:
+    if verdict == FAIL:
+        c = report.counterexamples[rule]
+        return f"{rule:<{RULE_WIDTH}} FAIL  at step {c.step}: {c.message}"
+    if verdict == "pass":
+        return f"{rule:<{RULE_WIDTH}} pass"
+    return f"{rule:<{RULE_WIDTH}} {verdict}"
+
+
+def summary(report: Report) -> str:
+    broken = [r for r in report.counterexamples]
+    if not broken:
+        return f"every checked rule held ({len(report.checked)} of {len(report.verdicts)} rules checked)"
+    return f"broken: {', '.join(broken)}"
+
+
+def counterexample_lines(target: str, c: Counterexample) -> list[str]:
+    shrunk = f"1-minimal after {c.shrink_runs} shrink runs" if c.minimal else (
+        f"shrinking stopped at its limit after {c.shrink_runs} runs: small, maybe not minimal")
+    lines = [
+        f"== {c.rule} broken ==",
+        f"step:      {c.step}",
+        f"call:      {c.call}",
+        f"happened:  {c.message}",
+        f"requires:  {c.requires}",
+    ]
+    if c.traceback:
+        lines += ["traceback (the target's frames):", *("    " + t for t in c.traceback.rstrip().splitlines())]
+    lines += [
+        f"minimal workload ({shrunk}); save it and replay it with",
+        f"  stallfree trace --scheduler {target} --workload FILE",
+        workload_json(c.workload),
+        "as a pytest test:",
+        pytest_test(target, c),
+    ]
+    return lines
+
+
+def workload_json(w: Workload) -> str:
+    """The workload as JSON, one request a line."""
+    data = w.to_json()
+    requests = ",\n".join(f"    {json.dumps(r)}" for r in data["requests"])
+    return f'{{"config": {json.dumps(data["config"])},\n "requests": [\n{requests}\n ]}}'
+
+
+def pytest_test(target: str, c: Counterexample) -> str:
+    """A test that fails while the scheduler breaks the rule on this workload, and passes once fixed."""
+    statement, factory = import_line(target)
+    name = c.rule.lower().replace("-", "_")
+    rules = [c.rule] if c.rule in c.rules else []
+    hang = ""
+    if c.rule == TIMEOUT:
+        hang = f"    # this workload hung a call of the target ({c.call}) under stallfree conform\n"
+    return (
+        f"from stallfree.conformance import check_workload\n"
+        f"from stallfree.spec import Workload\n"
+        f"{statement}\n\n"
+        f'COUNTEREXAMPLE = """\n{workload_json(c.workload)}\n"""\n\n\n'
+        f"def test_{name}_minimal_counterexample() -> None:\n"
+        f'    """{c.rule} at step {c.step}: {_docstring(c.message)}"""\n'
+        f"{hang}"
+        f"    check_workload(Workload.loads(COUNTEREXAMPLE), {factory}, rules={json.dumps(rules)})"
+    )
+
+
+def _docstring(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"""', "'''")

@@ -1,0 +1,159 @@
+"""The kit's side of the worker process: send a workload, get an Outcome, whatever the target does.
+
+Two clocks guard the target. Inside the worker each call has `timeout` seconds (SIGALRM). Here, each
+run has `run_timeout` seconds: a target stuck where a signal cannot reach it (a C loop, a swallowed
+timeout) is asked for its traceback and killed, and the next run starts a fresh worker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from stallfree.spec import Workload
+
+from .outcome import CRASH, TIMEOUT, Outcome
+from .target import TargetError, split_target
+from .worker import DUMP_SIGNAL
+
+DEFAULT_TIMEOUT = 2.0  # seconds a single call to the target may take
+LOAD_TIMEOUT = 60.0  # seconds the target's import may take
+DUMP_GRACE = 0.5  # seconds the worker has to write its traceback before it is killed
+STDERR_TAIL = 4000  # characters of the worker's stderr kept in a report
+
+
+def default_run_timeout(timeout: float) -> float:
+    """Seconds one workload may take: generous, as the kit's workloads are a few hundred steps."""
+    return 30.0 + 20.0 * timeout
+
+
+class Sandbox:
+    """A worker process that has imported `target`. Use as a context manager."""
+
+    def __init__(self, target: str, timeout: float = DEFAULT_TIMEOUT, run_timeout: float | None = None) -> None:
+        split_target(target)  # a malformed target is an argument error, before any process starts
+        self.target = target
+        self.timeout = timeout
+        self.run_timeout = default_run_timeout(timeout) if run_timeout is None else run_timeout
+        self.num_restarts = 0
+        self._proc: subprocess.Popen[bytes] | None = None
+        # Lives as long as the sandbox. O_APPEND, so truncating it between runs is safe.
+        self._stderr = tempfile.TemporaryFile(mode="a+b")  # noqa: SIM115
+        self._buffer = b""
+
+    def __enter__(self) -> Sandbox:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+        self._stderr.close()
+
+    # -- the worker's life --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start a worker and import the target in it. Raises TargetError if that fails."""
+        self._clear_stderr()
+        self._buffer = b""
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "stallfree.conformance.worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, cwd=os.getcwd(),
+        )
+        self._send({"target": self.target, "sys_path": [p if p else os.getcwd() for p in sys.path]})
+        reply = self._receive(LOAD_TIMEOUT)
+        if reply is None or "ready" not in reply:
+            why = (reply or {}).get("load_error") or self._ended_why(LOAD_TIMEOUT, "importing the target")
+            self.close()
+            raise TargetError(str(why))
+
+    def close(self) -> None:
+        """Stop the worker (the stderr file stays, for a report)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
+        try:
+            proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    # -- one run --------------------------------------------------------------------------------------------
+
+    def run(self, workload: Workload, rules: list[str]) -> Outcome:
+        """Play `workload` in the worker, checking `rules`; the Outcome of the run, never an exception
+        from the target."""
+        if self._proc is None:
+            self.start()
+            self.num_restarts += 1
+        self._clear_stderr()
+        self._send({"workload": workload.to_json(), "rules": rules, "timeout": self.timeout})
+        reply = self._receive(self.run_timeout)
+        if reply is not None:
+            return Outcome.from_json(reply)
+        alive = self._proc is not None and self._proc.poll() is None
+        why = self._ended_why(self.run_timeout, "the run")
+        self._kill()
+        if alive:
+            return Outcome(TIMEOUT, None, why, "", self._stderr_tail())
+        return Outcome(CRASH, None, why, "", self._stderr_tail())
+
+    def _ended_why(self, waited: float, doing: str) -> str:
+        proc = self._proc
+        if proc is None or proc.poll() is None:
+            if proc is not None:
+                proc.send_signal(DUMP_SIGNAL)  # the worker writes every thread's traceback to stderr
+                time.sleep(DUMP_GRACE)
+            return f"{doing} did not finish within {waited:g} s (stopped from outside; traceback below)"
+        return f"the worker process ended during {doing} with exit code {proc.returncode}"
+
+    def _kill(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+        self.close()
+
+    # -- the pipe ------------------------------------------------------------------------------------------------
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(json.dumps(message).encode() + b"\n")
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # the worker is gone; _receive sees the end of its output
+
+    def _receive(self, timeout: float) -> dict[str, Any] | None:
+        """The next JSON line from the worker, or None if it ended or `timeout` passed."""
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while b"\n" not in self._buffer:
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    return None
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    self._proc.wait()
+                    return None
+                self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return json.loads(line)  # type: ignore[no-any-return]
+
+    def _clear_stderr(self) -> None:
+        self._stderr.truncate(0)
+
+    def _stderr_tail(self) -> str:
+        self._stderr.seek(0, os.SEEK_END)
+        size = self._stderr.tell()
+        self._stderr.seek(max(0, size - STDERR_TAIL))
+        return self._stderr.read().decode(errors="replace")

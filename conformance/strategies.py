@@ -1,0 +1,90 @@
+"""Hypothesis strategies for workloads at one point of the grid (imports hypothesis: the `conform` extra).
+
+Workloads are small on purpose: a handful of requests, prompts up to a few budgets long (so chunking
+happens), a few tokens each, staggered arrivals. Rules break on small cases, and small cases shrink
+fast. When NEVER-FIT is checked, a few requests are ones add() must refuse.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from stallfree.spec import Arrival, Config, Workload
+
+from .grid import KvRoom, Shape
+
+MAX_REQUESTS = 8
+MAX_NEW = 6
+MAX_GAP = 4  # steps between consecutive arrivals
+MAX_PROMPT = 200
+PROMPT_BUDGETS = 3  # prompts run up to this many budgets long, plus a little
+
+# Requests add() must refuse (rule NEVER-FIT), each a way the contract's validation can be missed.
+NEVER_FIT = "never-fit"  # prompt_len + max_new = K + 1
+ZERO_PROMPT = "zero-prompt"
+ZERO_NEW = "zero-new"
+NEGATIVE_RID = "negative-rid"
+TAKEN_RID = "taken-rid"
+FLOAT_PROMPT = "float-prompt"  # 3.0 is not an int: refused, never coerced
+REFUSALS = (NEVER_FIT, ZERO_PROMPT, ZERO_NEW, NEGATIVE_RID, TAKEN_RID, FLOAT_PROMPT)
+VALID_SHARE = 30  # one request in six is a refusal of some kind (6 kinds among 36 choices)
+
+
+def kinds(refusals: bool) -> st.SearchStrategy[str | None]:
+    """None (a valid request) most of the time; a refusal now and then. Shrinks toward valid."""
+    if not refusals:
+        return st.just(None)
+    return st.sampled_from((None,) * VALID_SHARE + REFUSALS)
+
+
+@st.composite
+def workloads(draw: Any, shape: Shape, refusals: bool) -> Workload:
+    budget, kv = shape.token_budget, shape.kv_tokens
+    max_prompt = min(MAX_PROMPT, PROMPT_BUDGETS * budget + 2)
+    if kv is not None:
+        max_prompt = min(max_prompt, kv - 1)
+    num = draw(st.integers(1, MAX_REQUESTS))
+    drafts = []
+    for _ in range(num):
+        kind = draw(kinds(refusals)) if max_prompt >= 1 else NEVER_FIT
+        prompt_len = draw(st.integers(1, max_prompt)) if max_prompt >= 1 else 1
+        room = MAX_NEW if kv is None else min(MAX_NEW, kv - prompt_len)
+        max_new = draw(st.integers(1, max(1, room)))
+        gap = draw(st.integers(0, MAX_GAP))
+        drafts.append((kind, prompt_len, max_new, gap))
+    if not refusals:
+        drafts = [d for d in drafts if d[0] is None]
+    kv_tokens = kv if kv is not None else draw(_kv_for([p + m for k, p, m, _ in drafts if k is None], shape.kv_room))
+    arrivals = []
+    step = 0
+    for rid, (kind, prompt_len, max_new, gap) in enumerate(drafts):
+        step += gap
+        arrivals.append(_arrival(kind, rid, prompt_len, max_new, step, kv_tokens))
+    return Workload(Config(budget, shape.max_seqs, kv_tokens), tuple(arrivals))
+
+
+def _kv_for(reservations: list[int], room: KvRoom) -> st.SearchStrategy[int]:
+    largest = max(reservations, default=2)
+    if room is KvRoom.BARELY:
+        return st.just(largest)
+    if room is KvRoom.TIGHT:
+        return st.integers(largest, 2 * largest)
+    return st.just(max(largest, sum(reservations)))
+
+
+def _arrival(kind: str | None, rid: int, prompt_len: int, max_new: int, step: int, kv_tokens: int) -> Arrival:
+    if kind == NEVER_FIT:
+        return Arrival(rid, kv_tokens, 1, step)
+    if kind == ZERO_PROMPT:
+        return Arrival(rid, 0, max_new, step)
+    if kind == ZERO_NEW:
+        return Arrival(rid, prompt_len, 0, step)
+    if kind == NEGATIVE_RID:
+        return Arrival(-1, prompt_len, max_new, step)
+    if kind == TAKEN_RID and rid > 0:
+        return Arrival(rid - 1, prompt_len, max_new, step)
+    if kind == FLOAT_PROMPT:
+        return Arrival(rid, float(prompt_len), max_new, step)
+    return Arrival(rid, prompt_len, max_new, step)

@@ -1,0 +1,51 @@
+"""Loading the scheduler under test: MODULE:FACTORY, imported the way Python imports."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+class TargetError(ValueError):
+    """The target cannot be loaded: a bad MODULE:FACTORY, a failed import, an attribute not there."""
+
+
+def split_target(target: str) -> tuple[str, list[str]]:
+    """'pkg.mod:Outer.Factory' -> ('pkg.mod', ['Outer', 'Factory']); raises TargetError naming the value."""
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr or "" in attr.split("."):
+        raise TargetError(f"target {target!r}: expected MODULE:FACTORY, e.g. stallfree.reference:Scheduler")
+    return module_name, attr.split(".")
+
+
+def load_target(target: str) -> Callable[..., Any]:
+    """Import MODULE and return FACTORY from it. PYTHONPATH and the current directory are searched,
+    as `python -m` would. Every failure is a TargetError that names the target and the cause."""
+    module_name, path = split_target(target)
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except BaseException as error:  # an import runs the target's code: anything may come out of it
+        if isinstance(error, KeyboardInterrupt):
+            raise
+        why = f"{type(error).__name__}: {error}"
+        raise TargetError(f"target {target!r}: importing {module_name} failed: {why}") from None
+    for part in path:
+        try:
+            obj = getattr(obj, part)
+        except Exception as error:
+            raise TargetError(f"target {target!r}: {module_name} has no attribute {part!r} ({error})") from None
+    if not callable(obj):
+        raise TargetError(f"target {target!r}: {'.'.join(path)} is a {type(obj).__name__}, not callable")
+    return obj  # type: ignore[no-any-return]
+
+
+def import_line(target: str) -> tuple[str, str]:
+    """The import statement and the expression naming FACTORY, for a pasteable test."""
+    module_name, path = split_target(target)
+    if len(path) == 1:
+        return f"from {module_name} import {path[0]}", path[0]
+    return f"import {module_name}", f"{module_name}.{'.'.join(path)}"

@@ -1,0 +1,103 @@
+"""The worker process: imports the target once, then plays the workloads it is sent, one at a time,
+and answers each with an Outcome. Run as `python -m stallfree.conformance.worker`.
+
+The target runs here, not in the kit's process, so that nothing it does (raise, hang, exit, print,
+crash the interpreter) can take the kit down. The pipe protocol is JSON lines on the process's
+original stdin and stdout; the target's own prints go to stderr, which the parent keeps in a file.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+from stallfree.spec import PROTOCOL, Config, RuleViolation, Workload
+
+from .guard import CallTimeout, Guard, JunkReturn, install_alarm, target_traceback
+from .outcome import CRASH, KIT_ERROR, TIMEOUT, Outcome
+from .player import Player
+from .target import TargetError, load_target
+
+DUMP_SIGNAL = signal.SIGUSR1  # the parent's watchdog asks for a traceback with it, then kills
+
+
+def run_one(factory: Callable[..., Any], workload: Workload, rules: list[str], timeout: float) -> Outcome:
+    """Play one workload through the target; every way it can end becomes an Outcome."""
+    guards: list[Guard] = []
+
+    def make(**config: int) -> Guard:
+        guard = Guard(timeout)
+        guards.append(guard)
+        return guard.start(factory, Config(**config))
+
+    player = Player(workload, make, rules)
+    try:
+        counts = player.play()
+        return Outcome(steps=counts.steps, adds=counts.adds, stopped_at_bound=counts.stopped_at_bound)
+    except BaseException as error:  # the target may raise anything, KeyboardInterrupt and SystemExit too
+        return failed(error, player, guards[-1] if guards else None, set(rules), timeout)
+
+
+def failed(error: BaseException, player: Player, guard: Guard | None, rules: set[str], timeout: float) -> Outcome:
+    monitor = player.monitor
+    steps = monitor.num_steps if monitor else 0
+    adds = monitor.num_adds if monitor else 0
+    call = guard.call if guard else ""
+    if isinstance(error, RuleViolation):
+        rule, message = error.rule, error.message
+        if rule not in rules and rule != PROTOCOL:  # a fact that breaks the protocol as well as the rule
+            rule, message = PROTOCOL, f"{message} (a {error.rule} fact; {error.rule} itself is not checked)"
+        return Outcome(rule, error.step, message, call, "", steps, adds)
+    if isinstance(error, JunkReturn):
+        return Outcome(PROTOCOL, player.step, str(error), call, "", steps, adds)
+    if isinstance(error, CallTimeout):
+        message = f"{call} did not return within the per-call timeout of {timeout:g} s"
+        return Outcome(TIMEOUT, player.step, message, call, target_traceback(error), steps, adds)
+    if guard is not None and guard.error is error:
+        message = f"{call} raised {type(error).__name__}: {error}"
+        return Outcome(CRASH, player.step, message, call, target_traceback(error), steps, adds)
+    message = f"stallfree failed while judging {call or 'the run'}: {type(error).__name__}: {error}"
+    return Outcome(KIT_ERROR, player.step, message, call, target_traceback(error), steps, adds)
+
+
+def send(out: BinaryIO, message: dict[str, Any]) -> None:
+    out.write(json.dumps(message).encode() + b"\n")
+    out.flush()
+
+
+def serve(requests: BinaryIO, out: BinaryIO) -> None:
+    hello = json.loads(requests.readline())
+    sys.path[:] = hello["sys_path"]
+    try:
+        factory = load_target(hello["target"])
+    except TargetError as error:
+        send(out, {"load_error": str(error)})
+        return
+    send(out, {"ready": True})
+    for line in requests:
+        request = json.loads(line)
+        workload = Workload.from_json(request["workload"])
+        outcome = run_one(factory, workload, request["rules"], request["timeout"])
+        send(out, outcome.to_json())
+
+
+def main() -> None:
+    # Keep the pipe to ourselves: the protocol moves to duplicates of fds 0 and 1; the target's
+    # reads see /dev/null and its prints land on stderr.
+    requests = os.fdopen(os.dup(0), "rb")
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    os.dup2(2, 1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    install_alarm()
+    faulthandler.register(DUMP_SIGNAL, file=sys.stderr, all_threads=True)
+    serve(requests, out)
+
+
+if __name__ == "__main__":
+    main()
