@@ -16,6 +16,7 @@ from . import __version__
 COMMANDS = (
     "trace",
     "conform",
+    "check_trace",
     "budget",
     "simulate",
 )

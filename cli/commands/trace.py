@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO, Any
 
 from stallfree.spec import (
     RULE_IDS,
@@ -47,6 +49,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="MODULE:FACTORY",
                    help="the scheduler to trace (default: the reference)")
     p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
+    p.add_argument("--jsonl", type=Path, metavar="FILE",
+                   help="also write the run as a JSON Lines trace, the format `stallfree check-trace` reads")
 
 
 def workload_from(args: argparse.Namespace) -> Workload:
@@ -66,23 +70,45 @@ def run(args: argparse.Namespace) -> int:
     except (InvalidField, FieldTypeError, OSError, ValueError, ImportError, AttributeError) as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
         return 2
+    try:
+        jsonl = args.jsonl.open("w") if args.jsonl else None
+    except OSError as error:
+        print(f"stallfree trace: --jsonl {str(args.jsonl)!r}: {error.strerror or error}", file=sys.stderr)
+        return 2
+    try:
+        return trace(args, workload, factory, jsonl)
+    finally:
+        if jsonl is not None:
+            jsonl.close()
+
+
+def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any], jsonl: IO[str] | None) -> int:
+    from stallfree.conformance.tracefile import TraceWriter
+
     cfg = workload.config
+    writer = TraceWriter(jsonl, cfg, {"scheduler": args.scheduler}) if jsonl is not None else None
     print(f"budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, kv_tokens {cfg.kv_tokens}; "
           f"scheduler {args.scheduler}")
     print(HEADER)
 
     def on_add(a: Arrival, accepted: bool) -> None:
+        if writer is not None:
+            writer.offered(a.rid, a.prompt_len, a.max_new, accepted)
         if not accepted:
             print(f"{'':>5}  refused: add({a.rid}, {a.prompt_len}, {a.max_new})")
 
     def on_step(monitor: Monitor, facts: StepFacts) -> None:
         print(row(facts, cfg.token_budget, monitor.shadow.free_kv))
+        if writer is not None:
+            writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished])
 
     violation = None
     steps = 0
     try:
         stats = play(workload, factory, args.rules, on_step=on_step, on_add=on_add)
         steps = stats.steps
+        if writer is not None:  # a run stopped by a broken rule has no end line: it did not end
+            writer.end()
     except RuleViolation as error:
         violation = error
     print()

@@ -1,0 +1,140 @@
+"""Checking an engine's trace against the rules, from the trace alone, streaming.
+
+The trace is turned back into a plain-protocol scheduler (`TraceScheduler`, answering each call from
+the current line) and driven by the same monitor that judges live schedulers. Memory holds the
+monitor's shadow and one line at a time, never the trace.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from stallfree.spec import PROTOCOL, Config, Monitor, RuleViolation, select
+
+from .tracefile import TraceEnd, TraceError, TraceStep, parse_header, parse_line
+
+MAX_LINE = 16 << 20  # bytes: a longer line is not a step, and reading it whole would cost memory
+PROGRESS_EVERY = 1_000_000  # lines between progress reports
+PROGRESS_RULE = "PROGRESS"
+
+
+class Refused(ValueError):
+    """add() as the trace tells it: the engine refused this request."""
+
+
+class TraceScheduler:
+    """The engine of a trace, speaking the plain protocol. Its `free_kv` is K minus the reservations
+    of requests planned and not yet listed in "finished", so rule KV judges when KV came back."""
+
+    def __init__(self, config: Config) -> None:
+        self.line: TraceStep | None = None
+        self.refusing = False
+        self.free_kv = config.kv_tokens
+        self._reservations: dict[int, int] = {}  # accepted, not finished
+        self._admitted: set[int] = set()  # planned at least once, not finished
+
+    def add(self, rid: Any, prompt_len: Any, max_new: Any) -> None:
+        if self.refusing:
+            raise Refused(f"the trace says add({rid!r}, {prompt_len!r}, {max_new!r}) was refused")
+        self._reservations[rid] = prompt_len + max_new
+
+    def schedule(self) -> list[list[int]]:
+        assert self.line is not None
+        return self.line.plan
+
+    def complete(self, plan: object) -> list[int]:
+        line = self.line
+        assert line is not None
+        for rid, _ in line.plan:
+            if rid not in self._admitted and rid in self._reservations:
+                self._admitted.add(rid)
+                self.free_kv -= self._reservations[rid]
+        for rid in line.finished:
+            reservation = self._reservations.pop(rid, None)
+            if reservation is None:
+                message = f'"finished" names rid {rid}, which is not an accepted, unfinished request'
+                raise RuleViolation(PROTOCOL, line.step, message)
+            self._admitted.discard(rid)
+            self.free_kv += reservation  # returned even if never taken: rule KV then sees the difference
+        return line.emitted
+
+
+@dataclass(slots=True)
+class TraceVerdict:
+    config: Config | None
+    checked: tuple[str, ...]
+    steps: int = 0
+    lines: int = 0
+    ended: bool = False  # the trace has its end line
+    violation: RuleViolation | None = None
+    violation_line: int | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.violation is None
+
+
+def read_lines(stream: IO[bytes]) -> Iterator[bytes]:
+    """The stream's lines; a line longer than MAX_LINE is an error, not a memory spike."""
+    for number, text in enumerate(iter(lambda: stream.readline(MAX_LINE + 1), b""), 1):
+        if len(text) > MAX_LINE:
+            raise TraceError(number, f"longer than {MAX_LINE} bytes")
+        yield text
+
+
+def check_trace(
+    lines: Iterable[bytes | str], rules: Iterable[str] | None = None, progress: Callable[[str], None] | None = None
+) -> TraceVerdict:
+    """Judge a trace (its lines, header first). Returns the verdict with the first broken rule, if any;
+    raises TraceError (with the line number) if the trace does not follow the format."""
+    checked = tuple(r.id for r in select(None if rules is None else list(rules)))
+    verdict = TraceVerdict(None, checked)
+    started = time.monotonic()
+    numbered = enumerate(lines, 1)
+    first = next(numbered, None)
+    if first is None:
+        raise TraceError(1, "the trace is empty: the header line is missing")
+    config = verdict.config = parse_header(first[1])
+    engine = TraceScheduler(config)
+    monitor = Monitor(engine, config, checked)
+    number, expected = 1, 0
+    try:
+        for number, text in numbered:
+            if verdict.ended:
+                raise TraceError(number, "nothing may follow the end line")
+            item = parse_line(number, text, expected)
+            offer(monitor, engine, item)
+            if isinstance(item, TraceEnd):
+                verdict.ended = True
+                if PROGRESS_RULE in checked and not monitor.is_idle:
+                    shadow = monitor.shadow
+                    raise RuleViolation(
+                        PROGRESS_RULE, shadow.step, f"the trace ends with {len(shadow.waiting)} request(s) waiting "
+                        f"and {len(shadow.running)} running: every accepted request must finish",
+                    )
+                continue
+            engine.line = item
+            monitor.step()
+            expected += 1
+            if progress is not None and number % PROGRESS_EVERY == 0:
+                progress(f"{number} lines, {time.monotonic() - started:.1f} s")
+    except RuleViolation as violation:
+        verdict.violation, verdict.violation_line = violation, number
+    verdict.steps, verdict.lines = monitor.num_steps, number
+    verdict.seconds = time.monotonic() - started
+    return verdict
+
+
+def offer(monitor: Monitor, engine: TraceScheduler, item: TraceStep | TraceEnd) -> None:
+    """The line's add() calls, accepted ones first, then the refused ones."""
+    if isinstance(item, TraceStep):
+        engine.refusing = False
+        for rid, prompt_len, max_new in item.add:
+            monitor.add(rid, prompt_len, max_new)
+    engine.refusing = True
+    for rid, prompt_len, max_new in item.refuse:
+        monitor.add(rid, prompt_len, max_new)
