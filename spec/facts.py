@@ -7,98 +7,89 @@ request, a chunk for a partial one, an admission for a waiting one) and records 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-
 from .errors import RuleViolation
 from .shadow import Shadow, Track
 
 PROTOCOL = "PROTOCOL"  # not a rule of the contract: the scheduler did not speak the plain protocol
 
 
-@dataclass(slots=True)
 class Chunk:
     """Prompt positions [start, start + n) of `track`, run this step."""
 
-    track: Track
-    n: int
-    start: int
+    __slots__ = ("n", "start", "track")
+
+    def __init__(self, track: Track, n: int, start: int) -> None:
+        self.track = track
+        self.n = n
+        self.start = start
 
     @property
     def completes(self) -> bool:
         return self.start + self.n >= self.track.request.prompt_len
 
 
-@dataclass(slots=True)
 class StepFacts:
-    """One step as the rules see it. Sums are taken once here, so that rules stay O(1) where they can."""
+    """One step as the rules see it. Sums are taken once here, so that rules stay O(1) where they can.
 
-    step: int
-    plan: list[tuple[int, int]]  # the entries, normalised, in plan order
-    planned: set[int] = field(default_factory=set)  # rids in the plan
-    num_tokens: int = 0
-    decodes: list[tuple[Track, int]] = field(default_factory=list)  # entries for ready requests
-    num_decode_tokens: int = 0
-    chunks: list[Chunk] = field(default_factory=list)  # entries for partial requests
-    admitted: list[Chunk] = field(default_factory=list)  # entries for waiting requests: admissions
-    prefills: list[Chunk] = field(default_factory=list)  # chunks and admissions, in plan order
-    admitted_reservation: int = 0  # KV reserved by this step's admissions
-    duplicates: list[int] = field(default_factory=list)  # rids listed more than once
-    first_bad_n: tuple[int, int] | None = None  # the first entry with n < 1
-    # Known once complete() has returned:
-    emitted: list[int] = field(default_factory=list)  # as complete() returned them, in order
-    emitted_set: set[int] = field(default_factory=set)
-    finished: list[Track] = field(default_factory=list)  # requests that emit their last token now
-    finished_reservation: int = 0
-    reported_free_kv: int | None = None  # the scheduler's own free KV after the step, if it shows one
+    A plain record with a hand-written constructor: the monitor builds one every step, and this is
+    several times cheaper than a generated one with default factories."""
+
+    __slots__ = (
+        "admitted", "admitted_reservation", "chunks", "decodes", "duplicates", "emitted", "emitted_set",
+        "finished", "finished_reservation", "first_bad_n", "num_decode_tokens", "num_tokens", "plan",
+        "planned", "prefills", "reported_free_kv", "step",
+    )
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+        self.plan: list[tuple[int, int]] = []  # the entries, normalised, in plan order
+        self.planned: set[int] = set()  # rids in the plan
+        self.num_tokens = 0
+        self.decodes: list[tuple[Track, int]] = []  # entries for ready requests
+        self.num_decode_tokens = 0
+        self.chunks: list[Chunk] = []  # entries for partial requests
+        self.admitted: list[Chunk] = []  # entries for waiting requests: admissions
+        self.prefills: list[Chunk] = []  # chunks and admissions, in plan order
+        self.admitted_reservation = 0  # KV reserved by this step's admissions
+        self.duplicates: list[int] = []  # rids listed more than once
+        self.first_bad_n: tuple[int, int] | None = None  # the first entry with n < 1
+        # Known once complete() has returned:
+        self.emitted: list[int] = []  # as complete() returned them, in order
+        self.emitted_set: set[int] = set()
+        self.finished: list[Track] = []  # requests that emit their last token now
+        self.finished_reservation = 0
+        self.reported_free_kv: int | None = None  # the scheduler's own free KV after the step, if shown
 
 
-def _as_int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _protocol(step: int, message: str, rule: str = PROTOCOL) -> RuleViolation:
     return RuleViolation(rule, step, message)
 
 
-def normalise_plan(step: int, plan: object) -> list[tuple[int, int]]:
-    """The plan as (rid, n) pairs of ints, or a PROTOCOL violation saying what is wrong with it."""
+def observe(shadow: Shadow, plan: object) -> StepFacts:
+    """Read the plan schedule() returned and classify each entry against `shadow` (the state
+    before the step). Raises a PROTOCOL violation if the plan is not a sequence of (rid, n) ints
+    naming known requests."""
+    step = shadow.step
     try:
         items = list(plan)  # type: ignore[call-overload]
     except TypeError:
         raise _protocol(step, f"schedule() returned {type(plan).__name__} {plan!r:.80}, not a sequence") from None
-    pairs: list[tuple[int, int]] = []
+    facts = StepFacts(step)
+    pairs, seen = facts.plan, facts.planned
+    running, tracks = shadow.running, shadow.tracks
+    num_tokens = 0
     for i, entry in enumerate(items):
         try:
             rid, n = entry
         except (TypeError, ValueError):
             raise _protocol(step, f"plan entry {i} is {entry!r:.80}, which does not unpack as (rid, n)") from None
-        if (type(rid) is not int and _as_int(rid) is None) or (type(n) is not int and _as_int(n) is None):
+        if not (type(rid) is int and type(n) is int) and not (_is_int(rid) and _is_int(n)):
             raise _protocol(step, f"plan entry {i} is ({rid!r:.40}, {n!r:.40}): rid and n must be ints")
         pairs.append((rid, n))
-    return pairs
-
-
-def normalise_emitted(step: int, emitted: object) -> list[int]:
-    try:
-        rids: list[int] = list(emitted)  # type: ignore[call-overload]
-    except TypeError:
-        kind = type(emitted).__name__
-        raise _protocol(step, f"complete() returned {kind} {emitted!r:.80}, not an iterable of rids") from None
-    for rid in rids:
-        if _as_int(rid) is None:
-            raise _protocol(step, f"complete() returned {rid!r:.40} among the emitted rids: rids are ints")
-    return rids
-
-
-def observe(shadow: Shadow, plan: list[tuple[int, int]]) -> StepFacts:
-    """Classify the plan's entries against `shadow` (the state before the step)."""
-    step = shadow.step
-    facts = StepFacts(step, plan)
-    seen = facts.planned
-    running, tracks = shadow.running, shadow.tracks
-    num_tokens = 0
-    for rid, n in plan:
         num_tokens += n
         if n < 1 and facts.first_bad_n is None:
             facts.first_bad_n = (rid, n)
@@ -134,13 +125,24 @@ def observe(shadow: Shadow, plan: list[tuple[int, int]]) -> StepFacts:
     return facts
 
 
-def observe_emitted(shadow: Shadow, facts: StepFacts, emitted: list[int], free_kv: int | None) -> None:
-    """Add what complete() reported to `facts`: the emitted rids and the scheduler's free KV."""
-    facts.emitted = emitted
-    emitted_set = facts.emitted_set = set(emitted)
-    facts.reported_free_kv = free_kv
+def observe_emitted(shadow: Shadow, facts: StepFacts, emitted: object, free_kv: object) -> None:
+    """Add what complete() reported to `facts`: the emitted rids, and the scheduler's free KV if it
+    shows one. Raises a PROTOCOL violation if `emitted` is not an iterable of known rids."""
+    try:
+        rids: list[int] = list(emitted)  # type: ignore[call-overload]
+    except TypeError:
+        kind = type(emitted).__name__
+        raise _protocol(facts.step, f"complete() returned {kind} {emitted!r:.80}, not an iterable of rids") from None
+    facts.emitted = rids
+    emitted_set = facts.emitted_set = set()
+    facts.reported_free_kv = free_kv if type(free_kv) is int else None
     tracks, planned = shadow.tracks, facts.planned
-    for rid in emitted_set:
+    for rid in rids:
+        if type(rid) is not int and not _is_int(rid):
+            raise _protocol(facts.step, f"complete() returned {rid!r:.40} among the emitted rids: rids are ints")
+        if rid in emitted_set:
+            continue
+        emitted_set.add(rid)
         track = tracks.get(rid)
         if track is None:
             raise _protocol(facts.step, f"complete() says rid {rid} emitted a token, but it was never added")
@@ -163,13 +165,15 @@ def apply(shadow: Shadow, facts: StepFacts) -> None:
         else:
             shadow.waiting.remove(track)
         track.admitted_at = step
-        shadow.running[track.rid] = track
+        shadow.running[track.rid] = shadow.prefilling[track.rid] = track
         shadow.free_kv -= track.request.reservation
     for chunk in facts.prefills:
         track = chunk.track
         track.num_prefilled = min(track.request.prompt_len, track.num_prefilled + chunk.n)
-        if track.is_ready:
+        if track.num_prefilled == track.request.prompt_len:
+            track.is_ready = True
             shadow.num_ready += 1
+            del shadow.prefilling[track.rid]
     running = shadow.running
     for rid in facts.emitted_set:
         live = running.get(rid)
@@ -181,8 +185,7 @@ def apply(shadow: Shadow, facts: StepFacts) -> None:
         shadow.free_kv += track.request.reservation
         if track.is_ready:
             shadow.num_ready -= 1
+        else:  # finished before its prompt was done: only a scheduler that breaks TOKENS does that
+            del shadow.prefilling[track.rid]
     shadow.step = step + 1
 
-
-def rids(tracks: Iterable[Track]) -> list[int]:
-    return [t.rid for t in tracks]

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .errors import InvalidField, RuleViolation
-from .facts import StepFacts, apply, normalise_emitted, normalise_plan, observe, observe_emitted
+from .facts import StepFacts, apply, observe, observe_emitted
 from .rules import Rule, never_fit, select
 from .shadow import Shadow
 from .types import Config, Request, admissible
@@ -89,7 +89,7 @@ class Monitor:
             raise RuntimeError("Monitor.plan() called twice without complete()")
         shadow = self.shadow
         plan = self.scheduler.schedule()
-        facts = observe(shadow, normalise_plan(shadow.step, plan))
+        facts = observe(shadow, plan)
         for rule_id, check in self._plan_checks:
             message = check(shadow, facts)
             if message is not None:
@@ -104,9 +104,8 @@ class Monitor:
         plan, facts = self._pending
         self._pending = None
         shadow = self.shadow
-        emitted = normalise_emitted(shadow.step, self.scheduler.complete(plan))
-        free_kv = getattr(self.scheduler, "free_kv", None)
-        observe_emitted(shadow, facts, emitted, free_kv if type(free_kv) is int else None)
+        emitted = self.scheduler.complete(plan)
+        observe_emitted(shadow, facts, emitted, getattr(self.scheduler, "free_kv", None))
         for rule_id, check in self._done_checks:
             message = check(shadow, facts)
             if message is not None:

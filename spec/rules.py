@@ -165,13 +165,16 @@ def decode_first(s: Shadow, f: StepFacts) -> str | None:
 def partial_next(s: Shadow, f: StepFacts) -> str | None:
     """PARTIAL-NEXT: partial prompts take the budget left after decodes before any admission,
     oldest first, each min(remaining prompt, budget left)."""
-    if len(s.running) == s.num_ready:
-        return None  # no partial prompt
-    given = {c.track.rid: c.n for c in f.chunks}
+    if not s.prefilling:
+        return None
+    chunks = f.chunks
     left = s.config.token_budget - f.num_decode_tokens
-    for track in s.partial():
+    for i, track in enumerate(s.prefilling.values()):
         expected = max(0, min(track.num_remaining_prompt, left))
-        got = given.get(track.rid, 0)
+        if i < len(chunks) and chunks[i].track is track:  # the usual case: chunks in admission order
+            got = chunks[i].n
+        else:
+            got = next((c.n for c in chunks if c.track is track), 0)
         if got != expected:
             return (
                 f"partial rid {track.rid} ({track.num_remaining_prompt} prompt tokens left) got {got} "
@@ -196,7 +199,7 @@ def work_conserving(s: Shadow, f: StepFacts) -> str | None:
                 f"{unused} budget token(s) unused while rid {c.track.rid} got only {c.n} of its "
                 f"{c.track.request.prompt_len - c.start} remaining prompt tokens"
             )
-    if len(f.chunks) < len(s.running) - s.num_ready:
+    if len(f.chunks) < len(s.prefilling):
         return f"{unused} budget token(s) unused while a partial prompt got no chunk"
     admitted = {c.track.rid for c in f.admitted}
     head = next((t for t in s.waiting if t.rid not in admitted), None)

@@ -19,6 +19,7 @@ class Track:
     request: Request
     num_prefilled: int = 0
     num_emitted: int = 0
+    is_ready: bool = False  # prompt done (kept, not derived: the monitor reads it every step)
     admitted_at: int | None = None  # step of admission; None while waiting
     finished_at: int | None = None  # step it emitted its max_new-th token
 
@@ -30,10 +31,6 @@ class Track:
     def num_remaining_prompt(self) -> int:
         return self.request.prompt_len - self.num_prefilled
 
-    @property
-    def is_ready(self) -> bool:
-        return self.num_prefilled >= self.request.prompt_len
-
 
 @dataclass(slots=True)
 class Shadow:
@@ -43,6 +40,7 @@ class Shadow:
     step: int = 0  # index of the next step
     waiting: deque[Track] = field(default_factory=deque)  # accepted, not admitted; arrival order
     running: dict[int, Track] = field(default_factory=dict)  # admitted, unfinished; admission order
+    prefilling: dict[int, Track] = field(default_factory=dict)  # running with prompt not done; same order
     tracks: dict[int, Track] = field(default_factory=dict)  # every accepted request, by rid
     rejected: set[int] = field(default_factory=set)  # rids whose add() was (rightly) refused
     free_kv: int = 0  # K minus the reservations of running requests
@@ -61,7 +59,7 @@ class Shadow:
 
     def partial(self) -> list[Track]:
         """Running requests still in prefill, oldest admitted first."""
-        return [t for t in self.running.values() if not t.is_ready]
+        return list(self.prefilling.values())
 
     def accept(self, request: Request) -> None:
         """Action: a request arrives and is queued."""

@@ -135,6 +135,7 @@ def play(
     arrivals = _by_step(workload.requests)
     bound = work_bound(workload)
     next_arrival = next(arrivals, None)
+    checks_progress = any(r.id == "PROGRESS" for r in monitor.rules)
     while True:
         step = monitor.shadow.step
         while next_arrival is not None and next_arrival.arrival_step <= step:
@@ -147,7 +148,7 @@ def play(
             next_arrival = next(arrivals, None)
         if next_arrival is None and monitor.is_idle:
             break
-        if step >= bound and "PROGRESS" in {r.id for r in monitor.rules}:
+        if step >= bound and checks_progress:
             raise RuleViolation(
                 "PROGRESS", step, f"{len(monitor.shadow.waiting) + len(monitor.shadow.running)} "
                 f"request(s) still pending after {step} steps; all work fits in {bound}",
