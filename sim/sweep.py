@@ -17,7 +17,7 @@ from stallfree.spec import Config
 
 from .policies import factory
 from .simulator import simulate
-from .summary import Summary, summarise
+from .summary import MS, Summary, summarise
 from .trace import load
 
 BUDGETS = (512, 1024, 2048, 4096, 8192, 16384)
@@ -74,3 +74,18 @@ def budget_points(traces: Iterable[str], policies: Iterable[str], budgets: Itera
 def rate_points(trace: str, policies: Iterable[str], budget: int, scales: Iterable[float],
                 limit: int | None = None) -> list[Point]:
     return [Point(trace, p, budget, s, limit) for p, s in product(policies, scales)]
+
+
+TABLE_HEADER = (f"{'trace':<12}{'policy':<15}{'budget':>7}{'rate':>6}{'TTFT p50':>10}{'TTFT p99':>10}"
+                f"{'TPOT p50':>10}{'TPOT p99':>10}{'gap p99':>10}{'gap max':>10}{'queue p99':>11}"
+                f"{'longest step':>13}{'tok/s':>8}")
+
+
+def table_row(s: Summary, rate_scale: float = 1.0) -> str:
+    """One sweep point in milliseconds (TPOT: mean per request; gap: worst gap between tokens)."""
+    lat = {k: v.scaled(MS) for k, v in s.latency.items() if v is not None}
+    trace = s.trace.split(" x")[0]
+    return (f"{trace:<12}{s.policy:<15}{s.token_budget:>7}{rate_scale:>5g}x{lat['ttft'].p50:>10.1f}"
+            f"{lat['ttft'].p99:>10.1f}{lat['tpot'].p50:>10.1f}{lat['tpot'].p99:>10.1f}{lat['max_gap'].p99:>10.1f}"
+            f"{lat['max_gap'].max:>10.1f}{lat['queueing'].p99:>11.1f}{s.longest_step * MS:>13.1f}"
+            f"{s.output_tokens_per_second:>8,.0f}")
