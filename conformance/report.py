@@ -86,7 +86,7 @@ def pytest_test(target: str, c: Counterexample) -> str:
     """A test that fails while the scheduler breaks the rule on this workload, and passes once fixed."""
     statement, factory = import_line(target)
     name = c.rule.lower().replace("-", "_")
-    rules = [c.rule] if c.rule in c.rules else []
+    rules = list(c.rules)
     hang = ""
     if c.rule == TIMEOUT:
         hang = f"    # this workload hung a call of the target ({c.call}) under stallfree conform\n"
