@@ -11,11 +11,18 @@ from stallfree.spec import RuleViolation
 from .batch import FlatBatch
 from .stream import Stream
 
+REAL_PATH_RULES = ("BUDGET", "PREFILL-ONCE", "FIRST-TOKEN", "KV", "DECODE-FIRST")
+
+
+class RealPathViolation(RuleViolation):
+    """A rule broken on the real step path (the batch, the KV memory, the sampled rows), as opposed
+    to one the monitor saw in the plain protocol."""
+
 
 def check_budget(step: int, batch: FlatBatch, token_budget: int) -> None:
     """BUDGET: the flat batch, the tensor the forward pass runs, holds at most B tokens."""
     if batch.num_tokens > token_budget:
-        raise RuleViolation(
+        raise RealPathViolation(
             "BUDGET", step, f"the step's batch holds {batch.num_tokens} tokens; the budget is {token_budget}"
         )
 
@@ -24,14 +31,14 @@ def check_decode_first(step: int, streams: dict[int, Stream], planned: set[int])
     """DECODE-FIRST: every ready request (prompt done, tokens owed) is in the step's batch."""
     left_out = [rid for rid, s in streams.items() if s.is_ready and rid not in planned]
     if left_out:
-        raise RuleViolation("DECODE-FIRST", step, f"ready request(s) {left_out[:5]} are not in the step's batch")
+        raise RealPathViolation("DECODE-FIRST", step, f"ready request(s) {left_out[:5]} are not in the step's batch")
 
 
 def check_chunk(step: int, stream: Stream, n: int) -> None:
     """PREFILL-ONCE: a chunk covers the next n prompt positions and never runs past the prompt."""
     remaining = stream.prompt_len - stream.num_prefilled
     if n > remaining:
-        raise RuleViolation(
+        raise RealPathViolation(
             "PREFILL-ONCE", step, f"rid {stream.rid} is given a chunk of {n} at position {stream.num_prefilled}; "
             f"only {remaining} of its {stream.prompt_len} prompt positions remain",
         )
@@ -43,7 +50,7 @@ def check_finite(step: int, hidden: torch.Tensor, rid_of_row: list[int]) -> None
     bad = (~torch.isfinite(hidden)).any(dim=-1)
     if bool(bad.any()):
         rids = sorted({rid_of_row[i] for i in bad.nonzero().flatten().tolist()})
-        raise RuleViolation(
+        raise RealPathViolation(
             "PREFILL-ONCE", step, f"rid(s) {rids[:5]} read KV memory that was never written or already "
             "freed (NaN in their hidden states)",
         )
@@ -53,7 +60,7 @@ def check_first_token_row(step: int, stream: Stream, rows: range, row: int, posi
     """FIRST-TOKEN: the first token is sampled from the logits of the last prompt position, in the
     chunk that completes the prompt."""
     if row not in rows or position != stream.prompt_len - 1:
-        raise RuleViolation(
+        raise RealPathViolation(
             "FIRST-TOKEN", step, f"rid {stream.rid}'s first token is sampled from row {row} (position {position}); "
             f"it must come from its last prompt position {stream.prompt_len - 1} (rows {rows.start}-{rows.stop - 1})",
         )
@@ -63,13 +70,13 @@ def check_emitted(step: int, firsts: set[int], sampled: set[int], emitted: set[i
     """FIRST-TOKEN: the scheduler reports a first token in exactly the step whose chunk computed it."""
     late = sorted(firsts - emitted)
     if late:
-        raise RuleViolation(
+        raise RealPathViolation(
             "FIRST-TOKEN", step, f"the step computed the first token of rid(s) {late[:5]} from their last prompt "
             "position, but the scheduler emitted none",
         )
     unearned = sorted(emitted - sampled)
     if unearned:
-        raise RuleViolation(
+        raise RealPathViolation(
             "FIRST-TOKEN", step,
             f"the scheduler emitted a token for rid(s) {unearned[:5]}, which the step did not compute",
         )
@@ -79,12 +86,12 @@ def check_kv(step: int, allocator_free: int, shadow_free: int, scheduler_free: i
     """KV: the allocator's free slots equal the free KV the contract derives (K minus the reservations
     of running requests) and, where the scheduler shows one, the scheduler's free KV."""
     if allocator_free != shadow_free:
-        raise RuleViolation(
+        raise RealPathViolation(
             "KV", step,
             f"the allocator has {allocator_free} free KV slots; the running requests' reservations leave {shadow_free}",
         )
     if scheduler_free is not None and scheduler_free != allocator_free:
-        raise RuleViolation(
+        raise RealPathViolation(
             "KV", step, f"the scheduler shows free_kv={scheduler_free}; the allocator has {allocator_free} free"
         )
 
@@ -112,17 +119,17 @@ class WriteLedger:
         for rid, position, slot in zip(rid_of_row, positions, slots, strict=True):
             expected = self.num_written.get(rid)
             if expected is None:
-                raise RuleViolation("KV", step, f"rid {rid} writes KV slot {slot} without a reservation")
+                raise RealPathViolation("KV", step, f"rid {rid} writes KV slot {slot} without a reservation")
             if position >= len(self.reserved[rid]):
-                raise RuleViolation(
+                raise RealPathViolation(
                     "KV", step, f"rid {rid} writes position {position}, past its {len(self.reserved[rid])} slots"
                 )
             if slot in self.written:
-                raise RuleViolation(
+                raise RealPathViolation(
                     "PREFILL-ONCE", step, f"rid {rid} writes KV slot {slot} (position {position}) a second time"
                 )
             if position != expected or self.reserved[rid][position] != slot:
-                raise RuleViolation(
+                raise RealPathViolation(
                     "PREFILL-ONCE", step, f"rid {rid} writes position {position} into slot {slot}; next in order "
                     f"is position {expected} into its slot {self.reserved[rid][expected]}",
                 )

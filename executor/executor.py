@@ -13,11 +13,12 @@ from typing import Any
 
 import torch
 
-from stallfree.spec import Config, Monitor, RuleViolation
+from stallfree.spec import Config, Monitor
 
 from .allocator import SlotAllocator
 from .batch import FlatBatch
 from .checks import (
+    RealPathViolation,
     WriteLedger,
     check_budget,
     check_chunk,
@@ -173,7 +174,7 @@ class Executor:
             start = stream.next_position
             if stream.is_ready:
                 if n != 1:
-                    raise RuleViolation("TOKENS", step, f"rid {rid} has its prompt done and gets n={n}; a decode is 1")
+                    raise RealPathViolation("TOKENS", step, f"rid {rid}'s prompt is done, yet n={n}; a decode is 1")
                 token_ids.append(stream.outputs[-1])
                 emitters.append(Emitter(stream, first_row, rows, is_first=False))
             else:
@@ -205,12 +206,12 @@ class Executor:
         """A request's first appearance in a plan is its admission: reserve prompt_len + max_new slots."""
         if rid not in self.requests or rid in self.done:
             why = "has finished" if rid in self.done else "was never accepted"
-            raise RuleViolation("TOKENS", step, f"the plan names rid {rid}, which {why}")
+            raise RealPathViolation("TOKENS", step, f"the plan names rid {rid}, which {why}")
         prompt_len, max_new = self.requests[rid]
         try:
             slots = self.allocator.reserve(prompt_len + max_new)
         except ValueError as error:
-            raise RuleViolation("KV", step, f"admitting rid {rid}: {error}") from None
+            raise RealPathViolation("KV", step, f"admitting rid {rid}: {error}") from None
         self.ledger.reserve(rid, slots)
         stream = Stream(rid, prompt_tokens(self.seed, rid, prompt_len, self.model.cfg.vocab), max_new, slots, step)
         self.streams[rid] = stream
@@ -240,5 +241,5 @@ class Executor:
         """KV at the end: every slot free, nothing running."""
         step = self.step_index
         if self.streams:
-            raise RuleViolation("KV", step, f"the run ended with rid(s) {sorted(self.streams)[:5]} still holding KV")
+            raise RealPathViolation("KV", step, f"the run ended with rid(s) {sorted(self.streams)[:5]} holding KV")
         check_kv(step, self.allocator.num_free, self.config.kv_tokens, None)

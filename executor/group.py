@@ -30,6 +30,12 @@ class Group:
             dist.all_reduce(x, group=self.handle)
         return x
 
+    def all_reduce_max(self, x: torch.Tensor) -> torch.Tensor:
+        """Elementwise maximum of `x` over ranks, in place."""
+        if self.world_size > 1:
+            dist.all_reduce(x, op=dist.ReduceOp.MAX, group=self.handle)
+        return x
+
     def all_gather_last(self, x: torch.Tensor) -> torch.Tensor:
         """[..., n] on each rank -> [..., n * world_size], rank order along the last dim."""
         if self.world_size == 1:

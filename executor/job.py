@@ -13,6 +13,7 @@ from typing import Any
 
 from stallfree.spec import RuleViolation, Workload, work_bound
 
+from .checks import RealPathViolation
 from .executor import Executor, StepRecord
 
 PROGRESS_EVERY_S = 1.0  # how often a long job reports progress on stderr
@@ -59,8 +60,7 @@ class JobResult:
     steps: list[StepRecord] = field(default_factory=list)
     requests: dict[int, RequestResult] = field(default_factory=dict)
     refused: list[int] = field(default_factory=list)
-    violation: tuple[str, int, str] | None = None  # (rule, step, message) of the first broken rule
-    checks_ms: float = 0.0
+    violation: tuple[str, int, str, str] | None = None  # (rule, step, message, where) of the first broken rule
 
     @property
     def ok(self) -> bool:
@@ -96,7 +96,8 @@ def drive(executor: Executor, job: Job) -> JobResult:
                       "requests finished", file=sys.stderr, flush=True)
         executor.check_drained()
     except RuleViolation as error:
-        result.violation = (error.rule, error.step, error.message)
+        where = "real path" if isinstance(error, RealPathViolation) else "monitor"
+        result.violation = (error.rule, error.step, error.message, where)
     result.steps = executor.records
     for rid, s in executor.done.items():
         ttft = s.times[0] - executor.added_at[rid]

@@ -2,9 +2,11 @@
 
 A column-parallel layer holds a slice of the output features and needs no communication; a
 row-parallel layer holds a slice of the input features and sums its partial products over ranks
-(the all-reduce is in its forward, nowhere else). Weights arrive whole (`load`) and each layer takes
-its own shard; FP8 weights are quantized whole first, so every shard carries the scales of the full
-rows and a TP=4 model holds exactly the TP=1 model's numbers.
+(the all-reduce is in its forward, nowhere else; with fp8 weights a small all-reduce of each
+token's largest magnitude comes first, so every rank quantizes its slice with the whole row's
+scale). Weights arrive whole (`load`) and each layer takes its own shard; FP8 weights are quantized
+whole first, so every shard carries the scales of the full rows and a TP=4 model holds exactly the
+TP=1 model's numbers.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .fp8 import FP8, linear, quantize_rows
+from .fp8 import FP8, linear, quantize_rows, row_scale, unpack
 from .group import Group
 
 
@@ -28,9 +30,15 @@ class ParallelLinear(nn.Module):
         scale = torch.ones(1, shape[0], dtype=torch.float32) if dtype == FP8 else None
         self.scale: torch.Tensor | None
         self.register_buffer("scale", scale)  # [1, out_local]: fp8 weights only
+        self.unpacked: torch.Tensor | None = None  # [out_local, in_local] float32: fp8 on the CPU only
+        self.use_scaled_mm = False  # True: fp8 through torch._scaled_mm even on the CPU (tests compare)
 
     def shard_shape(self, in_features: int, out_features: int, world: int) -> tuple[int, int]:
         raise NotImplementedError
+
+    def kernel_weight(self) -> torch.Tensor | None:
+        """The unpacked fp8 weight where the table kernel serves (see fp8.py); None for _scaled_mm."""
+        return None if self.use_scaled_mm else self.unpacked
 
     def shard(self, full: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
@@ -46,6 +54,8 @@ class ParallelLinear(nn.Module):
             assert self.scale is not None
             rows = scale.t().contiguous()  # [1, out]
             self.scale.copy_(rows if isinstance(self, RowParallelLinear) else self.shard(scale).t())
+            if self.weight.device.type == "cpu":
+                self.unpacked = unpack(self.weight.data)
         else:
             self.weight.data.copy_(self.shard(full).to(self.weight.dtype))
 
@@ -61,7 +71,7 @@ class ColumnParallelLinear(ParallelLinear):
         return full[self.group.rank * n:(self.group.rank + 1) * n]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return linear(x, self.weight, self.scale)  # [T, out_local]
+        return linear(x, self.weight, self.scale, self.kernel_weight())  # [T, out_local]
 
 
 class RowParallelLinear(ParallelLinear):
@@ -75,7 +85,12 @@ class RowParallelLinear(ParallelLinear):
         return full[:, self.group.rank * n:(self.group.rank + 1) * n]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        partial = linear(x, self.weight, self.scale)  # [T, out]: this rank's share of the sum
+        x_scale = None
+        if self.weight.dtype == FP8 and self.group.world_size > 1:
+            # Quantize each token's slice with the scale of its whole row (the largest magnitude
+            # over all ranks), so the products summed below are exactly one rank's products.
+            x_scale = row_scale(self.group.all_reduce_max(x.abs().amax(dim=-1, keepdim=True).float()))  # [T, 1]
+        partial = linear(x, self.weight, self.scale, self.kernel_weight(), x_scale)  # [T, out]: this rank's share
         return self.group.all_reduce(partial)
 
 

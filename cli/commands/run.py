@@ -1,0 +1,110 @@
+"""`stallfree run`: run a workload on the executor (a Llama-architecture model, tensor parallel,
+FP8), checking the rules on the real step path, and print steps, latencies, verdicts and the
+equivalence check against an unbatched one-rank run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from stallfree.spec import Config, FieldTypeError, InvalidField, Workload
+
+from .args import load_factory, positive_int, rule_list
+
+if TYPE_CHECKING:  # torch stays out of `stallfree --help`
+    from stallfree.executor.job import Job
+    from stallfree.executor.runspec import RunSpec
+
+NAME = "run"
+HELP = "run a workload on the tensor-parallel FP8 executor; check the rules on the real step path"
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default="tiny", help="tiny, wide, llama-3.1-8b, llama-3.3-70b (default tiny)")
+    p.add_argument("--layers", type=positive_int, default=None, help="use only this many layers (for timing)")
+    p.add_argument("--checkpoint", type=Path, default=None, metavar="DIR",
+                   help="a Llama checkpoint folder (config.json, *.safetensors) instead of random weights")
+    p.add_argument("--tp", type=positive_int, default=4, help="tensor-parallel ranks: 1, 2 or 4 (default 4)")
+    p.add_argument("--dtype", default="fp8", choices=("fp8", "bf16", "fp32"), help="matmul weights (default fp8)")
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="default cpu (gloo); cuda uses nccl")
+    p.add_argument("--workload", type=Path, default=None, metavar="FILE", help="a JSON workload (see `trace`)")
+    p.add_argument("--budget", type=positive_int, default=None, help="token budget B (default 64)")
+    p.add_argument("--max-seqs", type=positive_int, default=None, help="slots S (default 8)")
+    p.add_argument("--kv", type=positive_int, default=None, help="KV capacity K in tokens (default 2048)")
+    p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="MODULE:FACTORY",
+                   help="any scheduler speaking the plain protocol (default: the reference)")
+    p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID",
+                   help="rules the monitor checks before each plan runs (default all)")
+    p.add_argument("--seed", type=int, default=0, help="weights and prompts (default 0)")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 for greedy (default), else seeded sampling")
+    p.add_argument("--no-equivalence", action="store_true", help="skip the unbatched one-rank comparison")
+    p.add_argument("--timeout", type=float, default=600.0, help="stop every rank after this many seconds")
+    p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the run as JSON")
+
+
+def workload_from(args: argparse.Namespace) -> Workload:
+    from stallfree.executor.workloads import long_prompt_amid_decodes
+
+    workload = Workload.loads(args.workload.read_text()) if args.workload else long_prompt_amid_decodes()
+    c = workload.config
+    config = Config(args.budget or c.token_budget, args.max_seqs or c.max_seqs, args.kv or c.kv_tokens)
+    return replace(workload, config=config)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from stallfree.executor.job import Job
+        from stallfree.executor.runspec import RunSpec
+    except ImportError as error:
+        print(f"stallfree run: needs the executor extra (pip install 'stallfree[executor]'): {error}", file=sys.stderr)
+        return 2
+    try:
+        workload = workload_from(args)
+        load_factory(args.scheduler)
+        if args.temperature < 0:
+            raise InvalidField(f"temperature must be >= 0, got {args.temperature}")
+        job = Job(workload, args.scheduler, tuple(args.rules) if args.rules else None,
+                  keep_logits=not args.no_equivalence, temperature=args.temperature, label="run")
+        spec = RunSpec((job,), args.model, args.layers, args.dtype, args.tp, args.device, args.seed,
+                       str(args.checkpoint) if args.checkpoint else None)
+    except (InvalidField, FieldTypeError, OSError, ValueError, ImportError, AttributeError) as error:
+        print(f"stallfree run: {error}", file=sys.stderr)
+        return 2
+    return execute(spec, job, args)
+
+
+def execute(spec: RunSpec, job: Job, args: argparse.Namespace) -> int:
+    from stallfree.executor.equivalence import compare
+    from stallfree.executor.launch import RankFailure, launch
+    from stallfree.executor.report import as_json, request_table, step_table, verdicts
+
+    cfg = job.workload.config
+    model = spec.model_config()
+    print(f"model {model.name} ({model.num_layers} layers), tp {spec.tp}, {spec.dtype} on {spec.device}; "
+          f"budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, kv_tokens {cfg.kv_tokens}; "
+          f"scheduler {args.scheduler}", flush=True)
+    print(f"launching {spec.tp} rank(s) ...", file=sys.stderr, flush=True)
+    try:
+        outcome = launch(spec, timeout_s=args.timeout)
+    except (RankFailure, TimeoutError) as error:
+        print(f"stallfree run: {error}", file=sys.stderr)
+        return 1
+    result = outcome.results[0]
+    print("\n".join(step_table(result, cfg.token_budget)))
+    print()
+    print("\n".join(request_table(result)))
+    print()
+    print("\n".join(verdicts(result, job.monitor_rules)))
+    equivalence = None
+    if job.keep_logits and result.ok:
+        print("checking equivalence against an unbatched one-rank run ...", file=sys.stderr, flush=True)
+        equivalence = compare(spec, result)
+        print(equivalence.summary())
+    if args.json is not None:
+        args.json.write_text(json.dumps(as_json(result, equivalence), indent=1))
+    failed = not result.ok or (equivalence is not None and not equivalence.ok)
+    return 1 if failed else 0

@@ -1,0 +1,84 @@
+"""Printing a run: the step table with milliseconds, time to first token and time per output token
+per request, a verdict per rule on the real path and in the monitor, and the result as JSON."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from stallfree.spec import RULE_IDS
+
+from .checks import REAL_PATH_RULES
+from .job import JobResult
+
+HEADER = f"{'step':>5}  {'entries':<40} {'tokens':>9} {'ms':>8}  {'emitted':<18} {'finished':<10} {'free KV':>7}"
+
+
+def describe(plan: list[tuple[int, int]]) -> str:
+    text = " ".join(f"r{rid}:{n}" for rid, n in plan) or "(empty)"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def step_table(result: JobResult, budget: int) -> list[str]:
+    lines = [HEADER]
+    for s in result.steps:
+        emitted = " ".join(f"r{r}" for r in s.emitted) or "-"
+        finished = " ".join(f"r{r}" for r in s.finished) or "-"
+        lines.append(
+            f"{s.step:>5}  {describe(s.plan):<40} {f'{s.num_tokens}/{budget}':>9} {s.ms:>8.1f}  "
+            f"{emitted[:18]:<18} {finished[:10]:<10} {s.free_kv:>7}"
+        )
+    return lines
+
+
+def request_table(result: JobResult) -> list[str]:
+    lines = [f"{'rid':>4} {'prompt':>7} {'tokens':>7} {'arrived':>8}  {'TTFT steps':>10} {'TTFT ms':>9}  "
+             f"{'TPOT steps':>10} {'TPOT ms':>8}"]
+    for rid, r in sorted(result.requests.items()):
+        tpot_steps = "-" if r.tpot_steps is None else f"{r.tpot_steps:.2f}"
+        tpot_ms = "-" if r.tpot_ms is None else f"{r.tpot_ms:.1f}"
+        lines.append(f"{rid:>4} {len(r.prompt):>7} {len(r.outputs):>7} {r.arrival_step:>8}  {r.ttft_steps:>10} "
+                     f"{r.ttft_ms:>9.1f}  {tpot_steps:>10} {tpot_ms:>8}")
+    return lines
+
+
+def verdicts(result: JobResult, monitor_rules: tuple[str, ...] | None) -> list[str]:
+    """One line per rule: on the real path (the five rules checked on tensors and the allocator)
+    and in the monitor (every rule it checks, from the plain protocol)."""
+    lines = []
+    broken = result.violation
+    steps = len(result.steps)
+    for where, rules in (("real path", REAL_PATH_RULES), ("monitor", monitor_rules or RULE_IDS)):
+        lines.append(f"-- {where}")
+        for rule in rules:
+            if broken is not None and broken[0] == rule and broken[3] == where:
+                lines.append(f"{rule:<16} BROKEN at step {broken[1]}: {broken[2]}")
+            elif broken is not None:
+                lines.append(f"{rule:<16} held until step {broken[1]}")
+            else:
+                lines.append(f"{rule:<16} holds ({steps} steps)")
+    if broken is not None and broken[0] not in set(RULE_IDS):
+        lines.append(f"{broken[0]:<16} BROKEN at step {broken[1]} ({broken[3]}): {broken[2]}")
+    return lines
+
+
+def as_json(result: JobResult, equivalence: Any = None) -> dict[str, Any]:
+    return {
+        "label": result.label,
+        "violation": None if result.violation is None else dict(zip(("rule", "step", "message", "where"),
+                                                                      result.violation, strict=True)),
+        "steps": [asdict(s) for s in result.steps],
+        "requests": [
+            {"rid": r.rid, "prompt_len": len(r.prompt), "outputs": r.outputs, "arrival_step": r.arrival_step,
+             "emitted_at": r.emitted_at, "ttft_steps": r.ttft_steps, "ttft_ms": r.ttft_ms,
+             "tpot_steps": r.tpot_steps, "tpot_ms": r.tpot_ms}
+            for _, r in sorted(result.requests.items())
+        ],
+        "refused": result.refused,
+        "equivalence": None if equivalence is None else {
+            "ok": equivalence.ok, "num_tokens": equivalence.num_tokens, "num_equal": equivalence.num_equal,
+            "max_logit_diff": equivalence.max_logit_diff, "logit_tol": equivalence.logit_tol,
+            "near_ties": [asdict(t) for t in equivalence.near_ties],
+            "mismatches": [asdict(t) for t in equivalence.mismatches],
+        },
+    }
