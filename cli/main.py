@@ -15,6 +15,7 @@ from . import __version__
 
 COMMANDS = (
     "trace",
+    "run",
     "conform",
     "check_trace",
     "budget",
