@@ -17,7 +17,7 @@ from .sandbox import DEFAULT_TIMEOUT, Sandbox
 from .shrink import MAX_RUNS, MAX_SECONDS, Shrinker
 
 DEFAULT_EXAMPLES = 25  # per grid point; the default grid has 60 points
-HANG_SHRINK_RUNS = 12
+HANG_SHRINK_RUNS = 6
 
 PASS = "pass"
 FAIL = "fail"
