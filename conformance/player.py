@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from stallfree.spec import Monitor, RuleViolation, Workload, work_bound
+from stallfree.spec import Arrival, Monitor, RuleViolation, StepFacts, Workload, work_bound
 
 PROGRESS = "PROGRESS"
 
@@ -26,11 +26,16 @@ class PlayCounts:
 class Player:
     """One run. Keeps the monitor so that, when the run ends in an exception, the step is known."""
 
-    def __init__(self, workload: Workload, factory: Callable[..., Any], rules: Iterable[str] | None = None) -> None:
+    def __init__(
+        self, workload: Workload, factory: Callable[..., Any], rules: Iterable[str] | None = None,
+        on_add: Callable[[Arrival, bool], None] | None = None, on_step: Callable[[StepFacts], None] | None = None,
+    ) -> None:
         self.workload = workload
         self.factory = factory
         self.rules = None if rules is None else tuple(rules)
         self.monitor: Monitor | None = None
+        self.on_add = on_add
+        self.on_step = on_step
 
     @property
     def step(self) -> int:
@@ -50,7 +55,9 @@ class Player:
             step = monitor.shadow.step
             while i < len(arrivals) and arrivals[i].arrival_step <= step:
                 a = arrivals[i]
-                monitor.add(a.rid, a.prompt_len, a.max_new)
+                accepted = monitor.add(a.rid, a.prompt_len, a.max_new)
+                if self.on_add is not None:
+                    self.on_add(a, accepted)
                 i += 1
             if i == len(arrivals) and monitor.is_idle:
                 break
@@ -61,7 +68,9 @@ class Player:
                     raise RuleViolation(PROGRESS, step, message)
                 counts.stopped_at_bound = True
                 break
-            monitor.step()
+            facts = monitor.step()
+            if self.on_step is not None:
+                self.on_step(facts)
         counts.steps = monitor.num_steps
         counts.adds = monitor.num_adds
         return counts
