@@ -3,6 +3,7 @@ full cost model (Llama 3.3 70B, 4 H100 SXM, FP8, 256 slots). Queues grow once ar
 steps; under the reference the worst gap between a stream's tokens stays one step.
 
     python benchmarks/sim_overload.py [--jobs 2] [--budget 2048] [--limit N] [--plot docs/img] [--json FILE]
+    python benchmarks/sim_overload.py --replot FILE --plot docs/img    # plots from a saved --json
 """
 
 from __future__ import annotations
@@ -26,20 +27,25 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--plot", type=Path, default=None, help="folder for overload-<trace>.png")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--replot", type=Path, default=None, help="skip the runs: plot a saved --json")
     args = parser.parse_args()
-    setup = Setup(Deployment(model("llama-3.3-70b"), gpu("h100-sxm"), 4, "fp8"), "full", MAX_SEQS)
-    points = rate_points(args.trace, POLICIES, args.budget, RATE_SCALES, args.limit)
-    summaries = run_points(setup, points, args.jobs)
-    print(summaries[0].cost)
-    print(TABLE_HEADER)
-    for point, s in zip(points, summaries, strict=True):
-        print(table_row(s, point.rate_scale))
+    if args.replot is not None:
+        rows = json.loads(args.replot.read_text())
+    else:
+        setup = Setup(Deployment(model("llama-3.3-70b"), gpu("h100-sxm"), 4, "fp8"), "full", MAX_SEQS)
+        points = rate_points(args.trace, POLICIES, args.budget, RATE_SCALES, args.limit)
+        summaries = run_points(setup, points, args.jobs)
+        print(summaries[0].cost)
+        print(TABLE_HEADER)
+        for point, s in zip(points, summaries, strict=True):
+            print(table_row(s, point.rate_scale))
+        rows = [s.to_json() for s in summaries]
     if args.json is not None:
-        args.json.write_text(json.dumps([s.to_json() for s in summaries], indent=1))
+        args.json.write_text(json.dumps(rows, indent=1))
     if args.plot is not None:
         from stallfree.sim.plots import plot_rates
 
-        path = plot_rates(summaries, RATE_SCALES, args.plot / f"overload-{args.trace}.png")
+        path = plot_rates(rows, RATE_SCALES, args.plot / f"overload-{args.trace}.png")
         print(f"plot: {path}")
 
 

@@ -3,6 +3,7 @@ model, Llama 3.3 70B on 4 H100 SXM in FP8, 256 slots, KV from memory. Prints one
 (milliseconds) and writes the budget plots.
 
     python benchmarks/sim_sweep.py [--jobs 2] [--limit N] [--plot docs/img] [--json FILE]
+    python benchmarks/sim_sweep.py --replot FILE --plot docs/img    # plots from a saved --json
 
 About 10 minutes on 2 cores for the full traces.
 """
@@ -28,20 +29,25 @@ def main() -> None:
     parser.add_argument("--mode", default="full", choices=("floor", "full"))
     parser.add_argument("--plot", type=Path, default=None, help="folder for budget-<trace>.png")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--replot", type=Path, default=None, help="skip the runs: plot a saved --json")
     args = parser.parse_args()
-    setup = Setup(Deployment(model("llama-3.3-70b"), gpu("h100-sxm"), 4, "fp8"), args.mode, MAX_SEQS)
-    summaries = run_points(setup, budget_points(TRACES, POLICIES, BUDGETS, args.limit), args.jobs)
-    print(summaries[0].cost)
-    print(TABLE_HEADER)
-    for s in summaries:
-        print(table_row(s))
+    if args.replot is not None:
+        rows = json.loads(args.replot.read_text())
+    else:
+        setup = Setup(Deployment(model("llama-3.3-70b"), gpu("h100-sxm"), 4, "fp8"), args.mode, MAX_SEQS)
+        summaries = run_points(setup, budget_points(TRACES, POLICIES, BUDGETS, args.limit), args.jobs)
+        print(summaries[0].cost)
+        print(TABLE_HEADER)
+        for s in summaries:
+            print(table_row(s))
+        rows = [s.to_json() for s in summaries]
     if args.json is not None:
-        args.json.write_text(json.dumps([s.to_json() for s in summaries], indent=1))
+        args.json.write_text(json.dumps(rows, indent=1))
     if args.plot is not None:
         from stallfree.sim.plots import plot_budgets
 
         for trace in TRACES:
-            path = plot_budgets([s for s in summaries if s.trace.startswith(trace)], args.plot / f"budget-{trace}.png")
+            path = plot_budgets([r for r in rows if r["trace"].startswith(trace)], args.plot / f"budget-{trace}.png")
             print(f"plot: {path}")
 
 

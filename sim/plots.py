@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .simulator import SimResult
-from .summary import MS, Summary
+from .summary import MS
 from .timeline import Timeline
 
 DPI = 120
@@ -19,6 +19,8 @@ POLICY_STYLE = {  # one look per policy in every figure
     "prefill-first": {"color": "tab:orange", "marker": "s", "label": "prefill-first, chunked"},
     "unchunked": {"color": "tab:red", "marker": "^", "label": "prefill-first, unchunked"},
 }
+LOG_LABELS = (1.0, 2.0, 5.0)
+LOG_SPAN = 10  # a y-axis goes logarithmic when its lines span this factor or more
 TIMELINE_STREAMS_SHOWN = 8
 LEGEND_ROOM = 0.04  # share of the figure's height kept under the panels for a shared legend
 TIMELINE_MARGIN = 0.15  # seconds shown before the long prompt arrives and after its first token
@@ -66,51 +68,80 @@ def plot_run(result: SimResult, folder: Path) -> list[Path]:
     return [path]
 
 
-def plot_budgets(summaries: Iterable[Summary], path: Path) -> Path:
-    """TPOT p99, worst token gap and TTFT p50 against budget, one line per policy."""
+def plot_budgets(rows: Iterable[dict[str, Any]], path: Path) -> Path:
+    """TPOT p99, worst token gap and TTFT p50 against budget, one line per policy.
+    `rows` are summaries in their JSON form (`Summary.to_json()`), so saved sweeps can be replotted."""
     plt = _pyplot()
-    rows = list(summaries)
+    rows = list(rows)
+    budgets = sorted({_budget(r) for r in rows})
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
     panels = (("tpot", "p99", "TPOT p99 (mean per request)"), ("max_gap", "max", "worst gap between tokens (max)"),
               ("ttft", "p50", "TTFT p50"))
     for ax, (key, stat, title) in zip(axes, panels, strict=True):
-        for policy in dict.fromkeys(r.policy for r in rows):
-            mine = sorted((r for r in rows if r.policy == policy), key=lambda r: r.token_budget)
-            ys = [getattr(r.latency[key], stat) * MS for r in mine]
-            ax.plot([r.token_budget for r in mine], ys, **_style(policy))
-        ax.set(xscale="log", yscale="log", xlabel="token budget", ylabel="ms", title=title)
-        ax.set_xticks([r.token_budget for r in rows], [f"{r.token_budget:,}" for r in rows])
-        ax.minorticks_off()
-        ax.grid(alpha=0.3)
+        for policy in dict.fromkeys(r["policy"] for r in rows):
+            mine = sorted((r for r in rows if r["policy"] == policy), key=_budget)
+            ax.plot([_budget(r) for r in mine], [r["latency_s"][key][stat] * MS for r in mine], **_style(policy))
+        ax.set(xscale="log", xlabel="token budget", title=title)
+        ax.set_xticks(budgets, [f"{b:,}" for b in budgets])
+        ax.xaxis.set_minor_locator(_no_ticks())
+        _log_ms(ax)
     axes[0].legend()
-    first = rows[0]
-    fig.suptitle(f"trace {first.trace}: {first.cost}")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    fig.suptitle(f"trace {rows[0]['trace']}: {rows[0]['cost']}")
+    return _save(fig, path)
 
 
-def plot_rates(summaries: Iterable[Summary], scales: Sequence[float], path: Path) -> Path:
-    """Overload: TTFT, queueing and TPOT against the arrival-rate scale, one line per policy."""
+def plot_rates(rows: Iterable[dict[str, Any]], scales: Sequence[float], path: Path) -> Path:
+    """Overload: TTFT, queueing and the worst token gap against the arrival-rate scale, one line per
+    policy. `rows` in JSON form, in the order policy-major, scale-minor (as `sweep.rate_points`)."""
     plt = _pyplot()
-    rows = list(summaries)
+    rows = list(rows)
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
     panels = (("ttft", "p50", "TTFT p50"), ("queueing", "p99", "queueing delay p99"),
               ("max_gap", "max", "worst gap between tokens (max)"))
     for ax, (key, stat, title) in zip(axes, panels, strict=True):
-        for policy in dict.fromkeys(r.policy for r in rows):
-            mine = [r for r in rows if r.policy == policy]
-            ys = [getattr(r.latency[key], stat) * MS for r in mine]
-            ax.plot(list(scales)[: len(mine)], ys, **_style(policy))
-        ax.set(xscale="log", yscale="log", xlabel="arrival rate x trace", ylabel="ms", title=title)
+        for policy in dict.fromkeys(r["policy"] for r in rows):
+            mine = [r for r in rows if r["policy"] == policy]
+            ax.plot(list(scales)[: len(mine)], [r["latency_s"][key][stat] * MS for r in mine], **_style(policy))
+        ax.set(xscale="log", xlabel="arrival rate (x the trace's)", title=title)
         ax.set_xticks(list(scales), [f"{s:g}x" for s in scales])
-        ax.minorticks_off()
-        ax.grid(alpha=0.3)
+        ax.xaxis.set_minor_locator(_no_ticks())
+        _log_ms(ax)
     axes[0].legend()
     first = rows[0]
-    fig.suptitle(f"overload: {first.trace.split(' x')[0]}, budget {first.token_budget:,}; {first.cost}")
+    fig.suptitle(f"overload: {first['trace'].split(' x')[0]}, budget {_budget(first):,}; {first['cost']}")
+    return _save(fig, path)
+
+
+def _budget(row: dict[str, Any]) -> int:
+    return int(row["config"]["token_budget"])
+
+
+def _no_ticks() -> Any:
+    from matplotlib.ticker import NullLocator
+
+    return NullLocator()
+
+
+def _log_ms(ax: Any) -> None:
+    """Milliseconds on a log axis labelled at 1, 2, 5 x each power of ten, when the lines span a
+    decade or more; on a linear axis from zero otherwise, where a log axis would show one label."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ys = [y for line in ax.get_lines() for y in line.get_ydata()]
+    ax.set(ylabel="ms")
+    if ys and max(ys) >= LOG_SPAN * min(ys):
+        ax.set(yscale="log")
+        ax.yaxis.set_major_locator(LogLocator(subs=LOG_LABELS))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    else:
+        ax.set_ylim(bottom=0)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.grid(alpha=0.3)
+
+
+def _save(fig: Any, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=DPI)

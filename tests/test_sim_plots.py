@@ -36,9 +36,9 @@ def test_run_plot(tmp_path: Path) -> None:
 
 
 def test_budget_and_rate_plots(tmp_path: Path) -> None:
-    budgets = [run_point(SETUP, p) for p in budget_points(["code"], POLICIES, (512, 4096), LIMIT)]
+    budgets = [run_point(SETUP, p).to_json() for p in budget_points(["code"], POLICIES, (512, 4096), LIMIT)]
     assert is_png(plot_budgets(budgets, tmp_path / "budget.png"))
-    rates = [run_point(SETUP, p) for p in rate_points("code", POLICIES, 2048, (1, 4), LIMIT)]
+    rates = [run_point(SETUP, p).to_json() for p in rate_points("code", POLICIES, 2048, (1, 4), LIMIT)]
     assert is_png(plot_rates(rates, (1, 4), tmp_path / "rates.png"))
 
 
