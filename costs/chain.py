@@ -32,6 +32,17 @@ def full_step(roofline: Roofline, budget: int) -> float:
     return roofline.step_seconds(StepLoad(budget, StepLoad.chunk_pairs(0, budget), 0))
 
 
+def worst_step(roofline: Roofline, budget: int, max_context: int, kv_tokens: int) -> float:
+    """The longest a step can take at `budget`, whatever the traffic: the bound on the gap between
+    two tokens of a running stream under the contract's policy, where every stream decodes every step.
+
+    A step carries at most `budget` tokens; each attends to at most `max_context` positions (the
+    largest reservation, prompt_len + max_new); the KV it reads back is at most all `kv_tokens`
+    reserved. In floor mode only the first term counts: max(budget x 2 x params / peak, weight read)."""
+    load = StepLoad(budget, budget * max_context, kv_tokens)
+    return roofline.step_seconds(load)
+
+
 def first_token(
     roofline: Roofline, budget: int, prompt_len: int, num_decodes: int, decode_context: int = 1
 ) -> FirstToken:

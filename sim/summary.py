@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from stallfree.costs import worst_step
+
 from .simulator import SimResult
 from .stats import Spread, spread
 
@@ -35,6 +37,7 @@ class Summary:
     clock: float  # seconds from the first arrival to the last token
     busy_seconds: float
     longest_step: float  # seconds: under the reference, the worst gap a stream sees
+    step_bound: float  # seconds: the longest any step may take at this budget (costs.worst_step)
     num_steps: int  # non-empty steps
     output_tokens: int
     prompt_tokens: int
@@ -58,7 +61,7 @@ class Summary:
             "skipped": [{"rid": rid, "reason": reason} for rid, reason in self.skipped],
             "latency_s": {k: (v.to_json() if v else None) for k, v in self.latency.items()},
             "clock_s": self.clock, "busy_s": self.busy_seconds,
-            "longest_step_s": self.longest_step, "steps": self.num_steps,
+            "longest_step_s": self.longest_step, "step_bound_s": self.step_bound, "steps": self.num_steps,
             "output_tokens": self.output_tokens, "prompt_tokens": self.prompt_tokens,
             "output_tokens_per_s": self.output_tokens_per_second, "requests_per_s": self.requests_per_second,
             "budget_use": self.budget_use.to_json() if self.budget_use else None,
@@ -77,6 +80,7 @@ def summarise(result: SimResult) -> Summary:
     }
     budget = result.config.token_budget
     tokens = result.step_tokens
+    max_context = max((s.prompt_len + s.max_new for s in streams), default=1)
     return Summary(
         trace=result.trace,
         policy=result.policy,
@@ -91,6 +95,7 @@ def summarise(result: SimResult) -> Summary:
         clock=result.clock,
         busy_seconds=result.busy_seconds,
         longest_step=result.longest_step,
+        step_bound=worst_step(result.roofline, budget, max_context, result.config.kv_tokens),
         num_steps=len(tokens),
         output_tokens=sum(s.num_emitted for s in streams),
         prompt_tokens=sum(s.num_prefilled for s in streams),
@@ -130,7 +135,11 @@ def report(summary: Summary) -> list[str]:
         u = s.budget_use
         lines.append(
             f"budget use per step: mean {u.mean:.0%}, p50 {u.p50:.0%}, p99 {u.p99:.0%}, max {u.max:.0%}; "
-            f"{s.full_steps:.1%} of {s.num_steps:,} steps full; longest step {s.longest_step * MS:.1f} ms"
+            f"{s.full_steps:.1%} of {s.num_steps:,} steps full"
         )
+    lines.append(
+        f"longest step {s.longest_step * MS:.1f} ms; no step at budget {s.token_budget:,} can exceed "
+        f"{s.step_bound * MS:.1f} ms (every token attending to the longest reservation, all KV read)"
+    )
     lines.append(f"simulated in {s.wall_seconds:.1f} s")
     return lines

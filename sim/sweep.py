@@ -78,14 +78,15 @@ def rate_points(trace: str, policies: Iterable[str], budget: int, scales: Iterab
 
 TABLE_HEADER = (f"{'trace':<12}{'policy':<15}{'budget':>7}{'rate':>6}{'TTFT p50':>10}{'TTFT p99':>10}"
                 f"{'TPOT p50':>10}{'TPOT p99':>10}{'gap p99':>10}{'gap max':>10}{'queue p99':>11}"
-                f"{'longest step':>13}{'tok/s':>8}")
+                f"{'longest step':>13}{'step bound':>11}{'tok/s':>8}")
 
 
 def table_row(s: Summary, rate_scale: float = 1.0) -> str:
-    """One sweep point in milliseconds (TPOT: mean per request; gap: worst gap between tokens)."""
+    """One sweep point in milliseconds (TPOT: mean per request; gap: worst gap between tokens;
+    step bound: the longest any step may take at the budget, costs.worst_step)."""
     lat = {k: v.scaled(MS) for k, v in s.latency.items() if v is not None}
     trace = s.trace.split(" x")[0]
     return (f"{trace:<12}{s.policy:<15}{s.token_budget:>7}{rate_scale:>5g}x{lat['ttft'].p50:>10.1f}"
             f"{lat['ttft'].p99:>10.1f}{lat['tpot'].p50:>10.1f}{lat['tpot'].p99:>10.1f}{lat['max_gap'].p99:>10.1f}"
             f"{lat['max_gap'].max:>10.1f}{lat['queueing'].p99:>11.1f}{s.longest_step * MS:>13.1f}"
-            f"{s.output_tokens_per_second:>8,.0f}")
+            f"{s.step_bound * MS:>11.1f}{s.output_tokens_per_second:>8,.0f}")

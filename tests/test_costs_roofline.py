@@ -6,7 +6,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stallfree.costs import GPUS, MODELS, Deployment, Roofline, StepLoad, first_token, gpu, model
+from stallfree.costs import (
+    GPUS,
+    MODELS,
+    Deployment,
+    Roofline,
+    StepLoad,
+    first_token,
+    full_step,
+    gpu,
+    model,
+    worst_step,
+)
 from stallfree.main import main
 
 SEVENTY_B = Deployment(model("llama-3.3-70b"), gpu("h100-sxm"), 4, "fp8")
@@ -43,6 +54,23 @@ def test_full_mode_prices_context() -> None:
     # Decode at long context: KV reads make a decode-only step memory-heavier than the weight read.
     decodes = StepLoad(64, 64 * 8192, 64 * 8191)
     assert FULL.step_seconds(decodes) > FULL.decode_floor_seconds
+
+
+@given(st.integers(1, 20_000), st.integers(1, 100_000), st.integers(0, 255), st.integers(1, 4096))
+def test_worst_step_bounds_every_step_of_the_chain(budget: int, prompt_len: int, decodes: int, context: int) -> None:
+    """Every step of the floor chain (decodes at growing context, chunks of a long prompt) stays
+    within worst_step for the largest context any of its requests reach."""
+    if decodes >= budget:
+        return
+    chain = first_token(FULL, budget, prompt_len, decodes, context)
+    max_context = max(prompt_len, context + chain.num_steps)
+    kv = prompt_len + decodes * (context + chain.num_steps)
+    assert chain.worst_step_seconds <= worst_step(FULL, budget, max_context, kv)
+
+
+def test_worst_step_in_floor_mode_is_a_full_step() -> None:
+    assert worst_step(FLOOR, 2048, 10**5, 10**6) == full_step(FLOOR, 2048)
+    assert worst_step(FLOOR, 64, 10**5, 10**6) == FLOOR.decode_floor_seconds
 
 
 def test_chunk_pairs_is_causal() -> None:

@@ -83,24 +83,29 @@ def test_latencies_are_consistent(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["conv", "code"])
-def test_decode_first_bounds_the_worst_gap_by_one_step(name: str) -> None:
+@pytest.mark.parametrize("roofline", [FLOOR, FULL], ids=["floor", "full"])
+def test_decode_first_bounds_the_worst_gap_by_one_step(name: str, roofline: Roofline) -> None:
     """DECODE-FIRST (with READY-WITHIN-BUDGET): every running stream gets a token every step, so the
-    longest wait between two of its tokens is one step, at most a full step of the budget."""
-    result = simulate(load(name).head(SLICE), factory("reference"), SERVING, FLOOR)
-    bound = max(full_step(FLOOR, SERVING.token_budget), FLOOR.decode_floor_seconds)
-    worst = max(s.max_gap for s in result.streams)
-    assert worst <= result.longest_step + 1e-12
-    assert result.longest_step <= bound + 1e-12
+    longest wait between two of its tokens is one step, and no step at budget B outlasts worst_step."""
+    result = simulate(load(name).head(SLICE), factory("reference"), SERVING, roofline)
+    summary = summarise(result)
+    assert summary.latency["max_gap"] is not None
+    assert summary.latency["max_gap"].max <= result.longest_step + 1e-12
+    assert result.longest_step <= summary.step_bound + 1e-12
+    if roofline is FLOOR:  # the floor's bound is the contract's: a full step of B tokens
+        assert summary.step_bound == max(full_step(FLOOR, SERVING.token_budget), FLOOR.decode_floor_seconds)
 
 
 @pytest.mark.parametrize("policy", ["prefill-first", "unchunked"])
 def test_worst_gap_bound_fails_without_decode_first(policy: str) -> None:
-    """Negative control: the same bound is broken by both prefill-first policies."""
+    """Negative control: both prefill-first policies break the bound the reference keeps."""
     reference = timeline.run("reference", FLOOR, 2048)
     other = timeline.run(policy, FLOOR, 2048)
+    bound = summarise(reference.result).step_bound
     gap = {tl.policy: max(s.max_gap for s in tl.result.streams[:-1]) for tl in (reference, other)}
-    assert gap["reference"] <= reference.result.longest_step + 1e-12
-    assert gap[policy] > other.result.longest_step
+    assert gap["reference"] <= bound + 1e-12
+    assert gap[policy] > bound
+    assert gap[policy] > other.result.longest_step  # a stream waits more than one step
     assert gap[policy] > 10 * gap["reference"]
 
 
