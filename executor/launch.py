@@ -13,20 +13,23 @@ from typing import Any
 
 from .group import Group
 from .job import JobResult
+from .model import Transformer
 from .runspec import RunSpec
 
 POLL_S = 0.2  # how often the launcher looks at its ranks
 STOP_GRACE_S = 2.0  # after SIGTERM, how long a rank gets before SIGKILL
-CAUSE_WAIT_S = 1.0  # how long to wait for a dead rank's own account of why
+CAUSE_WAIT_S = 1.0  # after a failure, how long to gather every rank's account before blaming one
 
 
 class RankFailure(RuntimeError):
-    """A rank raised or died; every rank has been stopped. `rank` and `cause` say which and why."""
+    """A rank raised or died; every rank has been stopped. `rank` and `cause` say which and why;
+    `stopped_at` is when the last rank was gone (time.time())."""
 
     def __init__(self, rank: int, cause: str) -> None:
         super().__init__(f"rank {rank} failed: {cause}")
         self.rank = rank
         self.cause = cause
+        self.stopped_at: float | None = None
 
 
 @dataclass(slots=True)
@@ -41,15 +44,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run_local(spec: RunSpec) -> Outcome:
-    """World size 1, in this process."""
-    import torch
-
+def run_local(spec: RunSpec, model: Transformer | None = None) -> Outcome:
+    """World size 1, in this process (on `model` if given: it must be `spec.build(Group())`)."""
     from .worker import lead
 
     start = time.perf_counter()
-    torch.set_num_threads(max(1, torch.get_num_threads()))
-    model = spec.build(Group())
+    model = spec.build(Group()) if model is None else model
     results = [lead(spec, Group(), model, job) for job in spec.jobs]
     return Outcome(results, time.perf_counter() - start)
 
@@ -73,45 +73,67 @@ def launch(spec: RunSpec, timeout_s: float | None = None) -> Outcome:
     results: dict[int, JobResult] = {}
     done: set[int] = set()
     try:
-        while len(done) < spec.tp:
-            drain(messages, results, done)
-            if timeout_s is not None and time.perf_counter() - start > timeout_s:
-                raise TimeoutError(f"the run took longer than {timeout_s:.0f} s; all ranks stopped")
-            wait([p.sentinel for p in procs], timeout=POLL_S)
-            for rank, p in enumerate(procs):
-                if p.exitcode is not None and p.exitcode != 0:
-                    raise RankFailure(rank, cause_of(messages, results, done, rank, p.exitcode))
-                if p.exitcode == 0 and rank not in done:
-                    drain(messages, results, done)
+        return watch(spec, procs, messages, results, done, start, timeout_s)
+    except RankFailure as failure:
+        stop_all(procs)
+        failure.stopped_at = time.time()
+        raise
     finally:
         stop_all(procs)
+
+
+def watch(spec: RunSpec, procs: list[Any], messages: Any, results: dict[int, JobResult], done: set[int],
+          start: float, timeout_s: float | None) -> Outcome:
+    """Wait for every rank to finish; raise RankFailure as soon as one fails."""
+    failures: dict[int, str] = {}
+    while len(done) < spec.tp:
+        drain(messages, results, done, failures)
+        if failures or any(p.exitcode not in (None, 0) for p in procs):
+            raise root_cause(procs, messages, results, done, failures)
+        if timeout_s is not None and time.perf_counter() - start > timeout_s:
+            raise TimeoutError(f"the run took longer than {timeout_s:.0f} s; all ranks stopped")
+        wait([p.sentinel for p in procs], timeout=POLL_S)
     return Outcome([results[i] for i in sorted(results)], time.perf_counter() - start)
 
 
-def drain(messages: Any, results: dict[int, JobResult], done: set[int]) -> list[tuple[Any, ...]]:
-    errors = []
+def drain(messages: Any, results: dict[int, JobResult], done: set[int], failures: dict[int, str]) -> None:
+    """Take every report waiting: results, ranks done, ranks' error reports (their tracebacks)."""
     while True:
         try:
             message = messages.get_nowait()
         except queue.Empty:
-            return errors
+            return
         if message[0] == "result":
             results[message[1]] = message[2]
         elif message[0] == "done":
             done.add(message[1])
         else:
-            errors.append(message)
-            raise RankFailure(message[1], message[2].strip().splitlines()[-1] + "\n" + message[2])
+            failures.setdefault(message[1], message[2])
 
 
-def cause_of(messages: Any, results: dict[int, JobResult], done: set[int], rank: int, exitcode: int) -> str:
-    """The dead rank's own traceback if it sent one, else its exit code."""
+# Words of an error that only reports a peer's failure: a collective that lost its partner.
+CONSEQUENCE = ("by peer", "Connection closed", "Connection reset", "remote worker", "Timed out", "timed out")
+
+
+def root_cause(procs: list[Any], messages: Any, results: dict[int, JobResult], done: set[int],
+               failures: dict[int, str]) -> RankFailure:
+    """Once one rank fails the others soon fail too, their collectives cut off. Gather every account
+    for a moment, then blame the rank that failed on its own: an error that is not a lost peer, else
+    a rank that died without a word, else the first report."""
     deadline = time.perf_counter() + CAUSE_WAIT_S
     while time.perf_counter() < deadline:
-        drain(messages, results, done)  # raises RankFailure with the traceback if one arrives
+        drain(messages, results, done, failures)
         time.sleep(0.05)
-    how = f"killed by signal {-exitcode}" if exitcode < 0 else f"exited with code {exitcode}"
-    return f"{how} without reporting an error"
+    own = [r for r, text in failures.items() if not any(w in text for w in CONSEQUENCE)]
+    if own:
+        text = failures[own[0]]
+        return RankFailure(own[0], text.strip().splitlines()[-1] + "\n" + text)
+    for rank, p in enumerate(procs):
+        if p.exitcode not in (None, 0) and rank not in failures:
+            how = f"killed by signal {-p.exitcode}" if p.exitcode < 0 else f"exited with code {p.exitcode}"
+            return RankFailure(rank, f"{how} without reporting an error")
+    rank, text = next(iter(failures.items()))
+    return RankFailure(rank, text.strip().splitlines()[-1] + "\n" + text)
 
 
 def stop_all(procs: list[Any]) -> None:

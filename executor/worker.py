@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -108,4 +109,4 @@ def crash_if_due(spec: RunSpec, rank: int, step: int) -> None:
         return
     if spec.crash[2] == "exit":
         os._exit(3)
-    raise RuntimeError(f"injected fault: rank {rank} raises at step {step}")
+    raise RuntimeError(f"injected fault: rank {rank} raises at step {step} (at {time.time():.3f})")

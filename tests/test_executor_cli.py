@@ -1,0 +1,55 @@
+"""`stallfree run`: exit 0 when every rule holds and the equivalence check passes, 1 when a rule
+breaks (a wrong scheduler's plan refused with its rule ID), 2 on bad arguments, naming the field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+
+from stallfree.main import main
+from stallfree.spec import Arrival, Config, Workload
+
+SMALL = Workload(Config(16, 4, 256), (Arrival(0, 6, 5, 0), Arrival(1, 30, 3, 1), Arrival(2, 4, 2, 2)))
+
+
+@pytest.fixture
+def workload(tmp_path):  # type: ignore[no-untyped-def]
+    path = tmp_path / "w.json"
+    path.write_text(SMALL.dumps())
+    return path
+
+
+def test_run_one_rank_prints_steps_latencies_verdicts_and_equivalence(workload, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out_json = tmp_path / "run.json"
+    code = main(["run", "--tp", "1", "--workload", str(workload), "--json", str(out_json)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "TTFT steps" in out and "TPOT ms" in out
+    assert "DECODE-FIRST     holds" in out
+    assert "EQUIVALENCE      holds" in out
+    data = json.loads(out_json.read_text())
+    assert data["violation"] is None and data["equivalence"]["ok"]
+    assert [len(r["outputs"]) for r in data["requests"]] == [5, 3, 2]
+
+
+def test_budget_wrong_scheduler_refused_with_rule_id(workload, capsys) -> None:  # type: ignore[no-untyped-def]
+    code = main(["run", "--tp", "1", "--workload", str(workload), "--no-equivalence",
+                 "--scheduler", "stallfree.faults.catalog:FreeDecodes"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "BUDGET           BROKEN at step" in out
+
+
+@pytest.mark.parametrize(("argv", "named"), [
+    (["--tp", "3"], "tp"),
+    (["--model", "llama-9"], "model"),
+    (["--scheduler", "no_such_module:Factory"], "no_such_module"),
+    (["--temperature", "-1"], "temperature"),
+    (["--workload", "/no/such/file.json"], "file.json"),
+])
+def test_bad_arguments_exit_2_naming_the_field(argv: list[str], named: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["run", *argv]) == 2
+    assert named in capsys.readouterr().err

@@ -1,0 +1,119 @@
+"""Tensor parallelism over 4 ranks (gloo, CPU, tiny model, FP8): the equivalence of continuous
+batching with an unbatched one-rank run at budgets 1, 7, 64 and 2,048; every real-path check failing
+on a wrong scheduler and on a broken executor at TP=4; a rank that raises or dies stops the run."""
+
+from __future__ import annotations
+
+import multiprocessing
+import re
+import time
+
+import pytest
+
+pytest.importorskip("torch")
+
+from stallfree.executor.broken import BROKEN
+from stallfree.executor.checks import REAL_PATH_RULES
+from stallfree.executor.equivalence import compare, reference_model
+from stallfree.executor.job import Job, JobResult
+from stallfree.executor.launch import RankFailure, launch
+from stallfree.executor.runspec import RunSpec
+from stallfree.faults import FAULTS
+from stallfree.spec import Arrival, Config, Workload
+
+BUDGETS = (1, 7, 64, 2048)
+# Prompts of 1 to 41 tokens arriving over 4 steps; at budget 7 the long ones take several chunks.
+REQUESTS = (Arrival(0, 5, 4, 0), Arrival(1, 23, 3, 0), Arrival(2, 41, 5, 1), Arrival(3, 1, 3, 2),
+            Arrival(4, 9, 2, 4))
+HAND = Workload(Config(8, 4, 64), (Arrival(0, 8, 6, 0), Arrival(1, 20, 3, 1), Arrival(2, 3, 1, 1)))
+LAUNCH_TIMEOUT_S = 170.0
+STOP_WITHIN_S = 10.0  # from a rank's fault to every rank gone
+
+
+def equivalence_job(budget: int) -> Job:
+    return Job(Workload(Config(budget, 4, 256), REQUESTS), keep_logits=True, label=f"budget {budget}")
+
+
+def control_jobs() -> tuple[Job, ...]:
+    wrong = tuple(Job(HAND, f"stallfree.faults.catalog:{FAULTS[r].__name__}", (), label=r) for r in REAL_PATH_RULES)
+    broken = tuple(Job(HAND, variant=name, label=name) for name in sorted(BROKEN))
+    return wrong + broken
+
+
+@pytest.fixture(scope="module")
+def tp4() -> tuple[RunSpec, list[JobResult]]:
+    """One launch of 4 ranks runs every job in turn (the ranks start once: that is most of the cost)."""
+    spec = RunSpec(tuple(equivalence_job(b) for b in BUDGETS) + control_jobs(), tp=4, dtype="fp8")
+    return spec, launch(spec, timeout_s=LAUNCH_TIMEOUT_S).results
+
+
+@pytest.fixture(scope="module")
+def reference(tp4):  # type: ignore[no-untyped-def]
+    return reference_model(tp4[0])
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_equivalence_tp4_batched_equals_unbatched_one_rank(tp4, reference, budget: int) -> None:  # type: ignore[no-untyped-def]
+    """TOKENS, FIRST-TOKEN: every request's tokens at TP=4 under continuous batching equal those of
+    the whole request run on one rank; logits within the documented tolerance; near ties listed."""
+    spec, results = tp4
+    result = results[BUDGETS.index(budget)]
+    assert result.ok, result.violation
+    report = compare(spec, result, reference)
+    assert report.ok, report.summary()
+    assert report.num_tokens == sum(a.max_new for a in REQUESTS)
+    assert report.num_equal + len(report.near_ties) == report.num_tokens
+
+
+def test_equivalence_check_can_fail(tp4, reference) -> None:  # type: ignore[no-untyped-def]
+    """Negative control: one token replaced by the reference's least likely token is a mismatch."""
+    spec, results = tp4
+    result = results[BUDGETS.index(64)]
+    request = result.requests[2]
+    good = list(request.outputs)
+    import torch
+
+    worst = int(torch.from_numpy(request.logits[1]).argmin())
+    request.outputs[1] = worst
+    try:
+        report = compare(spec, result, reference)
+    finally:
+        request.outputs[:] = good
+    assert not report.ok and report.mismatches[0].rid == 2
+
+
+@pytest.mark.parametrize("index", range(len(REAL_PATH_RULES) + len(BROKEN)))
+def test_real_path_checks_fail_at_tp4(tp4, index: int) -> None:  # type: ignore[no-untyped-def]
+    """Negative controls at TP=4: each wrong scheduler (monitor silenced) and each broken executor
+    is caught on the real path, naming its rule."""
+    spec, results = tp4
+    job = spec.jobs[len(BUDGETS) + index]
+    rule = BROKEN[job.variant].breaks if job.variant else job.label
+    violation = results[len(BUDGETS) + index].violation
+    assert violation is not None and violation[0] == rule and violation[3] == "real path", (job.label, violation)
+
+
+@pytest.mark.parametrize(("kind", "tp", "rank"), [("raise", 4, 2), ("exit", 2, 1)])
+def test_rank_fault_stops_every_rank(kind: str, tp: int, rank: int) -> None:
+    """A rank that raises (or dies without a word) mid-run: every rank stops within seconds and the
+    failure names the rank and the cause, not a peer that merely lost it; nothing is left running.
+    (The silent death runs on 2 ranks: starting ranks is most of this test's time.)"""
+    spec = RunSpec((Job(HAND),), tp=tp, dtype="fp8", crash=(rank, 1, kind), collective_timeout_s=30.0)
+    with pytest.raises(RankFailure) as failure:
+        launch(spec, timeout_s=LAUNCH_TIMEOUT_S)
+    assert failure.value.rank == rank
+    assert failure.value.stopped_at is not None
+    if kind == "raise":
+        assert "injected fault" in failure.value.cause
+        raised_at = float(re.search(r"\(at ([0-9.]+)\)", failure.value.cause).group(1))  # type: ignore[union-attr]
+        assert failure.value.stopped_at - raised_at < STOP_WITHIN_S
+    else:
+        assert "exited with code 3" in failure.value.cause
+    assert not multiprocessing.active_children() or _gone_soon()
+
+
+def _gone_soon() -> bool:
+    deadline = time.time() + 2
+    while multiprocessing.active_children() and time.time() < deadline:
+        time.sleep(0.1)
+    return not multiprocessing.active_children()
