@@ -129,8 +129,8 @@ def parse_line(line: int, text: str | bytes, expected_step: int) -> TraceStep | 
     except KeyError as missing:
         raise TraceError(line, f"step {step} lacks {missing.args[0]}") from None
     add = data.get("add", EMPTY)
-    # The fast path checks whole lists at C speed; only a line that fails it is read item by item, to
-    # say exactly which item is wrong.
+    # The fast path only says yes or no; a line that fails it is read again item by item, to say
+    # exactly which item is wrong.
     if not (_pairs_ok(plan, 2) and _ints_ok(emitted) and _ints_ok(finished) and _pairs_ok(add, 3)):
         _plan(line, plan)
         _rids(line, "emitted", emitted)
@@ -143,24 +143,27 @@ def parse_line(line: int, text: str | bytes, expected_step: int) -> TraceStep | 
 
 
 EMPTY: list[Any] = []  # never mutated: the default of "add" and "refuse"
-INT_LIST = {int}
-LIST_TYPE = {list}
 
 
 def _ints_ok(values: object) -> bool:
     if type(values) is not list:
         return False
-    return not values or (set(map(type, values)) == INT_LIST and min(values) >= 0 and max(values) <= MAX_INT)
+    for v in values:  # noqa: SIM110 (a plain loop: twice as fast as all() over a generator here)
+        if type(v) is not int or v < 0 or v > MAX_INT:
+            return False
+    return True
 
 
 def _pairs_ok(entries: object, width: int) -> bool:
     if type(entries) is not list:
         return False
-    if not entries:
-        return True
-    if set(map(type, entries)) != LIST_TYPE or set(map(len, entries)) != {width}:
-        return False
-    return all(_ints_ok(list(column)) for column in zip(*entries, strict=True))
+    for entry in entries:
+        if type(entry) is not list or len(entry) != width:
+            return False
+        for v in entry:
+            if type(v) is not int or v < 0 or v > MAX_INT:
+                return False
+    return True
 
 
 def _plan(line: int, value: object) -> None:
