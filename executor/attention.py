@@ -29,8 +29,11 @@ def paged_attention(q: torch.Tensor, cache: KVCache, batch: FlatBatch, plan: Att
         k = cache.k[slots].transpose(0, 1).unsqueeze(0)  # [1, Hkv, L, D]
         v = cache.v[slots].transpose(0, 1).unsqueeze(0)
         L = k.shape[2]
-        mask = plan.causal(n, L, q.device)  # [n, L]: query i sits at position L - n + i
-        out[row:row + n] = sdpa(qi, k, v, mask[None, None]).squeeze(0).transpose(0, 1)
+        if n == L:  # a chunk from position 0: plain causal attention, which fused kernels serve
+            o = F.scaled_dot_product_attention(qi, k, v, is_causal=True, enable_gqa=qi.shape[1] != k.shape[1])
+        else:
+            o = sdpa(qi, k, v, plan.causal(n, L, q.device)[None, None])  # query i sits at position L - n + i
+        out[row:row + n] = o.squeeze(0).transpose(0, 1)
     if plan.decode_rows.numel():
         qd = q[plan.decode_rows].unsqueeze(2)  # [B, Hq, 1, D]
         k = cache.k[plan.decode_slots].transpose(1, 2)  # [B, Hkv, Lmax, D]

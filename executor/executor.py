@@ -41,6 +41,7 @@ class StepRecord:
     ms: float  # the whole step, plan to checks
     forward_ms: float  # broadcast, forward, sampling
     monitor_ms: float  # monitor.plan() and monitor.complete(), the scheduler's calls included
+    host_ms: float  # building the flat batch and the real-path checks
     emitted: list[int]
     finished: list[int]
     free_kv: int
@@ -107,6 +108,7 @@ class Executor:
         built = self.build(step, entries)
         check_budget(step, built.batch, self.config.token_budget)
         self.ledger.check(step, built.batch, built.rid_of_row)
+        t_built = time.perf_counter()
         sampled = self.run(step, built) if entries else {}
         t_run = time.perf_counter()
         facts = self.monitor.complete()
@@ -116,9 +118,11 @@ class Executor:
         finished = self.record(sampled, t_done)
         free_kv = getattr(self.monitor.scheduler, "free_kv", None)
         check_kv(step, self.allocator.num_free, self.monitor.shadow.free_kv, free_kv if type(free_kv) is int else None)
+        t_end = time.perf_counter()
         record = StepRecord(
-            step, entries, built.batch.num_tokens, (time.perf_counter() - t0) * 1e3, (t_run - t_plan) * 1e3,
-            ((t_plan - t0) + (t_done - t_run)) * 1e3, list(facts.emitted), finished, self.allocator.num_free,
+            step, entries, built.batch.num_tokens, ms=(t_end - t0) * 1e3, forward_ms=(t_run - t_built) * 1e3,
+            monitor_ms=((t_plan - t0) + (t_done - t_run)) * 1e3, host_ms=((t_built - t_plan) + (t_end - t_done)) * 1e3,
+            emitted=list(facts.emitted), finished=finished, free_kv=self.allocator.num_free,
         )
         self.records.append(record)
         return record
