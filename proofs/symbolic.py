@@ -1,0 +1,104 @@
+"""The scheduler's state as Z3 terms: N request slots in arrival order, with unbounded integer lengths,
+budget and capacity. This is the state the Z3 theorems quantify over.
+
+Slot i is the i-th request to arrive. Running requests are kept in admission order by the reference
+and, since admission is first come first served (FCFS), admission order is arrival order: the slots'
+order serves for both, and the invariant states that the admitted slots are a prefix of the arrived.
+A finished request keeps its slot (admitted, every token emitted); its reservation is back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import z3
+
+
+@dataclass(frozen=True, slots=True)
+class SymConfig:
+    token_budget: z3.ArithRef  # B
+    max_seqs: z3.ArithRef  # S
+    kv_tokens: z3.ArithRef  # K
+
+    @classmethod
+    def fresh(cls) -> SymConfig:
+        return cls(z3.Int("B"), z3.Int("S"), z3.Int("K"))
+
+    def valid(self) -> z3.BoolRef:
+        return z3.And(self.token_budget >= 1, self.max_seqs >= 1, self.kv_tokens >= 1)
+
+
+@dataclass(frozen=True, slots=True)
+class SymRequest:
+    """One slot: whether its request has arrived and been admitted, its lengths, its progress."""
+
+    arrived: z3.BoolRef
+    admitted: z3.BoolRef  # admitted at some step (it may have finished since)
+    prompt_len: z3.ArithRef
+    max_new: z3.ArithRef
+    num_prefilled: z3.ArithRef
+    num_emitted: z3.ArithRef
+
+    @classmethod
+    def fresh(cls, name: str) -> SymRequest:
+        return cls(
+            z3.Bool(f"{name}.arrived"), z3.Bool(f"{name}.admitted"), z3.Int(f"{name}.prompt_len"),
+            z3.Int(f"{name}.max_new"), z3.Int(f"{name}.num_prefilled"), z3.Int(f"{name}.num_emitted"),
+        )
+
+    @property
+    def reservation(self) -> z3.ArithRef:
+        return self.prompt_len + self.max_new
+
+    @property
+    def finished(self) -> z3.BoolRef:
+        return z3.And(self.admitted, self.num_emitted == self.max_new)
+
+    @property
+    def running(self) -> z3.BoolRef:
+        return z3.And(self.admitted, self.num_emitted < self.max_new)
+
+    @property
+    def waiting(self) -> z3.BoolRef:
+        return z3.And(self.arrived, z3.Not(self.admitted))
+
+    @property
+    def ready(self) -> z3.BoolRef:
+        return z3.And(self.running, self.num_prefilled == self.prompt_len)
+
+    @property
+    def partial(self) -> z3.BoolRef:
+        return z3.And(self.running, self.num_prefilled < self.prompt_len)
+
+    @property
+    def work(self) -> z3.ArithRef:
+        """Prompt positions left to run plus tokens left to emit (0 for a slot not yet arrived)."""
+        return z3.If(self.arrived, self.prompt_len - self.num_prefilled + self.max_new - self.num_emitted, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class SymState:
+    config: SymConfig
+    requests: tuple[SymRequest, ...]
+    free_kv: z3.ArithRef  # the scheduler's own count of unreserved KV tokens
+
+    @classmethod
+    def fresh(cls, name: str, num_requests: int, config: SymConfig) -> SymState:
+        requests = tuple(SymRequest.fresh(f"{name}.r{i}") for i in range(num_requests))
+        return cls(config, requests, z3.Int(f"{name}.free_kv"))
+
+    def count(self, predicate: str) -> z3.ArithRef:
+        """How many slots satisfy the named property (running, waiting, ready, partial ...)."""
+        return z3.Sum([z3.If(getattr(r, predicate), 1, 0) for r in self.requests])
+
+    @property
+    def reserved(self) -> z3.ArithRef:
+        return z3.Sum([z3.If(r.running, r.reservation, 0) for r in self.requests])
+
+    @property
+    def idle(self) -> z3.BoolRef:
+        return z3.Not(z3.Or([z3.Or(r.waiting, r.running) for r in self.requests]))
+
+    @property
+    def work(self) -> z3.ArithRef:
+        return z3.Sum([r.work for r in self.requests])
