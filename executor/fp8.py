@@ -31,7 +31,7 @@ def quantize_rows(x: torch.Tensor, scale: torch.Tensor | None = None) -> tuple[t
     comes from x's own rows unless given (a row split over ranks shares the whole row's scale)."""
     if scale is None:
         scale = row_scale(x.abs().amax(dim=-1, keepdim=True))  # [R, 1]
-    q = (x.float() / scale).clamp(-FP8_E4M3_MAX, FP8_E4M3_MAX).to(FP8)
+    q = (x.float() / scale).clamp(-FP8_E4M3_MAX, FP8_E4M3_MAX).to(FP8).contiguous()  # row-major, as _scaled_mm needs
     return q, scale
 
 

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from torch import nn
 
 from stallfree.spec import InvalidField
 
@@ -96,8 +95,3 @@ def load(model: Transformer, source: Source) -> None:
             module.load(source(checkpoint_name(name), shapes["embed_tokens"]))
         elif isinstance(module, RMSNorm):
             module.weight.data.copy_(source(checkpoint_name(name), (cfg.hidden,)).to(module.weight))
-
-
-def materialised(module: nn.Module) -> bool:
-    """True once no weight holds uninitialised memory (all finite): a guard for tests and loaders."""
-    return all(bool(torch.isfinite(p.float()).all()) for p in module.parameters())

@@ -27,9 +27,9 @@ def rank_main(rank: int, spec: RunSpec, port: int, results: Any) -> None:
     """Entry point of a rank process: reports ("result", i, JobResult) and ("done",) or ("error", rank, text)."""
     torch.set_num_threads(1)  # ranks share the cores: more threads each only contend
     try:
-        group = join(rank, spec.tp, port, "nccl" if spec.device == "cuda" else "gloo", spec.collective_timeout_s)
         if spec.device == "cuda":
-            torch.cuda.set_device(rank)
+            torch.cuda.set_device(rank)  # before joining: nccl binds each rank to its current device
+        group = join(rank, spec.tp, port, "nccl" if spec.device == "cuda" else "gloo", spec.collective_timeout_s)
         model = spec.build(group)
         if group.is_leader:
             for i, job in enumerate(spec.jobs):
