@@ -17,7 +17,7 @@ class Checked:
         if not self.monitor.add(rid, prompt_len, max_new):
             raise InvalidField(f"rid {rid}: refused by the scheduler, as the contract requires")
 
-    def schedule(self) -> object:
+    def schedule(self) -> Any:
         return self.monitor.plan()
 
     def complete(self, plan: object) -> list[int]:

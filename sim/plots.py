@@ -135,7 +135,7 @@ def _log_ms(ax: Any) -> None:
         ax.yaxis.set_minor_formatter(NullFormatter())
     else:
         ax.set_ylim(bottom=0)
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,g}"))
     ax.grid(alpha=0.3)
 
 

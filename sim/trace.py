@@ -8,6 +8,7 @@ one with columns `arrival_s,prompt_len,max_new`. A row's rid is its index among 
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -19,6 +20,8 @@ SHIPPED = {
 }
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 PLAIN_COLUMNS = ("arrival_s", "prompt_len", "max_new")
+Stamp = datetime | float  # an arrival as read: a timestamp (Azure) or seconds (plain)
+Row = tuple[Stamp, int, int, int]  # (arrival as read, rid, prompt_len, max_new)
 
 
 class TraceError(ValueError):
@@ -66,6 +69,7 @@ def load(source: str | Path) -> Trace:
     with path.open(newline="") as handle:
         rows = csv.reader(handle)
         header = tuple(cell.strip() for cell in next(rows, ()))
+        parse_time: Callable[[str], Stamp]
         if header == AZURE_COLUMNS:
             parse_time = _timestamp
         elif header == PLAIN_COLUMNS:
@@ -74,12 +78,12 @@ def load(source: str | Path) -> Trace:
             raise TraceError(
                 f"{path}: header {list(header)} is neither {list(AZURE_COLUMNS)} nor {list(PLAIN_COLUMNS)}"
             )
-        rows_ = [_row(path, i, row, header, parse_time) for i, row in enumerate(rows) if row]
-    return Trace(name, _from_first_arrival(rows_))
+        parsed = [_row(path, i, row, header, parse_time) for i, row in enumerate(rows) if row]
+    return Trace(name, _from_first_arrival(parsed))
 
 
-def _row(path: Path, i: int, row: list[str], header: tuple[str, ...], parse_time):  # type: ignore[no-untyped-def]
-    """(time as read, rid, prompt_len, max_new); errors name the file, the row and the column."""
+def _row(path: Path, i: int, row: list[str], header: tuple[str, ...], parse_time: Callable[[str], Stamp]) -> Row:
+    """One data row; errors name the file, the row and the column."""
     where = f"{path.name} data row {i}"
     if len(row) != len(header):
         raise TraceError(f"{where}: expected {len(header)} fields, got {len(row)}: {row!r:.80}")
@@ -104,7 +108,7 @@ def _seconds(text: str) -> float:
     return float(text)
 
 
-def _from_first_arrival(rows: list) -> tuple[TraceRequest, ...]:  # type: ignore[type-arg]
+def _from_first_arrival(rows: list[Row]) -> tuple[TraceRequest, ...]:
     """Arrival order, times in seconds from the first arrival. Equal times keep file order.
 
     Timestamps carry no time zone and are only ever subtracted from each other."""
@@ -112,6 +116,11 @@ def _from_first_arrival(rows: list) -> tuple[TraceRequest, ...]:  # type: ignore
     if not rows:
         return ()
     start = rows[0][0]
-    if isinstance(start, datetime):
-        return tuple(TraceRequest(rid, (t - start).total_seconds(), p, m) for t, rid, p, m in rows)
-    return tuple(TraceRequest(rid, t - start, p, m) for t, rid, p, m in rows)
+    return tuple(TraceRequest(rid, _seconds_between(start, t), p, m) for t, rid, p, m in rows)
+
+
+def _seconds_between(start: Stamp, stamp: Stamp) -> float:
+    if isinstance(start, datetime) and isinstance(stamp, datetime):
+        return (stamp - start).total_seconds()
+    assert isinstance(start, float) and isinstance(stamp, float)  # one file holds one kind
+    return stamp - start
