@@ -1,0 +1,102 @@
+"""`stallfree prove`: the model checker, the Z3 theorems, the differential check and CrossHair, as one
+table (claim, method, bound, result, seconds). Exit 0 only if every claim holds; 1 if one is broken
+or undecided; 2 on bad arguments. `--fault RULE` runs the same checks on that rule's negative
+controls, which must fail."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+NAME = "prove"
+HELP = "prove the rules: model check the reference, Z3 theorems, CrossHair contracts; print the table"
+
+METHODS = ("model", "z3", "differential", "crosshair")
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bound", default=None, metavar="B,S,K,R,P,M",
+                   help="model-check bound: budget, slots, KV, adds, max prompt, max max_new (default 3,2,8,4,3,2)")
+    p.add_argument("--requests", type=int, default=None, metavar="N",
+                   help="symbolic requests in each Z3 step theorem (default 12)")
+    p.add_argument("--crosshair-seconds", type=float, default=None, metavar="S",
+                   help="CPU seconds CrossHair spends on each contract (default 4)")
+    p.add_argument("--methods", default=",".join(METHODS), metavar="M,M",
+                   help=f"which checks to run, of {','.join(METHODS)} (default all)")
+    p.add_argument("--fault", default=None, metavar="RULE",
+                   help="run the negative controls of RULE instead: its faulty scheduler, its wrong Z3 policy, "
+                        "the planted CrossHair bug; every check must then fail")
+    p.add_argument("--scheduler", default=None, metavar="MODULE:FACTORY", help="model-check this scheduler instead")
+    p.add_argument("--max-states", type=int, default=None, metavar="N", help="stop the model check past N states")
+    p.add_argument("--json", type=Path, default=None, metavar="FILE", help="also write the rows as JSON")
+
+
+def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from stallfree.proofs import controls, crosshair_run
+    from stallfree.proofs.bounds import Bounds
+    from stallfree.proofs.suite import Options
+
+    from .args import load_factory
+
+    options = Options()
+    methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise ValueError(f"--methods {args.methods!r}: expected some of {','.join(METHODS)}")
+    options.methods = methods
+    if args.fault is not None:
+        rule = args.fault.upper()
+        options.factory = controls.fault(rule)
+        options.hidden = controls.hidden_for(rule)
+        options.bound = controls.control_bound(rule)
+        options.policy = controls.mutant(rule)
+        options.crosshair_target = crosshair_run.PLANTED
+    if args.bound is not None:
+        options.bound = Bounds.parse(args.bound)
+    if args.scheduler is not None:
+        options.factory = load_factory(args.scheduler)
+    if args.requests is not None:
+        if args.requests < 1:
+            raise ValueError(f"--requests must be >= 1, got {args.requests}")
+        options.num_requests = args.requests
+    if args.crosshair_seconds is not None:
+        if args.crosshair_seconds <= 0:
+            raise ValueError(f"--crosshair-seconds must be > 0, got {args.crosshair_seconds}")
+        options.crosshair_seconds = args.crosshair_seconds
+    if args.max_states is not None:
+        if args.max_states < 1:
+            raise ValueError(f"--max-states must be >= 1, got {args.max_states}")
+        options.max_states = args.max_states
+    return options
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from stallfree.proofs import suite
+    except ImportError as error:  # z3 or crosshair missing: the proofs extra is not installed
+        print(f"stallfree prove: {error}; install the extra: pip install 'stallfree[proofs]'", file=sys.stderr)
+        return 2
+    from stallfree.spec import FieldTypeError, InvalidField
+
+    try:
+        options = _options(args)
+    except (InvalidField, FieldTypeError, ValueError, ImportError, AttributeError) as error:
+        print(f"stallfree prove: {error}", file=sys.stderr)
+        return 2
+
+    def say(message: str) -> None:
+        print(f"  {message}", file=sys.stderr, flush=True)
+
+    rows = suite.run(options, say)
+    print(f"{'claim':<20} {'method':<36} {'bound':<28} {'result':<12} {'seconds':>8}")
+    for row in rows:
+        print(f"{row.claim:<20} {row.method:<36} {row.bound:<28} {row.result:<12} {row.seconds:>8.2f}")
+    failed = [row for row in rows if row.failed]
+    for row in failed:
+        print(f"\n{row.claim} ({row.method}): {row.result}\n{row.detail}")
+    if args.json is not None:
+        args.json.write_text(json.dumps([row.to_json() for row in rows], indent=2, default=str))
+    print(f"\n{len(rows) - len(failed)} of {len(rows)} claims hold" + ("" if not failed else f"; {len(failed)} do not"))
+    return 1 if failed else 0
