@@ -279,3 +279,34 @@ def peak_bytes(num_steps: int) -> int:
 def test_memory_is_flat_in_trace_length() -> None:
     short, long = peak_bytes(1_000), peak_bytes(8_000)
     assert long < short * 1.5 + 20_000, (short, long)
+
+
+SMALL_INT = st.integers(0, 6)
+
+
+@st.composite
+def arbitrary_engine_lines(draw: st.DrawFn) -> list[bytes]:
+    """Well-formed lines of an engine that does anything at all: the checker must judge, never crash."""
+    config = {"token_budget": draw(st.integers(1, 8)), "max_seqs": draw(st.integers(1, 3)),
+              "kv_tokens": draw(st.integers(1, 30))}
+    lines = [json.dumps({"stallfree_trace": 1, "config": config})]
+    for step in range(draw(st.integers(0, 8))):
+        line = {
+            "step": step,
+            "add": draw(st.lists(st.lists(SMALL_INT, min_size=3, max_size=3), max_size=2)),
+            "refuse": draw(st.lists(st.lists(st.one_of(SMALL_INT, st.none(), st.text(max_size=2)), min_size=3,
+                                             max_size=3), max_size=1)),
+            "plan": draw(st.lists(st.lists(SMALL_INT, min_size=2, max_size=2), max_size=3)),
+            "emitted": draw(st.lists(SMALL_INT, max_size=3)),
+            "finished": draw(st.lists(SMALL_INT, max_size=2)),
+        }
+        lines.append(json.dumps(line))
+    if draw(st.booleans()):
+        lines.append('{"end": true}')
+    return [line.encode() for line in lines]
+
+
+@given(arbitrary_engine_lines(), st.sampled_from([None, ["BUDGET"], ["KV", "NEVER-FIT"], []]))
+def test_fuzz_any_engine_behaviour_is_judged_never_a_crash(lines: list[bytes], rules: list[str] | None) -> None:
+    verdict = check_trace(lines, rules)
+    assert verdict.violation is None or verdict.violation_line is not None
