@@ -53,9 +53,11 @@ def plot_run(result: SimResult, folder: Path) -> list[Path]:
     fig, (ttft, tpot, use) = plt.subplots(1, 3, figsize=(15, 4.2))
     _cdf(ttft, [s.ttft * MS for s in streams if s.ttft is not None], "TTFT")
     ttft.set(xscale="log", xlabel="ms", ylabel="share of requests", title="time to first token")
+    _plain_labels(ttft.xaxis, subs=(1.0,))  # spans several decades
     _cdf(tpot, [s.tpot * MS for s in streams if s.tpot is not None], "TPOT (mean per request)")
     _cdf(tpot, [s.max_gap * MS for s in streams if s.num_emitted >= 2], "worst gap between tokens")
     tpot.set(xscale="log", xlabel="ms", title="time per output token")
+    _plain_labels(tpot.xaxis)
     tpot.legend()
     budget = result.config.token_budget
     use.hist([n / budget for n in result.step_tokens], bins=50, log=True)
@@ -137,6 +139,15 @@ def _log_ms(ax: Any) -> None:
         ax.set_ylim(bottom=0)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,g}"))
     ax.grid(alpha=0.3)
+
+
+def _plain_labels(axis: Any, subs: tuple[float, ...] = LOG_LABELS) -> None:
+    """Log-axis labels as plain numbers (20, not 2 x 10^1), at `subs` x each power of ten."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(subs=subs))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,g}"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def _save(fig: Any, path: Path) -> Path:
