@@ -127,13 +127,14 @@ class Explorer:
             outcome = self.sandbox.run(workload, rules)
             result.runs += 1
             result.steps += outcome.steps
-            if outcome.held:
+            rule = outcome.rule
+            if rule is None:
                 return
             key = size(workload)
-            if outcome.rule not in best or key < best[outcome.rule][0]:
-                best[outcome.rule] = (key, workload, outcome)
-            hung = outcome.rule == TIMEOUT
-            raise found(outcome.rule)(outcome.message)
+            if rule not in best or key < best[rule][0]:
+                best[rule] = (key, workload, outcome)
+            hung = rule == TIMEOUT
+            raise found(rule)(outcome.message)
 
         try:
             probe()
