@@ -20,6 +20,8 @@ COMMANDS = (
     "check_trace",
     "budget",
     "simulate",
+    "campaign",
+    "prove",
 )
 
 

@@ -1,0 +1,86 @@
+"""`stallfree campaign`: randomized simulations of the reference (or any scheduler) under the
+monitor, on several processes; prints what was run and how fast, or the first broken rule and the
+workload that replays it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from stallfree.spec.campaign import Campaign, Progress, Tally
+from stallfree.spec.campaign import run as run_campaign
+
+from .args import load_factory, positive_int, rule_list
+
+NAME = "campaign"
+HELP = "randomized simulations under the monitor: counts, rules checked per step, steps per second"
+
+BAR_WIDTH = 30
+DEFAULT_SIMS = 500  # enough for the seed's published scale: >= 400 simulations and >= 366,724 steps
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sims", type=positive_int, default=DEFAULT_SIMS,
+                   help=f"simulations to run (default {DEFAULT_SIMS})")
+    p.add_argument("--seed", type=int, default=0,
+                   help="campaign seed; simulation i plays workload (seed, i) (default 0)")
+    p.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1,
+                   help="worker processes (default: every core)")
+    p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="MODULE:FACTORY",
+                   help="the scheduler to check (default: the reference)")
+    p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def show_progress(progress: Progress) -> None:
+    done = progress.done
+    share = done.sims / progress.total_sims
+    filled = int(share * BAR_WIDTH)
+    rate = done.steps / progress.elapsed if progress.elapsed else 0.0
+    print(f"\r[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done.sims}/{progress.total_sims} sims, "
+          f"{done.steps:,} steps, {rate:,.0f} steps/s", end="", file=sys.stderr, flush=True)
+
+
+def report(campaign: Campaign, tally: Tally, wall: float) -> list[str]:
+    """The figures of a campaign, one per line."""
+    per_core = tally.steps / tally.cpu_seconds if tally.cpu_seconds else 0.0
+    return [
+        f"simulations      {tally.sims:,}",
+        f"requests         {tally.requests:,} ({tally.refused:,} refused as never-fit)",
+        f"steps            {tally.steps:,} ({tally.busy_steps:,} with a non-empty plan)",
+        f"tokens           {tally.tokens:,}",
+        f"rules per step   {campaign.checks_per_step} predicates ({tally.checks:,} evaluations in all)",
+        f"wall time        {wall:.1f} s on {campaign.jobs} job(s)",
+        f"steps per second {tally.steps / wall:,.0f} in all (wall), {per_core:,.0f} per CPU-second of a worker "
+        "(monitor included)",
+    ]
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        factory = load_factory(args.scheduler)
+    except (ValueError, ImportError, AttributeError) as error:
+        print(f"stallfree campaign: --scheduler: {error}", file=sys.stderr)
+        return 2
+    campaign = Campaign(args.sims, args.seed, factory, None if args.rules is None else tuple(args.rules), args.jobs)
+    print(f"campaign: {args.sims:,} simulations, seed {args.seed}, {args.jobs} job(s), scheduler {args.scheduler}")
+    progress = None if args.quiet else show_progress
+    started = time.perf_counter()
+    tally = run_campaign(campaign, progress)
+    wall = time.perf_counter() - started
+    if progress is not None:
+        print(file=sys.stderr)
+    for line in report(campaign, tally, wall):
+        print(line)
+    violation = tally.violation
+    if violation is None:
+        print("no rule broken")
+        return 0
+    print(f"\n{violation.rule} broken at step {violation.step} of simulation {violation.sim} "
+          f"(seed {args.seed}): {violation.message}")
+    print("replay it: save the workload below to a file and run "
+          f"stallfree trace --workload FILE --scheduler {args.scheduler}")
+    print(violation.workload)
+    return 1

@@ -1,0 +1,290 @@
+"""A Hypothesis state machine that checks any plain-protocol scheduler against the contract.
+
+Shipped in the package so that any scheduler can be checked with it, not only the reference:
+
+    from stallfree.spec.machine import machine_for
+    TestMyScheduler = machine_for(MyScheduler).TestCase   # a unittest TestCase pytest collects
+
+Actions (rules) are what a server does to a scheduler: add a request that fits, add the largest one
+K allows, offer one that never fits or has a bad field or a taken rid (it must be refused, nothing
+else changing), run a step, run several steps with no arrivals, drain. Every step goes through the
+`Monitor`, so each step is judged by the same rule predicates (`stallfree.spec.rules`) as every
+other check; the invariants call those predicates too, between actions. `note()` records each
+action, so a shrunk failure reads as a trace.
+
+This is the only module of `stallfree.spec` that imports Hypothesis (the `dev` extra).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
+
+from hypothesis import note
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from .errors import RuleViolation
+from .facts import StepFacts
+from .monitor import Monitor
+from .rules import kv_returned, slots
+from .shadow import Shadow
+from .types import Config
+
+MAX_BUDGET = 64  # B in 1..64: budget 1 (one-token chunks, decodes crowding prefill out) is the edge
+MAX_SLOTS = 8  # S in 1..8: one slot is the edge
+MAX_PROMPT = 96
+MAX_NEW = 24
+EDGE_SHARE = 4  # one config draw in 4 takes the edge value of a limit (budget 1, one slot, K = largest)
+MIN_LARGEST = 2  # the smallest request reserves prompt_len 1 + max_new 1
+SHORT_PROMPT = 8  # prompts up to this long are drawn often, so that several fit one step
+MAX_BURST = 6  # requests one `add_burst` action offers before the same step
+MAX_RUN = 16  # steps one `run_steps` action may take with no arrivals
+# Field values add() must refuse: zero, negative, a bool, a float, None, a str, an int past int64.
+BAD_VALUES: tuple[object, ...] = (0, -1, True, 3.0, None, "7", 2**63)
+FIELDS = ("rid", "prompt_len", "max_new")
+
+
+@st.composite
+def configs(draw: st.DrawFn) -> tuple[Config, int]:
+    """A config and the largest reservation the machine will offer, `largest`.
+
+    KV runs from exactly `largest` (one such request at a time: the edge) to room for every slot.
+    Shrinking goes towards budget 1, one slot and KV equal to the largest request."""
+    budget = draw(edge_or(1, st.integers(1, MAX_BUDGET)))
+    max_seqs = draw(edge_or(1, st.integers(1, MAX_SLOTS)))
+    largest = draw(st.integers(MIN_LARGEST, MAX_PROMPT + MAX_NEW))
+    # Tight KV (a large request and a small one) is where FCFS blocking happens; generous KV is
+    # where slots and the budget are what limit admission.
+    extra = draw(edge_or(0, st.integers(0, largest), st.integers(0, largest * max_seqs)))
+    return Config(budget, max_seqs, largest + extra), largest
+
+
+def edge_or(edge: int, *others: st.SearchStrategy[int]) -> st.SearchStrategy[int]:
+    """`edge` in one draw of EDGE_SHARE, else one of `others`; shrinks towards `edge`."""
+    choice = st.sampled_from(range(EDGE_SHARE))
+    return choice.flatmap(lambda i: st.just(edge) if i == 0 else st.one_of(*others))
+
+
+def pending_work(shadow: Shadow) -> int:
+    """Prompt positions still to run plus tokens still to emit, over every unfinished request.
+
+    A step that is not empty runs a prompt position or emits a token, so this falls by at least one
+    each step while anything is pending (rule PROGRESS): it bounds the steps a drain may take."""
+    tracks = list(shadow.waiting) + list(shadow.running.values())
+    return sum(t.num_remaining_prompt + t.request.max_new - t.num_emitted for t in tracks)
+
+
+def visible_state(scheduler: Any) -> tuple[object, ...]:
+    """What a scheduler shows of its state, where it shows it: free KV, step count, queue lengths.
+
+    Used to see that a refused add() changed nothing (rule NEVER-FIT); a scheduler that shows none
+    of these is judged by the steps that follow instead."""
+    shown: list[object] = []
+    for name in ("free_kv", "num_steps"):
+        value = getattr(scheduler, name, None)
+        shown.append(value if type(value) is int else None)
+    for name in ("waiting", "running"):
+        value = getattr(scheduler, name, None)
+        shown.append(len(value) if hasattr(value, "__len__") else None)
+    return tuple(shown)
+
+
+class SchedulerMachine(RuleBasedStateMachine):
+    """The contract as a state machine over one scheduler. `factory` and `rule_ids` are set by
+    `machine_for`; the defaults check the reference against every rule."""
+
+    factory: ClassVar[Callable[..., Any] | None] = None  # None: the reference
+    rule_ids: ClassVar[tuple[str, ...] | None] = None  # None: every rule
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.monitor: Monitor | None = None
+        self.largest = MIN_LARGEST
+        self.next_rid = 0
+
+    # -- init ----------------------------------------------------------------------------------
+
+    @initialize(drawn=configs())
+    def start(self, drawn: tuple[Config, int]) -> None:
+        """A fresh scheduler under a drawn config."""
+        config, self.largest = drawn
+        factory = self.factory
+        if factory is None:
+            from stallfree.reference import Scheduler  # the spec does not depend on the reference
+
+            factory = Scheduler
+        scheduler = factory(token_budget=config.token_budget, max_seqs=config.max_seqs, kv_tokens=config.kv_tokens)
+        self.monitor = Monitor(scheduler, config, self.rule_ids)
+        note(f"config: budget {config.token_budget}, max_seqs {config.max_seqs}, kv_tokens {config.kv_tokens}; "
+             f"largest request {self.largest}")
+
+    @property
+    def m(self) -> Monitor:
+        assert self.monitor is not None, "start() runs first"
+        return self.monitor
+
+    @property
+    def config(self) -> Config:
+        return self.m.config
+
+    # -- actions: arrivals ---------------------------------------------------------------------
+
+    @rule(data=st.data())
+    def add_request(self, data: st.DataObject) -> None:
+        """A request that fits K arrives: it must be accepted."""
+        self.offer(self.take_rid(), *self.draw_size(data), expect=True)
+
+    @rule(data=st.data(), n=st.integers(2, MAX_BURST))
+    def add_burst(self, data: st.DataObject, n: int) -> None:
+        """`n` requests that fit K arrive before the same step (FCFS and admission order at work)."""
+        for _ in range(n):
+            self.offer(self.take_rid(), *self.draw_size(data), expect=True)
+
+    @rule(data=st.data())
+    def add_largest(self, data: st.DataObject) -> None:
+        """The largest request arrives: its reservation is exactly `largest` (K itself at the edge)."""
+        max_new = data.draw(st.integers(1, min(MAX_NEW, self.largest - 1)), label="max_new")
+        self.offer(self.take_rid(), self.largest - max_new, max_new, expect=True)
+
+    @rule(max_new=st.integers(1, MAX_NEW), over=st.integers(1, 8))
+    def add_never_fit(self, max_new: int, over: int) -> None:
+        """A request whose reservation exceeds K by `over`: add() must refuse it (NEVER-FIT)."""
+        prompt_len = max(1, self.config.kv_tokens + over - max_new)
+        self.offer(self.take_rid(), prompt_len, max_new, expect=False)
+
+    @rule(field=st.sampled_from(FIELDS), value=st.sampled_from(BAD_VALUES))
+    def add_bad_field(self, field: str, value: object) -> None:
+        """A request with one invalid field: add() must refuse it, naming the field (NEVER-FIT)."""
+        fields: dict[str, object] = {"rid": self.take_rid(), "prompt_len": 1, "max_new": 1}
+        if field == "rid" and value == 0 and type(value) is int:
+            value = -1  # rid 0 is a valid rid
+        fields[field] = value
+        self.offer(fields["rid"], fields["prompt_len"], fields["max_new"], expect=False)
+
+    @precondition(lambda self: self.monitor is not None and bool(self.monitor.shadow.tracks))
+    @rule(data=st.data())
+    def add_taken_rid(self, data: st.DataObject) -> None:
+        """A request reusing an accepted rid (running, waiting or finished): add() must refuse it."""
+        rid = data.draw(st.sampled_from(sorted(self.m.shadow.tracks)), label="taken rid")
+        self.offer(rid, 1, 1, expect=False)
+
+    # -- actions: steps ------------------------------------------------------------------------
+
+    @rule()
+    def step(self) -> None:
+        """One step: schedule, judge the plan, complete, judge what it emitted."""
+        self.run_one()
+
+    @rule(n=st.integers(1, MAX_RUN))
+    def run_steps(self, n: int) -> None:
+        """`n` steps with no arrivals (an idle scheduler must plan empty steps)."""
+        for _ in range(n):
+            self.run_one()
+
+    @precondition(lambda self: self.monitor is not None and not self.monitor.is_idle)
+    @rule()
+    def drain(self) -> None:
+        """Steps until nothing is pending; PROGRESS bounds how many that may take."""
+        shadow = self.m.shadow
+        bound = pending_work(shadow)
+        for _ in range(bound):
+            if self.m.is_idle:
+                return
+            self.run_one()
+        if not self.m.is_idle and self.checks("PROGRESS"):
+            raise RuleViolation(
+                "PROGRESS", shadow.step, f"{len(shadow.waiting)} waiting and {len(shadow.running)} running "
+                f"after {bound} steps; the pending work fits in {bound}",
+            )
+
+    # -- invariants ----------------------------------------------------------------------------
+
+    @invariant()
+    def kv_accounted(self) -> None:
+        """KV: a scheduler that shows its free KV shows K minus the reservations of running requests,
+        at every point, adds included (the `kv_returned` predicate, over a step that did nothing)."""
+        if self.monitor is None or not self.checks("KV"):
+            return
+        self.judge("KV", kv_returned, self.between_steps(getattr(self.m.scheduler, "free_kv", None)))
+
+    @invariant()
+    def slots_held(self) -> None:
+        """SLOTS: admitted, unfinished requests never exceed S (the `slots` predicate)."""
+        if self.monitor is None or not self.checks("SLOTS"):
+            return
+        self.judge("SLOTS", slots, self.between_steps(None))
+
+    @invariant()
+    def all_free_when_idle(self) -> None:
+        """KV: when nothing is pending, all K is free."""
+        if self.monitor is None or not self.m.is_idle or not self.checks("KV"):
+            return
+        shadow = self.m.shadow
+        if shadow.free_kv != self.config.kv_tokens:
+            raise RuleViolation("KV", shadow.step, f"idle, yet only {shadow.free_kv} of "
+                                f"kv_tokens={self.config.kv_tokens} is free")
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def draw_size(self, data: st.DataObject) -> tuple[int, int]:
+        """prompt_len and max_new with a reservation of at most `largest`; short prompts are common
+        so that several fit one step's budget."""
+        most = min(MAX_PROMPT, self.largest - 1)
+        prompt_len = data.draw(st.one_of(st.integers(1, min(SHORT_PROMPT, most)), st.integers(1, most)),
+                               label="prompt_len")
+        max_new = data.draw(st.integers(1, min(MAX_NEW, self.largest - prompt_len)), label="max_new")
+        return prompt_len, max_new
+
+    def take_rid(self) -> int:
+        rid = self.next_rid
+        self.next_rid += 1
+        return rid
+
+    def checks(self, rule_id: str) -> bool:
+        return any(r.id == rule_id for r in self.m.rules)
+
+    def between_steps(self, free_kv: object) -> StepFacts:
+        """The facts of a step that ran nothing: what the state predicates judge between steps."""
+        facts = StepFacts(self.m.shadow.step)
+        facts.reported_free_kv = free_kv if type(free_kv) is int else None
+        return facts
+
+    def judge(self, rule_id: str, check: Callable[[Shadow, StepFacts], str | None], facts: StepFacts) -> None:
+        message = check(self.m.shadow, facts)
+        if message is not None:
+            raise RuleViolation(rule_id, self.m.shadow.step, f"between steps: {message}")
+
+    def offer(self, rid: object, prompt_len: object, max_new: object, expect: bool) -> None:
+        """add() through the monitor (NEVER-FIT judges it); a refusal must leave what the scheduler
+        shows of its state unchanged."""
+        before = visible_state(self.m.scheduler)
+        accepted = self.m.add(rid, prompt_len, max_new)
+        verdict = "accepted" if accepted else "refused"
+        note(f"add({rid!r}, {prompt_len!r}, {max_new!r}) -> {verdict}"
+             + ("" if accepted == expect else " (unexpected)"))
+        if accepted or not self.checks("NEVER-FIT"):
+            return
+        after = visible_state(self.m.scheduler)
+        if after != before:
+            raise RuleViolation(
+                "NEVER-FIT", self.m.shadow.step, f"add({rid!r}, {prompt_len!r}, {max_new!r}) was refused "
+                f"but changed the state it shows: (free_kv, num_steps, waiting, running) {before} -> {after}",
+            )
+
+    def run_one(self) -> StepFacts:
+        facts = self.m.step()
+        finished = [t.rid for t in facts.finished]
+        note(f"step {facts.step}: plan {facts.plan} ({facts.num_tokens}/{self.config.token_budget} tokens), "
+             f"emitted {facts.emitted}" + (f", finished {finished}" if finished else ""))
+        return facts
+
+
+def machine_for(
+    factory: Callable[..., Any], rules: Iterable[str] | None = None, name: str | None = None,
+) -> type[SchedulerMachine]:
+    """A state machine class checking `factory(token_budget=, max_seqs=, kv_tokens=)` against
+    `rules` (every rule when None). Its `.TestCase` is a unittest test case for pytest."""
+    label = name or f"{getattr(factory, '__name__', 'Scheduler')}Machine"
+    attrs = {"factory": staticmethod(factory), "rule_ids": None if rules is None else tuple(rules)}
+    return type(label, (SchedulerMachine,), attrs)

@@ -1,0 +1,65 @@
+"""`stallfree campaign` at the seed's published scale (400 simulations, 366,724 steps): the
+reference keeps every rule; the campaign catches a wrong scheduler and prints a workload that
+replays the broken rule; results do not depend on the number of jobs."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from stallfree.faults import FAULTS
+from stallfree.main import main
+from stallfree.reference import Scheduler
+from stallfree.spec import RuleViolation, Workload, play
+from stallfree.spec.campaign import Campaign, run
+
+SEED_SIMS = 400  # the published campaign: 400 randomized simulations ...
+SEED_STEPS = 366_724  # ... and 366,724 steps
+
+
+def figure(output: str, label: str) -> int:
+    match = re.search(rf"^{label}\s+([\d,]+)", output, re.MULTILINE)
+    assert match, f"no '{label}' line in:\n{output}"
+    return int(match.group(1).replace(",", ""))
+
+
+def test_campaign_at_seed_scale_keeps_every_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["campaign", "--sims", "500", "--seed", "0", "--jobs", "2"]) == 0
+    out = capsys.readouterr()
+    assert figure(out.out, "simulations") >= SEED_SIMS
+    assert figure(out.out, "steps") >= SEED_STEPS
+    assert figure(out.out, "rules per step") == 13
+    assert "no rule broken" in out.out
+    assert "500/500 sims" in out.err  # the progress bar
+
+
+@pytest.mark.parametrize("rule", ["FCFS", "KV"])
+def test_campaign_reports_first_violation_with_a_replayable_workload(
+    rule: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    target = f"stallfree.faults.catalog:{FAULTS[rule].__name__}"
+    assert main(["campaign", "--sims", "200", "--jobs", "2", "--quiet", "--scheduler", target]) == 1
+    out = capsys.readouterr().out
+    assert f"\n{rule} broken at step" in out
+    workload = Workload.from_json(json.loads(out.strip().splitlines()[-1]))
+    with pytest.raises(RuleViolation) as again:
+        play(workload, FAULTS[rule])
+    assert again.value.rule == rule
+
+
+def test_campaign_counts_do_not_depend_on_jobs() -> None:
+    one = run(Campaign(60, 7, Scheduler, jobs=1))
+    two = run(Campaign(60, 7, Scheduler, jobs=2))
+    assert (one.sims, one.requests, one.steps, one.tokens, one.checks) == (
+        two.sims, two.requests, two.steps, two.tokens, two.checks)
+    assert one.violation is None and one.sims == 60
+
+
+def test_campaign_bad_scheduler_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["campaign", "--sims", "1", "--scheduler", "no_such_module:Factory"]) == 2
+    assert "--scheduler" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as bad:
+        main(["campaign", "--sims", "0"])
+    assert bad.value.code == 2
