@@ -1,0 +1,126 @@
+"""The model checker: it explores the reference at a small bound without a violation, catches every
+fault of the catalog with a counterexample that replays under the monitor, and its liveness analysis
+finds a livelock when there is one."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from stallfree.faults import FAULTS
+from stallfree.proofs import controls
+from stallfree.proofs.bounds import Bounds
+from stallfree.proofs.clone import clone
+from stallfree.proofs.graph import STEP, Graph, analyse
+from stallfree.proofs.modelcheck import act, check
+from stallfree.proofs.snapshot import encode, fork
+from stallfree.reference import Scheduler
+from stallfree.spec import Config, InvalidField, Monitor
+
+CI_BOUND = "3,2,8,3,3,2"
+# The monitor reports the first rule a step breaks, in registry order; two faults break an earlier
+# rule on their way to their own.
+FIRST_BROKEN = {"TOKENS": "KV", "PARTIAL-NEXT": "ONE-ENTRY"}
+
+
+def test_ALL_RULES_hold_on_the_reference_at_the_ci_bound() -> None:
+    result = check(Bounds.parse(CI_BOUND))
+    assert result.counterexample is None, result.counterexample.describe()
+    assert result.complete and result.holds
+    assert result.states > 500 and result.transitions > result.states
+    # PROGRESS: every state drains, within the work it holds; the longest behaviour is finite.
+    assert result.drain_bound is not None and 0 < result.drain_bound <= 3 * (3 + 2)
+    assert result.longest_steps is not None and result.longest_steps >= result.drain_bound
+
+
+@pytest.mark.parametrize("rule", list(FAULTS))
+def test_each_rule_is_caught_on_its_fault(rule: str) -> None:
+    result = check(controls.control_bound(rule), controls.fault(rule), controls.hidden_for(rule))
+    ce = result.counterexample
+    assert ce is not None, f"the model checker missed {FAULTS[rule].__name__}"
+    assert ce.rule == FIRST_BROKEN.get(rule, rule), ce.describe()
+    assert ce.replayed is not None, "the counterexample workload must break a rule when replayed under the monitor"
+    assert ce.workload.requests, "a counterexample is a workload with requests"
+
+
+def test_NEVER_FIT_every_state_is_offered_a_request_that_cannot_fit() -> None:
+    bounds = Bounds.parse("2,1,4,1,1,1")
+    assert (4, 1) in bounds.universe()
+    assert check(bounds).holds
+    without = Bounds(2, 1, 4, 1, 1, 1, never_fit=False)
+    assert (4, 1) not in without.universe()
+
+
+def test_PROGRESS_stall_needs_its_hidden_state_in_the_key() -> None:
+    """PeriodicStall's decisions depend on a step counter the shadow does not see; with it in the
+    key, every phase of the counter is explored."""
+    fault = controls.fault("PROGRESS")
+    result = check(controls.control_bound("PROGRESS"), fault, controls.hidden_for("PROGRESS"))
+    assert result.counterexample is not None and result.counterexample.rule == "PROGRESS"
+
+
+def test_PROGRESS_livelock_is_found_by_the_liveness_analysis() -> None:
+    graph = Graph(num_actions=2)
+    root = graph.add_state(-1, STEP, True, 0)
+    a = graph.add_state(root, 1, False, 3)
+    b = graph.add_state(a, STEP, False, 2)
+    graph.succ[root * 2 + STEP], graph.succ[root * 2 + 1] = root, a
+    graph.succ[a * 2 + STEP], graph.succ[b * 2 + STEP] = b, a  # a -> b -> a: work never done
+    assert analyse(graph).livelock == [a, b]
+
+
+def test_PROGRESS_a_step_that_does_no_work_exceeds_the_ranking_bound() -> None:
+    graph = Graph(num_actions=2)
+    root = graph.add_state(-1, STEP, True, 0)
+    a = graph.add_state(root, 1, False, 1)
+    b = graph.add_state(a, STEP, False, 1)
+    done = graph.add_state(b, STEP, True, 0)
+    graph.succ[root * 2 + STEP], graph.succ[root * 2 + 1] = root, a
+    graph.succ[a * 2 + STEP], graph.succ[b * 2 + STEP], graph.succ[done * 2 + STEP] = b, done, done
+    liveness = analyse(graph)
+    assert liveness.livelock is None and liveness.over_rank == (a, 2, 1)
+
+
+def test_the_reference_has_no_hidden_state_states_with_one_key_continue_alike() -> None:
+    """Random walks; whenever a key recurs on another walk, both copies are driven by the same
+    actions and must keep the same key after each (the assumption behind the canonical key)."""
+    config = Config(3, 2, 9)
+    shapes = [(1, 1), (1, 2), (2, 2), (3, 1), (4, 2)]
+    rng = random.Random(3)
+    seen: dict[object, Monitor] = {}
+    compared = 0
+    for _ in range(300):
+        monitor = Monitor(Scheduler(3, 2, 9), config)
+        for _ in range(rng.randint(1, 12)):
+            act(monitor, rng.choice([None, None, *shapes]) if monitor.num_adds < 5 else None)
+            key = encode(monitor)
+            other = seen.setdefault(key, fork(monitor))
+            if other.scheduler.num_steps == monitor.scheduler.num_steps:
+                continue
+            compared += 1
+            a, b = fork(monitor), fork(other)
+            for _ in range(8):
+                action = rng.choice([None, None, *shapes]) if a.num_adds < 5 else None
+                act(a, action)
+                act(b, action)
+                assert encode(a) == encode(b)
+    assert compared > 20
+
+
+def test_clone_copies_state_and_keeps_aliasing() -> None:
+    scheduler = Scheduler(4, 2, 16)
+    scheduler.add(0, 3, 2)
+    plan = scheduler.schedule()
+    twin = clone(scheduler)
+    twin.complete(plan)
+    assert scheduler.num_steps == 0 and twin.num_steps == 1
+    with pytest.raises(InvalidField):
+        twin.add(0, 1, 1)
+
+
+def test_bounds_errors_name_the_field() -> None:
+    with pytest.raises(InvalidField, match="max_new"):
+        Bounds.parse("1,1,4,1,1,x")
+    with pytest.raises(InvalidField, match="6 ints"):
+        Bounds.parse("1,2")

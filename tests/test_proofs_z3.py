@@ -1,0 +1,54 @@
+"""The Z3 theorems: each holds for the reference's policy, and each fails, with a counterexample
+state, on the wrong policy made to break it. CI proves them at N = 4 symbolic requests; `--deep`
+at N = 12 (the published bound)."""
+
+from __future__ import annotations
+
+import pytest
+
+from stallfree.proofs.inductive import PARTS
+from stallfree.proofs.loops import LOOP_THEOREMS, prove_loop
+from stallfree.proofs.mutants import MUTANTS
+from stallfree.proofs.theorems import DEFAULT_N, THEOREMS, prove
+from stallfree.spec import RULE_IDS
+
+CI_N = 4
+NAMES = [t.name for t in THEOREMS]
+
+
+@pytest.mark.parametrize("theorem", THEOREMS, ids=NAMES)
+def test_theorem_holds_for_the_reference(theorem) -> None:  # type: ignore[no-untyped-def]
+    outcome = prove(theorem, num_requests=CI_N)
+    assert outcome.result == "holds", outcome
+
+
+@pytest.mark.parametrize("theorem", THEOREMS, ids=NAMES)
+def test_theorem_fails_on_its_wrong_policy(theorem) -> None:  # type: ignore[no-untyped-def]
+    outcome = prove(theorem, MUTANTS[theorem.control](), num_requests=CI_N)
+    assert outcome.result == "counterexample", outcome
+    assert outcome.counterexample is not None and "config" in outcome.counterexample
+
+
+@pytest.mark.parametrize("theorem", LOOP_THEOREMS, ids=[t.name for t in LOOP_THEOREMS])
+def test_loop_theorem_holds_for_any_N_and_fails_on_its_wrong_policy(theorem) -> None:  # type: ignore[no-untyped-def]
+    assert prove_loop(theorem).result == "holds"
+    assert prove_loop(theorem, MUTANTS[theorem.control]()).result == "counterexample"
+
+
+def test_every_part_of_the_invariant_is_carried_by_a_theorem() -> None:
+    """The parts' theorems together prove the whole invariant inductive; none may be left out."""
+    carried = {p for t in THEOREMS if t.name != "INIT" for p in t.parts}
+    assert carried == set(PARTS)
+
+
+def test_every_step_rule_has_a_theorem_and_every_wrong_policy_is_a_control() -> None:
+    named = {t.name for t in THEOREMS} | {t.name.split(" ")[0] for t in LOOP_THEOREMS}
+    assert set(RULE_IDS) <= named
+    controls = {t.control for t in THEOREMS} | {t.control for t in LOOP_THEOREMS}
+    assert controls == set(MUTANTS)
+
+
+@pytest.mark.deep
+@pytest.mark.parametrize("theorem", THEOREMS, ids=NAMES)
+def test_theorem_holds_at_the_published_bound(theorem) -> None:  # type: ignore[no-untyped-def]
+    assert prove(theorem, num_requests=DEFAULT_N).result == "holds"
