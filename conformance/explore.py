@@ -113,7 +113,10 @@ class Explorer:
         rules = list(checked)
         result = self.result
 
+        # The kit's own settings, whatever profile the caller's test session loaded (a profile with
+        # another backend or a derandomized seed would change what the kit explores).
         @settings(
+            settings.get_profile("default"), backend="hypothesis",
             max_examples=self.examples, database=None, deadline=None, derandomize=False,
             phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck),
             verbosity=Verbosity.quiet, report_multiple_bugs=True,
