@@ -75,11 +75,23 @@ def _list(line: int, where: str, value: object) -> list[Any]:
     return value
 
 
+_scan = json.JSONDecoder().scan_once  # the decoder's core, without json.loads' checks around it
+
+
 def _load(line: int, text: str | bytes) -> dict[str, Any]:
+    """The line's JSON value. The common line (an object from its first character) goes straight to
+    the decoder's scanner, about twice as fast; anything else takes json.loads, for its error message."""
     try:
-        data = json.loads(text)
-    except ValueError as error:  # JSONDecodeError, bad UTF-8, an int of more than 4300 digits
-        raise TraceError(line, f"not valid JSON: {error}") from None
+        if type(text) is bytes:
+            text = text.decode()
+        data, end = _scan(text, 0)
+        if end != len(text) and not text[end:].isspace():
+            raise ValueError("extra data after the value")
+    except (StopIteration, ValueError):
+        try:
+            data = json.loads(text)
+        except ValueError as error:  # JSONDecodeError, bad UTF-8, an int of more than 4300 digits
+            raise TraceError(line, f"not valid JSON: {error}") from None
     if type(data) is not dict:
         raise TraceError(line, f"must be a JSON object, got {_show(data)}")
     return data
