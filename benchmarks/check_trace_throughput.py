@@ -1,5 +1,5 @@
 """check-trace throughput and memory: steps judged per second, streaming from a file, for a sparse
-trace (one request decoding) and a dense one (16 requests running), beside the JSON parsing alone;
+trace (one request decoding) and a dense one (16 requests running), beside json.loads alone;
 and peak memory (tracemalloc) for a short and a long trace.
 
     python benchmarks/check_trace_throughput.py [--steps N] [--repeats R]
@@ -81,7 +81,7 @@ def main() -> None:
                 checked, steps = rate(path, parse_only=False)
                 full.append(checked)
             print(f"{name:<22} {steps:>8} steps, {path.stat().st_size / 1e6:6.1f} MB: check-trace "
-                  f"{statistics.median(full):>9,.0f} steps/s; JSON parsing alone {statistics.median(parse):>9,.0f} "
+                  f"{statistics.median(full):>9,.0f} steps/s; json.loads alone {statistics.median(parse):>9,.0f} "
                   f"lines/s (median of {args.repeats})")
         short, long = Path(tmp) / "short.jsonl", Path(tmp) / "long.jsonl"
         write(short, sparse_lines(args.steps // 10))
