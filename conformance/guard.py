@@ -108,9 +108,10 @@ class Guard:
         """A list of `value`'s items (plan entries as tuples), so the monitor never runs target code. A
         value that is not iterable is handed on as is, for the monitor to report."""
         try:
-            items = list(islice(value, MAX_ENTRIES + 1))  # type: ignore[call-overload]
+            iterator = iter(value)  # type: ignore[call-overload]
         except TypeError:
             return value
+        items = list(islice(iterator, MAX_ENTRIES + 1))  # what the target's iterator raises is its crash
         if len(items) > MAX_ENTRIES:
             raise JunkReturn(f"{call} returned more than {MAX_ENTRIES} items")
         return [read_item(item) for item in items]
