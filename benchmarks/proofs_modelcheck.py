@@ -1,0 +1,69 @@
+"""Model checker figures: states, transitions, depth, seconds and states/s at a ladder of bounds,
+stopping after the first bound that takes longer than the time limit; and the cost of one copy of a
+reference state with `clone` against `copy.deepcopy`, measured side by side.
+
+    python benchmarks/proofs_modelcheck.py [--limit SECONDS] [--bounds B,S,K,R,P,M ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import sys
+import time
+
+from stallfree.proofs.bounds import Bounds
+from stallfree.proofs.clone import clone
+from stallfree.proofs.modelcheck import check
+from stallfree.reference import Scheduler
+from stallfree.spec import Config, Monitor
+
+LADDER = ("3,2,8,3,3,2", "3,2,8,4,3,2", "3,2,8,5,3,2", "4,3,12,5,4,2", "3,2,8,6,3,2", "4,3,12,6,4,2")
+COPIES = 2000
+
+
+def copy_cost() -> None:
+    config = Config(4, 3, 16)
+    monitor = Monitor(Scheduler(4, 3, 16), config)
+    for rid, (p, m) in enumerate(((3, 2), (5, 2), (2, 3))):
+        monitor.add(rid, p, m)
+    monitor.step()
+    state = (monitor.scheduler, monitor.shadow)
+    rounds: dict[str, list[float]] = {"clone": [], "deepcopy": []}
+    for _ in range(5):  # interleaved rounds: both see the same machine load
+        for name, copier in (("clone", clone), ("deepcopy", copy.deepcopy)):
+            began = time.perf_counter()
+            for _ in range(COPIES):
+                copier(state)
+            rounds[name].append((time.perf_counter() - began) / COPIES * 1e6)
+    c, d = statistics.median(rounds["clone"]), statistics.median(rounds["deepcopy"])
+    print(f"copy of a reference state + shadow: clone {c:.0f} us, deepcopy {d:.0f} us (median of 5 rounds); "
+          f"deepcopy / clone = {d / c:.1f}x")
+
+
+def progress(states: int, transitions: int, depth: int, seconds: float) -> None:
+    print(f"  {states:,} states, depth {depth}, {seconds:.0f} s", file=sys.stderr, flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--limit", type=float, default=120.0, help="stop after a bound slower than this (s)")
+    parser.add_argument("--bounds", nargs="*", default=list(LADDER), metavar="B,S,K,R,P,M")
+    args = parser.parse_args()
+    copy_cost()
+    print(f"{'bound B,S,K,R,P,M':<20} {'states':>10} {'transitions':>12} {'depth':>6} {'seconds':>8} "
+          f"{'states/s':>9} {'longest':>8} {'drain':>6}  result")
+    for label in args.bounds:
+        result = check(Bounds.parse(label), on_progress=progress)
+        verdict = "holds" if result.holds else (result.counterexample.rule if result.counterexample else "incomplete")
+        print(f"{label:<20} {result.states:>10,} {result.transitions:>12,} {result.depth:>6} {result.seconds:>8.1f} "
+              f"{result.states_per_second:>9,.0f} {result.longest_steps!s:>8} {result.drain_bound!s:>6}  {verdict}",
+              flush=True)
+        if result.seconds > args.limit:
+            break
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
