@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from enum import Enum
 from itertools import product
 
+from stallfree.spec import check_int
+
 
 class KvRoom(Enum):
     """How K is chosen from a workload's requests when the user does not fix it."""
@@ -40,7 +42,11 @@ class Shape:
 
 
 def shapes(budget: int | None = None, max_seqs: int | None = None, kv_tokens: int | None = None) -> list[Shape]:
-    """The grid, with the fixed fields held: every combination of the edges of the free ones."""
+    """The grid, with the fixed fields held: every combination of the edges of the free ones. A fixed
+    field that is not an int >= 1 raises, naming it."""
+    for name, value in (("token_budget", budget), ("max_seqs", max_seqs), ("kv_tokens", kv_tokens)):
+        if value is not None:
+            check_int(name, value)
     budgets = BUDGETS if budget is None else (budget,)
     slots = SLOTS if max_seqs is None else (max_seqs,)
     rooms = KV_ROOMS if kv_tokens is None else (KvRoom.BARELY,)

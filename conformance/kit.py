@@ -112,6 +112,10 @@ def conform(
     """Check `target` (MODULE:FACTORY) against the chosen rules over the config grid (fixed fields held).
     Raises TargetError if the target cannot be loaded, ValueError for bad arguments."""
     checked = checked_rules(rules, profile)
+    if type(examples) is not int or examples < 1:
+        raise ValueError(f"examples must be an int >= 1, got {examples!r}")
+    if not timeout > 0:
+        raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
     grid = shapes(budget, max_seqs, kv_tokens)
     started = time.monotonic()
     with Sandbox(target, timeout, run_timeout) as sandbox:
@@ -130,9 +134,10 @@ def conform(
             verdicts[rule] = FAIL
         else:
             verdicts[rule] = NOT_JUDGED if blocked else PASS
+    runs = explored.runs + sum(c.shrink_runs for c in counterexamples.values())
     return Report(
         target, None if rules is not None else (profile or "full"), checked, verdicts, counterexamples,
-        explored.runs, explored.steps, grid, explored.shapes_explored, examples, seed,
+        runs, explored.steps, grid, explored.shapes_explored, examples, seed,
         time.monotonic() - started, explored.ended_early,
     )
 
