@@ -28,6 +28,7 @@ class Job:
     keep_logits: bool = False  # return the logits each token came from (for the equivalence check)
     temperature: float = 0.0
     label: str = ""
+    crash: tuple[int, int, str] | None = None  # (rank, batch, "raise" | "exit"): a fault the launch tests inject
 
 
 @dataclass(slots=True)

@@ -23,13 +23,15 @@ CAUSE_WAIT_S = 1.0  # after a failure, how long to gather every rank's account b
 
 class RankFailure(RuntimeError):
     """A rank raised or died; every rank has been stopped. `rank` and `cause` say which and why;
-    `stopped_at` is when the last rank was gone (time.time())."""
+    `stopped_at` is when the last rank was gone (time.time()); `results` holds the jobs that
+    finished before the failure."""
 
     def __init__(self, rank: int, cause: str) -> None:
         super().__init__(f"rank {rank} failed: {cause}")
         self.rank = rank
         self.cause = cause
         self.stopped_at: float | None = None
+        self.results: list[JobResult] = []
 
 
 @dataclass(slots=True)
@@ -77,6 +79,7 @@ def launch(spec: RunSpec, timeout_s: float | None = None) -> Outcome:
     except RankFailure as failure:
         stop_all(procs)
         failure.stopped_at = time.time()
+        failure.results = [results[i] for i in sorted(results)]
         raise
     finally:
         stop_all(procs)

@@ -31,7 +31,6 @@ class RunSpec:
     seed: int = 0
     checkpoint: str | None = None  # a folder with config.json and *.safetensors; replaces random weights
     collective_timeout_s: float = COLLECTIVE_TIMEOUT_S
-    crash: tuple[int, int, str] | None = None  # (rank, step, "raise" | "exit"): an injected rank fault
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:

@@ -59,8 +59,12 @@ def lead(spec: RunSpec, group: Group, model: Transformer, job: Job) -> JobResult
     device = spec.device_for(group.rank)
     cls = BROKEN[job.variant] if job.variant else Executor
 
+    sent = 0
+
     def send(batch: FlatBatch) -> None:
-        crash_if_due(spec, group.rank, monitor.shadow.step)
+        nonlocal sent
+        crash_if_due(job, group.rank, sent)
+        sent += 1
         if group.world_size > 1:
             header, payload = batch.pack(OP_STEP)
             group.broadcast(header.to(device))
@@ -77,25 +81,25 @@ def follow(spec: RunSpec, group: Group, model: Transformer) -> None:
     """Ranks 1..: run each broadcast batch until rank 0 says stop."""
     device = spec.device_for(group.rank)
     caches = model.new_caches(spec.jobs[0].workload.config.kv_tokens, device)
-    job_index = step = 0
+    job_index = batches = 0  # batches: received in the current job
     while True:
         header = group.broadcast(torch.zeros(HEADER_LEN, dtype=torch.int64, device=device)).cpu()
         op = int(header[0])
         if op == OP_STOP:
             return
         if op == OP_RESET:
-            job_index += 1
+            job_index, batches = job_index + 1, 0
             if job_index < len(spec.jobs):
                 caches = model.new_caches(spec.jobs[job_index].workload.config.kv_tokens, device)
             continue
-        crash_if_due(spec, group.rank, step)
+        crash_if_due(spec.jobs[job_index], group.rank, batches)
         payload = group.broadcast(torch.zeros(int(header[1:].sum()), dtype=torch.int64, device=device))
         batch = FlatBatch.unpack(header, payload)
         if batch.poison_slots.numel():
             for cache in caches:
                 cache.poison(batch.poison_slots)
         model(batch, caches)
-        step += 1
+        batches += 1
 
 
 def stop(spec: RunSpec, group: Group) -> None:
@@ -103,10 +107,11 @@ def stop(spec: RunSpec, group: Group) -> None:
         group.broadcast(control(OP_STOP).to(spec.device_for(group.rank)))
 
 
-def crash_if_due(spec: RunSpec, rank: int, step: int) -> None:
-    """The injected fault of a launch test: this rank raises, or dies without a word, at `step`."""
-    if spec.crash is None or spec.crash[0] != rank or spec.crash[1] != step:
+def crash_if_due(job: Job, rank: int, batch: int) -> None:
+    """The injected fault of a launch test: this rank raises, or dies without a word, at the job's
+    batch number `batch` (counting from 0)."""
+    if job.crash is None or job.crash[0] != rank or job.crash[1] != batch:
         return
-    if spec.crash[2] == "exit":
+    if job.crash[2] == "exit":
         os._exit(3)
-    raise RuntimeError(f"injected fault: rank {rank} raises at step {step} (at {time.time():.3f})")
+    raise RuntimeError(f"injected fault: rank {rank} raises at batch {batch} (at {time.time():.3f})")

@@ -43,7 +43,8 @@ def fault(rule: str) -> str:
 def test_real_path_rules_hold_for_the_reference() -> None:
     """BUDGET, PREFILL-ONCE, FIRST-TOKEN, KV, DECODE-FIRST hold on every step, every KV slot is free
     at the end, and a stream decoding when the long prompt arrives gets a token every step."""
-    hand, default = play(Job(HAND), Job(long_prompt_amid_decodes()), dtype="fp8")
+    (hand,) = play(Job(HAND), dtype="fp8")
+    (default,) = play(Job(long_prompt_amid_decodes()))
     for result in (hand, default):
         assert result.ok, result.violation
         assert result.steps[-1].free_kv == result.steps[0].free_kv + sum(

@@ -40,11 +40,25 @@ def control_jobs() -> tuple[Job, ...]:
     return wrong + broken
 
 
+# The last job of the launch: rank 2 raises at its second batch.
+CRASH = Job(HAND, crash=(2, 1, "raise"), label="crash")
+
+
 @pytest.fixture(scope="module")
-def tp4() -> tuple[RunSpec, list[JobResult]]:
-    """One launch of 4 ranks runs every job in turn (the ranks start once: that is most of the cost)."""
-    spec = RunSpec(tuple(equivalence_job(b) for b in BUDGETS) + control_jobs(), tp=4, dtype="fp8")
-    return spec, launch(spec, timeout_s=LAUNCH_TIMEOUT_S).results
+def tp4_launch() -> tuple[RunSpec, RankFailure]:
+    """One launch of 4 ranks runs every job in turn (starting the ranks is most of the cost), and
+    ends with a rank raising: the failure carries the results of the jobs before it."""
+    spec = RunSpec((*(equivalence_job(b) for b in BUDGETS), *control_jobs(), CRASH), tp=4, dtype="fp8")
+    with pytest.raises(RankFailure) as failure:
+        launch(spec, timeout_s=LAUNCH_TIMEOUT_S)
+    return spec, failure.value
+
+
+@pytest.fixture(scope="module")
+def tp4(tp4_launch) -> tuple[RunSpec, list[JobResult]]:  # type: ignore[no-untyped-def]
+    spec, failure = tp4_launch
+    assert len(failure.results) == len(spec.jobs) - 1, failure
+    return spec, failure.results
 
 
 @pytest.fixture(scope="module")
@@ -93,23 +107,23 @@ def test_real_path_checks_fail_at_tp4(tp4, index: int) -> None:  # type: ignore[
     assert violation is not None and violation[0] == rule and violation[3] == "real path", (job.label, violation)
 
 
-@pytest.mark.parametrize(("kind", "tp", "rank"), [("raise", 4, 2), ("exit", 2, 1)])
-def test_rank_fault_stops_every_rank(kind: str, tp: int, rank: int) -> None:
-    """A rank that raises (or dies without a word) mid-run: every rank stops within seconds and the
-    failure names the rank and the cause, not a peer that merely lost it; nothing is left running.
-    (The silent death runs on 2 ranks: starting ranks is most of this test's time.)"""
-    spec = RunSpec((Job(HAND),), tp=tp, dtype="fp8", crash=(rank, 1, kind), collective_timeout_s=30.0)
+def test_rank_that_raises_stops_every_rank(tp4_launch) -> None:  # type: ignore[no-untyped-def]
+    """A rank that raises mid-run (TP=4): every rank stops within seconds, the failure names that
+    rank and its error (not a peer whose collective was cut off), and nothing is left running."""
+    _, failure = tp4_launch
+    assert failure.rank == 2 and "injected fault" in failure.cause, failure
+    raised_at = float(re.search(r"\(at ([0-9.]+)\)", failure.cause).group(1))  # type: ignore[union-attr]
+    assert failure.stopped_at is not None and failure.stopped_at - raised_at < STOP_WITHIN_S
+    assert _gone_soon()
+
+
+def test_rank_that_dies_stops_every_rank() -> None:
+    """A rank that dies without a word (here at TP=2: starting ranks is most of this test's time):
+    the failure names it and its exit code; every rank is stopped."""
     with pytest.raises(RankFailure) as failure:
-        launch(spec, timeout_s=LAUNCH_TIMEOUT_S)
-    assert failure.value.rank == rank
-    assert failure.value.stopped_at is not None
-    if kind == "raise":
-        assert "injected fault" in failure.value.cause
-        raised_at = float(re.search(r"\(at ([0-9.]+)\)", failure.value.cause).group(1))  # type: ignore[union-attr]
-        assert failure.value.stopped_at - raised_at < STOP_WITHIN_S
-    else:
-        assert "exited with code 3" in failure.value.cause
-    assert not multiprocessing.active_children() or _gone_soon()
+        launch(RunSpec((Job(HAND, crash=(1, 1, "exit")),), tp=2, dtype="fp8"), timeout_s=LAUNCH_TIMEOUT_S)
+    assert failure.value.rank == 1 and "exited with code 3" in failure.value.cause, failure.value
+    assert _gone_soon()
 
 
 def _gone_soon() -> bool:
