@@ -48,3 +48,9 @@ def mutant(rule: str) -> Policy:
         if getattr(cls, "breaks", None) == rule:
             return cls()
     raise ValueError(f"no wrong Z3 policy breaks rule {rule!r}")
+
+
+def twin_fault(policy: Policy) -> Any:
+    """The scheduler in `stallfree.faults` that makes the same mistake as a wrong Z3 policy (they
+    share the class name), or None: a workload that breaks one must break the other."""
+    return next((cls for cls in FAULTS.values() if cls.__name__ == type(policy).__name__), None)

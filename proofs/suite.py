@@ -15,8 +15,11 @@ from stallfree.reference import Scheduler
 from . import crosshair_run, modelcheck
 from .bounds import Bounds
 from .concrete import Evaluator, compare, random_workload
+from .controls import twin_fault
+from .counterexample import replay
 from .loops import LOOP_THEOREMS, prove_loop
 from .policy import Policy
+from .reach import reach
 from .snapshot import Hidden
 from .theorems import DEFAULT_N, THEOREMS, prove
 
@@ -88,7 +91,17 @@ def z3_rows(o: Options, say: Say) -> list[Row]:
     for theorem in THEOREMS:
         say(f"z3: {theorem.name} ({o.policy.name}, N={o.num_requests})")
         outcome = prove(theorem, o.policy, o.num_requests)
-        rows.append(_z3_row(theorem.name, f"Z3 inductive step ({o.policy.name})", f"N={o.num_requests}", outcome))
+        row = _z3_row(theorem.name, f"Z3 inductive step ({o.policy.name})", f"N={o.num_requests}", outcome)
+        if outcome.result == "counterexample":
+            say(f"z3: {theorem.name}: searching for a workload that reaches the counterexample")
+            workload = reach(theorem, o.policy)
+            if workload is not None:
+                row.detail += f"\nreached from a new scheduler by the workload: {workload.dumps()}"
+                row.counterexample = {**(row.counterexample or {}), "workload": workload.to_json()}
+                twin = twin_fault(o.policy)
+                if twin is not None:
+                    row.detail += f"\nreplayed on faults.{twin.__name__} under the monitor: {replay(workload, twin)}"
+        rows.append(row)
     for loop in LOOP_THEOREMS:
         say(f"z3: {loop.name} ({o.policy.name})")
         outcome = prove_loop(loop, o.policy)

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import pytest
 
+from stallfree.proofs.controls import twin_fault
+from stallfree.proofs.counterexample import replay
 from stallfree.proofs.inductive import PARTS
 from stallfree.proofs.loops import LOOP_THEOREMS, prove_loop
 from stallfree.proofs.mutants import MUTANTS
+from stallfree.proofs.reach import reach
 from stallfree.proofs.theorems import DEFAULT_N, THEOREMS, prove
+from stallfree.reference import Scheduler
 from stallfree.spec import RULE_IDS
 
 CI_N = 4
@@ -27,6 +31,20 @@ def test_theorem_fails_on_its_wrong_policy(theorem) -> None:  # type: ignore[no-
     outcome = prove(theorem, MUTANTS[theorem.control](), num_requests=CI_N)
     assert outcome.result == "counterexample", outcome
     assert outcome.counterexample is not None and "config" in outcome.counterexample
+
+
+TWINNED = [t for t in THEOREMS if twin_fault(MUTANTS[t.control]()) is not None]
+
+
+@pytest.mark.parametrize("theorem", TWINNED, ids=[t.name for t in TWINNED])
+def test_z3_counterexample_is_a_workload_that_breaks_the_twin_fault(theorem) -> None:  # type: ignore[no-untyped-def]
+    """A bounded search from a new scheduler turns the wrong policy's failure into a workload; the
+    fault in `stallfree.faults` that makes the same mistake breaks a rule on it, the reference none."""
+    policy = MUTANTS[theorem.control]()
+    workload = reach(theorem, policy)
+    assert workload is not None
+    assert replay(workload, twin_fault(policy)) is not None
+    assert replay(workload, Scheduler) is None
 
 
 @pytest.mark.parametrize("theorem", LOOP_THEOREMS, ids=[t.name for t in LOOP_THEOREMS])
