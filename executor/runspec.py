@@ -38,6 +38,9 @@ class RunSpec:
         if self.device not in DEVICES:
             raise InvalidField(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
         self.model_config().check_divisible(self.tp)
+        if self.device == "cuda" and torch.cuda.device_count() < self.tp:
+            raise InvalidField(f"device cuda with tp={self.tp} needs {self.tp} CUDA device(s); "
+                               f"this machine has {torch.cuda.device_count()}")
 
     def model_config(self) -> ModelConfig:
         if self.checkpoint is not None:

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-pytest.importorskip("torch")
-
 from stallfree.main import main
 from stallfree.spec import Arrival, Config, Workload
+
+torch = pytest.importorskip("torch")
 
 SMALL = Workload(Config(16, 4, 256), (Arrival(0, 6, 5, 0), Arrival(1, 30, 3, 1), Arrival(2, 4, 2, 2)))
 
@@ -49,6 +49,8 @@ def test_budget_wrong_scheduler_refused_with_rule_id(workload, capsys) -> None: 
     (["--scheduler", "no_such_module:Factory"], "no_such_module"),
     (["--temperature", "-1"], "temperature"),
     (["--workload", "/no/such/file.json"], "file.json"),
+    pytest.param(["--device", "cuda", "--tp", "1"], "CUDA device",
+                 marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")),
 ])
 def test_bad_arguments_exit_2_naming_the_field(argv: list[str], named: str, capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["run", *argv]) == 2

@@ -97,6 +97,8 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace) -> int:
     print("\n".join(step_table(result, cfg.token_budget)))
     print()
     print("\n".join(request_table(result)))
+    if result.refused:
+        print(f"refused by add() (rule NEVER-FIT: prompt_len + max_new > kv_tokens, or invalid): {result.refused}")
     print()
     print("\n".join(verdicts(result, job.monitor_rules)))
     equivalence = None
