@@ -42,8 +42,9 @@ def planned_per_slot(t: SymStep) -> list[z3.BoolRef]:
     return facts
 
 
-def partials_in_order(t: SymStep) -> list[z3.BoolRef]:
-    """At most one partial prompt before the step, and every ready request is decoded."""
-    return [t.before.count("partial") <= 1] + [
-        z3.Implies(r.ready, e.decode) for e, r in zip(t.plan, t.before.requests, strict=True)
-    ]
+def decodes_then_partials(t: SymStep) -> list[z3.BoolRef]:
+    """The decode phase spends exactly one token per decode, and leaves the rest to the partial
+    prompts: the budget the partial phase starts from is B less the decodes."""
+    decodes = z3.Sum([z3.If(e.decode, 1, 0) for e in t.plan])
+    left = t.left_after.get("plan_decodes")
+    return [] if left is None else [left == t.before.config.token_budget - decodes, left >= 0]

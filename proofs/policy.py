@@ -9,7 +9,7 @@ concrete states and compares it with what the reference actually plans and emits
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import z3
 
@@ -51,6 +51,7 @@ class SymStep:
     after: SymState
     free_after_admission: z3.ArithRef
     defs: z3.BoolRef  # the definitions of the named intermediate terms (`Draft.let`)
+    left_after: dict[str, z3.ArithRef] = field(default_factory=dict)  # budget left after each phase, by name
 
     @property
     def num_tokens(self) -> z3.ArithRef:
@@ -173,8 +174,10 @@ class Policy:
         """Schedule, then complete, from `s`; `d` (default: a fresh draft) carries the budget, slots
         and KV left into the phases, so that a lemma can start them mid-loop."""
         d = Draft(s) if d is None else d
+        left_after: dict[str, z3.ArithRef] = {}
         for phase in self.phases():
             phase(s, d)
+            left_after[phase.__name__] = d.left
         plan = tuple(SymEntry(*parts) for parts in zip(d.decode, d.chunk, d.admit, d.first_chunk, strict=True))
         requests, emits = [], []
         free_kv = d.free_kv
@@ -189,4 +192,4 @@ class Policy:
                 r.arrived, z3.Or(r.admitted, entry.admit), r.prompt_len, r.max_new, num_prefilled, num_emitted
             ))
         after = SymState(self.after_config(s.config), tuple(requests), free_kv)
-        return SymStep(s, plan, tuple(emits), after, d.free_kv, z3.And(d.defs))
+        return SymStep(s, plan, tuple(emits), after, d.free_kv, z3.And(d.defs), left_after)

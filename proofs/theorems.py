@@ -57,7 +57,7 @@ THEOREMS: tuple[Theorem, ...] = (
     Theorem("TOKENS", claims.tokens, ("TYPES",), "DoubleFirstToken"),
     Theorem("FCFS", claims.fcfs, ("FCFS",), "SkipAhead"),
     Theorem("DECODE-FIRST", claims.decode_first, (), "PrefillFirst"),
-    Theorem("PARTIAL-NEXT", claims.partial_next, (), "AdmitBeforePartial"),
+    Theorem("PARTIAL-NEXT", claims.partial_next, (), "AdmitBeforePartial", (lemmas.decodes_then_partials,)),
     Theorem("WORK-CONSERVING", claims.work_conserving, (), "OneAdmissionPerStep"),
     Theorem("NEVER-FIT", _state_only, ("NEVER-FIT",), "AcceptNeverFit"),
     Theorem("READY-WITHIN-BUDGET", _state_only, ("READY-WITHIN-BUDGET",), "ChangingBudget",
@@ -88,7 +88,7 @@ def obligation(theorem: Theorem, policy: Policy, num_requests: int) -> tuple[z3.
     start = SymState.fresh("s0", num_requests, config)
     if theorem.name == "INIT":
         initial = policy.initial(start)
-        step = SymStep(start, (), (), start, start.free_kv, z3.BoolVal(True))
+        step = SymStep(start, (), (), start, start.free_kv, z3.BoolVal(True), {})
         return z3.And(config.valid(), initial), z3.And([PARTS[p](start) for p in theorem.parts]), step
     arrived, adds = policy.arrive(start, "s1")
     step = policy.step(arrived)
