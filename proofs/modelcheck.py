@@ -129,42 +129,49 @@ def check(
     """Explore every state reachable under `bounds` from a fresh `factory(...)`; see the module doc."""
     start = time.perf_counter()
     explorer = _Explorer(bounds, factory, hidden)
+    counterexample, complete, depth = _search(explorer, start, max_states, on_progress)
+    longest = drain = None
+    if counterexample is None and complete:
+        counterexample, longest, drain = _liveness(explorer)
+    return CheckResult(
+        bounds, explorer.graph.num_states, explorer.transitions, depth, time.perf_counter() - start, complete,
+        longest, drain, counterexample,
+    )
+
+
+def _search(
+    explorer: _Explorer, start: float, max_states: int | None, on_progress: Progress | None
+) -> tuple[Counterexample | None, bool, int]:
+    """Breadth first, level by level. Returns (counterexample, explored everything, depth reached)."""
     node, key = explorer.root()
     frontier: list[Node] = [(0, node, key)]
-    depth = 0
+    depth = 0  # the level of the deepest state found
     reported = 0
-    counterexample = None
-    complete = True
-    while frontier and counterexample is None:
-        depth += 1
+    while frontier:
         next_frontier: list[Node] = []
         for state, node, key in frontier:
             counterexample = explorer.expand(state, node, key, next_frontier)
             if counterexample is not None:
-                break
+                return counterexample, True, depth + 1
             num_states = explorer.graph.num_states
             if on_progress is not None and num_states - reported >= PROGRESS_EVERY:
                 reported = num_states
-                on_progress(num_states, explorer.transitions, depth, time.perf_counter() - start)
+                on_progress(num_states, explorer.transitions, depth + 1, time.perf_counter() - start)
             if max_states is not None and num_states > max_states:
-                complete = False
-                break
-        if not complete:
-            break
+                return None, False, depth + 1
+        if next_frontier:
+            depth += 1
         frontier = next_frontier
-    longest = drain = None
-    if counterexample is None and complete:
-        liveness = analyse(explorer.graph)
-        if liveness.livelock is not None:
-            counterexample = explorer.livelock(liveness.livelock)
-        elif liveness.over_rank is not None:
-            state, steps, work = liveness.over_rank
-            counterexample = explorer.fail(
-                state, STEP, "PROGRESS", f"needs {steps} steps to finish {work} units of work: a step did no work"
-            )
-        else:
-            longest, drain = liveness.longest_steps, liveness.drain_bound
-    return CheckResult(
-        bounds, explorer.graph.num_states, explorer.transitions, depth - 1 if frontier == [] else depth,
-        time.perf_counter() - start, complete, longest, drain, counterexample,
-    )
+    return None, True, depth
+
+
+def _liveness(explorer: _Explorer) -> tuple[Counterexample | None, int | None, int | None]:
+    """(counterexample, longest behaviour, steps to drain) from the finished graph."""
+    liveness = analyse(explorer.graph)
+    if liveness.livelock is not None:
+        return explorer.livelock(liveness.livelock), None, None
+    if liveness.over_rank is not None:
+        state, steps, work = liveness.over_rank
+        message = f"needs {steps} steps to finish {work} units of work: a step did no work"
+        return explorer.fail(state, STEP, "PROGRESS", message), None, None
+    return None, liveness.longest_steps, liveness.drain_bound
