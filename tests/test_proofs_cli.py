@@ -38,3 +38,10 @@ def test_prove_fails_on_a_negative_control_with_a_counterexample(capsys: pytest.
 def test_prove_rejects_bad_arguments(argv: list[str], field: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["prove", *argv]) == 2
     assert field in capsys.readouterr().err
+
+
+@pytest.mark.deep
+def test_prove_default_run_holds(capsys: pytest.CaptureFixture[str]) -> None:
+    """The default run, as a user types it: every claim at its published bound."""
+    assert main(["prove"]) == 0
+    assert "BROKEN" not in capsys.readouterr().out
