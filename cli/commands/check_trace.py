@@ -98,22 +98,25 @@ def summarise(name: str, checked: tuple[str, ...], verdicts: list[Any]) -> dict[
         else:
             rules[rule] = {"verdict": "pass", "steps": last.steps}
     cfg = first.config
+    seconds = sum(v.seconds for v in verdicts)
+    steps = sum(v.steps for v in verdicts)
     return {
         "trace": name, "ok": not broken,
         "config": {"token_budget": cfg.token_budget, "max_seqs": cfg.max_seqs, "kv_tokens": cfg.kv_tokens},
         "steps": max(v.steps for v in verdicts), "lines": max(v.lines for v in verdicts), "ended": last.ended,
-        "seconds": round(sum(v.seconds for v in verdicts), 3), "rules": rules,
+        "seconds": round(seconds, 3), "steps_per_second": round(steps / seconds) if seconds else None,
+        "rules": rules,
     }
 
 
 def render(report: dict[str, Any]) -> str:
     cfg = report["config"]
-    rate = report["steps"] / report["seconds"] if report["seconds"] else 0.0
+    rate = f" ({report['steps_per_second']:,} steps/s)" if report["steps_per_second"] else ""
     end = "with its end line" if report["ended"] else "no end line: PROGRESS at the end not judged"
     lines = [
         f"trace {report['trace']}: budget {cfg['token_budget']}, max_seqs {cfg['max_seqs']}, "
         f"kv_tokens {cfg['kv_tokens']}; {report['steps']} steps, {end}; "
-        f"{report['seconds']:.2f} s ({rate:,.0f} steps/s)",
+        f"{report['seconds']:.2f} s{rate}",
         "",
     ]
     for rule, v in report["rules"].items():
