@@ -43,10 +43,11 @@ def fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return my - b * mx, b
 
 
-def measure(model: str, tp: int, dtype: str, token_counts: list[int], reps: int) -> dict[int, dict[str, float]]:
+def measure(model: str, tp: int, dtype: str, token_counts: list[int], reps: int,
+            threads: int) -> dict[int, dict[str, float]]:
     print(f"  {model} tp={tp}: launching ...", file=sys.stderr, flush=True)
     spec = RunSpec(tuple(prefill_job(t, reps) for t in token_counts), model=model, dtype=dtype, tp=tp)
-    outcome = launch(spec, timeout_s=3000)
+    outcome = launch(spec, timeout_s=3000, threads=threads)
     return {t: medians(r) for t, r in zip(token_counts, outcome.results, strict=True)}
 
 
@@ -69,11 +70,14 @@ def main() -> int:
     p.add_argument("--tokens", default="1,64,256,1024,2048")
     p.add_argument("--dtype", default="fp8", choices=("fp8", "bf16", "fp32"))
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads of a TP=1 run (in this process; each TP>1 rank always has 1)")
     args = p.parse_args()
+    # One thread by default (see launch.run_local); --threads 2 measures an idle machine's best.
     token_counts = [int(t) for t in args.tokens.split(",")]
     sizes = [int(t) for t in args.tp.split(",")]
     for model in args.models.split(","):
-        table = {tp: measure(model, tp, args.dtype, token_counts, args.reps) for tp in sizes}
+        table = {tp: measure(model, tp, args.dtype, token_counts, args.reps, args.threads) for tp in sizes}
         for tp in sizes:
             report(model, tp, table[tp])
         base = sizes[0]

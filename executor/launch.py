@@ -46,21 +46,29 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run_local(spec: RunSpec, model: Transformer | None = None) -> Outcome:
-    """World size 1, in this process (on `model` if given: it must be `spec.build(Group())`)."""
+def run_local(spec: RunSpec, model: Transformer | None = None, threads: int | None = 1) -> Outcome:
+    """World size 1, in this process (on `model` if given: it must be `spec.build(Group())`).
+
+    `threads`: torch threads for this process (None leaves the setting alone). One by default, as
+    for every rank: on a shared machine OpenMP threads spin while they wait for a core, and two
+    threads ran 2-10x slower than one on the 2-core machine this was written on."""
+    import torch
+
     from .worker import lead
 
+    if threads is not None:
+        torch.set_num_threads(threads)
     start = time.perf_counter()
     model = spec.build(Group()) if model is None else model
     results = [lead(spec, Group(), model, job) for job in spec.jobs]
     return Outcome(results, time.perf_counter() - start)
 
 
-def launch(spec: RunSpec, timeout_s: float | None = None) -> Outcome:
+def launch(spec: RunSpec, timeout_s: float | None = None, threads: int | None = 1) -> Outcome:
     """Run `spec` on `spec.tp` rank processes. Raises RankFailure (all ranks stopped) if one fails,
     TimeoutError (all ranks stopped) if the run outlasts `timeout_s`."""
     if spec.tp == 1:
-        return run_local(spec)
+        return run_local(spec, threads=threads)
     import torch.multiprocessing as mp
 
     from .worker import rank_main
