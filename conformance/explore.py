@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 
@@ -60,13 +61,9 @@ class Found(Exception):
     shrinks each rule's failures apart from the others."""
 
 
-_FOUND: dict[str, type[Found]] = {}
-
-
+@cache  # one class per rule, the same on every call
 def found(rule: str) -> type[Found]:
-    if rule not in _FOUND:
-        _FOUND[rule] = type(f"Found_{rule.replace('-', '_')}", (Found,), {})
-    return _FOUND[rule]
+    return type(f"Found_{rule.replace('-', '_')}", (Found,), {})
 
 
 def size(w: Workload) -> tuple[int, ...]:
