@@ -109,14 +109,14 @@ def observe(shadow: Shadow, plan: object) -> StepFacts:
             continue
         track = tracks.get(rid)
         if track is None:
+            if rid in shadow.finished:
+                raise _protocol(
+                    step, f"plan names rid {rid}, which finished at step {shadow.finished[rid]} after "
+                    "emitting all its max_new tokens", rule="TOKENS",
+                )
             if rid in shadow.rejected:
                 raise _protocol(step, f"rid {rid} was refused by add() yet is planned", rule="NEVER-FIT")
             raise _protocol(step, f"plan names rid {rid}, which was never added")
-        if track.finished_at is not None:
-            raise _protocol(
-                step, f"plan names rid {rid}, which finished at step {track.finished_at} after "
-                f"emitting all max_new={track.request.max_new} tokens", rule="TOKENS",
-            )
         chunk = Chunk(track, n, 0)
         facts.admitted.append(chunk)
         facts.prefills.append(chunk)
@@ -145,6 +145,11 @@ def observe_emitted(shadow: Shadow, facts: StepFacts, emitted: object, free_kv: 
         emitted_set.add(rid)
         track = tracks.get(rid)
         if track is None:
+            if rid in shadow.finished:
+                raise _protocol(
+                    facts.step, f"complete() says rid {rid} emitted a token after it finished at step "
+                    f"{shadow.finished[rid]}", rule="TOKENS",
+                )
             raise _protocol(facts.step, f"complete() says rid {rid} emitted a token, but it was never added")
         if rid in planned and track.num_emitted + 1 == track.request.max_new:
             facts.finished.append(track)
@@ -180,7 +185,8 @@ def apply(shadow: Shadow, facts: StepFacts) -> None:
         if live is not None:  # a token from a request not running is reported by TOKENS; not followed
             live.num_emitted += 1
     for track in facts.finished:
-        track.finished_at = step
+        shadow.finished[track.rid] = step
+        del shadow.tracks[track.rid]
         del running[track.rid]
         shadow.free_kv += track.request.reservation
         if track.is_ready:

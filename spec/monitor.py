@@ -23,7 +23,7 @@ def refusal(shadow: Shadow, rid: object, prompt_len: object, max_new: object) ->
         request = admissible(Request(rid, prompt_len, max_new), shadow.config)  # type: ignore[arg-type]
     except (InvalidField, TypeError) as error:
         return str(error)
-    if request.rid in shadow.tracks:
+    if shadow.is_taken(request.rid):
         return f"rid {request.rid} is already taken by an earlier request"
     return None
 

@@ -21,7 +21,6 @@ class Track:
     num_emitted: int = 0
     is_ready: bool = False  # prompt done (kept, not derived: the monitor reads it every step)
     admitted_at: int | None = None  # step of admission; None while waiting
-    finished_at: int | None = None  # step it emitted its max_new-th token
 
     @property
     def rid(self) -> int:
@@ -41,7 +40,8 @@ class Shadow:
     waiting: deque[Track] = field(default_factory=deque)  # accepted, not admitted; arrival order
     running: dict[int, Track] = field(default_factory=dict)  # admitted, unfinished; admission order
     prefilling: dict[int, Track] = field(default_factory=dict)  # running with prompt not done; same order
-    tracks: dict[int, Track] = field(default_factory=dict)  # every accepted request, by rid
+    tracks: dict[int, Track] = field(default_factory=dict)  # accepted, unfinished requests, by rid
+    finished: dict[int, int] = field(default_factory=dict)  # rid -> the step it finished (records dropped)
     rejected: set[int] = field(default_factory=set)  # rids whose add() was (rightly) refused
     free_kv: int = 0  # K minus the reservations of running requests
     num_ready: int = 0  # running requests whose prompt is done (kept so a step needs no scan)
@@ -60,6 +60,10 @@ class Shadow:
     def partial(self) -> list[Track]:
         """Running requests still in prefill, oldest admitted first."""
         return list(self.prefilling.values())
+
+    def is_taken(self, rid: int) -> bool:
+        """True if an accepted request, finished or not, holds `rid`."""
+        return rid in self.tracks or rid in self.finished
 
     def accept(self, request: Request) -> None:
         """Action: a request arrives and is queued."""

@@ -148,11 +148,14 @@ def play(
             next_arrival = next(arrivals, None)
         if next_arrival is None and monitor.is_idle:
             break
-        if step >= bound and checks_progress:
-            raise RuleViolation(
-                "PROGRESS", step, f"{len(monitor.shadow.waiting) + len(monitor.shadow.running)} "
-                f"request(s) still pending after {step} steps; all work fits in {bound}",
-            )
+        if step >= bound:  # all work fits in `bound` steps: past it, the scheduler stalls
+            if checks_progress:
+                raise RuleViolation(
+                    "PROGRESS", step, f"{len(monitor.shadow.waiting) + len(monitor.shadow.running)} "
+                    f"request(s) still pending after {step} steps; all work fits in {bound}",
+                )
+            stats.extra["stopped_at_bound"] = bound  # PROGRESS not checked: stop, never loop forever
+            break
         facts = monitor.step()
         stats.tokens += facts.num_tokens
         stats.finished += len(facts.finished)

@@ -9,7 +9,7 @@ import pytest
 
 from stallfree.faults import FAULTS, Stepwise
 from stallfree.reference import Scheduler
-from stallfree.spec import RULE_IDS, Config, Monitor, RuleViolation, Workload, play
+from stallfree.spec import RULE_IDS, Arrival, Config, Monitor, RuleViolation, Workload, play, work_bound
 from stallfree.spec.generate import random_workload
 
 WORKLOADS = [random_workload(random.Random(seed)) for seed in range(150)]
@@ -126,3 +126,25 @@ def test_KV_all_free_at_the_end() -> None:
     while not m.is_idle:
         m.step()
     assert m.shadow.free_kv == s.free_kv == 100
+
+
+class NeverPlans(Stepwise):
+    """Accepts requests and never plans them: a scheduler that stalls for good."""
+
+    def schedule(self) -> list[tuple[int, int]]:
+        return []
+
+
+def test_PROGRESS_stall_is_caught_and_play_stops_when_PROGRESS_is_off() -> None:
+    workload = Workload(Config(4, 2, 50), (Arrival(0, 3, 2, 0),))
+    with pytest.raises(RuleViolation, match=r"^PROGRESS at step 0: empty plan"):
+        play(workload, NeverPlans)
+    stats = play(workload, NeverPlans, ["BUDGET"])  # PROGRESS not checked: stops at the work bound
+    assert stats.extra["stopped_at_bound"] == work_bound(workload) == 6 and stats.finished == 0
+
+
+@pytest.mark.parametrize("rule", RULE_IDS)
+def test_faults_run_to_the_end_with_no_rule_checked(rule: str) -> None:
+    # The shadow follows a scheduler even through broken rules it does not check: no crash, no hang.
+    for workload in WORKLOADS[:40]:
+        play(workload, FAULTS[rule], [])
