@@ -75,6 +75,11 @@ def pending_work(shadow: Shadow) -> int:
     return sum(t.num_remaining_prompt + t.request.max_new - t.num_emitted for t in tracks)
 
 
+def taken_rids(shadow: Shadow) -> list[int]:
+    """Rids of every accepted request, unfinished or finished: none may be reused."""
+    return sorted(set(shadow.tracks) | set(shadow.finished))
+
+
 def visible_state(scheduler: Any) -> tuple[object, ...]:
     """What a scheduler shows of its state, where it shows it: free KV, step count, queue lengths.
 
@@ -162,11 +167,11 @@ class SchedulerMachine(RuleBasedStateMachine):
         fields[field] = value
         self.offer(fields["rid"], fields["prompt_len"], fields["max_new"], expect=False)
 
-    @precondition(lambda self: self.monitor is not None and bool(self.monitor.shadow.tracks))
+    @precondition(lambda self: self.monitor is not None and bool(taken_rids(self.monitor.shadow)))
     @rule(data=st.data())
     def add_taken_rid(self, data: st.DataObject) -> None:
         """A request reusing an accepted rid (running, waiting or finished): add() must refuse it."""
-        rid = data.draw(st.sampled_from(sorted(self.m.shadow.tracks)), label="taken rid")
+        rid = data.draw(st.sampled_from(taken_rids(self.m.shadow)), label="taken rid")
         self.offer(rid, 1, 1, expect=False)
 
     # -- actions: steps ------------------------------------------------------------------------

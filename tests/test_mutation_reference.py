@@ -1,0 +1,61 @@
+"""Tests written to kill mutants of reference/ that the contract's other tests let survive
+(docs/mutation.md lists each one): the progress view, phase by phase, and the derived properties
+that make two branches of `schedule()` unreachable, shown on random workloads."""
+
+from __future__ import annotations
+
+import random
+
+from stallfree.reference import Phase, Progress, Scheduler
+from stallfree.spec import Monitor, StepFacts, play
+from stallfree.spec.generate import random_workload
+
+NUM_WORKLOADS = 60
+
+
+def step(s: Scheduler) -> tuple[int, ...]:
+    return s.complete(s.schedule())
+
+
+def test_progress_reports_every_phase_with_exact_counts() -> None:
+    s = Scheduler(token_budget=4, max_seqs=2, kv_tokens=100)
+    s.add(7, 6, 3)
+    assert s.progress(7) == Progress(7, Phase.WAITING, 6, 3, 0, 0)
+    step(s)  # chunk 0-4
+    assert s.progress(7) == Progress(7, Phase.PARTIAL, 6, 3, 4, 0)
+    step(s)  # chunk 4-6 completes the prompt: first token
+    assert s.progress(7) == Progress(7, Phase.READY, 6, 3, 6, 1)
+    step(s)
+    assert s.progress(7) == Progress(7, Phase.READY, 6, 3, 6, 2)
+    step(s)
+    assert s.progress(7) == Progress(7, Phase.FINISHED, 6, 3, 6, 3)
+    step(s)  # counts stay put after the request has finished
+    assert s.progress(7) == Progress(7, Phase.FINISHED, 6, 3, 6, 3)
+
+
+def test_progress_counts_nothing_emitted_while_waiting_behind_a_running_request() -> None:
+    s = Scheduler(token_budget=2, max_seqs=1, kv_tokens=100)
+    s.add(0, 1, 5)
+    s.add(1, 3, 2)
+    for _ in range(3):
+        step(s)
+        assert s.progress(1) == Progress(1, Phase.WAITING, 3, 2, 0, 0)
+
+
+def test_ONE_PARTIAL_and_ready_plus_partial_within_budget() -> None:
+    """At most one request is partial, and the ready ones plus a partial one never exceed B: so the
+    partial loop of schedule() never meets an exhausted budget (its `break` is unreachable) and
+    the READY-WITHIN-BUDGET assertion never fires (docs/mutation.md, equivalent mutants)."""
+    seen_partial_beside_ready = 0
+
+    def check(monitor: Monitor, facts: StepFacts) -> None:
+        nonlocal seen_partial_beside_ready
+        shadow = monitor.shadow
+        num_partial = len(shadow.running) - shadow.num_ready
+        assert num_partial <= 1, f"ONE-PARTIAL: {num_partial} partial requests after step {facts.step}"
+        assert shadow.num_ready + num_partial <= shadow.config.token_budget
+        seen_partial_beside_ready += num_partial and shadow.num_ready > 0
+
+    for i in range(NUM_WORKLOADS):
+        play(random_workload(random.Random(f"partial:{i}")), Scheduler, on_step=check)
+    assert seen_partial_beside_ready > 0, "the workloads never had a partial request beside ready ones"
