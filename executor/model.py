@@ -41,7 +41,7 @@ def rotate(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tens
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg: ModelConfig, group: Group, wdtype: torch.dtype, adtype: torch.dtype) -> None:
+    def __init__(self, cfg: ModelConfig, group: Group, wdtype: torch.dtype) -> None:
         super().__init__()
         D, world = cfg.head_dim, group.world_size
         self.num_heads, self.num_kv_heads, self.head_dim = cfg.num_heads // world, cfg.num_kv_heads // world, D
@@ -85,7 +85,7 @@ class Layer(nn.Module):
     def __init__(self, cfg: ModelConfig, group: Group, wdtype: torch.dtype, adtype: torch.dtype) -> None:
         super().__init__()
         self.input_layernorm = RMSNorm(cfg.hidden, cfg.rms_eps, adtype)
-        self.self_attn = Attention(cfg, group, wdtype, adtype)
+        self.self_attn = Attention(cfg, group, wdtype)
         self.post_attention_layernorm = RMSNorm(cfg.hidden, cfg.rms_eps, adtype)
         self.mlp = MLP(cfg, group, wdtype)
 
