@@ -20,6 +20,7 @@ import torch
 
 from .group import Group
 from .job import JobResult
+from .model import Transformer
 from .runspec import RunSpec
 
 # Largest |logit difference| allowed between the batched run and the reference, by weight dtype.
@@ -67,14 +68,14 @@ class Equivalence:
         return text
 
 
-def reference_model(spec: RunSpec) -> torch.nn.Module:
+def reference_model(spec: RunSpec) -> Transformer:
     """The same weights on one rank (world size 1), on the CPU."""
     from dataclasses import replace
 
     return replace(spec, tp=1, device="cpu").build(Group())
 
 
-def compare(spec: RunSpec, result: JobResult, model: torch.nn.Module | None = None,
+def compare(spec: RunSpec, result: JobResult, model: Transformer | None = None,
             logit_tol: float | None = None) -> Equivalence:
     """Judge every request of `result` (run with keep_logits) against the one-rank dense reference."""
     model = reference_model(spec) if model is None else model

@@ -7,6 +7,8 @@ checkpoint's tensors load by name. Shapes are per rank: Hq and Hkv are this rank
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -129,5 +131,5 @@ class Transformer(nn.Module):
         """Logits [T, vocab] of one sequence run whole from position 0, without a cache."""
         x = self.embed_tokens(token_ids)
         for layer in self.layers:
-            x = layer.dense(x)
+            x = cast(Layer, layer).dense(x)
         return self.lm_head(self.norm(x)).float()
