@@ -57,4 +57,5 @@ class Bounds:
                 values.append(int(part))
             except ValueError:
                 raise InvalidField(f"bound {name} must be an int, got {part!r}") from None
-        return cls(*values)
+        b, s, k, r, p, m = values
+        return cls(b, s, k, r, p, m)

@@ -119,7 +119,8 @@ def _object_copier(cls: type) -> Callable[[Any, Memo], Any]:
     scope = {"new_object": object.__new__, "cls": cls, "SHARED": _SHARED, "clone": _clone,
              "generic": _generic_object_copier(cls, names)}
     exec("\n".join(lines), scope)  # the code is built from the class's own slot names only
-    return scope["copy_object"]  # type: ignore[no-any-return]
+    copier: Callable[[Any, Memo], Any] = scope["copy_object"]  # type: ignore[assignment]
+    return copier
 
 
 def _generic_object_copier(cls: type, names: tuple[str, ...]) -> Callable[[Any, Memo], Any]:
@@ -127,7 +128,7 @@ def _generic_object_copier(cls: type, names: tuple[str, ...]) -> Callable[[Any, 
     setattr_ = object.__setattr__
 
     def copy_object(obj: Any, memo: Memo) -> Any:
-        new = new_object(cls)
+        new: Any = new_object(cls)
         memo[id(obj)] = new
         for name in names:
             try:

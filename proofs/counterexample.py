@@ -30,7 +30,7 @@ class Counterexample:
 def workload_of(config: Config, path: Sequence[Action]) -> tuple[Workload, int]:
     """The workload that takes a fresh scheduler along `path`: add i gets rid i, before the step it
     precedes. Returns it with the number of steps on the path."""
-    arrivals = []
+    arrivals: list[Arrival] = []
     num_steps = 0
     for action in path:
         if action is None:
