@@ -10,6 +10,7 @@ Prints steps/s for each and the monitor's share of the time.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import statistics
 import time
@@ -28,10 +29,8 @@ def bare(workload: Workload) -> int:
     while True:
         while i < len(arrivals) and arrivals[i].arrival_step <= steps:
             a = arrivals[i]
-            try:
+            with contextlib.suppress(ValueError, TypeError):  # never-fit requests are refused
                 s.add(a.rid, a.prompt_len, a.max_new)
-            except ValueError:
-                pass
             i += 1
         if i == len(arrivals) and s.is_idle:
             return steps
