@@ -47,6 +47,15 @@ def test_z3_counterexample_is_a_workload_that_breaks_the_twin_fault(theorem) -> 
     assert replay(workload, Scheduler) is None
 
 
+def test_READY_WITHIN_BUDGET_needs_a_fixed_budget_and_no_workload_can_change_it() -> None:
+    """With a budget that may change between steps the property fails; a workload's budget is fixed,
+    so the bounded search finds no workload for that counterexample."""
+    policy = MUTANTS["ChangingBudget"]()
+    theorem = next(t for t in THEOREMS if t.name == "READY-WITHIN-BUDGET")
+    assert prove(theorem, policy, num_requests=CI_N).result == "counterexample"
+    assert reach(theorem, policy) is None
+
+
 @pytest.mark.parametrize("theorem", LOOP_THEOREMS, ids=[t.name for t in LOOP_THEOREMS])
 def test_loop_theorem_holds_for_any_N_and_fails_on_its_wrong_policy(theorem) -> None:  # type: ignore[no-untyped-def]
     assert prove_loop(theorem).result == "holds"
