@@ -37,7 +37,10 @@ class Monitor:
         self.shadow = Shadow(config)
         self.rules: tuple[Rule, ...] = select(rules)
         self._plan_checks = [(r.id, r.plan_check) for r in self.rules if r.plan_check]
-        self._done_checks = [(r.id, r.done_check) for r in self.rules if r.done_check]
+        # Once a step is done, the token rules are judged before KV's return check: a wrong token
+        # count makes a reservation come back on the wrong step, and the token rule is the cause.
+        done = [(r.id, r.done_check) for r in self.rules if r.done_check]
+        self._done_checks = sorted(done, key=lambda check: check[0] == "KV")
         self._checks_add = any(r.id == "NEVER-FIT" for r in self.rules)
         self.num_steps = 0  # steps checked
         self.num_busy_steps = 0  # of which with a non-empty plan
