@@ -27,13 +27,6 @@ class Sequence:
     def num_remaining_prompt(self) -> int:
         return self.request.prompt_len - self.num_prefilled
 
-    @property
-    def last_step(self) -> int | None:
-        """The step that emits its max_new-th token, known once the prompt is done."""
-        if self.first_token_step is None:
-            return None
-        return self.first_token_step + self.request.max_new - 1
-
     def num_emitted(self, num_steps: int) -> int:
         """Tokens emitted after `num_steps` completed steps: the first on the step its prompt
         completed, then one every step, since every ready request is decoded every step

@@ -4,4 +4,5 @@
 set -euo pipefail
 . "$(dirname "$0")/venv.sh"
 export HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}"
+export STALLFREE_REQUIRE_EXTRAS=1  # every extra was just installed: a missing one is a failure, not a skip
 python -m pytest -q "$@"

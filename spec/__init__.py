@@ -1,6 +1,8 @@
 """The stallfree contract as executable code: types, rules (by ID), the monitor, workloads.
 
 Standard library only. Start with `RULES` (every rule, its statement, its predicates) and `Monitor`.
+One module is the exception and is not imported here: `stallfree.spec.machine`, the Hypothesis state
+machine, needs hypothesis (the `dev` or `conform` extra).
 """
 
 from .errors import FieldTypeError, InvalidField, ProtocolError, RuleViolation

@@ -42,7 +42,7 @@ def test_monitor_catches_fault(rule: str) -> None:
 
 
 @pytest.mark.parametrize("rule", RULE_IDS)
-def test_fault_passes_when_its_rule_is_not_checked_only_if_other_rules_hold(rule: str) -> None:
+def test_monitor_catches_fault_with_only_its_rule_checked(rule: str) -> None:
     # With only the fault's own rule checked, the fault is still caught: each check stands alone.
     found = first_violation(FAULTS[rule], [rule])
     assert found is not None and found[0].rule == rule

@@ -21,29 +21,37 @@ def busy_scheduler() -> Scheduler:
     return s
 
 
+# (rid, prompt_len, max_new), the field the error must name, the value it must show
 BAD_REQUESTS = [
-    (2, 0, 3), (2, -1, 3), (2, 5, 0), (2, 5, -4), (2, 5.0, 3), (2, 5, math.nan), (2, True, 3),
-    (2, 5, False), (2, "5", 3), (2, None, 3), (2, 5, None), (2, 10**30, 3), (2, 5, 10**30),
-    (None, 5, 3), ("2", 5, 3), (True, 5, 3), (-2, 5, 3), (10**30, 5, 3),
-    (1, 5, 2),  # duplicate rid (1 is waiting)
-    (0, 5, 2),  # duplicate rid (0 is running)
-    (2, 30, 11),  # never fits: 41 > kv_tokens=40
+    ((2, 0, 3), "prompt_len", "0"), ((2, -1, 3), "prompt_len", "-1"), ((2, 5, 0), "max_new", "0"),
+    ((2, 5, -4), "max_new", "-4"), ((2, 5.0, 3), "prompt_len", "5.0"), ((2, 5, math.nan), "max_new", "nan"),
+    ((2, True, 3), "prompt_len", "True"), ((2, 5, False), "max_new", "False"), ((2, "5", 3), "prompt_len", "'5'"),
+    ((2, None, 3), "prompt_len", "None"), ((2, 5, None), "max_new", "None"),
+    ((2, 10**30, 3), "prompt_len", str(10**30)), ((2, 5, 10**30), "max_new", str(10**30)),
+    ((None, 5, 3), "rid", "None"), (("2", 5, 3), "rid", "'2'"), ((True, 5, 3), "rid", "True"),
+    ((-2, 5, 3), "rid", "-2"), ((10**30, 5, 3), "rid", str(10**30)),
+    ((1, 5, 2), "rid", "1"),  # duplicate rid (1 is waiting)
+    ((0, 5, 2), "rid", "0"),  # duplicate rid (0 is running)
+    ((2, 30, 11), "kv_tokens", "41"),  # never fits: 30 + 11 = 41 > kv_tokens=40
 ]
 
 
-@pytest.mark.parametrize("request_", BAD_REQUESTS, ids=repr)
-def test_NEVER_FIT_bad_request_raises_and_changes_nothing(request_: tuple[object, object, object]) -> None:
+@pytest.mark.parametrize(("request_", "field", "value"), BAD_REQUESTS, ids=repr)
+def test_NEVER_FIT_bad_request_raises_naming_field_and_value_and_changes_nothing(
+    request_: tuple[object, object, object], field: str, value: str
+) -> None:
     s = busy_scheduler()
     before = snapshot(s)
     with pytest.raises((ValueError, TypeError)) as error:
         s.add(*request_)  # type: ignore[arg-type]
-    assert str(error.value), "the error must say what was wrong"
+    assert field in str(error.value) and value in str(error.value), str(error.value)
     assert snapshot(s) == before
     # and the scheduler goes on exactly as one that never saw the bad request
     twin = busy_scheduler()
     for _ in range(12):
-        assert list(s.schedule()) == list(twin.schedule())
-        assert s.complete(s._planned) == twin.complete(twin._planned)  # type: ignore[arg-type]
+        plan, twin_plan = s.schedule(), twin.schedule()
+        assert list(plan) == list(twin_plan)
+        assert s.complete(plan) == twin.complete(twin_plan)
 
 
 def test_NEVER_FIT_a_request_of_exactly_K_is_accepted() -> None:
