@@ -6,6 +6,8 @@ from collections.abc import Iterable
 
 from stallfree.spec import RULES, RuleViolation, StepFacts
 
+NEVER_FIT = "NEVER-FIT"  # judged on add() as well as on steps
+
 
 def describe(facts: StepFacts) -> str:
     """The plan in order, each entry named: `r3 decode`, `r1 chunk 7-14`, `r2 chunk 0-5 (admitted)`."""
@@ -32,8 +34,10 @@ def row(facts: StepFacts, budget: int, free_kv: int) -> str:
     )
 
 
-def verdicts(checked: Iterable[str], steps: int, violation: RuleViolation | None) -> list[str]:
-    """One line per rule: holds, BROKEN (with the facts), or not checked."""
+def verdicts(checked: Iterable[str], steps: int, violation: RuleViolation | None, adds: int = 0) -> list[str]:
+    """One line per rule: holds, BROKEN (with the facts), not checked, or not exercised when no step
+    ran (every request refused): a rule judged on no step has shown nothing. NEVER-FIT judges add()
+    calls too, so it holds over the `adds` calls judged even then."""
     checked = set(checked)
     lines = []
     for rule in RULES:
@@ -43,8 +47,12 @@ def verdicts(checked: Iterable[str], steps: int, violation: RuleViolation | None
             lines.append(f"{rule.id:<16} not checked")
         elif violation is not None:
             lines.append(f"{rule.id:<16} held until step {violation.step}")
-        else:
+        elif steps > 0:
             lines.append(f"{rule.id:<16} holds ({steps} steps)")
+        elif rule.id == NEVER_FIT and adds > 0:
+            lines.append(f"{rule.id:<16} holds ({adds} add() call(s) judged; no step ran)")
+        else:
+            lines.append(f"{rule.id:<16} not exercised (no step ran)")
     if violation is not None and violation.rule not in {r.id for r in RULES}:
         lines.append(f"{violation.rule:<16} BROKEN at step {violation.step}: {violation.message}")
     return lines

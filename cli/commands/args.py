@@ -1,14 +1,19 @@
-"""Argument types shared by subcommands: they fail with the field and the value."""
+"""Argument types and checks shared by subcommands: they fail with the field and the value."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import math
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from stallfree.spec import RULE_IDS, Arrival
+from stallfree.spec import RULE_IDS, Arrival, Workload
+
+TARGET_FORM = "expected MODULE:FACTORY, e.g. stallfree.reference:Scheduler"
 
 
 def positive_int(text: str) -> int:
@@ -18,6 +23,28 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive int, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive int, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0: seconds, scales."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
+    return value
+
+
+def seed(text: str) -> int:
+    """A seed: an int >= 0 (generators take any, but one spelling per run keeps runs reproducible)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {value}")
     return value
 
 
@@ -45,9 +72,25 @@ def rule_list(text: str) -> list[str]:
 
 def load_factory(target: str) -> Callable[..., Any]:
     """Import MODULE:FACTORY the way Python imports (the current directory first)."""
+    try:
+        return _resolve(target)
+    except ValueError as error:
+        raise ValueError(f"scheduler {target!r}: {error}") from None
+
+
+def load_scheduler(target: str, flag: str = "--scheduler") -> Callable[..., Any]:
+    """`load_factory` for a command line: any failure, the module's own import errors included,
+    is a ValueError naming the flag and the value."""
+    try:
+        return _resolve(target)
+    except Exception as error:  # a module that cannot be imported, whatever it raises, is a bad argument
+        raise ValueError(f"{flag} {target!r}: {_reason(error)}") from None
+
+
+def _resolve(target: str) -> Callable[..., Any]:
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
-        raise ValueError(f"scheduler {target!r}: expected MODULE:FACTORY, e.g. stallfree.reference:Scheduler")
+        raise ValueError(TARGET_FORM)
     if "" not in sys.path:
         sys.path.insert(0, "")
     module = importlib.import_module(module_name)
@@ -55,5 +98,71 @@ def load_factory(target: str) -> Callable[..., Any]:
     for part in attr.split("."):
         obj = getattr(obj, part)
     if not callable(obj):
-        raise ValueError(f"scheduler {target!r}: {attr} is not callable")
+        raise ValueError(f"{attr} is not callable")
     return obj  # type: ignore[no-any-return]
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, ValueError | ImportError | AttributeError):
+        return str(error)
+    return f"importing it raised {type(error).__name__}: {error}"
+
+
+def read_workload(path: Path, flag: str = "--workload") -> Workload:
+    """A JSON workload file; unreadable or malformed, a ValueError naming the flag and the path."""
+    try:
+        return Workload.loads(path.read_text())
+    except OSError as error:
+        raise _named(flag, path, error.strerror or str(error)) from None
+    except (ValueError, TypeError, KeyError, AttributeError) as error:  # malformed JSON or fields
+        raise _named(flag, path, str(error)) from None
+
+
+# Output paths are checked before a run, so a long run never ends in a write that cannot happen.
+# os.access is what the process may do; a process that may do anything (root) is still stopped by
+# the write itself, which each command catches too.
+
+
+def check_output_file(flag: str, path: Path) -> None:
+    """FILE can be written: an existing writable file, or a new one in an existing writable folder
+    (the folder is not created)."""
+    if path.is_dir():
+        raise _named(flag, path, "is a directory")
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            raise _named(flag, path, "is not writable")
+        return
+    _check_folder(flag, path, path.parent)
+
+
+def check_output_dir(flag: str, path: Path) -> None:
+    """DIR can be written into: it exists and is writable, or it can be made in its existing parent
+    (DIR itself is created; missing parents are not)."""
+    if path.exists():
+        if not path.is_dir():
+            raise _named(flag, path, "is not a directory")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise _named(flag, path, "is not writable")
+        return
+    _check_folder(flag, path, path.parent)
+
+
+def _check_folder(flag: str, path: Path, folder: Path) -> None:
+    if not folder.exists():
+        raise _named(flag, path, f"directory {folder} does not exist")
+    if not folder.is_dir():
+        raise _named(flag, path, f"{folder} is not a directory")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise _named(flag, path, f"directory {folder} is not writable")
+
+
+def write_output(flag: str, path: Path, text: str) -> None:
+    """Write an output FILE; an OSError becomes a ValueError naming the flag and the path."""
+    try:
+        path.write_text(text)
+    except OSError as error:
+        raise _named(flag, path, error.strerror or str(error)) from None
+
+
+def _named(flag: str, path: Path, problem: str) -> ValueError:
+    return ValueError(f"{flag} {str(path)!r}: {problem}")

@@ -12,7 +12,7 @@ import time
 from stallfree.spec.campaign import Campaign, Progress, Tally
 from stallfree.spec.campaign import run as run_campaign
 
-from .args import load_factory, positive_int, rule_list
+from .args import load_factory, positive_int, rule_list, seed
 
 NAME = "campaign"
 HELP = "randomized simulations under the monitor: counts, rules checked per step, steps per second"
@@ -24,7 +24,7 @@ DEFAULT_SIMS = 500  # enough for the seed's published scale: >= 400 simulations 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sims", type=positive_int, default=DEFAULT_SIMS,
                    help=f"simulations to run (default {DEFAULT_SIMS})")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=seed, default=0,
                    help="campaign seed; simulation i plays workload (seed, i) (default 0)")
     p.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1,
                    help="worker processes (default: every core)")

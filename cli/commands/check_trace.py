@@ -11,7 +11,7 @@ from typing import IO, Any
 
 from stallfree.spec import RULE_IDS, RuleViolation
 
-from .args import rule_list
+from .args import check_output_file, rule_list, write_output
 
 NAME = "check-trace"
 HELP = "check a JSON Lines trace of any engine against the rules (streaming; '-' reads stdin)"
@@ -40,6 +40,11 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--profile: {error}")
     if args.all and args.file == "-":
         return fail("--all reads the trace more than once: give a file, not '-'")
+    if args.json is not None:
+        try:
+            check_output_file("--json", args.json)
+        except ValueError as error:
+            return fail(str(error))
 
     def progress(line: str) -> None:
         if not args.quiet:
@@ -66,9 +71,9 @@ def run(args: argparse.Namespace) -> int:
     print(render(report))
     if args.json is not None:
         try:
-            args.json.write_text(json.dumps(report, indent=2) + "\n")
-        except OSError as error:
-            return fail(f"--json {str(args.json)!r}: {error.strerror or error}")
+            write_output("--json", args.json, json.dumps(report, indent=2) + "\n")
+        except ValueError as error:  # checked before the run, yet the write failed
+            return fail(str(error))
     return 0 if report["ok"] else 1
 
 

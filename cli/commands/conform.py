@@ -8,32 +8,12 @@ import json
 import sys
 from pathlib import Path
 
-from .args import positive_int, rule_list
+from .args import check_output_file, positive_float, positive_int, rule_list, seed, write_output
 
 NAME = "conform"
 HELP = "check a scheduler (MODULE:FACTORY) against the rules; shrink what breaks to a minimal workload"
 
 GRID = "grid"
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
-
-
-def seed_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {value}")
-    return value
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -46,7 +26,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="explore the grid of configs with its edges (the default); the fields given above are held")
     p.add_argument("--examples", type=positive_int, default=None, metavar="N",
                    help="generated workloads per config (default 25)")
-    p.add_argument("--seed", type=seed_int, default=0, help="seed of the workload generator (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the workload generator (default 0)")
     claim = p.add_mutually_exclusive_group()
     claim.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
     claim.add_argument("--profile", default=None, help="check a profile: safety or full (the default)")
@@ -65,6 +45,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.profile is not None and args.profile not in PROFILES:
         return fail(f"--profile {args.profile!r} is unknown; the profiles are {', '.join(PROFILES)}")
+    if args.json is not None:
+        try:
+            check_output_file("--json", args.json)
+        except ValueError as error:
+            return fail(str(error))
 
     def progress(line: str) -> None:
         if not args.quiet:
@@ -81,9 +66,9 @@ def run(args: argparse.Namespace) -> int:
     print(render(report))
     if args.json is not None:
         try:
-            args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n")
-        except OSError as error:
-            return fail(f"--json {str(args.json)!r}: {error.strerror or error}")
+            write_output("--json", args.json, json.dumps(report.to_json(), indent=2) + "\n")
+        except ValueError as error:  # checked before the run, yet the write failed
+            return fail(str(error))
     return 0 if report.ok else 1
 
 

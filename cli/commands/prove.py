@@ -22,12 +22,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--requests", type=int, default=None, metavar="N",
                    help="symbolic requests in each Z3 step theorem (default 12)")
     p.add_argument("--crosshair-seconds", type=float, default=None, metavar="S",
-                   help="CPU seconds CrossHair spends on each contract (default 4)")
+                   help="CPU seconds CrossHair spends on each contract (default 4; 15 with --fault)")
     p.add_argument("--methods", default=",".join(METHODS), metavar="M,M",
                    help=f"which checks to run, of {','.join(METHODS)} (default all)")
     p.add_argument("--fault", default=None, metavar="RULE",
                    help="run the negative controls of RULE instead: its faulty scheduler, its wrong Z3 policy, "
-                        "the planted CrossHair bug; every check must then fail")
+                        "its planted CrossHair bug; every check must then fail")
     p.add_argument("--scheduler", default=None, metavar="MODULE:FACTORY", help="model-check this scheduler instead")
     p.add_argument("--max-states", type=int, default=None, metavar="N", help="stop the model check past N states")
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="also write the rows as JSON")
@@ -38,7 +38,7 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from stallfree.proofs.bounds import Bounds
     from stallfree.proofs.suite import Options
 
-    from .args import load_factory
+    from .args import check_output_file, load_scheduler
 
     options = Options()
     methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
@@ -48,15 +48,22 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     options.methods = methods
     if args.fault is not None:
         rule = args.fault.upper()
-        options.factory = controls.fault(rule)
+        try:
+            options.factory = controls.fault(rule)
+            options.policy = controls.mutant(rule)
+        except ValueError as error:
+            raise ValueError(f"--fault {args.fault!r}: {error}") from None
         options.hidden = controls.hidden_for(rule)
         options.bound = controls.control_bound(rule)
-        options.policy = controls.mutant(rule)
-        options.crosshair_target = crosshair_run.PLANTED
+        options.fault_rule = rule
+        options.crosshair_seconds = crosshair_run.PLANTED_S
     if args.bound is not None:
-        options.bound = Bounds.parse(args.bound)
+        try:
+            options.bound = Bounds.parse(args.bound)
+        except (ValueError, TypeError) as error:  # the field named by Bounds, the flag and value here
+            raise ValueError(f"--bound {args.bound!r}: {str(error).removeprefix(f'bound {args.bound!r}: ')}") from None
     if args.scheduler is not None:
-        options.factory = load_factory(args.scheduler)
+        options.factory = load_scheduler(args.scheduler)
     if args.requests is not None:
         if args.requests < 1:
             raise ValueError(f"--requests must be >= 1, got {args.requests}")
@@ -69,6 +76,8 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         if args.max_states < 1:
             raise ValueError(f"--max-states must be >= 1, got {args.max_states}")
         options.max_states = args.max_states
+    if args.json is not None:
+        check_output_file("--json", args.json)
     return options
 
 
@@ -97,6 +106,12 @@ def run(args: argparse.Namespace) -> int:
     for row in failed:
         print(f"\n{row.claim} ({row.method}): {row.result}\n{row.detail}")
     if args.json is not None:
-        args.json.write_text(json.dumps([row.to_json() for row in rows], indent=2, default=str))
+        from .args import write_output
+
+        try:
+            write_output("--json", args.json, json.dumps([row.to_json() for row in rows], indent=2, default=str))
+        except ValueError as error:  # checked before the run, yet the write failed
+            print(f"stallfree prove: {error}", file=sys.stderr)
+            return 2
     print(f"\n{len(rows) - len(failed)} of {len(rows)} claims hold" + ("" if not failed else f"; {len(failed)} do not"))
     return 1 if failed else 0

@@ -13,7 +13,16 @@ from typing import TYPE_CHECKING
 
 from stallfree.spec import Config, FieldTypeError, InvalidField, Workload
 
-from .args import load_factory, positive_int, rule_list
+from .args import (
+    check_output_file,
+    load_scheduler,
+    positive_float,
+    positive_int,
+    read_workload,
+    rule_list,
+    seed,
+    write_output,
+)
 
 if TYPE_CHECKING:  # torch stays out of `stallfree --help`
     from stallfree.executor.job import Job
@@ -28,7 +37,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers", type=positive_int, default=None, help="use only this many layers (for timing)")
     p.add_argument("--checkpoint", type=Path, default=None, metavar="DIR",
                    help="a Llama checkpoint folder (config.json, *.safetensors) instead of random weights")
-    p.add_argument("--tp", type=positive_int, default=4, help="tensor-parallel ranks: 1, 2 or 4 (default 4)")
+    p.add_argument("--tp", type=positive_int, default=4, help="tensor-parallel ranks: 1, 2, 4 or 8 (default 4)")
     p.add_argument("--dtype", default="fp8", choices=("fp8", "bf16", "fp32"), help="matmul weights (default fp8)")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="default cpu (gloo); cuda uses nccl")
     p.add_argument("--workload", type=Path, default=None, metavar="FILE", help="a JSON workload (see `trace`)")
@@ -39,17 +48,17 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="any scheduler speaking the plain protocol (default: the reference)")
     p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID",
                    help="rules the monitor checks before each plan runs (default all)")
-    p.add_argument("--seed", type=int, default=0, help="weights and prompts (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="weights and prompts (default 0)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 for greedy (default), else seeded sampling")
     p.add_argument("--no-equivalence", action="store_true", help="skip the unbatched one-rank comparison")
-    p.add_argument("--timeout", type=float, default=600.0, help="stop every rank after this many seconds")
+    p.add_argument("--timeout", type=positive_float, default=600.0, help="stop every rank after this many seconds")
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the run as JSON")
 
 
 def workload_from(args: argparse.Namespace) -> Workload:
     from stallfree.executor.workloads import long_prompt_amid_decodes
 
-    workload = Workload.loads(args.workload.read_text()) if args.workload else long_prompt_amid_decodes()
+    workload = read_workload(args.workload) if args.workload else long_prompt_amid_decodes()
     c = workload.config
     config = Config(args.budget or c.token_budget, args.max_seqs or c.max_seqs, args.kv or c.kv_tokens)
     return replace(workload, config=config)
@@ -64,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         workload = workload_from(args)
-        load_factory(args.scheduler)
+        load_scheduler(args.scheduler)
+        if args.json is not None:
+            check_output_file("--json", args.json)
         if args.temperature < 0:
             raise InvalidField(f"temperature must be >= 0, got {args.temperature}")
         job = Job(workload, args.scheduler, tuple(args.rules) if args.rules else None,
@@ -107,6 +118,10 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace) -> int:
         equivalence = compare(spec, result)
         print(equivalence.summary())
     if args.json is not None:
-        args.json.write_text(json.dumps(as_json(result, equivalence), indent=1))
+        try:
+            write_output("--json", args.json, json.dumps(as_json(result, equivalence), indent=1))
+        except ValueError as error:  # checked before the run, yet the write failed
+            print(f"stallfree run: {error}", file=sys.stderr)
+            return 2
     failed = not result.ok or (equivalence is not None and not equivalence.ok)
     return 1 if failed else 0

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from stallfree.costs import MODES
 
-from .args import positive_int
+from .args import check_output_dir, check_output_file, load_scheduler, positive_float, positive_int, write_output
 from .budget import add_deployment_arguments, deployment_from
 
 NAME = "simulate"
@@ -19,16 +19,6 @@ HELP = "replay a trace (conv, code or a CSV) through a scheduler on a cost model
 DEFAULT_BUDGET = 2048
 DEFAULT_MAX_SEQS = 256
 NEWLINE = {False: "\n", True: ""}  # ends the progress line, when there is one, before an error
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
-    return value
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -56,7 +46,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from stallfree.costs import Roofline
-    from stallfree.sim.policies import factory
+    from stallfree.sim.policies import POLICIES
     from stallfree.sim.simulator import Stalled, simulate
     from stallfree.sim.summary import report, summarise
     from stallfree.sim.trace import TraceError, load
@@ -71,7 +61,12 @@ def run(args: argparse.Namespace) -> int:
         if args.limit is not None:
             trace = trace.head(args.limit)
         trace = trace.scaled(args.rate_scale)
-        make = factory(args.scheduler)
+        make = load_scheduler(POLICIES.get(args.scheduler, args.scheduler))
+        if args.json is not None:
+            check_output_file("--json", args.json)
+        if args.plot is not None:
+            check_output_dir("--plot", args.plot)
+            needs_matplotlib()
     except (TraceError, InvalidField, OSError, ValueError, ImportError, AttributeError) as error:
         print(f"stallfree simulate: {error}", file=sys.stderr)
         return 2
@@ -88,11 +83,28 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     if args.check:
         print("rules: all held on every step (monitor)")
-    if args.json is not None:
-        args.json.write_text(json.dumps(summary.to_json(), indent=1))
+    try:
+        if args.json is not None:
+            write_output("--json", args.json, json.dumps(summary.to_json(), indent=1))
+    except ValueError as error:  # checked before the run, yet the write failed
+        print(f"stallfree simulate: {error}", file=sys.stderr)
+        return 2
     if args.plot is not None:
         from stallfree.sim.plots import plot_run
 
-        for path in plot_run(result, args.plot):
+        try:
+            paths = plot_run(result, args.plot)
+        except OSError as error:  # checked before the run, yet a write failed
+            print(f"stallfree simulate: --plot {str(args.plot)!r}: {error.strerror or error}", file=sys.stderr)
+            return 2
+        for path in paths:
             print(f"plot: {path}")
     return 0
+
+
+def needs_matplotlib() -> None:
+    """--plot draws with matplotlib: a missing extra is a bad argument, found before the run."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ImportError("--plot needs matplotlib: pip install 'stallfree[plot]'") from None

@@ -16,14 +16,17 @@ from stallfree.spec import (
     FieldTypeError,
     InvalidField,
     Monitor,
+    Request,
     RuleViolation,
+    Shadow,
     StepFacts,
     Workload,
     play,
+    refusal,
 )
 
 from ..steptable import HEADER, row, verdicts
-from .args import load_factory, positive_int, request_spec, rule_list
+from .args import check_output_file, load_scheduler, positive_int, read_workload, request_spec, rule_list
 
 NAME = "trace"
 HELP = "run requests through a scheduler under the monitor; print the step table and rule verdicts"
@@ -57,7 +60,7 @@ def workload_from(args: argparse.Namespace) -> Workload:
     if args.example:
         return EXAMPLES[args.example]
     if args.workload:
-        return Workload.loads(args.workload.read_text())
+        return read_workload(args.workload)
     if not args.request:
         raise InvalidField("give --example hand, --workload FILE or at least one --request")
     return Workload(Config(args.budget, args.max_seqs, args.kv), tuple(args.request))
@@ -66,8 +69,10 @@ def workload_from(args: argparse.Namespace) -> Workload:
 def run(args: argparse.Namespace) -> int:
     try:
         workload = workload_from(args)
-        factory = load_factory(args.scheduler)
-    except (InvalidField, FieldTypeError, OSError, ValueError, ImportError, AttributeError) as error:
+        factory = load_scheduler(args.scheduler)
+        if args.jsonl:
+            check_output_file("--jsonl", args.jsonl)
+    except (InvalidField, FieldTypeError, ValueError) as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
         return 2
     try:
@@ -90,12 +95,17 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
     print(f"budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, kv_tokens {cfg.kv_tokens}; "
           f"scheduler {args.scheduler}")
     print(HEADER)
+    # The requests as the contract knows them, so a refusal is explained by what the spec says.
+    offered = Shadow(cfg)
 
     def on_add(a: Arrival, accepted: bool) -> None:
         if writer is not None:
             writer.offered(a.rid, a.prompt_len, a.max_new, accepted)
-        if not accepted:
-            print(f"{'':>5}  refused: add({a.rid}, {a.prompt_len}, {a.max_new})")
+        if accepted:
+            offered.accept(Request(a.rid, a.prompt_len, a.max_new))
+            return
+        why = refusal(offered, a.rid, a.prompt_len, a.max_new) or "the contract would accept it (NEVER-FIT not checked)"
+        print(f"{'':>5}  refused: add({a.rid}, {a.prompt_len}, {a.max_new}): {why}")
 
     def on_step(monitor: Monitor, facts: StepFacts) -> None:
         print(row(facts, cfg.token_budget, monitor.shadow.free_kv))
@@ -103,15 +113,15 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
             writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished])
 
     violation = None
-    steps = 0
+    steps = adds = 0
     try:
         stats = play(workload, factory, args.rules, on_step=on_step, on_add=on_add)
-        steps = stats.steps
+        steps, adds = stats.steps, stats.accepted + stats.refused
         if writer is not None:  # a run stopped by a broken rule has no end line: it did not end
             writer.end()
     except RuleViolation as error:
         violation = error
     print()
-    for line in verdicts(args.rules or RULE_IDS, steps, violation):
+    for line in verdicts(args.rules or RULE_IDS, steps, violation, adds):
         print(line)
     return 1 if violation else 0
