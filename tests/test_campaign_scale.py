@@ -50,11 +50,11 @@ def test_campaign_reports_first_violation_with_a_replayable_workload(
 
 
 def test_campaign_counts_do_not_depend_on_jobs() -> None:
-    one = run(Campaign(60, 7, Scheduler, jobs=1))
-    two = run(Campaign(60, 7, Scheduler, jobs=2))
+    one = run(Campaign(24, 7, Scheduler, jobs=1))
+    two = run(Campaign(24, 7, Scheduler, jobs=2))
     assert (one.sims, one.requests, one.steps, one.tokens, one.checks) == (
         two.sims, two.requests, two.steps, two.tokens, two.checks)
-    assert one.violation is None and one.sims == 60
+    assert one.violation is None and one.sims == 24
 
 
 def test_campaign_bad_scheduler_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -63,3 +63,11 @@ def test_campaign_bad_scheduler_is_exit_2(capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit) as bad:
         main(["campaign", "--sims", "0"])
     assert bad.value.code == 2
+
+
+@pytest.mark.deep
+def test_campaign_at_100x_the_seed_scale_keeps_every_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["campaign", "--sims", str(100 * SEED_SIMS), "--seed", "1", "--jobs", "2", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert figure(out, "simulations") == 100 * SEED_SIMS
+    assert figure(out, "steps") >= 90 * SEED_STEPS  # about 910 steps a simulation at these ranges
