@@ -154,6 +154,13 @@ def test_scheduler_module_that_crashes_on_import_is_a_bad_argument(
     refused([*QUICK_TRACE, "--scheduler", target], capsys, f"--scheduler '{target}'", "RuntimeError: boom")
 
 
+@pytest.mark.parametrize("argv", [QUICK_TRACE, ["simulate", "--trace", "code", "--limit", "5", "--quiet"]])
+def test_scheduler_that_is_not_a_factory_is_a_bad_argument(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """It imports, but calling it with the config fails: the argument is wrong, no rule was broken."""
+    refused([*argv, "--scheduler", "builtins:object"], capsys, "--scheduler 'builtins:object'",
+            "TypeError: object() takes no arguments")
+
+
 @pytest.mark.parametrize(("bound", "field"), [
     ("0,2,8,4,3,2", "token_budget must be >= 1, got 0"),
     ("1,2", "expected 6 ints"),

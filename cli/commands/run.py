@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json is not None:
             check_output_file("--json", args.json)
         if args.temperature < 0:
-            raise InvalidField(f"temperature must be >= 0, got {args.temperature}")
+            raise InvalidField(f"--temperature must be >= 0, got {args.temperature}")
         job = Job(workload, args.scheduler, tuple(args.rules) if args.rules else None,
                   keep_logits=not args.no_equivalence, temperature=args.temperature, label="run")
         spec = RunSpec((job,), args.model, args.layers, args.dtype, args.tp, args.device, args.seed,

@@ -10,7 +10,16 @@ from pathlib import Path
 
 from stallfree.costs import MODES
 
-from .args import check_output_dir, check_output_file, load_scheduler, positive_float, positive_int, write_output
+from .args import (
+    FactoryError,
+    check_output_dir,
+    check_output_file,
+    guarded,
+    load_scheduler,
+    positive_float,
+    positive_int,
+    write_output,
+)
 from .budget import add_deployment_arguments, deployment_from
 
 NAME = "simulate"
@@ -61,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         if args.limit is not None:
             trace = trace.head(args.limit)
         trace = trace.scaled(args.rate_scale)
-        make = load_scheduler(POLICIES.get(args.scheduler, args.scheduler))
+        make = guarded(load_scheduler(POLICIES.get(args.scheduler, args.scheduler)), args.scheduler)
         if args.json is not None:
             check_output_file("--json", args.json)
         if args.plot is not None:
@@ -75,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
     except RuleViolation as violation:
         print(f"{NEWLINE[args.quiet]}stallfree simulate: {args.scheduler} broke {violation}", file=sys.stderr)
         return 1
+    except FactoryError as error:
+        print(f"stallfree simulate: {error}", file=sys.stderr)
+        return 2
     except (Stalled, KeyError) as error:
         print(f"{NEWLINE[args.quiet]}stallfree simulate: {args.scheduler} failed: {error}", file=sys.stderr)
         return 1

@@ -26,7 +26,16 @@ from stallfree.spec import (
 )
 
 from ..steptable import HEADER, row, verdicts
-from .args import check_output_file, load_scheduler, positive_int, read_workload, request_spec, rule_list
+from .args import (
+    FactoryError,
+    check_output_file,
+    guarded,
+    load_scheduler,
+    positive_int,
+    read_workload,
+    request_spec,
+    rule_list,
+)
 
 NAME = "trace"
 HELP = "run requests through a scheduler under the monitor; print the step table and rule verdicts"
@@ -69,7 +78,7 @@ def workload_from(args: argparse.Namespace) -> Workload:
 def run(args: argparse.Namespace) -> int:
     try:
         workload = workload_from(args)
-        factory = load_scheduler(args.scheduler)
+        factory = guarded(load_scheduler(args.scheduler), args.scheduler)
         if args.jsonl:
             check_output_file("--jsonl", args.jsonl)
     except (InvalidField, FieldTypeError, ValueError) as error:
@@ -121,6 +130,9 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
             writer.end()
     except RuleViolation as error:
         violation = error
+    except FactoryError as error:
+        print(f"stallfree trace: {error}", file=sys.stderr)
+        return 2
     print()
     for line in verdicts(args.rules or RULE_IDS, steps, violation, adds):
         print(line)
