@@ -1,19 +1,29 @@
 """CrossHair contracts on the reference's add / schedule / complete, checked by `crosshair check
---analysis_kind=asserts` (see `crosshair_run`). Each function's leading asserts are its
-preconditions; every assert after them is a postcondition, named by the rule it checks. CrossHair
-runs the real reference on symbolic ints and searches for inputs that break a postcondition.
+--analysis_kind=asserts` (see `crosshair_run`). Each contract's leading asserts are its
+preconditions; every assert after them, in the `keeps_*` body it calls, is a postcondition named by
+the rule it checks. CrossHair runs the real reference on symbolic ints and searches for inputs that
+break a postcondition.
 
-CrossHair cannot confirm a contract: it stops at its time limit having found no counterexample.
-`planted` holds a copy with a bug planted where random tests rarely look; CrossHair finds it,
-which shows these checks can fail.
+The bodies take the scheduler class as an argument so that `planted` can run the very same
+postconditions on copies with a bug planted, one per rule: CrossHair cannot confirm a contract (it
+stops at its time limit having found nothing), so each check is shown failing there.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from stallfree.reference import Scheduler
 from stallfree.spec import InvalidField
 
 LIMIT = 64  # sizes stay small: CrossHair's search is over paths, and small ints keep them few
+MAX_BUDGET = 16
+MAX_SLOTS = 3
+MAX_NEW = 8
+STEPS = 2  # steps of schedule_keeps_the_limits
+ADD_BUDGET, ADD_SLOTS = 4, 2  # any: add() does not depend on them
+
+Factory = Callable[[int, int, int], Scheduler]
 
 
 def add_accepts_exactly_what_fits(kv_tokens: int, prompt_len: int, max_new: int) -> None:
@@ -21,7 +31,31 @@ def add_accepts_exactly_what_fits(kv_tokens: int, prompt_len: int, max_new: int)
     changes nothing."""
     assert 1 <= kv_tokens <= LIMIT
     assert 1 <= prompt_len <= LIMIT and 1 <= max_new <= LIMIT
-    scheduler = Scheduler(4, 2, kv_tokens)
+    keeps_never_fit(Scheduler, kv_tokens, prompt_len, max_new)
+
+
+def schedule_keeps_the_limits(token_budget: int, max_seqs: int, kv_tokens: int, p0: int, m0: int,
+                              p1: int, m1: int, p2: int, m2: int) -> None:
+    """BUDGET, ONE-ENTRY, SLOTS, KV, FCFS on two steps of three requests of any sizes: the plan fits
+    the budget, names each request once with n >= 1, running requests fit the slots, free KV is the
+    capacity less the running reservations, and admission follows arrival order."""
+    assert 1 <= token_budget <= MAX_BUDGET and 1 <= max_seqs <= MAX_SLOTS and 1 <= kv_tokens <= LIMIT
+    assert 1 <= p0 <= LIMIT and 1 <= p1 <= LIMIT and 1 <= p2 <= LIMIT
+    assert 1 <= m0 <= MAX_NEW and 1 <= m1 <= MAX_NEW and 1 <= m2 <= MAX_NEW
+    assert p0 + m0 <= kv_tokens and p1 + m1 <= kv_tokens and p2 + m2 <= kv_tokens
+    keeps_the_limits(Scheduler, (token_budget, max_seqs, kv_tokens), ((p0, m0), (p1, m1), (p2, m2)))
+
+
+def complete_emits_on_time(token_budget: int, prompt_len: int, max_new: int) -> None:
+    """PREFILL-ONCE, FIRST-TOKEN, TOKENS, KV, PROGRESS for one request of any size: it emits its first
+    token on the step its prompt completes, one token a step after that, max_new in all, and returns
+    all KV when it finishes, within prompt_len + max_new steps."""
+    assert 1 <= token_budget <= MAX_BUDGET and 1 <= prompt_len <= LIMIT and 1 <= max_new <= MAX_NEW
+    keeps_time(Scheduler, token_budget, prompt_len, max_new)
+
+
+def keeps_never_fit(factory: Factory, kv_tokens: int, prompt_len: int, max_new: int) -> None:
+    scheduler = factory(ADD_BUDGET, ADD_SLOTS, kv_tokens)
     try:
         scheduler.add(0, prompt_len, max_new)
     except InvalidField:
@@ -32,19 +66,12 @@ def add_accepts_exactly_what_fits(kv_tokens: int, prompt_len: int, max_new: int)
     assert [r.rid for r in scheduler.waiting] == [0]
 
 
-def schedule_keeps_the_limits(token_budget: int, max_seqs: int, kv_tokens: int, p0: int, m0: int,
-                              p1: int, m1: int, p2: int, m2: int) -> None:
-    """BUDGET, ONE-ENTRY, SLOTS, KV, FCFS on two steps of three requests of any sizes: the plan fits
-    the budget, names each request once with n >= 1, running requests fit the slots, free KV is the
-    capacity less the running reservations, and admission follows arrival order."""
-    assert 1 <= token_budget <= 16 and 1 <= max_seqs <= 3 and 1 <= kv_tokens <= LIMIT
-    assert 1 <= p0 <= LIMIT and 1 <= p1 <= LIMIT and 1 <= p2 <= LIMIT
-    assert 1 <= m0 <= 8 and 1 <= m1 <= 8 and 1 <= m2 <= 8
-    assert p0 + m0 <= kv_tokens and p1 + m1 <= kv_tokens and p2 + m2 <= kv_tokens
-    scheduler = Scheduler(token_budget, max_seqs, kv_tokens)
-    for rid, (p, m) in enumerate(((p0, m0), (p1, m1), (p2, m2))):
+def keeps_the_limits(factory: Factory, config: tuple[int, int, int], sizes: tuple[tuple[int, int], ...]) -> None:
+    token_budget, max_seqs, kv_tokens = config
+    scheduler = factory(token_budget, max_seqs, kv_tokens)
+    for rid, (p, m) in enumerate(sizes):
         scheduler.add(rid, p, m)
-    for _ in range(2):
+    for _ in range(STEPS):
         plan = scheduler.schedule()
         rids = [rid for rid, _ in plan]
         assert sum(n for _, n in plan) <= token_budget, "BUDGET"
@@ -53,17 +80,15 @@ def schedule_keeps_the_limits(token_budget: int, max_seqs: int, kv_tokens: int, 
         reserved = sum(r.prompt_len + r.max_new for r in scheduler.running)
         assert scheduler.free_kv == kv_tokens - reserved and scheduler.free_kv >= 0, "KV"
         admitted = [r.rid for r in scheduler.running]
-        assert admitted == sorted(admitted), "FCFS"
+        waiting = [r.rid for r in scheduler.waiting]
+        # rids are arrival order: every admitted request came before every one still waiting
+        assert admitted == sorted(admitted) and max(admitted, default=-1) < min(waiting, default=len(sizes)), "FCFS"
         scheduler.complete(plan)
 
 
-def complete_emits_on_time(token_budget: int, prompt_len: int, max_new: int) -> None:
-    """FIRST-TOKEN, TOKENS, KV, PROGRESS for one request of any size: it emits its first token on the
-    step its prompt completes, one token a step after that, max_new in all, and returns all KV when
-    it finishes, within prompt_len + max_new steps."""
-    assert 1 <= token_budget <= 16 and 1 <= prompt_len <= LIMIT and 1 <= max_new <= 8
+def keeps_time(factory: Factory, token_budget: int, prompt_len: int, max_new: int) -> None:
     kv_tokens = prompt_len + max_new
-    scheduler = Scheduler(token_budget, 1, kv_tokens)
+    scheduler = factory(token_budget, 1, kv_tokens)
     scheduler.add(0, prompt_len, max_new)
     prefilled = emitted = steps = 0
     while not scheduler.is_idle:

@@ -1,4 +1,5 @@
-"""Running `crosshair check` on the contracts (or the planted copy) under a time limit per condition.
+"""Running `crosshair check` on the contracts (or their planted copies) under a time limit per
+condition.
 
 CrossHair runs in a subprocess: its symbolic execution patches the interpreter, and a separate
 process keeps that out of the caller. Exit 0 means no counterexample was found within the limit,
@@ -6,15 +7,21 @@ never that a contract was proved."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 
+from .planted_contracts import TARGETS
+
 CONTRACTS = "stallfree.proofs.contracts"
-PLANTED = "stallfree.proofs.planted"
+PLANTED = "stallfree.proofs.planted_contracts"  # every planted copy, one function per rule
 PER_CONDITION_S = 4.0  # CPU seconds CrossHair spends on each contract
-NUM_CONTRACTS = {CONTRACTS: 3, PLANTED: 1}
+PLANTED_S = 15.0  # on a planted copy: each is found in 1 to 7 s on the loaded 2-core machine
+NUM_CONTRACTS = {CONTRACTS: 3, PLANTED: len(TARGETS)}  # a single function's target counts one
+WALL_SLACK_S = 60  # start-up, plus CPU time stretched by a loaded machine
+CALL = re.compile(r"when calling (?P<name>\w+)\((?P<args>[-\d, ]*)\)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,12 +35,24 @@ class CrossHairResult:
     def holds(self) -> bool:
         return self.error is None and not self.found
 
+    def calls(self, function: str) -> list[tuple[int, ...]]:
+        """The arguments of each counterexample CrossHair found to `function`."""
+        return [call for name, call in map(call_of, self.found) if name == function]
+
+
+def call_of(line: str) -> tuple[str | None, tuple[int, ...]]:
+    """The function and int arguments a counterexample line names ('... when calling f(1, 2)')."""
+    match = CALL.search(line)
+    if match is None:
+        return None, ()
+    return match["name"], tuple(int(a) for a in match["args"].split(",") if a.strip())
+
 
 def check(target: str = CONTRACTS, per_condition_s: float = PER_CONDITION_S) -> CrossHairResult:
     began = time.perf_counter()
     command = [sys.executable, "-m", "crosshair", "check", "--analysis_kind=asserts",
                f"--per_condition_timeout={per_condition_s}", target]
-    wall_limit = 60 + 10 * per_condition_s * NUM_CONTRACTS.get(target, 4)  # CPU limit, plus a loaded machine
+    wall_limit = WALL_SLACK_S + 10 * per_condition_s * NUM_CONTRACTS.get(target, 1)
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=wall_limit, check=False)
     except subprocess.TimeoutExpired:

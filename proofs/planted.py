@@ -1,22 +1,91 @@
-"""A deliberately broken copy of the reference for the CrossHair check to find: the negative
-control of `contracts`. The planted bug hides where random tests rarely look: for a request with
-exactly PLANTED_PROMPT prompt tokens and PLANTED_MAX_NEW tokens to emit, admission reserves only the
-prompt, forgetting max_new (rule KV), so the reservation it later returns is larger than the one it
-took. CrossHair must solve for those two sizes to see it."""
+"""Deliberately broken copies of the reference for the CrossHair contracts to find: their negative
+controls, one per rule a contract states. Each bug hides where random tests rarely look, behind one
+exact request size (PLANTED_PROMPT prompt tokens, or PLANTED_MAX_NEW to emit, or a total one over
+K), so CrossHair must solve for that size to see it. `planted_contracts` runs the contracts on them."""
 
 from __future__ import annotations
 
 from stallfree.reference import Scheduler
+from stallfree.reference.sequence import Sequence
+from stallfree.spec import Entry, Plan, Request
 
 PLANTED_PROMPT = 37
 PLANTED_MAX_NEW = 5
 
 
-class PlantedKV(Scheduler):
-    """The reference, except that one request size reserves too little KV at admission."""
+class _Planted(Scheduler):
+    breaks = ""  # the rule the planted bug breaks
 
-    def schedule(self):  # type: ignore[no-untyped-def]
-        before = {r.rid for r in self.running}
+    def replan(self, entries: list[Entry]) -> Plan:
+        """Make `entries` the pending plan, so that complete() takes the altered one."""
+        assert self._planned is not None
+        self._planned = Plan(self._planned.step, tuple(entries))
+        return self._planned
+
+    def is_planted(self, rid: int) -> bool:
+        return self._sequences[rid].request.prompt_len == PLANTED_PROMPT
+
+
+class PlantedNeverFit(_Planted):
+    """add() is off by one: it accepts a request whose reservation is exactly K + 1."""
+
+    breaks = "NEVER-FIT"
+
+    def add(self, rid: int, prompt_len: int, max_new: int) -> None:
+        if prompt_len + max_new == self.config.kv_tokens + 1 and rid not in self._sequences:
+            self._sequences[rid] = sequence = Sequence(Request(rid, prompt_len, max_new))
+            self._waiting.append(sequence)
+            return
+        super().add(rid, prompt_len, max_new)
+
+
+class PlantedBudget(_Planted):
+    """The first chunk of a PLANTED_PROMPT prompt, cut by the budget, runs one token more."""
+
+    breaks = "BUDGET"
+
+    def schedule(self) -> Plan:
+        plan = super().schedule()
+        entries = [Entry(rid, n + 1) if self.is_planted(rid) and self._sequences[rid].num_prefilled == 0
+                   and n < PLANTED_PROMPT else Entry(rid, n) for rid, n in plan]
+        return self.replan(entries)
+
+
+class PlantedOneEntry(_Planted):
+    """A chunk of a PLANTED_PROMPT prompt goes out as two entries for the same request."""
+
+    breaks = "ONE-ENTRY"
+
+    def schedule(self) -> Plan:
+        entries: list[Entry] = []
+        for rid, n in super().schedule():
+            split = n >= 2 and rid in self._partial and self.is_planted(rid)
+            entries += [Entry(rid, n - 1), Entry(rid, 1)] if split else [Entry(rid, n)]
+        return self.replan(entries)
+
+
+class PlantedSlots(_Planted):
+    """While a PLANTED_PROMPT request waits, admission allows one slot more than S."""
+
+    breaks = "SLOTS"
+
+    def schedule(self) -> Plan:
+        config = self.config
+        if any(r.prompt_len == PLANTED_PROMPT for r in self.waiting):
+            self.config = type(config)(config.token_budget, config.max_seqs + 1, config.kv_tokens)
+        try:
+            return super().schedule()
+        finally:
+            self.config = config
+
+
+class PlantedKV(_Planted):
+    """Admitting a request of exactly PLANTED_PROMPT and PLANTED_MAX_NEW reserves only its prompt."""
+
+    breaks = "KV"
+
+    def schedule(self) -> Plan:
+        before = set(self._running)
         plan = super().schedule()
         for request in self.running:
             if request.rid not in before and (request.prompt_len, request.max_new) == (PLANTED_PROMPT, PLANTED_MAX_NEW):
@@ -24,12 +93,72 @@ class PlantedKV(Scheduler):
         return plan
 
 
-def planted_schedule_keeps_kv(kv_tokens: int, prompt_len: int, max_new: int) -> None:
-    """KV on the broken copy: free KV is the capacity less the running reservations."""
-    assert 1 <= kv_tokens <= 64 and 1 <= prompt_len <= 64 and 1 <= max_new <= 8
-    assert prompt_len + max_new <= kv_tokens
-    scheduler = PlantedKV(8, 2, kv_tokens)
-    scheduler.add(0, prompt_len, max_new)
-    scheduler.schedule()
-    reserved = sum(r.prompt_len + r.max_new for r in scheduler.running)
-    assert scheduler.free_kv == kv_tokens - reserved, "KV: free KV is not the capacity less the reservations"
+class PlantedFCFS(_Planted):
+    """A PLANTED_PROMPT request second in the queue jumps ahead of the head."""
+
+    breaks = "FCFS"
+
+    def schedule(self) -> Plan:
+        waiting = self._waiting
+        if len(waiting) >= 2 and self.is_planted(waiting[1].rid):
+            waiting[0], waiting[1] = waiting[1], waiting[0]
+        return super().schedule()
+
+
+class PlantedPrefillOnce(_Planted):
+    """A chunk after the first of a PLANTED_PROMPT prompt starts one position early."""
+
+    breaks = "PREFILL-ONCE"
+
+    def schedule(self) -> Plan:
+        plan = super().schedule()
+        return self.replan([Entry(rid, n + 1) if rid in self._partial and self.is_planted(rid)
+                            and self._sequences[rid].num_prefilled > 0 else Entry(rid, n) for rid, n in plan])
+
+
+class PlantedFirstToken(_Planted):
+    """The chunk that completes a PLANTED_PROMPT prompt does not report its first token; it comes one
+    step late, with the first decode."""
+
+    breaks = "FIRST-TOKEN"
+
+    def complete(self, plan: Plan) -> tuple[int, ...]:
+        partial = set(self._partial)
+        emitted = super().complete(plan)
+        return tuple(rid for rid in emitted if not (rid in partial and self.is_planted(rid)))
+
+
+class PlantedTokens(_Planted):
+    """A request with exactly PLANTED_MAX_NEW tokens to emit finishes one step late: one token too many."""
+
+    breaks = "TOKENS"
+
+    def complete(self, plan: Plan) -> tuple[int, ...]:
+        step = self._num_steps
+        emitted = super().complete(plan)
+        for rid in emitted:
+            seq = self._sequences[rid]
+            end = step + seq.request.max_new - 1
+            if seq.first_token_step == step and seq.request.max_new == PLANTED_MAX_NEW:
+                self._finishing[end].remove(seq)
+                self._finishing.setdefault(end + 1, []).append(seq)
+        return emitted
+
+
+class PlantedProgress(_Planted):
+    """A PLANTED_PROMPT request waits one idle step once its prompt is done."""
+
+    breaks = "PROGRESS"
+
+    def schedule(self) -> Plan:
+        stalls = any(self.is_planted(rid) and seq.first_token_step == self._num_steps - 1
+                     for rid, seq in self._running.items())
+        plan = super().schedule()
+        return self.replan([]) if stalls else plan
+
+
+PLANTED: dict[str, type[_Planted]] = {
+    cls.breaks: cls
+    for cls in (PlantedNeverFit, PlantedBudget, PlantedOneEntry, PlantedSlots, PlantedKV, PlantedFCFS,
+                PlantedPrefillOnce, PlantedFirstToken, PlantedTokens, PlantedProgress)
+}

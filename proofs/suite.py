@@ -12,7 +12,7 @@ from typing import Any
 
 from stallfree.reference import Scheduler
 
-from . import crosshair_run, modelcheck
+from . import crosshair_run, modelcheck, planted, planted_contracts
 from .bounds import Bounds
 from .concrete import Evaluator, compare, random_workload
 from .controls import twin_fault
@@ -58,6 +58,7 @@ class Options:
     policy: Policy = field(default_factory=Policy)
     num_requests: int = DEFAULT_N
     crosshair_target: str = crosshair_run.CONTRACTS
+    fault_rule: str | None = None  # CrossHair runs the copy with this rule's bug planted instead
     crosshair_seconds: float = crosshair_run.PER_CONDITION_S
     methods: tuple[str, ...] = METHODS
     max_states: int | None = None
@@ -132,6 +133,8 @@ def differential_rows(o: Options, say: Say) -> list[Row]:
 
 
 def crosshair_rows(o: Options, say: Say) -> list[Row]:
+    if o.fault_rule is not None:
+        return [planted_row(o.fault_rule, o.crosshair_seconds, say)]
     say(f"crosshair: {o.crosshair_target}, {o.crosshair_seconds:g} s per condition")
     result = crosshair_run.check(o.crosshair_target, o.crosshair_seconds)
     bound = f"{o.crosshair_seconds:g} s/condition"
@@ -141,6 +144,29 @@ def crosshair_rows(o: Options, say: Say) -> list[Row]:
         return [Row("CONTRACTS", "CrossHair", bound, BROKEN, result.seconds, "; ".join(result.found))]
     return [Row("CONTRACTS", "CrossHair", bound, NOT_REFUTED, result.seconds,
                 "add/schedule/complete: no counterexample within the limit (CrossHair never proves)")]
+
+
+def planted_row(rule: str, seconds: float, say: Say) -> Row:
+    """CrossHair on the copy of the reference with `rule`'s bug planted: the contract stating `rule`
+    must be broken, by a counterexample that the reference's own contract keeps."""
+    target = planted_contracts.TARGETS.get(rule)
+    if target is None:
+        return Row(rule, "CrossHair", "-", f"n/a (no contract for {rule})", 0.0,
+                   "no CrossHair contract states this rule")
+    say(f"crosshair: {target}, {seconds:g} s per condition")
+    result = crosshair_run.check(target, seconds)
+    bound = f"{seconds:g} s/condition"
+    method = f"CrossHair ({planted.PLANTED[rule].__name__})"
+    if result.error is not None:
+        return Row(rule, method, bound, UNKNOWN, result.seconds, result.error)
+    if not result.found:
+        return Row(rule, method, bound, NOT_REFUTED, result.seconds, "the planted bug was not found within the limit")
+    detail = "; ".join(result.found)
+    for args in result.calls(planted_contracts.FUNCTIONS[rule]):
+        on_reference, on_planted = planted_contracts.replay(rule, args)
+        detail += (f"\nreplayed {args}: reference {on_reference or 'keeps the contract'}; "
+                   f"planted copy {on_planted or 'keeps the contract'}")
+    return Row(rule, method, bound, BROKEN, result.seconds, detail)
 
 
 RUNNERS: dict[str, Callable[[Options, Say], list[Row]]] = {

@@ -29,6 +29,14 @@ def test_prove_fails_on_a_negative_control_with_a_counterexample(capsys: pytest.
     assert "FCFS" in out and "BROKEN" in out and '"requests": [{"rid": 0' in out  # the workload
 
 
+def test_prove_fault_runs_crosshair_on_that_rules_planted_bug(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["prove", "--fault", "slots", "--methods", "crosshair"]) == 1
+    out = capsys.readouterr().out
+    assert "SLOTS" in out and "PlantedSlots" in out and "BROKEN" in out and "PlantedKV" not in out
+    assert main(["prove", "--fault", "decode-first", "--methods", "crosshair"]) == 0  # no failure claimed
+    assert "n/a (no contract for DECODE-FIRST)" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("argv, field", [
     (["--bound", "1,2,3"], "bound"),
     (["--fault", "NOPE"], "NOPE"),
