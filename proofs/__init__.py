@@ -10,7 +10,8 @@ Z3 (needs z3-solver): `symbolic` (the state), `policy` (the step), `inductive` (
 `loops` (any N), `mutants` (wrong policies), `reach` (counterexamples as workloads), `concrete`
 (the Z3 step on concrete states: the differential check).
 
-CrossHair (needs crosshair-tool): `contracts`, `planted` (the broken copy), `crosshair_run`.
+CrossHair (needs crosshair-tool): `contracts`, `planted` (broken copies, one per rule a contract
+states), `planted_contracts` (the contracts run on them), `crosshair_run`.
 
 `controls` pairs each rule with its negative controls; `suite` is what `stallfree prove` runs.
 Nothing here is imported by this package itself, so importing it needs neither extra.
