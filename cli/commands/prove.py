@@ -113,5 +113,10 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as error:  # checked before the run, yet the write failed
             print(f"stallfree prove: {error}", file=sys.stderr)
             return 2
-    print(f"\n{len(rows) - len(failed)} of {len(rows)} claims hold" + ("" if not failed else f"; {len(failed)} do not"))
+    not_applicable = [row for row in rows if row.result.startswith("n/a")]
+    judged = len(rows) - len(not_applicable)
+    summary = f"\n{judged - len(failed)} of {judged} claims hold"
+    summary += f"; {len(failed)} do not" if failed else ""
+    summary += f"; {len(not_applicable)} not applicable" if not_applicable else ""
+    print(summary)
     return 1 if failed else 0
