@@ -19,7 +19,7 @@ from stallfree.spec import (
     Workload,
     rules,
 )
-from stallfree.spec.workload import MAX_ARRIVAL_STEP, Arrival
+from stallfree.spec.workload import MAX_ARRIVAL_STEP, Arrival, work_bound
 
 CONFIG = {"token_budget": 8, "max_seqs": 2, "kv_tokens": 64}
 
@@ -146,3 +146,196 @@ def test_arrival_step_bounds() -> None:
         Arrival(0, 1, 1, too_late)
     with pytest.raises(InvalidField, match=r"^arrival_step must be >= 0, got -1$"):
         Arrival(0, 1, 1, -1)
+
+
+# -- rules judged at their exact boundary (each killed a mutant that weakened the rule) ----------------
+
+
+def test_SLOTS_caught_on_the_step_that_admits_past_S() -> None:
+    m = monitor([[(1, 1), (2, 1), (3, 1)]], [[1, 2, 3]], only="SLOTS")
+    for rid in (1, 2, 3):
+        m.add(rid, 1, 2)
+    with pytest.raises(RuleViolation, match=r"^SLOTS at step 0: admitting \[1, 2, 3\] makes 3 requests "
+                       r"running; max_seqs is 2$"):
+        m.step()
+
+
+def test_KV_caught_on_the_admission_that_overcommits_for_a_scheduler_that_shows_no_free_kv() -> None:
+    m = monitor([[(1, 4), (2, 4)]], [[1, 2]], only="KV")  # Scripted shows no free_kv
+    m.add(1, 4, 30)
+    m.add(2, 4, 30)
+    with pytest.raises(RuleViolation, match=r"^KV at step 0: admitting \[1, 2\] reserves 68 KV tokens; "
+                       r"kv_tokens is 64$"):
+        m.step()
+
+
+def test_ONE_ENTRY_zero_token_entry_names_rid_and_n() -> None:
+    m = monitor([[(1, 0)]], [[]], only="ONE-ENTRY")
+    m.add(1, 4, 1)
+    with pytest.raises(RuleViolation, match=r"^ONE-ENTRY at step 0: rid 1 is given n=0; every entry needs n >= 1$"):
+        m.step()
+
+
+def test_PREFILL_ONCE_chunk_past_the_prompt_says_how_many_positions_remain() -> None:
+    m = monitor([[(1, 3)], [(1, 3)]], [[], [1]], only="PREFILL-ONCE")
+    m.add(1, 5, 1)
+    m.step()
+    with pytest.raises(RuleViolation, match=r"^PREFILL-ONCE at step 1: rid 1 gets a chunk of 3 at position 3, "
+                       r"past the end of its 5-token prompt \(only 2 positions remain\)$"):
+        m.step()
+
+
+def test_FCFS_names_the_request_that_was_skipped() -> None:
+    m = monitor([[(3, 1)]], [[3]], only="FCFS")
+    for rid in (1, 2, 3):
+        m.add(rid, 1, 1)
+    with pytest.raises(RuleViolation, match=r"^FCFS at step 0: admitted rid 3 while rid 1 waited ahead of it$"):
+        m.step()
+
+
+def test_KV_return_names_the_requests_finished_this_step() -> None:
+    class ShowsFreeKV(Scripted):
+        free_kv = 60  # wrong: request 1 finished and its 6 came back, so all 64 are free
+
+    m = Monitor(ShowsFreeKV([[(1, 5)]], [[1]]), Config(**CONFIG), ["KV"])
+    m.add(1, 5, 1)
+    with pytest.raises(RuleViolation, match=r"^KV at step 0: the scheduler shows free_kv=60 after the step; the "
+                       r"reservations of running requests leave 64 free \(finished this step: \[1\]\)$"):
+        m.step()
+
+
+def ready_beyond_budget(plan: list[tuple[object, object]]) -> Monitor:
+    """Three requests made ready in one step of a budget of 2 (BUDGET broken, and not checked), then
+    `plan`: DECODE-FIRST must judge a step with more ready requests than the budget."""
+    m = Monitor(Scripted([[(1, 1), (2, 1), (3, 1)], plan], [[1, 2, 3], []]),
+                Config(token_budget=2, max_seqs=4, kv_tokens=64), ["DECODE-FIRST"])
+    for rid in (1, 2, 3):
+        m.add(rid, 1, 3)
+    m.step()
+    return m
+
+
+def test_DECODE_FIRST_beyond_the_budget_takes_the_oldest_and_no_prefill() -> None:
+    ready_beyond_budget([(1, 1), (2, 1)]).plan()  # the oldest two: holds
+    with pytest.raises(RuleViolation, match=r"^DECODE-FIRST at step 1: the oldest ready request\(s\) \[1\] got no "
+                       r"token while younger ones did$"):
+        ready_beyond_budget([(2, 1), (3, 1)]).plan()
+    m = ready_beyond_budget([(1, 1), (2, 1), (4, 1)])
+    m.add(4, 1, 1)
+    with pytest.raises(RuleViolation, match=r"^DECODE-FIRST at step 1: prefill ran while 1 ready request\(s\) "
+                       r"got no token$"):
+        m.plan()
+
+
+def test_DECODE_FIRST_with_exactly_B_ready_names_the_one_left_out() -> None:
+    m = Monitor(Scripted([[(1, 1), (2, 1)], [(2, 1)]], [[1, 2], [2]]),
+                Config(token_budget=2, max_seqs=4, kv_tokens=64), ["DECODE-FIRST"])
+    m.add(1, 1, 3)
+    m.add(2, 1, 3)
+    m.step()
+    with pytest.raises(RuleViolation, match=r"^DECODE-FIRST at step 1: ready request\(s\) \[1\] got no token; "
+                       r"the budget of 2 covers all 2$"):
+        m.step()
+
+
+def two_partials(plan: list[tuple[object, object]], budget: int = 4) -> Monitor:
+    """Requests 1 and 2 both left partial by step 0 (possible for a wrong scheduler only), then `plan`."""
+    m = Monitor(Scripted([[(1, 1), (2, 1)], plan], [[], []]),
+                Config(token_budget=budget, max_seqs=4, kv_tokens=64), ["PARTIAL-NEXT"])
+    m.add(1, 3, 1)
+    m.add(2, 5, 1)
+    m.step()
+    return m
+
+
+def test_PARTIAL_NEXT_owes_each_partial_min_remaining_left_in_admission_order() -> None:
+    two_partials([(1, 2), (2, 2)]).plan()  # 1 owed its remaining 2, then 2 owed the 2 left
+    two_partials([(2, 2), (1, 2)]).plan()  # the same entries in another order: still owed and given
+    with pytest.raises(RuleViolation, match=r"^PARTIAL-NEXT at step 1: partial rid 2 \(4 prompt tokens left\) "
+                       r"got 1 with 2 budget left; it is owed min\(remaining, left\) = 2$"):
+        two_partials([(1, 2), (2, 1)]).plan()
+    with pytest.raises(RuleViolation, match=r"partial rid 1 \(2 prompt tokens left\) got 0 with 4 budget left"):
+        two_partials([(2, 2)]).plan()
+
+
+def test_PARTIAL_NEXT_owes_nothing_once_decodes_took_the_budget() -> None:
+    m = Monitor(Scripted([[(1, 1), (2, 1), (3, 1)], [(1, 1), (2, 1)]], [[1, 2], [1, 2]]),
+                Config(token_budget=2, max_seqs=4, kv_tokens=64), ["PARTIAL-NEXT"])
+    m.add(1, 1, 3)
+    m.add(2, 1, 3)
+    m.add(3, 5, 1)
+    m.step()  # 3 tokens in a budget of 2 (BUDGET is not checked): 1 and 2 ready, 3 partial
+    m.plan()  # the two decodes take the whole budget: partial 3 is owed 0
+
+
+def test_WORK_CONSERVING_one_unused_token_while_the_head_fits_exactly() -> None:
+    m = Monitor(Scripted([[(1, 3)]], [[1]]), Config(token_budget=4, max_seqs=2, kv_tokens=8), ["WORK-CONSERVING"])
+    m.add(1, 3, 1)
+    m.add(2, 1, 3)  # reservation 4 == the free KV left after request 1 (8 - 4)
+    with pytest.raises(RuleViolation, match=r"^WORK-CONSERVING at step 0: 1 budget token\(s\) unused while "
+                       r"waiting rid 2 fits: 1 slot\(s\) free, reservation 4 <= free KV 4$"):
+        m.step()
+
+
+def test_WORK_CONSERVING_cut_chunk_names_the_remaining_prompt() -> None:
+    m = Monitor(Scripted([[(1, 2)], [(1, 1)]], [[], []]), Config(4, 2, 64), ["WORK-CONSERVING"])
+    m.add(1, 9, 1)
+    with pytest.raises(RuleViolation, match=r"^WORK-CONSERVING at step 0: 2 budget token\(s\) unused while "
+                       r"rid 1 got only 2 of its 9 remaining prompt tokens$"):
+        m.step()
+
+
+class Refuses(Scripted):
+    def __init__(self, error: BaseException) -> None:
+        super().__init__([], [])
+        self.error = error
+
+    def add(self, rid: int, prompt_len: int, max_new: int) -> None:
+        raise self.error
+
+
+@pytest.mark.parametrize(("error", "message"), [
+    (ValueError(""), r"add\(\) refused with an empty ValueError: the error must say what was wrong"),
+    (InvalidField("no"), r"add\(\) refused a valid request: InvalidField: no"),
+])
+def test_NEVER_FIT_judges_how_add_refused(error: BaseException, message: str) -> None:
+    m = Monitor(Refuses(error), Config(**CONFIG))
+    bad = (1, 2, 1) if str(error) else (1, 100, 1)  # the empty refusal is of a never-fit request
+    with pytest.raises(RuleViolation, match=rf"^NEVER-FIT at step 0: add\({bad[0]}, {bad[1]}, {bad[2]}\): {message}$"):
+        m.add(*bad)
+
+
+def test_NEVER_FIT_a_refusal_that_is_not_a_ValueError_is_named() -> None:
+    class Odd(Exception):
+        pass
+
+    m = Monitor(Refuses(Odd("nope")), Config(**CONFIG))
+    with pytest.raises(RuleViolation, match=r"add\(\) refused with Odd, not ValueError or TypeError: nope$"):
+        m.add(1, 100, 1)
+
+
+def test_PROTOCOL_violation_carries_its_rule_and_step() -> None:
+    m = monitor([[(9, 1)]], [[]])
+    with pytest.raises(RuleViolation) as found:
+        m.step()
+    assert (found.value.rule, found.value.step) == ("PROTOCOL", 0)
+
+
+# -- workloads: the JSON round trip and the PROGRESS bound --------------------------------------------
+
+
+def test_workload_json_round_trip() -> None:
+    workload = Workload(Config(4, 2, 64), (Arrival(3, 5, 2, 1), Arrival(4, 1, 1, 0)))
+    assert Workload.loads(workload.dumps()) == workload
+    assert json.loads(workload.dumps()) == {
+        "config": {"token_budget": 4, "max_seqs": 2, "kv_tokens": 64},
+        "requests": [{"rid": 3, "prompt_len": 5, "max_new": 2, "arrival_step": 1},
+                     {"rid": 4, "prompt_len": 1, "max_new": 1, "arrival_step": 0}],
+    }
+
+
+def test_work_bound_is_last_arrival_plus_all_work_plus_one() -> None:
+    assert work_bound(Workload(Config(4, 2, 64))) == 1
+    assert work_bound(Workload(Config(4, 2, 64), (Arrival(0, 3, 2, 5), Arrival(1, 4, 1, 2)))) == 5 + (5 + 5) + 1
+    # fields that are not ints (refused by add()) carry no work
+    assert work_bound(Workload(Config(4, 2, 64), (Arrival(0, "x", 2, 0), Arrival(1, 0, -3, 0)))) == 1
