@@ -339,3 +339,43 @@ def test_work_bound_is_last_arrival_plus_all_work_plus_one() -> None:
     assert work_bound(Workload(Config(4, 2, 64), (Arrival(0, 3, 2, 5), Arrival(1, 4, 1, 2)))) == 5 + (5 + 5) + 1
     # fields that are not ints (refused by add()) carry no work
     assert work_bound(Workload(Config(4, 2, 64), (Arrival(0, "x", 2, 0), Arrival(1, 0, -3, 0)))) == 1
+
+
+def test_shadow_lists_ready_and_partial_requests_in_admission_order() -> None:
+    m = monitor([[(1, 2), (2, 1), (3, 2)]], [[1]], only="TOKENS")
+    for rid, prompt_len in ((1, 2), (2, 3), (3, 4)):
+        m.add(rid, prompt_len, 2)
+    m.step()  # 1 completes its prompt; 2 and 3 stay partial (a wrong scheduler's state; rules not checked)
+    assert [t.rid for t in m.shadow.ready()] == [1]
+    assert [t.rid for t in m.shadow.partial()] == [2, 3]
+
+
+def test_DECODE_FIRST_lists_at_most_five_requests_left_out() -> None:
+    m = Monitor(Scripted([[(r, 1) for r in range(1, 7)], []], [list(range(1, 7)), []]),
+                Config(token_budget=8, max_seqs=8, kv_tokens=64), ["DECODE-FIRST"])
+    for rid in range(1, 7):
+        m.add(rid, 1, 3)
+    m.step()  # six ready
+    with pytest.raises(RuleViolation, match=r"ready request\(s\) \[1, 2, 3, 4, 5\] got no token; the budget of 8 "
+                       r"covers all 6$"):
+        m.plan()
+    m = Monitor(Scripted([[(r, 1) for r in range(1, 8)], [(7, 1)]], [list(range(1, 8)), []]),
+                Config(token_budget=6, max_seqs=8, kv_tokens=64), ["DECODE-FIRST"])
+    for rid in range(1, 8):
+        m.add(rid, 1, 3)
+    m.step()  # seven ready in a budget of 6 (BUDGET not checked)
+    with pytest.raises(RuleViolation, match=r"the oldest ready request\(s\) \[1, 2, 3, 4, 5\] got no token"):
+        m.plan()
+
+
+def test_PARTIAL_NEXT_second_partial_is_owed_what_the_first_left() -> None:
+    two_partials([(1, 2), (2, 3)], budget=5).plan()  # 1 takes its 2, leaving 3 for request 2
+
+
+def test_WORK_CONSERVING_cut_chunk_counts_from_where_the_prompt_stands() -> None:
+    m = Monitor(Scripted([[(1, 4)], [(1, 2)]], [[], []]), Config(4, 2, 64), ["WORK-CONSERVING"])
+    m.add(1, 9, 1)
+    m.step()
+    with pytest.raises(RuleViolation, match=r"^WORK-CONSERVING at step 1: 2 budget token\(s\) unused while "
+                       r"rid 1 got only 2 of its 5 remaining prompt tokens$"):
+        m.step()
