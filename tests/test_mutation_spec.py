@@ -9,6 +9,8 @@ from enum import IntEnum
 
 import pytest
 
+from stallfree.faults import FAULTS
+from stallfree.reference import Scheduler
 from stallfree.spec import (
     RULES,
     Config,
@@ -16,10 +18,11 @@ from stallfree.spec import (
     InvalidField,
     Monitor,
     RuleViolation,
+    StepFacts,
     Workload,
     rules,
 )
-from stallfree.spec.workload import MAX_ARRIVAL_STEP, Arrival, work_bound
+from stallfree.spec.workload import MAX_ARRIVAL_STEP, Arrival, play, work_bound
 
 CONFIG = {"token_budget": 8, "max_seqs": 2, "kv_tokens": 64}
 
@@ -379,3 +382,70 @@ def test_WORK_CONSERVING_cut_chunk_counts_from_where_the_prompt_stands() -> None
     with pytest.raises(RuleViolation, match=r"^WORK-CONSERVING at step 1: 2 budget token\(s\) unused while "
                        r"rid 1 got only 2 of its 5 remaining prompt tokens$"):
         m.step()
+
+
+# -- play(): arrivals on time, the rules asked for, the counts, the PROGRESS bound ----------------------
+
+
+class Mute:
+    """Prefills each request whole, then decodes it every step without ever reporting a token:
+    plans are never empty, yet nothing finishes (a stall only the work bound catches)."""
+
+    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
+        self.rids: list[tuple[int, int]] = []
+        self.started: set[int] = set()
+
+    def add(self, rid: int, prompt_len: int, max_new: int) -> None:
+        self.rids.append((rid, prompt_len))
+
+    def schedule(self) -> list[tuple[int, int]]:
+        plan = [(rid, 1 if rid in self.started else prompt_len) for rid, prompt_len in self.rids]
+        self.started.update(rid for rid, _ in self.rids)
+        return plan
+
+    def complete(self, plan: object) -> list[int]:
+        return []
+
+
+STALL = Workload(Config(8, 2, 64), (Arrival(0, 3, 2, 0),))
+
+
+def test_play_raises_PROGRESS_at_the_work_bound_when_PROGRESS_is_checked() -> None:
+    with pytest.raises(RuleViolation, match=r"^PROGRESS at step 6: 1 request\(s\) still pending after 6 steps; "
+                       r"all work fits in 6$"):
+        play(STALL, Mute, ["PROGRESS"])
+
+
+def test_play_stops_at_the_work_bound_when_PROGRESS_is_not_checked() -> None:
+    stats = play(STALL, Mute, ["BUDGET"])
+    assert stats.extra == {"stopped_at_bound": work_bound(STALL)} and stats.steps == work_bound(STALL)
+
+
+def test_play_checks_only_the_rules_asked_for() -> None:
+    skip = Workload(Config(4, 4, 19), (Arrival(0, 1, 1, 0), Arrival(1, 8, 10, 0), Arrival(2, 1, 1, 0)))
+    with pytest.raises(RuleViolation, match=r"^FCFS"):
+        play(skip, FAULTS["FCFS"])
+    play(skip, FAULTS["FCFS"], ["BUDGET", "TOKENS"])  # FCFS broken, not checked: no violation
+
+
+def test_play_adds_each_request_just_before_its_arrival_step_and_counts_refusals() -> None:
+    seen: list[tuple[int, int, bool]] = []
+    planned_first: dict[int, int] = {}
+
+    def on_add(a: Arrival, accepted: bool) -> None:
+        seen.append((a.rid, a.arrival_step, accepted))
+
+    def on_step(m: Monitor, facts: StepFacts) -> None:
+        for rid, _ in facts.plan:
+            planned_first.setdefault(rid, facts.step)
+
+    workload = Workload(Config(8, 2, 64), (Arrival(0, 2, 1, 3), Arrival(1, 100, 1, 3), Arrival(2, 2, 1, 5)))
+    stats = play(workload, Scheduler, on_step=on_step, on_add=on_add)
+    assert seen == [(0, 3, True), (1, 3, False), (2, 5, True)]
+    assert planned_first == {0: 3, 2: 5}
+    assert (stats.accepted, stats.refused, stats.finished) == (2, 1, 2)
+
+
+def test_play_of_an_empty_workload_runs_no_step() -> None:
+    stats = play(Workload(Config(8, 2, 64)), Scheduler)
+    assert (stats.steps, stats.accepted, stats.refused) == (0, 0, 0)
