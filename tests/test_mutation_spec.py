@@ -444,8 +444,23 @@ def test_play_adds_each_request_just_before_its_arrival_step_and_counts_refusals
     assert seen == [(0, 3, True), (1, 3, False), (2, 5, True)]
     assert planned_first == {0: 3, 2: 5}
     assert (stats.accepted, stats.refused, stats.finished) == (2, 1, 2)
+    # steps 0..5, two of them busy with a 2-token prompt that also finishes its request
+    assert (stats.steps, stats.busy_steps, stats.tokens) == (6, 2, 4)
+    assert stats.checks == 6 * 13 + 3  # 13 predicates a step, and each add() judged
 
 
 def test_play_of_an_empty_workload_runs_no_step() -> None:
     stats = play(Workload(Config(8, 2, 64)), Scheduler)
     assert (stats.steps, stats.accepted, stats.refused) == (0, 0, 0)
+
+
+def test_shadow_follows_an_out_of_order_admission_when_FCFS_is_not_checked() -> None:
+    skip = Workload(Config(4, 4, 19), (Arrival(0, 1, 1, 0), Arrival(1, 8, 10, 0), Arrival(2, 1, 1, 0)))
+    positions: list[tuple[list[int], list[int]]] = []
+
+    def on_step(m: Monitor, facts: StepFacts) -> None:
+        positions.append(([t.rid for t in m.shadow.waiting], list(m.shadow.running)))
+
+    play(skip, FAULTS["FCFS"], ["BUDGET"], on_step=on_step)
+    # step 0 admits 0 (finishing it) and then 2, which skipped ahead of 1: 1 still waits, at the head
+    assert positions[0] == ([1], [])
