@@ -464,3 +464,30 @@ def test_shadow_follows_an_out_of_order_admission_when_FCFS_is_not_checked() -> 
     play(skip, FAULTS["FCFS"], ["BUDGET"], on_step=on_step)
     # step 0 admits 0 (finishing it) and then 2, which skipped ahead of 1: 1 still waits, at the head
     assert positions[0] == ([1], [])
+
+
+def test_PROTOCOL_complete_must_return_an_iterable() -> None:
+    m = monitor([[(1, 2)]], [5])  # type: ignore[list-item]
+    m.add(1, 2, 1)
+    with pytest.raises(RuleViolation) as found:
+        m.step()
+    assert (found.value.rule, found.value.step) == ("PROTOCOL", 0)
+    assert found.value.message == "complete() returned int 5, not an iterable of rids"
+
+
+def test_monitor_complete_without_a_plan_says_so() -> None:
+    with pytest.raises(RuntimeError, match=r"^Monitor.complete\(\) called without a pending plan$"):
+        monitor([], []).complete()
+
+
+def test_shadow_records_admission_and_finish_steps() -> None:
+    admitted_at: list[int | None] = []
+    finished: dict[int, int] = {}
+
+    def on_step(m: Monitor, facts: StepFacts) -> None:
+        if 1 in m.shadow.running:
+            admitted_at.append(m.shadow.running[1].admitted_at)
+        finished.update(m.shadow.finished)
+
+    play(Workload(Config(8, 2, 64), (Arrival(1, 2, 2, 1),)), Scheduler, on_step=on_step)
+    assert admitted_at == [1] and finished == {1: 2}  # admitted on step 1, last token on step 2
