@@ -491,3 +491,23 @@ def test_shadow_records_admission_and_finish_steps() -> None:
 
     play(Workload(Config(8, 2, 64), (Arrival(1, 2, 2, 1),)), Scheduler, on_step=on_step)
     assert admitted_at == [1] and finished == {1: 2}  # admitted on step 1, last token on step 2
+
+
+@pytest.mark.parametrize("bad", ["1", True, 1.0])
+def test_PROTOCOL_emitted_rids_must_be_ints(bad: object) -> None:
+    m = monitor([[(1, 2)]], [[bad]])  # type: ignore[list-item]
+    m.add(1, 2, 1)
+    with pytest.raises(RuleViolation) as found:
+        m.step()
+    assert (found.value.rule, found.value.step) == ("PROTOCOL", 0)
+    assert found.value.message == f"complete() returned {bad!r} among the emitted rids: rids are ints"
+
+
+def test_emitted_rid_of_an_int_subclass_and_a_free_kv_that_is_not_an_int() -> None:
+    class ShowsOddFreeKV(Scripted):
+        free_kv = "all of it"  # not an int: the monitor does not read it as free KV
+
+    m = Monitor(ShowsOddFreeKV([[(1, 2)]], [[Rid.ONE]]), Config(**CONFIG))
+    m.add(1, 2, 1)
+    facts = m.step()
+    assert facts.emitted_set == {1} and facts.reported_free_kv is None
