@@ -511,3 +511,30 @@ def test_emitted_rid_of_an_int_subclass_and_a_free_kv_that_is_not_an_int() -> No
     m.add(1, 2, 1)
     facts = m.step()
     assert facts.emitted_set == {1} and facts.reported_free_kv is None
+
+
+@pytest.mark.parametrize(("plan", "message"), [
+    (5, "schedule() returned int 5, not a sequence"),
+    (["junk"], "plan entry 0 is 'junk', which does not unpack as (rid, n)"),
+    ([(1, True)], "plan entry 0 is (1, True): rid and n must be ints"),
+])
+def test_PROTOCOL_plan_must_be_int_pairs(plan: object, message: str) -> None:
+    m = monitor([plan], [[]])  # type: ignore[list-item]
+    m.add(1, 2, 1)
+    with pytest.raises(RuleViolation) as found:
+        m.plan()
+    assert (found.value.rule, found.value.step, found.value.message) == ("PROTOCOL", 0, message)
+
+
+def test_monitor_plan_twice_says_so() -> None:
+    m = monitor([[(1, 2)], [(1, 2)]], [[1], [1]])
+    m.add(1, 2, 1)
+    m.plan()
+    with pytest.raises(RuntimeError, match=r"^Monitor.plan\(\) called twice without complete\(\)$"):
+        m.plan()
+
+
+def test_facts_of_a_step_start_empty() -> None:
+    facts = StepFacts(3)
+    assert (facts.step, facts.num_tokens, facts.emitted, facts.emitted_set, facts.reported_free_kv) == (
+        3, 0, [], set(), None)
