@@ -1,7 +1,7 @@
 """Campaign throughput, monitor included: steps per second of the reference under the monitor.
 
-    python benchmarks/campaign_throughput.py            # the seed's scale, 1 job and 2 jobs side by side
-    python benchmarks/campaign_throughput.py --sims 40000 --jobs 2 --only   # 100x the seed's scale
+    python benchmarks/campaign_throughput.py            # the base scale, 1 job and 2 jobs side by side
+    python benchmarks/campaign_throughput.py --sims 40000 --jobs 2 --only   # 100x the base scale
 
 Prints, per run: simulations, steps, wall seconds, steps/s in all (wall clock) and steps per
 CPU-second of a worker (one core's rate, which other load on the machine slows less than wall time).
@@ -17,7 +17,7 @@ import time
 from stallfree.reference import Scheduler
 from stallfree.spec.campaign import Campaign, Tally, run
 
-SEED_SIMS = 500  # >= 400 simulations and >= 366,724 steps: the seed's published scale
+SEED_SIMS = 500  # >= 400 simulations and >= 366,724 steps: the base scale
 REPEATS = 3
 
 

@@ -17,7 +17,7 @@ This is the only module of `stallfree.spec` that imports Hypothesis (the `dev` e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sized
 from typing import Any, ClassVar
 
 from hypothesis import note
@@ -90,8 +90,8 @@ def visible_state(scheduler: Any) -> tuple[object, ...]:
         value = getattr(scheduler, name, None)
         shown.append(value if type(value) is int else None)
     for name in ("waiting", "running"):
-        value = getattr(scheduler, name, None)
-        shown.append(len(value) if hasattr(value, "__len__") else None)
+        view = getattr(scheduler, name, None)
+        shown.append(len(view) if isinstance(view, Sized) else None)
     return tuple(shown)
 
 

@@ -1,4 +1,4 @@
-"""`stallfree campaign` at the seed's published scale (400 simulations, 366,724 steps): the
+"""`stallfree campaign` at stallfree's base scale (at least 400 simulations and 366,724 steps): the
 reference keeps every rule; the campaign catches a wrong scheduler and prints a workload that
 replays the broken rule; results do not depend on the number of jobs."""
 

@@ -18,7 +18,7 @@ NAME = "campaign"
 HELP = "randomized simulations under the monitor: counts, rules checked per step, steps per second"
 
 BAR_WIDTH = 30
-DEFAULT_SIMS = 500  # enough for the seed's published scale: >= 400 simulations and >= 366,724 steps
+DEFAULT_SIMS = 500  # enough for our base scale: >= 400 simulations and >= 366,724 steps
 
 
 def configure(p: argparse.ArgumentParser) -> None:
