@@ -148,3 +148,37 @@ def test_faults_run_to_the_end_with_no_rule_checked(rule: str) -> None:
     # The shadow follows a scheduler even through broken rules it does not check: no crash, no hang.
     for workload in WORKLOADS[:40]:
         play(workload, FAULTS[rule], [])
+
+
+def test_TOKENS_one_rid_emitted_twice_in_a_step() -> None:
+    m = monitored(Config(8, 4, 100), [[(1, 4)], [(1, 1)]], [[1], [1, 1]])
+    m.add(1, 4, 5)
+    m.step()
+    with pytest.raises(RuleViolation, match=r"^TOKENS at step 1: rid 1 emitted more than one token in one step$"):
+        m.step()
+
+
+def test_TOKENS_a_token_after_finishing() -> None:
+    m = monitored(Config(8, 4, 100), [[(1, 4)], []], [[1], [1]])
+    m.add(1, 4, 1)
+    first = m.step()
+    assert [t.rid for t in first.finished] == [1] and m.shadow.finished == {1: 0}
+    with pytest.raises(RuleViolation, match=r"^TOKENS at step 1: complete\(\) says rid 1 emitted a token after it "
+                                            r"finished at step 0$"):
+        m.step()
+
+
+def test_TOKENS_a_finished_request_planned_again() -> None:
+    m = monitored(Config(8, 4, 100), [[(1, 4)], [(1, 1)]], [[1], [1]])
+    m.add(1, 4, 1)
+    m.step()
+    with pytest.raises(RuleViolation, match=r"^TOKENS at step 1: plan names rid 1, which finished at step 0"):
+        m.step()
+
+
+def test_PROTOCOL_emitted_rid_never_added() -> None:
+    m = monitored(Config(8, 4, 100), [[(1, 4)]], [[7]])
+    m.add(1, 4, 2)
+    with pytest.raises(RuleViolation, match=r"^PROTOCOL at step 0: complete\(\) says rid 7 emitted a token, but it "
+                                            r"was never added$"):
+        m.step()
