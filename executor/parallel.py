@@ -11,6 +11,8 @@ TP=1 model's numbers.
 
 from __future__ import annotations
 
+from abc import ABCMeta, abstractmethod
+
 import torch
 from torch import nn
 
@@ -18,7 +20,7 @@ from .fp8 import FP8, linear, quantize_rows, row_scale, unpack
 from .group import Group
 
 
-class ParallelLinear(nn.Module):
+class ParallelLinear(nn.Module, metaclass=ABCMeta):
     """A linear layer's shard: weight [out_local, in_local] (fp8 with scale [1, out_local], or plain)."""
 
     def __init__(self, in_features: int, out_features: int, group: Group, dtype: torch.dtype) -> None:
@@ -33,15 +35,17 @@ class ParallelLinear(nn.Module):
         self.unpacked: torch.Tensor | None = None  # [out_local, in_local] float32: fp8 on the CPU only
         self.use_scaled_mm = False  # True: fp8 through torch._scaled_mm even on the CPU (tests compare)
 
+    @abstractmethod
     def shard_shape(self, in_features: int, out_features: int, world: int) -> tuple[int, int]:
-        raise NotImplementedError
+        """This rank's (out_local, in_local): the column and row layers split different sides."""
 
     def kernel_weight(self) -> torch.Tensor | None:
         """The unpacked fp8 weight where the table kernel serves (see fp8.py); None for _scaled_mm."""
         return None if self.use_scaled_mm else self.unpacked
 
+    @abstractmethod
     def shard(self, full: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
+        """This rank's slice of the whole weight [out, in]."""
 
     def load(self, full: torch.Tensor) -> None:
         """Take this rank's shard of the whole weight [out, in] (quantizing whole rows first for fp8)."""
