@@ -182,3 +182,14 @@ def test_PROTOCOL_emitted_rid_never_added() -> None:
     with pytest.raises(RuleViolation, match=r"^PROTOCOL at step 0: complete\(\) says rid 7 emitted a token, but it "
                                             r"was never added$"):
         m.step()
+
+
+def test_TOKENS_a_repeated_rid_does_not_hide_the_rids_after_it() -> None:
+    # rid 2's first token comes after rid 1's repeat: FIRST-TOKEN must still see it, so TOKENS is
+    # the rule reported (the repeat), not FIRST-TOKEN.
+    m = monitored(Config(8, 4, 100), [[(1, 4)], [(1, 1), (2, 3)]], [[1], [1, 1, 2]])
+    m.add(1, 4, 5)
+    m.step()
+    m.add(2, 3, 2)
+    with pytest.raises(RuleViolation, match=r"^TOKENS at step 1: rid 1 emitted more than one token in one step$"):
+        m.step()
