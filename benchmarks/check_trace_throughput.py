@@ -17,21 +17,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from stallfree.conformance.record import record_trace
+from stallfree.conformance.synthetic import decoding_trace
 from stallfree.conformance.tracecheck import check_trace, read_lines
 from stallfree.reference import Scheduler
 from stallfree.spec import Arrival, Config, Workload
 
 DENSE_SEQS = 16
-
-
-def sparse_lines(num_steps: int) -> Iterator[bytes]:
-    """One request decoding for `num_steps` steps."""
-    yield b'{"stallfree_trace": 1, "config": {"token_budget": 4, "max_seqs": 1, "kv_tokens": 100000000}}\n'
-    yield b'{"step": 0, "add": [[0, 4, %d]], "plan": [[0, 4]], "emitted": [0], "finished": []}\n' % num_steps
-    for step in range(1, num_steps):
-        finished = b"[0]" if step == num_steps - 1 else b"[]"
-        yield b'{"step": %d, "plan": [[0, 1]], "emitted": [0], "finished": %s}\n' % (step, finished)
-    yield b'{"end": true}\n'
 
 
 def dense_workload(num_steps: int) -> Workload:
@@ -71,7 +62,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         sparse, dense = Path(tmp) / "sparse.jsonl", Path(tmp) / "dense.jsonl"
-        write(sparse, sparse_lines(args.steps))
+        write(sparse, decoding_trace(args.steps))
         with dense.open("w") as out:
             record_trace(dense_workload(args.steps), Scheduler, out)
         for name, path in (("sparse (1 running)", sparse), (f"dense (~{DENSE_SEQS} running)", dense)):
@@ -84,8 +75,8 @@ def main() -> None:
                   f"{statistics.median(full):>9,.0f} steps/s; json.loads alone {statistics.median(parse):>9,.0f} "
                   f"lines/s (median of {args.repeats})")
         short, long = Path(tmp) / "short.jsonl", Path(tmp) / "long.jsonl"
-        write(short, sparse_lines(args.steps // 10))
-        write(long, sparse_lines(args.steps))
+        write(short, decoding_trace(args.steps // 10))
+        write(long, decoding_trace(args.steps))
         print(f"peak traced memory: {peak(short) / 1e3:.0f} kB for {args.steps // 10} steps, "
               f"{peak(long) / 1e3:.0f} kB for {args.steps} steps")
 

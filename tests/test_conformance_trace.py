@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from stallfree.conformance import check_workload
 from stallfree.conformance.record import record_trace
+from stallfree.conformance.synthetic import decoding_trace
 from stallfree.conformance.tracecheck import check_trace
 from stallfree.conformance.tracefile import TraceError
 from stallfree.faults import FAULTS
@@ -256,20 +257,10 @@ def test_fuzz_a_value_replaced_by_junk_is_reported_on_its_own_line(data: st.Data
 # -- streaming -------------------------------------------------------------------------------------------------
 
 
-def long_decode(num_steps: int) -> Iterator[bytes]:
-    """One request that decodes for `num_steps` steps: a trace as long as you like, made lazily."""
-    yield b'{"stallfree_trace": 1, "config": {"token_budget": 4, "max_seqs": 1, "kv_tokens": 100000000}}\n'
-    yield b'{"step": 0, "add": [[0, 4, %d]], "plan": [[0, 4]], "emitted": [0], "finished": []}\n' % num_steps
-    for step in range(1, num_steps):
-        finished = b"[0]" if step == num_steps - 1 else b"[]"
-        yield b'{"step": %d, "plan": [[0, 1]], "emitted": [0], "finished": %s}\n' % (step, finished)
-    yield b'{"end": true}\n'
-
-
 def peak_bytes(num_steps: int) -> int:
     tracemalloc.start()
     try:
-        verdict = check_trace(long_decode(num_steps))
+        verdict = check_trace(decoding_trace(num_steps))
         assert verdict.ok and verdict.ended and verdict.steps == num_steps
         return tracemalloc.get_traced_memory()[1]
     finally:
