@@ -270,20 +270,55 @@ def _statement(predicate: Callable[..., object]) -> str:
 # The contract's rules. The monitor checks them in this order and reports the first broken one:
 # safety of the plan and its tokens, then add() and liveness, then the policy. PROGRESS comes before
 # the policy rules because an empty plan while work is pending is first of all a failure to progress.
+# Each statement is the first paragraph of its predicate's docstring after the ID (a test holds them
+# equal); it is written out here because the compiled copy (scripts/compiled.sh) keeps no docstrings.
 RULES: tuple[Rule, ...] = (
-    Rule("BUDGET", _statement(budget), plan_check=budget),
-    Rule("ONE-ENTRY", _statement(one_entry), plan_check=one_entry),
-    Rule("SLOTS", _statement(slots), plan_check=slots),
-    Rule("KV", _statement(kv), plan_check=kv, done_check=kv_returned),
-    Rule("PREFILL-ONCE", _statement(prefill_once), plan_check=prefill_once),
-    Rule("FIRST-TOKEN", _statement(first_token), done_check=first_token),
-    Rule("TOKENS", _statement(tokens), done_check=tokens),
-    Rule("NEVER-FIT", _statement(never_fit)),
-    Rule("PROGRESS", _statement(progress), plan_check=progress),
-    Rule("FCFS", _statement(fcfs), plan_check=fcfs),
-    Rule("DECODE-FIRST", _statement(decode_first), plan_check=decode_first),
-    Rule("PARTIAL-NEXT", _statement(partial_next), plan_check=partial_next),
-    Rule("WORK-CONSERVING", _statement(work_conserving), plan_check=work_conserving),
+    Rule("BUDGET",
+         "the tokens of a plan sum to at most the token budget B; each decode counts 1.",
+         plan_check=budget),
+    Rule("ONE-ENTRY",
+         "a request appears at most once in a plan, with n >= 1.",
+         plan_check=one_entry),
+    Rule("SLOTS",
+         "admitted, unfinished requests never exceed the slots S.",
+         plan_check=slots),
+    Rule("KV",
+         "reservations never exceed K; each (prompt_len + max_new) is taken at admission and returned "
+         "exactly when its request finishes; at the end all K is free.",
+         plan_check=kv, done_check=kv_returned),
+    Rule("PREFILL-ONCE",
+         "each prompt gets exactly prompt_len prefill tokens in contiguous, in-order chunks: no position "
+         "twice, none skipped, no decode before the prompt is done.",
+         plan_check=prefill_once),
+    Rule("FIRST-TOKEN",
+         "the step whose chunk completes a prompt emits that request's first token, neither an earlier "
+         "step nor a later one.",
+         done_check=first_token),
+    Rule("TOKENS",
+         "each request emits exactly max_new tokens, the first from its last chunk, then one per decode; "
+         "at most one a step.",
+         done_check=tokens),
+    Rule("NEVER-FIT",
+         "add() rejects a request whose prompt_len + max_new exceeds K, or whose fields are invalid (or "
+         "whose rid is taken), with ValueError or TypeError, and nothing else changes; it accepts every "
+         "other request."),
+    Rule("PROGRESS",
+         "every accepted request finishes; a plan is empty only when nothing is waiting or running.",
+         plan_check=progress),
+    Rule("FCFS",
+         "requests are admitted in arrival order; one that does not fit blocks those behind it.",
+         plan_check=fcfs),
+    Rule("DECODE-FIRST",
+         "every step schedules the oldest ready requests, up to the budget, before any prefill token.",
+         plan_check=decode_first),
+    Rule("PARTIAL-NEXT",
+         "partial prompts take the budget left after decodes before any admission, oldest first, each "
+         "min(remaining prompt, budget left).",
+         plan_check=partial_next),
+    Rule("WORK-CONSERVING",
+         "budget is left unused only when nothing more may run: every ready and partial request is served "
+         "in full, and the waiting head is blocked (no slot, not enough free KV) or there is none.",
+         plan_check=work_conserving),
 )
 RULE_IDS: tuple[str, ...] = tuple(r.id for r in RULES)
 BY_ID: dict[str, Rule] = {r.id: r for r in RULES}

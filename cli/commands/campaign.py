@@ -8,7 +8,9 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 
+import stallfree.spec.monitor as monitor
 from stallfree.spec.campaign import Campaign, Progress, Tally
 from stallfree.spec.campaign import run as run_campaign
 
@@ -58,6 +60,14 @@ def report(campaign: Campaign, tally: Tally, wall: float) -> list[str]:
     ]
 
 
+def core_build() -> str:
+    """Which copy of the monitor runs: the Python source, or the mypyc-compiled copy of it that
+    scripts/compiled.sh builds (C extension modules, chosen by PYTHONPATH)."""
+    if monitor.__file__ is not None and monitor.__file__.endswith(".py"):
+        return "Python"
+    return f"compiled with mypyc ({Path(str(monitor.__file__)).parent})"
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         factory = load_factory(args.scheduler)
@@ -66,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     campaign = Campaign(args.sims, args.seed, factory, None if args.rules is None else tuple(args.rules), args.jobs)
     print(f"campaign: {args.sims:,} simulations, seed {args.seed}, {args.jobs} job(s), scheduler {args.scheduler}")
+    print(f"core: {core_build()}")
     progress = None if args.quiet else show_progress
     started = time.perf_counter()
     tally = run_campaign(campaign, progress)

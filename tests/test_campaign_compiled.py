@@ -1,0 +1,78 @@
+"""The mypyc-compiled copy of the core (scripts/compiled.sh, for long campaigns) is the same contract:
+built from the same source, it runs a campaign doing exactly the work the Python source does, and its
+monitor catches every rule's fault under that rule's ID. Needs a C compiler (mypyc comes with mypy,
+a dev extra); built once per session in a temporary folder, ~30 s."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stallfree.faults import FAULTS
+from stallfree.spec import RULE_IDS
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler to build the compiled copy")
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    stage = tmp_path_factory.mktemp("compiled") / "copy"
+    env = {**os.environ, "STALLFREE_COMPILED": str(stage)}
+    subprocess.run(["bash", str(ROOT / "scripts" / "compiled.sh")], env=env, check=True, capture_output=True,
+                   text=True, timeout=600)
+    assert list((stage / "stallfree" / "spec").glob("monitor.*.so")), "mypyc built no monitor extension"
+    return stage
+
+
+def python(code: str, *args: str, path: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    if path is not None:
+        env["PYTHONPATH"] = str(path)
+    return subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=600)
+
+
+CAMPAIGN = "import sys; from stallfree.main import main; sys.exit(main(sys.argv[1:]))"
+
+
+def figures(out: str) -> dict[str, str]:
+    return {m[0]: m[1] for m in re.findall(r"^(simulations|requests|steps|tokens|rules per step)\s+(\d.*)$", out, re.M)}
+
+
+def test_compiled_campaign_does_exactly_the_work_of_the_python_one(compiled: Path) -> None:
+    args = ["campaign", "--sims", "150", "--seed", "3", "--jobs", "1", "--quiet"]
+    plain = python(CAMPAIGN, *args)
+    fast = python(CAMPAIGN, *args, path=compiled)
+    assert plain.returncode == 0 and fast.returncode == 0, plain.stderr + fast.stderr
+    assert "core: Python" in plain.stdout
+    assert f"core: compiled with mypyc ({compiled / 'stallfree' / 'spec'})" in fast.stdout
+    assert len(figures(plain.stdout)) == 5
+    assert figures(fast.stdout) == figures(plain.stdout)
+    assert "no rule broken" in fast.stdout
+
+
+FAULT_SWEEP = """
+from stallfree.faults import FAULTS
+from stallfree.spec.campaign import Campaign, run
+import stallfree.spec.monitor, stallfree.spec.rules
+assert not stallfree.spec.monitor.__file__.endswith(".py") and not stallfree.spec.rules.__file__.endswith(".py")
+for rule, fault in FAULTS.items():
+    v = run(Campaign(60, 0, fault, rules=(rule,))).violation
+    print(rule, v.rule if v else None)
+"""
+
+
+def test_compiled_monitor_catches_each_rules_fault_under_its_id(compiled: Path) -> None:
+    done = python(FAULT_SWEEP, path=compiled)
+    assert done.returncode == 0, done.stderr
+    caught = dict(line.split() for line in done.stdout.splitlines())
+    assert caught == {rule: rule for rule in FAULTS}
+    assert set(caught) == set(RULE_IDS)
