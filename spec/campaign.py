@@ -21,12 +21,14 @@ from .generate import random_workload
 from .rules import select
 from .workload import Workload, play
 
+CRASHED = "CRASHED"  # Violation.rule when the scheduler raised instead of answering: no rule judged it
+
 BATCH = 50  # simulations a worker runs per task: large enough to amortise the hand-off, small enough for progress
 
 
 @dataclass(frozen=True, slots=True)
 class Violation:
-    """The first broken rule a campaign found, with what replays it."""
+    """The first broken rule a campaign found (or CRASHED: the scheduler raised), with what replays it."""
 
     sim: int
     rule: str
@@ -105,6 +107,10 @@ def run_batch(campaign: Campaign, first: int, last: int) -> Tally:
             stats = play(workload, campaign.factory, campaign.rules)
         except RuleViolation as error:
             tally.violation = Violation(sim, error.rule, error.step, error.message, workload.dumps())
+            break
+        except Exception as error:  # the scheduler raised: the campaign stops there, with the workload
+            message = f"{type(error).__name__}: {error}"
+            tally.violation = Violation(sim, CRASHED, -1, message, workload.dumps())
             break
         tally.sims += 1
         tally.requests += stats.accepted + stats.refused

@@ -12,7 +12,7 @@ import pytest
 from stallfree.faults import FAULTS
 from stallfree.main import main
 from stallfree.reference import Scheduler
-from stallfree.spec import RuleViolation, Workload, play
+from stallfree.spec import Config, RuleViolation, Workload, play
 from stallfree.spec.campaign import Campaign, run
 
 SEED_SIMS = 400  # the published campaign: 400 randomized simulations ...
@@ -57,9 +57,31 @@ def test_campaign_counts_do_not_depend_on_jobs() -> None:
     assert one.violation is None and one.sims == 24
 
 
-def test_campaign_bad_scheduler_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["campaign", "--sims", "1", "--scheduler", "no_such_module:Factory"]) == 2
-    assert "--scheduler" in capsys.readouterr().err
+@pytest.mark.parametrize(("target", "reason"), [
+    ("no_such_module:Factory", "No module named 'no_such_module'"),
+    ("stallfree.reference:Nope", "has no attribute 'Nope'"),
+    ("stallfree.reference", "expected MODULE:FACTORY"),
+    ("stallfree.spec:RULES", "RULES is not callable"),
+    ("stallfree.spec:Request", "calling it with token_budget=, max_seqs=, kv_tokens= raised TypeError"),
+])
+def test_campaign_bad_scheduler_is_exit_2_naming_flag_and_value(
+    target: str, reason: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["campaign", "--sims", "1", "--scheduler", target]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"stallfree campaign: --scheduler {target!r}: ") and reason in err
+
+
+def test_campaign_stops_at_a_scheduler_that_raises_with_the_workload(capsys: pytest.CaptureFixture[str]) -> None:
+    # Config takes the factory's keywords but has no add(): the first add() raises AttributeError.
+    assert main(["campaign", "--sims", "30", "--jobs", "2", "--quiet", "--scheduler", "stallfree.spec:Config"]) == 1
+    out = capsys.readouterr().out
+    crash = "AttributeError: 'Config' object has no attribute 'add'"
+    assert f"the scheduler raised in simulation 0 (seed 0): {crash}" in out
+    assert Workload.from_json(json.loads(out.strip().splitlines()[-1])) == Campaign(1, 0, Config).workload(0)
+
+
+def test_campaign_sims_must_be_positive() -> None:
     with pytest.raises(SystemExit) as bad:
         main(["campaign", "--sims", "0"])
     assert bad.value.code == 2

@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 import stallfree.spec.monitor as monitor
-from stallfree.spec.campaign import Campaign, Progress, Tally
+from stallfree.spec.campaign import CRASHED, Campaign, Progress, Tally
 from stallfree.spec.campaign import run as run_campaign
 
-from .args import load_factory, positive_int, rule_list, seed
+from .args import FactoryError, guarded, load_scheduler, positive_int, rule_list, seed
 
 NAME = "campaign"
 HELP = "randomized simulations under the monitor: counts, rules checked per step, steps per second"
@@ -70,9 +70,10 @@ def core_build() -> str:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        factory = load_factory(args.scheduler)
-    except (ValueError, ImportError, AttributeError) as error:
-        print(f"stallfree campaign: --scheduler: {error}", file=sys.stderr)
+        factory = load_scheduler(args.scheduler)
+        guarded(factory, args.scheduler)(token_budget=8, max_seqs=2, kv_tokens=64)  # fails here, not in a worker
+    except (ValueError, FactoryError) as error:
+        print(f"stallfree campaign: {error}", file=sys.stderr)
         return 2
     campaign = Campaign(args.sims, args.seed, factory, None if args.rules is None else tuple(args.rules), args.jobs)
     print(f"campaign: {args.sims:,} simulations, seed {args.seed}, {args.jobs} job(s), scheduler {args.scheduler}")
@@ -89,8 +90,11 @@ def run(args: argparse.Namespace) -> int:
     if violation is None:
         print("no rule broken")
         return 0
-    print(f"\n{violation.rule} broken at step {violation.step} of simulation {violation.sim} "
-          f"(seed {args.seed}): {violation.message}")
+    if violation.rule == CRASHED:
+        print(f"\nthe scheduler raised in simulation {violation.sim} (seed {args.seed}): {violation.message}")
+    else:
+        print(f"\n{violation.rule} broken at step {violation.step} of simulation {violation.sim} "
+              f"(seed {args.seed}): {violation.message}")
     print("replay it: save the workload below to a file and run "
           f"stallfree trace --workload FILE --scheduler {args.scheduler}")
     print(violation.workload)
