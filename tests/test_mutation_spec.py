@@ -22,6 +22,8 @@ from stallfree.spec import (
     Workload,
     rules,
 )
+from stallfree.spec.facts import observe
+from stallfree.spec.monitor import refusal
 from stallfree.spec.workload import MAX_ARRIVAL_STEP, Arrival, play, work_bound
 
 CONFIG = {"token_budget": 8, "max_seqs": 2, "kv_tokens": 64}
@@ -538,3 +540,45 @@ def test_facts_of_a_step_start_empty() -> None:
     facts = StepFacts(3)
     assert (facts.step, facts.num_tokens, facts.emitted, facts.emitted_set, facts.reported_free_kv) == (
         3, 0, [], set(), None)
+
+
+# -- found by the spec mutation run of this session -------------------------------------------------
+
+
+def test_ONE_ENTRY_duplicate_names_the_rid_listed_twice() -> None:
+    m = monitor([[(1, 2), (1, 2)]], [[]])
+    m.add(1, 4, 2)
+    with pytest.raises(RuleViolation, match=r"^ONE-ENTRY at step 0: rid 1 appears more than once in the plan$"):
+        m.plan()
+
+
+def test_a_rid_is_taken_while_waiting_running_and_after_it_finished() -> None:
+    # The monitor must refuse a second add() of a rid in each phase (NEVER-FIT: rid taken), and
+    # so must a scheduler: the reference refuses, so the monitor agreeing is what keeps it quiet.
+    m = Monitor(Scheduler(**CONFIG), Config(**CONFIG))
+    assert m.add(1, 2, 1) and m.add(2, 20, 2)
+    assert m.shadow.is_taken(1) and m.shadow.is_taken(2) and not m.shadow.is_taken(3)
+    assert m.add(1, 2, 1) is False  # waiting
+    m.step()  # rid 1: whole prompt, its only token: finished; rid 2 admitted, partial
+    assert 1 in m.shadow.finished and 1 not in m.shadow.tracks and 2 in m.shadow.running
+    assert m.add(1, 2, 1) is False  # finished
+    assert m.add(2, 2, 1) is False  # running
+    assert m.shadow.is_taken(1) and m.shadow.is_taken(2)
+    assert refusal(m.shadow, 2, 2, 1) == "rid 2 is already taken by an earlier request"
+    assert refusal(m.shadow, 1, 2, 1) == "rid 1 is already taken by an earlier request"
+    assert refusal(m.shadow, 3, 2, 1) is None
+
+
+def test_entries_after_a_duplicate_are_still_read() -> None:
+    # BUDGET is judged before ONE-ENTRY, over every entry of the plan, the ones after a duplicate too.
+    m = monitor([[(1, 2), (1, 2), (2, 30)]], [[]])
+    m.add(1, 4, 2)
+    m.add(2, 30, 2)
+    with pytest.raises(RuleViolation, match=r"^BUDGET at step 0: the plan carries 34 tokens; the budget is 8$"):
+        m.plan()
+    m = monitor([[(1, 2), (1, 2), (2, 0)]], [[]], only="ONE-ENTRY")
+    m.add(1, 4, 2)
+    m.add(2, 4, 2)
+    facts = observe(m.shadow, [(1, 2), (1, 2), (2, 0)])
+    assert facts.first_bad_n == (2, 0) and facts.duplicates == [1] and facts.num_tokens == 4
+    assert [c.track.rid for c in facts.admitted] == [1, 2]
