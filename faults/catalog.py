@@ -158,3 +158,33 @@ FAULTS: dict[str, type[Stepwise]] = {
         SkipAhead, PrefillFirst, AdmitBeforePartial, OneAdmissionPerStep, AcceptNeverFit, PeriodicStall,
     )
 }
+
+
+class OvercommitKV:
+    """Admits whenever a slot is free, whatever KV is left, and shows no `free_kv`: the monitor's
+    check after the step has nothing to compare, so only KV's plan check can see it. A second fault
+    for KV (EarlyRelease, in FAULTS, returns a reservation early and shows it)."""
+
+    breaks = "KV"
+
+    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
+        self._inner = _IgnoreKV(token_budget, max_seqs, kv_tokens)
+
+    def add(self, rid: int, prompt_len: int, max_new: int) -> None:
+        self._inner.add(rid, prompt_len, max_new)
+
+    def schedule(self) -> list[tuple[int, int]]:
+        return self._inner.schedule()
+
+    def complete(self, plan: list[tuple[int, int]]) -> list[int]:
+        return self._inner.complete(plan)
+
+
+class _IgnoreKV(Stepwise):
+    def fits(self, seq: Seq) -> bool:
+        return len(self.running) < self.config.max_seqs
+
+
+# Faults beyond the one per rule: each breaks the rule in `breaks` in a way the one in FAULTS does not.
+MORE_FAULTS: tuple[type, ...] = (OvercommitKV,)
+

@@ -10,7 +10,7 @@ import pytest
 from stallfree.conformance import check_workload
 from stallfree.conformance.kit import FAIL, NOT_CHECKED, PASS, Counterexample, conform
 from stallfree.conformance.shrink import CONFIG_FIELDS, FIELD_MINIMUM, REQUEST_FIELDS
-from stallfree.faults import FAULTS
+from stallfree.faults import FAULTS, MORE_FAULTS
 from stallfree.spec import RULE_IDS, RuleViolation, Workload
 
 EXAMPLES = 4  # per grid point (60 points): enough to meet every fault, and fast
@@ -79,3 +79,13 @@ def test_rules_pick_exactly_the_rules_checked() -> None:
     assert [r for r, v in report.verdicts.items() if v == NOT_CHECKED] == [
         r for r in RULE_IDS if r not in ("FCFS", "BUDGET")
     ]
+
+
+@pytest.mark.parametrize("fault", MORE_FAULTS, ids=lambda f: f.__name__)
+def test_further_faults_are_caught_with_a_minimal_counterexample(fault: type) -> None:
+    report = conform(f"stallfree.faults.catalog:{fault.__name__}", rules=[fault.breaks], examples=EXAMPLES)
+    assert report.verdicts[fault.breaks] == FAIL, report.verdicts
+    c = report.counterexamples[fault.breaks]
+    assert c.minimal and breaks(c.workload, fault, fault.breaks)
+    for smaller in neighbours(c.workload):
+        assert not breaks(smaller, fault, fault.breaks), smaller.dumps()

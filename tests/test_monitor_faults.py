@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from stallfree.faults import FAULTS, Stepwise
+from stallfree.faults import FAULTS, MORE_FAULTS, Stepwise
 from stallfree.reference import Scheduler
 from stallfree.spec import RULE_IDS, Arrival, Config, Monitor, RuleViolation, Workload, play, work_bound
 from stallfree.spec.generate import random_workload
@@ -193,3 +193,13 @@ def test_TOKENS_a_repeated_rid_does_not_hide_the_rids_after_it() -> None:
     m.add(2, 3, 2)
     with pytest.raises(RuleViolation, match=r"^TOKENS at step 1: rid 1 emitted more than one token in one step$"):
         m.step()
+
+
+@pytest.mark.parametrize("fault", MORE_FAULTS, ids=lambda f: f.__name__)
+def test_monitor_catches_the_further_faults_under_their_rule(fault: type) -> None:
+    # OvercommitKV shows no free_kv, so KV's check after the step sees nothing: its plan check must.
+    for rules in (None, [fault.breaks]):
+        found = first_violation(fault, rules)
+        assert found is not None, f"no workload exposed {fault.__name__}"
+        assert found[0].rule == fault.breaks, str(found[0])
+    assert not hasattr(fault(token_budget=8, max_seqs=2, kv_tokens=64), "free_kv")

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from stallfree.faults import FAULTS
+from stallfree.faults import FAULTS, MORE_FAULTS
 from stallfree.proofs import controls
 from stallfree.proofs.bounds import Bounds
 from stallfree.proofs.clone import clone
@@ -39,6 +39,13 @@ def test_each_rule_is_caught_on_its_fault(rule: str) -> None:
     assert ce.rule == rule, ce.describe()
     assert ce.replayed is not None, "the counterexample workload must break a rule when replayed under the monitor"
     assert ce.workload.requests, "a counterexample is a workload with requests"
+
+
+@pytest.mark.parametrize("fault", MORE_FAULTS, ids=lambda f: f.__name__)
+def test_further_faults_are_caught_under_their_rule(fault: type) -> None:
+    result = check(controls.control_bound(fault.breaks), fault, controls.hidden_for(fault.breaks))
+    ce = result.counterexample
+    assert ce is not None and ce.rule == fault.breaks and ce.replayed is not None
 
 
 def test_NEVER_FIT_every_state_is_offered_a_request_that_cannot_fit() -> None:
