@@ -172,7 +172,8 @@ def test_TOKENS_a_finished_request_planned_again() -> None:
     m = monitored(Config(8, 4, 100), [[(1, 4)], [(1, 1)]], [[1], [1]])
     m.add(1, 4, 1)
     m.step()
-    with pytest.raises(RuleViolation, match=r"^TOKENS at step 1: plan names rid 1, which finished at step 0"):
+    with pytest.raises(RuleViolation, match=r"^TOKENS at step 1: plan names rid 1, which finished at step 0 "
+                                            r"after emitting all its max_new tokens$"):
         m.step()
 
 

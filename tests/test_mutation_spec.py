@@ -582,3 +582,21 @@ def test_entries_after_a_duplicate_are_still_read() -> None:
     facts = observe(m.shadow, [(1, 2), (1, 2), (2, 0)])
     assert facts.first_bad_n == (2, 0) and facts.duplicates == [1] and facts.num_tokens == 4
     assert [c.track.rid for c in facts.admitted] == [1, 2]
+
+
+class RefusesLarge(Scripted):
+    """Scripted, but add() rightly refuses what can never fit (the config's KV is 64)."""
+
+    def add(self, rid: int, prompt_len: int, max_new: int) -> None:
+        if prompt_len + max_new > CONFIG["kv_tokens"]:
+            raise ValueError(f"rid {rid} can never fit")
+
+
+def test_a_refused_rid_planned_is_a_NEVER_FIT_violation_at_its_step() -> None:
+    m = Monitor(RefusesLarge([[], [(9, 1)]], [[], []]), Config(**CONFIG))
+    assert m.add(9, 100, 1) is False  # rightly refused: no violation
+    m.step()  # nothing to run: an empty plan is right
+    with pytest.raises(RuleViolation) as caught:
+        m.plan()
+    assert (caught.value.rule, caught.value.step) == ("NEVER-FIT", 1)
+    assert str(caught.value) == "NEVER-FIT at step 1: rid 9 was refused by add() yet is planned"
