@@ -600,3 +600,25 @@ def test_a_refused_rid_planned_is_a_NEVER_FIT_violation_at_its_step() -> None:
         m.plan()
     assert (caught.value.rule, caught.value.step) == ("NEVER-FIT", 1)
     assert str(caught.value) == "NEVER-FIT at step 1: rid 9 was refused by add() yet is planned"
+
+
+def test_NEVER_FIT_names_why_the_request_had_to_be_refused() -> None:
+    m = monitor([], [])  # Scripted: add() accepts anything
+    with pytest.raises(RuleViolation) as caught:
+        m.add(1, 100, 1)
+    assert str(caught.value) == (
+        "NEVER-FIT at step 0: add(1, 100, 1): add() accepted a request it must refuse: prompt_len + "
+        "max_new = 100 + 1 = 101 exceeds kv_tokens=64 (rid 1 could never be admitted)"
+    )
+
+
+def test_an_accepted_request_the_monitor_cannot_follow_is_a_PROTOCOL_violation() -> None:
+    # NEVER-FIT unchecked: the scheduler may accept what it should refuse, but a rid that is not an
+    # int cannot be followed at all.
+    m = monitor([[]], [[]], only="FCFS")
+    m.step()
+    with pytest.raises(RuleViolation) as caught:
+        m.add("a", 4, 2)
+    assert (caught.value.rule, caught.value.step) == ("PROTOCOL", 1)
+    assert str(caught.value) == ("PROTOCOL at step 1: add('a', 4, 2) was accepted but the request cannot be "
+                                 "followed: rid must be an int, got str 'a'")
