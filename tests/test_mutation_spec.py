@@ -622,3 +622,20 @@ def test_an_accepted_request_the_monitor_cannot_follow_is_a_PROTOCOL_violation()
     assert (caught.value.rule, caught.value.step) == ("PROTOCOL", 1)
     assert str(caught.value) == ("PROTOCOL at step 1: add('a', 4, 2) was accepted but the request cannot be "
                                  "followed: rid must be an int, got str 'a'")
+
+
+class ShowsFreeKV(Scripted):
+    """Scripted, and shows a fixed (wrong) free KV after every step."""
+
+    free_kv = 0
+
+
+def test_TOKENS_is_judged_before_KVs_return_check() -> None:
+    # rid 1 emits twice in one step (TOKENS) and the scheduler shows a wrong free_kv (KV): the token
+    # rule is the cause, so it is the one reported. FIRST-TOKEN holds (its prompt completed).
+    config = Config(**CONFIG)
+    m = Monitor(ShowsFreeKV([[(1, 4)]], [[1, 1]]), config)
+    assert m.config is config and m.shadow.config is config
+    m.add(1, 4, 3)
+    with pytest.raises(RuleViolation, match=r"^TOKENS at step 0: rid 1 emitted more than one token in one step$"):
+        m.step()
