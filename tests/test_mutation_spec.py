@@ -17,6 +17,7 @@ from stallfree.spec import (
     FieldTypeError,
     InvalidField,
     Monitor,
+    Request,
     RuleViolation,
     StepFacts,
     Workload,
@@ -639,3 +640,25 @@ def test_TOKENS_is_judged_before_KVs_return_check() -> None:
     m.add(1, 4, 3)
     with pytest.raises(RuleViolation, match=r"^TOKENS at step 0: rid 1 emitted more than one token in one step$"):
         m.step()
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ((-1, 1, 1), "rid must be >= 0, got -1"),
+    ((1, 0, 1), "prompt_len must be >= 1, got 0"),
+    ((1, 1, 0), "max_new must be >= 1, got 0"),
+    ((1, 1, 2**63), "max_new must be <= 2**63-1, got 9223372036854775808"),
+    (("1", 1, 1), "rid must be an int, got str '1'"),
+])
+def test_a_bad_request_field_is_named_exactly(fields: tuple[object, object, object], message: str) -> None:
+    with pytest.raises((InvalidField, FieldTypeError)) as caught:
+        Request(*fields)  # type: ignore[arg-type]
+    assert str(caught.value) == message
+
+
+def test_select_takes_one_ID_or_several_and_names_unknown_ones() -> None:
+    assert rules.select("FCFS") == (rules.BY_ID["FCFS"],)
+    assert rules.select(["KV", "BUDGET"]) == (rules.BY_ID["BUDGET"], rules.BY_ID["KV"])  # registry order
+    with pytest.raises(ValueError) as caught:
+        rules.select(["KV", "NOPE"])
+    assert str(caught.value) == f"unknown rule ID(s) ['NOPE']; the rules are {', '.join(rules.RULE_IDS)}"
+    assert "BUDGET, ONE-ENTRY, SLOTS" in str(caught.value)
