@@ -662,3 +662,20 @@ def test_select_takes_one_ID_or_several_and_names_unknown_ones() -> None:
         rules.select(["KV", "NOPE"])
     assert str(caught.value) == f"unknown rule ID(s) ['NOPE']; the rules are {', '.join(rules.RULE_IDS)}"
     assert "BUDGET, ONE-ENTRY, SLOTS" in str(caught.value)
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ((0, 1, 1), "token_budget must be >= 1, got 0"),
+    ((1, 0, 1), "max_seqs must be >= 1, got 0"),
+    ((1, 1, 0), "kv_tokens must be >= 1, got 0"),
+    ((1, 1, 2**63), "kv_tokens must be <= 2**63-1, got 9223372036854775808"),
+])
+def test_a_bad_config_field_is_named_exactly(fields: tuple[int, int, int], message: str) -> None:
+    with pytest.raises(InvalidField) as caught:
+        Config(*fields)
+    assert str(caught.value) == message
+
+
+def test_MAX_INT_itself_is_a_valid_field() -> None:
+    assert Config(1, 1, 2**63 - 1).kv_tokens == 2**63 - 1
+    assert Request(2**63 - 1, 1, 1).rid == 2**63 - 1
