@@ -91,11 +91,14 @@ def test_every_rule_statement_is_the_first_paragraph_of_its_predicate_after_the_
 # -- plan entries must be ints, and bools are not ints ----------------------------------------------
 
 
-def test_PROTOCOL_plan_entry_of_bools_is_refused() -> None:
-    m = monitor([[(True, True)]], [[]])
+@pytest.mark.parametrize("entry", [(True, True), (True, 1), (1, True), ("1", 1), (1, 2.0)], ids=repr)
+def test_PROTOCOL_plan_entry_that_is_not_two_ints_is_refused(entry: tuple[object, object]) -> None:
+    # Either half alone not an int is enough (bools are not ints).
+    m = monitor([[entry]], [[]])
     m.add(1, 4, 1)
-    with pytest.raises(RuleViolation, match=r"rid and n must be ints"):
+    with pytest.raises(RuleViolation) as caught:
         m.step()
+    assert str(caught.value) == f"PROTOCOL at step 0: plan entry 0 is {entry!r}: rid and n must be ints"
 
 
 class Rid(IntEnum):
