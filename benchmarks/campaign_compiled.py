@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-COMPILED = ROOT / "build" / "compiled"
+COMPILED = ROOT / os.environ.get("STALLFREE_COMPILED", "build/compiled")  # where scripts/compiled.sh builds
 
 RUN = """
 import json, sys, time
@@ -56,7 +56,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    subprocess.run(["bash", str(ROOT / "scripts" / "compiled.sh")], check=True)
+    subprocess.run(["bash", str(ROOT / "scripts" / "compiled.sh")], check=True,
+                   env={**os.environ, "STALLFREE_PYTHON": sys.executable})
     runs: dict[str, list[dict[str, object]]] = {"python": [], "compiled": []}
     for i in range(args.rounds):
         for core in runs:

@@ -187,4 +187,3 @@ class _IgnoreKV(Stepwise):
 
 # Faults beyond the one per rule: each breaks the rule in `breaks` in a way the one in FAULTS does not.
 MORE_FAULTS: tuple[type, ...] = (OvercommitKV,)
-

@@ -2,39 +2,63 @@
 # Build a mypyc-compiled copy of the core (spec/ and reference/) for long campaigns and benchmarks
 # (docs/testing.md). The sources are unchanged: mypyc compiles the same files that mypy --strict
 # checks, into C extension modules. The test command runs the plain Python; one test builds a copy
-# in a temporary folder and checks it does the same work and catches a fault (test_campaign_compiled.py).
-#   scripts/compiled.sh                 build into build/compiled ($STALLFREE_COMPILED if set; ~30 s)
-#   scripts/compiled.sh stallfree ...   build if needed, then run the CLI on the compiled copy
-# The copy is laid out as installed (build/compiled/stallfree/...); PYTHONPATH puts it ahead of the
-# editable install. `stallfree campaign` says which copy of the core it runs.
+# in a temporary folder and checks it does the same work and catches every fault
+# (tests/test_campaign_compiled.py).
+#   scripts/compiled.sh                                  build into build/compiled (~30 s)
+#   scripts/compiled.sh stallfree campaign ARGS...       build if needed, then run a campaign on it
+#   scripts/compiled.sh python benchmarks/SCRIPT.py ...  ... or a benchmark
+# The compiled copy converts field types before the core validates them (docs/testing.md), so it
+# runs campaigns and benchmarks only: the other stallfree commands are refused here.
+# STALLFREE_COMPILED: where the copy goes (default build/compiled); STALLFREE_PYTHON: the interpreter
+# to build for and run with (default: the project's .venv, created if missing).
 set -euo pipefail
-. "$(dirname "$0")/venv.sh"  # cds to the repository root
-stage="${STALLFREE_COMPILED:-build/compiled}"  # where the copy goes (the tests build theirs elsewhere)
+caller="$PWD"
+self="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
+if [ -n "${STALLFREE_PYTHON:-}" ]; then
+  root="$(dirname "$(dirname "$self")")"
+  cd "$root"
+  py="$STALLFREE_PYTHON"
+else
+  . "$(dirname "$self")/venv.sh"  # cds to the repository root
+  py=python
+fi
+if [ "${1:-}" = stallfree ] && [ "${2:-}" != campaign ]; then
+  echo "scripts/compiled.sh: only 'stallfree campaign' runs on the compiled copy (got 'stallfree ${2:-}');" \
+       "run other commands on the Python core" >&2
+  exit 2
+fi
+stage="${STALLFREE_COMPILED:-build/compiled}"
 case "$stage" in /*) ;; *) stage="$root/$stage" ;; esac
+case "$stage" in *:*) echo "scripts/compiled.sh: STALLFREE_COMPILED '$stage' holds ':', which PYTHONPATH cannot carry" >&2; exit 2 ;; esac
+marker="$stage/.stallfree-compiled"  # written by this script: the only kind of folder it replaces
 # The modules a campaign runs: the contract, the monitor, workloads, and the reference scheduler.
 # errors.py stays Python: mypyc cannot compile subclasses of ValueError.
 core=(spec/types.py spec/shadow.py spec/facts.py spec/rules.py spec/monitor.py
       spec/workload.py spec/generate.py reference/sequence.py reference/progress.py reference/scheduler.py)
-stamp="$stage/.built"
 packages=(spec reference faults conformance proofs executor costs sim)
-stale=0
-if [ ! -f "$stamp" ] || [ -n "$(find cli "${packages[@]}" -name '*.py' -newer "$stamp" | head -1)" ]; then
-  stale=1
-fi
-if [ "$stale" = 1 ]; then
-  if [ -e "$stage" ] && [ ! -d "$stage/stallfree" ] && [ -n "$(ls -A "$stage")" ]; then
-    echo "scripts/compiled.sh: $stage holds something other than a compiled copy; not replacing it" >&2
+# Rebuild when anything the copy holds, this script, the interpreter or mypyc changed.
+fingerprint="$( (find cli "${packages[@]}" -type f -not -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum
+                 sha256sum < "$self"; "$py" --version; "$py" -m mypyc --version) | sha256sum | cut -c1-64)"
+if [ ! -f "$marker" ] || [ "$(cat "$marker")" != "$fingerprint" ]; then
+  if [ -e "$stage" ] && [ ! -f "$marker" ] && [ -n "$(ls -A "$stage")" ]; then
+    echo "scripts/compiled.sh: $stage is not empty and was not made by this script; not replacing it" >&2
     exit 2
   fi
   echo "scripts/compiled.sh: compiling ${#core[@]} modules of spec/ and reference/ with mypyc into $stage" >&2
   rm -rf "$stage"
   mkdir -p "$stage"
+  : > "$marker"
   cp -r cli "$stage/stallfree"
   for pkg in "${packages[@]}"; do cp -r "$pkg" "$stage/stallfree/$pkg"; done
   find "$stage" -name __pycache__ -prune -exec rm -rf {} +
-  (cd "$stage" && mypyc --strict "${core[@]/#/stallfree/}" >mypyc.log 2>&1) || { cat "$stage/mypyc.log" >&2; exit 1; }
-  touch "$stamp"
+  (cd "$stage" && "$py" -m mypyc --strict "${core[@]/#/stallfree/}" >mypyc.log 2>&1) || { cat "$stage/mypyc.log" >&2; exit 1; }
+  echo "$fingerprint" > "$marker"
 fi
 if [ $# -gt 0 ]; then
+  cd "$caller"
+  case "$1" in  # the interpreter the copy was built for
+    stallfree) set -- "$py" -m stallfree "${@:2}" ;;
+    python|python3) set -- "$py" "${@:2}" ;;
+  esac
   PYTHONPATH="$stage${PYTHONPATH:+:$PYTHONPATH}" exec "$@"
 fi

@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import random
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +22,7 @@ from .generate import random_workload
 from .rules import select
 from .workload import Workload, play
 
-CRASHED = "CRASHED"  # Violation.rule when the scheduler raised instead of answering: no rule judged it
+CRASHED = "CRASHED"  # Violation.rule when a call raised instead of answering (no rule judged it)
 
 BATCH = 50  # simulations a worker runs per task: large enough to amortise the hand-off, small enough for progress
 
@@ -108,8 +109,8 @@ def run_batch(campaign: Campaign, first: int, last: int) -> Tally:
         except RuleViolation as error:
             tally.violation = Violation(sim, error.rule, error.step, error.message, workload.dumps())
             break
-        except Exception as error:  # the scheduler raised: the campaign stops there, with the workload
-            message = f"{type(error).__name__}: {error}"
+        except Exception as error:  # something raised instead of answering: stop there, with the workload
+            message = f"{type(error).__name__}: {error} (raised at {_where(error)})"
             tally.violation = Violation(sim, CRASHED, -1, message, workload.dumps())
             break
         tally.sims += 1
@@ -121,6 +122,15 @@ def run_batch(campaign: Campaign, first: int, last: int) -> Tally:
         tally.checks += stats.checks
     tally.cpu_seconds = time.process_time() - started
     return tally
+
+
+def _where(error: BaseException) -> str:
+    """File, line and function where `error` was raised: the scheduler's code, or else the core's."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return "an unknown place"
+    last = frames[-1]
+    return f"{last.filename}:{last.lineno} in {last.name}"
 
 
 def _run_task(task: tuple[Campaign, int, int]) -> Tally:

@@ -1,7 +1,8 @@
 """The mypyc-compiled copy of the core (scripts/compiled.sh, for long campaigns) is the same contract:
 built from the same source, it runs a campaign doing exactly the work the Python source does, and its
-monitor catches every rule's fault under that rule's ID. Needs a C compiler (mypyc comes with mypy,
-a dev extra); built once per session in a temporary folder, ~30 s."""
+monitor catches every rule's fault under that rule's ID. Needs the C compiler Python was built with
+and Python's headers (skipped without them; mypyc comes with mypy, a dev extra); built once per
+session in a temporary folder, for the interpreter running the tests, ~30 s."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -19,24 +21,36 @@ from stallfree.spec import RULE_IDS
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler to build the compiled copy")
+
+def _cannot_build() -> str:
+    """Why mypyc cannot build here ('' if it can): it needs the C compiler Python was built with, and
+    Python's headers."""
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        return f"no C compiler ({compiler}) to build the compiled copy"
+    if not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file():
+        return "no Python.h to build the compiled copy"
+    return ""
+
+
+pytestmark = pytest.mark.skipif(bool(_cannot_build()), reason=_cannot_build() or "can build")
 
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     stage = tmp_path_factory.mktemp("compiled") / "copy"
-    env = {**os.environ, "STALLFREE_COMPILED": str(stage)}
-    subprocess.run(["bash", str(ROOT / "scripts" / "compiled.sh")], env=env, check=True, capture_output=True,
-                   text=True, timeout=600)
+    env = {**os.environ, "STALLFREE_COMPILED": str(stage), "STALLFREE_PYTHON": sys.executable}
+    built = subprocess.run(["bash", str(ROOT / "scripts" / "compiled.sh")], env=env, capture_output=True,
+                           text=True, timeout=600)
+    assert built.returncode == 0, built.stderr
     assert list((stage / "stallfree" / "spec").glob("monitor.*.so")), "mypyc built no monitor extension"
     return stage
 
 
 def python(code: str, *args: str, path: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
     if path is not None:
-        env["PYTHONPATH"] = str(path)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(path), env.get("PYTHONPATH")]))
     return subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=600)
 
 

@@ -8,6 +8,7 @@ import argparse
 import os
 import sys
 import time
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 import stallfree.spec.monitor as monitor
@@ -63,9 +64,10 @@ def report(campaign: Campaign, tally: Tally, wall: float) -> list[str]:
 def core_build() -> str:
     """Which copy of the monitor runs: the Python source, or the mypyc-compiled copy of it that
     scripts/compiled.sh builds (C extension modules, chosen by PYTHONPATH)."""
-    if monitor.__file__ is not None and monitor.__file__.endswith(".py"):
+    where = monitor.__file__ or ""
+    if not any(where.endswith(suffix) for suffix in EXTENSION_SUFFIXES):
         return "Python"
-    return f"compiled with mypyc ({Path(str(monitor.__file__)).parent})"
+    return f"compiled with mypyc ({Path(where).parent})"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         print("no rule broken")
         return 0
     if violation.rule == CRASHED:
-        print(f"\nthe scheduler raised in simulation {violation.sim} (seed {args.seed}): {violation.message}")
+        print(f"\na call raised in simulation {violation.sim} (seed {args.seed}): {violation.message}")
     else:
         print(f"\n{violation.rule} broken at step {violation.step} of simulation {violation.sim} "
               f"(seed {args.seed}): {violation.message}")
