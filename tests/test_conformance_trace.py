@@ -218,6 +218,8 @@ JUNK = st.one_of(
 
 @given(st.lists(st.one_of(st.binary(max_size=40), st.text(max_size=40).map(str.encode)), max_size=6))
 def test_fuzz_arbitrary_bytes_never_crash_the_checker(lines: list[bytes]) -> None:
+    # The property: junk either checks or raises TraceError naming a line of the input (header = 1);
+    # any other exception fails the test, and so does a line number outside the input.
     try:
         check_trace([HEADER.encode(), *lines])
     except TraceError as error:
