@@ -16,14 +16,18 @@ from stallfree.spec import RULE_IDS, Arrival, Workload
 TARGET_FORM = "expected MODULE:FACTORY, e.g. stallfree.reference:Scheduler"
 
 
-def positive_int(text: str) -> int:
+def _int_at_least(text: str, minimum: int, expected: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive int, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive int, got {value}")
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _int_at_least(text, 1, "a positive int")
 
 
 def positive_float(text: str) -> float:
@@ -39,13 +43,7 @@ def positive_float(text: str) -> float:
 
 def seed(text: str) -> int:
     """A seed: an int >= 0 (generators take any, but one spelling per run keeps runs reproducible)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {value}")
-    return value
+    return _int_at_least(text, 0, "an int >= 0")
 
 
 def request_spec(text: str) -> Arrival:
