@@ -175,8 +175,3 @@ def progress(t: SymStep) -> z3.BoolRef:
         z3.Implies(busy, t.after.work < s.work),
         t.after.work >= 0,
     )
-
-
-def no_step_claim(t: SymStep) -> z3.BoolRef:
-    """For theorems that are state invariants only."""
-    return z3.BoolVal(True)

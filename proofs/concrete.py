@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 
 import z3
 
@@ -16,7 +17,7 @@ from stallfree.reference import Phase, Scheduler
 from stallfree.spec import Arrival, Config, Workload
 
 from .policy import Policy, SymStep
-from .symbolic import SymConfig, SymState
+from .symbolic import SymConfig, SymState, value
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +79,7 @@ class Evaluator:
         if solver.check() != z3.sat:
             raise AssertionError("the Z3 step has no value on this state: its definitions contradict")
         model = solver.model()
-
-        def val(term: z3.ExprRef) -> int | bool:
-            value = model.eval(term, model_completion=True)
-            return z3.is_true(value) if z3.is_bool(value) else value.as_long()
-
+        val = partial(value, model)
         plan = self.step.plan
         decodes = [(i, 1) for i, e in enumerate(plan) if val(e.decode)]
         chunks = [(i, int(val(e.chunk))) for i, e in enumerate(plan) if val(e.chunk) > 0]

@@ -9,19 +9,20 @@ finds one that is, when there is one within the bound, so a wrong policy's failu
 
 from __future__ import annotations
 
+from functools import partial
+
 import z3
 
 from stallfree.spec import Arrival, Config, Workload
 
 from .inductive import PARTS
 from .policy import Policy
-from .symbolic import SymConfig, SymState
+from .symbolic import SymConfig, SymState, smallest, value
 from .theorems import Theorem
 
 REACH_STEPS = 5
 REACH_REQUESTS = 4
 REACH_MS = 20_000
-MINIMISE_MS = 3_000
 
 
 def reach(theorem: Theorem, policy: Policy, num_requests: int = REACH_REQUESTS, max_steps: int = REACH_STEPS,
@@ -50,21 +51,6 @@ def reach(theorem: Theorem, policy: Policy, num_requests: int = REACH_REQUESTS, 
     return None
 
 
-def _smallest(solver: z3.Solver, config: SymConfig, history: list[tuple[SymState, SymState]]) -> z3.ModelRef:
-    """The model with the smallest config and request sizes found within MINIMISE_MS: a workload
-    that reads like a hand-made one."""
-    found = solver.model()
-    if not history:
-        return found
-    optimizer = z3.Optimize()
-    optimizer.set("timeout", MINIMISE_MS)
-    optimizer.add(solver.assertions())
-    last = history[-1][1]
-    optimizer.minimize(z3.Sum([config.token_budget, config.max_seqs, config.kv_tokens]
-                              + [z3.If(r.arrived, r.reservation, 0) for r in last.requests]))
-    return optimizer.model() if optimizer.check() == z3.sat else found
-
-
 def _workload(solver: z3.Solver, goal: z3.BoolRef, config: SymConfig,
               history: list[tuple[SymState, SymState]]) -> Workload | None:
     solver.push()
@@ -72,14 +58,10 @@ def _workload(solver: z3.Solver, goal: z3.BoolRef, config: SymConfig,
     try:
         if solver.check() != z3.sat:
             return None
-        model = _smallest(solver, config, history)
+        model = smallest(solver, config, history[-1][1].requests) if history else solver.model()
     finally:
         solver.pop()
-
-    def val(term: z3.ExprRef) -> int | bool:
-        value = model.eval(term, model_completion=True)
-        return z3.is_true(value) if z3.is_bool(value) else value.as_long()
-
+    val = partial(value, model)
     arrivals = []
     for k, (before, after) in enumerate(history):
         for i, (b, a) in enumerate(zip(before.requests, after.requests, strict=True)):

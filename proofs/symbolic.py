@@ -9,9 +9,13 @@ A finished request keeps its slot (admitted, every token emitted); its reservati
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import z3
+
+MINIMISE_MS = 3_000  # spent making a counterexample small
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,3 +106,22 @@ class SymState:
     @property
     def work(self) -> z3.ArithRef:
         return z3.Sum([r.work for r in self.requests])
+
+
+def value(model: z3.ModelRef, term: Any) -> Any:
+    """`term` in `model` as a Python bool or int (any value where the model leaves it free)."""
+    result = model.eval(term, model_completion=True)
+    return z3.is_true(result) if z3.is_bool(result) else result.as_long()
+
+
+def smallest(solver: z3.Solver, config: SymConfig, requests: Iterable[SymRequest]) -> z3.ModelRef:
+    """A model of `solver` with the smallest config and arrived requests' reservations Z3 finds
+    within MINIMISE_MS, so that a counterexample reads like a hand-made one; the solver's own model
+    if the search runs out of time."""
+    found = solver.model()
+    optimizer = z3.Optimize()
+    optimizer.set("timeout", MINIMISE_MS)
+    optimizer.add(solver.assertions())
+    optimizer.minimize(z3.Sum([config.token_budget, config.max_seqs, config.kv_tokens]
+                              + [z3.If(r.arrived, r.reservation, 0) for r in requests]))
+    return optimizer.model() if optimizer.check() == z3.sat else found

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import z3
@@ -19,11 +20,10 @@ from .claims import Claim
 from .inductive import PARTS, invariant
 from .lemmas import Lemmas
 from .policy import Policy, SymStep
-from .symbolic import SymConfig, SymState
+from .symbolic import SymConfig, SymState, smallest, value
 
 DEFAULT_N = 12  # symbolic requests per theorem
 TIMEOUT_MS = 120_000  # per theorem: past it the result is `unknown`, never `holds`
-MINIMISE_MS = 3_000  # spent making a counterexample small
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,12 +33,6 @@ class Theorem:
     parts: tuple[str, ...]  # the invariant's parts it proves hold after the step
     control: str  # the mutant (`mutants.MUTANTS`) it must fail on
     lemmas: tuple[Lemmas, ...] = ()  # facts proved first, then assumed (see `lemmas`)
-
-    @property
-    def statement(self) -> str:
-        doc = (self.claim.__doc__ or "").split(":", 1)[-1]
-        parts = f" Carries to the next state: {', '.join(self.parts)}." if self.parts else ""
-        return " ".join(doc.split()) + parts
 
 
 def _state_only(t: SymStep) -> z3.BoolRef:
@@ -65,7 +59,6 @@ THEOREMS: tuple[Theorem, ...] = (
     Theorem("ONE-PARTIAL", _state_only, ("ONE-PARTIAL",), "AdmitBeforePartial"),
     Theorem("PROGRESS", claims.progress, (), "StrictFit"),
 )
-BY_NAME: dict[str, Theorem] = {t.name: t for t in THEOREMS}
 
 
 @dataclass(slots=True)
@@ -114,24 +107,11 @@ def prove(theorem: Theorem, policy: Policy | None = None, num_requests: int = DE
             seconds = time.perf_counter() - began
             if verdict == z3.sat:
                 return Outcome(theorem.name, policy.name, num_requests, "counterexample", seconds,
-                               describe(_smallest(solver, step), step))
+                               describe(smallest(solver, step.before.config, step.before.requests), step))
             return Outcome(theorem.name, policy.name, num_requests, "unknown", seconds)
         solver.pop()
         solver.add(fact)
     return Outcome(theorem.name, policy.name, num_requests, "holds", time.perf_counter() - began)
-
-
-def _smallest(solver: z3.Solver, step: SymStep) -> z3.ModelRef:
-    """A counterexample with the smallest config and request sizes Z3 finds in a few seconds, so that
-    it reads like a hand-made example; the first one found if the search runs out of time."""
-    found = solver.model()
-    c = step.before.config
-    optimizer = z3.Optimize()
-    optimizer.set("timeout", MINIMISE_MS)
-    optimizer.add(solver.assertions())
-    optimizer.minimize(z3.Sum([c.token_budget, c.max_seqs, c.kv_tokens]
-                              + [z3.If(r.arrived, r.reservation, 0) for r in step.before.requests]))
-    return optimizer.model() if optimizer.check() == z3.sat else found
 
 
 def _solver(hypothesis: z3.BoolRef, timeout_ms: int) -> z3.Solver:
@@ -175,11 +155,7 @@ def _assume_lemmas(solver: z3.Solver, theorem: Theorem, step: SymStep) -> bool:
 def describe(model: z3.ModelRef, step: SymStep) -> dict[str, Any]:
     """A counterexample as plain data: the config, each arrived request's progress before the step,
     what the plan gave it and what it emitted, and its progress after."""
-
-    def val(term: Any) -> Any:
-        value = model.eval(term, model_completion=True)
-        return z3.is_true(value) if z3.is_bool(value) else value.as_long()
-
+    val = partial(value, model)
     before, after = step.before, step.after
     config = {"token_budget": val(before.config.token_budget), "max_seqs": val(before.config.max_seqs),
               "kv_tokens": val(before.config.kv_tokens)}
