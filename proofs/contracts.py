@@ -63,7 +63,7 @@ def keeps_never_fit(factory: Factory, kv_tokens: int, prompt_len: int, max_new: 
         assert scheduler.is_idle and scheduler.free_kv == kv_tokens, "NEVER-FIT: a refusal changed state"
         return
     assert prompt_len + max_new <= kv_tokens, "NEVER-FIT: accepted a request that can never fit"
-    assert [r.rid for r in scheduler.waiting] == [0]
+    assert [r.rid for r in scheduler.waiting] == [0], "NEVER-FIT: an accepted request is not queued"
 
 
 def keeps_the_limits(factory: Factory, config: tuple[int, int, int], sizes: tuple[tuple[int, int], ...]) -> None:

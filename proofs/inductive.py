@@ -14,8 +14,9 @@ Part = Callable[[SymState], z3.BoolRef]
 
 
 def types(s: SymState) -> z3.BoolRef:
-    """Lengths are >= 1; 0 <= num_prefilled <= prompt_len; 0 <= num_emitted <= max_new; a request
-    not admitted has made no progress; only an arrived request is admitted."""
+    """TYPES (what PREFILL-ONCE and TOKENS carry from step to step): lengths are >= 1;
+    0 <= num_prefilled <= prompt_len; 0 <= num_emitted <= max_new; a request not admitted has made no
+    progress; only an arrived request is admitted."""
     facts = []
     for r in s.requests:
         facts += [
@@ -29,19 +30,19 @@ def types(s: SymState) -> z3.BoolRef:
 
 
 def first_token(s: SymState) -> z3.BoolRef:
-    """An admitted request has emitted a token exactly when its prompt is done."""
+    """FIRST-TOKEN: an admitted request has emitted a token exactly when its prompt is done."""
     return z3.And([
         z3.Implies(r.admitted, (r.num_prefilled == r.prompt_len) == (r.num_emitted >= 1)) for r in s.requests
     ])
 
 
 def never_fit(s: SymState) -> z3.BoolRef:
-    """Every accepted request fits the KV capacity."""
+    """NEVER-FIT: every accepted request fits the KV capacity."""
     return z3.And([z3.Implies(r.arrived, r.reservation <= s.config.kv_tokens) for r in s.requests])
 
 
 def fcfs(s: SymState) -> z3.BoolRef:
-    """Arrived slots are a prefix of the slots, and admitted slots a prefix of those."""
+    """FCFS: arrived slots are a prefix of the slots, and admitted slots a prefix of those."""
     rs = s.requests
     return z3.And(
         [z3.And(z3.Implies(rs[i + 1].arrived, rs[i].arrived), z3.Implies(rs[i + 1].admitted, rs[i].admitted))
@@ -50,19 +51,22 @@ def fcfs(s: SymState) -> z3.BoolRef:
 
 
 def kv(s: SymState) -> z3.BoolRef:
-    """free + reserved == capacity, and free >= 0: reservations never exceed K."""
+    """KV: free + reserved == capacity, and free >= 0: reservations never exceed K."""
     return z3.And(s.free_kv + s.reserved == s.config.kv_tokens, s.free_kv >= 0)
 
 
 def slots(s: SymState) -> z3.BoolRef:
+    """SLOTS: running requests never exceed S."""
     return s.count("running") <= s.config.max_seqs
 
 
 def ready_within_budget(s: SymState) -> z3.BoolRef:
+    """READY-WITHIN-BUDGET: ready requests never outnumber the budget B."""
     return s.count("ready") <= s.config.token_budget
 
 
 def one_partial(s: SymState) -> z3.BoolRef:
+    """ONE-PARTIAL: at most one running request is partway through its prompt."""
     return s.count("partial") <= 1
 
 
