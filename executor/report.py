@@ -48,7 +48,8 @@ def verdicts(result: JobResult, monitor_rules: tuple[str, ...] | None) -> list[s
     lines = []
     broken = result.violation
     steps = len(result.steps)
-    for where, rules in (("real path", REAL_PATH_RULES), ("monitor", monitor_rules or RULE_IDS)):
+    sections = {"real path": REAL_PATH_RULES, "monitor": monitor_rules or RULE_IDS}
+    for where, rules in sections.items():
         lines.append(f"-- {where}")
         for rule in rules:
             if broken is not None and broken[0] == rule and broken[3] == where:
@@ -57,7 +58,7 @@ def verdicts(result: JobResult, monitor_rules: tuple[str, ...] | None) -> list[s
                 lines.append(f"{rule:<16} held until step {broken[1]}")
             else:
                 lines.append(f"{rule:<16} holds ({steps} steps)")
-    if broken is not None and broken[0] not in set(RULE_IDS):
+    if broken is not None and broken[0] not in sections.get(broken[3], ()):  # not listed above where it broke
         lines.append(f"{broken[0]:<16} BROKEN at step {broken[1]} ({broken[3]}): {broken[2]}")
     return lines
 

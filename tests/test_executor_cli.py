@@ -55,3 +55,16 @@ def test_budget_wrong_scheduler_refused_with_rule_id(workload, capsys) -> None: 
 def test_bad_arguments_exit_2_naming_the_field(argv: list[str], named: str, capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["run", *argv]) == 2
     assert named in capsys.readouterr().err
+
+
+def test_verdicts_show_a_rule_broken_where_it_is_not_listed() -> None:
+    # TOKENS is judged on the real path too (a token from a request that ran no position), but it is
+    # not one of the five real-path rules listed: the break still shows, under its rule ID.
+    from stallfree.executor.job import JobResult
+    from stallfree.executor.report import verdicts
+
+    lines = verdicts(JobResult("x", violation=("TOKENS", 3, "two tokens", "real path")), ("BUDGET",))
+    assert lines[-1] == "TOKENS           BROKEN at step 3 (real path): two tokens"
+    assert "BUDGET           held until step 3" in lines
+    listed = verdicts(JobResult("x", violation=("BUDGET", 2, "too many", "monitor")), ("BUDGET",))
+    assert listed[-1] == "BUDGET           BROKEN at step 2: too many"  # listed: no extra line
