@@ -55,7 +55,7 @@ def report(model: str, tp: int, rows: dict[int, dict[str, float]]) -> None:
     ts = sorted(rows)
     a, b = fit([float(t) for t in ts], [rows[t]["ms"] for t in ts])
     print(f"\n{model}, tp={tp}: step ms = {a:.2f} + {b * 1e3:.3f} us/token x T")
-    print(f"{'T':>6} {'step ms':>9} {'forward':>9} {'fit':>9} {'resid':>8} {'monitor %':>10} {'checks %':>9}")
+    print(f"{'T':>6} {'step ms':>9} {'forward':>9} {'fit':>9} {'resid':>8} {'monitor %':>10} {'host %':>9}")
     for t in ts:
         r = rows[t]
         predicted = a + b * t

@@ -1,6 +1,6 @@
 """Overload: the conversation trace at 1x to 32x its arrival rate, three policies, budget 2,048,
 full cost model (Llama 3.3 70B, 4 H100 SXM, FP8, 256 slots). Queues grow once arrivals outrun the
-steps; under the reference the worst gap between a stream's tokens stays one step.
+steps; under the reference the worst gap between a stream's tokens stays one step (DECODE-FIRST).
 
     python benchmarks/sim_overload.py [--jobs 2] [--budget 2048] [--limit N] [--plot docs/img] [--json FILE]
     python benchmarks/sim_overload.py --replot FILE --plot docs/img    # plots from a saved --json

@@ -12,9 +12,8 @@ from pathlib import Path
 
 from stallfree.costs import Deployment, Roofline, gpu, model
 from stallfree.sim.policies import POLICIES
+from stallfree.sim.summary import MS
 from stallfree.sim.timeline import run
-
-MS = 1e3
 
 
 def main() -> None:
@@ -28,8 +27,7 @@ def main() -> None:
     print(f"budget {args.budget}, {args.mode} cost")
     print(f"{'policy':<15}{'TTFT of the long prompt ms':>28}{'worst stream gap ms':>21}{'longest step ms':>17}")
     for tl in timelines:
-        gap = max(s.max_gap for s in tl.result.streams if s.request.rid != tl.long_rid)
-        print(f"{tl.policy:<15}{(tl.first_token - tl.arrival) * MS:>28.1f}{gap * MS:>21.1f}"
+        print(f"{tl.policy:<15}{(tl.first_token - tl.arrival) * MS:>28.1f}{tl.worst_gap * MS:>21.1f}"
               f"{tl.result.longest_step * MS:>17.1f}")
     if args.plot is not None:
         from stallfree.sim.plots import plot_timeline

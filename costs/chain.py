@@ -34,7 +34,8 @@ def full_step(roofline: Roofline, budget: int) -> float:
 
 def worst_step(roofline: Roofline, budget: int, max_context: int, kv_tokens: int) -> float:
     """The longest a step can take at `budget`, whatever the traffic: the bound on the gap between
-    two tokens of a running stream under the contract's policy, where every stream decodes every step.
+    two tokens of a running stream under the contract's policy, where every stream decodes every step
+    (DECODE-FIRST with READY-WITHIN-BUDGET).
 
     A step carries at most `budget` tokens; each attends to at most `max_context` positions (the
     largest reservation, prompt_len + max_new); the KV it reads back is at most all `kv_tokens`

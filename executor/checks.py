@@ -97,7 +97,7 @@ def check_kv(step: int, allocator_free: int, shadow_free: int, scheduler_free: i
 
 
 class WriteLedger:
-    """PREFILL-ONCE (writes): each KV slot of a request is written once, in position order, into
+    """PREFILL-ONCE and KV (writes): each KV slot of a request is written once, in position order, into
     the slot reserved for that position; freed slots must be reserved again before a write."""
 
     def __init__(self) -> None:

@@ -14,7 +14,7 @@ the reference itself ranks the two within `tie_tol`, and each such case is liste
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -70,8 +70,6 @@ class Equivalence:
 
 def reference_model(spec: RunSpec) -> Transformer:
     """The same weights on one rank (world size 1), on the CPU."""
-    from dataclasses import replace
-
     return replace(spec, tp=1, device="cpu").build(Group())
 
 

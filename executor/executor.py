@@ -41,7 +41,7 @@ class StepRecord:
     ms: float  # the whole step, plan to checks
     forward_ms: float  # broadcast, forward, sampling
     monitor_ms: float  # monitor.plan() and monitor.complete(), the scheduler's calls included
-    host_ms: float  # building the flat batch and the real-path checks
+    host_ms: float  # building the flat batch, the real-path checks and recording the step's outputs
     emitted: list[int]
     finished: list[int]
     free_kv: int

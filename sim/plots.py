@@ -127,17 +127,16 @@ def _no_ticks() -> Any:
 def _log_ms(ax: Any) -> None:
     """Milliseconds on a log axis labelled at 1, 2, 5 x each power of ten, when the lines span a
     decade or more; on a linear axis from zero otherwise, where a log axis would show one label."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    from matplotlib.ticker import FuncFormatter
 
     ys = [y for line in ax.get_lines() for y in line.get_ydata()]
     ax.set(ylabel="ms")
     if ys and max(ys) >= LOG_SPAN * min(ys):
         ax.set(yscale="log")
-        ax.yaxis.set_major_locator(LogLocator(subs=LOG_LABELS))
-        ax.yaxis.set_minor_formatter(NullFormatter())
+        _plain_labels(ax.yaxis)
     else:
         ax.set_ylim(bottom=0)
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,g}"))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,g}"))
     ax.grid(alpha=0.3)
 
 
@@ -186,8 +185,7 @@ def plot_timeline(timelines: Sequence[Timeline], path: Path) -> Path:
             ax.axvline(tl.arrival, color="tab:purple", ls="--", lw=1, label="long prompt arrives")
             ax.axvline(tl.first_token, color="tab:purple", lw=1.5, label="its first token")
             ax.set_xlim(start, end)
-        worst = max(s.max_gap for s in tl.result.streams if s.request.rid != tl.long_rid)
-        streams.set_title(f"token times of {len(shown)} streams; worst gap {worst * MS:.0f} ms", fontsize=9)
+        streams.set_title(f"token times of {len(shown)} streams; worst gap {tl.worst_gap * MS:.0f} ms", fontsize=9)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9)
     r = timelines[0].result

@@ -36,7 +36,7 @@ class Summary:
     latency: dict[str, Spread | None]  # seconds, by the names in LATENCIES
     clock: float  # seconds from the first arrival to the last token
     busy_seconds: float
-    longest_step: float  # seconds: under the reference, the worst gap a stream sees
+    longest_step: float  # seconds: under the reference, the worst gap a stream sees (DECODE-FIRST)
     step_bound: float  # seconds: the longest any step may take at this budget (costs.worst_step)
     num_steps: int  # non-empty steps
     output_tokens: int

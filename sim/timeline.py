@@ -41,6 +41,11 @@ class Timeline:
         assert stream.first_token is not None
         return stream.first_token
 
+    @property
+    def worst_gap(self) -> float:
+        """The longest wait between two tokens of any stream but the long prompt's (seconds)."""
+        return max(s.max_gap for s in self.result.streams if s.request.rid != self.long_rid)
+
 
 def scenario() -> Trace:
     streams = [TraceRequest(rid, 0.0, STREAM_PROMPT_LEN, STREAM_MAX_NEW) for rid in range(NUM_STREAMS)]

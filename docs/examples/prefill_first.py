@@ -4,7 +4,9 @@ running streams wait for them.
 Each step is either a prefill step or a decode step, never both. While any prompt is unfinished or a
 new request can start, the step runs prompt chunks only (up to the budget); decodes run only in steps
 with no prompt work. This keeps each step's shape uniform, at the cost of every running stream's
-next token waiting behind each arriving prompt.
+next token waiting behind each arriving prompt: it breaks DECODE-FIRST, and WORK-CONSERVING when a
+prefill step leaves budget unused while a ready stream gets no decode (docs/conformance.md shows the
+report).
 
 Speaks the plain protocol: PrefillFirst(token_budget=, max_seqs=, kv_tokens=), add, schedule, complete.
 """

@@ -3,7 +3,8 @@
 Decodes first, then unfinished prompts, then admissions, like the contract's policy, except that
 when the request at the head of the queue does not fit the free KV (or the budget left), it looks
 further down the queue and admits any request that does. Memory and budget are used more fully; the
-cost is that a large request can be passed over for as long as small ones keep coming.
+cost is that a large request can be passed over for as long as small ones keep coming: it breaks
+FCFS, and only FCFS (docs/conformance.md shows the kit's report).
 
 Speaks the plain protocol: SkipAhead(token_budget=, max_seqs=, kv_tokens=), add, schedule, complete.
 """
