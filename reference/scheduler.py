@@ -66,8 +66,8 @@ class Scheduler:
         # 2. Then the rest of partial prompts, oldest first. They already hold a slot and their KV;
         #    finishing them before starting new ones turns reserved memory into output soonest.
         for seq in self._partial.values():
-            if left == 0:  # never taken while B is fixed (a partial request keeps the ready count
-                break  # below B), but it keeps this loop from planning a zero-token entry
+            if left == 0:  # never taken while B is fixed (ONE-PARTIAL and READY-WITHIN-BUDGET keep the
+                break  # ready count below B beside a partial), but it keeps this loop from planning n=0
             n = min(seq.num_remaining_prompt, left)
             entries.append(Entry(seq.rid, n))
             left -= n

@@ -62,8 +62,8 @@ class Tally:
         self.tokens += other.tokens
         self.checks += other.checks
         self.cpu_seconds += other.cpu_seconds
-        if self.violation is None or (other.violation is not None and other.violation.sim < self.violation.sim):
-            self.violation = other.violation or self.violation
+        if other.violation is not None and (self.violation is None or other.violation.sim < self.violation.sim):
+            self.violation = other.violation
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from .errors import RuleViolation
 from .facts import StepFacts
 from .monitor import Monitor
-from .rules import kv_returned, slots
+from .rules import kv_returned
 from .shadow import Shadow
 from .types import Config
 
@@ -137,7 +137,7 @@ class SchedulerMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def add_request(self, data: st.DataObject) -> None:
-        """A request that fits K arrives: it must be accepted."""
+        """A request that fits K arrives: it must be accepted (NEVER-FIT)."""
         self.offer(self.take_rid(), *self.draw_size(data), expect=True)
 
     @rule(data=st.data(), n=st.integers(2, MAX_BURST))
@@ -170,7 +170,8 @@ class SchedulerMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.monitor is not None and bool(taken_rids(self.monitor.shadow)))
     @rule(data=st.data())
     def add_taken_rid(self, data: st.DataObject) -> None:
-        """A request reusing an accepted rid (running, waiting or finished): add() must refuse it."""
+        """A request reusing an accepted rid (running, waiting or finished): add() must refuse it
+        (NEVER-FIT)."""
         rid = data.draw(st.sampled_from(taken_rids(self.m.shadow)), label="taken rid")
         self.offer(rid, 1, 1, expect=False)
 
@@ -183,7 +184,7 @@ class SchedulerMachine(RuleBasedStateMachine):
 
     @rule(n=st.integers(1, MAX_RUN))
     def run_steps(self, n: int) -> None:
-        """`n` steps with no arrivals (an idle scheduler must plan empty steps)."""
+        """`n` steps with no arrivals (an idle scheduler must plan empty steps; PROGRESS: a busy one may not)."""
         for _ in range(n):
             self.run_one()
 
@@ -212,23 +213,6 @@ class SchedulerMachine(RuleBasedStateMachine):
         if self.monitor is None or not self.checks("KV"):
             return
         self.judge("KV", kv_returned, self.between_steps(getattr(self.m.scheduler, "free_kv", None)))
-
-    @invariant()
-    def slots_held(self) -> None:
-        """SLOTS: admitted, unfinished requests never exceed S (the `slots` predicate)."""
-        if self.monitor is None or not self.checks("SLOTS"):
-            return
-        self.judge("SLOTS", slots, self.between_steps(None))
-
-    @invariant()
-    def all_free_when_idle(self) -> None:
-        """KV: when nothing is pending, all K is free."""
-        if self.monitor is None or not self.m.is_idle or not self.checks("KV"):
-            return
-        shadow = self.m.shadow
-        if shadow.free_kv != self.config.kv_tokens:
-            raise RuleViolation("KV", shadow.step, f"idle, yet only {shadow.free_kv} of "
-                                f"kv_tokens={self.config.kv_tokens} is free")
 
     # -- helpers -------------------------------------------------------------------------------
 

@@ -10,6 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+from .args import check_output_file, load_scheduler, write_output
+
 NAME = "prove"
 HELP = "prove the rules: model check the reference, Z3 theorems, CrossHair contracts; print the table"
 
@@ -37,8 +39,6 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from stallfree.proofs import controls, crosshair_run
     from stallfree.proofs.bounds import Bounds
     from stallfree.proofs.suite import Options
-
-    from .args import check_output_file, load_scheduler
 
     options = Options()
     methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
@@ -106,8 +106,6 @@ def run(args: argparse.Namespace) -> int:
     for row in failed:
         print(f"\n{row.claim} ({row.method}): {row.result}\n{row.detail}")
     if args.json is not None:
-        from .args import write_output
-
         try:
             write_output("--json", args.json, json.dumps([row.to_json() for row in rows], indent=2, default=str))
         except ValueError as error:  # checked before the run, yet the write failed
