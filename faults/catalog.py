@@ -111,15 +111,6 @@ class AdmitBeforePartial(Stepwise):
     def phases(self):  # type: ignore[no-untyped-def]
         return (self.plan_decodes, self.admit, self.plan_partials)
 
-    def plan_partials(self, plan: list[tuple[int, int]], left: int) -> int:
-        admitted_now = {rid for rid, _ in plan}  # requests admitted above already have their chunk
-        for seq in self.running.values():
-            if left and not seq.is_ready and seq.rid not in admitted_now:
-                n = self.chunk(seq, left)
-                plan.append((seq.rid, n))
-                left -= n
-        return left
-
 
 class OneAdmissionPerStep(Stepwise):
     """Admits at most one request a step, leaving budget unused while the next one fits."""

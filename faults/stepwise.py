@@ -73,8 +73,9 @@ class Stepwise:
         return left
 
     def plan_partials(self, plan: list[tuple[int, int]], left: int) -> int:
+        planned = {rid for rid, _ in plan}  # a fault that admits first has given its admissions a chunk
         for seq in self.running.values():
-            if left and not seq.is_ready:
+            if left and not seq.is_ready and seq.rid not in planned:
                 n = self.chunk(seq, left)
                 plan.append((seq.rid, n))
                 left -= n
