@@ -1,8 +1,10 @@
 """Playing one workload through a scheduler under the monitor, with a step bound.
 
-Like `stallfree.spec.play`, but a run always ends: when PROGRESS is not among the checked rules and
-work is still pending at the work bound, the run stops there, its checked rules having held so far.
-A scheduler that claims only part of the contract may legitimately never finish a request.
+The same run as `stallfree.spec.play` (when PROGRESS is not among the checked rules and work is still
+pending at the work bound, the run stops there, its checked rules having held so far: a scheduler
+that claims only part of the contract may never finish a request). What Player adds is the monitor
+itself, kept from the start, so that when the target raises, hangs or answers junk, the kit's worker
+can say at which step and after how many adds; `play` creates its monitor inside.
 """
 
 from __future__ import annotations

@@ -77,3 +77,25 @@ def test_python_dash_m_stallfree() -> None:
     done = subprocess.run([sys.executable, "-m", "stallfree", "trace", "--example", "hand"],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0 and "PROGRESS         holds" in done.stdout
+
+
+def test_jsonl_of_a_run_stopped_at_the_work_bound_has_no_end_line(capsys: pytest.CaptureFixture[str]) -> None:
+    # PROGRESS unchecked, a scheduler that never plans: the run stops at the work bound, unfinished,
+    # so its trace must not claim an end (which would make check-trace judge PROGRESS at the end).
+    import argparse
+    import io
+
+    from stallfree.commands.trace import trace
+    from stallfree.faults import Stepwise
+    from stallfree.spec import Arrival, Config, Workload
+
+    class NeverPlans(Stepwise):
+        def schedule(self) -> list[tuple[int, int]]:
+            return []
+
+    workload = Workload(Config(8, 2, 64), (Arrival(1, 3, 2, 0),))
+    out = io.StringIO()
+    assert trace(argparse.Namespace(scheduler="NeverPlans", rules=["BUDGET"]), workload, NeverPlans, out) == 0
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert len(lines) > 2 and not any("end" in line for line in lines)
+    capsys.readouterr()

@@ -126,7 +126,9 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
     try:
         stats = play(workload, factory, args.rules, on_step=on_step, on_add=on_add)
         steps, adds = stats.steps, stats.accepted + stats.refused
-        if writer is not None:  # a run stopped by a broken rule has no end line: it did not end
+        # A run stopped by a broken rule, or still pending at the work bound, has no end line: it did
+        # not end (as record_trace writes it).
+        if writer is not None and "stopped_at_bound" not in stats.extra:
             writer.end()
     except RuleViolation as error:
         violation = error
