@@ -21,13 +21,12 @@ import sys
 from stallfree.executor.job import Job, JobResult
 from stallfree.executor.launch import launch
 from stallfree.executor.runspec import RunSpec
-from stallfree.spec import Arrival, Config, Workload
+from stallfree.executor.workloads import one_prompt_per_step
 
 
 def prefill_job(tokens: int, reps: int) -> Job:
     """reps + 1 requests of `tokens` prompt tokens, one at a time: each step is one whole prompt."""
-    requests = tuple(Arrival(rid, tokens, 1, 0) for rid in range(reps + 1))
-    return Job(Workload(Config(tokens, 1, tokens + 1), requests), label=f"T={tokens}")
+    return Job(one_prompt_per_step(tokens, reps), label=f"T={tokens}")
 
 
 def medians(result: JobResult) -> dict[str, float]:

@@ -9,8 +9,8 @@ Each step is one whole prompt of T tokens from position 0 (prompt T, one token o
 run through the executor's real step path (the monitor and the rule checks included). The floor of
 a step is max(FLOPs / peak, weight bytes / bandwidth) per GPU: FLOPs are 2 x matmul parameters x T
 plus causal attention (2 x T^2 x hidden a layer); bytes are the layers' FP8 weights, read once.
-Peak figures are those the contract uses for the H100 SXM (1,979 TFLOP/s dense FP8, 3.35 TB/s) and
-the H200's 4.8 TB/s; other GPUs need --peak-tflops and --tbps.
+Peak figures are the cost model's presets (`stallfree.costs`: H100 SXM and H200, in the --dtype
+timed); other GPUs need --peak-tflops and --tbps.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ import argparse
 import statistics
 import sys
 
-GPU_PEAKS = {"H100": (1979e12, 3.35e12), "H200": (1979e12, 4.8e12)}  # dense FP8 FLOP/s, bytes/s
-FP8_BYTES = 1
+PRESETS = {"H100": "h100-sxm", "H200": "h200"}  # CUDA device name -> the cost model's GPU preset
 
 
 def peaks(args: argparse.Namespace) -> tuple[float, float] | None:
@@ -30,10 +29,12 @@ def peaks(args: argparse.Namespace) -> tuple[float, float] | None:
         return None
     import torch
 
+    from stallfree.costs import gpu
+
     name = torch.cuda.get_device_name(0)
-    for key, figures in GPU_PEAKS.items():
+    for key, preset in PRESETS.items():
         if key in name:
-            return figures
+            return gpu(preset).flops(args.dtype), gpu(preset).mem_bandwidth
     print(f"unknown GPU {name!r}: give --peak-tflops and --tbps for a floor", file=sys.stderr)
     return None
 
@@ -53,22 +54,21 @@ def main() -> int:
 
     import torch
 
+    from stallfree.costs import bytes_per_value
     from stallfree.executor.job import Job
     from stallfree.executor.launch import launch
     from stallfree.executor.runspec import RunSpec
-    from stallfree.spec import Arrival, Config, Workload
+    from stallfree.executor.workloads import one_prompt_per_step
+    from stallfree.spec import InvalidField
 
-    if args.device == "cuda" and torch.cuda.device_count() < args.tp:
-        print(f"--tp {args.tp} needs {args.tp} CUDA devices; this machine has {torch.cuda.device_count()}",
-              file=sys.stderr)
-        return 2
     token_counts = [int(t) for t in args.tokens.split(",")]
-    jobs = tuple(
-        Job(Workload(Config(t, 1, t + 1), tuple(Arrival(rid, t, 1, 0) for rid in range(args.reps + 1))),
-            label=f"T={t}")
-        for t in token_counts
-    )
-    spec = RunSpec(jobs, model=args.model, num_layers=args.layers, dtype=args.dtype, tp=args.tp, device=args.device)
+    jobs = tuple(Job(one_prompt_per_step(t, args.reps), label=f"T={t}") for t in token_counts)
+    try:  # RunSpec checks the CUDA devices against --tp, among the rest
+        spec = RunSpec(jobs, model=args.model, num_layers=args.layers, dtype=args.dtype, tp=args.tp,
+                       device=args.device)
+    except InvalidField as error:
+        print(f"gpu_step: {error}", file=sys.stderr)
+        return 2
     cfg = spec.model_config()
     name = torch.cuda.get_device_name(0) if args.device == "cuda" else "cpu"
     print(f"{cfg.name}, {cfg.num_layers} layers, {args.dtype}, tp={args.tp} on {name}; "
@@ -76,7 +76,7 @@ def main() -> int:
     print("building and running (weights are random, generated on the device) ...", file=sys.stderr, flush=True)
     outcome = launch(spec, timeout_s=590)
     figures = peaks(args)
-    weight_bytes = cfg.layer_params * cfg.num_layers * (FP8_BYTES if args.dtype == "fp8" else 2)
+    weight_bytes = cfg.layer_params * cfg.num_layers * bytes_per_value("--dtype", args.dtype)
     print(f"{'T':>6} {'forward ms':>11} {'step ms':>9} {'floor ms':>9} {'of floor':>9} {'monitor %':>10}")
     for t, result in zip(token_counts, outcome.results, strict=True):
         if not result.ok:

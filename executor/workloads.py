@@ -1,4 +1,5 @@
-"""The default workload of `stallfree run`: several streams decode when a long prompt arrives."""
+"""Workloads the executor runs: the default one of `stallfree run` (several streams decode when a long
+prompt arrives), and the one-prompt-a-step workload of the step-time benchmarks."""
 
 from __future__ import annotations
 
@@ -17,3 +18,11 @@ def long_prompt_amid_decodes(token_budget: int = 64, max_seqs: int = 8, kv_token
     streams = tuple(Arrival(rid, 12 + 6 * rid, 24, 0) for rid in range(NUM_STREAMS))
     long = Arrival(NUM_STREAMS, LONG_PROMPT, 8, LONG_ARRIVES_AT)
     return Workload(Config(token_budget, max_seqs, kv_tokens), (*streams, long))
+
+
+def one_prompt_per_step(tokens: int, reps: int) -> Workload:
+    """reps + 1 requests of `tokens` prompt tokens and one output token, budget `tokens`, KV for one
+    request at a time: each step runs one whole prompt (what the step-time benchmarks time)."""
+    requests = tuple(Arrival(rid, tokens, 1, 0) for rid in range(reps + 1))
+    return Workload(Config(tokens, 1, tokens + 1), requests)
+
