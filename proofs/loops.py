@@ -106,7 +106,7 @@ LOOP_THEOREMS: tuple[LoopTheorem, ...] = (
     LoopTheorem("BUDGET (any N)", budget_body, "FreeDecodes"),
     LoopTheorem("SLOTS (any N)", slots_body, "IgnoreSlots"),
     LoopTheorem("KV (any N)", kv_body, "IgnoreKV"),
-    LoopTheorem("KV-RETURN (any N)", kv_completion_body, "EarlyRelease"),
+    LoopTheorem("KV (any N, return)", kv_completion_body, "EarlyRelease"),
     LoopTheorem("PROGRESS (any N)", progress_body, "AdmitWithoutBudget"),
 )
 

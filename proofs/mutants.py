@@ -52,7 +52,7 @@ class IgnoreKV(Policy):
 class EarlyRelease(Policy):
     """Returns a request's KV as soon as its prompt is done, before its tokens are out."""
 
-    breaks = "KV-RETURN (any N)"
+    breaks = "KV"  # its return part: the loop theorem "KV (any N, return)"
 
     def releases(self, entry: SymEntry, r: SymRequest, num_prefilled: z3.ArithRef, num_emitted: z3.ArithRef,
                  tokens: z3.ArithRef) -> z3.BoolRef:
