@@ -129,7 +129,7 @@ def read_workload(path: Path, flag: str = "--workload") -> Workload:
     try:
         return Workload.loads(path.read_text())
     except OSError as error:
-        raise _named(flag, path, error.strerror or str(error)) from None
+        raise path_error(flag, path, error) from None
     except (ValueError, TypeError, KeyError, AttributeError) as error:  # malformed JSON or fields
         raise _named(flag, path, str(error)) from None
 
@@ -177,8 +177,13 @@ def write_output(flag: str, path: Path, text: str) -> None:
     try:
         path.write_text(text)
     except OSError as error:
-        raise _named(flag, path, error.strerror or str(error)) from None
+        raise path_error(flag, path, error) from None
 
 
 def _named(flag: str, path: Path, problem: str) -> ValueError:
     return ValueError(f"{flag} {str(path)!r}: {problem}")
+
+
+def path_error(flag: str, path: Path, error: OSError) -> ValueError:
+    """What went wrong with the file `path` given to `flag`, as the flag, the path and the reason."""
+    return _named(flag, path, error.strerror or str(error))

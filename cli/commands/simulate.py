@@ -16,6 +16,7 @@ from .args import (
     check_output_file,
     guarded,
     load_scheduler,
+    path_error,
     positive_float,
     positive_int,
     write_output,
@@ -107,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             paths = plot_run(result, args.plot)
         except OSError as error:  # checked before the run, yet a write failed
-            print(f"stallfree simulate: --plot {str(args.plot)!r}: {error.strerror or error}", file=sys.stderr)
+            print(f"stallfree simulate: {path_error('--plot', args.plot, error)}", file=sys.stderr)
             return 2
         for path in paths:
             print(f"plot: {path}")

@@ -31,6 +31,7 @@ from .args import (
     check_output_file,
     guarded,
     load_scheduler,
+    path_error,
     positive_int,
     read_workload,
     request_spec,
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         jsonl = args.jsonl.open("w") if args.jsonl else None
     except OSError as error:
-        print(f"stallfree trace: --jsonl {str(args.jsonl)!r}: {error.strerror or error}", file=sys.stderr)
+        print(f"stallfree trace: {path_error('--jsonl', args.jsonl, error)}", file=sys.stderr)
         return 2
     try:
         return trace(args, workload, factory, jsonl)
