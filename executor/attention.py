@@ -15,9 +15,13 @@ from .batch import FlatBatch
 from .kvcache import KVCache
 
 
-def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """q [B, Hq, n, D], k, v [B, Hkv, L, D], mask [B, 1, n, L] (True: may attend) -> [B, Hq, n, D]."""
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=q.shape[1] != k.shape[1])
+def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """q [B, Hq, n, D], k, v [B, Hkv, L, D], mask [B, 1, n, L] (True: may attend) -> [B, Hq, n, D].
+    No mask: plain causal attention (n == L), which fused kernels serve."""
+    gqa = q.shape[1] != k.shape[1]
+    if mask is None:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa)
 
 
 def paged_attention(q: torch.Tensor, cache: KVCache, batch: FlatBatch, plan: AttentionPlan) -> torch.Tensor:
@@ -29,10 +33,9 @@ def paged_attention(q: torch.Tensor, cache: KVCache, batch: FlatBatch, plan: Att
         k = cache.k[slots].transpose(0, 1).unsqueeze(0)  # [1, Hkv, L, D]
         v = cache.v[slots].transpose(0, 1).unsqueeze(0)
         L = k.shape[2]
-        if n == L:  # a chunk from position 0: plain causal attention, which fused kernels serve
-            o = F.scaled_dot_product_attention(qi, k, v, is_causal=True, enable_gqa=qi.shape[1] != k.shape[1])
-        else:
-            o = sdpa(qi, k, v, plan.causal(n, L, q.device)[None, None])  # query i sits at position L - n + i
+        # A chunk from position 0 is plain causal attention (no mask); else query i sits at L - n + i.
+        mask = None if n == L else plan.causal(n, L, q.device)[None, None]
+        o = sdpa(qi, k, v, mask)
         out[row:row + n] = o.squeeze(0).transpose(0, 1)
     if plan.decode_rows.numel():
         qd = q[plan.decode_rows].unsqueeze(2)  # [B, Hq, 1, D]

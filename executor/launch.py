@@ -138,12 +138,16 @@ def root_cause(procs: list[Any], messages: Any, results: dict[int, JobResult], d
     own = [r for r, text in failures.items() if not any(w in text for w in CONSEQUENCE)]
     if own:
         text = failures[own[0]]
-        return RankFailure(own[0], text.strip().splitlines()[-1] + "\n" + text)
+        return _reported(own[0], text)
     for rank, p in enumerate(procs):
         if p.exitcode not in (None, 0) and rank not in failures:
             how = f"killed by signal {-p.exitcode}" if p.exitcode < 0 else f"exited with code {p.exitcode}"
             return RankFailure(rank, f"{how} without reporting an error")
-    rank, text = next(iter(failures.items()))
+    return _reported(*next(iter(failures.items())))
+
+
+def _reported(rank: int, text: str) -> RankFailure:
+    """A rank's own report: its last line (the error) first, then the whole of it."""
     return RankFailure(rank, text.strip().splitlines()[-1] + "\n" + text)
 
 
