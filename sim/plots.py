@@ -63,11 +63,7 @@ def plot_run(result: SimResult, folder: Path) -> list[Path]:
     use.hist([n / budget for n in result.step_tokens], bins=50, log=True)
     use.set(xlabel="tokens / budget", ylabel="steps", title="budget use per step")
     fig.suptitle(f"{result.trace}, {result.policy}, budget {budget}")
-    fig.tight_layout()
-    path = folder / f"run-{_slug(result.trace)}-{_slug(result.policy)}-{budget}.png"
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return [path]
+    return [_save(fig, folder / f"run-{_slug(result.trace)}-{_slug(result.policy)}-{budget}.png")]
 
 
 def plot_budgets(rows: Iterable[dict[str, Any]], path: Path) -> Path:
@@ -149,10 +145,11 @@ def _plain_labels(axis: Any, subs: tuple[float, ...] = LOG_LABELS) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def _save(fig: Any, path: Path) -> Path:
+def _save(fig: Any, path: Path, rect: tuple[float, float, float, float] | None = None) -> Path:
+    """Lay `fig` out (within `rect`, if given), write it to `path` (its folder made if missing), close it."""
     import matplotlib.pyplot as plt
 
-    fig.tight_layout()
+    fig.tight_layout(rect=rect)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
@@ -191,11 +188,7 @@ def plot_timeline(timelines: Sequence[Timeline], path: Path) -> Path:
     r = timelines[0].result
     fig.suptitle(f"a {r.streams[-1].prompt_len:,}-token prompt arrives amid {len(r.streams) - 1} decoding "
                  f"streams; budget {r.config.token_budget:,}; {r.roofline.mode} cost")
-    fig.tight_layout(rect=(0, LEGEND_ROOM, 1, 1))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return _save(fig, path, rect=(0, LEGEND_ROOM, 1, 1))
 
 
 def _slug(text: str) -> str:
