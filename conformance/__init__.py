@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .player import PlayCounts, check_workload
 from .profiles import PROFILES, checked_rules
+from .replay import check_workload
 
-__all__ = ["PROFILES", "PlayCounts", "check_workload", "checked_rules", "conform", "conformance_tests"]
+__all__ = ["PROFILES", "check_workload", "checked_rules", "conform", "conformance_tests"]
 
 
 def conform(*args: Any, **kwargs: Any) -> Any:

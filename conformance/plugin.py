@@ -34,8 +34,9 @@ class Explored:
 
     def report(self) -> Any:
         if self._report is None and self._error is None:
+            from stallfree.spec.loader import TargetError
+
             from .kit import conform
-            from .target import TargetError
 
             try:
                 self._report = conform(self.target, **self.options)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from stallfree.spec import RULE_IDS, select
+from stallfree.spec import RULE_IDS, Kind, of_kind, select
 
 # Safety of every single step and of each request's tokens: what any chunked-prefill scheduler keeps,
-# whatever its policy, its admission or its memory accounting.
-SAFETY = ("BUDGET", "ONE-ENTRY", "SLOTS", "PREFILL-ONCE", "FIRST-TOKEN", "TOKENS")
+# whatever its policy, its admission or its memory accounting (the safety rules of no one design).
+SAFETY = of_kind(Kind.SAFETY)
 
 PROFILES: dict[str, tuple[str, ...]] = {
     "safety": SAFETY,

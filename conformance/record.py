@@ -5,16 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import IO, Any
 
-from stallfree.spec import Arrival, StepFacts, Workload
+from stallfree.spec import Arrival, Monitor, RunStats, StepFacts, Workload, play
 
-from .player import PlayCounts, Player
 from .tracefile import TraceWriter
 
 
 def record_trace(
     workload: Workload, factory: Callable[..., Any], out: IO[str], rules: Iterable[str] | None = (),
     meta: dict[str, Any] | None = None,
-) -> PlayCounts:
+) -> RunStats:
     """Play `workload` through `factory`, writing each step to `out` as it happens. By default no rule
     is checked (only the protocol), so a wrong scheduler's whole run is recorded, for check-trace to
     judge. The end line is written when the run ends with every request finished."""
@@ -23,10 +22,10 @@ def record_trace(
     def on_add(a: Arrival, accepted: bool) -> None:
         writer.offered(a.rid, a.prompt_len, a.max_new, accepted)
 
-    def on_step(facts: StepFacts) -> None:
+    def on_step(monitor: Monitor, facts: StepFacts) -> None:
         writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished])
 
-    counts = Player(workload, factory, rules, on_add, on_step).play()
-    if not counts.stopped_at_bound:
+    counts = play(workload, factory, rules, on_step, on_add)
+    if counts.stopped_at_bound is None:
         writer.end()
     return counts

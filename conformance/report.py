@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 from stallfree.spec import Workload
+from stallfree.spec.loader import import_line
 
 from .kit import FAIL, Counterexample, Report
 from .outcome import TIMEOUT
-from .target import import_line
 
 RULE_WIDTH = 16
 

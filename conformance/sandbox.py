@@ -17,9 +17,9 @@ import time
 from typing import Any
 
 from stallfree.spec import Workload
+from stallfree.spec.loader import TargetError, split_target
 
 from .outcome import CRASH, TIMEOUT, Outcome
-from .target import TargetError, split_target
 from .worker import DUMP_SIGNAL
 
 DEFAULT_TIMEOUT = 2.0  # seconds a single call to the target may take

@@ -16,12 +16,11 @@ import sys
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from stallfree.spec import PROTOCOL, Config, RuleViolation, Workload
+from stallfree.spec import PROTOCOL, Config, Player, RuleViolation, Workload
+from stallfree.spec.loader import TargetError, load_target
 
 from .guard import CallTimeout, Guard, JunkReturn, install_alarm, target_traceback
 from .outcome import CRASH, KIT_ERROR, TIMEOUT, Outcome
-from .player import Player
-from .target import TargetError, load_target
 
 DUMP_SIGNAL = signal.SIGUSR1  # the parent's watchdog asks for a traceback with it, then kills
 
@@ -38,7 +37,7 @@ def run_one(factory: Callable[..., Any], workload: Workload, rules: list[str], t
     player = Player(workload, make, rules)
     try:
         counts = player.play()
-        return Outcome(steps=counts.steps, adds=counts.adds, stopped_at_bound=counts.stopped_at_bound)
+        return Outcome(steps=counts.steps, adds=counts.adds, stopped_at_bound=counts.stopped_at_bound is not None)
     except BaseException as error:  # the target may raise anything, KeyboardInterrupt and SystemExit too
         return failed(error, player, guards[-1] if guards else None, set(rules), timeout)
 

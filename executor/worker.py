@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from stallfree.spec import Monitor
+from stallfree.spec.loader import load_target
 
 from .batch import HEADER_LEN, OP_RESET, OP_STEP, OP_STOP, FlatBatch, control
 from .broken import BROKEN
@@ -50,10 +51,8 @@ def rank_main(rank: int, spec: RunSpec, port: int, results: Any) -> None:
 
 def lead(spec: RunSpec, group: Group, model: Transformer, job: Job) -> JobResult:
     """Rank 0: play one job; the other ranks follow each step, then reset their caches."""
-    from stallfree.commands.args import load_factory
-
     cfg = job.workload.config
-    factory = load_factory(job.scheduler)
+    factory = load_target(job.scheduler, "--scheduler")
     scheduler = factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
     monitor = Monitor(scheduler, cfg, job.monitor_rules)
     device = spec.device_for(group.rank)

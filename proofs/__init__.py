@@ -2,7 +2,7 @@
 ID, tied to the reference code and shown failing on a wrong scheduler. See docs/proofs.md.
 
 Model checker (standard library only): `bounds.Bounds`, `modelcheck.check`, with `snapshot` (canonical
-keys), `clone` (copies for branching), `invariants` (state invariants), `graph` (liveness) and
+keys), `clone` (copies for branching), `graph` (liveness) and
 `counterexample` (workloads).
 
 Z3 (needs z3-solver): `symbolic` (the state), `policy` (the step), `inductive` (the invariant),

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from stallfree.reference import Scheduler
-from stallfree.spec import PROTOCOL, Monitor, RuleViolation
+from stallfree.spec import PROTOCOL, Monitor, RuleViolation, invariants
 
-from . import invariants
 from .bounds import Bounds
 from .counterexample import Action, Counterexample, build
 from .graph import STEP, Graph, analyse
@@ -95,7 +94,7 @@ class _Explorer:
                 return self.fail(state, slot, violation.rule, violation.message)
             except Exception as error:  # a scheduler that crashes has not spoken the protocol
                 return self.fail(state, slot, PROTOCOL, f"{type(error).__name__}: {error}")
-            broken = invariants.broken(monitor)
+            broken = invariants.broken(monitor.shadow, invariants.shown(monitor.scheduler))
             if broken is not None:
                 return self.fail(state, slot, *broken)
             child_key = encode(monitor, self.hidden)

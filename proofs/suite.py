@@ -12,13 +12,13 @@ from typing import Any
 
 from stallfree.reference import Scheduler
 from stallfree.spec import RULE_IDS
+from stallfree.spec.invariants import INVARIANTS
 
 from . import crosshair_run, modelcheck, planted, planted_contracts
 from .bounds import Bounds
 from .concrete import Evaluator, compare, random_workload
 from .controls import twin_fault
 from .counterexample import replay
-from .invariants import STATE_CHECKS
 from .loops import LOOP_THEOREMS, prove_loop
 from .policy import Policy
 from .reach import reach
@@ -82,7 +82,7 @@ def model_rows(o: Options, say: Say) -> list[Row]:
         return [Row("ALL RULES", "model check", bound, UNKNOWN, result.seconds, f"stopped at max_states; {figures}")]
     return [
         Row("ALL RULES", "model check", bound, HOLDS, result.seconds,
-            f"{len(RULE_IDS)} rules on every transition, {len(STATE_CHECKS)} state invariants in every state; "
+            f"{len(RULE_IDS)} rules on every transition, {len(INVARIANTS)} state invariants in every state; "
             f"{figures}"),
         Row("PROGRESS", "model check (liveness)", bound, HOLDS, 0.0,
             f"no cycle with work pending; longest behaviour {result.longest_steps} steps; "

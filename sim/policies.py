@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from stallfree.spec.loader import load_target
+
 POLICIES: dict[str, str] = {
     "reference": "stallfree.reference:Scheduler",  # decodes first, chunked prefill (the contract)
     "prefill-first": "stallfree.sim.prefill_first:PrefillFirst",  # chunked, prompts before decodes
@@ -14,6 +16,4 @@ POLICIES: dict[str, str] = {
 
 def factory(name_or_target: str) -> Callable[..., Any]:
     """A policy by name, or any scheduler as MODULE:FACTORY."""
-    from stallfree.commands.args import load_factory
-
-    return load_factory(POLICIES.get(name_or_target, name_or_target))
+    return load_target(POLICIES.get(name_or_target, name_or_target), "--scheduler")

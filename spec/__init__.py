@@ -5,17 +5,46 @@ One module is the exception and is not imported here: `stallfree.spec.machine`, 
 machine, needs hypothesis (the `dev` or `conform` extra).
 """
 
+from . import invariants
 from .errors import FieldTypeError, InvalidField, ProtocolError, RuleViolation
 from .facts import PROTOCOL, StepFacts
 from .monitor import Monitor, refusal
-from .rules import BY_ID, RULE_IDS, RULES, Rule, select
+from .play import Player, RunStats, play, work_bound
+from .rules import BY_ID, RULE_IDS, RULES, Kind, Rule, of_kind, select
 from .shadow import Shadow, Track
 from .types import MAX_INT, Config, Entry, Plan, Request, admissible, check_int
-from .workload import Arrival, RunStats, Workload, play, work_bound
+from .workload import Arrival, Workload
 
 __all__ = [
-    "BY_ID", "MAX_INT", "PROTOCOL", "RULES", "RULE_IDS",
-    "Arrival", "Config", "Entry", "FieldTypeError", "InvalidField", "Monitor", "Plan",
-    "ProtocolError", "Request", "Rule", "RuleViolation", "RunStats", "Shadow", "StepFacts", "Track",
-    "Workload", "admissible", "check_int", "play", "refusal", "select", "work_bound",
+    "BY_ID",
+    "MAX_INT",
+    "PROTOCOL",
+    "RULES",
+    "RULE_IDS",
+    "Arrival",
+    "Config",
+    "Entry",
+    "FieldTypeError",
+    "InvalidField",
+    "Kind",
+    "Monitor",
+    "Plan",
+    "Player",
+    "ProtocolError",
+    "Request",
+    "Rule",
+    "RuleViolation",
+    "RunStats",
+    "Shadow",
+    "StepFacts",
+    "Track",
+    "Workload",
+    "admissible",
+    "check_int",
+    "invariants",
+    "of_kind",
+    "play",
+    "refusal",
+    "select",
+    "work_bound",
 ]

@@ -19,8 +19,9 @@ from typing import Any
 
 from .errors import RuleViolation
 from .generate import random_workload
+from .play import play
 from .rules import select
-from .workload import Workload, play
+from .workload import Workload
 
 CRASHED = "CRASHED"  # Violation.rule when a call raised instead of answering (no rule judged it)
 

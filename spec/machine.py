@@ -17,7 +17,7 @@ This is the only module of `stallfree.spec` that imports Hypothesis (the `dev` e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sized
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from hypothesis import note
@@ -26,8 +26,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from .errors import RuleViolation
 from .facts import StepFacts
+from .invariants import INVARIANTS, Invariant, shown
 from .monitor import Monitor
-from .rules import kv_returned
 from .shadow import Shadow
 from .types import Config
 
@@ -85,21 +85,16 @@ def visible_state(scheduler: Any) -> tuple[object, ...]:
 
     Used to see that a refused add() changed nothing (rule NEVER-FIT); a scheduler that shows none
     of these is judged by the steps that follow instead."""
-    shown: list[object] = []
-    for name in ("free_kv", "num_steps"):
-        value = getattr(scheduler, name, None)
-        shown.append(value if type(value) is int else None)
-    for name in ("waiting", "running"):
-        view = getattr(scheduler, name, None)
-        shown.append(len(view) if isinstance(view, Sized) else None)
-    return tuple(shown)
+    view = shown(scheduler)
+    num_steps = getattr(scheduler, "num_steps", None)
+    return view.free_kv, num_steps if type(num_steps) is int else None, view.num_waiting, view.num_running
 
 
 class SchedulerMachine(RuleBasedStateMachine):
     """The contract as a state machine over one scheduler. `factory` and `rule_ids` are set by
-    `machine_for`; the defaults check the reference against every rule."""
+    `machine_for`, as a store is given to a storage machine: the spec names no scheduler."""
 
-    factory: ClassVar[Callable[..., Any] | None] = None  # None: the reference
+    factory: ClassVar[Callable[..., Any] | None] = None  # set by machine_for
     rule_ids: ClassVar[tuple[str, ...] | None] = None  # None: every rule
 
     def __init__(self) -> None:
@@ -116,9 +111,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         config, self.largest = drawn
         factory = self.factory
         if factory is None:
-            from stallfree.reference import Scheduler  # the spec does not depend on the reference
-
-            factory = Scheduler
+            raise TypeError("SchedulerMachine has no factory: build the machine with machine_for(factory)")
         scheduler = factory(token_budget=config.token_budget, max_seqs=config.max_seqs, kv_tokens=config.kv_tokens)
         self.monitor = Monitor(scheduler, config, self.rule_ids)
         note(f"config: budget {config.token_budget}, max_seqs {config.max_seqs}, kv_tokens {config.kv_tokens}; "
@@ -207,12 +200,17 @@ class SchedulerMachine(RuleBasedStateMachine):
     # -- invariants ----------------------------------------------------------------------------
 
     @invariant()
-    def kv_accounted(self) -> None:
-        """KV: a scheduler that shows its free KV shows K minus the reservations of running requests,
-        at every point, adds included (the `kv_returned` predicate, over a step that did nothing)."""
-        if self.monitor is None or not self.checks("KV"):
+    def what_it_shows(self) -> None:
+        """The stated invariants that compare what the scheduler shows (its free KV, its running
+        requests) with the contract's account, for each such invariant whose rule is checked
+        (`stallfree.spec.invariants`). The others judge the shadow alone: the monitor's step rules
+        already keep them, so here they could not fail."""
+        if self.monitor is None:
             return
-        self.judge("KV", kv_returned, self.between_steps(getattr(self.m.scheduler, "free_kv", None)))
+        for claim in self.view_invariants:
+            message = claim.check(self.m.shadow, shown(self.m.scheduler))
+            if message is not None:
+                raise RuleViolation(claim.id, self.m.shadow.step, f"between steps: {message}")
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -233,16 +231,9 @@ class SchedulerMachine(RuleBasedStateMachine):
     def checks(self, rule_id: str) -> bool:
         return any(r.id == rule_id for r in self.m.rules)
 
-    def between_steps(self, free_kv: object) -> StepFacts:
-        """The facts of a step that ran nothing: what the state predicates judge between steps."""
-        facts = StepFacts(self.m.shadow.step)
-        facts.reported_free_kv = free_kv if type(free_kv) is int else None
-        return facts
-
-    def judge(self, rule_id: str, check: Callable[[Shadow, StepFacts], str | None], facts: StepFacts) -> None:
-        message = check(self.m.shadow, facts)
-        if message is not None:
-            raise RuleViolation(rule_id, self.m.shadow.step, f"between steps: {message}")
+    @property
+    def view_invariants(self) -> tuple[Invariant, ...]:
+        return tuple(i for i in INVARIANTS if i.reads_scheduler and self.checks(i.id))
 
     def offer(self, rid: object, prompt_len: object, max_new: object, expect: bool) -> None:
         """add() through the monitor (NEVER-FIT judges it); a refusal must leave what the scheduler

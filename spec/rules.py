@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from itertools import islice
 
 from .facts import StepFacts
@@ -22,14 +23,14 @@ StepCheck = Callable[[Shadow, StepFacts], "str | None"]
 
 
 def budget(s: Shadow, f: StepFacts) -> str | None:
-    """BUDGET: the tokens of a plan sum to at most the token budget B; each decode counts 1."""
+    """BUDGET, judged on the plan: its tokens against B."""
     if f.num_tokens > s.config.token_budget:
         return f"the plan carries {f.num_tokens} tokens; the budget is {s.config.token_budget}"
     return None
 
 
 def one_entry(s: Shadow, f: StepFacts) -> str | None:
-    """ONE-ENTRY: a request appears at most once in a plan, with n >= 1."""
+    """ONE-ENTRY, judged on the plan: duplicate rids and entries with n < 1."""
     if f.duplicates:
         return f"rid {f.duplicates[0]} appears more than once in the plan"
     if f.first_bad_n is not None:
@@ -39,7 +40,7 @@ def one_entry(s: Shadow, f: StepFacts) -> str | None:
 
 
 def slots(s: Shadow, f: StepFacts) -> str | None:
-    """SLOTS: admitted, unfinished requests never exceed the slots S."""
+    """SLOTS, judged on the plan: running requests plus this step's admissions against S."""
     num_running = len(s.running) + len(f.admitted)
     if num_running > s.config.max_seqs:
         return (
@@ -50,10 +51,7 @@ def slots(s: Shadow, f: StepFacts) -> str | None:
 
 
 def kv(s: Shadow, f: StepFacts) -> str | None:
-    """KV: reservations never exceed K; each (prompt_len + max_new) is taken at admission and
-    returned exactly when its request finishes; at the end all K is free.
-
-    This predicate judges the plan: the reservations of running and newly admitted requests."""
+    """KV, judged on the plan: the reservations of running and newly admitted requests against K."""
     free_after_admission = s.free_kv - f.admitted_reservation
     if free_after_admission < 0:
         reserved = s.config.kv_tokens - free_after_admission
@@ -81,8 +79,8 @@ def kv_returned(s: Shadow, f: StepFacts) -> str | None:
 
 
 def prefill_once(s: Shadow, f: StepFacts) -> str | None:
-    """PREFILL-ONCE: each prompt gets exactly prompt_len prefill tokens in contiguous, in-order
-    chunks: no position twice, none skipped, no decode before the prompt is done."""
+    """PREFILL-ONCE, judged on the plan: each chunk starts where the last ended (the shadow's
+    count) and stays within the prompt."""
     for c in f.prefills:
         prompt_len = c.track.request.prompt_len
         if c.start + c.n > prompt_len:
@@ -94,8 +92,7 @@ def prefill_once(s: Shadow, f: StepFacts) -> str | None:
 
 
 def first_token(s: Shadow, f: StepFacts) -> str | None:
-    """FIRST-TOKEN: the step whose chunk completes a prompt emits that request's first token,
-    neither an earlier step nor a later one."""
+    """FIRST-TOKEN, judged once the step is done: a completing chunk emitted, no other chunk did."""
     for c in f.prefills:
         rid = c.track.rid
         if c.completes and rid not in f.emitted_set:
@@ -110,8 +107,8 @@ def first_token(s: Shadow, f: StepFacts) -> str | None:
 
 
 def tokens(s: Shadow, f: StepFacts) -> str | None:
-    """TOKENS: each request emits exactly max_new tokens, the first from its last chunk, then one
-    per decode; at most one a step."""
+    """TOKENS, judged once the step is done: one token per decode, a decode is n=1, at most one token
+    a rid a step, none from a rid not planned."""
     if len(f.emitted) != len(f.emitted_set):
         dup = next(r for r in f.emitted if f.emitted.count(r) > 1)
         return f"rid {dup} emitted more than one token in one step"
@@ -130,7 +127,7 @@ def tokens(s: Shadow, f: StepFacts) -> str | None:
 
 
 def fcfs(s: Shadow, f: StepFacts) -> str | None:
-    """FCFS: requests are admitted in arrival order; one that does not fit blocks those behind it."""
+    """FCFS, judged on the plan: the admitted requests are the head of the waiting line."""
     if not f.admitted:
         return None
     heads = [t.rid for t in islice(s.waiting, len(f.admitted))]
@@ -142,8 +139,8 @@ def fcfs(s: Shadow, f: StepFacts) -> str | None:
 
 
 def decode_first(s: Shadow, f: StepFacts) -> str | None:
-    """DECODE-FIRST: every step schedules the oldest ready requests, up to the budget, before any
-    prefill token."""
+    """DECODE-FIRST, judged on the plan: which ready requests got their decode, and whether prefill
+    ran while one did not."""
     budget_ = s.config.token_budget
     if s.num_ready <= budget_:
         if len(f.decodes) == s.num_ready:  # decodes are distinct ready requests: all of them ran
@@ -163,8 +160,7 @@ def decode_first(s: Shadow, f: StepFacts) -> str | None:
 
 
 def partial_next(s: Shadow, f: StepFacts) -> str | None:
-    """PARTIAL-NEXT: partial prompts take the budget left after decodes before any admission,
-    oldest first, each min(remaining prompt, budget left)."""
+    """PARTIAL-NEXT, judged on the plan: each partial prompt's chunk against what it is owed."""
     if not s.prefilling:
         return None
     chunks = f.chunks
@@ -185,9 +181,8 @@ def partial_next(s: Shadow, f: StepFacts) -> str | None:
 
 
 def work_conserving(s: Shadow, f: StepFacts) -> str | None:
-    """WORK-CONSERVING: budget is left unused only when nothing more may run: every ready and
-    partial request is served in full, and the waiting head is blocked (no slot, not enough free
-    KV) or there is none."""
+    """WORK-CONSERVING, judged on the plan: unused budget only with everything running served in full
+    and the waiting head blocked or absent."""
     unused = s.config.token_budget - f.num_tokens
     if unused <= 0:
         return None
@@ -217,8 +212,7 @@ def work_conserving(s: Shadow, f: StepFacts) -> str | None:
 
 
 def progress(s: Shadow, f: StepFacts) -> str | None:
-    """PROGRESS: every accepted request finishes; a plan is empty only when nothing is waiting or
-    running."""
+    """PROGRESS, judged on the plan: an empty plan only when idle (the work bound is judged by `play`)."""
     if not f.plan and not s.is_idle:
         return f"empty plan while {len(s.waiting)} request(s) wait and {len(s.running)} run"
     return None
@@ -228,9 +222,7 @@ def progress(s: Shadow, f: StepFacts) -> str | None:
 
 
 def never_fit(verdict: str | None, raised: BaseException | None) -> str | None:
-    """NEVER-FIT: add() rejects a request whose prompt_len + max_new exceeds K, or whose fields are
-    invalid (or whose rid is taken), with ValueError or TypeError, and nothing else changes; it
-    accepts every other request.
+    """NEVER-FIT, judged on each add() call.
 
     `verdict` is the spec's reason to refuse the request (None: it must be accepted); `raised` is
     what add() raised (None: it returned)."""
@@ -248,80 +240,92 @@ def never_fit(verdict: str | None, raised: BaseException | None) -> str | None:
 # -- the registry ------------------------------------------------------------------------------------
 
 
+class Kind(Enum):
+    """What a rule is about. Profiles, reports and the README's grouping are read off this."""
+
+    INPUT = "input"  # what add() must accept and refuse
+    SAFETY = "safety"  # nothing bad happens in any one plan or to any request's tokens
+    LIVENESS = "liveness"  # something good happens: every accepted request finishes
+    POLICY = "policy"  # the order the budget is spent in: this design's choices
+
+
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """A rule of the contract: its ID, the rule in one sentence, and the predicates that judge it.
+    """A rule of the contract: its ID, its kind, the rule in one sentence, and the predicates that
+    judge it. The statement is written here and nowhere else in code.
 
     `plan_check` judges a plan before it runs (so an executor can refuse it); `done_check` judges
     the step once complete() has reported what it emitted. NEVER-FIT has neither: `never_fit`
-    judges each add()."""
+    judges each add(). `design` names the memory design a rule belongs to ("reservation": the whole
+    prompt_len + max_new taken at admission); None for a rule every design keeps."""
 
     id: str
+    kind: Kind
     statement: str
     plan_check: StepCheck | None = None
     done_check: StepCheck | None = None
-
-
-def _statement(predicate: Callable[..., object]) -> str:
-    first_paragraph = (predicate.__doc__ or "").split("\n\n")[0]
-    return " ".join(first_paragraph.split(":", 1)[1].split())
+    design: str | None = None
 
 
 # The contract's rules. The monitor checks them in this order and reports the first broken one:
 # safety of the plan and its tokens, then add() and liveness, then the policy. PROGRESS comes before
 # the policy rules because an empty plan while work is pending is first of all a failure to progress.
-# Each statement is the first paragraph of its predicate's docstring after the ID (a test holds them
-# equal); it is written out here because the compiled copy (scripts/compiled.sh) keeps no docstrings.
 RULES: tuple[Rule, ...] = (
-    Rule("BUDGET",
+    Rule("BUDGET", Kind.SAFETY,
          "the tokens of a plan sum to at most the token budget B; each decode counts 1.",
          plan_check=budget),
-    Rule("ONE-ENTRY",
+    Rule("ONE-ENTRY", Kind.SAFETY,
          "a request appears at most once in a plan, with n >= 1.",
          plan_check=one_entry),
-    Rule("SLOTS",
+    Rule("SLOTS", Kind.SAFETY,
          "admitted, unfinished requests never exceed the slots S.",
          plan_check=slots),
-    Rule("KV",
+    Rule("KV", Kind.SAFETY,
          "reservations never exceed K; each (prompt_len + max_new) is taken at admission and returned "
          "exactly when its request finishes; at the end all K is free.",
-         plan_check=kv, done_check=kv_returned),
-    Rule("PREFILL-ONCE",
+         plan_check=kv, done_check=kv_returned, design="reservation"),
+    Rule("PREFILL-ONCE", Kind.SAFETY,
          "each prompt gets exactly prompt_len prefill tokens in contiguous, in-order chunks: no position "
          "twice, none skipped, no decode before the prompt is done.",
          plan_check=prefill_once),
-    Rule("FIRST-TOKEN",
+    Rule("FIRST-TOKEN", Kind.SAFETY,
          "the step whose chunk completes a prompt emits that request's first token, neither an earlier "
          "step nor a later one.",
          done_check=first_token),
-    Rule("TOKENS",
+    Rule("TOKENS", Kind.SAFETY,
          "each request emits exactly max_new tokens, the first from its last chunk, then one per decode; "
          "at most one a step.",
          done_check=tokens),
-    Rule("NEVER-FIT",
+    Rule("NEVER-FIT", Kind.INPUT,
          "add() rejects a request whose prompt_len + max_new exceeds K, or whose fields are invalid (or "
          "whose rid is taken), with ValueError or TypeError, and nothing else changes; it accepts every "
          "other request."),
-    Rule("PROGRESS",
+    Rule("PROGRESS", Kind.LIVENESS,
          "every accepted request finishes; a plan is empty only when nothing is waiting or running.",
          plan_check=progress),
-    Rule("FCFS",
+    Rule("FCFS", Kind.POLICY,
          "requests are admitted in arrival order; one that does not fit blocks those behind it.",
          plan_check=fcfs),
-    Rule("DECODE-FIRST",
+    Rule("DECODE-FIRST", Kind.POLICY,
          "every step schedules the oldest ready requests, up to the budget, before any prefill token.",
          plan_check=decode_first),
-    Rule("PARTIAL-NEXT",
+    Rule("PARTIAL-NEXT", Kind.POLICY,
          "partial prompts take the budget left after decodes before any admission, oldest first, each "
          "min(remaining prompt, budget left).",
          plan_check=partial_next),
-    Rule("WORK-CONSERVING",
+    Rule("WORK-CONSERVING", Kind.POLICY,
          "budget is left unused only when nothing more may run: every ready and partial request is served "
          "in full, and the waiting head is blocked (no slot, not enough free KV) or there is none.",
          plan_check=work_conserving),
 )
 RULE_IDS: tuple[str, ...] = tuple(r.id for r in RULES)
 BY_ID: dict[str, Rule] = {r.id: r for r in RULES}
+
+
+def of_kind(*kinds: Kind, design: str | None = None) -> tuple[str, ...]:
+    """IDs of the rules of `kinds`, in registry order, leaving out those of another memory design than
+    `design` (None: only the rules every design keeps)."""
+    return tuple(r.id for r in RULES if r.kind in kinds and (r.design is None or r.design == design))
 
 
 def select(ids: object = None) -> tuple[Rule, ...]:

@@ -1,5 +1,5 @@
-"""A workload: a config and requests that arrive before given steps; JSON in and out; and `run`,
-which plays a workload through any scheduler under the monitor.
+"""A workload: a config and requests that arrive before given steps; JSON in and out. `play` (in
+`stallfree.spec.play`) runs one through any scheduler under the monitor.
 
 JSON form (what `stallfree trace --workload` reads and counterexamples are printed as):
 
@@ -13,13 +13,10 @@ Request fields are passed to add() as written, so a workload may hold requests t
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from .errors import FieldTypeError, InvalidField, RuleViolation
-from .facts import StepFacts
-from .monitor import Monitor
+from .errors import FieldTypeError, InvalidField
 from .types import Config, check_int
 
 MAX_ARRIVAL_STEP = 10**7  # a workload is a test, not a day of traffic: bounds the idle steps run
@@ -89,83 +86,3 @@ class Workload:
         except json.JSONDecodeError as error:
             raise InvalidField(f"workload is not valid JSON: {error}") from None
         return cls.from_json(data)
-
-
-@dataclass(slots=True)
-class RunStats:
-    """What a run did, counted by the monitor."""
-
-    steps: int = 0
-    busy_steps: int = 0  # steps with a non-empty plan
-    tokens: int = 0
-    accepted: int = 0
-    refused: int = 0
-    finished: int = 0
-    checks: int = 0  # rule predicates evaluated
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-def work_bound(workload: Workload) -> int:
-    """Steps within which every request of `workload` must have finished (rule PROGRESS).
-
-    A plan that is not empty runs at least one prompt position or emits one token, so pending work
-    (remaining prompt positions plus remaining tokens) falls by at least one each busy step; an empty
-    plan while work is pending is itself a PROGRESS violation."""
-    last_arrival = max((a.arrival_step for a in workload.requests), default=0)
-    work = 0
-    for a in workload.requests:
-        if type(a.prompt_len) is int and type(a.max_new) is int:
-            work += max(a.prompt_len, 0) + max(a.max_new, 0)
-    return last_arrival + work + 1
-
-
-def play(
-    workload: Workload,
-    factory: Callable[..., Any],
-    rules: Iterable[str] | None = None,
-    on_step: Callable[[Monitor, StepFacts], None] | None = None,
-    on_add: Callable[[Arrival, bool], None] | None = None,
-) -> RunStats:
-    """Play `workload` through a fresh `factory(token_budget=, max_seqs=, kv_tokens=)` under the
-    monitor until every accepted request has finished. Raises RuleViolation on the first broken rule."""
-    cfg = workload.config
-    scheduler = factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
-    monitor = Monitor(scheduler, cfg, rules)
-    stats = RunStats()
-    arrivals = _by_step(workload.requests)
-    bound = work_bound(workload)
-    next_arrival = next(arrivals, None)
-    checks_progress = any(r.id == "PROGRESS" for r in monitor.rules)
-    while True:
-        step = monitor.shadow.step
-        while next_arrival is not None and next_arrival.arrival_step <= step:
-            a = next_arrival
-            accepted = monitor.add(a.rid, a.prompt_len, a.max_new)
-            stats.accepted += accepted
-            stats.refused += not accepted
-            if on_add is not None:
-                on_add(a, accepted)
-            next_arrival = next(arrivals, None)
-        if next_arrival is None and monitor.is_idle:
-            break
-        if step >= bound:  # all work fits in `bound` steps: past it, the scheduler stalls
-            if checks_progress:
-                raise RuleViolation(
-                    "PROGRESS", step, f"{len(monitor.shadow.waiting) + len(monitor.shadow.running)} "
-                    f"request(s) still pending after {step} steps; all work fits in {bound}",
-                )
-            stats.extra["stopped_at_bound"] = bound  # PROGRESS not checked: stop, never loop forever
-            break
-        facts = monitor.step()
-        stats.tokens += facts.num_tokens
-        stats.finished += len(facts.finished)
-        if on_step is not None:
-            on_step(monitor, facts)
-    stats.steps = monitor.num_steps
-    stats.busy_steps = monitor.num_busy_steps
-    stats.checks = monitor.num_steps * monitor.checks_per_step + monitor.num_adds
-    return stats
-
-
-def _by_step(arrivals: Iterable[Arrival]) -> Iterator[Arrival]:
-    return iter(sorted(arrivals, key=lambda a: a.arrival_step))  # stable: list order within a step

@@ -142,7 +142,8 @@ def test_malformed_workload_names_the_flag(tmp_path: Path, capsys: pytest.Captur
     ["simulate", "--trace", "code", "--limit", "5", "--quiet"],
 ])
 def test_unimportable_scheduler_names_the_flag(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    refused([*argv, "--scheduler", "nope:X"], capsys, "--scheduler 'nope:X': No module named 'nope'")
+    refused([*argv, "--scheduler", "nope:X"], capsys,
+            "--scheduler 'nope:X': importing nope failed: ModuleNotFoundError: No module named 'nope'")
 
 
 def test_scheduler_module_that_crashes_on_import_is_a_bad_argument(

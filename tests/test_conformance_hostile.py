@@ -10,8 +10,8 @@ import pytest
 
 from stallfree.conformance.kit import NOT_JUDGED, Report, conform
 from stallfree.conformance.outcome import CRASH, TIMEOUT
-from stallfree.conformance.target import TargetError
 from stallfree.main import main
+from stallfree.spec.loader import TargetError
 
 HOSTILE = textwrap.dedent('''
     import os

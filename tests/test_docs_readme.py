@@ -26,8 +26,8 @@ def test_readme_python_runs() -> None:
 
 
 def test_readme_rules_table_is_the_registry() -> None:
-    rows = dict(re.findall(r"^\| ([A-Z-]+) \| (.+) \|$", README, flags=re.M))
-    assert {r.id: r.statement for r in RULES} == {k: v for k, v in rows.items() if k != "ID"}
+    rows = re.findall(r"^\| ([A-Z-]+) \| ([a-z]+) \| (.+) \|$", README, flags=re.M)
+    assert [(r.id, r.kind.value, r.statement) for r in RULES] == [row for row in rows if row[0] != "ID"]
 
 
 def test_readme_hand_trace_is_what_trace_prints(capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,8 +14,9 @@ from hypothesis import settings
 from hypothesis.stateful import initialize, run_state_machine_as_test
 
 from stallfree.faults import Stepwise
+from stallfree.reference import Scheduler
 from stallfree.spec import Config
-from stallfree.spec.machine import SchedulerMachine, configs, machine_for
+from stallfree.spec.machine import configs, machine_for
 
 MACHINE_STEPS = {"deep": 300}  # actions per example by profile; Hypothesis' default (50) otherwise
 
@@ -26,7 +27,7 @@ def machine_settings() -> settings:
     return settings() if steps is None else settings(stateful_step_count=steps)
 
 
-class EdgeRecorder(SchedulerMachine):
+class EdgeRecorder(machine_for(Scheduler)):  # type: ignore[misc]
     """The reference machine, recording each drawn config so the test can see the edges were drawn."""
 
     seen: ClassVar[list[tuple[Config, int]]] = []  # filled by this test only
@@ -53,5 +54,5 @@ def test_stepwise_policy_keeps_every_rule_in_the_state_machine() -> None:
 
 
 # The reference's machine as a plain test case too: how any project can check its scheduler.
-TestReferenceMachine = SchedulerMachine.TestCase
+TestReferenceMachine = machine_for(Scheduler).TestCase
 TestReferenceMachine.settings = settings(max_examples=10, stateful_step_count=20)

@@ -140,7 +140,7 @@ def test_PROGRESS_stall_is_caught_and_play_stops_when_PROGRESS_is_off() -> None:
     with pytest.raises(RuleViolation, match=r"^PROGRESS at step 0: empty plan"):
         play(workload, NeverPlans)
     stats = play(workload, NeverPlans, ["BUDGET"])  # PROGRESS not checked: stops at the work bound
-    assert stats.extra["stopped_at_bound"] == work_bound(workload) == 6 and stats.finished == 0
+    assert stats.stopped_at_bound == work_bound(workload) == 6 and stats.finished == 0
 
 
 @pytest.mark.parametrize("rule", RULE_IDS)

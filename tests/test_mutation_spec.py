@@ -25,7 +25,8 @@ from stallfree.spec import (
 )
 from stallfree.spec.facts import observe
 from stallfree.spec.monitor import refusal
-from stallfree.spec.workload import MAX_ARRIVAL_STEP, Arrival, play, work_bound
+from stallfree.spec.play import play, work_bound
+from stallfree.spec.workload import MAX_ARRIVAL_STEP, Arrival
 
 CONFIG = {"token_budget": 8, "max_seqs": 2, "kv_tokens": 64}
 
@@ -77,15 +78,25 @@ def test_TOKENS_two_tokens_in_one_step_names_the_rid() -> None:
         m.step()
 
 
-def test_every_rule_statement_is_the_first_paragraph_of_its_predicate_after_the_ID() -> None:
-    # Called at test time: the registry itself is built once, at import.
+def test_every_rule_predicate_names_its_rule_and_every_statement_is_one_line() -> None:
+    # The statement is written once, in RULES; each predicate's docstring opens with its rule's ID.
     for rule in RULES:
-        predicate = rule.plan_check or rule.done_check or rules.never_fit
-        assert rules._statement(predicate) == rule.statement
+        predicates = [p for p in (rule.plan_check, rule.done_check) if p] or [rules.never_fit]
+        for predicate in predicates:
+            assert (predicate.__doc__ or "").startswith(rule.id + ","), predicate.__name__
         assert rule.statement and ":" not in rule.statement[:2] and "\n" not in rule.statement
-    assert rules._statement(rules.budget) == (
-        "the tokens of a plan sum to at most the token budget B; each decode counts 1."
-    )
+    budget = rules.BY_ID["BUDGET"].statement
+    assert budget == "the tokens of a plan sum to at most the token budget B; each decode counts 1."
+
+
+def test_rule_kinds_group_the_registry_and_make_the_safety_profile() -> None:
+    kinds = {k: [r.id for r in RULES if r.kind is k] for k in rules.Kind}
+    assert kinds[rules.Kind.INPUT] == ["NEVER-FIT"]
+    assert kinds[rules.Kind.LIVENESS] == ["PROGRESS"]
+    assert kinds[rules.Kind.POLICY] == ["FCFS", "DECODE-FIRST", "PARTIAL-NEXT", "WORK-CONSERVING"]
+    # KV states the reservation design's accounting: the design-free safety rules leave it out.
+    assert rules.of_kind(rules.Kind.SAFETY) == ("BUDGET", "ONE-ENTRY", "SLOTS", "PREFILL-ONCE", "FIRST-TOKEN", "TOKENS")
+    assert "KV" in rules.of_kind(rules.Kind.SAFETY, design="reservation")
 
 
 # -- plan entries must be ints, and bools are not ints ----------------------------------------------
@@ -424,7 +435,7 @@ def test_play_raises_PROGRESS_at_the_work_bound_when_PROGRESS_is_checked() -> No
 
 def test_play_stops_at_the_work_bound_when_PROGRESS_is_not_checked() -> None:
     stats = play(STALL, Mute, ["BUDGET"])
-    assert stats.extra == {"stopped_at_bound": work_bound(STALL)} and stats.steps == work_bound(STALL)
+    assert stats.stopped_at_bound == work_bound(STALL) and stats.steps == work_bound(STALL)
 
 
 def test_play_checks_only_the_rules_asked_for() -> None:

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import math
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from stallfree.spec import RULE_IDS, Arrival, Workload
-
-TARGET_FORM = "expected MODULE:FACTORY, e.g. stallfree.reference:Scheduler"
+from stallfree.spec.loader import load_target
 
 
 def _int_at_least(text: str, minimum: int, expected: str) -> int:
@@ -68,21 +65,10 @@ def rule_list(text: str) -> list[str]:
     return ids
 
 
-def load_factory(target: str) -> Callable[..., Any]:
-    """Import MODULE:FACTORY the way Python imports (the current directory first)."""
-    try:
-        return _resolve(target)
-    except ValueError as error:
-        raise ValueError(f"scheduler {target!r}: {error}") from None
-
-
 def load_scheduler(target: str, flag: str = "--scheduler") -> Callable[..., Any]:
-    """`load_factory` for a command line: any failure, the module's own import errors included,
-    is a ValueError naming the flag and the value."""
-    try:
-        return _resolve(target)
-    except Exception as error:  # a module that cannot be imported, whatever it raises, is a bad argument
-        raise ValueError(f"{flag} {target!r}: {_reason(error)}") from None
+    """`stallfree.spec.loader.load_target` for a command line: any failure, the module's own import
+    errors included, is a ValueError (TargetError) naming the flag and the value."""
+    return load_target(target, flag)
 
 
 class FactoryError(Exception):
@@ -101,27 +87,6 @@ def guarded(factory: Callable[..., Any], target: str, flag: str = "--scheduler")
                                f"raised {type(error).__name__}: {error}") from None
 
     return make
-
-
-def _resolve(target: str) -> Callable[..., Any]:
-    module_name, sep, attr = target.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(TARGET_FORM)
-    if "" not in sys.path:
-        sys.path.insert(0, "")
-    module = importlib.import_module(module_name)
-    obj: Any = module
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise ValueError(f"{attr} is not callable")
-    return obj  # type: ignore[no-any-return]
-
-
-def _reason(error: Exception) -> str:
-    if isinstance(error, ValueError | ImportError | AttributeError):
-        return str(error)
-    return f"importing it raised {type(error).__name__}: {error}"
 
 
 def read_workload(path: Path, flag: str = "--workload") -> Workload:

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from stallfree.conformance.profiles import PROFILES
     from stallfree.conformance.report import render
     from stallfree.conformance.sandbox import DEFAULT_TIMEOUT
-    from stallfree.conformance.target import TargetError
+    from stallfree.spec.loader import TargetError
 
     if args.profile is not None and args.profile not in PROFILES:
         return fail(f"--profile {args.profile!r} is unknown; the profiles are {', '.join(PROFILES)}")

@@ -129,7 +129,7 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
         steps, adds = stats.steps, stats.accepted + stats.refused
         # A run stopped by a broken rule, or still pending at the work bound, has no end line: it did
         # not end (as record_trace writes it).
-        if writer is not None and "stopped_at_bound" not in stats.extra:
+        if writer is not None and stats.stopped_at_bound is None:
             writer.end()
     except RuleViolation as error:
         violation = error

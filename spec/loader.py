@@ -1,4 +1,9 @@
-"""Loading the scheduler under test: MODULE:FACTORY, imported the way Python imports."""
+"""Loading a scheduler (or any factory) named MODULE:FACTORY, imported the way Python imports.
+
+The one loader every layer uses: the CLI, the conformance kit, the simulator and the executor.
+`name` is what the value was given as (a flag such as --scheduler, or "target"), so every error
+names it and the value.
+"""
 
 from __future__ import annotations
 
@@ -12,18 +17,18 @@ class TargetError(ValueError):
     """The target cannot be loaded: a bad MODULE:FACTORY, a failed import, an attribute not there."""
 
 
-def split_target(target: str) -> tuple[str, list[str]]:
+def split_target(target: str, name: str = "target") -> tuple[str, list[str]]:
     """'pkg.mod:Outer.Factory' -> ('pkg.mod', ['Outer', 'Factory']); raises TargetError naming the value."""
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr or "" in attr.split("."):
-        raise TargetError(f"target {target!r}: expected MODULE:FACTORY, e.g. stallfree.reference:Scheduler")
+        raise TargetError(f"{name} {target!r}: expected MODULE:FACTORY, e.g. stallfree.reference:Scheduler")
     return module_name, attr.split(".")
 
 
-def load_target(target: str) -> Callable[..., Any]:
+def load_target(target: str, name: str = "target") -> Callable[..., Any]:
     """Import MODULE and return FACTORY from it. PYTHONPATH and the current directory are searched,
-    as `python -m` would. Every failure is a TargetError that names the target and the cause."""
-    module_name, path = split_target(target)
+    as `python -m` would. Every failure is a TargetError that names `name`, the target and the cause."""
+    module_name, path = split_target(target, name)
     if "" not in sys.path:
         sys.path.insert(0, "")
     try:
@@ -32,14 +37,14 @@ def load_target(target: str) -> Callable[..., Any]:
         if isinstance(error, KeyboardInterrupt):
             raise
         why = f"{type(error).__name__}: {error}"
-        raise TargetError(f"target {target!r}: importing {module_name} failed: {why}") from None
+        raise TargetError(f"{name} {target!r}: importing {module_name} failed: {why}") from None
     for part in path:
         try:
             obj = getattr(obj, part)
         except Exception as error:
-            raise TargetError(f"target {target!r}: {module_name} has no attribute {part!r} ({error})") from None
+            raise TargetError(f"{name} {target!r}: {module_name} has no attribute {part!r} ({error})") from None
     if not callable(obj):
-        raise TargetError(f"target {target!r}: {'.'.join(path)} is a {type(obj).__name__}, not callable")
+        raise TargetError(f"{name} {target!r}: {'.'.join(path)} is a {type(obj).__name__}, not callable")
     return obj  # type: ignore[no-any-return]
 
 
