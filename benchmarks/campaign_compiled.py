@@ -24,7 +24,7 @@ RUN = """
 import json, sys, time
 import stallfree.spec.monitor as monitor
 from stallfree.reference import Scheduler
-from stallfree.spec.campaign import Campaign, run
+from stallfree.testing.campaign import Campaign, run
 sims, jobs, seed = map(int, sys.argv[1:4])
 started = time.perf_counter()
 t = run(Campaign(sims, seed, Scheduler, jobs=jobs))

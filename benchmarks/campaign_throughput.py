@@ -15,7 +15,7 @@ import sys
 import time
 
 from stallfree.reference import Scheduler
-from stallfree.spec.campaign import Campaign, Tally, run
+from stallfree.testing.campaign import Campaign, Tally, run
 
 SEED_SIMS = 500  # >= 400 simulations and >= 366,724 steps: the base scale
 REPEATS = 3

@@ -17,7 +17,7 @@ import time
 
 from stallfree.reference import Scheduler
 from stallfree.spec import Workload, play
-from stallfree.spec.generate import random_workload
+from stallfree.testing.generate import random_workload
 
 
 def bare(workload: Workload) -> int:

@@ -13,9 +13,9 @@ import statistics
 import sys
 import time
 
-from stallfree.proofs.bounds import Bounds
-from stallfree.proofs.clone import clone
-from stallfree.proofs.modelcheck import check
+from stallfree.proofs.explicit.bounds import Bounds
+from stallfree.proofs.explicit.clone import clone
+from stallfree.proofs.explicit.modelcheck import check
 from stallfree.reference import Scheduler
 from stallfree.spec import Config, Monitor
 

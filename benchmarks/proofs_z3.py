@@ -10,8 +10,8 @@ import argparse
 import sys
 import time
 
-from stallfree.proofs.loops import LOOP_THEOREMS, prove_loop
-from stallfree.proofs.theorems import THEOREMS, prove
+from stallfree.proofs.smt.loops import LOOP_THEOREMS, prove_loop
+from stallfree.proofs.smt.theorems import THEOREMS, prove
 
 
 def main() -> int:

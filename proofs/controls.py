@@ -8,10 +8,10 @@ from typing import Any
 
 from stallfree.faults import FAULTS
 
-from .bounds import Bounds
-from .mutants import MUTANTS
-from .policy import Policy
-from .snapshot import Hidden
+from .explicit.bounds import Bounds
+from .explicit.snapshot import Hidden
+from .smt.mutants import MUTANTS
+from .smt.policy import Policy
 
 CONTROL_BOUND = "3,2,8,3,3,2"  # exposes every fault but one; each fault takes well under a second
 CONTROL_BOUNDS = {

@@ -14,16 +14,18 @@ from stallfree.reference import Scheduler
 from stallfree.spec import RULE_IDS
 from stallfree.spec.invariants import INVARIANTS
 
-from . import crosshair_run, modelcheck, planted, planted_contracts
-from .bounds import Bounds
-from .concrete import Evaluator, compare, random_workload
+from .contracts import planted, planted_contracts
+from .contracts import run as crosshair_run
 from .controls import twin_fault
-from .counterexample import replay
-from .loops import LOOP_THEOREMS, prove_loop
-from .policy import Policy
-from .reach import reach
-from .snapshot import Hidden
-from .theorems import DEFAULT_N, THEOREMS, prove
+from .explicit import modelcheck
+from .explicit.bounds import Bounds
+from .explicit.counterexample import replay
+from .explicit.snapshot import Hidden
+from .smt.concrete import Evaluator, compare, random_workload
+from .smt.loops import LOOP_THEOREMS, prove_loop
+from .smt.policy import Policy
+from .smt.reach import reach
+from .smt.theorems import DEFAULT_N, THEOREMS, prove
 
 HOLDS, NOT_REFUTED, BROKEN, UNKNOWN = "holds", "not refuted", "BROKEN", "unknown"
 METHODS = ("model", "z3", "differential", "crosshair")

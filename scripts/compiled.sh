@@ -34,8 +34,9 @@ marker="$stage/.stallfree-compiled"  # written by this script: the only kind of 
 # The modules a campaign runs: the contract, the monitor, workloads, and the reference scheduler.
 # errors.py stays Python: mypyc cannot compile subclasses of ValueError.
 core=(spec/types.py spec/shadow.py spec/facts.py spec/rules.py spec/monitor.py
-      spec/workload.py spec/generate.py reference/sequence.py reference/progress.py reference/scheduler.py)
-packages=(spec reference faults conformance proofs executor costs sim)
+      spec/workload.py spec/play.py testing/generate.py reference/sequence.py reference/progress.py reference/scheduler.py)
+# Every folder the package maps (pyproject.toml's package-dir), so the copy imports as the source does.
+mapfile -t packages < <("$py" -c 'import tomllib; d = tomllib.load(open("pyproject.toml", "rb"))["tool"]["setuptools"]["package-dir"]; print("\n".join(v for v in d.values() if v != "cli"))')
 # Rebuild when anything the copy holds, this script, the interpreter or mypyc changed.
 fingerprint="$( (find cli "${packages[@]}" -type f -not -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum
                  sha256sum < "$self"; "$py" --version; "$py" -m mypyc --version) | sha256sum | cut -c1-64)"

@@ -12,7 +12,7 @@ stage=build/mutation-$target
 rm -rf "$stage"
 mkdir -p "$stage/src" "$stage/tests"
 cp -r cli "$stage/src/stallfree"
-for pkg in spec reference faults; do cp -r "$pkg" "$stage/src/stallfree/$pkg"; done
+for pkg in spec reference faults testing; do cp -r "$pkg" "$stage/src/stallfree/$pkg"; done
 find "$stage" -name __pycache__ -prune -exec rm -rf {} +
 # The fast tests only: each mutant runs every selected test that reaches the mutated function.
 cp tests/conftest.py tests/test_mutation_*.py tests/test_reference_*.py tests/test_contract_types.py \

@@ -1,7 +1,7 @@
 """The stallfree contract as executable code: types, rules (by ID), the monitor, workloads.
 
 Standard library only. Start with `RULES` (every rule, its statement, its predicates) and `Monitor`.
-One module is the exception and is not imported here: `stallfree.spec.machine`, the Hypothesis state
+One module is the exception and is not imported here: `stallfree.testing.machine`, the Hypothesis state
 machine, needs hypothesis (the `dev` or `conform` extra).
 """
 

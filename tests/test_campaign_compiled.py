@@ -75,7 +75,7 @@ def test_compiled_campaign_does_exactly_the_work_of_the_python_one(compiled: Pat
 
 FAULT_SWEEP = """
 from stallfree.faults import FAULTS
-from stallfree.spec.campaign import Campaign, run
+from stallfree.testing.campaign import Campaign, run
 import stallfree.spec.monitor, stallfree.spec.rules
 assert not stallfree.spec.monitor.__file__.endswith(".py") and not stallfree.spec.rules.__file__.endswith(".py")
 for rule, fault in FAULTS.items():

@@ -13,7 +13,7 @@ from stallfree.faults import FAULTS
 from stallfree.main import main
 from stallfree.reference import Scheduler
 from stallfree.spec import Config, RuleViolation, Workload, play
-from stallfree.spec.campaign import Campaign, run
+from stallfree.testing.campaign import Campaign, run
 
 SEED_SIMS = 400  # the published campaign: 400 randomized simulations ...
 SEED_STEPS = 366_724  # ... and 366,724 steps
@@ -61,7 +61,7 @@ def test_campaign_counts_do_not_depend_on_jobs() -> None:
     ("no_such_module:Factory", "No module named 'no_such_module'"),
     ("stallfree.reference:Nope", "has no attribute 'Nope'"),
     ("stallfree.reference", "expected MODULE:FACTORY"),
-    ("stallfree.spec:RULES", "RULES is not callable"),
+    ("stallfree.spec:RULES", "RULES is a tuple, not callable"),
     ("stallfree.spec:Request", "calling it with token_budget=, max_seqs=, kv_tokens= raised TypeError"),
 ])
 def test_campaign_bad_scheduler_is_exit_2_naming_flag_and_value(

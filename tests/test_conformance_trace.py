@@ -24,7 +24,7 @@ from stallfree.faults import FAULTS
 from stallfree.main import main
 from stallfree.reference import Scheduler
 from stallfree.spec import RULE_IDS, RuleViolation, Workload
-from stallfree.spec.generate import Ranges, random_workload
+from stallfree.testing.generate import Ranges, random_workload
 
 SMALL = Ranges(max_budget=16, max_seqs=4, max_prompt=40, max_new=5, max_requests=6)
 HEADER = '{"stallfree_trace": 1, "config": {"token_budget": 8, "max_seqs": 4, "kv_tokens": 64}}'

@@ -9,7 +9,7 @@ import random
 
 from stallfree.reference import Scheduler
 from stallfree.spec import RunStats, play
-from stallfree.spec.generate import random_workload
+from stallfree.testing.generate import random_workload
 
 NUM_WORKLOADS = 400
 SEED = 20231116

@@ -13,7 +13,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from stallfree.faults import FAULTS
 from stallfree.spec import RULE_IDS, RuleViolation
-from stallfree.spec.machine import machine_for
+from stallfree.testing.machine import machine_for
 
 FIND = settings(
     max_examples=100, derandomize=True, deadline=None, print_blob=False, database=None,

@@ -10,7 +10,7 @@ import pytest
 from stallfree.faults import FAULTS, MORE_FAULTS, Stepwise
 from stallfree.reference import Scheduler
 from stallfree.spec import RULE_IDS, Arrival, Config, Monitor, RuleViolation, Workload, play, work_bound
-from stallfree.spec.generate import random_workload
+from stallfree.testing.generate import random_workload
 
 WORKLOADS = [random_workload(random.Random(seed)) for seed in range(150)]
 

@@ -11,7 +11,7 @@ import pytest
 from stallfree.faults import FAULTS, Stepwise
 from stallfree.reference import Scheduler
 from stallfree.spec import RULE_IDS, RuleViolation, play
-from stallfree.spec.generate import random_workload
+from stallfree.testing.generate import random_workload
 
 SEED = 3
 NUM_WORKLOADS = 40  # enough to reach every branch of the policy: checked by the coverage of mutants

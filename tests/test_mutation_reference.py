@@ -8,7 +8,7 @@ import random
 
 from stallfree.reference import Phase, Progress, Scheduler
 from stallfree.spec import Monitor, StepFacts, play
-from stallfree.spec.generate import random_workload
+from stallfree.testing.generate import random_workload
 
 NUM_WORKLOADS = 60
 

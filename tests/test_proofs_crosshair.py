@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from stallfree.proofs import crosshair_run, planted_contracts
-from stallfree.proofs.planted import PLANTED
+from stallfree.proofs.contracts import planted_contracts
+from stallfree.proofs.contracts import run as crosshair_run
+from stallfree.proofs.contracts.planted import PLANTED
 from stallfree.proofs.suite import Options, crosshair_rows
 
 CI_SECONDS = 2.0  # CPU seconds per contract: the three contracts take about 10 s in all

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from stallfree.proofs.concrete import Evaluator, compare
-from stallfree.proofs.mutants import MUTANTS
+from stallfree.proofs.smt.concrete import Evaluator, compare
+from stallfree.proofs.smt.mutants import MUTANTS
 from stallfree.spec import Arrival, Config, Workload
 
 SLOTS = 6

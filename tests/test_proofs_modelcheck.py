@@ -10,11 +10,11 @@ import pytest
 
 from stallfree.faults import FAULTS, MORE_FAULTS
 from stallfree.proofs import controls
-from stallfree.proofs.bounds import Bounds
-from stallfree.proofs.clone import clone
-from stallfree.proofs.graph import STEP, Graph, analyse
-from stallfree.proofs.modelcheck import act, check
-from stallfree.proofs.snapshot import encode, fork
+from stallfree.proofs.explicit.bounds import Bounds
+from stallfree.proofs.explicit.clone import clone
+from stallfree.proofs.explicit.graph import STEP, Graph, analyse
+from stallfree.proofs.explicit.modelcheck import act, check
+from stallfree.proofs.explicit.snapshot import encode, fork
 from stallfree.reference import Scheduler
 from stallfree.spec import Config, InvalidField, Monitor
 

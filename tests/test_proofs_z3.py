@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 
 from stallfree.proofs.controls import twin_fault
-from stallfree.proofs.counterexample import replay
-from stallfree.proofs.inductive import PARTS
-from stallfree.proofs.loops import LOOP_THEOREMS, prove_loop
-from stallfree.proofs.mutants import MUTANTS
-from stallfree.proofs.reach import reach
-from stallfree.proofs.theorems import DEFAULT_N, THEOREMS, prove
+from stallfree.proofs.explicit.counterexample import replay
+from stallfree.proofs.smt.inductive import PARTS
+from stallfree.proofs.smt.loops import LOOP_THEOREMS, prove_loop
+from stallfree.proofs.smt.mutants import MUTANTS
+from stallfree.proofs.smt.reach import reach
+from stallfree.proofs.smt.theorems import DEFAULT_N, THEOREMS, prove
 from stallfree.reference import Scheduler
 from stallfree.spec import RULE_IDS
 

@@ -9,7 +9,7 @@ import pytest
 
 from stallfree.sim.policies import factory
 from stallfree.spec import Arrival, Config, Monitor, RuleViolation, StepFacts, Workload, play
-from stallfree.spec.generate import random_workload
+from stallfree.testing.generate import random_workload
 
 SAFETY = ("ONE-ENTRY", "SLOTS", "KV", "PREFILL-ONCE", "FIRST-TOKEN", "TOKENS", "NEVER-FIT", "PROGRESS", "FCFS")
 NUM_WORKLOADS = 60

@@ -12,7 +12,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from stallfree.reference import Scheduler
 from stallfree.spec import Config, Monitor, Request, RuleViolation, Shadow
 from stallfree.spec.invariants import INVARIANT_IDS, INVARIANTS, Origin, Shown, broken, shown
-from stallfree.spec.machine import machine_for
+from stallfree.testing.machine import machine_for
 
 
 def running_state() -> Monitor:

@@ -12,8 +12,8 @@ from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 import stallfree.spec.monitor as monitor
-from stallfree.spec.campaign import CRASHED, Campaign, Progress, Tally
-from stallfree.spec.campaign import run as run_campaign
+from stallfree.testing.campaign import CRASHED, Campaign, Progress, Tally
+from stallfree.testing.campaign import run as run_campaign
 
 from .args import FactoryError, guarded, load_scheduler, positive_int, rule_list, seed
 

@@ -36,8 +36,9 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from stallfree.proofs import controls, crosshair_run
-    from stallfree.proofs.bounds import Bounds
+    from stallfree.proofs import controls
+    from stallfree.proofs.contracts import run as crosshair_run
+    from stallfree.proofs.explicit.bounds import Bounds
     from stallfree.proofs.suite import Options
 
     options = Options()

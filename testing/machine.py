@@ -2,7 +2,7 @@
 
 Shipped in the package so that any scheduler can be checked with it, not only the reference:
 
-    from stallfree.spec.machine import machine_for
+    from stallfree.testing.machine import machine_for
     TestMyScheduler = machine_for(MyScheduler).TestCase   # a unittest TestCase pytest collects
 
 Actions (rules) are what a server does to a scheduler: add a request that fits, add the largest one
@@ -24,12 +24,12 @@ from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from .errors import RuleViolation
-from .facts import StepFacts
-from .invariants import INVARIANTS, Invariant, shown
-from .monitor import Monitor
-from .shadow import Shadow
-from .types import Config
+from stallfree.spec.errors import RuleViolation
+from stallfree.spec.facts import StepFacts
+from stallfree.spec.invariants import INVARIANTS, Invariant, shown
+from stallfree.spec.monitor import Monitor
+from stallfree.spec.shadow import Shadow
+from stallfree.spec.types import Config
 
 MAX_BUDGET = 64  # B in 1..64: budget 1 (one-token chunks, decodes crowding prefill out) is the edge
 MAX_SLOTS = 8  # S in 1..8: one slot is the edge

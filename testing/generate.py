@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .types import Config
-from .workload import Arrival, Workload
+from stallfree.spec.types import Config
+from stallfree.spec.workload import Arrival, Workload
 
 
 @dataclass(frozen=True, slots=True)

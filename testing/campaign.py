@@ -17,11 +17,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import RuleViolation
+from stallfree.spec.errors import RuleViolation
+from stallfree.spec.play import play
+from stallfree.spec.rules import select
+from stallfree.spec.workload import Workload
+
 from .generate import random_workload
-from .play import play
-from .rules import select
-from .workload import Workload
 
 CRASHED = "CRASHED"  # Violation.rule when a call raised instead of answering (no rule judged it)
 
