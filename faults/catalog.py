@@ -5,8 +5,7 @@ model checker, proofs, executor) must catch them, naming that rule."""
 from __future__ import annotations
 
 from stallfree.spec import Request
-
-from .stepwise import Seq, Stepwise
+from stallfree.variants.stepwise import Seq, Stepwise
 
 
 class FreeDecodes(Stepwise):

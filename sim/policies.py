@@ -9,8 +9,8 @@ from stallfree.spec.loader import load_target
 
 POLICIES: dict[str, str] = {
     "reference": "stallfree.reference:Scheduler",  # decodes first, chunked prefill (the contract)
-    "prefill-first": "stallfree.sim.prefill_first:PrefillFirst",  # chunked, prompts before decodes
-    "unchunked": "stallfree.sim.unchunked:UnchunkedPrefillFirst",  # whole prompts in their own steps
+    "prefill-first": "stallfree.variants.prefill_first:PrefillFirst",  # chunked, prompts before decodes
+    "unchunked": "stallfree.variants.unchunked:UnchunkedPrefillFirst",  # whole prompts in their own steps
 }
 
 

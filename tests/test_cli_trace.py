@@ -86,8 +86,8 @@ def test_jsonl_of_a_run_stopped_at_the_work_bound_has_no_end_line(capsys: pytest
     import io
 
     from stallfree.commands.trace import trace
-    from stallfree.faults import Stepwise
     from stallfree.spec import Arrival, Config, Workload
+    from stallfree.variants import Stepwise
 
     class NeverPlans(Stepwise):
         def schedule(self) -> list[tuple[int, int]]:

@@ -82,7 +82,7 @@ def test_budget_plan_refused_before_it_runs() -> None:
 
 
 def test_any_plain_protocol_scheduler_drives_the_executor() -> None:
-    (result,) = play(Job(HAND, "stallfree.faults.stepwise:Stepwise"))
+    (result,) = play(Job(HAND, "stallfree.variants.stepwise:Stepwise"))
     assert result.ok, result.violation
 
 

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import settings
 from hypothesis.stateful import initialize, run_state_machine_as_test
 
-from stallfree.faults import Stepwise
 from stallfree.reference import Scheduler
 from stallfree.spec import Config
 from stallfree.testing.machine import configs, machine_for
+from stallfree.variants import Stepwise
 
 MACHINE_STEPS = {"deep": 300}  # actions per example by profile; Hypothesis' default (50) otherwise
 

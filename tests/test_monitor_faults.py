@@ -7,10 +7,11 @@ import random
 
 import pytest
 
-from stallfree.faults import FAULTS, MORE_FAULTS, Stepwise
+from stallfree.faults import FAULTS, MORE_FAULTS
 from stallfree.reference import Scheduler
 from stallfree.spec import RULE_IDS, Arrival, Config, Monitor, RuleViolation, Workload, play, work_bound
 from stallfree.testing.generate import random_workload
+from stallfree.variants import Stepwise
 
 WORKLOADS = [random_workload(random.Random(seed)) for seed in range(150)]
 

@@ -8,10 +8,11 @@ import random
 
 import pytest
 
-from stallfree.faults import FAULTS, Stepwise
+from stallfree.faults import FAULTS
 from stallfree.reference import Scheduler
 from stallfree.spec import RULE_IDS, RuleViolation, play
 from stallfree.testing.generate import random_workload
+from stallfree.variants import Stepwise
 
 SEED = 3
 NUM_WORKLOADS = 40  # enough to reach every branch of the policy: checked by the coverage of mutants

@@ -67,5 +67,5 @@ def test_check_on_a_variant_exits_1_naming_the_rule(capsys: pytest.CaptureFixtur
 
 
 def test_any_plain_protocol_scheduler_by_module(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([*SHORT, "--scheduler", "stallfree.faults:Stepwise"]) == 0
-    assert "policy stallfree.faults:Stepwise" in capsys.readouterr().out
+    assert main([*SHORT, "--scheduler", "stallfree.variants:Stepwise"]) == 0
+    assert "policy stallfree.variants:Stepwise" in capsys.readouterr().out

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from stallfree.costs import Deployment, Roofline, full_step, gpu, model
-from stallfree.faults import FAULTS, Stepwise
+from stallfree.faults import FAULTS
 from stallfree.sim import timeline
 from stallfree.sim.policies import factory
 from stallfree.sim.simulator import Stalled, simulate
@@ -14,6 +14,7 @@ from stallfree.sim.stats import quantile, spread
 from stallfree.sim.summary import report, summarise
 from stallfree.sim.trace import Trace, TraceRequest, load
 from stallfree.spec import Config, RuleViolation
+from stallfree.variants import Stepwise
 
 DEPLOYMENT = Deployment(model("llama-3.3-70b"), gpu("h100-sxm"), 4, "fp8")
 FLOOR = Roofline(DEPLOYMENT, "floor")

@@ -9,7 +9,7 @@ running stream waits for each prefill step, however long its prompt.
 
 from __future__ import annotations
 
-from stallfree.faults import Stepwise
+from .stepwise import Stepwise
 
 
 class UnchunkedPrefillFirst(Stepwise):

@@ -8,7 +8,7 @@ It breaks DECODE-FIRST by design.
 
 from __future__ import annotations
 
-from stallfree.faults import Stepwise
+from .stepwise import Stepwise
 
 
 class PrefillFirst(Stepwise):

@@ -1,8 +1,9 @@
 """The contract's policy written as small overridable steps, so that each deliberately wrong
 scheduler in `catalog` overrides exactly one of them.
 
-Not the reference: a second, independent rendering of the policy, made for fault injection. Its
-unmodified form passes the monitor (tests check that), so a fault's violation is the fault's own.
+Not the reference: a second, independent rendering of the policy, made so that variants and faults
+can each change one step. Its unmodified form passes the monitor (tests check that), so a fault's
+violation is the fault's own.
 """
 
 from __future__ import annotations
