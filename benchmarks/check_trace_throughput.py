@@ -16,9 +16,9 @@ import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
-from stallfree.conformance.record import record_trace
-from stallfree.conformance.synthetic import decoding_trace
-from stallfree.conformance.tracecheck import check_trace, read_lines
+from stallfree.conformance.trace.record import record_trace
+from stallfree.conformance.trace.synthetic import decoding_trace
+from stallfree.conformance.trace.tracecheck import check_trace, read_lines
 from stallfree.reference import Scheduler
 from stallfree.spec import Arrival, Config, Workload
 

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from .profiles import PROFILES, checked_rules
-from .replay import check_workload
+from .kit.profiles import PROFILES, checked_rules
+from .kit.replay import check_workload
 
 __all__ = ["PROFILES", "check_workload", "checked_rules", "conform", "conformance_tests"]
 
 
 def conform(*args: Any, **kwargs: Any) -> Any:
     """See `stallfree.conformance.kit.conform` (imported on first use: it needs Hypothesis)."""
-    from .kit import conform as run
+    from .kit.check import conform as run
 
     return run(*args, **kwargs)
 

@@ -36,7 +36,7 @@ class Explored:
         if self._report is None and self._error is None:
             from stallfree.spec.loader import TargetError
 
-            from .kit import conform
+            from .kit.check import conform
 
             try:
                 self._report = conform(self.target, **self.options)
@@ -49,8 +49,8 @@ class Explored:
 
 def judge(explored: Explored, test_id: str) -> None:
     """Pass, fail with the counterexample, or skip as not checked."""
-    from .kit import FAIL, NOT_CHECKED, NOT_JUDGED
-    from .report import counterexample_lines
+    from .kit.check import FAIL, NOT_CHECKED, NOT_JUDGED
+    from .kit.report import counterexample_lines
 
     report = explored.report()
     if test_id == PROTOCOL:

@@ -57,7 +57,7 @@ def must_not_run(monkeypatch: pytest.MonkeyPatch, module: str, name: str) -> Non
     (["conform", "stallfree.reference:Scheduler", "--quiet", "--json", MISSING_JSON],
      "stallfree.conformance.kit", "conform"),
     (["check-trace", "/dev/null", "--quiet", "--json", MISSING_JSON],
-     "stallfree.conformance.tracecheck", "check_trace"),
+     "stallfree.conformance.trace.tracecheck", "check_trace"),
 ])
 def test_json_into_a_missing_directory_is_refused_before_the_run(
     argv: list[str], module: str, name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,

@@ -9,7 +9,7 @@ import pytest
 
 from stallfree.conformance import check_workload
 from stallfree.conformance.kit import FAIL, NOT_CHECKED, PASS, Counterexample, conform
-from stallfree.conformance.shrink import CONFIG_FIELDS, FIELD_MINIMUM, REQUEST_FIELDS
+from stallfree.conformance.kit.shrink import CONFIG_FIELDS, FIELD_MINIMUM, REQUEST_FIELDS
 from stallfree.faults import FAULTS, MORE_FAULTS
 from stallfree.spec import RULE_IDS, RuleViolation, Workload
 

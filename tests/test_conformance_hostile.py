@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from stallfree.conformance.isolation.outcome import CRASH, TIMEOUT
 from stallfree.conformance.kit import NOT_JUDGED, Report, conform
-from stallfree.conformance.outcome import CRASH, TIMEOUT
 from stallfree.main import main
 from stallfree.spec.loader import TargetError
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from stallfree.conformance.kit import conform
-from stallfree.conformance.report import pytest_test, render, workload_json
+from stallfree.conformance.kit.report import pytest_test, render, workload_json
 from stallfree.spec import Workload
 
 

@@ -16,10 +16,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stallfree.conformance import check_workload
-from stallfree.conformance.record import record_trace
-from stallfree.conformance.synthetic import decoding_trace
-from stallfree.conformance.tracecheck import check_trace
-from stallfree.conformance.tracefile import TraceError
+from stallfree.conformance.trace.record import record_trace
+from stallfree.conformance.trace.synthetic import decoding_trace
+from stallfree.conformance.trace.tracecheck import check_trace
+from stallfree.conformance.trace.tracefile import TraceError
 from stallfree.faults import FAULTS
 from stallfree.main import main
 from stallfree.reference import Scheduler

@@ -1,5 +1,5 @@
 """`stallfree check-trace FILE.jsonl`: judge an engine's trace (JSON Lines, see
-stallfree.conformance.tracefile) against every rule, from the trace alone, streaming."""
+stallfree.conformance.trace.tracefile) against every rule, from the trace alone, streaming."""
 
 from __future__ import annotations
 
@@ -30,9 +30,9 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stallfree.conformance.profiles import checked_rules
-    from stallfree.conformance.tracecheck import TraceVerdict, check_trace, read_lines
-    from stallfree.conformance.tracefile import TraceError
+    from stallfree.conformance.kit.profiles import checked_rules
+    from stallfree.conformance.trace.tracecheck import TraceVerdict, check_trace, read_lines
+    from stallfree.conformance.trace.tracefile import TraceError
 
     try:
         checked = checked_rules(args.rules, args.profile)

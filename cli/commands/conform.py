@@ -37,10 +37,10 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from stallfree.conformance.isolation.sandbox import DEFAULT_TIMEOUT
     from stallfree.conformance.kit import DEFAULT_EXAMPLES, conform
-    from stallfree.conformance.profiles import PROFILES
-    from stallfree.conformance.report import render
-    from stallfree.conformance.sandbox import DEFAULT_TIMEOUT
+    from stallfree.conformance.kit.profiles import PROFILES
+    from stallfree.conformance.kit.report import render
     from stallfree.spec.loader import TargetError
 
     if args.profile is not None and args.profile not in PROFILES:

@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any], jsonl: IO[str] | None) -> int:
-    from stallfree.conformance.tracefile import TraceWriter
+    from stallfree.conformance.trace.tracefile import TraceWriter
 
     cfg = workload.config
     writer = TraceWriter(jsonl, cfg, {"scheduler": args.scheduler}) if jsonl is not None else None

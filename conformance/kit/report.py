@@ -8,8 +8,8 @@ import json
 from stallfree.spec import Workload
 from stallfree.spec.loader import import_line
 
-from .kit import FAIL, Counterexample, Report
-from .outcome import TIMEOUT
+from ..isolation.outcome import TIMEOUT
+from .check import FAIL, Counterexample, Report
 
 RULE_WIDTH = 16
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from stallfree.spec import Workload
 
-from .outcome import Outcome
+from ..isolation.outcome import Outcome
 
 MAX_RUNS = 3000
 MAX_SECONDS = 60.0

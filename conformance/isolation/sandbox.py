@@ -62,7 +62,7 @@ class Sandbox:
         self._clear_stderr()
         self._buffer = b""
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "stallfree.conformance.worker"],
+            [sys.executable, "-m", "stallfree.conformance.isolation.worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, cwd=os.getcwd(),
         )
         self._send({"target": self.target, "sys_path": [p if p else os.getcwd() for p in sys.path]})

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 
 from stallfree.spec import PROTOCOL, Workload
 
+from ..isolation.outcome import TIMEOUT, Outcome
+from ..isolation.sandbox import Sandbox
 from .grid import Shape
-from .outcome import TIMEOUT, Outcome
-from .sandbox import Sandbox
 from .strategies import workloads
 
 NEVER_FIT = "NEVER-FIT"

@@ -1,5 +1,5 @@
 """The worker process: imports the target once, then plays the workloads it is sent, one at a time,
-and answers each with an Outcome. Run as `python -m stallfree.conformance.worker`.
+and answers each with an Outcome. Run as `python -m stallfree.conformance.isolation.worker`.
 
 The target runs here, not in the kit's process, so that nothing it does (raise, hang, exit, print,
 crash the interpreter) can take the kit down. The pipe protocol is JSON lines on the process's

@@ -9,11 +9,11 @@ from typing import Any
 
 from stallfree.spec import BY_ID, RULE_IDS, Workload
 
+from ..isolation.outcome import CRASH, KIT_ERROR, TIMEOUT, Outcome
+from ..isolation.sandbox import DEFAULT_TIMEOUT, Sandbox
 from .explore import Explorer, Finding, is_rule
 from .grid import Shape, shapes
-from .outcome import CRASH, KIT_ERROR, TIMEOUT, Outcome
 from .profiles import checked_rules
-from .sandbox import DEFAULT_TIMEOUT, Sandbox
 from .shrink import MAX_RUNS, MAX_SECONDS, Shrinker
 
 DEFAULT_EXAMPLES = 25  # per grid point; the default grid has 60 points
