@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stallfree.costs import Roofline
-from stallfree.spec import Config, FieldTypeError, InvalidField, Request, admissible
+from stallfree.spec import Config, Shadow, refusal
 
 from .checked import Checked
 from .progress import ProgressBar
@@ -104,7 +104,8 @@ class Simulation:
             self.next_arrival += 1
 
     def offer(self, request: TraceRequest) -> None:
-        reason = refusal(request, self.result.config)
+        why = refusal(Shadow(self.result.config), request.rid, request.prompt_len, request.max_new)
+        reason = None if why is None else f"NEVER-FIT: {why}"
         if reason is None:
             try:
                 self.scheduler.add(request.rid, request.prompt_len, request.max_new)
@@ -205,15 +206,6 @@ class Simulation:
         self.result.clock = clock
         self.result.wall_seconds = time.perf_counter() - started
         return self.result
-
-
-def refusal(request: TraceRequest, config: Config) -> str | None:
-    """Why the contract refuses `request` under `config` (NEVER-FIT, invalid field), or None."""
-    try:
-        admissible(Request(request.rid, request.prompt_len, request.max_new), config)
-    except (InvalidField, FieldTypeError) as error:
-        return f"NEVER-FIT: {error}"
-    return None
 
 
 def simulate(

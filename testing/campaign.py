@@ -88,8 +88,8 @@ class Campaign:
 
 
 @dataclass(slots=True)
-class Progress:
-    """Progress of a running campaign, as `run` reports it after each batch."""
+class CampaignStatus:
+    """The status of a running campaign, as `run` reports it after each batch."""
 
     done: Tally
     total_sims: int
@@ -144,11 +144,11 @@ def batches(campaign: Campaign) -> Iterator[tuple[Campaign, int, int]]:
         yield campaign, first, min(first + BATCH, campaign.sims)
 
 
-def run(campaign: Campaign, on_progress: Callable[[Progress], None] | None = None) -> Tally:
+def run(campaign: Campaign, on_progress: Callable[[CampaignStatus], None] | None = None) -> Tally:
     """Run `campaign` on `campaign.jobs` processes; batches are merged in simulation order, and the
     campaign stops at the first batch that found a violation (the lowest simulation index among the
     batches done)."""
-    progress = Progress(Tally(), campaign.sims)
+    progress = CampaignStatus(Tally(), campaign.sims)
     if campaign.jobs <= 1:
         results: Iterator[Tally] = map(_run_task, batches(campaign))
         return _collect(results, progress, on_progress)
@@ -158,7 +158,9 @@ def run(campaign: Campaign, on_progress: Callable[[Progress], None] | None = Non
     return tally
 
 
-def _collect(results: Iterator[Tally], progress: Progress, on_progress: Callable[[Progress], None] | None) -> Tally:
+def _collect(
+    results: Iterator[Tally], progress: CampaignStatus, on_progress: Callable[[CampaignStatus], None] | None,
+) -> Tally:
     for tally in results:
         progress.done.merge(tally)
         if on_progress is not None:

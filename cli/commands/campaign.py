@@ -12,7 +12,7 @@ from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 import stallfree.spec.monitor as monitor
-from stallfree.testing.campaign import CRASHED, Campaign, Progress, Tally
+from stallfree.testing.campaign import CRASHED, Campaign, CampaignStatus, Tally
 from stallfree.testing.campaign import run as run_campaign
 
 from .args import FactoryError, guarded, load_scheduler, positive_int, rule_list, seed
@@ -37,7 +37,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def show_progress(progress: Progress) -> None:
+def show_progress(progress: CampaignStatus) -> None:
     done = progress.done
     share = done.sims / progress.total_sims
     filled = int(share * BAR_WIDTH)
