@@ -6,7 +6,6 @@ free_kv, progress), never its private fields."""
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -14,7 +13,7 @@ from functools import partial
 import z3
 
 from stallfree.reference import Phase, Scheduler
-from stallfree.spec import Arrival, Config, Workload
+from stallfree.spec import Config, Workload
 
 from .policy import Policy, SymStep
 from .symbolic import SymConfig, SymState, value
@@ -125,13 +124,3 @@ def compare(workload: Workload, evaluator: Evaluator) -> Iterator[str]:
         if got.free_kv != expected.free_kv:
             yield f"{where}: free KV after the step is {got.free_kv} in the reference, {expected.free_kv} in Z3"
         step += 1
-
-
-def random_workload(rng: random.Random, num_requests: int) -> Workload:
-    """A small workload whose requests all fit: the sizes where the policy's branches all occur."""
-    budget, max_seqs = rng.randint(1, 8), rng.randint(1, 4)
-    sizes = [(rng.randint(1, 12), rng.randint(1, 5)) for _ in range(rng.randint(1, num_requests))]
-    kv = rng.randint(max(p + m for p, m in sizes), sum(p + m for p, m in sizes) + 1)
-    steps = sorted(rng.randint(0, 6) for _ in sizes)
-    return Workload(Config(budget, max_seqs, kv), tuple(Arrival(i, p, m, s) for i, ((p, m), s)
-                                                       in enumerate(zip(sizes, steps, strict=True))))
