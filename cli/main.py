@@ -63,6 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exits.INTERRUPTED
     except BrokenPipeError:
         return exits.HOLDS
+    except SystemExit as error:  # commands return their status: this came from the code they ran
+        print(f"stallfree {args.command}: the checked code called sys.exit({error.code!r}) before a verdict",
+              file=sys.stderr)
+        return exits.CRASHED
     except Exception as error:  # a bug, in stallfree or in what it ran: one line, its own status
         where = _where(error)
         print(f"stallfree {args.command}: internal error: {type(error).__name__}: {error} ({where})", file=sys.stderr)

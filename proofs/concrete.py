@@ -17,7 +17,7 @@ from stallfree.reference import Phase, Scheduler
 from stallfree.spec import Arrival, Config, Workload
 
 from .policy import Policy, SymStep
-from .symbolic import SymConfig, SymState, value
+from .symbolic import SymConfig, SymState, check, value
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +76,7 @@ class Evaluator:
     def evaluate(self, config: Config, slots: tuple[Slot, ...], free_kv: int) -> Outcome:
         solver = z3.Solver()
         solver.add(self.step.defs, *self.bind(config, slots, free_kv))
-        if solver.check() != z3.sat:
+        if check(solver) != z3.sat:
             raise AssertionError("the Z3 step has no value on this state: its definitions contradict")
         model = solver.model()
         val = partial(value, model)

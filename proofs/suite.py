@@ -12,6 +12,7 @@ from typing import Any
 
 from stallfree.reference import Scheduler
 from stallfree.spec import RULE_IDS
+from stallfree.spec.verdict import Verdict
 
 from . import crosshair_run, modelcheck, planted, planted_contracts
 from .bounds import Bounds
@@ -25,7 +26,7 @@ from .reach import reach
 from .snapshot import Hidden
 from .theorems import DEFAULT_N, THEOREMS, prove
 
-HOLDS, NOT_REFUTED, BROKEN, UNKNOWN = "holds", "not refuted", "BROKEN", "unknown"
+HOLDS, NOT_REFUTED, BROKEN, UNKNOWN = Verdict.HOLDS, Verdict.NOT_REFUTED, Verdict.BROKEN, Verdict.UNKNOWN
 METHODS = ("model", "z3", "differential", "crosshair")
 DEFAULT_BOUND = "3,2,8,4,3,2"
 DIFFERENTIAL_WORKLOADS = 12
