@@ -85,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
             check_output_dir("--plot", args.plot)
             needs_matplotlib()
     except (TraceError, InvalidField, OSError, ValueError, ImportError, AttributeError) as error:
-        print(f"stallfree simulate: {error}", file=sys.stderr)
+        flag = "--trace: " if isinstance(error, TraceError) else ""
+        print(f"stallfree simulate: {flag}{error}", file=sys.stderr)
         return exits.USAGE
     shown = shows_progress(args)
     try:
