@@ -2,16 +2,21 @@
 
 Each command module has NAME, HELP, `configure(parser)` and `run(args) -> int`; modules import
 heavy extras (torch, z3) inside `run`, so `stallfree --help` needs only the standard library.
+Every command exits with the statuses of `exits` (listed in each --help); whatever escapes a command
+is one line on stderr and status 3, never a traceback read as a broken rule.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import io
 import sys
 from collections.abc import Sequence
 
-from . import __version__
+from . import __version__, exits
+from .commands.args import STDOUT
 
 COMMANDS = (
     "trace",
@@ -29,12 +34,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="stallfree",
         description="A formally specified reference scheduler for continuous batching with chunked prefill.",
+        epilog=exits.EPILOG,
     )
     parser.add_argument("--version", action="version", version=f"stallfree {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"stallfree.commands.{name}")
-        command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP, epilog=exits.EPILOG)
         module.configure(command)
         command.set_defaults(run=module.run)
     return parser
@@ -45,14 +51,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
-        return 2
+        return exits.USAGE
+    # --json -: the JSON is all that goes to stdout; the report for people is dropped.
+    args.stdout = sys.stdout
+    quiet = contextlib.redirect_stdout(io.StringIO()) if getattr(args, "json", None) == STDOUT else None
     try:
-        return int(args.run(args))
+        with quiet or contextlib.nullcontext():
+            return int(args.run(args))
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        print(f"stallfree {args.command}: interrupted", file=sys.stderr)
+        return exits.INTERRUPTED
     except BrokenPipeError:
-        return 0
+        return exits.HOLDS
+    except SystemExit as error:  # commands return their status: this came from the code they ran
+        print(f"stallfree {args.command}: the checked code called sys.exit({error.code!r}) before a verdict",
+              file=sys.stderr)
+        return exits.CRASHED
+    except Exception as error:  # a bug, in stallfree or in what it ran: one line, its own status
+        where = _where(error)
+        print(f"stallfree {args.command}: internal error: {type(error).__name__}: {error} ({where})", file=sys.stderr)
+        return exits.CRASHED
+
+
+def _where(error: BaseException) -> str:
+    import traceback
+
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return "raised at an unknown place"
+    last = frames[-1]
+    return f"raised at {last.filename}:{last.lineno} in {last.name}"
 
 
 if __name__ == "__main__":

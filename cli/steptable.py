@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from stallfree.spec import RULES, RuleViolation, StepFacts
+from stallfree.spec.verdict import CRASH, Judgement, Verdict
 
 NEVER_FIT = "NEVER-FIT"  # judged on add() as well as on steps
 
@@ -34,25 +35,37 @@ def row(facts: StepFacts, budget: int, free_kv: int) -> str:
     )
 
 
-def verdicts(checked: Iterable[str], steps: int, violation: RuleViolation | None, adds: int = 0) -> list[str]:
-    """One line per rule: holds, BROKEN (with the facts), not checked, or not exercised when no step
-    ran (every request refused): a rule judged on no step has shown nothing. NEVER-FIT judges add()
-    calls too, so it holds over the `adds` calls judged even then."""
+def verdicts(
+    checked: Iterable[str], steps: int, violation: RuleViolation | None, adds: int = 0, crash: str | None = None,
+) -> list[Judgement]:
+    """One verdict per rule: holds (over the steps run), BROKEN (with the facts), not checked, or not
+    judged: the run stopped first (a rule broke, the scheduler crashed), or no step ran (every request
+    refused), and a rule judged on no step has shown nothing. NEVER-FIT judges add() calls too, so it
+    holds over the `adds` calls judged even then. `crash`: what the scheduler raised, which stopped the run."""
     checked = set(checked)
-    lines = []
+    stopped = None
+    if violation is not None:
+        stopped = f"(held until step {violation.step}, where {violation.rule} broke; nothing judged after)"
+    elif crash is not None:
+        stopped = f"(held until step {steps}, where the scheduler crashed; nothing judged after)"
+    judged = []
     for rule in RULES:
         if violation is not None and rule.id == violation.rule:
-            lines.append(f"{rule.id:<16} BROKEN at step {violation.step}: {violation.message}")
+            judged.append(Judgement(rule.id, Verdict.BROKEN, f"at step {violation.step}: {violation.message}",
+                                    (("step", violation.step),)))
         elif rule.id not in checked:
-            lines.append(f"{rule.id:<16} not checked")
-        elif violation is not None:
-            lines.append(f"{rule.id:<16} held until step {violation.step}")
+            judged.append(Judgement(rule.id, Verdict.NOT_CHECKED))
+        elif stopped is not None:
+            judged.append(Judgement(rule.id, Verdict.NOT_JUDGED, stopped))
         elif steps > 0:
-            lines.append(f"{rule.id:<16} holds ({steps} steps)")
+            judged.append(Judgement(rule.id, Verdict.HOLDS, f"({steps} steps)", (("steps", steps),)))
         elif rule.id == NEVER_FIT and adds > 0:
-            lines.append(f"{rule.id:<16} holds ({adds} add() call(s) judged; no step ran)")
+            judged.append(Judgement(rule.id, Verdict.HOLDS, f"({adds} add() call(s) judged; no step ran)"))
         else:
-            lines.append(f"{rule.id:<16} not exercised (no step ran)")
+            judged.append(Judgement(rule.id, Verdict.NOT_JUDGED, "(no step ran)"))
     if violation is not None and violation.rule not in {r.id for r in RULES}:
-        lines.append(f"{violation.rule:<16} BROKEN at step {violation.step}: {violation.message}")
-    return lines
+        judged.append(Judgement(violation.rule, Verdict.BROKEN, f"at step {violation.step}: {violation.message}",
+                                (("step", violation.step),)))
+    if crash is not None:
+        judged.append(Judgement(CRASH, Verdict.BROKEN, f"at step {steps}: {crash}", (("step", steps),)))
+    return judged

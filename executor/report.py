@@ -7,6 +7,7 @@ from dataclasses import asdict
 from typing import Any
 
 from stallfree.spec import RULE_IDS
+from stallfree.spec.verdict import Judgement, Verdict
 
 from .checks import REAL_PATH_RULES
 from .job import JobResult
@@ -46,21 +47,36 @@ def verdicts(result: JobResult, monitor_rules: tuple[str, ...] | None) -> list[s
     """One line per rule: on the real path (the five rules checked on tensors and the allocator)
     and in the monitor (every rule it checks, from the plain protocol)."""
     lines = []
+    sections, unlisted = judgements(result, monitor_rules)
+    for where, judged in sections.items():
+        lines.append(f"-- {where}")
+        lines += [j.line() for j in judged]
+    return lines + [j.line() for j in unlisted]
+
+
+def judgements(
+    result: JobResult, monitor_rules: tuple[str, ...] | None
+) -> tuple[dict[str, list[Judgement]], list[Judgement]]:
+    """The verdicts of a run by where they were judged, and a broken rule not listed where it broke; a
+    rule holds only over a run that ended."""
     broken = result.violation
     steps = len(result.steps)
     sections = {"real path": REAL_PATH_RULES, "monitor": monitor_rules or RULE_IDS}
+    judged: dict[str, list[Judgement]] = {}
     for where, rules in sections.items():
-        lines.append(f"-- {where}")
+        judged[where] = []
         for rule in rules:
             if broken is not None and broken[0] == rule and broken[3] == where:
-                lines.append(f"{rule:<16} BROKEN at step {broken[1]}: {broken[2]}")
+                judged[where].append(Judgement(rule, Verdict.BROKEN, f"at step {broken[1]}: {broken[2]}"))
             elif broken is not None:
-                lines.append(f"{rule:<16} held until step {broken[1]}")
+                judged[where].append(Judgement(rule, Verdict.NOT_JUDGED,
+                                               f"(held until step {broken[1]}, where {broken[0]} broke)"))
             else:
-                lines.append(f"{rule:<16} holds ({steps} steps)")
+                judged[where].append(Judgement(rule, Verdict.HOLDS, f"({steps} steps)"))
+    unlisted = []
     if broken is not None and broken[0] not in sections.get(broken[3], ()):  # not listed above where it broke
-        lines.append(f"{broken[0]:<16} BROKEN at step {broken[1]} ({broken[3]}): {broken[2]}")
-    return lines
+        unlisted.append(Judgement(broken[0], Verdict.BROKEN, f"at step {broken[1]} ({broken[3]}): {broken[2]}"))
+    return judged, unlisted
 
 
 def as_json(result: JobResult, equivalence: Any = None) -> dict[str, Any]:

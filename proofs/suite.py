@@ -13,6 +13,7 @@ from typing import Any
 from stallfree.reference import Scheduler
 from stallfree.spec import RULE_IDS
 from stallfree.spec.invariants import INVARIANTS
+from stallfree.spec.verdict import Verdict
 from stallfree.testing.generate import Ranges, random_workload
 
 from .contracts import planted, planted_contracts
@@ -28,7 +29,7 @@ from .smt.policy import Policy
 from .smt.reach import reach
 from .smt.theorems import DEFAULT_N, THEOREMS, prove
 
-HOLDS, NOT_REFUTED, BROKEN, UNKNOWN = "holds", "not refuted", "BROKEN", "unknown"
+HOLDS, NOT_REFUTED, BROKEN, UNKNOWN = Verdict.HOLDS, Verdict.NOT_REFUTED, Verdict.BROKEN, Verdict.UNKNOWN
 METHODS = ("model", "z3", "differential", "crosshair")
 DEFAULT_BOUND = "3,2,8,4,3,2"
 DIFFERENTIAL_WORKLOADS = 12

@@ -65,6 +65,6 @@ def test_verdicts_show_a_rule_broken_where_it_is_not_listed() -> None:
 
     lines = verdicts(JobResult("x", violation=("TOKENS", 3, "two tokens", "real path")), ("BUDGET",))
     assert lines[-1] == "TOKENS           BROKEN at step 3 (real path): two tokens"
-    assert "BUDGET           held until step 3" in lines
+    assert "BUDGET           not judged (held until step 3, where TOKENS broke)" in lines
     listed = verdicts(JobResult("x", violation=("BUDGET", 2, "too many", "monitor")), ("BUDGET",))
     assert listed[-1] == "BUDGET           BROKEN at step 2: too many"  # listed: no extra line

@@ -5,7 +5,6 @@ equivalence check against an unbatched one-rank run."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -13,15 +12,18 @@ from typing import TYPE_CHECKING
 
 from stallfree.spec import Config, FieldTypeError, InvalidField, Workload
 
+from .. import exits
 from .args import (
-    check_output_file,
+    add_output_arguments,
+    check_json,
     load_scheduler,
     positive_float,
     positive_int,
     read_workload,
     rule_list,
     seed,
-    write_output,
+    shows_progress,
+    write_json,
 )
 
 if TYPE_CHECKING:  # torch stays out of `stallfree --help`
@@ -52,7 +54,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--temperature", type=float, default=0.0, help="0 for greedy (default), else seeded sampling")
     p.add_argument("--no-equivalence", action="store_true", help="skip the unbatched one-rank comparison")
     p.add_argument("--timeout", type=positive_float, default=600.0, help="stop every rank after this many seconds")
-    p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the run as JSON")
+    add_output_arguments(p, "the run")
 
 
 def workload_from(args: argparse.Namespace) -> Workload:
@@ -70,12 +72,11 @@ def run(args: argparse.Namespace) -> int:
         from stallfree.executor.runspec import RunSpec
     except ImportError as error:
         print(f"stallfree run: needs the executor extra (pip install 'stallfree[executor]'): {error}", file=sys.stderr)
-        return 2
+        return exits.USAGE
     try:
         workload = workload_from(args)
         load_scheduler(args.scheduler)
-        if args.json is not None:
-            check_output_file("--json", args.json)
+        check_json(args)
         if args.temperature < 0:
             raise InvalidField(f"--temperature must be >= 0, got {args.temperature}")
         job = Job(workload, args.scheduler, tuple(args.rules) if args.rules else None,
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
                        str(args.checkpoint) if args.checkpoint else None)
     except (InvalidField, FieldTypeError, OSError, ValueError, ImportError, AttributeError) as error:
         print(f"stallfree run: {error}", file=sys.stderr)
-        return 2
+        return exits.USAGE
     return execute(spec, job, args)
 
 
@@ -98,12 +99,14 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace) -> int:
     print(f"model {model.name} ({model.num_layers} layers), tp {spec.tp}, {spec.dtype} on {spec.device}; "
           f"budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, kv_tokens {cfg.kv_tokens}; "
           f"scheduler {args.scheduler}", flush=True)
-    print(f"launching {spec.tp} rank(s) ...", file=sys.stderr, flush=True)
+    show = shows_progress(args)
+    if show:
+        print(f"launching {spec.tp} rank(s) ...", file=sys.stderr, flush=True)
     try:
         outcome = launch(spec, timeout_s=args.timeout)
-    except (RankFailure, TimeoutError) as error:
+    except (RankFailure, TimeoutError) as error:  # a rank crashed or hung: no verdict past it
         print(f"stallfree run: {error}", file=sys.stderr)
-        return 1
+        return exits.CRASHED
     result = outcome.results[0]
     print("\n".join(step_table(result, cfg.token_budget)))
     print()
@@ -114,14 +117,14 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace) -> int:
     print("\n".join(verdicts(result, job.monitor_rules)))
     equivalence = None
     if job.keep_logits and result.ok:
-        print("checking equivalence against an unbatched one-rank run ...", file=sys.stderr, flush=True)
+        if show:
+            print("checking equivalence against an unbatched one-rank run ...", file=sys.stderr, flush=True)
         equivalence = compare(spec, result)
         print(equivalence.summary())
-    if args.json is not None:
-        try:
-            write_output("--json", args.json, json.dumps(as_json(result, equivalence), indent=1))
-        except ValueError as error:  # checked before the run, yet the write failed
-            print(f"stallfree run: {error}", file=sys.stderr)
-            return 2
+    try:
+        write_json(args, as_json(result, equivalence))
+    except ValueError as error:  # checked before the run, yet the write failed
+        print(f"stallfree run: {error}", file=sys.stderr)
+        return exits.USAGE
     failed = not result.ok or (equivalence is not None and not equivalence.ok)
-    return 1 if failed else 0
+    return exits.BROKEN if failed else exits.HOLDS

@@ -4,7 +4,10 @@ and print the step table and a verdict per rule."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -24,10 +27,14 @@ from stallfree.spec import (
     play,
     refusal,
 )
+from stallfree.spec.verdict import as_json, lines
 
+from .. import exits
 from ..steptable import HEADER, row, verdicts
 from .args import (
     FactoryError,
+    add_output_arguments,
+    check_json,
     check_output_file,
     guarded,
     load_scheduler,
@@ -36,6 +43,7 @@ from .args import (
     read_workload,
     request_spec,
     rule_list,
+    write_json,
 )
 
 NAME = "trace"
@@ -49,6 +57,9 @@ HAND_TRACE = Workload(
 EXAMPLES = {"hand": HAND_TRACE}
 
 
+DEFAULTS = {"budget": 8, "max_seqs": 4, "kv": 256}  # of a workload given as --request flags
+
+
 def configure(p: argparse.ArgumentParser) -> None:
     source = p.add_mutually_exclusive_group()
     source.add_argument("--example", choices=sorted(EXAMPLES),
@@ -56,24 +67,32 @@ def configure(p: argparse.ArgumentParser) -> None:
     source.add_argument("--workload", type=Path, metavar="FILE", help="a JSON workload (see stallfree.spec.workload)")
     p.add_argument("--request", type=request_spec, action="append", default=[], metavar="RID:PROMPT:MAX_NEW[@STEP]",
                    help="a request arriving before step STEP (default 0); repeatable")
-    p.add_argument("--budget", type=positive_int, default=8, help="token budget B (default 8)")
-    p.add_argument("--max-seqs", type=positive_int, default=4, help="slots S (default 4)")
-    p.add_argument("--kv", type=positive_int, default=256, help="KV capacity K in tokens (default 256)")
+    p.add_argument("--budget", type=positive_int, default=None, help="token budget B (default 8)")
+    p.add_argument("--max-seqs", type=positive_int, default=None, help="slots S (default 4)")
+    p.add_argument("--kv", type=positive_int, default=None, help="KV capacity K in tokens (default 256)")
     p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="MODULE:FACTORY",
                    help="the scheduler to trace (default: the reference)")
     p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
     p.add_argument("--jsonl", type=Path, metavar="FILE",
                    help="also write the run as a JSON Lines trace, the format `stallfree check-trace` reads")
+    add_output_arguments(p, "the verdicts")
 
 
 def workload_from(args: argparse.Namespace) -> Workload:
+    if args.example or args.workload:
+        given = [flag for flag, value in (("--request", args.request), ("--budget", args.budget),
+                                          ("--max-seqs", args.max_seqs), ("--kv", args.kv)) if value]
+        if given:
+            source = f"--example {args.example}" if args.example else "--workload"
+            raise InvalidField(f"{', '.join(given)} would be ignored: {source} brings its own config and requests")
     if args.example:
         return EXAMPLES[args.example]
     if args.workload:
         return read_workload(args.workload)
     if not args.request:
         raise InvalidField("give --example hand, --workload FILE or at least one --request")
-    return Workload(Config(args.budget, args.max_seqs, args.kv), tuple(args.request))
+    config = {k: DEFAULTS[k] if getattr(args, k) is None else getattr(args, k) for k in DEFAULTS}
+    return Workload(Config(config["budget"], config["max_seqs"], config["kv"]), tuple(args.request))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,19 +101,48 @@ def run(args: argparse.Namespace) -> int:
         factory = guarded(load_scheduler(args.scheduler), args.scheduler)
         if args.jsonl:
             check_output_file("--jsonl", args.jsonl)
+        check_json(args)
     except (InvalidField, FieldTypeError, ValueError) as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
-        return 2
+        return exits.USAGE
     try:
-        jsonl = args.jsonl.open("w") if args.jsonl else None
-    except OSError as error:
-        print(f"stallfree trace: {path_error('--jsonl', args.jsonl, error)}", file=sys.stderr)
-        return 2
+        jsonl = PendingFile("--jsonl", args.jsonl) if args.jsonl else None
+    except ValueError as error:
+        print(f"stallfree trace: {error}", file=sys.stderr)
+        return exits.USAGE
+    keep = False
     try:
-        return trace(args, workload, factory, jsonl)
+        status = trace(args, workload, factory, jsonl.out if jsonl else None)
+        keep = status != exits.USAGE
+        return status
     finally:
         if jsonl is not None:
-            jsonl.close()
+            jsonl.close(keep)
+
+
+class PendingFile:
+    """An output file written as a run goes, under a temporary name beside it: renamed into place when
+    the run has been judged, removed when it never was, so no half-written FILE is left."""
+
+    def __init__(self, flag: str, path: Path) -> None:
+        self.flag, self.path = flag, path
+        try:
+            fd, self.temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        except OSError as error:
+            raise path_error(flag, path, error) from None
+        self.out: IO[str] = os.fdopen(fd, "w")
+
+    def close(self, keep: bool) -> None:
+        self.out.close()
+        if keep:
+            try:
+                os.chmod(self.temporary, 0o644)
+                os.replace(self.temporary, self.path)
+                return
+            except OSError as error:
+                print(f"stallfree trace: {path_error(self.flag, self.path, error)}", file=sys.stderr)
+        with contextlib.suppress(OSError):
+            os.unlink(self.temporary)
 
 
 def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any], jsonl: IO[str] | None) -> int:
@@ -107,8 +155,11 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
     print(HEADER)
     # The requests as the contract knows them, so a refusal is explained by what the spec says.
     offered = Shadow(cfg)
+    idle = IdleSteps()
+    notes: list[str] = []
 
     def on_add(a: Arrival, accepted: bool) -> None:
+        idle.flush()
         if writer is not None:
             writer.offered(a.rid, a.prompt_len, a.max_new, accepted)
         if accepted:
@@ -117,16 +168,24 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
         why = refusal(offered, a.rid, a.prompt_len, a.max_new) or "the contract would accept it (NEVER-FIT not checked)"
         print(f"{'':>5}  refused: add({a.rid}, {a.prompt_len}, {a.max_new}): {why}")
 
+    done = [0]  # steps judged, when play() does not return to say so
+
     def on_step(monitor: Monitor, facts: StepFacts) -> None:
-        print(row(facts, cfg.token_budget, monitor.shadow.free_kv))
+        done[0] = facts.step + 1
+        if not notes:
+            notes.append(free_kv_note(monitor.scheduler))
+        if not facts.plan and monitor.is_idle:
+            idle.add(facts.step)
+        else:
+            idle.flush()
+            print(row(facts, cfg.token_budget, monitor.shadow.free_kv))
         if writer is not None:
             writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished])
 
-    violation = None
-    steps = adds = 0
+    violation = crash = None
+    stats = None
     try:
         stats = play(workload, factory, args.rules, on_step=on_step, on_add=on_add)
-        steps, adds = stats.steps, stats.accepted + stats.refused
         # A run stopped by a broken rule, or still pending at the work bound, has no end line: it did
         # not end (as record_trace writes it).
         if writer is not None and stats.stopped_at_bound is None:
@@ -135,8 +194,54 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
         violation = error
     except FactoryError as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
-        return 2
+        return exits.USAGE
+    except Exception as error:  # the scheduler raised: no rule judged it, and the run cannot go on
+        crash = f"{type(error).__name__}: {error}"[:300]
+    idle.flush()
+    steps = stats.steps if stats else done[0]
+    adds = stats.accepted + stats.refused if stats else 0
+    judged = verdicts(args.rules or RULE_IDS, steps, violation, adds, crash)
     print()
-    for line in verdicts(args.rules or RULE_IDS, steps, violation, adds):
+    for line in lines(judged):
         print(line)
-    return 1 if violation else 0
+    for note in notes:
+        if note:
+            print(f"note: {note}")
+    if stats is not None and stats.stopped_at_bound is not None:
+        print(f"note: work still pending after {stats.stopped_at_bound} steps (PROGRESS not checked)")
+    write_json(args, {"scheduler": args.scheduler, "config": workload.to_json()["config"],
+                      "rules": as_json(judged)})
+    if crash is not None:
+        print(f"stallfree trace: {args.scheduler} raised: {crash}", file=sys.stderr)
+        return exits.CRASHED
+    return exits.BROKEN if violation else exits.HOLDS
+
+
+def free_kv_note(scheduler: object) -> str:
+    """A `free_kv` the monitor cannot read is said, not silently passed over (rule KV then checks only
+    the reservations it follows itself)."""
+    free_kv = getattr(scheduler, "free_kv", None)
+    if free_kv is None or type(free_kv) is int:
+        return ""
+    return f"the scheduler's free_kv is {type(free_kv).__name__} {free_kv!r:.40}, not an int: not compared"
+
+
+class IdleSteps:
+    """Steps with nothing waiting or running, printed as one line per stretch, not one per step."""
+
+    def __init__(self) -> None:
+        self.first: int | None = None
+        self.last = 0
+
+    def add(self, step: int) -> None:
+        if self.first is None:
+            self.first = step
+        self.last = step
+
+    def flush(self) -> None:
+        if self.first is None:
+            return
+        count = self.last - self.first + 1
+        stretch = f", {count:,} steps to {self.last}" if count > 1 else ""
+        print(f"{self.first:>5}  (idle: nothing waiting or running{stretch})")
+        self.first = None

@@ -16,7 +16,7 @@ from stallfree.reference import Phase, Scheduler
 from stallfree.spec import Config, Workload
 
 from .policy import Policy, SymStep
-from .symbolic import SymConfig, SymState, value
+from .symbolic import SymConfig, SymState, check, value
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +75,7 @@ class Evaluator:
     def evaluate(self, config: Config, views: tuple[RequestView, ...], free_kv: int) -> StepResult:
         solver = z3.Solver()
         solver.add(self.step.defs, *self.bind(config, views, free_kv))
-        if solver.check() != z3.sat:
+        if check(solver) != z3.sat:
             raise AssertionError("the Z3 step has no value on this state: its definitions contradict")
         model = solver.model()
         val = partial(value, model)

@@ -22,7 +22,7 @@ import z3
 
 from .inductive import first_token, never_fit, types
 from .policy import Draft, Policy
-from .symbolic import SymConfig, SymState
+from .symbolic import SymConfig, SymState, check
 from .theorems import TheoremResult
 
 Body = Callable[[Policy, SymState, Draft], z3.BoolRef]  # (goal) for one iteration
@@ -121,7 +121,7 @@ def prove_loop(theorem: LoopTheorem, policy: Policy | None = None, timeout_ms: i
     solver = z3.SolverFor("QF_LIA")
     solver.set("timeout", timeout_ms)
     solver.add(context, z3.And(d.defs), z3.Not(goal))
-    verdict = solver.check()
+    verdict = check(solver)
     seconds = time.perf_counter() - began
     if verdict == z3.unsat:
         return TheoremResult(theorem.name, policy.name, 0, "holds", seconds)

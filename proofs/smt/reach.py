@@ -17,7 +17,7 @@ from stallfree.spec import Arrival, Config, Workload
 
 from .inductive import PARTS
 from .policy import Policy
-from .symbolic import SymConfig, SymState, smallest, value
+from .symbolic import SymConfig, SymState, check, smallest, value
 from .theorems import Theorem
 
 REACH_STEPS = 5
@@ -56,7 +56,7 @@ def _workload(solver: z3.Solver, goal: z3.BoolRef, config: SymConfig,
     solver.push()
     solver.add(z3.Not(goal))
     try:
-        if solver.check() != z3.sat:
+        if check(solver) != z3.sat:
             return None
         model = smallest(solver, config, history[-1][1].requests) if history else solver.model()
     finally:

@@ -125,3 +125,17 @@ def smallest(solver: z3.Solver, config: SymConfig, requests: Iterable[SymRequest
     optimizer.minimize(z3.Sum([config.token_budget, config.max_seqs, config.kv_tokens]
                               + [z3.If(r.arrived, r.reservation, 0) for r in requests]))
     return optimizer.model() if optimizer.check() == z3.sat else found
+
+
+# Z3's reason_unknown() when a Ctrl-C stopped check() (it takes the signal while it searches); a solver
+# that ran out of time says "timeout" instead.
+CTRL_C = ("interrupted from keyboard", "canceled")
+
+
+def check(solver: z3.Solver) -> z3.CheckSatResult:
+    """`solver.check()`, except that a Ctrl-C, which Z3 takes to stop the search and answer unknown,
+    is raised as KeyboardInterrupt: an interrupted proof is not a solver that ran out of time."""
+    verdict = solver.check()
+    if verdict == z3.unknown and solver.reason_unknown() in CTRL_C:
+        raise KeyboardInterrupt
+    return verdict

@@ -20,7 +20,7 @@ from .claims import Claim
 from .inductive import PARTS, invariant
 from .lemmas import Lemmas
 from .policy import Policy, SymStep
-from .symbolic import SymConfig, SymState, smallest, value
+from .symbolic import SymConfig, SymState, check, smallest, value
 
 DEFAULT_N = 12  # symbolic requests per theorem
 TIMEOUT_MS = 120_000  # per theorem: past it the result is `unknown`, never `holds`
@@ -102,7 +102,7 @@ def prove(theorem: Theorem, policy: Policy | None = None, num_requests: int = DE
     for fact in _split(goal, solver):
         solver.push()
         solver.add(z3.Not(fact))
-        verdict = solver.check()
+        verdict = check(solver)
         if verdict != z3.unsat:
             seconds = time.perf_counter() - began
             if verdict == z3.sat:
@@ -144,7 +144,7 @@ def _assume_lemmas(solver: z3.Solver, theorem: Theorem, step: SymStep) -> bool:
         for fact in lemma(step):
             solver.push()
             solver.add(z3.Not(fact))
-            proved = solver.check() == z3.unsat
+            proved = check(solver) == z3.unsat
             solver.pop()
             if not proved:
                 return False
