@@ -76,8 +76,9 @@ def conformance_tests(
     """A test function parametrized over the rule IDs (and PROTOCOL) checking `target` (MODULE:FACTORY).
     `options` go to `stallfree.conformance.kit.conform` (examples, seed, budget, max_seqs, kv_tokens,
     timeout)."""
-    from .kit.profiles import checked_rules
     from stallfree.spec.loader import split_target
+
+    from .kit.profiles import checked_rules
 
     split_target(target)  # a bad target, profile or rule list is one error here, not one per rule's test
     checked_rules(None if rules is None else list(rules), profile)
@@ -120,8 +121,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Bad --stallfree-* options are one usage error before any test runs, not the same failure in each."""
-    from .kit.profiles import PROFILES
     from stallfree.spec.loader import TargetError, split_target
+
+    from .kit.profiles import PROFILES
 
     target = config.getoption("--stallfree-target", None)
     profile = config.getoption("--stallfree-profile", None)
