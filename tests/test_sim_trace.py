@@ -40,7 +40,7 @@ def test_attribution_and_licence_ship_beside_the_data() -> None:
 
 def test_pyproject_ships_the_data_as_package_data() -> None:
     pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text()
-    assert '"stallfree.sim" = ["data/*.csv", "data/*.md"]' in pyproject
+    assert '"stallfree.sim.data" = ["*.csv", "*.md"]' in pyproject
 
 
 def test_rate_scale_divides_arrivals() -> None:
