@@ -10,22 +10,17 @@ from pathlib import Path
 from typing import IO, Any
 
 from stallfree.spec import (
-    RULE_IDS,
     Arrival,
     Config,
     FieldTypeError,
     InvalidField,
-    Monitor,
-    Request,
-    RuleViolation,
-    Shadow,
     StepFacts,
     Workload,
-    play,
-    refusal,
 )
 
-from ..steptable import HEADER, row, verdicts
+from ..explain import Nondeterministic, explain
+from ..steptable import header, verdicts
+from ..stepviews import add_view_arguments, check_view_arguments, pricing, write_views
 from .args import (
     FactoryError,
     check_output_file,
@@ -59,11 +54,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", type=positive_int, default=8, help="token budget B (default 8)")
     p.add_argument("--max-seqs", type=positive_int, default=4, help="slots S (default 4)")
     p.add_argument("--kv", type=positive_int, default=256, help="KV capacity K in tokens (default 256)")
-    p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="MODULE:FACTORY",
-                   help="the scheduler to trace (default: the reference)")
+    p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="NAME|MODULE:FACTORY",
+                   help="the scheduler to trace: the reference (default), a policy `simulate` names "
+                   "(reference, prefill-first, unchunked) or any plain-protocol MODULE:FACTORY")
     p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
     p.add_argument("--jsonl", type=Path, metavar="FILE",
                    help="also write the run as a JSON Lines trace, the format `stallfree check-trace` reads")
+    add_view_arguments(p)
 
 
 def workload_from(args: argparse.Namespace) -> Workload:
@@ -79,10 +76,11 @@ def workload_from(args: argparse.Namespace) -> Workload:
 def run(args: argparse.Namespace) -> int:
     try:
         workload = workload_from(args)
-        factory = guarded(load_scheduler(args.scheduler), args.scheduler)
+        factory = guarded(load_scheduler(policy_target(args.scheduler)), args.scheduler)
         if args.jsonl:
             check_output_file("--jsonl", args.jsonl)
-    except (InvalidField, FieldTypeError, ValueError) as error:
+        check_view_arguments(args)
+    except (InvalidField, FieldTypeError, ValueError, ImportError) as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
         return 2
     try:
@@ -97,46 +95,55 @@ def run(args: argparse.Namespace) -> int:
             jsonl.close()
 
 
+def policy_target(name: str) -> str:
+    """A policy `stallfree simulate` names (reference, prefill-first, unchunked) as MODULE:FACTORY."""
+    from stallfree.sim.policies import POLICIES
+
+    return POLICIES.get(name, name)
+
+
 def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any], jsonl: IO[str] | None) -> int:
     from stallfree.conformance.tracefile import TraceWriter
 
     cfg = workload.config
     writer = TraceWriter(jsonl, cfg, {"scheduler": args.scheduler}) if jsonl is not None else None
+    price = pricing(args)
     print(f"budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, kv_tokens {cfg.kv_tokens}; "
           f"scheduler {args.scheduler}")
-    print(HEADER)
-    # The requests as the contract knows them, so a refusal is explained by what the spec says.
-    offered = Shadow(cfg)
+    if price is not None:
+        print(f"ms: {price.describe()}")
+    print(header(cfg.token_budget, with_ms=price is not None))
 
-    def on_add(a: Arrival, accepted: bool) -> None:
+    def on_offer(offer) -> None:  # type: ignore[no-untyped-def]
         if writer is not None:
-            writer.offered(a.rid, a.prompt_len, a.max_new, accepted)
-        if accepted:
-            offered.accept(Request(a.rid, a.prompt_len, a.max_new))
-            return
-        why = refusal(offered, a.rid, a.prompt_len, a.max_new) or "the contract would accept it (NEVER-FIT not checked)"
-        print(f"{'':>5}  refused: add({a.rid}, {a.prompt_len}, {a.max_new}): {why}")
+            a = offer.arrival
+            writer.offered(a.rid, a.prompt_len, a.max_new, offer.accepted)
 
-    def on_step(monitor: Monitor, facts: StepFacts) -> None:
-        print(row(facts, cfg.token_budget, monitor.shadow.free_kv))
+    def on_step(_view: object, facts: StepFacts) -> None:
         if writer is not None:
             writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished])
 
-    violation = None
-    steps = adds = 0
     try:
-        stats = play(workload, factory, args.rules, on_step=on_step, on_add=on_add)
-        steps, adds = stats.steps, stats.accepted + stats.refused
-        # A run stopped by a broken rule, or still pending at the work bound, has no end line: it did
-        # not end (as record_trace writes it).
-        if writer is not None and "stopped_at_bound" not in stats.extra:
-            writer.end()
-    except RuleViolation as error:
-        violation = error
-    except FactoryError as error:
+        done = explain(workload, factory, args.rules, args.scheduler, print, price,
+                       getattr(args, "keep_going", False), on_step, on_offer)
+    except (FactoryError, Nondeterministic) as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
         return 2
+    recording = done.recording
+    stats, violation = recording.stats, recording.violation
+    # A run stopped by a broken rule, or still pending at the work bound, has no end line: it did
+    # not end (as record_trace writes it).
+    if writer is not None and stats is not None and "stopped_at_bound" not in stats.extra:
+        writer.end()
+    steps = stats.steps if stats is not None else 0
+    adds = stats.accepted + stats.refused if stats is not None else 0
     print()
-    for line in verdicts(args.rules or RULE_IDS, steps, violation, adds):
+    for line in verdicts(done.checked, steps, violation, adds, done.broken):
         print(line)
-    return 1 if violation else 0
+    try:
+        for line in write_views(args, recording, price, done.broken):
+            print(line)
+    except ValueError as error:  # checked before the run, yet a write failed
+        print(f"stallfree trace: {error}", file=sys.stderr)
+        return 2
+    return 1 if violation or done.broken else 0
