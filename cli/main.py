@@ -22,6 +22,7 @@ COMMANDS = (
     "simulate",
     "campaign",
     "prove",
+    "exercise",
 )
 
 
