@@ -13,6 +13,8 @@ from stallfree.view import Recording, StepView
 
 from .commands.args import check_output_file, path_error, write_output
 
+INVARIANTS_HEADER = "the safety rules' quantities, step by step (the verdicts above are the monitor's):"
+
 
 @dataclass(frozen=True, slots=True)
 class Price:
@@ -35,6 +37,8 @@ def add_view_arguments(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--keep-going", action="store_true",
                    help="past a broken rule: show the step, then replay with that rule unchecked and go on")
+    p.add_argument("--invariants", action="store_true",
+                   help="after the verdicts, the safety rules' quantities step by step (tokens <= B, ...)")
     view = p.add_argument_group("step view")
     view.add_argument("--plot", type=Path, metavar="FILE.png",
                       help="draw the run: tokens by kind, every request by step (and why it waits), KV in use")
@@ -76,6 +80,10 @@ def write_views(args: argparse.Namespace, recording: Recording, price: Price | N
     """Write the views asked for (`broken`: rules broken in earlier runs, marked); the lines to print."""
     ms = [price(v) for v in recording.shown_steps] if price is not None else None
     lines = []
+    if getattr(args, "invariants", False):
+        from stallfree.view.invariants import rows
+
+        lines += ["", INVARIANTS_HEADER, *rows(recording)]
     if getattr(args, "plot", None) is not None:
         from stallfree.view.plot import plot
 
