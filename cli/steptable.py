@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 
 from stallfree.spec import RULES, RuleViolation
 from stallfree.view import StepView
+from stallfree.view.record import CRASH
 
 NEVER_FIT = "NEVER-FIT"  # judged on add() as well as on steps
 WAITING_SHOWN = 3  # waiting requests named in a row; the rest are counted
@@ -64,7 +65,9 @@ def row(view: StepView, kv_tokens: int, ms: float | None = None) -> str:
 
 
 def broken_line(violation: RuleViolation) -> str:
-    """The line under the row of the step that broke a rule."""
+    """The line under the row of the step that broke a rule (or in which the scheduler raised)."""
+    if violation.rule == CRASH:
+        return f"{'':>5}  ^ the scheduler raised at step {violation.step}: {violation.message}"
     return f"{'':>5}  ^ {violation.rule} broken at step {violation.step}: {violation.message}"
 
 
@@ -97,6 +100,8 @@ def verdicts(
             lines.append(f"{rule.id:<16} not exercised (no step ran)")
     known = {r.id for r in RULES}
     for v in [*broken_before, *([violation] if violation is not None else [])]:
-        if v.rule not in known:
+        if v.rule == CRASH:
+            lines.append(f"{CRASH:<16} the scheduler raised at step {v.step}: {v.message}")
+        elif v.rule not in known:
             lines.append(f"{v.rule:<16} BROKEN at step {v.step}: {v.message}")
     return lines

@@ -97,3 +97,42 @@ def test_policy_names_of_simulate_are_accepted(capsys: pytest.CaptureFixture[str
 def test_unknown_scheduler_name_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["trace", "--scheduler", "prefil-first", "--example", "hand"]) == 2
     assert "--scheduler 'prefil-first'" in capsys.readouterr().err
+
+
+class CrashesOnSecondStep:
+    """Plans like the reference, then raises inside complete() at step 1."""
+
+    def __init__(self, **config: int) -> None:
+        from stallfree.reference import Scheduler
+
+        self.inner = Scheduler(**config)
+        self.steps = 0
+
+    def add(self, rid: int, prompt_len: int, max_new: int) -> None:
+        self.inner.add(rid, prompt_len, max_new)
+
+    def schedule(self):  # type: ignore[no-untyped-def]
+        return self.inner.schedule()
+
+    def complete(self, plan):  # type: ignore[no-untyped-def]
+        self.steps += 1
+        if self.steps == 2:
+            raise KeyError("lost track")
+        return self.inner.complete(plan)
+
+
+def test_a_scheduler_that_raises_is_reported_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+    import types
+
+    module = types.ModuleType("crashing_for_trace")
+    module.Crash = CrashesOnSecondStep  # type: ignore[attr-defined]
+    sys.modules["crashing_for_trace"] = module
+    try:
+        lines = out_of(["trace", "--example", "hand", "--scheduler", "crashing_for_trace:Crash", "--keep-going"],
+                       capsys, code=1)
+    finally:
+        del sys.modules["crashing_for_trace"]
+    assert "^ the scheduler raised at step 1: complete() raised KeyError: 'lost track'" in [x.strip() for x in lines]
+    assert lines[-1] == "CRASH            the scheduler raised at step 1: complete() raised KeyError: 'lost track'"
+    assert "BUDGET           held until step 1" in lines

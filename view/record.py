@@ -28,6 +28,7 @@ from stallfree.spec.facts import apply, observe, observe_emitted
 
 from .waiting import reasons
 
+CRASH = "CRASH"  # not a rule: the scheduler raised instead of answering (recorded as the run's violation)
 DECODE, CHUNK, ADMISSION = "decode", "chunk", "admission"
 KINDS = (DECODE, CHUNK, ADMISSION)  # the order a step spends its budget in, under the contract
 WAITING, PARTIAL, READY, FINISHED = "waiting", "partial", "ready", "finished"
@@ -157,13 +158,21 @@ class Tap:
         self.arrived: list[int] = []
         self.pending: tuple[StepFacts, StepView] | None = None
         self.lost = False  # the shadow could not follow: record nothing more
+        self.raised: tuple[str, BaseException] | None = None  # the last call into the scheduler that raised
+
+    def _call(self, method: str, *args: Any) -> Any:
+        try:
+            return getattr(self.inner, method)(*args)
+        except Exception as error:  # kept to tell the scheduler's own crash from the monitor's judgement
+            self.raised = (method, error)
+            raise
 
     @property
     def free_kv(self) -> object:
         return getattr(self.inner, "free_kv", None)
 
     def add(self, rid: Any, prompt_len: Any, max_new: Any) -> Any:
-        result = self.inner.add(rid, prompt_len, max_new)
+        result = self._call("add", rid, prompt_len, max_new)
         if not self.lost:
             try:
                 self.shadow.accept(Request(rid, prompt_len, max_new))
@@ -173,7 +182,7 @@ class Tap:
         return result
 
     def schedule(self) -> Any:
-        plan = self.inner.schedule()
+        plan = self._call("schedule")
         self.pending = None
         if not self.lost:
             try:
@@ -186,7 +195,7 @@ class Tap:
         return plan
 
     def complete(self, plan: Any) -> Any:
-        emitted = self.inner.complete(plan)
+        emitted = self._call("complete", plan)
         if self.pending is not None:
             facts, view = self.pending
             self.pending = None
@@ -247,9 +256,11 @@ def record(
     record every step. A broken rule ends the recording: `violation` and `broken_step` say where.
     `on_step` is called once each step has been judged, `on_offer` after each add()."""
     recording = Recording(workload, scheduler)
+    taps: list[Tap] = []
 
     def tapped(**config: int) -> Tap:
-        return Tap(factory(**config), recording)
+        taps.append(Tap(factory(**config), recording))
+        return taps[-1]
 
     def offered(a: Arrival, accepted: bool) -> None:
         offer = Offer(a, a.arrival_step, accepted)  # play adds it just before that step
@@ -269,6 +280,15 @@ def record(
         if recording.broken_step is None and last is not None and last.step == violation.step:
             recording.broken_step = last  # broken once complete() had reported: the step ran
         elif recording.broken_step is not None and recording.broken_step.step != violation.step:
+            recording.broken_step = None
+    except Exception as error:
+        raised = taps[-1].raised if taps else None
+        if raised is None or raised[1] is not error:
+            raise  # not the scheduler's: the factory's or a callback's, for the caller
+        step = recording.steps[-1].step + 1 if recording.steps else 0
+        message = f"{raised[0]}() raised {type(error).__name__}: {error}"
+        recording.violation = RuleViolation(CRASH, step, message)
+        if recording.broken_step is not None and recording.broken_step.step != step:
             recording.broken_step = None
     else:
         recording.broken_step = None
