@@ -95,9 +95,11 @@ TEMPLATE = """<!doctype html>
   <button id="next" type="button" aria-label="next step">&#9654;</button>
   <span id="label"></span>
 </div>
-<section><h2>tokens per step, by kind</h2><svg id="tokens" role="img"></svg></section>
-<section><h2>every request by step: what it ran, or why it waited</h2><svg id="grid" role="img"></svg></section>
-<section><h2>KV in use (reserved at admission: prompt_len + max_new)</h2><svg id="kv" role="img"></svg></section>
+<section><h2>tokens per step, by kind</h2><div class="chart"><svg id="tokens" role="img"></svg></div></section>
+<section><h2>every request by step: what it ran, or why it waited</h2>
+<div class="chart"><svg id="grid" role="img"></svg></div></section>
+<section><h2>KV in use (reserved at admission: prompt_len + max_new)</h2>
+<div class="chart"><svg id="kv" role="img"></svg></div></section>
 <section id="detail" aria-live="polite"></section>
 <section><h2>legend</h2><ul id="legend"></ul></section>
 <script id="data" type="application/json">{data}</script>

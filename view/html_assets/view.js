@@ -112,6 +112,10 @@
     i = Math.max(0, Math.min(steps.length - 1, i));
     slider.value = String(i);
     bands.forEach(function (b) { b.setAttribute("x", x(i)); });
+    document.querySelectorAll(".chart").forEach(function (box) {  // keep the chosen step in view
+      if (x(i) < box.scrollLeft || x(i) + CELL > box.scrollLeft + box.clientWidth)
+        box.scrollLeft = Math.max(0, x(i) - box.clientWidth / 2);
+    });
     const detail = document.getElementById("detail");
     detail.textContent = "";
     if (!steps.length) { detail.textContent = "no step ran"; return; }
@@ -137,6 +141,12 @@
     if (location.hash !== "#step=" + s.step) history.replaceState(null, "", "#step=" + s.step);
   }
 
+  const boxes = Array.prototype.slice.call(document.querySelectorAll(".chart"));
+  boxes.forEach(function (box) {  // the three charts share one step axis: they scroll together
+    box.addEventListener("scroll", function () {
+      boxes.forEach(function (other) { if (other !== box && other.scrollLeft !== box.scrollLeft) other.scrollLeft = box.scrollLeft; });
+    });
+  });
   slider.addEventListener("input", function () { show(Number(slider.value)); });
   document.getElementById("prev").addEventListener("click", function () { show(Number(slider.value) - 1); });
   document.getElementById("next").addEventListener("click", function () { show(Number(slider.value) + 1); });
