@@ -40,22 +40,24 @@ def explain(
     keep_going: bool = False,
     on_step: Callable[[StepView, StepFacts], None] | None = None,
     on_offer: Callable[[Offer], None] | None = None,
+    keep: bool = False,
 ) -> Explained:
-    """Run `workload` and print its table with `out`; see the module doc."""
+    """Run `workload` and print its table with `out`; see the module doc. `keep`: keep every step in
+    the recording, for the views (keeping going keeps them anyway, to compare each replay)."""
     checked = tuple(rules) if rules is not None else RULE_IDS
     broken: list[RuleViolation] = []
     shown_steps = shown_offers = 0
     previous: Recording | None = None
     while True:
         recording = _run(workload, factory, checked, name, out, price, shown_steps, shown_offers, previous,
-                         on_step, on_offer)
+                         on_step, on_offer, keep or keep_going)
         violation = recording.violation
-        shown_steps, shown_offers = len(recording.steps), len(recording.offers)
+        shown_steps, shown_offers = recording.num_steps, len(recording.offers)
         if violation is None or not keep_going or violation.rule not in checked:
             return Explained(recording, broken, checked)
         broken.append(violation)
         checked = tuple(r for r in checked if r != violation.rule)
-        shown_steps = len([s for s in recording.steps if s.step < violation.step])  # the broken step again
+        shown_steps = min(violation.step, recording.num_steps)  # steps count from 0: show the broken one again
         out(f"{'':>5}  (keeping going: replaying with {violation.rule} unchecked)")
         previous = recording
 
@@ -63,7 +65,7 @@ def explain(
 def _run(
     workload: Workload, factory: Callable[..., Any], checked: tuple[str, ...], name: str, out: Callable[[str], None],
     price: StepPrice | None, skip_steps: int, skip_offers: int, previous: Recording | None,
-    on_step: Callable[[StepView, StepFacts], None] | None, on_offer: Callable[[Offer], None] | None,
+    on_step: Callable[[StepView, StepFacts], None] | None, on_offer: Callable[[Offer], None] | None, keep: bool,
 ) -> Recording:
     cfg = workload.config
     offered = Shadow(cfg)  # the requests as the contract knows them, so a refusal is explained by the spec
@@ -93,12 +95,12 @@ def _run(
         if on_step is not None:
             on_step(view, facts)
 
-    recording = record(workload, factory, checked, name, on_step=shown_step, on_offer=shown_offer)
+    recording = record(workload, factory, checked, name, on_step=shown_step, on_offer=shown_offer, keep=keep)
     violation, view = recording.violation, recording.broken_step
     if violation is not None:
         # The broken step: its plan never ran (a check before it), or it ran and a check after it
         # broke, so play never handed it on.
-        if view is not None and (not view.completed or counts["steps"] < len(recording.steps)):
+        if view is not None and (not view.completed or counts["steps"] < recording.num_steps):
             out(row(view, cfg.kv_tokens, price(view) if price else None))
         out(broken_line(violation))
     return recording

@@ -65,6 +65,11 @@ def check_view_arguments(args: argparse.Namespace) -> None:
         pricing(args)  # a deployment that cannot be priced is a bad argument
 
 
+def wants_views(args: argparse.Namespace) -> bool:
+    """Whether the run is drawn or tabulated after it ends, and so every step must be kept."""
+    return any(getattr(args, name, None) for name in ("plot", "html", "invariants"))
+
+
 def pricing(args: argparse.Namespace) -> Price | None:
     if not getattr(args, "ms", False):
         return None

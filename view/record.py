@@ -117,7 +117,9 @@ class Offer:
 class Recording:
     workload: Workload
     scheduler: str
+    keep: bool = True  # keep every step; False: only the last, so a long run is judged in flat memory
     steps: list[StepView] = field(default_factory=list)
+    num_steps: int = 0  # steps completed (all of them in `steps` when `keep`)
     offers: list[Offer] = field(default_factory=list)
     violation: RuleViolation | None = None
     broken_step: StepView | None = None  # the step a rule broke in (None: broken on add(), or none broke)
@@ -208,7 +210,12 @@ class Tap:
             apply(self.shadow, facts)
             kv_after = self.shadow.config.kv_tokens - self.shadow.free_kv
             done = replace(view, emitted=tuple(facts.emitted), finished=finished, kv_after=kv_after)
-            self.recording.steps.append(done)
+            recording = self.recording
+            recording.num_steps += 1
+            if recording.keep or not recording.steps:
+                recording.steps.append(done)
+            else:
+                recording.steps[-1] = done
             self.recording.broken_step = None
         return emitted
 
@@ -251,11 +258,13 @@ def record(
     scheduler: str = "",
     on_step: Callable[[StepView, StepFacts], None] | None = None,
     on_offer: Callable[[Offer], None] | None = None,
+    keep: bool = True,
 ) -> Recording:
     """Play `workload` through `factory` under the monitor (checking `rules`, all when None) and
     record every step. A broken rule ends the recording: `violation` and `broken_step` say where.
-    `on_step` is called once each step has been judged, `on_offer` after each add()."""
-    recording = Recording(workload, scheduler)
+    `on_step` is called once each step has been judged, `on_offer` after each add(). With `keep`
+    False only the last step is kept (enough for the table and the verdicts, not for the views)."""
+    recording = Recording(workload, scheduler, keep)
     taps: list[Tap] = []
 
     def tapped(**config: int) -> Tap:

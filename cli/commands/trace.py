@@ -20,7 +20,7 @@ from stallfree.spec import (
 
 from ..explain import Nondeterministic, explain
 from ..steptable import header, verdicts
-from ..stepviews import add_view_arguments, check_view_arguments, pricing, write_views
+from ..stepviews import add_view_arguments, check_view_arguments, pricing, wants_views, write_views
 from .args import (
     FactoryError,
     check_output_file,
@@ -125,7 +125,7 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
 
     try:
         done = explain(workload, factory, args.rules, args.scheduler, print, price,
-                       getattr(args, "keep_going", False), on_step, on_offer)
+                       getattr(args, "keep_going", False), on_step, on_offer, keep=wants_views(args))
     except (FactoryError, Nondeterministic) as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
         return 2
