@@ -44,9 +44,10 @@ def add_view_arguments(p: argparse.ArgumentParser) -> None:
                       help="draw the run: tokens by kind, every request by step (and why it waits), KV in use")
     view.add_argument("--html", type=Path, metavar="FILE.html",
                       help="the same as one self-contained HTML page with a step slider (works offline)")
+    # A group takes the same add_argument calls as the parser the deployment arguments are typed for.
     cost = p.add_argument_group("milliseconds (--ms): the roofline cost model, as `stallfree budget` prices a step")
     cost.add_argument("--ms", action="store_true", help="add each step's milliseconds to the table and the views")
-    add_deployment_arguments(cost)
+    add_deployment_arguments(cost)  # type: ignore[arg-type]
     cost.add_argument("--mode", default="floor", choices=("floor", "full"),
                       help="floor (default): weights only; full: attention and KV traffic priced too")
 

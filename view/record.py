@@ -230,16 +230,19 @@ class Tap:
             planned[chunk.track.rid] = chunk.n
         admitted = {c.track.rid for c in facts.admitted}
         chunks = {c.track.rid: c.start for c in facts.prefills}
+        shown: set[int] = set()
         for rid, n in facts.plan:
-            track = s.tracks.get(rid)
-            if track is None or rid in {e.rid for e in entries}:
+            planned_track = s.tracks.get(rid)
+            if planned_track is None or rid in shown:
                 continue  # a repeated entry: ONE-ENTRY judges it; the view shows the first
+            shown.add(rid)
             if rid in admitted:
                 entries.append(Entry(rid, n, ADMISSION, 0))
             elif rid in chunks:
                 entries.append(Entry(rid, n, CHUNK, chunks[rid]))
             else:
-                entries.append(Entry(rid, n, DECODE, None, track.request.prompt_len + track.num_emitted))
+                context = planned_track.request.prompt_len + planned_track.num_emitted
+                entries.append(Entry(rid, n, DECODE, None, context))
         why = reasons(s, facts)
         cells = []
         for track in s.tracks.values():

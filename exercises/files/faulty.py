@@ -77,7 +77,7 @@ class Scheduler:
         return plan
 
     def complete(self, plan: list[tuple[int, int]]) -> list[int]:
-        emitted = []
+        emitted: list[int] = []
         for rid, n in plan:
             r = self.running[rid]
             if r.is_ready:
