@@ -105,3 +105,13 @@ def test_trace_html_into_a_missing_folder_is_refused_before_the_run(capsys: pyte
     err = capsys.readouterr()
     assert "--html '/nonexistent-folder/x.html': directory /nonexistent-folder does not exist" in err.err
     assert "step" not in err.out
+
+
+def test_keep_going_marks_every_broken_rule_in_the_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "unchunked.html"
+    assert main(["trace", "--scheduler", "unchunked", "--kv", "64", "--request", "0:8:6", "--request", "1:20:3@1",
+                 "--keep-going", "--html", str(out)]) == 1
+    capsys.readouterr()
+    shown = json.loads(parsed(out.read_text()).text["data"])
+    assert [(b["rule"], b["step"]) for b in shown["broken"]] == [("BUDGET", 1), ("DECODE-FIRST", 1)]
+    assert all(s["completed"] for s in shown["steps"])  # the last run, with both rules unchecked, ran to the end
