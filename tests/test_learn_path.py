@@ -7,9 +7,10 @@ one, byte for byte."""
 from __future__ import annotations
 
 import re
+import runpy
 import shlex
-import subprocess
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,11 +69,31 @@ def run(block: Block, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tup
         out = capsys.readouterr().out
     else:
         assert argv[0] == "python", f"a command is stallfree or python: {block.command!r}"
-        done = subprocess.run([sys.executable, *argv[1:]], capture_output=True, text=True, cwd=ROOT, check=False)
-        code, out = done.returncode, done.stdout
+        code, out = python(argv[1:], capsys)
     for new, committed in written.items():  # the output names the files where the docs say they go
         out = out.replace(str(new), str(committed.relative_to(ROOT)))
     return code, out.splitlines(), written
+
+
+def python(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """`python -m MODULE ...` or `python FILE ...`, run in this process as Python would run it."""
+    module = argv[1] if argv[0] == "-m" else None
+    args = argv[2:] if module else argv[1:]
+    saved = sys.argv
+    sys.argv = [module or argv[0], *args]
+    code = 0
+    try:
+        if module:
+            with warnings.catch_warnings():  # run as __main__ though other tests imported it: that is the intent
+                warnings.filterwarnings("ignore", message=".*found in sys.modules", category=RuntimeWarning)
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(str(ROOT / argv[0]), run_name="__main__")
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    finally:
+        sys.argv = saved
+    return code, capsys.readouterr().out
 
 
 def missing(expected: list[str], out: list[str]) -> str | None:

@@ -58,8 +58,8 @@ def test_a_large_run_is_drawn_without_cell_text(tmp_path: Path) -> None:
     from stallfree.view.plot import TEXT_CELLS, plot
 
     rng = random.Random(0)
-    arrivals = tuple(Arrival(i, rng.randint(1, 40), rng.randint(1, 20), i // 2) for i in range(60))
-    rec = record(Workload(Config(32, 8, 400), arrivals), Scheduler)
+    arrivals = tuple(Arrival(i, rng.randint(1, 40), rng.randint(1, 12), i // 2) for i in range(36))
+    rec = record(Workload(Config(32, 6, 300), arrivals), Scheduler)
     assert len(rec.steps) * len(rec.rids) > TEXT_CELLS
     image = pixels(plot(rec, tmp_path / "big.png", [1.0] * len(rec.shown_steps)))
     assert has_colour(image, BY_KEY["no-slot"].colour) or has_colour(image, BY_KEY["no-kv"].colour)
