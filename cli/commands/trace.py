@@ -17,6 +17,7 @@ from stallfree.spec import (
     StepFacts,
     Workload,
 )
+from stallfree.view.record import Offer
 
 from ..explain import Nondeterministic, explain
 from ..steptable import header, verdicts
@@ -114,7 +115,7 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
         print(f"ms: {price.describe()}")
     print(header(cfg.token_budget, with_ms=price is not None))
 
-    def on_offer(offer) -> None:  # type: ignore[no-untyped-def]
+    def on_offer(offer: Offer) -> None:
         if writer is not None:
             a = offer.arrival
             writer.offered(a.rid, a.prompt_len, a.max_new, offer.accepted)
