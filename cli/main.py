@@ -27,6 +27,7 @@ COMMANDS = (
     "simulate",
     "campaign",
     "prove",
+    "exercise",
 )
 
 

@@ -13,24 +13,20 @@ from pathlib import Path
 from typing import IO, Any
 
 from stallfree.spec import (
-    RULE_IDS,
     Arrival,
     Config,
     FieldTypeError,
     InvalidField,
-    Monitor,
-    Request,
-    RuleViolation,
-    Shadow,
     StepFacts,
     Workload,
-    play,
-    refusal,
 )
 from stallfree.spec.verdict import as_json, lines
+from stallfree.view.record import CRASH, Offer
 
 from .. import exits
-from ..steptable import HEADER, row, verdicts
+from ..explain import Nondeterministic, explain
+from ..steptable import header, verdicts
+from ..stepviews import add_view_arguments, check_view_arguments, pricing, wants_views, write_views
 from .args import (
     FactoryError,
     add_output_arguments,
@@ -70,11 +66,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", type=positive_int, default=None, help="token budget B (default 8)")
     p.add_argument("--max-seqs", type=positive_int, default=None, help="slots S (default 4)")
     p.add_argument("--kv", type=positive_int, default=None, help="KV capacity K in tokens (default 256)")
-    p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="MODULE:FACTORY",
-                   help="the scheduler to trace (default: the reference)")
+    p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="NAME|MODULE:FACTORY",
+                   help="the scheduler to trace: the reference (default), a policy `simulate` names "
+                   "(reference, prefill-first, unchunked) or any plain-protocol MODULE:FACTORY")
     p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
     p.add_argument("--jsonl", type=Path, metavar="FILE",
                    help="also write the run as a JSON Lines trace, the format `stallfree check-trace` reads")
+    add_view_arguments(p)
     add_output_arguments(p, "the verdicts")
 
 
@@ -98,11 +96,12 @@ def workload_from(args: argparse.Namespace) -> Workload:
 def run(args: argparse.Namespace) -> int:
     try:
         workload = workload_from(args)
-        factory = guarded(load_scheduler(args.scheduler), args.scheduler)
+        factory = guarded(load_scheduler(policy_target(args.scheduler)), args.scheduler)
         if args.jsonl:
             check_output_file("--jsonl", args.jsonl)
         check_json(args)
-    except (InvalidField, FieldTypeError, ValueError) as error:
+        check_view_arguments(args)
+    except (InvalidField, FieldTypeError, ValueError, ImportError) as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
         return exits.USAGE
     try:
@@ -145,76 +144,70 @@ class PendingFile:
             os.unlink(self.temporary)
 
 
+def policy_target(name: str) -> str:
+    """A policy `stallfree simulate` names (reference, prefill-first, unchunked) as MODULE:FACTORY."""
+    from stallfree.sim.policies import POLICIES
+
+    return POLICIES.get(name, name)
+
+
 def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any], jsonl: IO[str] | None) -> int:
     from stallfree.conformance.trace.tracefile import TraceWriter
 
     cfg = workload.config
     writer = TraceWriter(jsonl, cfg, {"scheduler": args.scheduler}) if jsonl is not None else None
+    price = pricing(args)
     print(f"budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, kv_tokens {cfg.kv_tokens}; "
           f"scheduler {args.scheduler}")
-    print(HEADER)
-    # The requests as the contract knows them, so a refusal is explained by what the spec says.
-    offered = Shadow(cfg)
-    idle = IdleSteps()
-    notes: list[str] = []
+    if price is not None:
+        print(f"ms: {price.describe()}")
+    print(header(cfg.token_budget, with_ms=price is not None))
 
-    def on_add(a: Arrival, accepted: bool) -> None:
-        idle.flush()
+    def on_offer(offer: Offer) -> None:
         if writer is not None:
-            writer.offered(a.rid, a.prompt_len, a.max_new, accepted)
-        if accepted:
-            offered.accept(Request(a.rid, a.prompt_len, a.max_new))
-            return
-        why = refusal(offered, a.rid, a.prompt_len, a.max_new) or "the contract would accept it (NEVER-FIT not checked)"
-        print(f"{'':>5}  refused: add({a.rid}, {a.prompt_len}, {a.max_new}): {why}")
+            a = offer.arrival
+            writer.offered(a.rid, a.prompt_len, a.max_new, offer.accepted)
 
-    done = [0]  # steps judged, when play() does not return to say so
-
-    def on_step(monitor: Monitor, facts: StepFacts) -> None:
-        done[0] = facts.step + 1
-        if not notes:
-            notes.append(free_kv_note(monitor.scheduler))
-        if not facts.plan and monitor.is_idle:
-            idle.add(facts.step)
-        else:
-            idle.flush()
-            print(row(facts, cfg.token_budget, monitor.shadow.free_kv))
+    def on_step(_view: object, facts: StepFacts) -> None:
         if writer is not None:
             writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished])
 
-    violation = crash = None
-    stats = None
     try:
-        stats = play(workload, factory, args.rules, on_step=on_step, on_add=on_add)
-        # A run stopped by a broken rule, or still pending at the work bound, has no end line: it did
-        # not end (as record_trace writes it).
-        if writer is not None and stats.stopped_at_bound is None:
-            writer.end()
-    except RuleViolation as error:
-        violation = error
-    except FactoryError as error:
+        done = explain(workload, factory, args.rules, args.scheduler, print, price,
+                       getattr(args, "keep_going", False), on_step, on_offer, keep=wants_views(args))
+    except (FactoryError, Nondeterministic) as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
         return exits.USAGE
-    except Exception as error:  # the scheduler raised: no rule judged it, and the run cannot go on
-        crash = f"{type(error).__name__}: {error}"[:300]
-    idle.flush()
-    steps = stats.steps if stats else done[0]
-    adds = stats.accepted + stats.refused if stats else 0
-    judged = verdicts(args.rules or RULE_IDS, steps, violation, adds, crash)
+    recording = done.recording
+    stats, violation = recording.stats, recording.violation
+    crash = violation if violation is not None and violation.rule == CRASH else None
+    # A run stopped by a broken rule, or still pending at the work bound, has no end line: it did
+    # not end (as record_trace writes it).
+    if writer is not None and stats is not None and stats.stopped_at_bound is None:
+        writer.end()
+    steps = stats.steps if stats is not None else recording.num_steps
+    adds = stats.adds if stats is not None else len(recording.offers)
+    judged = verdicts(done.checked, steps, violation, adds, done.broken)
     print()
     for line in lines(judged):
         print(line)
-    for note in notes:
-        if note:
-            print(f"note: {note}")
+    note = free_kv_note(recording.target)
+    if note:
+        print(f"note: {note}")
     if stats is not None and stats.stopped_at_bound is not None:
         print(f"note: work still pending after {stats.stopped_at_bound} steps (PROGRESS not checked)")
+    try:
+        for line in write_views(args, recording, price, done.broken):
+            print(line)
+    except ValueError as error:  # checked before the run, yet a write failed
+        print(f"stallfree trace: {error}", file=sys.stderr)
+        return exits.USAGE
     write_json(args, {"scheduler": args.scheduler, "config": workload.to_json()["config"],
                       "rules": as_json(judged)})
     if crash is not None:
-        print(f"stallfree trace: {args.scheduler} raised: {crash}", file=sys.stderr)
+        print(f"stallfree trace: {args.scheduler} raised: {crash.message}", file=sys.stderr)
         return exits.CRASHED
-    return exits.BROKEN if violation else exits.HOLDS
+    return exits.BROKEN if violation or done.broken else exits.HOLDS
 
 
 def free_kv_note(scheduler: object) -> str:
@@ -224,24 +217,3 @@ def free_kv_note(scheduler: object) -> str:
     if free_kv is None or type(free_kv) is int:
         return ""
     return f"the scheduler's free_kv is {type(free_kv).__name__} {free_kv!r:.40}, not an int: not compared"
-
-
-class IdleSteps:
-    """Steps with nothing waiting or running, printed as one line per stretch, not one per step."""
-
-    def __init__(self) -> None:
-        self.first: int | None = None
-        self.last = 0
-
-    def add(self, step: int) -> None:
-        if self.first is None:
-            self.first = step
-        self.last = step
-
-    def flush(self) -> None:
-        if self.first is None:
-            return
-        count = self.last - self.first + 1
-        stretch = f", {count:,} steps to {self.last}" if count > 1 else ""
-        print(f"{self.first:>5}  (idle: nothing waiting or running{stretch})")
-        self.first = None
