@@ -22,17 +22,21 @@ def workload(tmp_path):  # type: ignore[no-untyped-def]
     return path
 
 
-def test_run_one_rank_prints_steps_latencies_verdicts_and_equivalence(workload, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_run_one_rank_prints_steps_latencies_verdicts_and_output_checks(workload, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     out_json = tmp_path / "run.json"
     code = main(["run", "--tp", "1", "--workload", str(workload), "--json", str(out_json)])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "TTFT steps" in out and "TPOT ms" in out
     assert "DECODE-FIRST     holds" in out
-    assert "EQUIVALENCE      holds" in out
+    assert "EXACTNESS        holds" in out and "ISOLATION        holds" in out
+    assert "ACCURACY fp8    measured" in out
     data = json.loads(out_json.read_text())
-    assert data["violation"] is None and data["equivalence"]["ok"]
+    assert data["violation"] is None and data["checks"]["exactness"]["ok"] and data["checks"]["isolation"]["ok"]
     assert [len(r["outputs"]) for r in data["requests"]] == [5, 3, 2]
+    run = data["run"]
+    assert (run["tp"], run["dtype"], run["token_budget"], run["source"]["kind"]) == (1, "fp32", 16, "random")
+    assert run["layer_dtypes"]["lm_head"] == "torch.float32" and run["torch"] == torch.__version__
 
 
 def test_budget_wrong_scheduler_refused_with_rule_id(workload, capsys) -> None:  # type: ignore[no-untyped-def]

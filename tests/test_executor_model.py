@@ -109,8 +109,10 @@ def test_shapes_that_do_not_split_are_refused_naming_the_field() -> None:
     odd = ModelConfig("odd", hidden=256, num_layers=1, num_heads=8, num_kv_heads=2, ffn=768, vocab=2048)
     with pytest.raises(InvalidField, match="num_kv_heads=2"):
         odd.check_divisible(4)
-    with pytest.raises(InvalidField, match="tp must be"):
+    with pytest.raises(InvalidField, match="num_heads=8 does not divide over tp=3"):
         model_config("tiny").check_divisible(3)
+    with pytest.raises(InvalidField, match="tp must be >= 1"):
+        model_config("tiny").check_divisible(0)
     with pytest.raises(InvalidField, match="model must be one of"):
         model_config("llama-9")
 
