@@ -78,7 +78,7 @@ class SeeOneFutureToken(Executor):
 
 
 class ReadOtherRequest(Executor):
-    """A decode's context also holds the first KV slot of another running request (written, so
+    """A decode's context also holds another running request's last prefilled KV slot (written, so
     finite): its outputs depend on what it is batched with."""
 
     breaks = "ISOLATION"
@@ -86,7 +86,8 @@ class ReadOtherRequest(Executor):
     def context(self, stream: Stream, end: int) -> list[int]:
         others = [s for rid, s in sorted(self.streams.items()) if rid != stream.rid and s.num_prefilled > 0]
         is_decode = end - 1 >= stream.prompt_len
-        return ([others[0].slots[0]] if others and is_decode else []) + stream.slots[:end]
+        leak = [others[0].slots[others[0].num_prefilled - 1]] if others and is_decode else []
+        return leak + stream.slots[:end]
 
 
 class DrawsByStep(Executor):
