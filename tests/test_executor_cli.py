@@ -72,3 +72,65 @@ def test_verdicts_show_a_rule_broken_where_it_is_not_listed() -> None:
     assert "BUDGET           held until step 3" in lines
     listed = verdicts(JobResult("x", violation=("BUDGET", 2, "too many", "monitor")), ("BUDGET",))
     assert listed[-1] == "BUDGET           BROKEN at step 2: too many"  # listed: no extra line
+
+
+SCHEDULERS = '''
+from stallfree.reference import Scheduler
+
+
+def Raising(**config):
+    raise RuntimeError("no scheduler today")
+
+
+class NegativeN(Scheduler):
+    def schedule(self):
+        return tuple((rid, -1) for rid, _ in super().schedule())
+'''
+
+
+@pytest.fixture
+def schedulers(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    (tmp_path / "odd_schedulers.py").write_text(SCHEDULERS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "odd_schedulers"
+
+
+def one_line_error(err: str, *named: str) -> None:
+    lines = [line for line in err.splitlines() if line.startswith("stallfree run:")]
+    assert "Traceback" not in err and len(lines) == 1, err
+    assert all(n in lines[0] for n in named), (named, lines[0])
+
+
+@pytest.mark.parametrize(("argv", "named"), [
+    (["--temperature", "nan"], ("--temperature", "nan")),
+    (["--kv", "1000000000000"], ("kv_tokens=1000000000000", "bytes per rank")),
+    (["--model", "smollm2", "--tp", "4"], ("num_heads=9", "tp=4")),
+    (["--prompt", "hi"], ("--prompt",)),
+])
+def test_run_refuses_bad_values_in_one_line(argv: list[str], named: tuple[str, ...], capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["run", "--tp", "1", *argv]) == 2
+    one_line_error(capsys.readouterr().err, *named)
+
+
+def test_run_factory_that_raises_is_a_bad_scheduler(schedulers, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["run", "--tp", "1", "--scheduler", f"{schedulers}:Raising"]) == 2
+    one_line_error(capsys.readouterr().err, "--scheduler", "Raising", "no scheduler today")
+
+
+def test_run_negative_n_past_a_narrow_monitor_breaks_one_entry_on_the_real_path(schedulers, workload, capsys) -> None:  # type: ignore[no-untyped-def]
+    """With the monitor checking FCFS only, a plan entry with n = -1 reaches the executor, which
+    refuses it naming the rule (exit 1, no traceback)."""
+    code = main(["run", "--tp", "1", "--workload", str(workload), "--scheduler", f"{schedulers}:NegativeN",
+                 "--rules", "FCFS", "--no-equivalence"])
+    captured = capsys.readouterr()
+    assert code == 1 and "Traceback" not in captured.err
+    assert "ONE-ENTRY        BROKEN at step 0 (real path): rid 0 is given n=-1" in captured.out
+
+
+def test_run_timeout_holds_at_tp1(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["run", "--tp", "1", "--model", "wide", "--timeout", "0.5"]) == 1
+    one_line_error(capsys.readouterr().err, "--timeout 0.5", "longer than 0.5 s")
+
+
+def test_run_seed_past_2_to_the_44_runs(workload, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["run", "--tp", "1", "--workload", str(workload), "--seed", str(10**14)]) == 0, capsys.readouterr()

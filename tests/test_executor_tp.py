@@ -145,3 +145,77 @@ def _gone_soon() -> bool:
     while multiprocessing.active_children() and time.time() < deadline:
         time.sleep(0.1)
     return not multiprocessing.active_children()
+
+
+def test_hung_rank_is_named_within_10_s() -> None:
+    """A rank stopped by SIGSTOP (alive, silent; its peers wait in a collective, still beating): the
+    launcher names that rank within 10 s of its last heartbeat and stops every rank."""
+    with pytest.raises(RankFailure) as failure:
+        launch(RunSpec((Job(HAND, crash=(1, 1, "stop")),), tp=2, dtype="fp32"), timeout_s=LAUNCH_TIMEOUT_S)
+    f = failure.value
+    assert f.rank == 1 and "no heartbeat" in f.cause, f
+    last = float(re.search(r"last at ([0-9.]+)", f.cause).group(1))  # type: ignore[union-attr]
+    assert f.stopped_at is not None and f.stopped_at - last < STOP_WITHIN_S
+    assert _gone_soon()
+
+
+def test_killing_the_launcher_ends_every_rank(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """SIGKILL to the launcher (no cleanup can run in it): every rank ends within seconds."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "launcher.py"
+    script.write_text(
+        "from stallfree.executor.job import Job\n"
+        "from stallfree.executor.launch import launch\n"
+        "from stallfree.executor.runspec import RunSpec\n"
+        "from stallfree.spec import Arrival, Config, Workload\n"
+        "if __name__ == '__main__':\n"
+        "    w = Workload(Config(1, 1, 4096), (Arrival(0, 4000, 1, 0),))\n"  # 4,000 steps of one token
+        "    launch(RunSpec((Job(w),), tp=2, dtype='fp32'), timeout_s=600)\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.PIPE, text=True)
+    try:
+        ranks = _children_once_running(proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.time() + STOP_WITHIN_S
+        while time.time() < deadline and any(_alive(pid) for pid in ranks):
+            time.sleep(0.1)
+        assert not any(_alive(pid) for pid in ranks), ranks
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _children_once_running(pid: int) -> list[int]:
+    """The launcher's two rank processes, a few seconds after both exist (importing, loading or
+    running: the kernel's parent-death signal ends a rank at any of these)."""
+    deadline = time.time() + LAUNCH_TIMEOUT_S
+    ranks: list[int] = []
+    while time.time() < deadline:
+        children = [int(c) for c in _read(f"/proc/{pid}/task/{pid}/children").split()]
+        ranks = [r for r in children if "spawn_main" in _read(f"/proc/{r}/cmdline")]
+        if len(ranks) == 2:
+            time.sleep(3)
+            return ranks
+        time.sleep(0.2)
+    raise AssertionError(f"the ranks of {pid} never started: {ranks}")
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-EXTRAS = ["torch", "safetensors", "numpy", "z3", "crosshair", "hypothesis", "matplotlib"]
+EXTRAS = ["torch", "safetensors", "numpy", "gguf", "tokenizers", "z3", "crosshair", "hypothesis", "matplotlib"]
 
 
 @pytest.mark.parametrize("module", EXTRAS)

@@ -51,7 +51,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", type=Path, default=None, metavar="DIR",
                    help="a Llama checkpoint folder (config.json, *.safetensors) instead of random weights")
     p.add_argument("--tp", type=positive_int, default=None,
-                   help="tensor-parallel ranks, any count the heads divide by (default 4; 3 for smollm2)")
+                   help="tensor-parallel ranks: 1, 2, 4 or 8 (default 4) for the Llama shapes; 1 or 3 for smollm2 "
+                        "(default 3); any count that divides the heads, KV heads, FFN and vocab")
     p.add_argument("--dtype", default="fp32", choices=("fp32", "bf16", "fp8"),
                    help="decoder matmul weights (default fp32, where exactness is judged)")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="default cpu (gloo); cuda uses nccl")
@@ -138,7 +139,7 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
           f"kv_tokens {cfg.kv_tokens}; scheduler {args.scheduler}", flush=True)
     # Isolation: the same workload again with one prompt token of the first request changed.
     first = min(a.rid for a in job.workload.requests)
-    jobs = (job,) if not job.keep_logits else (job, replace(perturbed(job, first, spec.seed, model.vocab), stream=False))
+    jobs = (job, replace(perturbed(job, first, spec.seed, model.vocab), stream=False)) if job.keep_logits else (job,)
     stream = TextStream(codec) if codec is not None else None
 
     def on_step(record: Any) -> None:
