@@ -36,15 +36,23 @@ class Isolation:
     perturbed_moved: bool = False  # the changed request's own logits moved (the change took effect)
 
     @property
-    def ok(self) -> bool:
-        return not self.changed and self.perturbed_moved
+    def judged(self) -> bool:
+        """Something was compared: the change took effect and other requests ran beside it."""
+        return self.perturbed_moved and self.num_requests > 0
+
+    @property
+    def ok(self) -> bool | None:
+        """True: isolation holds; False: it broke; None: not judged."""
+        return None if not self.judged else not self.changed
 
     def summary(self) -> str:
+        if not self.perturbed_moved:
+            return f"ISOLATION        not judged: changing rid {self.rid}'s prompt did not move its own logits"
+        if not self.num_requests:
+            return f"ISOLATION        not judged: rid {self.rid} ran alone (no other request to compare)"
         if self.ok:
             return (f"ISOLATION        holds: changing one prompt token of rid {self.rid} left the logits of the "
                     f"other {self.num_requests} requests ({self.num_rows} rows) bit-for-bit equal")
-        if not self.perturbed_moved:
-            return f"ISOLATION        NOT JUDGED: changing rid {self.rid}'s prompt did not move its own logits"
         return (f"ISOLATION        BROKEN: changing one prompt token of rid {self.rid} changed the logits of "
                 f"rid(s) {self.changed[:5]} (max |diff| {self.max_diff:.2e})")
 

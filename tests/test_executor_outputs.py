@@ -44,10 +44,17 @@ def test_isolation_holds_and_fails_on_a_leaking_executor(model) -> None:  # type
         model, job(), perturbed(job(), 0, 0, VOCAB), job("ReadOtherRequest"),
         perturbed(job("ReadOtherRequest"), 0, 0, VOCAB))
     good = isolation(base, changed, 0)
-    assert good.ok and good.num_requests == 3, good.summary()
+    assert good.ok is True and good.num_requests == 3, good.summary()
     assert leaky.ok, leaky.violation
     bad = isolation(leaky, leaky_changed, 0)
-    assert not bad.ok and bad.changed, bad.summary()
+    assert bad.ok is False and bad.changed, bad.summary()
+
+
+def test_isolation_of_a_request_alone_is_not_judged(model) -> None:  # type: ignore[no-untyped-def]
+    alone = Job(Workload(Config(7, 4, 256), (Arrival(0, 9, 3, 0),)), keep_logits=True)
+    base, changed = run(model, alone, perturbed(alone, 0, 0, VOCAB))
+    report = isolation(base, changed, 0)
+    assert report.ok is None and "not judged" in report.summary()
 
 
 def test_sampling_replayed_at_temperature_1_and_fails_on_step_seeded_draws(model) -> None:  # type: ignore[no-untyped-def]

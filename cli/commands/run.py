@@ -218,7 +218,7 @@ def output_checks(spec: RunSpec, job: Job, results: list[JobResult], first: int,
         iso = isolation(result, results[1], first)
         print(iso.summary())
         checks["isolation"] = check_json(iso)
-        failed = failed or not iso.ok
+        failed = failed or iso.ok is False
     else:
         print(f"ISOLATION        not judged: the perturbed run broke {results[1].violation}")
         checks["isolation"] = {"ok": None, "why": "the perturbed run broke a rule"}
