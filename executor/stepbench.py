@@ -56,7 +56,13 @@ class StepShape:
     def batch(self, vocab: int) -> FlatBatch:
         """The flat batch: decodes first (each at the last position of its context), then the chunk;
         slots laid out one sequence after another."""
-        ids, positions, writes, lens, ctx_lens, ctx_slots, emit = [], [], [], [], [], [], []
+        ids: list[int] = []
+        positions: list[int] = []
+        writes: list[int] = []
+        lens: list[int] = []
+        ctx_lens: list[int] = []
+        ctx_slots: list[int] = []
+        emit: list[int] = []
         slot = 0
         for _ in range(self.num_decodes):
             L = self.decode_context

@@ -49,10 +49,9 @@ def text_codec(checkpoint: GGUFCheckpoint) -> TextCodec:
     types = checkpoint.field("tokenizer.ggml.token_type")
     merges = [tuple(m.split(" ", 1)) for m in checkpoint.field("tokenizer.ggml.merges")]
     tokenizer = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges))
-    steps = [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)]
-    if pre == "smollm":
-        steps.insert(0, pre_tokenizers.Digits(individual_digits=True))
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(steps)
+    digits = [pre_tokenizers.Digits(individual_digits=True)] if pre == "smollm" else []
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [*digits, pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
     tokenizer.decoder = decoders.ByteLevel()
     tokenizer.add_special_tokens([t for t, kind in zip(tokens, types, strict=True) if kind == CONTROL])
     return TextCodec(tokenizer, checkpoint.field("tokenizer.chat_template"),
