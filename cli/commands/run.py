@@ -110,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
                         str(args.checkpoint) if args.checkpoint else None)
         codec = text_codec(probe.gguf) if args.model in GGUF_MODELS and args.checkpoint is None else None
         workload, chat = workload_from(args, codec)
+        codec = codec if chat is not None else None  # a --workload's prompts are drawn ids, not text
         c = workload.config
         guarded(load_scheduler(args.scheduler), args.scheduler)(
             token_budget=c.token_budget, max_seqs=c.max_seqs, kv_tokens=c.kv_tokens)
@@ -185,7 +186,8 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
         from stallfree.executor.report import as_json
 
         try:
-            write_output("--json", args.json, json.dumps(as_json(result, run_info, checks, texts), indent=1))
+            report = as_json(result, run_info, checks, texts) | {"verdicts": verdicts(result, job.monitor_rules)}
+            write_output("--json", args.json, json.dumps(report, indent=1))
         except ValueError as error:  # checked before the run, yet the write failed
             print(f"stallfree run: {error}", file=sys.stderr)
             return 2
