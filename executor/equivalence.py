@@ -53,10 +53,15 @@ class Exactness:
     mismatches: list[Divergence] = field(default_factory=list)  # differ by more than a near tie
 
     @property
-    def ok(self) -> bool:
+    def ok(self) -> bool | None:
+        """True: exact; False: broken; None: not judged (no token was emitted)."""
+        if not self.num_tokens:
+            return None
         return not self.mismatches and self.max_logit_diff <= self.logit_tol
 
     def summary(self) -> str:
+        if self.ok is None:
+            return "EXACTNESS        not judged: no request emitted a token"
         verdict = "holds" if self.ok else "BROKEN"
         text = (
             f"EXACTNESS        {verdict}: {self.num_equal}/{self.num_tokens} tokens of {self.num_requests} "

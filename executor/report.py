@@ -57,6 +57,8 @@ def verdicts(result: JobResult, monitor_rules: tuple[str, ...] | None) -> list[s
                 lines.append(f"{rule:<16} BROKEN at step {broken[1]}: {broken[2]}")
             elif broken is not None:
                 lines.append(f"{rule:<16} held until step {broken[1]}")
+            elif steps == 0:
+                lines.append(f"{rule:<16} not exercised (no step ran)")
             else:
                 lines.append(f"{rule:<16} holds ({steps} steps)")
     if broken is not None and broken[0] not in sections.get(broken[3], ()):  # not listed above where it broke

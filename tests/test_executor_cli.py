@@ -134,3 +134,18 @@ def test_run_timeout_holds_at_tp1(capsys) -> None:  # type: ignore[no-untyped-de
 
 def test_run_seed_past_2_to_the_44_runs(workload, capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["run", "--tp", "1", "--workload", str(workload), "--seed", str(10**14)]) == 0, capsys.readouterr()
+
+
+def test_run_where_every_request_is_refused_judges_nothing(capsys) -> None:  # type: ignore[no-untyped-def]
+    """NEVER-FIT refuses the only request: no rule is said to hold and no output check is judged."""
+    tiny = Workload(Config(16, 4, 64), (Arrival(0, 60, 10, 0),))
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "w.json"
+        path.write_text(tiny.dumps())
+        assert main(["run", "--tp", "1", "--workload", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "holds" not in out and "BUDGET           not exercised (no step ran)" in out
+    assert "EXACTNESS        not judged" in out

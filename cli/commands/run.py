@@ -203,6 +203,10 @@ def output_checks(spec: RunSpec, job: Job, results: list[JobResult], first: int,
     from stallfree.executor.sampler import Sampler
 
     result = results[0]
+    if not result.requests:
+        print("EXACTNESS        not judged: no request ran (every one was refused)")
+        checks["exactness"] = {"ok": None, "why": "no request ran"}
+        return False
     print("checking the outputs against an unbatched one-rank fp32 run ...", file=sys.stderr, flush=True)
     fp32 = reference_logits(reference_model(spec), result)
     failed = False
@@ -210,7 +214,7 @@ def output_checks(spec: RunSpec, job: Job, results: list[JobResult], first: int,
         exact = compare(spec, result, sampler=Sampler(job.temperature, spec.seed), reference=fp32)
         print(exact.summary())
         checks["exactness"] = check_json(exact)
-        failed = not exact.ok
+        failed = exact.ok is False
         measured = dtype_accuracy(spec, result, fp32)
     else:
         print(f"EXACTNESS        not judged: {spec.dtype} weights round (exactness is judged in fp32: --dtype fp32)")
