@@ -25,6 +25,7 @@ from .checks import (
     check_chunk,
     check_decode_first,
     check_emitted,
+    check_entries,
     check_finite,
     check_first_token_row,
     check_kv,
@@ -110,6 +111,7 @@ class Executor:
         t_plan = time.perf_counter()
         entries = [(rid, n) for rid, n in plan]
         step = self.step_index
+        check_entries(step, entries)
         check_decode_first(step, self.streams, {rid for rid, _ in entries})
         built = self.build(step, entries)
         check_budget(step, built.batch, self.config.token_budget)
@@ -178,8 +180,6 @@ class Executor:
         rid_of_row: list[int] = []
         emitters: list[Emitter] = []
         for rid, n in entries:
-            if type(n) is not int or n < 1:
-                raise RealPathViolation("ONE-ENTRY", step, f"rid {rid!r} is given n={n!r}; every entry needs n >= 1")
             stream = self.streams.get(rid) or self.admit(step, rid)
             first_row = len(token_ids)
             rows = range(first_row, first_row + n)

@@ -44,7 +44,7 @@ def request_table(result: JobResult) -> list[str]:
 
 
 def verdicts(result: JobResult, monitor_rules: tuple[str, ...] | None) -> list[str]:
-    """One line per rule: on the real path (the five rules checked on tensors and the allocator)
+    """One line per rule: on the real path (the six rules checked on the batch, the tensors and the allocator)
     and in the monitor (every rule it checks, from the plain protocol)."""
     lines = []
     broken = result.violation

@@ -63,7 +63,7 @@ def test_bad_arguments_exit_2_naming_the_field(argv: list[str], named: str, caps
 
 def test_verdicts_show_a_rule_broken_where_it_is_not_listed() -> None:
     # TOKENS is judged on the real path too (a token from a request that ran no position), but it is
-    # not one of the five real-path rules listed: the break still shows, under its rule ID.
+    # not one of the six real-path rules listed: the break still shows, under its rule ID.
     from stallfree.executor.job import JobResult
     from stallfree.executor.report import verdicts
 
@@ -124,7 +124,8 @@ def test_run_negative_n_past_a_narrow_monitor_breaks_one_entry_on_the_real_path(
                  "--rules", "FCFS", "--no-equivalence"])
     captured = capsys.readouterr()
     assert code == 1 and "Traceback" not in captured.err
-    assert "ONE-ENTRY        BROKEN at step 0 (real path): rid 0 is given n=-1" in captured.out
+    real_path = captured.out.split("-- real path")[1].split("-- monitor")[0]
+    assert "ONE-ENTRY        BROKEN at step 0: rid 0 is given n=-1" in real_path
 
 
 def test_run_timeout_holds_at_tp1(capsys) -> None:  # type: ignore[no-untyped-def]
