@@ -8,6 +8,7 @@ from __future__ import annotations
 import multiprocessing
 import re
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -16,6 +17,7 @@ pytest.importorskip("torch")
 from stallfree.executor.broken import BROKEN
 from stallfree.executor.checks import REAL_PATH_RULES
 from stallfree.executor.equivalence import compare, reference_model
+from stallfree.executor.isolation import isolation, perturbed
 from stallfree.executor.job import Job, JobResult
 from stallfree.executor.launch import RankFailure, launch
 from stallfree.executor.runspec import RunSpec
@@ -44,7 +46,9 @@ def control_jobs() -> tuple[Job, ...]:
 
 # The last jobs of the launch: the future-token mask at budget 7 (chunks not from position 0), then
 # rank 2 raises at its second batch.
-FUTURE = equivalence_job(7, "SeeOneFutureToken")
+FUTURE = replace(equivalence_job(7, "SeeOneFutureToken"), label="future")
+ISOLATED = (replace(equivalence_job(7), label="isolation"),
+            replace(perturbed(equivalence_job(7), 2, 0, 2048), label="isolation, rid 2 perturbed"))
 CRASH = Job(HAND, crash=(2, 1, "raise"), label="crash")
 
 
@@ -52,7 +56,8 @@ CRASH = Job(HAND, crash=(2, 1, "raise"), label="crash")
 def tp4_launch() -> tuple[RunSpec, RankFailure]:
     """One launch of 4 ranks runs every job in turn (starting the ranks is most of the cost), and
     ends with a rank raising: the failure carries the results of the jobs before it."""
-    spec = RunSpec((*(equivalence_job(b) for b in BUDGETS), *control_jobs(), FUTURE, CRASH), tp=4, dtype="fp32")
+    spec = RunSpec((*(equivalence_job(b) for b in BUDGETS), *control_jobs(), FUTURE, *ISOLATED, CRASH), tp=4,
+                   dtype="fp32")
     with pytest.raises(RankFailure) as failure:
         launch(spec, timeout_s=LAUNCH_TIMEOUT_S)
     return spec, failure.value
@@ -86,11 +91,22 @@ def test_exactness_tp4_batched_equals_unbatched_one_rank(tp4, reference, budget:
 def test_exactness_fails_on_future_token_mask_at_tp4(tp4, reference) -> None:  # type: ignore[no-untyped-def]
     """Causality (negative control): chunks that see one future position break no step check (the
     slot is written, finite) but move the logits far past fp32 rounding."""
-    spec, results = tp4
-    result = results[len(spec.jobs) - 2]
+    result = by_label(tp4, "future")
     assert result.ok, result.violation
-    report = compare(spec, result, reference)
+    report = compare(tp4[0], result, reference)
     assert not report.ok and report.max_logit_diff > 100 * report.logit_tol, report.summary()
+
+
+def test_isolation_at_tp4(tp4) -> None:  # type: ignore[no-untyped-def]
+    """Changing one prompt token of rid 2 leaves every other request's logits bit-for-bit equal at TP=4
+    (all-reduces and gathers are elementwise: a row is computed from its own request's numbers)."""
+    report = isolation(by_label(tp4, "isolation"), by_label(tp4, "isolation, rid 2 perturbed"), 2)
+    assert report.ok is True and report.num_requests == len(REQUESTS) - 1, report.summary()
+
+
+def by_label(tp4, label: str) -> JobResult:  # type: ignore[no-untyped-def]
+    spec, results = tp4
+    return results[[job.label for job in spec.jobs].index(label)]
 
 
 def test_equivalence_check_can_fail(tp4, reference) -> None:  # type: ignore[no-untyped-def]
