@@ -71,14 +71,17 @@ def timed_out(timeout_s: float) -> TimeoutError:
 @contextmanager
 def alarm(timeout_s: float | None) -> Iterator[None]:
     """Raise TimeoutError in this (main) thread once `timeout_s` has passed; elsewhere, or without
-    a limit, nothing (signals reach the main thread only)."""
-    if timeout_s is None or threading.current_thread() is not threading.main_thread():
+    a limit, nothing (signals reach the main thread only). An alarm already pending (a test
+    runner's) is left to fire first if it is due sooner, and re-armed with its remaining time after."""
+    outer = signal.getitimer(signal.ITIMER_REAL)[0] if timeout_s is not None else 0.0
+    if timeout_s is None or threading.current_thread() is not threading.main_thread() or 0 < outer <= timeout_s:
         yield
         return
 
     def expire(signum: int, frame: Any) -> None:
         raise timed_out(timeout_s)
 
+    start = time.monotonic()
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, timeout_s)
     try:
@@ -86,6 +89,8 @@ def alarm(timeout_s: float | None) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 1e-3))
 
 
 def run_local(spec: RunSpec, model: Transformer | None = None, threads: int | None = 1,
