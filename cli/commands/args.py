@@ -14,7 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from stallfree.spec import MAX_INT, RULE_IDS, Arrival, Workload
-from stallfree.spec.loader import load_target
+
+# FactoryError and guarded live in the loader (every layer builds schedulers); named here for the commands.
+from stallfree.spec.loader import FactoryError, guarded, load_target
+
+__all__ = ["FactoryError", "guarded"]
 
 STDOUT = Path("-")  # --json -: write the JSON to stdout
 MAX_DIGITS = 30  # an int argument longer than this is not a count: refused before int() reads it
@@ -102,22 +106,6 @@ def load_scheduler(target: str, flag: str = "--scheduler") -> Callable[..., Any]
     return load_target(target, flag)
 
 
-class FactoryError(Exception):
-    """The scheduler's factory failed when called with the config: a bad --scheduler, not a broken rule."""
-
-
-def guarded(factory: Callable[..., Any], target: str, flag: str = "--scheduler") -> Callable[..., Any]:
-    """`factory`, its failure to build a scheduler turned into a FactoryError naming the flag and value
-    (it is called later, inside the run, with token_budget=, max_seqs=, kv_tokens=)."""
-
-    def make(**config: int) -> Any:
-        try:
-            return factory(**config)
-        except Exception as error:  # whatever a wrong factory raises, the argument is what is wrong
-            raise FactoryError(f"{flag} {target!r}: calling it with token_budget=, max_seqs=, kv_tokens= "
-                               f"raised {type(error).__name__}: {error}") from None
-
-    return make
 
 
 def read_workload(path: Path, flag: str = "--workload") -> Workload:
