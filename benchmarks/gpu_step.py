@@ -54,7 +54,7 @@ def floor_seconds(cfg: Any, shape: Any, tp: int, dtype: str, figures: tuple[floa
 
     matmul, bf16, bandwidth = figures
     layers = Model(cfg.name, cfg.layer_params * cfg.num_layers, cfg.num_layers, cfg.hidden, cfg.num_heads,
-                   cfg.num_kv_heads, cfg.head_dim, "the executor's shape")
+                   cfg.num_kv_heads, cfg.head_dim, cfg.ffn, cfg.vocab, "the executor's shape")
     device = Gpu("this GPU", {dtype: matmul, "bf16": bf16}, bandwidth, 0, "preset or --peak-tflops/--tbps")
     layer_load = Roofline(Deployment(layers, device, tp, dtype, "bf16"), "full").step_seconds(shape.load())
     emit_rows = shape.num_decodes + (1 if shape.chunk else 0)
