@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from stallfree.spec import RULE_IDS, RuleViolation, Workload, play
+from stallfree.spec.verdict import CRASH  # not a rule: the scheduler raised instead of answering
 from stallfree.testing.generate import Ranges, random_workload
 
 from .base import AnswerError
@@ -22,7 +23,6 @@ FACTORY = "Scheduler"
 NUM_RANDOM = 150
 SEED = 19
 RANGES = Ranges(max_budget=16, max_seqs=4, max_prompt=24, max_new=6, max_requests=8, max_gap=3)
-CRASH = "CRASH"  # not a rule: the scheduler raised instead of answering
 
 
 def workloads() -> list[Workload]:

@@ -25,10 +25,10 @@ from stallfree.spec import (
     play,
 )
 from stallfree.spec.facts import apply, observe, observe_emitted
+from stallfree.spec.verdict import CRASH  # not a rule: the scheduler raised instead of answering
 
 from .waiting import reasons
 
-CRASH = "CRASH"  # not a rule: the scheduler raised instead of answering (recorded as the run's violation)
 DECODE, CHUNK, ADMISSION = "decode", "chunk", "admission"
 KINDS = (DECODE, CHUNK, ADMISSION)  # the order a step spends its budget in, under the contract
 WAITING, PARTIAL, READY, FINISHED = "waiting", "partial", "ready", "finished"
