@@ -58,6 +58,16 @@ EXAMPLES = {"hand": HAND_TRACE}
 
 
 DEFAULTS = {"budget": 8, "max_seqs": 4, "kv": 256}  # of a workload given as --request flags
+MAX_STEPS = 1_000_000  # a step table longer than this is for `campaign` or `check-trace`, not for reading
+
+
+def steps_needed(workload: Workload) -> int:
+    """The work bound (rule PROGRESS) over the requests the contract accepts: no run of a scheduler
+    that keeps PROGRESS takes more steps, and the run is stopped there if PROGRESS is not checked."""
+    cfg = workload.config
+    fits = [a for a in workload.requests if type(a.prompt_len) is int and type(a.max_new) is int
+            and a.prompt_len >= 1 and a.max_new >= 1 and a.prompt_len + a.max_new <= cfg.kv_tokens]
+    return max((a.arrival_step for a in workload.requests), default=0) + sum(a.prompt_len + a.max_new for a in fits)
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -98,6 +108,10 @@ def workload_from(args: argparse.Namespace) -> Workload:
 def run(args: argparse.Namespace) -> int:
     try:
         workload = workload_from(args)
+        if steps_needed(workload) > MAX_STEPS:
+            source = f"--workload {str(args.workload)!r}" if args.workload else "--request"
+            raise InvalidField(f"{source}: its requests may take up to {steps_needed(workload):,} steps; "
+                               f"trace runs at most {MAX_STEPS:,} (check more with stallfree campaign or check-trace)")
         factory = guarded(load_scheduler(args.scheduler), args.scheduler)
         if args.jsonl:
             check_output_file("--jsonl", args.jsonl)
