@@ -5,8 +5,8 @@ replays the broken rule; results do not depend on the number of jobs."""
 from __future__ import annotations
 
 import json
-import sys
 import re
+import sys
 
 import pytest
 
