@@ -68,19 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return exits.CRASHED
     except Exception as error:  # a bug, in stallfree or in what it ran: one line, its own status
-        where = _where(error)
-        print(f"stallfree {args.command}: internal error: {type(error).__name__}: {error} ({where})", file=sys.stderr)
+        from stallfree.spec.campaign import where_raised
+
+        print(f"stallfree {args.command}: internal error: {type(error).__name__}: {str(error)[:300]} "
+              f"(raised at {where_raised(error)})", file=sys.stderr)
         return exits.CRASHED
-
-
-def _where(error: BaseException) -> str:
-    import traceback
-
-    frames = traceback.extract_tb(error.__traceback__)
-    if not frames:
-        return "raised at an unknown place"
-    last = frames[-1]
-    return f"raised at {last.filename}:{last.lineno} in {last.name}"
 
 
 if __name__ == "__main__":
