@@ -6,11 +6,12 @@ machine, needs hypothesis (the `dev` or `conform` extra).
 """
 
 from .errors import FieldTypeError, InvalidField, ProtocolError, RuleViolation
-from .facts import PROTOCOL, StepFacts
+from .facts import StepFacts
 from .monitor import Monitor, refusal
 from .rules import BY_ID, RULE_IDS, RULES, Rule, select
 from .shadow import Shadow, Track
 from .types import MAX_INT, Config, Entry, Plan, Request, admissible, check_int
+from .verdict import PROTOCOL
 from .workload import Arrival, RunStats, Workload, play, work_bound
 
 __all__ = [
