@@ -274,6 +274,16 @@ def test_a_scheduler_that_calls_sys_exit_is_a_crash(argv: list[str], capsys: pyt
     assert "sys.exit(0)" in ran.err
 
 
+@pytest.mark.parametrize("argv", [
+    ["trace", "--example", "hand"],
+    ["prove", "--methods", "model", "--bound", "2,2,6,2,2,2"],
+    ["simulate", "--trace", "code", "--limit", "5", "--quiet"],
+])
+def test_a_scheduler_that_calls_os_exit_0_does_not_end_stallfree_with_0(argv: list[str]) -> None:
+    ran = spawn([*argv, "--scheduler", f"{HOSTILE}:ExitsInSchedule"])  # a child: if it got through, it ends
+    assert_refused(ran, "os._exit(0)", status=3)
+
+
 def test_a_factory_that_raises_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     ran = call(["trace", "--example", "hand", "--scheduler", f"{HOSTILE}:factory_raises"], capsys)
     assert_refused(ran, "--scheduler", f"{HOSTILE}:factory_raises", "no scheduler today")
