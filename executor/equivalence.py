@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
+from stallfree.spec.verdict import Verdict
+
 from .group import Group
 from .job import JobResult
 from .model import Transformer
@@ -55,7 +57,7 @@ class Equivalence:
         return not self.mismatches and self.max_logit_diff <= self.logit_tol
 
     def summary(self) -> str:
-        verdict = "holds" if self.ok else "BROKEN"
+        verdict = (Verdict.HOLDS if self.ok else Verdict.BROKEN).label
         text = (
             f"EQUIVALENCE      {verdict}: {self.num_equal}/{self.num_tokens} tokens of {self.num_requests} "
             f"requests equal the unbatched one-rank run; max |logit diff| {self.max_logit_diff:.2e} "

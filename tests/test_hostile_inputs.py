@@ -415,3 +415,17 @@ def test_bad_plugin_options_are_one_usage_error(options: list[str], named: str, 
     assert ran.status == 4, ran.out[-2000:]  # pytest's usage error, once
     assert ran.err.count("ERROR:") == 1 and named in ran.err
     assert "Traceback" not in ran.out + ran.err
+
+
+def test_the_fuzzer_runs_clean_on_a_few_inputs(capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/fuzz_inputs.py, a few inputs per reader (its full run is the benchmark)."""
+    import importlib.util
+
+    path = Path(__file__).parents[1] / "benchmarks" / "fuzz_inputs.py"
+    spec = importlib.util.spec_from_file_location("fuzz_inputs", path)
+    assert spec is not None and spec.loader is not None
+    fuzz = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fuzz)
+    assert fuzz.main_(["--inputs", "40", "--seed", "7"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("crashes        0") == 2 and out.count("hangs          0") == 2
