@@ -134,3 +134,13 @@ def test_campaign_names_the_rules_it_checked(capsys: pytest.CaptureFixture[str])
 def test_every_verdict_short_of_holds_is_met() -> None:
     met = {verdict for *_, verdict, _ in CASES} | {Verdict.NOT_REFUTED, Verdict.UNKNOWN}  # the prove case above
     assert met == set(Verdict) - {Verdict.HOLDS, Verdict.BROKEN}
+
+
+def test_an_empty_selection_is_refused_in_the_python_api_too() -> None:
+    from stallfree.conformance import conformance_tests
+    from stallfree.conformance.kit import conform
+
+    with pytest.raises(ValueError, match="no rule given"):
+        conform("stallfree.reference:Scheduler", rules=[])
+    with pytest.raises(ValueError, match="no rule given"):
+        conformance_tests("stallfree.reference:Scheduler", rules=[])
