@@ -92,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
 def execute(spec: RunSpec, job: Job, args: argparse.Namespace) -> int:
     from stallfree.executor.equivalence import compare
     from stallfree.executor.launch import RankFailure, launch
-    from stallfree.executor.report import as_json, request_table, step_table, verdicts
+    from stallfree.executor.report import as_json, judgements, request_table, step_table, verdicts
+    from stallfree.spec.verdict import as_json as verdicts_json
 
     cfg = job.workload.config
     model = spec.model_config()
@@ -122,7 +123,11 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace) -> int:
         equivalence = compare(spec, result)
         print(equivalence.summary())
     try:
-        write_json(args, as_json(result, equivalence))
+        sections, unlisted = judgements(result, job.monitor_rules)
+        data = as_json(result, equivalence)
+        data["rules"] = {where: verdicts_json(judged) for where, judged in sections.items()}
+        data["rules"]["unlisted"] = verdicts_json(unlisted)
+        write_json(args, data)
     except ValueError as error:  # checked before the run, yet the write failed
         print(f"stallfree run: {error}", file=sys.stderr)
         return exits.USAGE
