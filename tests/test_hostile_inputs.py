@@ -176,6 +176,28 @@ def test_ctrl_c_during_the_z3_phase_of_prove_stops_it() -> None:
     assert "ran out of time" not in out
 
 
+def test_ctrl_c_to_a_campaign_stops_it_and_its_workers() -> None:
+    import os
+
+    def as_from_a_terminal() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.setpgrp()  # its own process group, as a shell gives a job: Ctrl-C reaches the workers too
+
+    proc = subprocess.Popen([sys.executable, "-m", "stallfree", "campaign", "--sims", "3000", "--jobs", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(),
+                            preexec_fn=as_from_a_terminal)
+    time.sleep(3.0)
+    sent = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert time.monotonic() - sent < 10
+    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "stallfree campaign: interrupted", err
+    assert "Traceback" not in err and "no rule broken" not in out
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):  # no worker left behind in its group
+        os.killpg(proc.pid, 0)
+
+
 # -- tracebacks where a one-line error is promised ---------------------------------------------------------
 
 DEEP = "[" * 1000 + "]" * 1000
