@@ -232,6 +232,35 @@ def test_json_nested_1000_deep_in_a_trace_is_one_line(
     assert_refused(call(["check-trace", str(path)], capsys), str(path), "line", "nested too deeply")
 
 
+HEADER = '{"stallfree_trace": 1, "config": {"token_budget": 8, "max_seqs": 4, "kv_tokens": 64}}\n'
+HOSTILE_FILES = {
+    "empty": b"",
+    "binary": b"\xff\xfe\x00\x01" * 64,
+    "bom": b"\xef\xbb\xbf" + HEADER.encode(),
+    "a bare list": b"[]",
+    "null": b"null",
+    "5000 digits": b"1" * 5000,
+    "a NUL byte": HEADER.encode() + b'{"step": 0,\x00 "plan": []}\n',
+}
+
+
+@pytest.mark.parametrize("name", [*HOSTILE_FILES, "a directory", "/dev/zero"])
+@pytest.mark.parametrize("argv", [["check-trace"], ["trace", "--workload"]])
+def test_a_hostile_file_is_one_line_naming_it(
+    argv: list[str], name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if name == "a directory":
+        path = tmp_path
+    elif name == "/dev/zero":
+        path = Path("/dev/zero")
+    else:
+        path = tmp_path / "hostile"
+        path.write_bytes(HOSTILE_FILES[name])
+    ran = call([*argv, str(path)], capsys)
+    assert_refused(ran, str(path), bound=10)
+    assert "holds" not in ran.out
+
+
 def test_conform_with_a_budget_of_2_to_the_63_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     ran = call(["conform", "stallfree.reference:Scheduler", "--budget", "9223372036854775808"], capsys)
     assert_refused(ran, "--budget", "9223372036854775808")

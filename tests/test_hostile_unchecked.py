@@ -54,6 +54,13 @@ def over_budget(tmp: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     return path
 
 
+def no_step(tmp: Path) -> Path:
+    path = tmp / "empty.jsonl"
+    path.write_text('{"stallfree_trace": 1, "config": {"token_budget": 8, "max_seqs": 4, "kv_tokens": 64}}\n'
+                    '{"end": true}\n')
+    return path
+
+
 Case = tuple[str, Callable[[Path, pytest.CaptureFixture[str]], list[str]], str, Verdict, str]
 
 CASES: list[Case] = [
@@ -77,6 +84,8 @@ CASES: list[Case] = [
      "BUDGET", Verdict.NOT_JUDGED, "where PROTOCOL stopped the reading"),
     ("check-trace: another rule broke first", lambda t, c: ["check-trace", str(over_budget(t, c))],
      "FCFS", Verdict.NOT_JUDGED, "where BUDGET broke; read again without it, give --all"),
+    ("check-trace: no step in the trace", lambda t, c: ["check-trace", str(no_step(t))],
+     "BUDGET", Verdict.NOT_JUDGED, r"\(the trace has no step\)"),
     ("conform: left out of --rules", lambda t, c: ["conform", "stallfree.reference:Scheduler", "--quiet",
                                                    "--rules", "BUDGET", "--examples", "1", "--budget", "4",
                                                    "--max-seqs", "2", "--kv", "32"],

@@ -18,6 +18,7 @@ from stallfree.spec import MAX_INT, RULE_IDS, Arrival, Workload
 
 TARGET_FORM = "expected MODULE:FACTORY, e.g. stallfree.reference:Scheduler"
 STDOUT = Path("-")  # --json -: write the JSON to stdout
+MAX_WORKLOAD_BYTES = 64 << 20  # a workload is a test: far fewer requests than this holds
 MAX_DIGITS = 30  # an int argument longer than this is not a count: refused before int() reads it
 
 
@@ -156,9 +157,16 @@ def _reason(error: Exception) -> str:
 def read_workload(path: Path, flag: str = "--workload") -> Workload:
     """A JSON workload file; unreadable or malformed, a ValueError naming the flag and the path."""
     try:
-        return Workload.loads(path.read_text())
+        with path.open("rb") as stream:
+            data = stream.read(MAX_WORKLOAD_BYTES + 1)  # /dev/zero or an endless pipe: cut, not read forever
     except OSError as error:
         raise path_error(flag, path, error) from None
+    if len(data) > MAX_WORKLOAD_BYTES:
+        raise _named(flag, path, f"longer than {MAX_WORKLOAD_BYTES:,} bytes: not a workload")
+    try:
+        return Workload.loads(data.decode())
+    except UnicodeDecodeError as error:
+        raise _named(flag, path, f"not UTF-8 text: {error}") from None
     except (ValueError, TypeError, KeyError, AttributeError) as error:  # malformed JSON or fields
         raise _named(flag, path, str(error)) from None
     except RecursionError:  # JSON nested deeper than the parser goes

@@ -115,6 +115,8 @@ def judge(checked: tuple[str, ...], verdicts: list[Any]) -> list[Judgement]:
             judged.append(Judgement(rule, Verdict.NOT_JUDGED, f"(held until step {last.violation.step}, where "
                                     f"{last.violation.rule} broke; read again without it, give --all)",
                                     (("until_step", last.violation.step),)))
+        elif last.steps == 0:  # a rule judged on no step has shown nothing
+            judged.append(Judgement(rule, Verdict.NOT_JUDGED, "(the trace has no step)", (("steps", 0),)))
         else:
             judged.append(Judgement(rule, Verdict.HOLDS, f"({last.steps} steps)", (("steps", last.steps),)))
     return judged
