@@ -6,7 +6,7 @@ boundary values, keys misspelt, values replaced by other JSON types, deep nestin
 
 Reports the exit statuses, the crashes (status 3, an exception out of main, or a traceback printed),
 the hangs (an input not judged within --hang-seconds), and time per input. A refusal (status 2) must
-print no verdict. Exits 1 if there was any crash or hang.
+print no verdict, and no rule may hold over no step. Exits 1 if any of these happened.
 
     python benchmarks/fuzz_inputs.py [--inputs N] [--seed S] [--hang-seconds T] [--save DIR]
 """
@@ -39,6 +39,7 @@ KEYS = ("step", "plan", "emitted", "finished", "add", "refuse", "end", "config",
         "kv_tokens", "requests", "rid", "prompt_len", "max_new", "arrival_step", "stallfree_trace")
 NUMBER = re.compile(rb"-?\d+(\.\d+)?([eE][-+]?\d+)?")
 VERDICT = re.compile(r"^\S+\s+(holds|BROKEN|not judged|not checked)\b", re.M)
+HOLDS_ON_NOTHING = re.compile(r"^\S+\s+holds \(0 steps\)", re.M)
 
 
 class Hang(Exception):
@@ -179,6 +180,8 @@ def judge(argv: list[str], hang_seconds: float) -> tuple[str, str, float, str]:
         kind = "hang"
     elif outcome == "2" and VERDICT.search(out.getvalue()):
         kind = "verdict on a refused input"
+    elif HOLDS_ON_NOTHING.search(out.getvalue()):
+        kind = "holds on no step"
     else:
         kind = "ok"
     return kind, outcome, seconds, printed
@@ -235,6 +238,7 @@ def main_(argv: list[str] | None = None) -> int:
             print(f"  crashes        {kinds['crash']}")
             print(f"  hangs          {kinds['hang']} (none judged in under {args.hang_seconds:g} s)")
             print(f"  verdicts printed on a refused input  {kinds['verdict on a refused input']}")
+            print(f"  holds over no step  {kinds['holds on no step']}")
             print(f"  seconds per input: median {statistics.median(times) * 1e3:.2f} ms, max {max(times):.2f} s")
     return 1 if worst else 0
 

@@ -129,6 +129,7 @@ def summarise(name: str, judged: list[Judgement], verdicts: list[Any]) -> dict[s
     steps = sum(v.steps for v in verdicts)
     return {
         "trace": name, "ok": not any_broken(judged),
+        "not_judged": [j.claim for j in judged if j.verdict is Verdict.NOT_JUDGED],
         "config": {"token_budget": cfg.token_budget, "max_seqs": cfg.max_seqs, "kv_tokens": cfg.kv_tokens},
         "steps": max(v.steps for v in verdicts), "lines": max(v.lines for v in verdicts), "ended": verdicts[-1].ended,
         "seconds": round(seconds, 3), "steps_per_second": round(steps / seconds) if seconds else None,
