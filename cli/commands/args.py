@@ -39,6 +39,11 @@ def positive_int(text: str) -> int:
     return _int_at_least(text, 1, "a positive int <= 2**63-1")
 
 
+def non_negative_int(text: str) -> int:
+    """An int from 0 to 2**63-1: counts that may be none."""
+    return _int_at_least(text, 0, "an int from 0 to 2**63-1")
+
+
 def bounded_int(maximum: int) -> Callable[[str], int]:
     """An int from 1 to `maximum`: for counts that cost a process or a line each."""
 
@@ -70,7 +75,7 @@ def seconds(text: str) -> float:
 
 def seed(text: str) -> int:
     """A seed: an int >= 0 (generators take any, but one spelling per run keeps runs reproducible)."""
-    return _int_at_least(text, 0, "an int from 0 to 2**63-1")
+    return non_negative_int(text)
 
 
 def request_spec(text: str) -> Arrival:
