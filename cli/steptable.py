@@ -36,18 +36,20 @@ def row(facts: StepFacts, budget: int, free_kv: int) -> str:
 
 
 def verdicts(
-    checked: Iterable[str], steps: int, violation: RuleViolation | None, adds: int = 0, crash: str | None = None,
+    checked: Iterable[str], steps: int, violation: RuleViolation | None, adds: int = 0,
+    crash: str | None = None, stopped_by: str = CRASH,
 ) -> list[Judgement]:
     """One verdict per rule: holds (over the steps run), BROKEN (with the facts), not checked, or not
     judged: the run stopped first (a rule broke, the scheduler crashed), or no step ran (every request
     refused), and a rule judged on no step has shown nothing. NEVER-FIT judges add() calls too, so it
-    holds over the `adds` calls judged even then. `crash`: what the scheduler raised, which stopped the run."""
+    holds over the `adds` calls judged even then. `crash`: what stopped the run where no rule judged it
+(what the scheduler raised, or that it did not return), reported under `stopped_by` (CRASH, TIMEOUT)."""
     checked = set(checked)
     stopped = None
     if violation is not None:
         stopped = f"(held until step {violation.step}, where {violation.rule} broke; nothing judged after)"
     elif crash is not None:
-        stopped = f"(held until step {steps}, where the scheduler crashed; nothing judged after)"
+        stopped = f"(held until step {steps}, where {stopped_by} stopped the run; nothing judged after)"
     judged = []
     for rule in RULES:
         if violation is not None and rule.id == violation.rule:
@@ -67,5 +69,5 @@ def verdicts(
         judged.append(Judgement(violation.rule, Verdict.BROKEN, f"at step {violation.step}: {violation.message}",
                                 (("step", violation.step),)))
     if crash is not None:
-        judged.append(Judgement(CRASH, Verdict.BROKEN, f"at step {steps}: {crash}", (("step", steps),)))
+        judged.append(Judgement(stopped_by, Verdict.BROKEN, f"at step {steps}: {crash}", (("step", steps),)))
     return judged

@@ -340,6 +340,13 @@ def test_a_factory_that_raises_is_a_usage_error(capsys: pytest.CaptureFixture[st
     assert_refused(ran, "--scheduler", f"{HOSTILE}:factory_raises", "no scheduler today")
 
 
+def test_trace_of_a_scheduler_that_hangs_is_a_timeout(capsys: pytest.CaptureFixture[str]) -> None:
+    ran = call(["trace", "--example", "hand", "--timeout", "1", "--scheduler", f"{HOSTILE}:HangsInSchedule"], capsys)
+    assert_refused(ran, f"{HOSTILE}:HangsInSchedule", "did not answer", "within 1 s", status=3, bound=15)
+    assert re.search(r"^TIMEOUT\s+BROKEN at step 0", ran.out, re.M)
+    assert re.search(r"^BUDGET\s+not judged \(held until step 0, where TIMEOUT stopped the run", ran.out, re.M)
+
+
 def test_a_scheduler_that_hangs_under_conform_is_a_timeout(capsys: pytest.CaptureFixture[str]) -> None:
     ran = call(["conform", f"{HOSTILE}:HangsInSchedule", "--quiet", "--timeout", "0.5", "--examples", "1",
                 "--budget", "4", "--max-seqs", "2", "--kv", "32"], capsys)

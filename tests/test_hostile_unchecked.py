@@ -70,7 +70,7 @@ CASES: list[Case] = [
      "FCFS", Verdict.NOT_JUDGED, r"held until step \d+, where BUDGET broke"),
     ("trace: the scheduler crashed", lambda t, c: ["trace", "--example", "hand", "--scheduler",
                                                    f"{HOSTILE}:RaisesInComplete"],
-     "BUDGET", Verdict.NOT_JUDGED, "where the scheduler crashed"),
+     "BUDGET", Verdict.NOT_JUDGED, "where CRASH stopped the run"),
     ("trace: a protocol error", lambda t, c: ["trace", "--example", "hand", "--scheduler", f"{HOSTILE}:GarbagePlan"],
      "BUDGET", Verdict.NOT_JUDGED, "where PROTOCOL broke"),
     ("trace: no step ran", lambda t, c: ["trace", "--kv", "10", "--request", "1:9:9"],

@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -27,7 +29,7 @@ from stallfree.spec import (
     play,
     refusal,
 )
-from stallfree.spec.verdict import as_json, lines
+from stallfree.spec.verdict import CRASH, TIMEOUT, as_json, lines
 
 from .. import exits
 from ..steptable import HEADER, row, verdicts
@@ -43,6 +45,7 @@ from .args import (
     read_workload,
     request_spec,
     rule_list,
+    seconds,
     write_json,
 )
 
@@ -58,6 +61,7 @@ EXAMPLES = {"hand": HAND_TRACE}
 
 
 DEFAULTS = {"budget": 8, "max_seqs": 4, "kv": 256}  # of a workload given as --request flags
+DEFAULT_TIMEOUT = 60.0  # seconds for one step of the scheduler: the reference takes microseconds
 MAX_STEPS = 1_000_000  # a step table longer than this is for `campaign` or `check-trace`, not for reading
 
 
@@ -85,6 +89,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
     p.add_argument("--jsonl", type=Path, metavar="FILE",
                    help="also write the run as a JSON Lines trace, the format `stallfree check-trace` reads")
+    p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"a step or add of the scheduler taking longer is a TIMEOUT (default {DEFAULT_TIMEOUT:g})")
     add_output_arguments(p, "the verdicts")
 
 
@@ -173,6 +179,7 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
     notes: list[str] = []
 
     def on_add(a: Arrival, accepted: bool) -> None:
+        watchdog.rearm()
         idle.flush()
         if writer is not None:
             writer.offered(a.rid, a.prompt_len, a.max_new, accepted)
@@ -185,6 +192,7 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
     done = [0]  # steps judged, when play() does not return to say so
 
     def on_step(monitor: Monitor, facts: StepFacts) -> None:
+        watchdog.rearm()
         done[0] = facts.step + 1
         if not notes:
             notes.append(free_kv_note(monitor.scheduler))
@@ -197,9 +205,12 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
             writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished])
 
     violation = crash = None
+    stopped_by = CRASH
     stats = None
+    watchdog = Watchdog(args.timeout)
     try:
-        stats = play(workload, factory, args.rules, on_step=on_step, on_add=on_add)
+        with watchdog:
+            stats = play(workload, factory, args.rules, on_step=on_step, on_add=on_add)
         # A run stopped by a broken rule, or still pending at the work bound, has no end line: it did
         # not end (as record_trace writes it).
         if writer is not None and "stopped_at_bound" not in stats.extra:
@@ -209,12 +220,14 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
     except FactoryError as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
         return exits.USAGE
+    except Hung as error:
+        crash, stopped_by = str(error), TIMEOUT
     except Exception as error:  # the scheduler raised: no rule judged it, and the run cannot go on
         crash = f"{type(error).__name__}: {error}"[:300]
     idle.flush()
     steps = stats.steps if stats else done[0]
     adds = stats.accepted + stats.refused if stats else 0
-    judged = verdicts(args.rules or RULE_IDS, steps, violation, adds, crash)
+    judged = verdicts(args.rules or RULE_IDS, steps, violation, adds, crash, stopped_by)
     print()
     for line in lines(judged):
         print(line)
@@ -226,7 +239,8 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
     write_json(args, {"scheduler": args.scheduler, "config": workload.to_json()["config"],
                       "rules": as_json(judged)})
     if crash is not None:
-        print(f"stallfree trace: {args.scheduler} raised: {crash}", file=sys.stderr)
+        said = "did not answer" if stopped_by == TIMEOUT else "raised"
+        print(f"stallfree trace: {args.scheduler} {said}: {crash}", file=sys.stderr)
         return exits.CRASHED
     return exits.BROKEN if violation else exits.HOLDS
 
@@ -238,6 +252,39 @@ def free_kv_note(scheduler: object) -> str:
     if free_kv is None or type(free_kv) is int:
         return ""
     return f"the scheduler's free_kv is {type(free_kv).__name__} {free_kv!r:.40}, not an int: not compared"
+
+
+class Hung(Exception):
+    """No step (or add) of the scheduler finished within the timeout."""
+
+
+class Watchdog:
+    """SIGALRM after `seconds` without a step or an add: a scheduler stuck in Python code (a loop, a
+    sleep) is stopped there and reported as TIMEOUT, not waited for. Rearmed by each step and add."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.previous: Any = None
+        self.started = 0.0
+        self.outer = 0.0
+
+    def _fire(self, *_: object) -> None:
+        raise Hung(f"no step finished within {self.seconds:g} s (--timeout)")
+
+    def rearm(self) -> None:
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def __enter__(self) -> Watchdog:
+        self.previous = signal.signal(signal.SIGALRM, self._fire)
+        self.started = time.monotonic()
+        self.outer = signal.setitimer(signal.ITIMER_REAL, self.seconds)[0]  # a caller's own alarm, if any
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self.previous)
+        if self.outer:  # give the caller's alarm back, less the time spent here
+            signal.setitimer(signal.ITIMER_REAL, max(self.outer - (time.monotonic() - self.started), 0.001))
 
 
 class IdleSteps:
