@@ -12,8 +12,9 @@ import argparse
 import contextlib
 import importlib
 import io
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from . import __version__, exits
 from .commands.args import STDOUT
@@ -56,8 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # --json -: the JSON is all that goes to stdout; the report for people is dropped.
     args.stdout = sys.stdout
     quiet = contextlib.redirect_stdout(io.StringIO()) if getattr(args, "json", None) == STDOUT else None
+    guard = no_exit() if args.command in IN_PROCESS else contextlib.nullcontext()
     try:
-        with quiet or contextlib.nullcontext():
+        with quiet or contextlib.nullcontext(), guard:
             return int(args.run(args))
     except KeyboardInterrupt:
         print(f"stallfree {args.command}: interrupted", file=sys.stderr)
@@ -65,23 +67,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return exits.HOLDS
     except SystemExit as error:  # commands return their status: this came from the code they ran
-        print(f"stallfree {args.command}: the checked code called sys.exit({error.code!r}) before a verdict",
-              file=sys.stderr)
+        call = error.call if isinstance(error, ProcessExit) else f"sys.exit({error.code!r})"
+        print(f"stallfree {args.command}: the checked code called {call} before a verdict", file=sys.stderr)
         return exits.CRASHED
     except Exception as error:  # a bug, in stallfree or in what it ran: one line, its own status
-        where = _where(error)
-        print(f"stallfree {args.command}: internal error: {type(error).__name__}: {error} ({where})", file=sys.stderr)
+        from stallfree.testing.campaign import where_raised
+
+        print(f"stallfree {args.command}: internal error: {type(error).__name__}: {str(error)[:300]} "
+              f"(raised at {where_raised(error)})", file=sys.stderr)
         return exits.CRASHED
 
 
-def _where(error: BaseException) -> str:
-    import traceback
+# Commands that run the checked scheduler in this process, and start no process that must end with
+# os._exit (the campaign's and the executor's forked workers do; conform's worker is a fresh interpreter).
+IN_PROCESS = {"trace", "simulate", "prove", "check-trace", "budget"}
 
-    frames = traceback.extract_tb(error.__traceback__)
-    if not frames:
-        return "raised at an unknown place"
-    last = frames[-1]
-    return f"raised at {last.filename}:{last.lineno} in {last.name}"
+
+class ProcessExit(SystemExit):
+    """The checked code called os._exit: it may not end stallfree with a status that reads as a verdict."""
+
+    def __init__(self, code: object) -> None:
+        super().__init__(code)
+        self.call = f"os._exit({code!r})"
+
+
+@contextlib.contextmanager
+def no_exit() -> Iterator[None]:
+    real = os._exit
+
+    def refused(code: int) -> None:
+        raise ProcessExit(code)
+
+    os._exit = refused  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os._exit = real
 
 
 if __name__ == "__main__":

@@ -73,14 +73,15 @@ def broken_line(violation: RuleViolation) -> str:
 
 def verdicts(
     checked: Iterable[str], steps: int, violation: RuleViolation | None, adds: int = 0,
-    broken_before: Sequence[RuleViolation] = (), crash: str | None = None,
+    broken_before: Sequence[RuleViolation] = (), crash: str | None = None, stopped_by: str = CRASH,
 ) -> list[Judgement]:
     """One verdict per rule: holds (over the steps run), BROKEN (with the facts), not checked, or not
     judged: the run stopped first (a rule broke, the scheduler crashed), or no step ran (every request
     refused), and a rule judged on no step has shown nothing. NEVER-FIT judges add() calls too, so it
     holds over the `adds` calls judged even then. `broken_before` are rules found broken in earlier runs
-    of the same workload, left unchecked in this one to keep going. A scheduler that raised is the
-    violation CRASH, or `crash` (what it raised, which stopped the run after `steps` steps)."""
+    of the same workload, left unchecked in this one to keep going. `crash`: what stopped the run where
+    no rule judged it (what the scheduler raised, or that it did not return), reported under
+    `stopped_by` (CRASH, TIMEOUT); a recorded violation CRASH is the same."""
     checked = set(checked)
     crash_step = steps
     if violation is not None and violation.rule == CRASH:
@@ -90,7 +91,7 @@ def verdicts(
     if violation is not None:
         stopped = f"(held until step {violation.step}, where {violation.rule} broke; nothing judged after)"
     elif crash is not None:
-        stopped = f"(held until step {crash_step}, where the scheduler crashed; nothing judged after)"
+        stopped = f"(held until step {crash_step}, where {stopped_by} stopped the run; nothing judged after)"
     judged = []
     for rule in RULES:
         broke = earlier.get(rule.id) or (violation if violation is not None and rule.id == violation.rule else None)
@@ -112,5 +113,5 @@ def verdicts(
         if v.rule not in known:
             judged.append(Judgement(v.rule, Verdict.BROKEN, f"at step {v.step}: {v.message}", (("step", v.step),)))
     if crash is not None:
-        judged.append(Judgement(CRASH, Verdict.BROKEN, f"at step {crash_step}: {crash}", (("step", crash_step),)))
+        judged.append(Judgement(stopped_by, Verdict.BROKEN, f"at step {crash_step}: {crash}", (("step", crash_step),)))
     return judged

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
+from stallfree.spec.verdict import Verdict
+
 from .group import Group
 from .job import JobResult
 from .model import Transformer
@@ -62,7 +64,7 @@ class Exactness:
     def summary(self) -> str:
         if self.ok is None:
             return "EXACTNESS        not judged: no request emitted a token"
-        verdict = "holds" if self.ok else "BROKEN"
+        verdict = (Verdict.HOLDS if self.ok else Verdict.BROKEN).label
         text = (
             f"EXACTNESS        {verdict}: {self.num_equal}/{self.num_tokens} tokens of {self.num_requests} "
             f"requests equal the unbatched one-rank fp32 run; max |logit diff| {self.max_logit_diff:.2e} "

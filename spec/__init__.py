@@ -26,12 +26,13 @@ The map, in the order of a TLA+ specification:
 
 from . import invariants
 from .errors import FieldTypeError, InvalidField, ProtocolError, RuleViolation
-from .facts import PROTOCOL, StepFacts
+from .facts import StepFacts
 from .monitor import Monitor, refusal
 from .play import Player, RunStats, play, work_bound
 from .rules import BY_ID, RULE_IDS, RULES, Kind, Rule, of_kind, select
 from .shadow import Shadow, Track
 from .types import MAX_INT, Config, Entry, Plan, Request, admissible, check_int
+from .verdict import PROTOCOL
 from .workload import Arrival, Workload
 
 __all__ = [

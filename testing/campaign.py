@@ -115,7 +115,7 @@ def run_batch(campaign: Campaign, first: int, last: int) -> Tally:
             tally.violation = Violation(sim, error.rule, error.step, error.message, workload.dumps())
             break
         except Exception as error:  # something raised instead of answering: stop there, with the workload
-            message = f"{type(error).__name__}: {error} (raised at {_where(error)})"
+            message = f"{type(error).__name__}: {error} (raised at {where_raised(error)})"
             tally.violation = Violation(sim, CRASHED, None, message, workload.dumps())
             break
         tally.sims += 1
@@ -129,7 +129,7 @@ def run_batch(campaign: Campaign, first: int, last: int) -> Tally:
     return tally
 
 
-def _where(error: BaseException) -> str:
+def where_raised(error: BaseException) -> str:
     """File, line and function where `error` was raised: the scheduler's code, or else the core's."""
     frames = traceback.extract_tb(error.__traceback__)
     if not frames:

@@ -48,6 +48,7 @@ CASES = [
     *bad("trace", "--workload", "/nonexistent.json"),
     *bad("trace", "--jsonl", MISSING),
     *bad("trace", "--json", MISSING),
+    *bad("trace", "--timeout", "0", "-1", "nan", "inf", "x", "1e9"),
     *bad("check-trace", "--rules", *RULES),
     *bad("check-trace", "--profile", "bogus"),
     *bad("check-trace", "--json", MISSING),
@@ -111,7 +112,7 @@ def trace_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_there_are_enough_cases() -> None:
-    assert len(CASES) >= 150
+    assert len(CASES) >= 180
     assert {command for command, _, _ in CASES} == set(BASES)
 
 

@@ -176,6 +176,28 @@ def test_ctrl_c_during_the_z3_phase_of_prove_stops_it() -> None:
     assert "ran out of time" not in out
 
 
+def test_ctrl_c_to_a_campaign_stops_it_and_its_workers() -> None:
+    import os
+
+    def as_from_a_terminal() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.setpgrp()  # its own process group, as a shell gives a job: Ctrl-C reaches the workers too
+
+    proc = subprocess.Popen([sys.executable, "-m", "stallfree", "campaign", "--sims", "3000", "--jobs", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(),
+                            preexec_fn=as_from_a_terminal)
+    time.sleep(3.0)
+    sent = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert time.monotonic() - sent < 10
+    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "stallfree campaign: interrupted", err
+    assert "Traceback" not in err and "no rule broken" not in out
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):  # no worker left behind in its group
+        os.killpg(proc.pid, 0)
+
+
 # -- tracebacks where a one-line error is promised ---------------------------------------------------------
 
 DEEP = "[" * 1000 + "]" * 1000
@@ -208,6 +230,35 @@ def test_json_nested_1000_deep_in_a_trace_is_one_line(
         lines[1] = '{"step": 0, "plan": [' + DEEP + '], "emitted": [], "finished": []}'
     path = write(tmp_path / "deep.jsonl", "\n".join(lines) + "\n")
     assert_refused(call(["check-trace", str(path)], capsys), str(path), "line", "nested too deeply")
+
+
+HEADER = '{"stallfree_trace": 1, "config": {"token_budget": 8, "max_seqs": 4, "kv_tokens": 64}}\n'
+HOSTILE_FILES = {
+    "empty": b"",
+    "binary": b"\xff\xfe\x00\x01" * 64,
+    "bom": b"\xef\xbb\xbf" + HEADER.encode(),
+    "a bare list": b"[]",
+    "null": b"null",
+    "5000 digits": b"1" * 5000,
+    "a NUL byte": HEADER.encode() + b'{"step": 0,\x00 "plan": []}\n',
+}
+
+
+@pytest.mark.parametrize("name", [*HOSTILE_FILES, "a directory", "/dev/zero"])
+@pytest.mark.parametrize("argv", [["check-trace"], ["trace", "--workload"]])
+def test_a_hostile_file_is_one_line_naming_it(
+    argv: list[str], name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if name == "a directory":
+        path = tmp_path
+    elif name == "/dev/zero":
+        path = Path("/dev/zero")
+    else:
+        path = tmp_path / "hostile"
+        path.write_bytes(HOSTILE_FILES[name])
+    ran = call([*argv, str(path)], capsys)
+    assert_refused(ran, str(path), bound=10)
+    assert "holds" not in ran.out
 
 
 def test_conform_with_a_budget_of_2_to_the_63_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
@@ -274,9 +325,26 @@ def test_a_scheduler_that_calls_sys_exit_is_a_crash(argv: list[str], capsys: pyt
     assert "sys.exit(0)" in ran.err
 
 
+@pytest.mark.parametrize("argv", [
+    ["trace", "--example", "hand"],
+    ["prove", "--methods", "model", "--bound", "2,2,6,2,2,2"],
+    ["simulate", "--trace", "code", "--limit", "5", "--quiet"],
+])
+def test_a_scheduler_that_calls_os_exit_0_does_not_end_stallfree_with_0(argv: list[str]) -> None:
+    ran = spawn([*argv, "--scheduler", f"{HOSTILE}:ExitsInSchedule"])  # a child: if it got through, it ends
+    assert_refused(ran, "os._exit(0)", status=3)
+
+
 def test_a_factory_that_raises_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     ran = call(["trace", "--example", "hand", "--scheduler", f"{HOSTILE}:factory_raises"], capsys)
     assert_refused(ran, "--scheduler", f"{HOSTILE}:factory_raises", "no scheduler today")
+
+
+def test_trace_of_a_scheduler_that_hangs_is_a_timeout(capsys: pytest.CaptureFixture[str]) -> None:
+    ran = call(["trace", "--example", "hand", "--timeout", "1", "--scheduler", f"{HOSTILE}:HangsInSchedule"], capsys)
+    assert_refused(ran, f"{HOSTILE}:HangsInSchedule", "did not answer", "within 1 s", status=3, bound=15)
+    assert re.search(r"^TIMEOUT\s+BROKEN at step 0", ran.out, re.M)
+    assert re.search(r"^BUDGET\s+not judged \(held until step 0, where TIMEOUT stopped the run", ran.out, re.M)
 
 
 def test_a_scheduler_that_hangs_under_conform_is_a_timeout(capsys: pytest.CaptureFixture[str]) -> None:
@@ -405,3 +473,17 @@ def test_bad_plugin_options_are_one_usage_error(options: list[str], named: str, 
     assert ran.status == 4, ran.out[-2000:]  # pytest's usage error, once
     assert ran.err.count("ERROR:") == 1 and named in ran.err
     assert "Traceback" not in ran.out + ran.err
+
+
+def test_the_fuzzer_runs_clean_on_a_few_inputs(capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/fuzz_inputs.py, a few inputs per reader (its full run is the benchmark)."""
+    import importlib.util
+
+    path = Path(__file__).parents[1] / "benchmarks" / "fuzz_inputs.py"
+    spec = importlib.util.spec_from_file_location("fuzz_inputs", path)
+    assert spec is not None and spec.loader is not None
+    fuzz = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fuzz)
+    assert fuzz.main_(["--inputs", "40", "--seed", "7"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("crashes        0") == 2 and out.count("hangs          0") == 2

@@ -54,6 +54,13 @@ def over_budget(tmp: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     return path
 
 
+def no_step(tmp: Path) -> Path:
+    path = tmp / "empty.jsonl"
+    path.write_text('{"stallfree_trace": 1, "config": {"token_budget": 8, "max_seqs": 4, "kv_tokens": 64}}\n'
+                    '{"end": true}\n')
+    return path
+
+
 Case = tuple[str, Callable[[Path, pytest.CaptureFixture[str]], list[str]], str, Verdict, str]
 
 CASES: list[Case] = [
@@ -63,7 +70,7 @@ CASES: list[Case] = [
      "FCFS", Verdict.NOT_JUDGED, r"held until step \d+, where BUDGET broke"),
     ("trace: the scheduler crashed", lambda t, c: ["trace", "--example", "hand", "--scheduler",
                                                    f"{HOSTILE}:RaisesInComplete"],
-     "BUDGET", Verdict.NOT_JUDGED, "where the scheduler crashed"),
+     "BUDGET", Verdict.NOT_JUDGED, "where CRASH stopped the run"),
     ("trace: a protocol error", lambda t, c: ["trace", "--example", "hand", "--scheduler", f"{HOSTILE}:GarbagePlan"],
      "BUDGET", Verdict.NOT_JUDGED, "where PROTOCOL broke"),
     ("trace: no step ran", lambda t, c: ["trace", "--kv", "10", "--request", "1:9:9"],
@@ -77,6 +84,8 @@ CASES: list[Case] = [
      "BUDGET", Verdict.NOT_JUDGED, "where PROTOCOL stopped the reading"),
     ("check-trace: another rule broke first", lambda t, c: ["check-trace", str(over_budget(t, c))],
      "FCFS", Verdict.NOT_JUDGED, "where BUDGET broke; read again without it, give --all"),
+    ("check-trace: no step in the trace", lambda t, c: ["check-trace", str(no_step(t))],
+     "BUDGET", Verdict.NOT_JUDGED, r"\(the trace has no step\)"),
     ("conform: left out of --rules", lambda t, c: ["conform", "stallfree.reference:Scheduler", "--quiet",
                                                    "--rules", "BUDGET", "--examples", "1", "--budget", "4",
                                                    "--max-seqs", "2", "--kv", "32"],
@@ -134,3 +143,13 @@ def test_campaign_names_the_rules_it_checked(capsys: pytest.CaptureFixture[str])
 def test_every_verdict_short_of_holds_is_met() -> None:
     met = {verdict for *_, verdict, _ in CASES} | {Verdict.NOT_REFUTED, Verdict.UNKNOWN}  # the prove case above
     assert met == set(Verdict) - {Verdict.HOLDS, Verdict.BROKEN}
+
+
+def test_an_empty_selection_is_refused_in_the_python_api_too() -> None:
+    from stallfree.conformance import conformance_tests
+    from stallfree.conformance.kit import conform
+
+    with pytest.raises(ValueError, match="no rule given"):
+        conform("stallfree.reference:Scheduler", rules=[])
+    with pytest.raises(ValueError, match="no rule given"):
+        conformance_tests("stallfree.reference:Scheduler", rules=[])

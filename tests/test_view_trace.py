@@ -135,4 +135,4 @@ def test_a_scheduler_that_raises_is_reported_not_a_traceback(capsys: pytest.Capt
         del sys.modules["crashing_for_trace"]
     assert "^ the scheduler raised at step 1: complete() raised KeyError: 'lost track'" in [x.strip() for x in lines]
     assert lines[-1] == "CRASH            BROKEN at step 1: complete() raised KeyError: 'lost track'"
-    assert "BUDGET           not judged (held until step 1, where the scheduler crashed; nothing judged after)" in lines
+    assert "BUDGET           not judged (held until step 1, where CRASH stopped the run; nothing judged after)" in lines

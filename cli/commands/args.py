@@ -21,6 +21,7 @@ from stallfree.spec.loader import FactoryError, guarded, load_target
 __all__ = ["FactoryError", "guarded"]
 
 STDOUT = Path("-")  # --json -: write the JSON to stdout
+MAX_WORKLOAD_BYTES = 64 << 20  # a workload is a test: far fewer requests than this holds
 MAX_DIGITS = 30  # an int argument longer than this is not a count: refused before int() reads it
 
 
@@ -39,6 +40,11 @@ def _int_at_least(text: str, minimum: int, expected: str, maximum: int = MAX_INT
 def positive_int(text: str) -> int:
     """An int from 1 to 2**63-1: counts and sizes the contract takes."""
     return _int_at_least(text, 1, "a positive int <= 2**63-1")
+
+
+def non_negative_int(text: str) -> int:
+    """An int from 0 to 2**63-1: counts that may be none."""
+    return _int_at_least(text, 0, "an int from 0 to 2**63-1")
 
 
 def bounded_int(maximum: int) -> Callable[[str], int]:
@@ -72,7 +78,7 @@ def seconds(text: str) -> float:
 
 def seed(text: str) -> int:
     """A seed: an int >= 0 (generators take any, but one spelling per run keeps runs reproducible)."""
-    return _int_at_least(text, 0, "an int from 0 to 2**63-1")
+    return non_negative_int(text)
 
 
 def request_spec(text: str) -> Arrival:
@@ -111,9 +117,16 @@ def load_scheduler(target: str, flag: str = "--scheduler") -> Callable[..., Any]
 def read_workload(path: Path, flag: str = "--workload") -> Workload:
     """A JSON workload file; unreadable or malformed, a ValueError naming the flag and the path."""
     try:
-        return Workload.loads(path.read_text())
+        with path.open("rb") as stream:
+            data = stream.read(MAX_WORKLOAD_BYTES + 1)  # /dev/zero or an endless pipe: cut, not read forever
     except OSError as error:
         raise path_error(flag, path, error) from None
+    if len(data) > MAX_WORKLOAD_BYTES:
+        raise _named(flag, path, f"longer than {MAX_WORKLOAD_BYTES:,} bytes: not a workload")
+    try:
+        return Workload.loads(data.decode())
+    except UnicodeDecodeError as error:
+        raise _named(flag, path, f"not UTF-8 text: {error}") from None
     except (ValueError, TypeError, KeyError, AttributeError) as error:  # malformed JSON or fields
         raise _named(flag, path, str(error)) from None
     except RecursionError:  # JSON nested deeper than the parser goes

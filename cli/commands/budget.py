@@ -20,7 +20,7 @@ from stallfree.costs import (
 )
 
 from .. import exits
-from .args import _int_at_least, add_output_arguments, check_json, positive_int, write_json
+from .args import add_output_arguments, check_json, non_negative_int, positive_int, write_json
 
 NAME = "budget"
 HELP = "turn token budgets into step milliseconds, the decode floor and steps to a long prompt's first token"
@@ -33,11 +33,6 @@ DEFAULT_DECODES = 64
 DEFAULT_DECODE_CONTEXT = 1_024
 MAX_CHAIN_STEPS = 1_000_000  # steps walked to a first token: a chain longer than this is a typo, not a plan
 MAX_BUDGETS = 64
-
-
-def count(text: str) -> int:
-    """An int >= 0 (running decodes)."""
-    return _int_at_least(text, 0, "an int from 0 to 2**63-1")
 
 
 def budget_list(text: str) -> list[int]:
@@ -75,7 +70,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="token budgets (default 512,2048,8192)")
     p.add_argument("--prompt-len", type=positive_int, default=DEFAULT_PROMPT_LEN,
                    help=f"the long prompt's tokens (default {DEFAULT_PROMPT_LEN})")
-    p.add_argument("--decodes", type=count, default=DEFAULT_DECODES,
+    p.add_argument("--decodes", type=non_negative_int, default=DEFAULT_DECODES,
                    help=f"streams decoding when it arrives (default {DEFAULT_DECODES})")
     p.add_argument("--decode-context", type=positive_int, default=DEFAULT_DECODE_CONTEXT,
                    help=f"their cached positions, priced in full mode only (default {DEFAULT_DECODE_CONTEXT})")

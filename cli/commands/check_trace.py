@@ -115,6 +115,8 @@ def judge(checked: tuple[str, ...], verdicts: list[Any]) -> list[Judgement]:
             judged.append(Judgement(rule, Verdict.NOT_JUDGED, f"(held until step {last.violation.step}, where "
                                     f"{last.violation.rule} broke; read again without it, give --all)",
                                     (("until_step", last.violation.step),)))
+        elif last.steps == 0:  # a rule judged on no step has shown nothing
+            judged.append(Judgement(rule, Verdict.NOT_JUDGED, "(the trace has no step)", (("steps", 0),)))
         else:
             judged.append(Judgement(rule, Verdict.HOLDS, f"({last.steps} steps)", (("steps", last.steps),)))
     return judged
@@ -127,6 +129,7 @@ def summarise(name: str, judged: list[Judgement], verdicts: list[Any]) -> dict[s
     steps = sum(v.steps for v in verdicts)
     return {
         "trace": name, "ok": not any_broken(judged),
+        "not_judged": [j.claim for j in judged if j.verdict is Verdict.NOT_JUDGED],
         "config": {"token_budget": cfg.token_budget, "max_seqs": cfg.max_seqs, "kv_tokens": cfg.kv_tokens},
         "steps": max(v.steps for v in verdicts), "lines": max(v.lines for v in verdicts), "ended": verdicts[-1].ended,
         "seconds": round(seconds, 3), "steps_per_second": round(steps / seconds) if seconds else None,

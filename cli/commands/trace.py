@@ -6,13 +6,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 from stallfree.spec import (
+    RULE_IDS,
     Arrival,
     Config,
     FieldTypeError,
@@ -20,8 +23,8 @@ from stallfree.spec import (
     StepFacts,
     Workload,
 )
-from stallfree.spec.verdict import as_json, lines
-from stallfree.view.record import CRASH, Offer
+from stallfree.spec.verdict import CRASH, TIMEOUT, as_json, lines
+from stallfree.view.record import Offer
 
 from .. import exits
 from ..explain import Nondeterministic, explain
@@ -39,6 +42,7 @@ from .args import (
     read_workload,
     request_spec,
     rule_list,
+    seconds,
     write_json,
 )
 
@@ -54,6 +58,17 @@ EXAMPLES = {"hand": HAND_TRACE}
 
 
 DEFAULTS = {"budget": 8, "max_seqs": 4, "kv": 256}  # of a workload given as --request flags
+DEFAULT_TIMEOUT = 60.0  # seconds for one step of the scheduler: the reference takes microseconds
+MAX_STEPS = 1_000_000  # a step table longer than this is for `campaign` or `check-trace`, not for reading
+
+
+def steps_needed(workload: Workload) -> int:
+    """The work bound (rule PROGRESS) over the requests the contract accepts: no run of a scheduler
+    that keeps PROGRESS takes more steps, and the run is stopped there if PROGRESS is not checked."""
+    cfg = workload.config
+    fits = [a for a in workload.requests if type(a.prompt_len) is int and type(a.max_new) is int
+            and a.prompt_len >= 1 and a.max_new >= 1 and a.prompt_len + a.max_new <= cfg.kv_tokens]
+    return max((a.arrival_step for a in workload.requests), default=0) + sum(a.prompt_len + a.max_new for a in fits)
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -73,6 +88,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jsonl", type=Path, metavar="FILE",
                    help="also write the run as a JSON Lines trace, the format `stallfree check-trace` reads")
     add_view_arguments(p)
+    p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"a step or add of the scheduler taking longer is a TIMEOUT (default {DEFAULT_TIMEOUT:g})")
     add_output_arguments(p, "the verdicts")
 
 
@@ -96,6 +113,10 @@ def workload_from(args: argparse.Namespace) -> Workload:
 def run(args: argparse.Namespace) -> int:
     try:
         workload = workload_from(args)
+        if steps_needed(workload) > MAX_STEPS:
+            source = f"--workload {str(args.workload)!r}" if args.workload else "--request"
+            raise InvalidField(f"{source}: its requests may take up to {steps_needed(workload):,} steps; "
+                               f"trace runs at most {MAX_STEPS:,} (check more with stallfree campaign or check-trace)")
         factory = guarded(load_scheduler(policy_target(args.scheduler)), args.scheduler)
         if args.jsonl:
             check_output_file("--jsonl", args.jsonl)
@@ -164,20 +185,35 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
     print(header(cfg.token_budget, with_ms=price is not None))
 
     def on_offer(offer: Offer) -> None:
+        watchdog.rearm()
         if writer is not None:
             a = offer.arrival
             writer.offered(a.rid, a.prompt_len, a.max_new, offer.accepted)
 
     def on_step(_view: object, facts: StepFacts) -> None:
+        watchdog.rearm()
+        steps_done[0] = facts.step + 1
         if writer is not None:
             writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished])
 
+    steps_done = [0]  # steps judged, for a run stopped by the watchdog
+    watchdog = Watchdog(args.timeout)
     try:
-        done = explain(workload, factory, args.rules, args.scheduler, print, price,
-                       getattr(args, "keep_going", False), on_step, on_offer, keep=wants_views(args))
+        with watchdog:
+            done = explain(workload, factory, args.rules, args.scheduler, print, price,
+                           getattr(args, "keep_going", False), on_step, on_offer, keep=wants_views(args))
     except (FactoryError, Nondeterministic) as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
         return exits.USAGE
+    except Hung as error:  # the scheduler did not answer: no rule judged it, and the run cannot go on
+        judged = verdicts(args.rules or RULE_IDS, steps_done[0], None, 0, (), str(error), TIMEOUT)
+        print()
+        for line in lines(judged):
+            print(line)
+        write_json(args, {"scheduler": args.scheduler, "config": workload.to_json()["config"],
+                          "rules": as_json(judged)})
+        print(f"stallfree trace: {args.scheduler} did not answer: {error}", file=sys.stderr)
+        return exits.CRASHED
     recording = done.recording
     stats, violation = recording.stats, recording.violation
     crash = violation if violation is not None and violation.rule == CRASH else None
@@ -217,3 +253,37 @@ def free_kv_note(scheduler: object) -> str:
     if free_kv is None or type(free_kv) is int:
         return ""
     return f"the scheduler's free_kv is {type(free_kv).__name__} {free_kv!r:.40}, not an int: not compared"
+
+
+class Hung(BaseException):
+    """No step (or add) of the scheduler finished within the timeout. A BaseException, so that no
+    handler for the scheduler's own errors (which are Exceptions) takes it for one of them."""
+
+
+class Watchdog:
+    """SIGALRM after `seconds` without a step or an add: a scheduler stuck in Python code (a loop, a
+    sleep) is stopped there and reported as TIMEOUT, not waited for. Rearmed by each step and add."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.previous: Any = None
+        self.started = 0.0
+        self.outer = 0.0
+
+    def _fire(self, *_: object) -> None:
+        raise Hung(f"no step finished within {self.seconds:g} s (--timeout)")
+
+    def rearm(self) -> None:
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def __enter__(self) -> Watchdog:
+        self.previous = signal.signal(signal.SIGALRM, self._fire)
+        self.started = time.monotonic()
+        self.outer = signal.setitimer(signal.ITIMER_REAL, self.seconds)[0]  # a caller's own alarm, if any
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self.previous)
+        if self.outer:  # give the caller's alarm back, less the time spent here
+            signal.setitimer(signal.ITIMER_REAL, max(self.outer - (time.monotonic() - self.started), 0.001))

@@ -154,7 +154,7 @@ def parse_line(line: int, text: str | bytes, expected_step: int) -> TraceStep | 
         _rids(line, "finished", finished)
         _add(line, add)
     refuse = data.get("refuse", EMPTY)
-    if refuse:
+    if refuse is not EMPTY:  # present: checked even when falsy (false, 0, "" are not lists)
         _refuse(line, refuse)
     return TraceStep(step, plan, emitted, finished, add, refuse)
 
