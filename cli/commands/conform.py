@@ -29,7 +29,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=seed, default=0, help="seed of the workload generator (default 0)")
     claim = p.add_mutually_exclusive_group()
     claim.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
-    claim.add_argument("--profile", default=None, help="check a profile: safety or full (the default)")
+    claim.add_argument("--profile", default=None,
+                       help="check a profile: safety or full (the default), or a variant's contract: aligned, "
+                            "budget-change, rotation, aging, priority (docs/variants.md)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON to FILE")
     p.add_argument("--timeout", type=positive_float, default=None, metavar="SECONDS",
                    help="per-call timeout for the scheduler (default 2)")
@@ -39,12 +41,13 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from stallfree.conformance.isolation.sandbox import DEFAULT_TIMEOUT
     from stallfree.conformance.kit import DEFAULT_EXAMPLES, conform
-    from stallfree.conformance.kit.profiles import PROFILES
+    from stallfree.conformance.kit.profiles import PROFILES, VARIANT_PROFILES
     from stallfree.conformance.kit.report import render
     from stallfree.spec.loader import TargetError
 
-    if args.profile is not None and args.profile not in PROFILES:
-        return fail(f"--profile {args.profile!r} is unknown; the profiles are {', '.join(PROFILES)}")
+    if args.profile is not None and args.profile not in (*PROFILES, *VARIANT_PROFILES):
+        names = ", ".join((*PROFILES, *VARIANT_PROFILES))
+        return fail(f"--profile {args.profile!r} is unknown; the profiles are {names}")
     if args.json is not None:
         try:
             check_output_file("--json", args.json)
@@ -61,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
             kv_tokens=args.kv, examples=args.examples or DEFAULT_EXAMPLES, seed=args.seed,
             timeout=args.timeout or DEFAULT_TIMEOUT, progress=progress,
         )
-    except TargetError as error:
+    except (TargetError, ValueError) as error:
         return fail(str(error))
     print(render(report))
     if args.json is not None:

@@ -6,11 +6,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
+from stallfree.sim.policies import CONTRACTS as VARIANT_CONTRACTS
+from stallfree.sim.policies import POLICIES
 from stallfree.spec import (
-    RULE_IDS,
+    RULES,
     Arrival,
     Config,
     FieldTypeError,
@@ -24,10 +27,13 @@ from stallfree.spec import (
     play,
     refusal,
 )
+from stallfree.spec.contracts import by_name
+from stallfree.spec.workload import BudgetChange
 
 from ..steptable import HEADER, row, verdicts
 from .args import (
     FactoryError,
+    budget_change,
     check_output_file,
     guarded,
     load_scheduler,
@@ -46,21 +52,45 @@ HAND_TRACE = Workload(
     Config(token_budget=8, max_seqs=4, kv_tokens=64),
     (Arrival(0, 8, 6, 0), Arrival(1, 20, 3, 1)),
 )
-EXAMPLES = {"hand": HAND_TRACE}
+# The variants' examples (docs/variants.md): a prompt chunked around decodes (aligned chunks), four
+# streams and a budget dropped to 2 (rotation), a low-priority request amid high-priority ones (aging).
+ALIGNED_TRACE = Workload(
+    Config(token_budget=24, max_seqs=4, kv_tokens=256),
+    (Arrival(0, 8, 6, 0), Arrival(1, 60, 3, 1), Arrival(2, 20, 2, 2)),
+)
+BUDGET_DROP = Workload(
+    Config(token_budget=8, max_seqs=4, kv_tokens=256),
+    tuple(Arrival(i, 2, 8, 0) for i in range(4)), (BudgetChange(2, 2), BudgetChange(10, 8)),
+)
+PRIORITY_STREAM = Workload(
+    Config(token_budget=8, max_seqs=1, kv_tokens=256),
+    (Arrival(0, 4, 8, 0, 0), Arrival(1, 4, 2, 0, 0), *(Arrival(2 + i, 4, 2, 1 + 2 * i, 3) for i in range(12))),
+)
+EXAMPLES = {
+    "hand": HAND_TRACE, "aligned": ALIGNED_TRACE, "budget-drop": BUDGET_DROP, "priority-stream": PRIORITY_STREAM,
+}
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     source = p.add_mutually_exclusive_group()
     source.add_argument("--example", choices=sorted(EXAMPLES),
-                        help="a built-in workload (hand: the contract's hand trace)")
+                        help="a built-in workload (hand: the contract's hand trace; aligned, budget-drop, "
+                             "priority-stream: the variants', docs/variants.md)")
     source.add_argument("--workload", type=Path, metavar="FILE", help="a JSON workload (see stallfree.spec.workload)")
-    p.add_argument("--request", type=request_spec, action="append", default=[], metavar="RID:PROMPT:MAX_NEW[@STEP]",
-                   help="a request arriving before step STEP (default 0); repeatable")
+    p.add_argument("--request", type=request_spec, action="append", default=[],
+                   metavar="RID:PROMPT:MAX_NEW[@STEP][/PRIORITY]",
+                   help="a request arriving before step STEP (default 0), with a priority under a priority "
+                        "contract; repeatable")
+    p.add_argument("--budget-at", type=budget_change, action="append", default=[], metavar="STEP:B",
+                   help="set_budget(B) before step STEP (a budget-change contract); repeatable")
+    p.add_argument("--contract", default=None, metavar="NAME",
+                   help="judge under a variant's contract: aligned[-B], budget-change, rotation, aging[-A], priority "
+                        "(default: the reference's, or the named variant's own)")
     p.add_argument("--budget", type=positive_int, default=8, help="token budget B (default 8)")
     p.add_argument("--max-seqs", type=positive_int, default=4, help="slots S (default 4)")
     p.add_argument("--kv", type=positive_int, default=256, help="KV capacity K in tokens (default 256)")
-    p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="MODULE:FACTORY",
-                   help="the scheduler to trace (default: the reference)")
+    p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="NAME|MODULE:FACTORY",
+                   help="the scheduler to trace (default: the reference); a name of `stallfree simulate` too")
     p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
     p.add_argument("--jsonl", type=Path, metavar="FILE",
                    help="also write the run as a JSON Lines trace, the format `stallfree check-trace` reads")
@@ -73,13 +103,17 @@ def workload_from(args: argparse.Namespace) -> Workload:
         return read_workload(args.workload)
     if not args.request:
         raise InvalidField("give --example hand, --workload FILE or at least one --request")
-    return Workload(Config(args.budget, args.max_seqs, args.kv), tuple(args.request))
+    return Workload(Config(args.budget, args.max_seqs, args.kv), tuple(args.request), tuple(args.budget_at))
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         workload = workload_from(args)
-        factory = guarded(load_scheduler(args.scheduler), args.scheduler)
+        if args.budget_at and (args.example or args.workload):
+            workload = replace(workload, budgets=tuple(sorted(args.budget_at, key=lambda c: c.step)))
+        factory = guarded(load_scheduler(POLICIES.get(args.scheduler, args.scheduler)), args.scheduler)
+        name = args.contract or VARIANT_CONTRACTS.get(args.scheduler)
+        args.contract_ = by_name(name) if name else None
         if args.jsonl:
             check_output_file("--jsonl", args.jsonl)
     except (InvalidField, FieldTypeError, ValueError) as error:
@@ -125,7 +159,7 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
     violation = None
     steps = adds = 0
     try:
-        stats = play(workload, factory, args.rules, on_step=on_step, on_add=on_add)
+        stats = play(workload, factory, args.rules, on_step=on_step, on_add=on_add, contract=args.contract_)
         steps, adds = stats.steps, stats.accepted + stats.refused
         # A run stopped by a broken rule, or still pending at the work bound, has no end line: it did
         # not end (as record_trace writes it).
@@ -137,6 +171,9 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
         print(f"stallfree trace: {error}", file=sys.stderr)
         return 2
     print()
-    for line in verdicts(args.rules or RULE_IDS, steps, violation, adds):
+    if args.contract_ is not None:
+        print(f"contract {args.contract_.name} (docs/variants.md)")
+    registry = RULES if args.contract_ is None else args.contract_.rules
+    for line in verdicts(args.rules or [r.id for r in registry], steps, violation, adds, registry):
         print(line)
     return 1 if violation else 0

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from stallfree.spec import RULE_IDS, Kind, of_kind, select
+from stallfree.spec.contract import Contract
+from stallfree.spec.contracts import by_name
 
 # Safety of every single step and of each request's tokens: what any chunked-prefill scheduler keeps,
 # whatever its policy, its admission or its memory accounting (the safety rules of no one design).
@@ -16,15 +18,28 @@ PROFILES: dict[str, tuple[str, ...]] = {
     "full": RULE_IDS,
 }
 
+# The variants' profiles: each claims the whole contract of that name (`stallfree.spec.contracts`),
+# widened rules and new rules included; workloads get budget schedules or priorities where it has them.
+VARIANT_PROFILES: tuple[str, ...] = ("aligned", "budget-change", "rotation", "aging", "priority")
+
+
+def contract_of(profile: str | None) -> Contract | None:
+    """The variant contract a profile claims, or None for the reference's profiles."""
+    return by_name(profile) if profile in VARIANT_PROFILES else None
+
 
 def checked_rules(rules: Iterable[str] | None = None, profile: str | None = None) -> tuple[str, ...]:
     """The rule IDs to check, in registry order: `rules` if given, else the profile's (default: full).
     Raises ValueError naming an unknown profile or rule ID."""
     if rules is not None and profile is not None:
         raise ValueError("give rules or a profile, not both")
+    contract = contract_of(profile)
+    if contract is not None:
+        return contract.ids
     if rules is None:
         name = profile or "full"
         if name not in PROFILES:
-            raise ValueError(f"profile {name!r} is unknown; the profiles are {', '.join(PROFILES)}")
+            names = ", ".join((*PROFILES, *VARIANT_PROFILES))
+            raise ValueError(f"profile {name!r} is unknown; the profiles are {names}")
         rules = PROFILES[name]
     return tuple(r.id for r in select(list(rules)))

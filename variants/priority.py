@@ -1,0 +1,69 @@
+"""Priorities with aging: admission by effective priority (priority + steps waited // A), ties by
+arrival, the head of that order blocking everyone behind it (`stallfree.spec.priority`).
+
+Waiting requests sit in one first-in first-out queue per priority level. Within a level the earlier
+arrival always has the higher or equal effective priority (all age at one rate), so the head of the
+whole order is the best of the level heads: each admission costs O(P), not a sort of the queue.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from stallfree.spec.priority import DEFAULT_AGING, MAX_PRIORITY, check_priority, effective
+
+from .stepwise import Seq, Stepwise
+
+
+class Prioritized(Stepwise):
+    """Decodes, then the partial prompt, then admissions by effective priority."""
+
+    aging: int | None = DEFAULT_AGING  # A: steps per level gained while waiting; None: no aging
+
+    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
+        super().__init__(token_budget, max_seqs, kv_tokens)
+        # One queue per level of (arrival step, arrival number, seq), in arrival order.
+        self.levels: list[deque[tuple[int, int, Seq]]] = [deque() for _ in range(MAX_PRIORITY + 1)]
+        self.num_arrivals = 0
+
+    def add(self, rid: int, prompt_len: int, max_new: int, priority: int = 0) -> None:  # type: ignore[override]
+        request = self.validate(rid, prompt_len, max_new)
+        check_priority(priority)
+        seq = Seq(request)
+        self.seqs[rid] = seq
+        self.levels[priority].append((self.num_steps, self.num_arrivals, seq))
+        self.num_arrivals += 1
+
+    def head(self) -> int | None:
+        """The level whose first request heads the effective order, or None when nothing waits."""
+        best, best_key = None, None
+        step, aging = self.num_steps, self.aging
+        for level, queue in enumerate(self.levels):
+            if queue:
+                arrival, number, _ = queue[0]
+                key = (-effective(level, arrival, step, aging), number)
+                if best_key is None or key < best_key:
+                    best, best_key = level, key
+        return best
+
+    def admit(self, plan: list[tuple[int, int]], left: int) -> int:
+        while left:
+            level = self.head()
+            if level is None:
+                break
+            seq = self.levels[level][0][2]
+            if not self.fits(seq):
+                break  # the head blocks everyone behind it, of any priority
+            self.levels[level].popleft()
+            self.running[seq.rid] = seq
+            self.free_kv -= seq.request.reservation
+            n = min(seq.request.prompt_len, left)
+            plan.append((seq.rid, n))
+            left -= n
+        return left
+
+
+class Aging4(Prioritized):
+    """Aging one level every 4 steps: short enough to see in a trace of a few dozen steps."""
+
+    aging = 4

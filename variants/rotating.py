@@ -1,0 +1,47 @@
+"""A budget that changes while running, and rotation among the ready requests when they outnumber it.
+
+`Resizable` is the contract's policy with `set_budget(B)`: decodes oldest first, so after a drop
+below the ready count the newest ready requests get nothing until the oldest finish (it keeps the
+`budget-change` contract and breaks DECODE-FAIR: the negative control of rotation). `Rotating` gives
+the B decodes to the ready requests that waited longest since their last token (the `rotation`
+contract, `stallfree.spec.budget_change`): the start of the decodes rotates through the ready
+requests, and none goes more than ceil(R/B) - 1 steps in a row without a token.
+"""
+
+from __future__ import annotations
+
+from stallfree.spec import Config
+
+from .stepwise import Seq, Stepwise
+
+
+class Resizable(Stepwise):
+    """The policy with a budget that may be set between steps (it binds from the next schedule())."""
+
+    def set_budget(self, token_budget: int) -> None:
+        """Raises (state unchanged) unless `token_budget` is an int >= 1."""
+        self.config = Config(token_budget, self.config.max_seqs, self.config.kv_tokens)
+
+
+class Rotating(Resizable):
+    """When the ready requests outnumber the budget, the decodes go to those that waited longest."""
+
+    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
+        super().__init__(token_budget, max_seqs, kv_tokens)
+        self.last_token: dict[int, int] = {}  # ready rid -> the step of its last token
+
+    def plan_decodes(self, plan: list[tuple[int, int]], left: int) -> int:
+        ready = [seq for seq in self.running.values() if seq.is_ready]
+        if len(ready) > left:  # rare: only after a budget drop; sorted is stable, so ties go by admission
+            last = self.last_token
+            ready = sorted(ready, key=lambda seq: last[seq.rid])[:left]
+        plan.extend((seq.rid, 1) for seq in ready)
+        return left - len(ready)
+
+    def emit(self, seq: Seq, emitted: list[int]) -> None:
+        self.last_token[seq.rid] = self.num_steps
+        super().emit(seq, emitted)
+
+    def release(self, seq: Seq) -> None:
+        del self.last_token[seq.rid]
+        super().release(seq)
