@@ -49,18 +49,19 @@ class Prioritized(Stepwise):
     def admit(self, plan: list[tuple[int, int]], left: int) -> int:
         while left:
             level = self.head()
-            if level is None:
-                break
-            seq = self.levels[level][0][2]
-            if not self.fits(seq):
+            if level is None or not self.fits(self.levels[level][0][2]):
                 break  # the head blocks everyone behind it, of any priority
-            self.levels[level].popleft()
-            self.running[seq.rid] = seq
-            self.free_kv -= seq.request.reservation
-            n = min(seq.request.prompt_len, left)
-            plan.append((seq.rid, n))
-            left -= n
+            left = self.admit_from(level, plan, left)
         return left
+
+    def admit_from(self, level: int, plan: list[tuple[int, int]], left: int) -> int:
+        """Admit the first request of `level`: its slot, its reservation, its first chunk."""
+        seq = self.levels[level].popleft()[2]
+        self.running[seq.rid] = seq
+        self.free_kv -= seq.request.reservation
+        n = min(seq.request.prompt_len, left)
+        plan.append((seq.rid, n))
+        return left - n
 
 
 class Aging4(Prioritized):
