@@ -41,11 +41,11 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from stallfree.conformance.isolation.sandbox import DEFAULT_TIMEOUT
     from stallfree.conformance.kit import DEFAULT_EXAMPLES, conform
-    from stallfree.conformance.kit.profiles import PROFILES, VARIANT_PROFILES
+    from stallfree.conformance.kit.profiles import PROFILES, VARIANT_PROFILES, is_variant_profile
     from stallfree.conformance.kit.report import render
     from stallfree.spec.loader import TargetError
 
-    if args.profile is not None and args.profile not in (*PROFILES, *VARIANT_PROFILES):
+    if args.profile is not None and args.profile not in PROFILES and not is_variant_profile(args.profile):
         names = ", ".join((*PROFILES, *VARIANT_PROFILES))
         return fail(f"--profile {args.profile!r} is unknown; the profiles are {names}")
     if args.json is not None:

@@ -20,12 +20,18 @@ PROFILES: dict[str, tuple[str, ...]] = {
 
 # The variants' profiles: each claims the whole contract of that name (`stallfree.spec.contracts`),
 # widened rules and new rules included; workloads get budget schedules or priorities where it has them.
+# aligned-B and aging-A name a block size and an aging period other than the defaults (16, 64).
 VARIANT_PROFILES: tuple[str, ...] = ("aligned", "budget-change", "rotation", "aging", "priority")
 
 
+def is_variant_profile(profile: str | None) -> bool:
+    return profile is not None and profile.partition("-")[0] in ("aligned", "aging", "budget", "rotation", "priority")
+
+
 def contract_of(profile: str | None) -> Contract | None:
-    """The variant contract a profile claims, or None for the reference's profiles."""
-    return by_name(profile) if profile in VARIANT_PROFILES else None
+    """The variant contract a profile claims, or None for the reference's profiles. Raises
+    ValueError naming a variant profile that names no contract (aligned-0, aging-x)."""
+    return by_name(profile) if profile is not None and is_variant_profile(profile) else None
 
 
 def checked_rules(rules: Iterable[str] | None = None, profile: str | None = None) -> tuple[str, ...]:
