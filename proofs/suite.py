@@ -28,7 +28,8 @@ from .smt.reach import reach
 from .smt.theorems import DEFAULT_N, THEOREMS, prove
 
 HOLDS, NOT_REFUTED, BROKEN, UNKNOWN = "holds", "not refuted", "BROKEN", "unknown"
-METHODS = ("model", "z3", "differential", "crosshair")
+CAUGHT = "caught"  # a negative control broke the rule it names, as it must
+METHODS = ("model", "z3", "differential", "crosshair", "variants")
 DEFAULT_BOUND = "3,2,8,4,3,2"
 DIFFERENTIAL_WORKLOADS = 12
 DIFFERENTIAL_SLOTS = 6
@@ -174,8 +175,15 @@ def planted_row(rule: str, seconds: float, say: Say) -> Row:
     return Row(rule, method, bound, BROKEN, result.seconds, detail)
 
 
+def variants_rows(o: Options, say: Say) -> list[Row]:
+    from .variant_rows import rows  # the variants' contracts (docs/variants.md)
+
+    return rows(Row, HOLDS, BROKEN, CAUGHT, say)
+
+
 RUNNERS: dict[str, Callable[[Options, Say], list[Row]]] = {
     "model": model_rows, "z3": z3_rows, "differential": differential_rows, "crosshair": crosshair_rows,
+    "variants": variants_rows,
 }
 
 

@@ -139,7 +139,8 @@ class BudgetMonitor(ContractMonitor):
         super().__init__(scheduler, config, rules, contract)
         self.shadow = BudgetShadow(config)
         self._checks_budget = any(r.id == BUDGET_CHANGE.id for r in self.rules)
-        self.num_budget_changes = 0
+        self.num_budget_changes = 0  # accepted set_budget() calls
+        self.num_budget_calls = 0  # set_budget() calls judged, refused ones included
 
     def set_budget(self, token_budget: object) -> bool:
         """Set the budget between steps. Returns True if accepted, False if (rightly) refused; raises
@@ -159,6 +160,7 @@ class BudgetMonitor(ContractMonitor):
         except AttributeError as error:
             raise RuleViolation("PROTOCOL", self.shadow.step, f"the scheduler has no set_budget(): {error}") from None
         call = f"set_budget({token_budget!r})"
+        self.num_budget_calls += 1
         if self._checks_budget:
             step = self.shadow.step
             if verdict is not None and raised is None:

@@ -15,7 +15,7 @@ from .args import check_output_file, load_scheduler, write_output
 NAME = "prove"
 HELP = "prove the rules: model check the reference, Z3 theorems, CrossHair contracts; print the table"
 
-METHODS = ("model", "z3", "differential", "crosshair")
+METHODS = ("model", "z3", "differential", "crosshair", "variants")
 
 
 def configure(p: argparse.ArgumentParser) -> None:

@@ -36,8 +36,8 @@ STEP_ACTION: Action = ("step",)
 
 @dataclass(frozen=True, slots=True)
 class VariantBounds:
-    """The explicit checker's bounds, plus the budgets set_budget may set (at most `max_changes` times)
-    and the priorities requests may carry."""
+    """The explicit checker's bounds, plus the budgets set_budget may be called with (at most
+    `max_changes` calls, refused ones included) and the priorities requests may carry."""
 
     bounds: Bounds
     budgets: tuple[int, ...] = ()
@@ -84,7 +84,7 @@ def key(monitor: Monitor) -> Hashable:
         runs = tuple((s.runs[t.rid].steps, s.runs[t.rid].num_ready, s.runs[t.rid].min_budget)
                      if t.rid in s.runs else None for t in ready)
         assert isinstance(monitor, BudgetMonitor)
-        extra = (s.config.token_budget, monitor.num_budget_changes, tuple(order), runs)
+        extra = (s.config.token_budget, monitor.num_budget_calls, tuple(order), runs)
     if isinstance(s, PriorityShadow):
         extra = tuple((s.priority[t.rid], s.step - s.arrival[t.rid]) for t in s.waiting)
     return (base, extra)
@@ -107,7 +107,7 @@ def enabled(monitor: Monitor, vb: VariantBounds, action: Action) -> bool:
     if action[0] == "add":
         return monitor.num_adds < vb.bounds.num_requests
     if action[0] == "budget":
-        return getattr(monitor, "num_budget_changes", 0) < vb.max_changes
+        return getattr(monitor, "num_budget_calls", 0) < vb.max_changes
     return True
 
 
