@@ -178,6 +178,8 @@ def planted_row(rule: str, seconds: float, say: Say) -> Row:
 def variants_rows(o: Options, say: Say) -> list[Row]:
     from .variant_rows import rows  # the variants' contracts (docs/variants.md)
 
+    if o.fault_rule is not None:  # --fault runs the reference's controls; the variants' are in their rows
+        return []
     return rows(Row, HOLDS, BROKEN, CAUGHT, say)
 
 

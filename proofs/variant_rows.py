@@ -89,4 +89,22 @@ def rows(row: Callable[..., Any], holds: str, broken: str, caught: str, say: Cal
             detail = f"{c.rule}: {c.message}; replayed: {c.replayed}" if c.rule else "no counterexample found"
             out.append(row(rule, f"model check, negative control ({label})", bounds.label(),
                            caught if ok else broken, c.seconds, detail))
+    return out + z3_rows(row, holds, broken, caught, say)
+
+
+def z3_rows(row: Callable[..., Any], holds: str, broken: str, caught: str, say: Callable[[str], None]) -> list[Any]:
+    """The variants' arithmetic for every value (`smt.variants`): each claim holds, each control is refuted."""
+    from .smt.variants import CLAIMS, decide
+
+    out = []
+    for rule, name, claim, must_hold in CLAIMS:
+        say(f"variants: z3 {rule}: {name}")
+        o = decide(name, claim)
+        if must_hold:
+            result = holds if o.result == "holds" else broken
+        else:
+            result = caught if o.result == "counterexample" else broken
+        detail = name if o.counterexample is None else f"{name}; counterexample {o.counterexample}"
+        out.append(row(rule, "Z3, any value" if must_hold else "Z3, negative control", "any N",
+                       result, o.seconds, detail.replace("\n", " ")))
     return out

@@ -60,3 +60,11 @@ def test_model_check_AGING_BOUND_catches_strict_priority() -> None:
 def test_prove_variant_rows_all_hold_or_are_caught() -> None:
     rows = variant_rows.rows(lambda *a: a, "holds", "BROKEN", "caught", lambda line: None)
     assert all(r[3] in ("holds", "caught") for r in rows), [r for r in rows if r[3] == "BROKEN"]
+
+
+@pytest.mark.parametrize("index", range(8))
+def test_z3_variant_arithmetic_holds_and_its_controls_are_refuted(index: int) -> None:
+    from stallfree.proofs.smt.variants import CLAIMS, decide
+
+    rule, name, claim, must_hold = CLAIMS[index]
+    assert decide(name, claim).result == ("holds" if must_hold else "counterexample"), (rule, name)
