@@ -86,6 +86,8 @@ class Player:
         budgets = self.workload.budgets
         if budgets and not hasattr(monitor, "set_budget"):
             raise InvalidField("the workload has a budget schedule; its contract has no set_budget (use budget-change)")
+        if any(a.priority is not None for a in self.workload.requests) and not hasattr(monitor.shadow, "priority"):
+            raise InvalidField("the workload gives priorities; its contract has none (use aging or priority)")
         j = 0
         checks_progress = any(r.id == "PROGRESS" for r in monitor.rules)
         arrivals = sorted(self.workload.requests, key=lambda a: a.arrival_step)  # stable: list order

@@ -27,6 +27,7 @@ from stallfree.spec import (
     play,
     refusal,
 )
+from stallfree.spec.contract import Contract
 from stallfree.spec.contracts import by_name
 from stallfree.spec.workload import BudgetChange
 
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
             workload = replace(workload, budgets=tuple(sorted(args.budget_at, key=lambda c: c.step)))
         factory = guarded(load_scheduler(POLICIES.get(args.scheduler, args.scheduler)), args.scheduler)
         name = args.contract or VARIANT_CONTRACTS.get(args.scheduler)
-        args.contract_ = by_name(name) if name else None
+        contract = by_name(name) if name else None
         if args.jsonl:
             check_output_file("--jsonl", args.jsonl)
     except (InvalidField, FieldTypeError, ValueError) as error:
@@ -125,13 +126,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"stallfree trace: {path_error('--jsonl', args.jsonl, error)}", file=sys.stderr)
         return 2
     try:
-        return trace(args, workload, factory, jsonl)
+        return trace(args, workload, factory, jsonl, contract)
     finally:
         if jsonl is not None:
             jsonl.close()
 
 
-def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any], jsonl: IO[str] | None) -> int:
+def trace(
+    args: argparse.Namespace, workload: Workload, factory: Callable[..., Any], jsonl: IO[str] | None,
+    contract: Contract | None = None,
+) -> int:
     from stallfree.conformance.trace.tracefile import TraceWriter
 
     cfg = workload.config
@@ -159,7 +163,7 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
     violation = None
     steps = adds = 0
     try:
-        stats = play(workload, factory, args.rules, on_step=on_step, on_add=on_add, contract=args.contract_)
+        stats = play(workload, factory, args.rules, on_step=on_step, on_add=on_add, contract=contract)
         steps, adds = stats.steps, stats.accepted + stats.refused
         # A run stopped by a broken rule, or still pending at the work bound, has no end line: it did
         # not end (as record_trace writes it).
@@ -167,13 +171,13 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
             writer.end()
     except RuleViolation as error:
         violation = error
-    except FactoryError as error:
+    except (FactoryError, InvalidField) as error:  # InvalidField: a budget schedule or priorities, no contract for them
         print(f"stallfree trace: {error}", file=sys.stderr)
         return 2
     print()
-    if args.contract_ is not None:
-        print(f"contract {args.contract_.name} (docs/variants.md)")
-    registry = RULES if args.contract_ is None else args.contract_.rules
+    if contract is not None:
+        print(f"contract {contract.name} (docs/variants.md)")
+    registry = RULES if contract is None else contract.rules
     for line in verdicts(args.rules or [r.id for r in registry], steps, violation, adds, registry):
         print(line)
     return 1 if violation else 0
