@@ -122,8 +122,8 @@ def rules(block_size: int) -> tuple[Rule, ...]:
 
     return (
         Rule("ALIGNED", Kind.SAFETY,
-             f"every prefill chunk that does not finish its prompt is a multiple of the block size b = {b}, "
-             "so every chunk starts on a block boundary.",
+             "every prefill chunk that does not finish its prompt is a multiple of the block size b, so every chunk "
+             "starts on a block boundary.",
              plan_check=aligned, design="aligned"),
         Rule("ALIGNED-PARTIAL-NEXT", Kind.POLICY,
              "partial prompts take the budget left after decodes before any admission, oldest first, each its "
