@@ -1,4 +1,6 @@
-"""The variants' cost per step (schedule() + complete()) beside the reference's, in one run.
+"""The variants' cost per step (schedule() + complete()) beside the reference's, in one run: each in
+the reference's incremental form (`variants.batched`, what the simulator runs) and in the readable
+`Stepwise` rendering the faults are built on.
 
 The reference benchmark's steady state (benchmarks/reference_step.py): 256 running decodes, one long
 partial prompt, W = 10,000 waiting requests blocked on slots, budget 8,192; for the priority variant
@@ -19,9 +21,10 @@ from collections.abc import Callable
 from typing import Any
 
 from stallfree.reference import Scheduler
-from stallfree.variants.aligned import Aligned
-from stallfree.variants.priority import Prioritized
-from stallfree.variants.rotating import Rotating
+from stallfree.variants.aligned import Aligned, BatchedAligned
+from stallfree.variants.batched import Batched
+from stallfree.variants.priority import BatchedPrioritized, Prioritized
+from stallfree.variants.rotating import BatchedRotating, Rotating
 from stallfree.variants.stepwise import Stepwise
 
 BUDGET = 8192
@@ -45,8 +48,8 @@ def loaded(factory: Callable[..., Any], num_waiting: int, priorities: bool = Fal
     return s
 
 
-def dropped(num_waiting: int) -> Rotating:
-    s = loaded(Rotating, num_waiting)
+def dropped(factory: type, num_waiting: int) -> Any:
+    s = loaded(factory, num_waiting)
     s.set_budget(DROPPED)
     return s
 
@@ -69,11 +72,16 @@ def main() -> None:
     w = args.waiting
     schedulers = {
         "reference": loaded(Scheduler, w),
+        "batched (the policy, incremental)": loaded(Batched, w),
+        "aligned, b=16 (batched)": loaded(BatchedAligned, w),
+        "rotating, full budget (batched)": loaded(BatchedRotating, w),
+        f"rotating, budget {DROPPED} (batched)": dropped(BatchedRotating, w),
+        "priority with aging (batched)": loaded(BatchedPrioritized, w, priorities=True),
         "stepwise (the policy in steps)": loaded(Stepwise, w),
-        "aligned, b=16": loaded(Aligned, w),
-        "rotating, full budget": loaded(Rotating, w),
-        f"rotating, budget {DROPPED} (sorting)": dropped(w),
-        "priority with aging": loaded(Prioritized, w, priorities=True),
+        "aligned, b=16 (stepwise)": loaded(Aligned, w),
+        "rotating, full budget (stepwise)": loaded(Rotating, w),
+        f"rotating, budget {DROPPED} (stepwise)": dropped(Rotating, w),
+        "priority with aging (stepwise)": loaded(Prioritized, w, priorities=True),
     }
     samples: dict[str, list[float]] = {name: [] for name in schedulers}
     rounds = 10

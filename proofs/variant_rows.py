@@ -17,9 +17,10 @@ from stallfree.spec.aligned import contract as aligned
 from stallfree.spec.budget_change import BUDGET_CONTRACT, ROTATION_CONTRACT
 from stallfree.spec.contract import Contract
 from stallfree.spec.priority import contract as aging
-from stallfree.variants.aligned import Aligned
-from stallfree.variants.priority import Prioritized
-from stallfree.variants.rotating import Resizable, Rotating
+from stallfree.variants.aligned import Aligned, BatchedAligned
+from stallfree.variants.batched import BatchedResizable
+from stallfree.variants.priority import BatchedPrioritized, Prioritized
+from stallfree.variants.rotating import BatchedRotating, Resizable, Rotating
 
 from .explicit.bounds import Bounds
 from .explicit.variants import VariantBounds, check
@@ -43,8 +44,8 @@ def _aged(cls: type) -> type:
 @dataclass(frozen=True, slots=True)
 class Case:
     contract: Contract
-    bounds: tuple[VariantBounds, ...]  # the variant is checked at each; its controls at the first
-    variant: tuple[str, Callable[..., Any]]
+    bounds: tuple[VariantBounds, ...]  # the variants are checked at each; the controls at the first
+    variants: tuple[tuple[str, Callable[..., Any]], ...]  # its renderings: stepwise, batched
     controls: dict[str, Callable[..., Any]]  # rule -> a scheduler that breaks it
     control_bounds: dict[str, VariantBounds]  # a control's own bounds, where the first would not show it
 
@@ -57,10 +58,13 @@ def cases() -> list[Case]:
     two_slots = VariantBounds(Bounds(4, 2, 12, 3, 2, 3, never_fit=False), priorities=(-1, 0, 3))
     return [
         Case(aligned(BLOCK), (VariantBounds(Bounds(3, 2, 12, 3, 6, 2)), VariantBounds(Bounds(5, 2, 12, 3, 6, 2))),
-             ("Aligned", _aligned(Aligned)), {rule: _aligned(cls) for rule, cls in ALIGNED_FAULTS.items()}, {}),
-        Case(BUDGET_CONTRACT, (rotation,), ("Resizable", Resizable), {}, {}),
-        Case(ROTATION_CONTRACT, (rotation,), ("Rotating", Rotating), dict(BUDGET_FAULTS), {}),
-        Case(aging(AGING), (one_slot, two_slots), ("Prioritized", _aged(Prioritized)),
+             (("Aligned", _aligned(Aligned)), ("BatchedAligned", _aligned(BatchedAligned))),
+             {rule: _aligned(cls) for rule, cls in ALIGNED_FAULTS.items()}, {}),
+        Case(BUDGET_CONTRACT, (rotation,), (("Resizable", Resizable), ("BatchedResizable", BatchedResizable)), {}, {}),
+        Case(ROTATION_CONTRACT, (rotation,), (("Rotating", Rotating), ("BatchedRotating", BatchedRotating)),
+             dict(BUDGET_FAULTS), {}),
+        Case(aging(AGING), (one_slot, two_slots),
+             (("Prioritized", _aged(Prioritized)), ("BatchedPrioritized", _aged(BatchedPrioritized))),
              {rule: _aged(cls) for rule, cls in PRIORITY_FAULTS.items()}, {"PRIORITY-WORK-CONSERVING": two_slots}),
     ]
 
@@ -70,8 +74,7 @@ def rows(row: Callable[..., Any], holds: str, broken: str, caught: str, say: Cal
     BROKEN when it is not), made by `row(claim, method, bound, result, seconds, detail)`."""
     out = []
     for case in cases():
-        name, factory = case.variant
-        for bounds in case.bounds:
+        for (name, factory), bounds in ((v, b) for v in case.variants for b in case.bounds):
             say(f"variants: model check {name} under {case.contract.name}, {bounds.label()}")
             r = check(case.contract, bounds, factory)
             detail = (f"{r.states} states, {r.transitions} transitions; every rule of {case.contract.name}; "

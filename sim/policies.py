@@ -13,9 +13,9 @@ POLICIES: dict[str, str] = {
     "unchunked": "stallfree.variants.unchunked:UnchunkedPrefillFirst",  # whole prompts in their own steps
     # The variants of docs/variants.md, each with the contract it keeps (CONTRACTS):
     **{f"aligned-{b}": f"stallfree.variants.aligned:Aligned{b}" for b in (16, 32, 64, 128, 256)},  # block-aligned
-    "resizable": "stallfree.variants.rotating:Resizable",  # set_budget(B), decodes oldest first
-    "rotating": "stallfree.variants.rotating:Rotating",  # set_budget(B), decodes to the longest waiting
-    "aging": "stallfree.variants.priority:Prioritized",  # admission by priority with aging (A = 64)
+    "resizable": "stallfree.variants.batched:BatchedResizable",  # set_budget(B), decodes oldest first
+    "rotating": "stallfree.variants.rotating:BatchedRotating",  # set_budget(B), decodes to the longest waiting
+    "aging": "stallfree.variants.priority:BatchedPrioritized",  # admission by priority with aging (A = 64)
     "aging-4": "stallfree.variants.priority:Aging4",  # the same, A = 4 (the trace example)
     "no-aging": "stallfree.faults.priority:NoAging",  # strict priority: the negative control of AGING-BOUND
 }

@@ -15,17 +15,18 @@ from stallfree.proofs.explicit.variants import VariantBounds, check
 from stallfree.spec.aligned import contract as aligned
 from stallfree.spec.budget_change import ROTATION_CONTRACT
 from stallfree.spec.priority import contract as aging
-from stallfree.variants.aligned import Aligned
-from stallfree.variants.priority import Prioritized
-from stallfree.variants.rotating import Rotating
+from stallfree.variants.aligned import Aligned, BatchedAligned
+from stallfree.variants.priority import BatchedPrioritized, Prioritized
+from stallfree.variants.rotating import BatchedRotating, Rotating
 
 ALIGNED_BOUNDS = VariantBounds(Bounds(3, 2, 12, 3, 6, 2))
 ROTATION_BOUNDS = VariantBounds(Bounds(2, 3, 9, 3, 2, 3), budgets=(0, 1, 2), max_changes=2)
 AGING_BOUNDS = VariantBounds(Bounds(4, 1, 10, 3, 2, 3, never_fit=False), priorities=(-1, 0, 3))
 
 
-def test_model_check_aligned_keeps_ALIGNED_and_its_widened_rules() -> None:
-    result = check(aligned(2), ALIGNED_BOUNDS, variant_rows._aligned(Aligned))
+@pytest.mark.parametrize("cls", [Aligned, BatchedAligned], ids=["stepwise", "batched"])
+def test_model_check_aligned_keeps_ALIGNED_and_its_widened_rules(cls: type) -> None:
+    result = check(aligned(2), ALIGNED_BOUNDS, variant_rows._aligned(cls))
     assert result.holds and result.states > 1000 and result.drain_bound is not None
 
 
@@ -35,8 +36,9 @@ def test_model_check_catches_aligned_fault(rule: str) -> None:
     assert result.rule == rule and result.replayed is not None and result.replayed.startswith(rule)
 
 
-def test_model_check_rotation_keeps_DECODE_FAIR_and_DECODE_WAIT_with_budget_changes() -> None:
-    result = check(ROTATION_CONTRACT, ROTATION_BOUNDS, Rotating)
+@pytest.mark.parametrize("cls", [Rotating, BatchedRotating], ids=["stepwise", "batched"])
+def test_model_check_rotation_keeps_DECODE_FAIR_and_DECODE_WAIT_with_budget_changes(cls: type) -> None:
+    result = check(ROTATION_CONTRACT, ROTATION_BOUNDS, cls)
     assert result.holds and result.states > 1000
 
 
@@ -46,8 +48,9 @@ def test_model_check_catches_budget_fault(rule: str) -> None:
     assert result.rule == rule and result.replayed is not None and result.replayed.startswith(rule)
 
 
-def test_model_check_aging_keeps_AGING_BOUND_and_PRIORITY_ORDER() -> None:
-    result = check(aging(1), AGING_BOUNDS, variant_rows._aged(Prioritized))
+@pytest.mark.parametrize("cls", [Prioritized, BatchedPrioritized], ids=["stepwise", "batched"])
+def test_model_check_aging_keeps_AGING_BOUND_and_PRIORITY_ORDER(cls: type) -> None:
+    result = check(aging(1), AGING_BOUNDS, variant_rows._aged(cls))
     assert result.holds and result.states > 1000
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from stallfree.spec import InvalidField, check_int
 from stallfree.spec.aligned import DEFAULT_BLOCK_SIZE, aligned_chunk
 
+from .batched import Batched
 from .stepwise import Seq, Stepwise
 
 
@@ -22,13 +23,8 @@ class Aligned(Stepwise):
     """Decodes, then partial prompts, then admissions, each chunk aligned to `block_size` tokens."""
 
     def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int, block_size: int = DEFAULT_BLOCK_SIZE) -> None:
-        check_int("block_size", block_size)
+        check_block(block_size, token_budget)
         super().__init__(token_budget, max_seqs, kv_tokens)
-        if block_size > token_budget:
-            raise InvalidField(
-                f"block_size {block_size} exceeds token_budget {token_budget}: a prompt longer than the budget "
-                "could never take an aligned chunk"
-            )
         self.block_size = block_size
 
     def chunk(self, seq: Seq, left: int) -> int:
@@ -62,10 +58,31 @@ class Aligned(Stepwise):
         return left - n if n == seq.request.prompt_len else 0
 
 
-def with_block(block_size: int) -> type[Aligned]:
-    """`Aligned` with `block_size` as its default, as a factory of the plain signature."""
+class BatchedAligned(Batched):
+    """The same policy in the reference's incremental form (`batched`): the one the simulator runs."""
 
-    class AlignedTo(Aligned):
+    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int, block_size: int = DEFAULT_BLOCK_SIZE) -> None:
+        check_block(block_size, token_budget)
+        super().__init__(token_budget, max_seqs, kv_tokens)
+        self.block_size = block_size
+
+    def chunk(self, remaining: int, left: int) -> int:
+        return aligned_chunk(remaining, left, self.block_size)
+
+
+def check_block(block_size: int, token_budget: int) -> None:
+    check_int("block_size", block_size)
+    if type(token_budget) is int and block_size > token_budget:
+        raise InvalidField(
+            f"block_size {block_size} exceeds token_budget {token_budget}: a prompt longer than the budget "
+            "could never take an aligned chunk"
+        )
+
+
+def with_block(block_size: int) -> type[BatchedAligned]:
+    """`BatchedAligned` with `block_size` as its default, as a factory of the plain signature."""
+
+    class AlignedTo(BatchedAligned):
         def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
             super().__init__(token_budget, max_seqs, kv_tokens, block_size)
 

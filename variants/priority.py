@@ -9,9 +9,12 @@ whole order is the best of the level heads: each admission costs O(P), not a sor
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 from stallfree.spec.priority import DEFAULT_AGING, MAX_PRIORITY, check_priority, effective
 
+from .batched import Batched
+from .batched import Seq as BatchedSeq
 from .stepwise import Seq, Stepwise
 
 
@@ -36,15 +39,7 @@ class Prioritized(Stepwise):
 
     def head(self) -> int | None:
         """The level whose first request heads the effective order, or None when nothing waits."""
-        best, best_key = None, None
-        step, aging = self.num_steps, self.aging
-        for level, queue in enumerate(self.levels):
-            if queue:
-                arrival, number, _ = queue[0]
-                key = (-effective(level, arrival, step, aging), number)
-                if best_key is None or key < best_key:
-                    best, best_key = level, key
-        return best
+        return best_level(self.levels, self.num_steps, self.aging)
 
     def admit(self, plan: list[tuple[int, int]], left: int) -> int:
         while left:
@@ -64,7 +59,45 @@ class Prioritized(Stepwise):
         return left - n
 
 
-class Aging4(Prioritized):
+class BatchedPrioritized(Batched):
+    """The same policy in the reference's incremental form (`batched`): the one the simulator runs."""
+
+    aging: int | None = DEFAULT_AGING
+
+    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
+        super().__init__(token_budget, max_seqs, kv_tokens)
+        self.levels: list[deque[tuple[int, int, BatchedSeq]]] = [deque() for _ in range(MAX_PRIORITY + 1)]
+        self.num_arrivals = 0
+        self.head_level: int | None = None  # the level head() found
+
+    def add(self, rid: int, prompt_len: int, max_new: int, priority: int = 0) -> None:  # type: ignore[override]
+        check_priority(priority)  # before the request is recorded: a refusal leaves no trace
+        seq = self.accept(rid, prompt_len, max_new)
+        self.levels[priority].append((self.num_steps, self.num_arrivals, seq))
+        self.num_arrivals += 1
+
+    def head(self) -> BatchedSeq | None:
+        self.head_level = best_level(self.levels, self.num_steps, self.aging)
+        return None if self.head_level is None else self.levels[self.head_level][0][2]
+
+    def pop_head(self) -> None:
+        assert self.head_level is not None
+        self.levels[self.head_level].popleft()
+
+
+def best_level(levels: list[deque[tuple[int, int, Any]]], step: int, aging: int | None) -> int | None:
+    """The level whose first request heads the effective order, or None when nothing waits."""
+    best, best_key = None, None
+    for level, queue in enumerate(levels):
+        if queue:
+            arrival, number, _ = queue[0]
+            key = (-effective(level, arrival, step, aging), number)
+            if best_key is None or key < best_key:
+                best, best_key = level, key
+    return best
+
+
+class Aging4(BatchedPrioritized):
     """Aging one level every 4 steps: short enough to see in a trace of a few dozen steps."""
 
     aging = 4

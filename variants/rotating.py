@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from stallfree.spec import Config
 
+from .batched import BatchedResizable
 from .stepwise import Seq, Stepwise
 
 
@@ -45,3 +46,31 @@ class Rotating(Resizable):
     def release(self, seq: Seq) -> None:
         del self.last_token[seq.rid]
         super().release(seq)
+
+
+class BatchedRotating(BatchedResizable):
+    """Rotation in the reference's incremental form (`batched`): the one the simulator runs.
+
+    A step that decodes every ready request gives them all one last token, so only the steps after a
+    budget drop record who was served: a ready request's last token is the later of its record and
+    the last step that decoded everyone."""
+
+    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
+        super().__init__(token_budget, max_seqs, kv_tokens)
+        self.last_full = -1  # the last step that decoded every ready request
+        self.served: dict[int, int] = {}  # rid -> the step of its token, for steps after last_full
+
+    def over_budget(self, left: int) -> list[tuple[int, int]]:
+        served, full = self.served, self.last_full
+        ready = list(self.ready.values())  # sorted is stable: ties go by admission
+        return sorted(ready, key=lambda decode: max(served.get(decode[0], -1), full))[:left]
+
+    def on_full_step(self, step: int) -> None:
+        self.last_full = step
+        if self.served:
+            self.served.clear()
+
+    def on_short_step(self, step: int, decoded: list[int]) -> None:
+        super().on_short_step(step, decoded)
+        for rid in decoded:
+            self.served[rid] = step
