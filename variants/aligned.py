@@ -19,13 +19,24 @@ from .batched import Batched
 from .stepwise import Seq, Stepwise
 
 
-class Aligned(Stepwise):
-    """Decodes, then partial prompts, then admissions, each chunk aligned to `block_size` tokens."""
+class Blocks:
+    """The block size of an aligned scheduler, checked against the budget before anything else is made."""
+
+    block_size: int
 
     def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int, block_size: int = DEFAULT_BLOCK_SIZE) -> None:
-        check_block(block_size, token_budget)
-        super().__init__(token_budget, max_seqs, kv_tokens)
+        check_int("block_size", block_size)
+        if type(token_budget) is int and block_size > token_budget:
+            raise InvalidField(
+                f"block_size {block_size} exceeds token_budget {token_budget}: a prompt longer than the budget "
+                "could never take an aligned chunk"
+            )
+        super().__init__(token_budget, max_seqs, kv_tokens)  # type: ignore[call-arg]
         self.block_size = block_size
+
+
+class Aligned(Blocks, Stepwise):
+    """Decodes, then partial prompts, then admissions, each chunk aligned to `block_size` tokens."""
 
     def chunk(self, seq: Seq, left: int) -> int:
         return aligned_chunk(seq.request.prompt_len - seq.num_prefilled, left, self.block_size)
@@ -58,25 +69,11 @@ class Aligned(Stepwise):
         return left - n if n == seq.request.prompt_len else 0
 
 
-class BatchedAligned(Batched):
+class BatchedAligned(Blocks, Batched):
     """The same policy in the reference's incremental form (`batched`): the one the simulator runs."""
-
-    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int, block_size: int = DEFAULT_BLOCK_SIZE) -> None:
-        check_block(block_size, token_budget)
-        super().__init__(token_budget, max_seqs, kv_tokens)
-        self.block_size = block_size
 
     def chunk(self, remaining: int, left: int) -> int:
         return aligned_chunk(remaining, left, self.block_size)
-
-
-def check_block(block_size: int, token_budget: int) -> None:
-    check_int("block_size", block_size)
-    if type(token_budget) is int and block_size > token_budget:
-        raise InvalidField(
-            f"block_size {block_size} exceeds token_budget {token_budget}: a prompt longer than the budget "
-            "could never take an aligned chunk"
-        )
 
 
 def with_block(block_size: int) -> type[BatchedAligned]:
