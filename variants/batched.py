@@ -3,8 +3,10 @@ variant's step costs about what the reference's does (benchmarks/variants_step.p
 
 Like the reference, it keeps each ready request's decode entry and copies them as one list, and finds
 the requests that finish from the step they are due. Unlike it, a step may decode fewer than all ready
-requests (after a budget drop): then no prompt runs, and each ready request left out is due one step
-later. A prompt left unfinished by its chunk ends the step's prefill, as under every contract here.
+requests (after a budget drop): then no prompt runs, and through such a run of short steps each ready
+request counts the tokens it has left instead (only the decoded ones change), its due step set again
+at the next step that decodes them all. A prompt left unfinished by its chunk ends the step's
+prefill, as under every contract here.
 
 The hooks: `chunk(remaining, left)`, the chunk a prompt gets (min: the reference's; whole blocks:
 aligned); `over_budget(left)`, the decodes when the ready requests outnumber the budget (oldest
@@ -29,6 +31,8 @@ class Seq:
     request: Request
     num_prefilled: int = 0
     due: int = -1  # the step that emits its last token, once its prompt is done
+    tokens_left: int = 0  # tokens still to emit, kept through a run of short steps only
+    rank: int = 0  # admission order
     decode: Decode = field(init=False)
 
     def __post_init__(self) -> None:
@@ -49,6 +53,8 @@ class Batched:
         self.free_kv = kv_tokens
         self.num_steps = 0
         self.num_decodes = 0  # the decodes at the head of the pending plan
+        self.num_admitted = 0
+        self.in_short_run = False  # the last step decoded fewer than all ready requests
 
     # -- add ---------------------------------------------------------------------------------------
 
@@ -110,6 +116,8 @@ class Batched:
             self.pop_head()
             self.running[request.rid] = self.partial[request.rid] = seq
             self.free_kv -= request.reservation
+            seq.rank = self.num_admitted
+            self.num_admitted += 1
             plan.append((request.rid, n))
             left -= n
             if n < request.prompt_len:
@@ -121,12 +129,12 @@ class Batched:
     def complete(self, plan: list[Decode]) -> list[int]:
         step = self.num_steps
         ready, k = self.ready, self.num_decodes
-        if k == len(ready):
-            emitted = list(ready)
-            self.on_full_step(step)
-        else:
-            emitted = [rid for rid, _ in plan[:k]]
-            self.on_short_step(step, emitted)
+        if k < len(ready):
+            return self.complete_short(step, [rid for rid, _ in plan])
+        if self.in_short_run:
+            self.end_short_run(step)
+        emitted = list(ready)
+        self.on_full_step(step)
         for rid, n in plan[k:]:
             seq = self.partial[rid]
             seq.num_prefilled += n
@@ -143,18 +151,43 @@ class Batched:
         self.num_steps += 1
         return emitted
 
+    def complete_short(self, step: int, decoded: list[int]) -> list[int]:
+        """A step that decoded only `decoded` of the ready requests (and ran no prompt)."""
+        if not self.in_short_run:
+            self.start_short_run(step)
+        running = self.running
+        for rid in decoded:
+            seq = running[rid]
+            seq.tokens_left -= 1
+            if seq.tokens_left == 0:
+                del running[rid]
+                del self.ready[rid]
+                self.free_kv += seq.request.reservation
+        self.on_short_step(step, decoded)
+        self.num_steps += 1
+        return decoded
+
+    def start_short_run(self, step: int) -> None:
+        """From due steps to tokens left, for every ready request: only the decoded ones count down now."""
+        for rid in self.ready:
+            seq = self.running[rid]
+            seq.tokens_left = seq.due - step + 1
+        self.finishing.clear()  # only ready requests are in it
+        self.in_short_run = True
+
+    def end_short_run(self, step: int) -> None:
+        """Back from tokens left to due steps: from `step` on every ready request is decoded each step."""
+        for rid in self.ready:
+            seq = self.running[rid]
+            seq.due = step + seq.tokens_left - 1
+            self.finishing.setdefault(seq.due, {})[rid] = seq
+        self.in_short_run = False
+
     def on_full_step(self, step: int) -> None:
         """Every ready request was decoded at `step`."""
 
     def on_short_step(self, step: int, decoded: list[int]) -> None:
-        """Only `decoded` of the ready requests got a token at `step`: every other one is due a step later."""
-        served = set(decoded)
-        for rid in self.ready:
-            if rid not in served:
-                seq = self.running[rid]
-                del self.finishing[seq.due][rid]
-                seq.due += 1
-                self.finishing.setdefault(seq.due, {})[rid] = seq
+        """Only `decoded` of the ready requests got a token at `step` (those that finished are gone)."""
 
 
 class BatchedResizable(Batched):

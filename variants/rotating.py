@@ -51,26 +51,25 @@ class Rotating(Resizable):
 class BatchedRotating(BatchedResizable):
     """Rotation in the reference's incremental form (`batched`): the one the simulator runs.
 
-    A step that decodes every ready request gives them all one last token, so only the steps after a
-    budget drop record who was served: a ready request's last token is the later of its record and
-    the last step that decoded everyone."""
+    A step that decodes every ready request gives them all one last token, so their order is the
+    admission order; through a run of short steps the order is kept as a list: each step serves its
+    head and puts the served at the back, among themselves by admission (their last tokens tie)."""
 
     def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
         super().__init__(token_budget, max_seqs, kv_tokens)
-        self.last_full = -1  # the last step that decoded every ready request
-        self.served: dict[int, int] = {}  # rid -> the step of its token, for steps after last_full
+        self.order: list[tuple[int, int]] | None = None  # the ready decodes, longest waiting first
 
     def over_budget(self, left: int) -> list[tuple[int, int]]:
-        served, full = self.served, self.last_full
-        ready = list(self.ready.values())  # sorted is stable: ties go by admission
-        return sorted(ready, key=lambda decode: max(served.get(decode[0], -1), full))[:left]
+        order = self.order if self.order is not None else list(self.ready.values())
+        served = order[:left]
+        running = self.running
+        self.order = order[left:] + sorted(served, key=lambda decode: running[decode[0]].rank)
+        return served
 
     def on_full_step(self, step: int) -> None:
-        self.last_full = step
-        if self.served:
-            self.served.clear()
+        self.order = None
 
     def on_short_step(self, step: int, decoded: list[int]) -> None:
-        super().on_short_step(step, decoded)
-        for rid in decoded:
-            self.served[rid] = step
+        if self.order is not None and len(self.order) != len(self.ready):  # some finished
+            ready = self.ready
+            self.order = [decode for decode in self.order if decode[0] in ready]
