@@ -68,3 +68,22 @@ def test_simulate_variant_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "has no set_budget()" in out
     code, out = run(["simulate", "--limit", "10", "--quiet", "--priority-mix", "100"], capsys)
     assert code == 2 and "takes no priority" in out
+
+
+def test_check_trace_reads_budget_changes_and_priorities(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    rotating, oldest = tmp_path / "rotating.jsonl", tmp_path / "oldest.jsonl"
+    run(["trace", "--scheduler", "rotating", "--example", "budget-drop", "--jsonl", str(rotating)], capsys)
+    run(["trace", "--scheduler", "resizable", "--example", "budget-drop", "--jsonl", str(oldest)], capsys)
+    assert '"budget":2' in rotating.read_text()
+    code, out = run(["check-trace", str(rotating), "--profile", "rotation", "--quiet"], capsys)
+    assert code == 0 and "DECODE-FAIR      holds" in out
+    code, out = run(["check-trace", str(oldest), "--profile", "rotation", "--quiet"], capsys)
+    assert code == 1 and "DECODE-FAIR      BROKEN at step 3" in out
+    code, out = run(["check-trace", str(oldest), "--quiet"], capsys)
+    assert code == 2 and '"budget" needs a budget-change contract' in out
+    aged = tmp_path / "aged.jsonl"
+    run(["trace", "--scheduler", "aging-4", "--example", "priority-stream", "--jsonl", str(aged)], capsys)
+    code, out = run(["check-trace", str(aged), "--profile", "aging-4", "--quiet"], capsys)
+    assert code == 0 and "AGING-BOUND      holds" in out
+    code, out = run(["check-trace", str(aged), "--quiet"], capsys)
+    assert code == 2 and "needs a priority contract" in out

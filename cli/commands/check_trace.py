@@ -30,12 +30,13 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stallfree.conformance.kit.profiles import checked_rules
+    from stallfree.conformance.kit.profiles import checked_rules, contract_of
     from stallfree.conformance.trace.tracecheck import TraceVerdict, check_trace, read_lines
     from stallfree.conformance.trace.tracefile import TraceError
 
     try:
         checked = checked_rules(args.rules, args.profile)
+        contract = contract_of(args.profile)
     except ValueError as error:
         return fail(f"--profile: {error}")
     if args.all and args.file == "-":
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         while True:
             with open_trace(args.file) as stream:
-                verdict = check_trace(read_lines(stream), rules, progress)
+                verdict = check_trace(read_lines(stream), rules, progress, contract)
             verdicts.append(verdict)
             broken = verdict.violation
             if not args.all or broken is None or broken.rule not in rules:
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"{args.file}: {error}")
     except OSError as error:
         return fail(f"{args.file}: {error.strerror or error}")
-    report = summarise(args.file, checked, verdicts)
+    report = summarise(args.file, checked, verdicts, RULE_IDS if contract is None else contract.ids)
     print(render(report))
     if args.json is not None:
         try:
@@ -83,8 +84,11 @@ def open_trace(name: str) -> IO[bytes]:
     return open(name, "rb")
 
 
-def summarise(name: str, checked: tuple[str, ...], verdicts: list[Any]) -> dict[str, Any]:
-    """Every rule: holds (with the steps read), broken (first violation, its step and line), or not checked."""
+def summarise(
+    name: str, checked: tuple[str, ...], verdicts: list[Any], registry: tuple[str, ...] = RULE_IDS,
+) -> dict[str, Any]:
+    """Every rule of `registry` (the reference's, or a variant contract's IDs): holds (with the steps
+    read), broken (first violation, its step and line), or not checked."""
     first = verdicts[0]
     broken: dict[str, tuple[RuleViolation, int | None]] = {}
     for v in verdicts:
@@ -92,7 +96,7 @@ def summarise(name: str, checked: tuple[str, ...], verdicts: list[Any]) -> dict[
             broken[v.violation.rule] = (v.violation, v.violation_line)
     last = verdicts[-1]
     rules: dict[str, Any] = {}
-    for rule in (*RULE_IDS, *[r for r in broken if r not in RULE_IDS]):
+    for rule in (*registry, *[r for r in broken if r not in registry]):
         if rule in broken:
             violation, line = broken[rule]
             rules[rule] = {"verdict": "fail", "step": violation.step, "line": line, "happened": violation.message}

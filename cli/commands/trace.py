@@ -148,17 +148,22 @@ def trace(
 
     def on_add(a: Arrival, accepted: bool) -> None:
         if writer is not None:
-            writer.offered(a.rid, a.prompt_len, a.max_new, accepted)
+            writer.offered(a.rid, a.prompt_len, a.max_new, accepted, a.priority)
         if accepted:
             offered.accept(Request(a.rid, a.prompt_len, a.max_new))
             return
         why = refusal(offered, a.rid, a.prompt_len, a.max_new) or "the contract would accept it (NEVER-FIT not checked)"
         print(f"{'':>5}  refused: add({a.rid}, {a.prompt_len}, {a.max_new}): {why}")
 
+    budgets = [cfg.token_budget]  # the budget in force at the last step written
+
     def on_step(monitor: Monitor, facts: StepFacts) -> None:
-        print(row(facts, cfg.token_budget, monitor.shadow.free_kv))
+        budget = monitor.shadow.config.token_budget  # set_budget() may have changed it before this step
+        print(row(facts, budget, monitor.shadow.free_kv))
         if writer is not None:
-            writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished])
+            changed = budget if budget != budgets[-1] else None
+            writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished], changed)
+        budgets.append(budget)
 
     violation = None
     steps = adds = 0
