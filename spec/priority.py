@@ -157,7 +157,7 @@ class PriorityMonitor(ContractMonitor):
         self.shadow = PriorityShadow(config)
         self.max_priority = getattr(contract, "max_priority", MAX_PRIORITY)
 
-    def add(self, rid: object, prompt_len: object, max_new: object, priority: object = 0) -> bool:  # type: ignore[override]
+    def add(self, rid: object, prompt_len: object, max_new: object, priority: object = 0) -> bool:
         shadow = self.shadow
         assert isinstance(shadow, PriorityShadow)
         verdict = refusal(shadow, rid, prompt_len, max_new)
@@ -188,7 +188,7 @@ class PriorityMonitor(ContractMonitor):
         except (InvalidField, TypeError) as error:
             message = f"{call} was accepted but cannot be followed: {error}"
             raise RuleViolation("PROTOCOL", shadow.step, message) from None
-        shadow.priority[rid] = priority  # type: ignore[index]
+        shadow.priority[rid] = priority  # type: ignore[index, assignment]
         shadow.arrival[rid] = shadow.step  # type: ignore[index]
         return True
 
