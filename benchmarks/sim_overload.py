@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from stallfree.costs import Deployment, gpu, model
-from stallfree.sim.policies import POLICIES
+from stallfree.sim.policies import COMPARED
 from stallfree.sim.sweep import RATE_SCALES, TABLE_HEADER, Setup, rate_points, run_points, table_row
 
 MAX_SEQS = 256
@@ -33,7 +33,7 @@ def main() -> None:
         rows = json.loads(args.replot.read_text())
     else:
         setup = Setup(Deployment(model("llama-3.3-70b"), gpu("h100-sxm"), 4, "fp8"), "full", MAX_SEQS)
-        points = rate_points(args.trace, POLICIES, args.budget, RATE_SCALES, args.limit)
+        points = rate_points(args.trace, COMPARED, args.budget, RATE_SCALES, args.limit)
         summaries = run_points(setup, points, args.jobs)
         print(summaries[0].cost)
         print(TABLE_HEADER)

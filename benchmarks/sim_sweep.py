@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from stallfree.costs import Deployment, gpu, model
-from stallfree.sim.policies import POLICIES
+from stallfree.sim.policies import COMPARED
 from stallfree.sim.sweep import BUDGETS, TABLE_HEADER, Setup, budget_points, run_points, table_row
 
 TRACES = ("conv", "code")
@@ -35,7 +35,7 @@ def main() -> None:
         rows = json.loads(args.replot.read_text())
     else:
         setup = Setup(Deployment(model("llama-3.3-70b"), gpu("h100-sxm"), 4, "fp8"), args.mode, MAX_SEQS)
-        summaries = run_points(setup, budget_points(TRACES, POLICIES, BUDGETS, args.limit), args.jobs)
+        summaries = run_points(setup, budget_points(TRACES, COMPARED, BUDGETS, args.limit), args.jobs)
         print(summaries[0].cost)
         print(TABLE_HEADER)
         for s in summaries:

@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from stallfree.costs import Deployment, Roofline, gpu, model
-from stallfree.sim.policies import POLICIES
+from stallfree.sim.policies import COMPARED
 from stallfree.sim.summary import MS
 from stallfree.sim.timeline import run
 
@@ -23,7 +23,7 @@ def main() -> None:
     parser.add_argument("--plot", type=Path, default=None, help="folder for timeline-<budget>.png")
     args = parser.parse_args()
     roofline = Roofline(Deployment(model("llama-3.3-70b"), gpu("h100-sxm"), 4, "fp8"), args.mode)
-    timelines = [run(policy, roofline, args.budget) for policy in POLICIES]
+    timelines = [run(policy, roofline, args.budget) for policy in COMPARED]
     print(f"budget {args.budget}, {args.mode} cost")
     print(f"{'policy':<15}{'TTFT of the long prompt ms':>28}{'worst stream gap ms':>21}{'longest step ms':>17}")
     for tl in timelines:

@@ -41,16 +41,17 @@ def explain(
     on_step: Callable[[StepView, StepFacts], None] | None = None,
     on_offer: Callable[[Offer], None] | None = None,
     keep: bool = False,
+    contract: Any = None,
 ) -> Explained:
     """Run `workload` and print its table with `out`; see the module doc. `keep`: keep every step in
     the recording, for the views (keeping going keeps them anyway, to compare each replay)."""
-    checked = tuple(rules) if rules is not None else RULE_IDS
+    checked = tuple(rules) if rules is not None else RULE_IDS if contract is None else contract.ids
     broken: list[RuleViolation] = []
     shown_steps = shown_offers = 0
     previous: Recording | None = None
     while True:
         recording = _run(workload, factory, checked, name, out, price, shown_steps, shown_offers, previous,
-                         on_step, on_offer, keep or keep_going)
+                         on_step, on_offer, keep or keep_going, contract)
         violation = recording.violation
         shown_steps, shown_offers = recording.num_steps, len(recording.offers)
         if violation is None or not keep_going or violation.rule not in checked:
@@ -66,6 +67,7 @@ def _run(
     workload: Workload, factory: Callable[..., Any], checked: tuple[str, ...], name: str, out: Callable[[str], None],
     price: StepPrice | None, skip_steps: int, skip_offers: int, previous: Recording | None,
     on_step: Callable[[StepView, StepFacts], None] | None, on_offer: Callable[[Offer], None] | None, keep: bool,
+    contract: Any = None,
 ) -> Recording:
     cfg = workload.config
     idle = IdleSteps(out)
@@ -101,7 +103,8 @@ def _run(
         if on_step is not None:
             on_step(view, facts)
 
-    recording = record(workload, factory, checked, name, on_step=shown_step, on_offer=shown_offer, keep=keep)
+    recording = record(workload, factory, checked, name, on_step=shown_step, on_offer=shown_offer, keep=keep,
+                       contract=contract)
     idle.flush()
     violation, view = recording.violation, recording.broken_step
     if violation is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from stallfree.spec import RULES, RuleViolation
+from stallfree.spec import RULES, Rule, RuleViolation
 from stallfree.spec.verdict import CRASH, Judgement, Verdict
 from stallfree.view import StepView
 
@@ -74,6 +74,7 @@ def broken_line(violation: RuleViolation) -> str:
 def verdicts(
     checked: Iterable[str], steps: int, violation: RuleViolation | None, adds: int = 0,
     broken_before: Sequence[RuleViolation] = (), crash: str | None = None, stopped_by: str = CRASH,
+    registry: Iterable[Rule] = RULES,
 ) -> list[Judgement]:
     """One verdict per rule: holds (over the steps run), BROKEN (with the facts), not checked, or not
     judged: the run stopped first (a rule broke, the scheduler crashed), or no step ran (every request
@@ -81,7 +82,8 @@ def verdicts(
     holds over the `adds` calls judged even then. `broken_before` are rules found broken in earlier runs
     of the same workload, left unchecked in this one to keep going. `crash`: what stopped the run where
     no rule judged it (what the scheduler raised, or that it did not return), reported under
-    `stopped_by` (CRASH, TIMEOUT); a recorded violation CRASH is the same."""
+    `stopped_by` (CRASH, TIMEOUT); a recorded violation CRASH is the same. `registry`: the reference's
+    RULES, or a variant contract's rules."""
     checked = set(checked)
     crash_step = steps
     if violation is not None and violation.rule == CRASH:
@@ -92,8 +94,9 @@ def verdicts(
         stopped = f"(held until step {violation.step}, where {violation.rule} broke; nothing judged after)"
     elif crash is not None:
         stopped = f"(held until step {crash_step}, where {stopped_by} stopped the run; nothing judged after)"
+    registry = tuple(registry)
     judged = []
-    for rule in RULES:
+    for rule in registry:
         broke = earlier.get(rule.id) or (violation if violation is not None and rule.id == violation.rule else None)
         if broke is not None:
             judged.append(Judgement(rule.id, Verdict.BROKEN, f"at step {broke.step}: {broke.message}",
@@ -108,7 +111,7 @@ def verdicts(
             judged.append(Judgement(rule.id, Verdict.HOLDS, f"({adds} add() call(s) judged; no step ran)"))
         else:
             judged.append(Judgement(rule.id, Verdict.NOT_JUDGED, "(no step ran)"))
-    known = {r.id for r in RULES}
+    known = {r.id for r in registry}
     for v in [*broken_before, *([violation] if violation is not None else [])]:
         if v.rule not in known:
             judged.append(Judgement(v.rule, Verdict.BROKEN, f"at step {v.step}: {v.message}", (("step", v.step),)))

@@ -30,7 +30,7 @@ from .smt.reach import reach
 from .smt.theorems import DEFAULT_N, THEOREMS, prove
 
 HOLDS, NOT_REFUTED, BROKEN, UNKNOWN = Verdict.HOLDS, Verdict.NOT_REFUTED, Verdict.BROKEN, Verdict.UNKNOWN
-METHODS = ("model", "z3", "differential", "crosshair")
+METHODS = ("model", "z3", "differential", "crosshair", "variants")
 DEFAULT_BOUND = "3,2,8,4,3,2"
 DIFFERENTIAL_WORKLOADS = 12
 DIFFERENTIAL_SLOTS = 6
@@ -179,8 +179,17 @@ def planted_row(rule: str, seconds: float, say: Say) -> Row:
     return Row(rule, method, bound, BROKEN, result.seconds, detail)
 
 
+def variants_rows(o: Options, say: Say) -> list[Row]:
+    from .variant_rows import rows  # the variants' contracts (docs/variants.md)
+
+    if o.fault_rule is not None:  # --fault runs the reference's controls; the variants' are in their rows
+        return []
+    return rows(Row, HOLDS, BROKEN, HOLDS, say)  # a negative control caught: its row's claim holds
+
+
 RUNNERS: dict[str, Callable[[Options, Say], list[Row]]] = {
     "model": model_rows, "z3": z3_rows, "differential": differential_rows, "crosshair": crosshair_rows,
+    "variants": variants_rows,
 }
 
 

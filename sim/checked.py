@@ -8,14 +8,19 @@ from stallfree.spec import Config, InvalidField, Monitor
 
 
 class Checked:
-    """Speaks the plain protocol; forwards each call through a `Monitor` judging every rule."""
+    """Speaks the plain protocol; forwards each call through a `Monitor` judging every rule (of
+    `contract`, a variant's, when given: then set_budget and priorities pass through too)."""
 
-    def __init__(self, scheduler: Any, config: Config) -> None:
-        self.monitor = Monitor(scheduler, config)
+    def __init__(self, scheduler: Any, config: Config, contract: Any = None) -> None:
+        self.monitor = Monitor(scheduler, config) if contract is None else contract.watch(scheduler, config)
 
-    def add(self, rid: int, prompt_len: int, max_new: int) -> None:
-        if not self.monitor.add(rid, prompt_len, max_new):
+    def add(self, rid: int, prompt_len: int, max_new: int, *priority: int) -> None:
+        if not self.monitor.add(rid, prompt_len, max_new, *priority):
             raise InvalidField(f"rid {rid}: refused by the scheduler, as the contract requires")
+
+    def set_budget(self, token_budget: int) -> None:
+        if not self.monitor.set_budget(token_budget):  # type: ignore[attr-defined]
+            raise InvalidField(f"token_budget {token_budget!r}: refused by the scheduler, as the contract requires")
 
     def schedule(self) -> Any:
         return self.monitor.plan()

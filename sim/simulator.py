@@ -35,6 +35,17 @@ class Stalled(RuntimeError):
 
 
 @dataclass(frozen=True, slots=True)
+class Variant:
+    """What a variant's run adds to the trace: a budget schedule, (seconds, B) in time order, each
+    set with set_budget(B) before the first step that starts at or after it; a priority per rid,
+    passed to add(); the contract `check` judges it under (`stallfree.spec.contracts`)."""
+
+    budgets: tuple[tuple[float, int], ...] = ()
+    priority_of: Callable[[int], int] | None = None
+    contract: Any = None
+
+
+@dataclass(frozen=True, slots=True)
 class Skipped:
     request: TraceRequest
     reason: str
@@ -81,9 +92,12 @@ class Simulation:
         check: bool = False,
         record: bool = False,
         progress: ProgressBar | None = None,
+        variant: Variant | None = None,
     ) -> None:
         scheduler = factory(token_budget=config.token_budget, max_seqs=config.max_seqs, kv_tokens=config.kv_tokens)
-        self.scheduler = Checked(scheduler, config) if check else scheduler
+        self.variant = variant or Variant()
+        self.scheduler = Checked(scheduler, config, self.variant.contract) if check else scheduler
+        self.next_budget = 0  # index into variant.budgets
         self.trace = trace
         self.roofline = roofline
         self.record = record
@@ -107,9 +121,13 @@ class Simulation:
     def offer(self, request: TraceRequest) -> None:
         why = refusal(Shadow(self.result.config), request.rid, request.prompt_len, request.max_new)
         reason = None if why is None else f"NEVER-FIT: {why}"
+        priority = self.variant.priority_of
         if reason is None:
             try:
-                self.scheduler.add(request.rid, request.prompt_len, request.max_new)
+                if priority is None:
+                    self.scheduler.add(request.rid, request.prompt_len, request.max_new)
+                else:
+                    self.scheduler.add(request.rid, request.prompt_len, request.max_new, priority(request.rid))
             except ValueError as error:  # refused by the scheduler: reported, like the contract's refusals
                 reason = f"refused by the scheduler: {error}"
         if reason is not None:
@@ -185,7 +203,11 @@ class Simulation:
         requests = self.trace.requests
         clock = 0.0
         num_steps = 0
+        budgets = self.variant.budgets
         while True:
+            while self.next_budget < len(budgets) and budgets[self.next_budget][0] <= clock:
+                self.scheduler.set_budget(budgets[self.next_budget][1])
+                self.next_budget += 1
             self.add_arrivals(clock)
             arrivals_left = self.next_arrival < len(requests)
             if self.num_pending == 0 or self.num_empty_plans >= MAX_EMPTY_PLANS:
@@ -219,10 +241,11 @@ def simulate(
     check: bool = False,
     record: bool = False,
     progress: bool = False,
+    variant: Variant | None = None,
 ) -> SimResult:
     """Replay `trace` through `factory(token_budget=, max_seqs=, kv_tokens=)`; see `Simulation`."""
     bar = ProgressBar(f"simulate {trace.name} {policy}".strip(), len(trace.requests)) if progress else None
-    return Simulation(trace, factory, config, roofline, policy, check, record, bar).run()
+    return Simulation(trace, factory, config, roofline, policy, check, record, bar, variant).run()
 
 
 def bounded(items: Any, limit: int, what: str) -> list[Any]:

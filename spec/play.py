@@ -1,9 +1,11 @@
 """Playing a workload through any scheduler under the monitor: the run loop, written once.
 
-Arrivals are added just before their step, then the monitor steps the scheduler, until every
-accepted request has finished. The loop is bounded by the work bound (rule PROGRESS): past it,
-a run checking PROGRESS raises; a run that does not check it stops there, the rules it checks
-having held so far (a scheduler that claims only part of the contract may never finish a request).
+Arrivals are added just before their step (after the budget changes of that step, where the
+workload has a budget schedule), then the monitor steps the scheduler, until every accepted request
+has finished. A variant's contract (`stallfree.spec.contract`) brings its own monitor. The loop is
+bounded by the work bound (rule PROGRESS): past it, a run checking PROGRESS raises; a run that does
+not check it stops there, the rules it checks having held so far (a scheduler that claims only part
+of the contract may never finish a request).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import RuleViolation
+from .errors import InvalidField, RuleViolation
 from .facts import StepFacts
 from .monitor import Monitor
 from .workload import Arrival, Workload
@@ -59,8 +61,10 @@ class Player:
         self, workload: Workload, factory: Callable[..., Any], rules: Iterable[str] | None = None,
         on_step: Callable[[Monitor, StepFacts], None] | None = None,
         on_add: Callable[[Arrival, bool], None] | None = None,
+        contract: Any = None,
     ) -> None:
         self.workload = workload
+        self.contract = contract  # a stallfree.spec.contract.Contract; None: the reference's RULES
         self.factory = factory
         self.rules = None if rules is None else tuple(rules)
         self.on_step = on_step
@@ -75,7 +79,16 @@ class Player:
         """Raises RuleViolation on the first broken rule; returns the counts when every rule held."""
         cfg = self.workload.config
         scheduler = self.factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
-        monitor = self.monitor = Monitor(scheduler, cfg, self.rules)
+        if self.contract is None:
+            monitor = self.monitor = Monitor(scheduler, cfg, self.rules)
+        else:
+            monitor = self.monitor = self.contract.watch(scheduler, cfg, self.rules)
+        budgets = self.workload.budgets
+        if budgets and not hasattr(monitor, "set_budget"):
+            raise InvalidField("the workload has a budget schedule; its contract has no set_budget (use budget-change)")
+        if any(a.priority is not None for a in self.workload.requests) and not hasattr(monitor.shadow, "priority"):
+            raise InvalidField("the workload gives priorities; its contract has none (use aging or priority)")
+        j = 0
         checks_progress = any(r.id == "PROGRESS" for r in monitor.rules)
         arrivals = sorted(self.workload.requests, key=lambda a: a.arrival_step)  # stable: list order
         bound = work_bound(self.workload)
@@ -83,9 +96,15 @@ class Player:
         i = 0
         while True:
             step = monitor.shadow.step
+            while j < len(budgets) and budgets[j].step <= step:
+                monitor.set_budget(budgets[j].token_budget)  # type: ignore[attr-defined]
+                j += 1
             while i < len(arrivals) and arrivals[i].arrival_step <= step:
                 a = arrivals[i]
-                accepted = monitor.add(a.rid, a.prompt_len, a.max_new)
+                if a.priority is None:
+                    accepted = monitor.add(a.rid, a.prompt_len, a.max_new)
+                else:
+                    accepted = monitor.add(a.rid, a.prompt_len, a.max_new, a.priority)  # type: ignore[call-arg]
                 stats.accepted += accepted
                 stats.refused += not accepted
                 if self.on_add is not None:
@@ -117,7 +136,9 @@ def play(
     rules: Iterable[str] | None = None,
     on_step: Callable[[Monitor, StepFacts], None] | None = None,
     on_add: Callable[[Arrival, bool], None] | None = None,
+    contract: Any = None,
 ) -> RunStats:
     """Play `workload` through a fresh `factory(token_budget=, max_seqs=, kv_tokens=)` under the
-    monitor until every accepted request has finished. Raises RuleViolation on the first broken rule."""
-    return Player(workload, factory, rules, on_step, on_add).play()
+    monitor (of `contract`, when given) until every accepted request has finished. Raises
+    RuleViolation on the first broken rule."""
+    return Player(workload, factory, rules, on_step, on_add, contract).play()

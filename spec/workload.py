@@ -8,6 +8,12 @@ JSON form (what `stallfree trace --workload` reads and counterexamples are print
 
 A request is added just before the step numbered `arrival_step` (steps count from 0), in list order.
 Request fields are passed to add() as written, so a workload may hold requests the contract refuses.
+
+Two optional parts serve the variants' contracts: a request's `"priority"` (passed to
+add(rid, prompt_len, max_new, priority); `stallfree.spec.priority`), and `"budgets"`, a budget
+schedule `[{"step": 3, "token_budget": 2}, ...]`: set_budget(token_budget) is called just before the
+step numbered `step`, before that step's arrivals (`stallfree.spec.budget_change`). Both are left out
+of the JSON when absent, so a workload of the reference's contract reads as it always did.
 """
 
 from __future__ import annotations
@@ -28,20 +34,45 @@ class Arrival:
     prompt_len: Any
     max_new: Any
     arrival_step: int = 0
+    priority: Any = None  # None: add() is called without one
 
     def __post_init__(self) -> None:
         check_int("arrival_step", self.arrival_step, minimum=0)
         if self.arrival_step > MAX_ARRIVAL_STEP:
             raise InvalidField(f"arrival_step must be <= {MAX_ARRIVAL_STEP}, got {self.arrival_step}")
 
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        if self.priority is None:
+            del data["priority"]
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetChange:
+    """set_budget(token_budget) just before step `step`. The value is passed as written, so a
+    schedule may hold a budget the contract refuses."""
+
+    step: int
+    token_budget: Any
+
+    def __post_init__(self) -> None:
+        check_int("step", self.step, minimum=0)
+        if self.step > MAX_ARRIVAL_STEP:
+            raise InvalidField(f"step must be <= {MAX_ARRIVAL_STEP}, got {self.step}")
+
 
 @dataclass(frozen=True, slots=True)
 class Workload:
     config: Config
     requests: tuple[Arrival, ...] = ()
+    budgets: tuple[BudgetChange, ...] = ()  # in step order
 
     def to_json(self) -> dict[str, Any]:
-        return {"config": asdict(self.config), "requests": [asdict(a) for a in self.requests]}
+        data: dict[str, Any] = {"config": asdict(self.config), "requests": [a.to_json() for a in self.requests]}
+        if self.budgets:
+            data["budgets"] = [asdict(b) for b in self.budgets]
+        return data
 
     def dumps(self) -> str:
         return json.dumps(self.to_json())
@@ -76,10 +107,12 @@ class Workload:
                 raise InvalidField(f"workload.requests[{i}] lacks field(s) {missing}")
             _no_unknown(f"workload.requests[{i}]", item, REQUEST_FIELDS)  # a typo must not become a default
             try:
-                arrivals.append(Arrival(item["rid"], item["prompt_len"], item["max_new"], item.get("arrival_step", 0)))
+                arrivals.append(Arrival(
+                    item["rid"], item["prompt_len"], item["max_new"], item.get("arrival_step", 0), item.get("priority"),
+                ))
             except (InvalidField, FieldTypeError) as error:
                 raise type(error)(f"workload.requests[{i}].{error}") from None
-        return cls(cfg, tuple(arrivals))
+        return cls(cfg, tuple(arrivals), budget_schedule(data.get("budgets", [])))
 
     @classmethod
     def loads(cls, text: str) -> Workload:
@@ -90,8 +123,8 @@ class Workload:
         return cls.from_json(data)
 
 
-WORKLOAD_FIELDS = ("config", "requests")
-REQUEST_FIELDS = ("rid", "prompt_len", "max_new", "arrival_step")
+WORKLOAD_FIELDS = ("config", "requests", "budgets")
+REQUEST_FIELDS = ("rid", "prompt_len", "max_new", "arrival_step", "priority")
 
 
 def _no_unknown(where: str, data: dict[Any, Any], known: tuple[str, ...]) -> None:
@@ -99,3 +132,18 @@ def _no_unknown(where: str, data: dict[Any, Any], known: tuple[str, ...]) -> Non
     if unknown:
         shown = ", ".join(repr(k)[:40] for k in unknown[:5])
         raise InvalidField(f"{where} has unknown field(s) {shown}; the fields are {', '.join(known)}")
+
+
+def budget_schedule(items: object) -> tuple[BudgetChange, ...]:
+    """The `"budgets"` list of a workload's JSON, sorted by step; errors name the item and the field."""
+    if not isinstance(items, list):
+        raise InvalidField(f"workload.budgets must be a list, got {type(items).__name__}")
+    changes = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or set(item) != {"step", "token_budget"}:
+            raise InvalidField(f"workload.budgets[{i}] must be an object with step and token_budget, got {item!r:.80}")
+        try:
+            changes.append(BudgetChange(item["step"], item["token_budget"]))
+        except (InvalidField, FieldTypeError) as error:
+            raise type(error)(f"workload.budgets[{i}].{error}") from None
+    return tuple(sorted(changes, key=lambda c: c.step))

@@ -8,7 +8,7 @@ import pytest
 
 from stallfree.costs import Deployment, Roofline, gpu, model
 from stallfree.sim import timeline
-from stallfree.sim.policies import POLICIES, factory
+from stallfree.sim.policies import COMPARED, factory
 from stallfree.sim.simulator import simulate
 from stallfree.sim.sweep import Setup, budget_points, rate_points, run_point
 from stallfree.sim.trace import load
@@ -36,13 +36,13 @@ def test_run_plot(tmp_path: Path) -> None:
 
 
 def test_budget_and_rate_plots(tmp_path: Path) -> None:
-    budgets = [run_point(SETUP, p).to_json() for p in budget_points(["code"], POLICIES, (512, 4096), LIMIT)]
+    budgets = [run_point(SETUP, p).to_json() for p in budget_points(["code"], COMPARED, (512, 4096), LIMIT)]
     assert is_png(plot_budgets(budgets, tmp_path / "budget.png"))
-    rates = [run_point(SETUP, p).to_json() for p in rate_points("code", POLICIES, 2048, (1, 4), LIMIT)]
+    rates = [run_point(SETUP, p).to_json() for p in rate_points("code", COMPARED, 2048, (1, 4), LIMIT)]
     assert is_png(plot_rates(rates, (1, 4), tmp_path / "rates.png"))
 
 
 def test_timeline_plot(tmp_path: Path) -> None:
     roofline = Roofline(DEPLOYMENT, "floor")
-    timelines = [timeline.run(p, roofline, 2048) for p in POLICIES]
+    timelines = [timeline.run(p, roofline, 2048) for p in COMPARED]
     assert is_png(plot_timeline(timelines, tmp_path / "timeline.png"))

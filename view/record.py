@@ -174,14 +174,21 @@ class Tap:
     def free_kv(self) -> object:
         return getattr(self.inner, "free_kv", None)
 
-    def add(self, rid: Any, prompt_len: Any, max_new: Any) -> Any:
-        result = self._call("add", rid, prompt_len, max_new)
+    def add(self, rid: Any, prompt_len: Any, max_new: Any, *priority: Any) -> Any:
+        result = self._call("add", rid, prompt_len, max_new, *priority)
         if not self.lost:
             try:
                 self.shadow.accept(Request(rid, prompt_len, max_new))
                 self.arrived.append(rid)
             except (InvalidField, TypeError):
                 self.lost = True
+        return result
+
+    def set_budget(self, token_budget: Any) -> Any:
+        """A variant's runtime budget change, passed on; the view's budget follows an accepted one."""
+        result = self._call("set_budget", token_budget)
+        if type(token_budget) is int and token_budget >= 1:
+            self.shadow.config = replace(self.shadow.config, token_budget=token_budget)
         return result
 
     def schedule(self) -> Any:
@@ -263,6 +270,7 @@ def record(
     on_step: Callable[[StepView, StepFacts], None] | None = None,
     on_offer: Callable[[Offer], None] | None = None,
     keep: bool = True,
+    contract: Any = None,
 ) -> Recording:
     """Play `workload` through `factory` under the monitor (checking `rules`, all when None) and
     record every step. A broken rule ends the recording: `violation` and `broken_step` say where.
@@ -287,7 +295,7 @@ def record(
             on_step(recording.steps[-1], facts)
 
     try:
-        recording.stats = play(workload, tapped, rules, on_step=stepped, on_add=offered)
+        recording.stats = play(workload, tapped, rules, on_step=stepped, on_add=offered, contract=contract)
     except RuleViolation as violation:
         recording.violation = violation
         last = recording.steps[-1] if recording.steps else None

@@ -17,6 +17,7 @@ from stallfree.spec import MAX_INT, RULE_IDS, Arrival, Workload
 
 # FactoryError and guarded live in the loader (every layer builds schedulers); named here for the commands.
 from stallfree.spec.loader import FactoryError, guarded, load_target
+from stallfree.spec.workload import BudgetChange
 
 __all__ = ["FactoryError", "guarded"]
 
@@ -82,25 +83,41 @@ def seed(text: str) -> int:
 
 
 def request_spec(text: str) -> Arrival:
-    """RID:PROMPT:MAX_NEW[@ARRIVAL_STEP], e.g. 1:20:4@1."""
-    body, _, at = text.partition("@")
+    """RID:PROMPT:MAX_NEW[@ARRIVAL_STEP][/PRIORITY], e.g. 1:20:4@1 or 1:20:4@1/3 (a priority contract)."""
+    text_, _, priority = text.partition("/")
+    body, _, at = text_.partition("@")
     parts = body.split(":")
     if len(parts) != 3:
-        raise argparse.ArgumentTypeError(f"--request {text!r}: expected RID:PROMPT_LEN:MAX_NEW[@ARRIVAL_STEP]")
+        raise argparse.ArgumentTypeError(
+            f"--request {text!r}: expected RID:PROMPT_LEN:MAX_NEW[@ARRIVAL_STEP][/PRIORITY]")
     try:
         rid, prompt_len, max_new = (int(p) for p in parts)
         step = int(at) if at else 0
-        return Arrival(rid, prompt_len, max_new, step)
+        return Arrival(rid, prompt_len, max_new, step, int(priority) if priority else None)
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"--request {text!r}: {error}") from None
 
 
+def budget_change(text: str) -> BudgetChange:
+    """STEP:B: set_budget(B) before step STEP, e.g. 3:2."""
+    step, sep, budget = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError("expected STEP:BUDGET")
+        return BudgetChange(int(step), int(budget))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"--budget-at {text!r}: {error}") from None
+
+
 def rule_list(text: str) -> list[str]:
-    """ID,ID: at least one rule ID. An empty selection would check nothing, so it is refused."""
+    """ID,ID: at least one rule ID of the reference's contract or of a variant's
+    (`stallfree.spec.contracts`). An empty selection would check nothing, so it is refused."""
+    from stallfree.spec.contracts import variant_rule_ids
+
     ids = [t.strip().upper() for t in text.split(",") if t.strip()]
     if not ids:
         raise argparse.ArgumentTypeError(f"no rule ID in {text!r}: give at least one of {', '.join(RULE_IDS)}")
-    unknown = [i for i in ids if i not in RULE_IDS]
+    unknown = [i for i in ids if i not in RULE_IDS and i not in variant_rule_ids()]
     if unknown:
         raise argparse.ArgumentTypeError(f"unknown rule ID(s) {unknown}; the rules are {', '.join(RULE_IDS)}")
     return ids

@@ -30,12 +30,13 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stallfree.conformance.kit.profiles import checked_rules
+    from stallfree.conformance.kit.profiles import checked_rules, contract_of
     from stallfree.conformance.trace.tracecheck import TraceVerdict, check_trace, read_lines
     from stallfree.conformance.trace.tracefile import TraceError
 
     try:
         checked = checked_rules(args.rules, args.profile)
+        contract = contract_of(args.profile)
     except ValueError as error:
         return fail(f"--profile: {error}")
     if args.all and args.file == "-":
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         while True:
             with open_trace(args.file) as stream:
-                verdict = check_trace(read_lines(stream), rules, progress)
+                verdict = check_trace(read_lines(stream), rules, progress, contract)
             verdicts.append(verdict)
             broken = verdict.violation
             if not args.all or broken is None or broken.rule not in rules:
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"{args.file}: {error.strerror or error}")
     except UnicodeDecodeError as error:
         return fail(f"{args.file}: not UTF-8 text: {error}")
-    judged = judge(checked, verdicts)
+    judged = judge(checked, verdicts, RULE_IDS if contract is None else contract.ids)
     report = summarise(args.file, judged, verdicts)
     print(render(report, judged))
     try:
@@ -85,8 +86,9 @@ def open_trace(name: str) -> IO[bytes]:
     return open(name, "rb")
 
 
-def judge(checked: tuple[str, ...], verdicts: list[Any]) -> list[Judgement]:
-    """Every rule: holds (with the steps read), broken (first violation, its step and line), not checked,
+def judge(checked: tuple[str, ...], verdicts: list[Any], registry: tuple[str, ...] = RULE_IDS) -> list[Judgement]:
+    """Every rule of `registry` (the reference's, or a variant contract's IDs): holds (with the steps
+    read), broken (first violation, its step and line), not checked,
     or not judged: a rule the trace stopped being read for (an unlisted problem came first), or
     PROGRESS on a trace without its end line, which may have been cut off mid-run."""
     broken: dict[str, tuple[RuleViolation, int | None]] = {}
@@ -95,7 +97,7 @@ def judge(checked: tuple[str, ...], verdicts: list[Any]) -> list[Judgement]:
             broken[v.violation.rule] = (v.violation, v.violation_line)
     last = verdicts[-1]
     judged = []
-    for rule in (*RULE_IDS, *[r for r in broken if r not in RULE_IDS]):
+    for rule in (*registry, *[r for r in broken if r not in registry]):
         if rule in broken:
             violation, line = broken[rule]
             facts = (("step", violation.step), ("line", line), ("happened", violation.message))

@@ -39,7 +39,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=seed, default=0, help="seed of the workload generator (default 0)")
     claim = p.add_mutually_exclusive_group()
     claim.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
-    claim.add_argument("--profile", default=None, help="check a profile: safety or full (the default)")
+    claim.add_argument("--profile", default=None,
+                       help="check a profile: safety or full (the default), or a variant's contract: aligned, "
+                            "budget-change, rotation, aging, priority (docs/variants.md)")
     p.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
                    help="per-call timeout for the scheduler (default 2)")
     add_output_arguments(p, "the report")
@@ -52,12 +54,13 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"needs hypothesis ({error}): pip install 'stallfree[conform]'")
     from stallfree.conformance.isolation.outcome import CRASH, KIT_ERROR, TIMEOUT
     from stallfree.conformance.isolation.sandbox import DEFAULT_TIMEOUT
-    from stallfree.conformance.kit.profiles import PROFILES
+    from stallfree.conformance.kit.profiles import PROFILES, VARIANT_PROFILES, is_variant_profile
     from stallfree.conformance.kit.report import render
     from stallfree.spec.loader import TargetError
 
-    if args.profile is not None and args.profile not in PROFILES:
-        return fail(f"--profile {args.profile!r} is unknown; the profiles are {', '.join(PROFILES)}")
+    if args.profile is not None and args.profile not in PROFILES and not is_variant_profile(args.profile):
+        names = ", ".join((*PROFILES, *VARIANT_PROFILES))
+        return fail(f"--profile {args.profile!r} is unknown; the profiles are {names}")
     try:
         check_json(args)
     except ValueError as error:

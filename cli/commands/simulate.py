@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from stallfree.costs import MODES
 
@@ -46,7 +48,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kv", type=positive_int, default=None,
                    help="KV capacity K in tokens (default: what the GPUs' memory holds beside the weights)")
     p.add_argument("--scheduler", default="reference", metavar="NAME|MODULE:FACTORY",
-                   help="reference (default), prefill-first, unchunked, or any plain-protocol MODULE:FACTORY")
+                   help="reference (default), prefill-first, unchunked, a variant of docs/variants.md (aligned-16 .. "
+                        "aligned-256, resizable, rotating, aging, aging-4, no-aging), or any MODULE:FACTORY")
+    p.add_argument("--budget-at", type=budget_at, action="append", default=[], metavar="SECONDS:B",
+                   help="set_budget(B) before the first step at or after SECONDS (a budget-change variant); repeatable")
+    p.add_argument("--priority-mix", type=priority_mix, default=None, metavar="P0,P1,P2,P3",
+                   help="give each request a priority from its rid, in these percentages (a priority variant)")
     p.add_argument("--rate-scale", type=rate_scale, default=1.0, metavar="X",
                    help="arrivals X times as fast as the trace (default 1)")
     p.add_argument("--limit", type=positive_int, default=None, metavar="N", help="only the first N requests")
@@ -64,11 +71,12 @@ def rate_scale(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     from stallfree.costs import Roofline
-    from stallfree.sim.policies import POLICIES
-    from stallfree.sim.simulator import Stalled, simulate
+    from stallfree.sim.policies import CONTRACTS, POLICIES
+    from stallfree.sim.simulator import Stalled, Variant, simulate
     from stallfree.sim.summary import report, summarise
     from stallfree.sim.trace import TraceError, load
     from stallfree.spec import Config, InvalidField, RuleViolation
+    from stallfree.spec.contracts import by_name
 
     try:
         deployment = deployment_from(args)
@@ -90,7 +98,12 @@ def run(args: argparse.Namespace) -> int:
         return exits.USAGE
     shown = shows_progress(args)
     try:
-        result = simulate(trace, make, config, roofline, args.scheduler, check=args.check, progress=shown)
+        check_variant_arguments(args, make, config)
+        name = CONTRACTS.get(args.scheduler)
+        contract = by_name(name) if name else None
+        variant = Variant(tuple(sorted(args.budget_at)), args.priority_mix, contract)
+        result = simulate(trace, make, config, roofline, args.scheduler, check=args.check, progress=shown,
+                          variant=variant)
     except RuleViolation as violation:
         print(f"{NEWLINE[not shown]}stallfree simulate: {args.scheduler} broke {violation}", file=sys.stderr)
         return exits.BROKEN
@@ -127,6 +140,57 @@ def run(args: argparse.Namespace) -> int:
         for path in paths:
             print(f"plot: {path}")
     return exits.HOLDS
+
+
+def check_variant_arguments(args: argparse.Namespace, make: Callable[..., Any], config: Any) -> None:
+    """--budget-at needs a scheduler with set_budget(), --priority-mix one whose add() takes a priority:
+    asked of a throwaway instance before the run, so that a wrong pairing is a bad argument."""
+    if not args.budget_at and args.priority_mix is None:
+        return
+    probe = make(token_budget=config.token_budget, max_seqs=config.max_seqs, kv_tokens=config.kv_tokens)
+    if args.budget_at and not callable(getattr(probe, "set_budget", None)):
+        raise FactoryError(f"--budget-at: --scheduler {args.scheduler!r} has no set_budget() (try resizable, rotating)")
+    if args.priority_mix is not None:
+        try:
+            probe.add(0, 1, 1, 0)
+        except TypeError as error:
+            message = f"--priority-mix: --scheduler {args.scheduler!r}'s add() takes no priority: {error}"
+            raise FactoryError(message) from None
+
+
+def budget_at(text: str) -> tuple[float, int]:
+    """SECONDS:B, e.g. 600:64."""
+    at, sep, budget = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError("expected SECONDS:BUDGET")
+        seconds, value = float(at), int(budget)
+        if not seconds >= 0 or value < 1:
+            raise ValueError("SECONDS must be >= 0 and BUDGET >= 1")
+        return seconds, value
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"--budget-at {text!r}: {error}") from None
+
+
+def priority_mix(text: str) -> Callable[[int], int]:
+    """P0,P1,...: percentages of requests at priority 0, 1, ...; each rid's priority is a fixed hash."""
+    try:
+        shares = [int(p) for p in text.split(",")]
+        if not shares or any(s < 0 for s in shares) or sum(shares) != 100 or len(shares) > 4:
+            raise ValueError("expected up to 4 percentages >= 0 that sum to 100")
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"--priority-mix {text!r}: {error}") from None
+
+    def priority_of(rid: int) -> int:
+        bucket = (rid * 2654435761) % 2**32 * 100 // 2**32
+        edge = 0
+        for level, share in enumerate(shares):
+            edge += share
+            if bucket < edge:
+                return level
+        return len(shares) - 1
+
+    return priority_of
 
 
 def needs_matplotlib() -> None:

@@ -11,11 +11,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
+from stallfree.sim.policies import CONTRACTS as VARIANT_CONTRACTS
+from stallfree.sim.policies import POLICIES
 from stallfree.spec import (
-    RULE_IDS,
+    RULES,
     Arrival,
     Config,
     FieldTypeError,
@@ -23,7 +26,11 @@ from stallfree.spec import (
     StepFacts,
     Workload,
 )
+from stallfree.spec.contract import Contract
+from stallfree.spec.contracts import by_name
 from stallfree.spec.verdict import CRASH, TIMEOUT, as_json, lines
+from stallfree.spec.workload import BudgetChange
+from stallfree.view import StepView
 from stallfree.view.record import Offer
 
 from .. import exits
@@ -33,6 +40,7 @@ from ..stepviews import add_view_arguments, check_view_arguments, pricing, wants
 from .args import (
     FactoryError,
     add_output_arguments,
+    budget_change,
     check_json,
     check_output_file,
     guarded,
@@ -54,7 +62,23 @@ HAND_TRACE = Workload(
     Config(token_budget=8, max_seqs=4, kv_tokens=64),
     (Arrival(0, 8, 6, 0), Arrival(1, 20, 3, 1)),
 )
-EXAMPLES = {"hand": HAND_TRACE}
+# The variants' examples (docs/variants.md): a prompt chunked around decodes (aligned chunks), four
+# streams and a budget dropped to 2 (rotation), a low-priority request amid high-priority ones (aging).
+ALIGNED_TRACE = Workload(
+    Config(token_budget=24, max_seqs=4, kv_tokens=256),
+    (Arrival(0, 8, 6, 0), Arrival(1, 60, 3, 1), Arrival(2, 20, 2, 2)),
+)
+BUDGET_DROP = Workload(
+    Config(token_budget=8, max_seqs=4, kv_tokens=256),
+    tuple(Arrival(i, 2, 8, 0) for i in range(4)), (BudgetChange(2, 2), BudgetChange(10, 8)),
+)
+PRIORITY_STREAM = Workload(
+    Config(token_budget=8, max_seqs=1, kv_tokens=256),
+    (Arrival(0, 4, 8, 0, 0), Arrival(1, 4, 2, 0, 0), *(Arrival(2 + i, 4, 2, 1 + 2 * i, 3) for i in range(12))),
+)
+EXAMPLES = {
+    "hand": HAND_TRACE, "aligned": ALIGNED_TRACE, "budget-drop": BUDGET_DROP, "priority-stream": PRIORITY_STREAM,
+}
 
 
 DEFAULTS = {"budget": 8, "max_seqs": 4, "kv": 256}  # of a workload given as --request flags
@@ -74,16 +98,24 @@ def steps_needed(workload: Workload) -> int:
 def configure(p: argparse.ArgumentParser) -> None:
     source = p.add_mutually_exclusive_group()
     source.add_argument("--example", choices=sorted(EXAMPLES),
-                        help="a built-in workload (hand: the contract's hand trace)")
+                        help="a built-in workload (hand: the contract's hand trace; aligned, budget-drop, "
+                             "priority-stream: the variants', docs/variants.md)")
     source.add_argument("--workload", type=Path, metavar="FILE", help="a JSON workload (see stallfree.spec.workload)")
-    p.add_argument("--request", type=request_spec, action="append", default=[], metavar="RID:PROMPT:MAX_NEW[@STEP]",
-                   help="a request arriving before step STEP (default 0); repeatable")
+    p.add_argument("--request", type=request_spec, action="append", default=[],
+                   metavar="RID:PROMPT:MAX_NEW[@STEP][/PRIORITY]",
+                   help="a request arriving before step STEP (default 0), with a priority under a priority "
+                        "contract; repeatable")
+    p.add_argument("--budget-at", type=budget_change, action="append", default=[], metavar="STEP:B",
+                   help="set_budget(B) before step STEP (a budget-change contract); repeatable")
+    p.add_argument("--contract", default=None, metavar="NAME",
+                   help="judge under a variant's contract: aligned[-B], budget-change, rotation, aging[-A], priority "
+                        "(default: the reference's, or the named variant's own)")
     p.add_argument("--budget", type=positive_int, default=None, help="token budget B (default 8)")
     p.add_argument("--max-seqs", type=positive_int, default=None, help="slots S (default 4)")
     p.add_argument("--kv", type=positive_int, default=None, help="KV capacity K in tokens (default 256)")
     p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="NAME|MODULE:FACTORY",
-                   help="the scheduler to trace: the reference (default), a policy `simulate` names "
-                   "(reference, prefill-first, unchunked) or any plain-protocol MODULE:FACTORY")
+                   help="the scheduler to trace: the reference (default), a policy or variant `simulate` names "
+                   "(reference, prefill-first, unchunked, docs/variants.md) or any plain-protocol MODULE:FACTORY")
     p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
     p.add_argument("--jsonl", type=Path, metavar="FILE",
                    help="also write the run as a JSON Lines trace, the format `stallfree check-trace` reads")
@@ -107,7 +139,8 @@ def workload_from(args: argparse.Namespace) -> Workload:
     if not args.request:
         raise InvalidField("give --example hand, --workload FILE or at least one --request")
     config = {k: DEFAULTS[k] if getattr(args, k) is None else getattr(args, k) for k in DEFAULTS}
-    return Workload(Config(config["budget"], config["max_seqs"], config["kv"]), tuple(args.request))
+    return Workload(Config(config["budget"], config["max_seqs"], config["kv"]), tuple(args.request),
+                    tuple(args.budget_at))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -118,6 +151,10 @@ def run(args: argparse.Namespace) -> int:
             raise InvalidField(f"{source}: its requests may take up to {steps_needed(workload):,} steps; "
                                f"trace runs at most {MAX_STEPS:,} (check more with stallfree campaign or check-trace)")
         factory = guarded(load_scheduler(policy_target(args.scheduler)), args.scheduler)
+        if args.budget_at and (args.example or args.workload):
+            workload = replace(workload, budgets=tuple(sorted(args.budget_at, key=lambda c: c.step)))
+        name = args.contract or VARIANT_CONTRACTS.get(args.scheduler)
+        contract = by_name(name) if name else None
         if args.jsonl:
             check_output_file("--jsonl", args.jsonl)
         check_json(args)
@@ -132,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         return exits.USAGE
     keep = False
     try:
-        status = trace(args, workload, factory, jsonl.out if jsonl else None)
+        status = trace(args, workload, factory, jsonl.out if jsonl else None, contract)
         keep = status != exits.USAGE
         return status
     finally:
@@ -167,12 +204,14 @@ class PendingFile:
 
 def policy_target(name: str) -> str:
     """A policy `stallfree simulate` names (reference, prefill-first, unchunked) as MODULE:FACTORY."""
-    from stallfree.sim.policies import POLICIES
 
     return POLICIES.get(name, name)
 
 
-def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any], jsonl: IO[str] | None) -> int:
+def trace(
+    args: argparse.Namespace, workload: Workload, factory: Callable[..., Any], jsonl: IO[str] | None,
+    contract: Contract | None = None,
+) -> int:
     from stallfree.conformance.trace.tracefile import TraceWriter
 
     cfg = workload.config
@@ -188,25 +227,34 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
         watchdog.rearm()
         if writer is not None:
             a = offer.arrival
-            writer.offered(a.rid, a.prompt_len, a.max_new, offer.accepted)
+            writer.offered(a.rid, a.prompt_len, a.max_new, offer.accepted, a.priority)
 
-    def on_step(_view: object, facts: StepFacts) -> None:
+    budgets = [cfg.token_budget]  # the budget in force at the last step written
+
+    def on_step(view: StepView, facts: StepFacts) -> None:
         watchdog.rearm()
         steps_done[0] = facts.step + 1
+        budget = view.budget  # set_budget() may have changed it before this step
         if writer is not None:
-            writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished])
+            changed = budget if budget != budgets[-1] else None
+            writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished], changed)
+        budgets.append(budget)
 
     steps_done = [0]  # steps judged, for a run stopped by the watchdog
     watchdog = Watchdog(args.timeout)
     try:
         with watchdog:
             done = explain(workload, factory, args.rules, args.scheduler, print, price,
-                           getattr(args, "keep_going", False), on_step, on_offer, keep=wants_views(args))
-    except (FactoryError, Nondeterministic) as error:
+                           getattr(args, "keep_going", False), on_step, on_offer, keep=wants_views(args),
+                           contract=contract)
+    except (FactoryError, Nondeterministic, InvalidField) as error:  # InvalidField: a budget schedule or
+        # priorities, and no contract for them
         print(f"stallfree trace: {error}", file=sys.stderr)
         return exits.USAGE
     except Hung as error:  # the scheduler did not answer: no rule judged it, and the run cannot go on
-        judged = verdicts(args.rules or RULE_IDS, steps_done[0], None, 0, (), str(error), TIMEOUT)
+        ids = [r.id for r in (RULES if contract is None else contract.rules)]
+        judged = verdicts(args.rules or ids, steps_done[0], None, 0, (), str(error), TIMEOUT,
+                          registry=RULES if contract is None else contract.rules)
         print()
         for line in lines(judged):
             print(line)
@@ -223,8 +271,11 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
         writer.end()
     steps = stats.steps if stats is not None else recording.num_steps
     adds = stats.adds if stats is not None else len(recording.offers)
-    judged = verdicts(done.checked, steps, violation, adds, done.broken)
+    judged = verdicts(done.checked, steps, violation, adds, done.broken,
+                      registry=RULES if contract is None else contract.rules)
     print()
+    if contract is not None:
+        print(f"contract {contract.name} (docs/variants.md)")
     for line in lines(judged):
         print(line)
     note = free_kv_note(recording.target)

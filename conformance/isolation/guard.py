@@ -84,8 +84,14 @@ class Guard:
 
     # -- the plain protocol, guarded --------------------------------------------------------------------
 
-    def add(self, rid: object, prompt_len: object, max_new: object) -> None:
-        self._call(f"add({rid!r}, {prompt_len!r}, {max_new!r})", self.target.add, rid, prompt_len, max_new)
+    def add(self, rid: object, prompt_len: object, max_new: object, *priority: object) -> None:
+        args = (rid, prompt_len, max_new, *priority)  # a priority only under a priority contract
+        self._call(f"add({', '.join(map(repr, args))})", self.target.add, *args)
+
+    def set_budget(self, token_budget: object) -> None:
+        """Only under a budget-change contract; a target without it is told by the monitor (PROTOCOL)."""
+        method = self._call("getattr(scheduler, 'set_budget')", getattr, self.target, "set_budget")
+        self._call(f"set_budget({token_budget!r})", method, token_budget)
 
     def schedule(self) -> object:
         plan = self._call("schedule()", self.target.schedule)

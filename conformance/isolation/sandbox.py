@@ -36,9 +36,13 @@ def default_run_timeout(timeout: float) -> float:
 class Sandbox:
     """A worker process that has imported `target`. Use as a context manager."""
 
-    def __init__(self, target: str, timeout: float = DEFAULT_TIMEOUT, run_timeout: float | None = None) -> None:
+    def __init__(
+        self, target: str, timeout: float = DEFAULT_TIMEOUT, run_timeout: float | None = None,
+        contract: str | None = None,
+    ) -> None:
         split_target(target)  # a malformed target is an argument error, before any process starts
         self.target = target
+        self.contract = contract  # a variant's contract by name (stallfree.spec.contracts); None: RULES
         self.timeout = timeout
         self.run_timeout = default_run_timeout(timeout) if run_timeout is None else run_timeout
         self.num_restarts = 0
@@ -65,7 +69,8 @@ class Sandbox:
             [sys.executable, "-m", "stallfree.conformance.isolation.worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, cwd=os.getcwd(),
         )
-        self._send({"target": self.target, "sys_path": [p if p else os.getcwd() for p in sys.path]})
+        sys_path = [p if p else os.getcwd() for p in sys.path]
+        self._send({"target": self.target, "contract": self.contract, "sys_path": sys_path})
         reply = self._receive(LOAD_TIMEOUT)
         if reply is None or "ready" not in reply:
             why = (reply or {}).get("load_error")

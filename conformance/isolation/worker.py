@@ -17,6 +17,8 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from stallfree.spec import PROTOCOL, Config, Player, RuleViolation, Workload
+from stallfree.spec.contract import Contract
+from stallfree.spec.contracts import by_name
 from stallfree.spec.loader import TargetError, load_target
 
 from .guard import CallTimeout, Guard, JunkReturn, install_alarm, target_traceback
@@ -25,7 +27,9 @@ from .outcome import CRASH, KIT_ERROR, TIMEOUT, Outcome
 DUMP_SIGNAL = signal.SIGUSR1  # the parent's watchdog asks for a traceback with it, then kills
 
 
-def run_one(factory: Callable[..., Any], workload: Workload, rules: list[str], timeout: float) -> Outcome:
+def run_one(
+    factory: Callable[..., Any], workload: Workload, rules: list[str], timeout: float, contract: Contract | None = None,
+) -> Outcome:
     """Play one workload through the target; every way it can end becomes an Outcome."""
     guards: list[Guard] = []
 
@@ -34,7 +38,7 @@ def run_one(factory: Callable[..., Any], workload: Workload, rules: list[str], t
         guards.append(guard)
         return guard.start(factory, Config(**config))
 
-    player = Player(workload, make, rules)
+    player = Player(workload, make, rules, contract=contract)
     try:
         counts = player.play()
         return Outcome(steps=counts.steps, adds=counts.adds, stopped_at_bound=counts.stopped_at_bound is not None)
@@ -77,11 +81,12 @@ def serve(requests: BinaryIO, out: BinaryIO) -> None:
     except TargetError as error:
         send(out, {"load_error": str(error)})
         return
+    contract = by_name(hello["contract"]) if hello.get("contract") else None
     send(out, {"ready": True})
     for line in requests:
         request = json.loads(line)
         workload = Workload.from_json(request["workload"])
-        outcome = run_one(factory, workload, request["rules"], request["timeout"])
+        outcome = run_one(factory, workload, request["rules"], request["timeout"], contract)
         send(out, outcome.to_json())
 
 

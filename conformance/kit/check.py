@@ -8,13 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stallfree.spec import BY_ID, RULE_IDS, Workload
+from stallfree.spec.contract import Contract
 from stallfree.spec.verdict import NOT_RULES, Verdict
 
 from ..isolation.outcome import TIMEOUT, Outcome
 from ..isolation.sandbox import DEFAULT_TIMEOUT, Sandbox
 from .explore import Explorer, Finding, is_rule
 from .grid import Shape, shapes
-from .profiles import checked_rules
+from .profiles import checked_rules, contract_of
 from .shrink import MAX_RUNS, MAX_SECONDS, Shrinker
 
 DEFAULT_EXAMPLES = 25  # per grid point; the default grid has 60 points
@@ -27,8 +28,10 @@ NOT_JUDGED = Verdict.NOT_JUDGED  # checked, but a PROTOCOL, CRASH or TIMEOUT sto
 WHAT_IT_MEANS = NOT_RULES
 
 
-def requirement(rule: str) -> str:
-    """What `rule` requires, in one sentence."""
+def requirement(rule: str, contract: Contract | None = None) -> str:
+    """What `rule` requires, in one sentence (under `contract`, when a variant's)."""
+    if contract is not None and rule in contract.ids:
+        return contract.statement(rule)
     return BY_ID[rule].statement if rule in BY_ID else WHAT_IT_MEANS.get(rule, "")
 
 
@@ -44,6 +47,7 @@ class Counterexample:
     minimal: bool
     shrink_runs: int
     rules: tuple[str, ...]  # the rules checked when it was found (it breaks `rule` first among them)
+    contract: str | None = None  # the variant's contract it was checked under; None: the reference's
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -105,22 +109,28 @@ def conform(
     """Check `target` (MODULE:FACTORY) against the chosen rules over the config grid (fixed fields held).
     Raises TargetError if the target cannot be loaded, ValueError for bad arguments."""
     checked = checked_rules(rules, profile)
+    contract = contract_of(profile)
     if type(examples) is not int or examples < 1:
         raise ValueError(f"examples must be an int >= 1, got {examples!r}")
     if not timeout > 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
     grid = shapes(budget, max_seqs, kv_tokens)
+    if contract is not None:  # a contract whose schedulers refuse small budgets is explored above them
+        grid = [s for s in grid if s.token_budget >= contract.min_budget]
+        if not grid:
+            least = contract.min_budget
+            raise ValueError(f"--budget {budget} is below {least}, the least the {profile} profile allows")
     started = time.monotonic()
-    with Sandbox(target, timeout, run_timeout) as sandbox:
-        explored = Explorer(sandbox, examples, seed, progress).explore(grid, checked)
+    with Sandbox(target, timeout, run_timeout, profile if contract is not None else None) as sandbox:
+        explored = Explorer(sandbox, examples, seed, progress, contract).explore(grid, checked)
         counterexamples = {}
         for rule, finding in explored.findings.items():
             if progress:
                 progress(f"shrinking the {rule} counterexample ({len(finding.workload.requests)} requests)")
-            counterexamples[rule] = minimal_counterexample(sandbox, finding)
+            counterexamples[rule] = minimal_counterexample(sandbox, finding, contract=contract)
     blocked = explored.blocking is not None
     verdicts = {}
-    for rule in RULE_IDS:
+    for rule in RULE_IDS if contract is None else contract.ids:
         if rule not in checked:
             verdicts[rule] = NOT_CHECKED
         elif rule in counterexamples and is_rule(rule, checked):
@@ -135,7 +145,9 @@ def conform(
     )
 
 
-def minimal_counterexample(sandbox: Sandbox, finding: Finding, max_seconds: float = MAX_SECONDS) -> Counterexample:
+def minimal_counterexample(
+    sandbox: Sandbox, finding: Finding, max_seconds: float = MAX_SECONDS, contract: Contract | None = None,
+) -> Counterexample:
     """Shrink with only the broken rule checked (PROTOCOL and the like: with none but the protocol's own
     checks): the counterexample is then minimal for that rule alone, as the pasted test replays it. The
     rule still breaks at the same step with fewer rules checked, since checks never change the shadow."""
@@ -151,11 +163,11 @@ def minimal_counterexample(sandbox: Sandbox, finding: Finding, max_seconds: floa
         o = finding.outcome
         message = f"{o.message} (replayed, the same workload did not break {finding.rule} again: the target " \
                   "is not deterministic)"
-        return Counterexample(finding.rule, o.step, message, requirement(finding.rule), finding.workload, o.call,
-                              o.traceback, False, 1, tuple(rules))
+        return Counterexample(finding.rule, o.step, message, requirement(finding.rule, contract), finding.workload,
+                              o.call, o.traceback, False, 1, tuple(rules), contract and contract.name)
     shrunk = Shrinker(run, finding.rule, max_runs, max_seconds).shrink(finding.workload, start)
     o = shrunk.outcome
     return Counterexample(
-        finding.rule, o.step, o.message, requirement(finding.rule), shrunk.workload, o.call, o.traceback,
-        shrunk.minimal, shrunk.runs, tuple(rules),
+        finding.rule, o.step, o.message, requirement(finding.rule, contract), shrunk.workload, o.call, o.traceback,
+        shrunk.minimal, shrunk.runs, tuple(rules), contract and contract.name,
     )

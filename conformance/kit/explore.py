@@ -18,11 +18,12 @@ from functools import cache
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 
 from stallfree.spec import PROTOCOL, Workload
+from stallfree.spec.contract import Contract
 
 from ..isolation.outcome import TIMEOUT, Outcome
 from ..isolation.sandbox import Sandbox
 from .grid import Shape
-from .strategies import workloads
+from .variant_strategies import variant_workloads
 
 NEVER_FIT = "NEVER-FIT"
 
@@ -74,8 +75,12 @@ def size(w: Workload) -> tuple[int, ...]:
 
 
 class Explorer:
-    def __init__(self, sandbox: Sandbox, examples: int, seed: int, progress: Callable[[str], None] | None = None):
+    def __init__(
+        self, sandbox: Sandbox, examples: int, seed: int, progress: Callable[[str], None] | None = None,
+        contract: Contract | None = None,
+    ):
         self.sandbox = sandbox
+        self.contract = contract  # a variant's contract: its workloads get budget schedules or priorities
         self.examples = examples
         self.seed = seed
         self.progress = progress or (lambda line: None)
@@ -119,7 +124,7 @@ class Explorer:
             verbosity=Verbosity.quiet, report_multiple_bugs=True,
         )
         @seed(self.seed * 1000 + index)
-        @given(workloads(shape, NEVER_FIT in checked))
+        @given(variant_workloads(shape, NEVER_FIT in checked, self.contract))
         def probe(workload: Workload) -> None:
             nonlocal hung
             if hung:  # a hang costs a timeout per run: Hypothesis does not shrink it, the Shrinker does

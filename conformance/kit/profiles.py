@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from stallfree.spec import RULE_IDS, Kind, of_kind, select
+from stallfree.spec.contract import Contract
+from stallfree.spec.contracts import by_name
 
 # Safety of every single step and of each request's tokens: what any chunked-prefill scheduler keeps,
 # whatever its policy, its admission or its memory accounting (the safety rules of no one design).
@@ -15,6 +17,21 @@ PROFILES: dict[str, tuple[str, ...]] = {
     "safety": SAFETY,
     "full": RULE_IDS,
 }
+
+# The variants' profiles: each claims the whole contract of that name (`stallfree.spec.contracts`),
+# widened rules and new rules included; workloads get budget schedules or priorities where it has them.
+# aligned-B and aging-A name a block size and an aging period other than the defaults (16, 64).
+VARIANT_PROFILES: tuple[str, ...] = ("aligned", "budget-change", "rotation", "aging", "priority")
+
+
+def is_variant_profile(profile: str | None) -> bool:
+    return profile is not None and profile.partition("-")[0] in ("aligned", "aging", "budget", "rotation", "priority")
+
+
+def contract_of(profile: str | None) -> Contract | None:
+    """The variant contract a profile claims, or None for the reference's profiles. Raises
+    ValueError naming a variant profile that names no contract (aligned-0, aging-x)."""
+    return by_name(profile) if profile is not None and is_variant_profile(profile) else None
 
 
 def checked_rules(rules: Iterable[str] | None = None, profile: str | None = None) -> tuple[str, ...]:
@@ -26,9 +43,13 @@ def checked_rules(rules: Iterable[str] | None = None, profile: str | None = None
         rules = list(rules)
         if not rules:  # checking nothing would report every rule as held by nobody: refused
             raise ValueError(f"no rule given: name at least one of {', '.join(RULE_IDS)}")
+    contract = contract_of(profile)
+    if contract is not None:
+        return contract.ids
     if rules is None:
         name = profile or "full"
         if name not in PROFILES:
-            raise ValueError(f"profile {name!r} is unknown; the profiles are {', '.join(PROFILES)}")
+            names = ", ".join((*PROFILES, *VARIANT_PROFILES))
+            raise ValueError(f"profile {name!r} is unknown; the profiles are {names}")
         rules = PROFILES[name]
     return tuple(r.id for r in select(list(rules)))

@@ -6,9 +6,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from stallfree.spec import RunStats, Workload, play
+from stallfree.spec.contracts import by_name
 
 
-def check_workload(workload: Workload, factory: Callable[..., Any], rules: Iterable[str] | None = None) -> RunStats:
+def check_workload(
+    workload: Workload, factory: Callable[..., Any], rules: Iterable[str] | None = None, contract: str | None = None,
+) -> RunStats:
     """Play `workload` through a fresh `factory(token_budget=, max_seqs=, kv_tokens=)`, checking `rules`
-    (all when None). Raises RuleViolation naming the first broken rule."""
-    return play(workload, factory, rules)
+    (all when None) of `contract` (a variant's, by name; None: the reference's). Raises RuleViolation
+    naming the first broken rule."""
+    return play(workload, factory, rules, contract=None if contract is None else by_name(contract))

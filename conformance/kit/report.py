@@ -70,7 +70,8 @@ def counterexample_lines(target: str, c: Counterexample) -> list[str]:
         lines += ["traceback (the target's frames):", *("    " + t for t in c.traceback.rstrip().splitlines())]
     lines += [
         f"minimal workload ({shrunk}); save it and replay it with",
-        f"  stallfree trace --scheduler {target} --workload FILE",
+        f"  stallfree trace --scheduler {target} --workload FILE"
+        + ("" if c.contract is None else f" --contract {c.contract}"),
         workload_json(c.workload),
         "as a pytest test:",
         pytest_test(target, c),
@@ -82,7 +83,8 @@ def workload_json(w: Workload) -> str:
     """The workload as JSON, one request a line."""
     data = w.to_json()
     requests = ",\n".join(f"    {json.dumps(r)}" for r in data["requests"])
-    return f'{{"config": {json.dumps(data["config"])},\n "requests": [\n{requests}\n ]}}'
+    budgets = f',\n "budgets": {json.dumps(data["budgets"])}' if "budgets" in data else ""
+    return f'{{"config": {json.dumps(data["config"])},\n "requests": [\n{requests}\n ]{budgets}}}'
 
 
 def pytest_test(target: str, c: Counterexample) -> str:
@@ -91,6 +93,7 @@ def pytest_test(target: str, c: Counterexample) -> str:
     name = c.rule.lower().replace("-", "_")
     rules = list(c.rules)
     hang = ""
+    contract = "" if c.contract is None else f", contract={json.dumps(c.contract)}"
     if c.rule == TIMEOUT:
         hang = f"    # this workload hung a call of the target ({c.call}) under stallfree conform\n"
     return (
@@ -101,7 +104,7 @@ def pytest_test(target: str, c: Counterexample) -> str:
         f"def test_{name}_minimal_counterexample() -> None:\n"
         f'    """{c.rule} at step {c.step}: {_docstring(c.message)}"""\n'
         f"{hang}"
-        f"    check_workload(Workload.loads(COUNTEREXAMPLE), {factory}, rules={json.dumps(rules)})"
+        f"    check_workload(Workload.loads(COUNTEREXAMPLE), {factory}, rules={json.dumps(rules)}{contract})"
     )
 
 

@@ -18,9 +18,11 @@ from ..isolation.outcome import Outcome
 
 MAX_RUNS = 3000
 MAX_SECONDS = 60.0
-REQUEST_FIELDS = ("prompt_len", "max_new", "arrival_step")
+REQUEST_FIELDS = ("prompt_len", "max_new", "arrival_step", "priority")  # priority: a variant's; None is left
 CONFIG_FIELDS = ("token_budget", "max_seqs", "kv_tokens")
-FIELD_MINIMUM = {"prompt_len": 1, "max_new": 1, "arrival_step": 0, "token_budget": 1, "max_seqs": 1, "kv_tokens": 1}
+FIELD_MINIMUM = {
+    "prompt_len": 1, "max_new": 1, "arrival_step": 0, "priority": 0, "token_budget": 1, "max_seqs": 1, "kv_tokens": 1,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +56,7 @@ class Shrinker:
         changed = True
         while changed and not self.out_of_time:
             changed = False
-            for candidates in (self._fewer_requests, self._lower_numbers, self._renumber):
+            for candidates in (self._fewer_requests, self._fewer_budget_changes, self._lower_numbers, self._renumber):
                 for candidate in candidates(workload):
                     if self.out_of_time:
                         break
@@ -75,6 +77,19 @@ class Shrinker:
             for start in range(0, len(requests), size):
                 yield replace(w, requests=requests[:start] + requests[start + size:])
             size //= 2
+
+    def _fewer_budget_changes(self, w: Workload) -> Iterator[Workload]:
+        """A variant's budget schedule: drop changes one at a time, then move each earlier and lower its
+        budget (a bad value, not an int >= 1, is kept as it is)."""
+        changes = w.budgets
+        for i in range(len(changes)):
+            yield replace(w, budgets=changes[:i] + changes[i + 1:])
+        for i, c in enumerate(changes):
+            for step in lower(c.step, 0):
+                yield replace(w, budgets=tuple(sorted((*changes[:i], replace(c, step=step), *changes[i + 1:]),
+                                                      key=lambda change: change.step)))
+            for budget in lower(c.token_budget, 1):
+                yield replace(w, budgets=(*changes[:i], replace(c, token_budget=budget), *changes[i + 1:]))
 
     def _lower_numbers(self, w: Workload) -> Iterator[Workload]:
         for i, a in enumerate(w.requests):

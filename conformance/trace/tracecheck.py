@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from stallfree.spec import PROTOCOL, Config, Monitor, RuleViolation, select
+from stallfree.spec.contract import Contract
 
 from .tracefile import TraceEnd, TraceError, TraceStep, parse_header, parse_line
 
@@ -36,14 +37,18 @@ class TraceScheduler:
         self._reservations: dict[int, int] = {}  # accepted, not finished
         self._admitted: set[int] = set()  # planned at least once, not finished
 
-    def add(self, rid: Any, prompt_len: Any, max_new: Any) -> None:
+    def add(self, rid: Any, prompt_len: Any, max_new: Any, *priority: Any) -> None:
         if self.refusing:
-            raise Refused(f"the trace says add({rid!r}, {prompt_len!r}, {max_new!r}) was refused")
+            call = ", ".join(map(repr, (rid, prompt_len, max_new, *priority)))
+            raise Refused(f"the trace says add({call}) was refused")
         self._reservations[rid] = prompt_len + max_new
 
     def schedule(self) -> list[list[int]]:
         assert self.line is not None
         return self.line.plan
+
+    def set_budget(self, token_budget: Any) -> None:
+        """As the trace tells it: the line's "budget" was accepted."""
 
     def complete(self, plan: object) -> list[int]:
         line = self.line
@@ -87,11 +92,14 @@ def read_lines(stream: IO[bytes]) -> Iterator[bytes]:
 
 
 def check_trace(
-    lines: Iterable[bytes | str], rules: Iterable[str] | None = None, progress: Callable[[str], None] | None = None
+    lines: Iterable[bytes | str], rules: Iterable[str] | None = None, progress: Callable[[str], None] | None = None,
+    contract: Contract | None = None,
 ) -> TraceVerdict:
-    """Judge a trace (its lines, header first). Returns the verdict with the first broken rule, if any;
-    raises TraceError (with the line number) if the trace does not follow the format."""
-    checked = tuple(r.id for r in select(None if rules is None else list(rules)))
+    """Judge a trace (its lines, header first) against `rules` of the reference's contract, or of a
+    variant's `contract`. Returns the verdict with the first broken rule, if any; raises TraceError
+    (with the line number) if the trace does not follow the format."""
+    registry = select if contract is None else contract.select
+    checked = tuple(r.id for r in registry(None if rules is None else list(rules)))
     verdict = TraceVerdict(None, checked)
     started = time.monotonic()
     numbered = enumerate(lines, 1)
@@ -100,13 +108,21 @@ def check_trace(
         raise TraceError(1, "the trace is empty: the header line is missing")
     config = verdict.config = parse_header(first[1])
     engine = TraceScheduler(config)
-    monitor = Monitor(engine, config, checked)
+    monitor = Monitor(engine, config, checked) if contract is None else contract.watch(engine, config, checked)
     number, expected = 1, 0
     try:
         for number, text in numbered:
             if verdict.ended:
                 raise TraceError(number, "nothing may follow the end line")
             item = parse_line(number, text, expected)
+            if isinstance(item, TraceStep) and item.budget is not None:
+                if not hasattr(monitor, "set_budget"):
+                    message = '"budget" needs a budget-change contract: --profile budget-change or rotation'
+                    raise TraceError(number, message)
+                monitor.set_budget(item.budget)
+            if item.priorities and not hasattr(monitor.shadow, "priority"):
+                message = "an add with a priority needs a priority contract: --profile aging or priority"
+                raise TraceError(number, message)
             offer(monitor, engine, item)
             if isinstance(item, TraceEnd):
                 verdict.ended = True
@@ -133,8 +149,8 @@ def offer(monitor: Monitor, engine: TraceScheduler, item: TraceStep | TraceEnd) 
     """The line's add() calls, accepted ones first, then the refused ones."""
     if isinstance(item, TraceStep):
         engine.refusing = False
-        for rid, prompt_len, max_new in item.add:
-            monitor.add(rid, prompt_len, max_new)
+        for entry in item.add:
+            monitor.add(*entry)  # a fourth item, the priority, only under a priority contract (checked above)
     engine.refusing = True
-    for rid, prompt_len, max_new in item.refuse:
-        monitor.add(rid, prompt_len, max_new)
+    for entry in item.refuse:
+        monitor.add(*entry)

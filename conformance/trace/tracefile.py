@@ -13,8 +13,12 @@ step, numbered from 0 with no gaps: "add" lists the requests add() accepted just
 [rid, prompt_len, max_new], in arrival order; "refuse" the ones it refused (any three JSON values);
 "plan" the entries [rid, n] in plan order; "emitted" the rids that emitted a token; "finished" the rids
 whose KV reservation the engine returned after the step. "add" and "refuse" may be left out when
-empty. An optional last line {"end": true} (it may carry "refuse") says the engine stopped there, so
-PROGRESS is judged at the end too: every accepted request must have finished.
+empty. Under a budget-change contract (`stallfree check-trace --profile rotation`), "budget": B on a
+step line says set_budget(B) was accepted just before that step (before its adds); under a priority
+contract (`--profile aging`), an "add" or "refuse" entry may carry a fourth item, the priority given
+to add(). An optional last
+line {"end": true} (it may carry "refuse") says the engine stopped there, so PROGRESS is judged at
+the end too: every accepted request must have finished.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from stallfree.spec import MAX_INT, Config, InvalidField
 FORMAT_KEY = "stallfree_trace"
 FORMAT_VERSION = 1
 HEADER_KEYS = {FORMAT_KEY, "config", "meta"}
-STEP_KEYS = {"step", "add", "refuse", "plan", "emitted", "finished"}
+STEP_KEYS = {"step", "add", "refuse", "plan", "emitted", "finished", "budget"}
 END_KEYS = {"end", "refuse"}
 CONFIG_KEYS = ("token_budget", "max_seqs", "kv_tokens")
 SHOWN = 60  # characters of a bad value shown in an error
@@ -51,11 +55,14 @@ class TraceStep:
     finished: list[int]
     add: list[list[int]] = field(default_factory=list)
     refuse: list[list[Any]] = field(default_factory=list)
+    budget: int | None = None  # set_budget(B) accepted just before the step
+    priorities: bool = False  # an add or refuse entry carries a priority
 
 
 @dataclass(slots=True)
 class TraceEnd:
     refuse: list[list[Any]] = field(default_factory=list)
+    priorities: bool = False
 
 
 def _show(value: object) -> str:
@@ -134,7 +141,8 @@ def parse_line(line: int, text: str | bytes, expected_step: int) -> TraceStep | 
     if "step" not in data:
         if data.get("end") is True:
             _no_unknown(line, "the end line", data, END_KEYS)
-            return TraceEnd(_refuse(line, data.get("refuse", [])))
+            refuse = _refuse(line, data.get("refuse", []))
+            return TraceEnd(refuse, any(len(entry) == 4 for entry in refuse))
         raise TraceError(line, f'a step line needs "step" (expected {expected_step}); the end line is {{"end": true}}')
     if not STEP_KEYS.issuperset(data):
         _no_unknown(line, "a step line", data, STEP_KEYS)
@@ -148,15 +156,20 @@ def parse_line(line: int, text: str | bytes, expected_step: int) -> TraceStep | 
     add = data.get("add", EMPTY)
     # The fast path only says yes or no; a line that fails it is read again item by item, to say
     # exactly which item is wrong.
+    priorities = False
     if not (_pairs_ok(plan, 2) and _ints_ok(emitted) and _ints_ok(finished) and _pairs_ok(add, 3)):
         _plan(line, plan)
         _rids(line, "emitted", emitted)
         _rids(line, "finished", finished)
-        _add(line, add)
+        priorities = _add(line, add)
     refuse = data.get("refuse", EMPTY)
     if refuse is not EMPTY:  # present: checked even when falsy (false, 0, "" are not lists)
         _refuse(line, refuse)
-    return TraceStep(step, plan, emitted, finished, add, refuse)
+        priorities = priorities or any(len(entry) == 4 for entry in refuse)
+    budget = data.get("budget")
+    if budget is not None and (type(budget) is not int or not 1 <= budget <= MAX_INT):
+        raise TraceError(line, f"budget must be an int in [1, 2**63-1], got {_show(budget)}")
+    return TraceStep(step, plan, emitted, finished, add, refuse, budget, priorities)
 
 
 EMPTY: list[Any] = []  # never mutated: the default of "add" and "refuse"
@@ -191,12 +204,17 @@ def _plan(line: int, value: object) -> None:
         _int(line, f"plan[{i}] n", entry[1])
 
 
-def _add(line: int, value: object) -> None:
+def _add(line: int, value: object) -> bool:
+    """Check "add" item by item; True if an entry carries a priority."""
+    priorities = False
     for i, entry in enumerate(_list(line, "add", value)):
-        if type(entry) is not list or len(entry) != 3:
-            raise TraceError(line, f"add[{i}] must be [rid, prompt_len, max_new], got {_show(entry)}")
-        for name, item in zip(("rid", "prompt_len", "max_new"), entry, strict=True):
+        if type(entry) is not list or len(entry) not in (3, 4):
+            shape = "[rid, prompt_len, max_new] or [rid, prompt_len, max_new, priority]"
+            raise TraceError(line, f"add[{i}] must be {shape}, got {_show(entry)}")
+        for name, item in zip(("rid", "prompt_len", "max_new", "priority"), entry, strict=False):
             _int(line, f"add[{i}] {name}", item)
+        priorities = priorities or len(entry) == 4
+    return priorities
 
 
 def _rids(line: int, where: str, value: object) -> list[int]:
@@ -209,8 +227,8 @@ def _rids(line: int, where: str, value: object) -> list[int]:
 def _refuse(line: int, value: object) -> list[list[Any]]:
     refuse = _list(line, "refuse", value)
     for i, entry in enumerate(refuse):
-        if type(entry) is not list or len(entry) != 3 or any(isinstance(v, list | dict) for v in entry):
-            shape = "[rid, prompt_len, max_new] (any JSON values but lists and objects)"
+        if type(entry) is not list or len(entry) not in (3, 4) or any(isinstance(v, list | dict) for v in entry):
+            shape = "[rid, prompt_len, max_new], or with a priority (any JSON values but lists and objects)"
             raise TraceError(line, f"refuse[{i}] must be {shape}, got {_show(entry)}")
     return refuse
 
@@ -233,11 +251,19 @@ class TraceWriter:
     def _write(self, data: dict[str, Any]) -> None:
         self.out.write(json.dumps(data, separators=(",", ":")) + "\n")
 
-    def offered(self, rid: object, prompt_len: object, max_new: object, accepted: bool) -> None:
-        (self._add if accepted else self._refuse).append([rid, prompt_len, max_new])
+    def offered(
+        self, rid: object, prompt_len: object, max_new: object, accepted: bool, priority: object = None,
+    ) -> None:
+        entry = [rid, prompt_len, max_new] if priority is None else [rid, prompt_len, max_new, priority]
+        (self._add if accepted else self._refuse).append(entry)
 
-    def step(self, step: int, plan: Iterable[tuple[int, int]], emitted: Iterable[int], finished: Iterable[int]) -> None:
+    def step(
+        self, step: int, plan: Iterable[tuple[int, int]], emitted: Iterable[int], finished: Iterable[int],
+        budget: int | None = None,
+    ) -> None:
         data: dict[str, Any] = {"step": step}
+        if budget is not None:
+            data["budget"] = budget
         if self._add:
             data["add"] = self._add
         if self._refuse:

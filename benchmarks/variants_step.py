@@ -1,0 +1,101 @@
+"""The variants' cost per step (schedule() + complete()) beside the reference's, in one run: each in
+the reference's incremental form (`variants.batched`, what the simulator runs) and in the readable
+`Stepwise` rendering the faults are built on.
+
+The reference benchmark's steady state (benchmarks/reference_step.py): 256 running decodes, one long
+partial prompt, W = 10,000 waiting requests blocked on slots, budget 8,192; for the priority variant
+the waiting requests are spread over the four priorities. Two states of the rotation variant: at the
+full budget (every ready request fits), and with the budget set to 64 (the ready requests outnumber
+it: each step sorts them by their last token). Rounds interleave the schedulers so that machine noise
+hits all alike; medians and the ratio to the reference.
+
+    python benchmarks/variants_step.py [--steps 2000] [--waiting 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from stallfree.reference import Scheduler
+from stallfree.variants.aligned import Aligned, BatchedAligned
+from stallfree.variants.batched import Batched
+from stallfree.variants.priority import BatchedPrioritized, Prioritized
+from stallfree.variants.rotating import BatchedRotating, Rotating
+from stallfree.variants.stepwise import Stepwise
+
+BUDGET = 8192
+NUM_DECODES = 256
+LONG = 10**12  # a prompt and max_new that outlast the benchmark
+DROPPED = 64
+
+
+def loaded(factory: Callable[..., Any], num_waiting: int, priorities: bool = False) -> Any:
+    s = factory(token_budget=BUDGET, max_seqs=NUM_DECODES + 1, kv_tokens=2**62)
+    for rid in range(NUM_DECODES):
+        s.add(rid, 1, LONG)
+    s.complete(s.schedule())
+    s.add(NUM_DECODES, LONG, 1)
+    s.complete(s.schedule())
+    for rid in range(num_waiting):
+        if priorities:
+            s.add(NUM_DECODES + 1 + rid, 100, 100, rid % 4)
+        else:
+            s.add(NUM_DECODES + 1 + rid, 100, 100)
+    return s
+
+
+def dropped(factory: type, num_waiting: int) -> Any:
+    s = loaded(factory, num_waiting)
+    s.set_budget(DROPPED)
+    return s
+
+
+def time_steps(s: Any, steps: int) -> list[float]:
+    out = []
+    clock = time.perf_counter_ns
+    for _ in range(steps):
+        t0 = clock()
+        s.complete(s.schedule())
+        out.append((clock() - t0) / 1000)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--waiting", type=int, default=10_000)
+    args = parser.parse_args()
+    w = args.waiting
+    schedulers = {
+        "reference": loaded(Scheduler, w),
+        "batched (the policy, incremental)": loaded(Batched, w),
+        "aligned, b=16 (batched)": loaded(BatchedAligned, w),
+        "rotating, full budget (batched)": loaded(BatchedRotating, w),
+        f"rotating, budget {DROPPED} (batched)": dropped(BatchedRotating, w),
+        "priority with aging (batched)": loaded(BatchedPrioritized, w, priorities=True),
+        "stepwise (the policy in steps)": loaded(Stepwise, w),
+        "aligned, b=16 (stepwise)": loaded(Aligned, w),
+        "rotating, full budget (stepwise)": loaded(Rotating, w),
+        f"rotating, budget {DROPPED} (stepwise)": dropped(Rotating, w),
+        "priority with aging (stepwise)": loaded(Prioritized, w, priorities=True),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in schedulers}
+    rounds = 10
+    for _ in range(rounds):
+        for name, s in schedulers.items():
+            samples[name] += time_steps(s, args.steps // rounds)
+    base = statistics.median(samples["reference"])
+    print(f"{NUM_DECODES} decodes, 1 partial prompt, {w:,} waiting; budget {BUDGET}; {args.steps} steps each")
+    print(f"{'scheduler':<36}{'median us':>10}{'p25':>8}{'p75':>8}{'vs reference':>13}")
+    for name, values in samples.items():
+        q = statistics.quantiles(values, n=4)
+        med = statistics.median(values)
+        print(f"{name:<36}{med:>10.1f}{q[0]:>8.1f}{q[2]:>8.1f}{med / base:>12.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""Workloads for the variants' contracts: the kit's workloads, plus a budget schedule where the
+contract has set_budget (BUDGET-CHANGE), and a priority per request where it has priorities.
+
+Budget schedules drop the budget below the number of running streams and raise it again, and now and
+then set a value set_budget must refuse (0, a bool, a float); priorities are drawn over the whole range,
+a low-priority request early and higher ones after it being the case aging is for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from hypothesis import strategies as st
+
+from stallfree.spec import Arrival, Workload
+from stallfree.spec.contract import Contract
+from stallfree.spec.priority import MAX_PRIORITY
+from stallfree.spec.workload import BudgetChange
+
+from .grid import Shape
+from .strategies import workloads
+
+MAX_CHANGES = 4
+MAX_BURST = 6
+MAX_BURST_NEW = 12
+MAX_CHANGE_STEP = 12  # the kit's requests are short: a drop matters while several of them decode
+BAD_BUDGETS = (0, -1, True, 2.0)
+
+
+def budgets(max_budget: int) -> st.SearchStrategy[Any]:
+    """Mostly 1 and other small budgets (below the ready count is the case that matters), a rise now
+    and then, and a bad value."""
+    return st.one_of(st.just(1), st.integers(1, 3), st.integers(1, max_budget), st.sampled_from(BAD_BUDGETS))
+
+
+@st.composite
+def variant_workloads(draw: Any, shape: Shape, refusals: bool, contract: Contract | None) -> Workload:
+    workload = draw(workloads(shape, refusals))
+    if contract is None:
+        return workload
+    if "BUDGET-CHANGE" in contract.ids:
+        # A burst of short requests, so that several streams decode when the budget drops.
+        kv, first = workload.config.kv_tokens, len(workload.requests)
+        burst = tuple(
+            Arrival(first + i, draw(st.integers(1, 3)), draw(st.integers(1, max(1, min(MAX_BURST_NEW, kv - 3)))),
+                    draw(st.integers(0, 2)))
+            for i in range(draw(st.integers(0, MAX_BURST)))
+        )
+        workload = replace(workload, requests=workload.requests + burst)
+        num = draw(st.integers(1, MAX_CHANGES))
+        changes = [BudgetChange(draw(st.integers(1, MAX_CHANGE_STEP)), draw(budgets(2 * shape.token_budget)))
+                   for _ in range(num)]
+        workload = replace(workload, budgets=tuple(sorted(changes, key=lambda c: c.step)))
+    if "PRIORITY-ORDER" in contract.ids:
+        priorities = st.one_of(st.integers(0, MAX_PRIORITY), st.sampled_from((-1, MAX_PRIORITY + 1, 1.0)))
+        workload = replace(workload, requests=tuple(
+            replace(a, priority=draw(priorities if refusals else st.integers(0, MAX_PRIORITY)))
+            for a in workload.requests
+        ))
+    return workload

@@ -1,0 +1,113 @@
+"""The variants' rows of `stallfree prove`: each variant model-checked under its contract, and each
+negative control model-checked under the same bounds, which must break the rule it names.
+
+Bounds are small on purpose (a few seconds each); `docs/variants.md` gives larger ones and their times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from stallfree.faults.aligned import ALIGNED_FAULTS
+from stallfree.faults.budget import BUDGET_FAULTS
+from stallfree.faults.priority import PRIORITY_FAULTS
+from stallfree.spec.aligned import contract as aligned
+from stallfree.spec.budget_change import BUDGET_CONTRACT, ROTATION_CONTRACT
+from stallfree.spec.contract import Contract
+from stallfree.spec.priority import contract as aging
+from stallfree.variants.aligned import Aligned, BatchedAligned
+from stallfree.variants.batched import BatchedResizable
+from stallfree.variants.priority import BatchedPrioritized, Prioritized
+from stallfree.variants.rotating import BatchedRotating, Resizable, Rotating
+
+from .explicit.bounds import Bounds
+from .explicit.variants import VariantBounds, check
+
+BLOCK = 2  # block size of the aligned rows: budgets of 5 leave 2 whole blocks and 1 token over
+AGING = 1  # aging period of the priority rows: a level a step, so the bound is reached within the bounds
+
+
+def _aligned(cls: type) -> Callable[..., Any]:
+    def make(**config: int) -> Any:
+        return cls(**config, block_size=BLOCK)
+
+    make.__name__ = cls.__name__
+    return make
+
+
+def _aged(cls: type) -> type:
+    return type(f"{cls.__name__}A{AGING}", (cls,), {"aging": AGING}) if cls.aging is not None else cls
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    contract: Contract
+    bounds: tuple[VariantBounds, ...]  # the variants are checked at each; the controls at the first
+    variants: tuple[tuple[str, Callable[..., Any]], ...]  # its renderings: stepwise, batched
+    controls: dict[str, Callable[..., Any]]  # rule -> a scheduler that breaks it
+    control_bounds: dict[str, VariantBounds]  # a control's own bounds, where the first would not show it
+
+
+def cases() -> list[Case]:
+    # A bad budget (0) and a bad priority (-1) among the environment's choices: BUDGET-CHANGE and the
+    # priority's validation are judged on every state.
+    rotation = VariantBounds(Bounds(3, 3, 12, 3, 2, 4), budgets=(0, 1, 2, 3), max_changes=2)
+    one_slot = VariantBounds(Bounds(4, 1, 12, 3, 2, 4, never_fit=False), priorities=(-1, 0, 3))
+    two_slots = VariantBounds(Bounds(4, 2, 12, 3, 2, 3, never_fit=False), priorities=(-1, 0, 3))
+    return [
+        Case(aligned(BLOCK), (VariantBounds(Bounds(3, 2, 12, 3, 6, 2)), VariantBounds(Bounds(5, 2, 12, 3, 6, 2))),
+             (("Aligned", _aligned(Aligned)), ("BatchedAligned", _aligned(BatchedAligned))),
+             {rule: _aligned(cls) for rule, cls in ALIGNED_FAULTS.items()}, {}),
+        Case(BUDGET_CONTRACT, (rotation,), (("Resizable", Resizable), ("BatchedResizable", BatchedResizable)), {}, {}),
+        Case(ROTATION_CONTRACT, (rotation,), (("Rotating", Rotating), ("BatchedRotating", BatchedRotating)),
+             dict(BUDGET_FAULTS), {}),
+        Case(aging(AGING), (one_slot, two_slots),
+             (("Prioritized", _aged(Prioritized)), ("BatchedPrioritized", _aged(BatchedPrioritized))),
+             {rule: _aged(cls) for rule, cls in PRIORITY_FAULTS.items()}, {"PRIORITY-WORK-CONSERVING": two_slots}),
+    ]
+
+
+def rows(row: Callable[..., Any], holds: str, broken: str, caught: str, say: Callable[[str], None]) -> list[Any]:
+    """One row per variant and bound (holds, or BROKEN) and one per negative control (caught, or
+    BROKEN when it is not), made by `row(claim, method, bound, result, seconds, detail)`."""
+    out = []
+    for case in cases():
+        for (name, factory), bounds in ((v, b) for v in case.variants for b in case.bounds):
+            say(f"variants: model check {name} under {case.contract.name}, {bounds.label()}")
+            r = check(case.contract, bounds, factory)
+            detail = (f"{r.states} states, {r.transitions} transitions; every rule of {case.contract.name}; "
+                      f"drain bound {r.drain_bound}")
+            if not r.holds:
+                detail = f"{r.rule}: {r.message}; workload {r.workload and r.workload.dumps()}"
+            out.append(row(case.contract.name, f"model check ({name})", bounds.label(),
+                           holds if r.holds else broken, r.seconds, detail))
+        for rule, control in case.controls.items():
+            label = getattr(control, "__name__", rule)
+            bounds = case.control_bounds.get(rule, case.bounds[0])
+            say(f"variants: negative control for {rule} under {case.contract.name}")
+            c = check(case.contract, bounds, control, rules=(rule,))
+            ok = c.rule == rule and c.replayed is not None and c.replayed.startswith(f"{rule} at step")
+            detail = f"{c.rule}: {c.message}; replayed: {c.replayed}" if c.rule else "no counterexample found"
+            out.append(row(rule, f"model check, negative control ({label})", bounds.label(),
+                           caught if ok else broken, c.seconds, detail))
+    return out + z3_rows(row, holds, broken, caught, say)
+
+
+def z3_rows(row: Callable[..., Any], holds: str, broken: str, caught: str, say: Callable[[str], None]) -> list[Any]:
+    """The variants' arithmetic for every value (`smt.variants`): each claim holds, each control is refuted."""
+    from .smt.variants import CLAIMS, decide
+
+    out = []
+    for rule, name, claim, must_hold in CLAIMS:
+        say(f"variants: z3 {rule}: {name}")
+        o = decide(name, claim)
+        if must_hold:
+            result = holds if o.result == "holds" else broken
+        else:
+            result = caught if o.result == "counterexample" else broken
+        detail = name if o.counterexample is None else f"{name}; counterexample {o.counterexample}"
+        out.append(row(rule, "Z3, any value" if must_hold else "Z3, negative control", "any N",
+                       result, o.seconds, detail.replace("\n", " ")))
+    return out
