@@ -15,6 +15,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 from stallfree.spec.errors import RuleViolation
 from stallfree.spec.play import play
 from stallfree.spec.rules import select
-from stallfree.spec.verdict import CRASH
+from stallfree.spec.verdict import CRASH, TIMEOUT
 from stallfree.spec.workload import Workload
 
 from .generate import random_workload
@@ -80,6 +81,7 @@ class Campaign:
     factory: Callable[..., Any]
     rules: tuple[str, ...] | None = None
     jobs: int = 1
+    batch_timeout: float | None = None  # seconds a worker may take for one batch; None: no limit
 
     @property
     def checks_per_step(self) -> int:
@@ -179,7 +181,12 @@ def run(
 def _results(futures: list, tasks: list[tuple[Campaign, int, int]]) -> Iterator[Tally]:  # type: ignore[type-arg]
     for future, (campaign, first, last) in zip(futures, tasks, strict=True):
         try:
-            yield future.result()
+            yield future.result(timeout=campaign.batch_timeout)
+        except FutureTimeout:  # a scheduler stuck in a call: the batch is reported, its worker stopped
+            message = (f"simulations {first} to {last - 1} did not finish within {campaign.batch_timeout:g} s "
+                       f"(a call that does not return?); the workload is simulation {first}'s")
+            yield Tally(violation=Violation(first, TIMEOUT, None, message, campaign.workload(first).dumps()))
+            return
         except BrokenProcessPool:
             message = (f"a worker process died while running simulations {first} to {last - 1} (did the "
                        f"scheduler call os._exit, or was it killed?); the workload is simulation {first}'s")

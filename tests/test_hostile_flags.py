@@ -66,6 +66,7 @@ CASES = [
     *bad("campaign", "--rules", *RULES),
     *bad("campaign", "--scheduler", *SCHEDULERS),
     *bad("campaign", "--json", MISSING),
+    *bad("campaign", "--timeout", "0", "nan", "inf", "x"),
     *positive_ints("budget", "--tp", "--prompt-len", "--decode-context"),
     *bad("budget", "--decodes", "-1", "x", DIGITS),
     *bad("budget", "--budgets", "", "0", "x", "1,,2"),

@@ -347,6 +347,14 @@ def test_trace_of_a_scheduler_that_hangs_is_a_timeout(capsys: pytest.CaptureFixt
     assert re.search(r"^BUDGET\s+not judged \(held until step 0, where TIMEOUT stopped the run", ran.out, re.M)
 
 
+def test_campaign_of_a_scheduler_that_hangs_is_a_timeout() -> None:
+    ran = spawn(["campaign", "--sims", "5", "--jobs", "1", "--quiet", "--timeout", "2",
+                 "--scheduler", f"{HOSTILE}:HangsInSchedule"], timeout=60)
+    assert ran.status == 3
+    assert_clean(ran, 30)
+    assert "TIMEOUT in simulation 0 (seed 0): simulations 0 to 4 did not finish within 2 s" in ran.out
+
+
 def test_a_scheduler_that_hangs_under_conform_is_a_timeout(capsys: pytest.CaptureFixture[str]) -> None:
     ran = call(["conform", f"{HOSTILE}:HangsInSchedule", "--quiet", "--timeout", "0.5", "--examples", "1",
                 "--budget", "4", "--max-seqs", "2", "--kv", "32"], capsys)

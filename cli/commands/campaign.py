@@ -14,7 +14,8 @@ from pathlib import Path
 
 import stallfree.spec.monitor as monitor
 from stallfree.spec import RULE_IDS
-from stallfree.testing.campaign import CRASHED, Campaign, CampaignStatus, Tally
+from stallfree.spec.verdict import TIMEOUT
+from stallfree.testing.campaign import BATCH, CRASHED, Campaign, CampaignStatus, Tally
 from stallfree.testing.campaign import run as run_campaign
 
 from .. import exits
@@ -27,6 +28,7 @@ from .args import (
     load_scheduler,
     positive_int,
     rule_list,
+    seconds,
     seed,
     shows_progress,
     write_json,
@@ -37,6 +39,7 @@ HELP = "randomized simulations under the monitor: counts, rules checked per step
 
 BAR_WIDTH = 30
 DEFAULT_SIMS = 500  # enough for our base scale: >= 400 simulations and >= 366,724 steps
+DEFAULT_TIMEOUT = 600.0  # seconds per batch: the reference takes well under one
 MAX_JOBS = 256  # worker processes; a campaign never starts more than it has batches of simulations
 
 
@@ -50,6 +53,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="MODULE:FACTORY",
                    help="the scheduler to check (default: the reference)")
     p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
+    p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"a batch of {BATCH} simulations taking longer is a TIMEOUT (default {DEFAULT_TIMEOUT:g})")
     add_output_arguments(p, "the figures and the first violation")
 
 
@@ -94,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FactoryError) as error:
         print(f"stallfree campaign: {error}", file=sys.stderr)
         return exits.USAGE
-    campaign = Campaign(args.sims, args.seed, factory, None if args.rules is None else tuple(args.rules), args.jobs)
+    rules = None if args.rules is None else tuple(args.rules)
+    campaign = Campaign(args.sims, args.seed, factory, rules, args.jobs, batch_timeout=args.timeout)
     print(f"campaign: {args.sims:,} simulations, seed {args.seed}, {args.jobs} job(s), scheduler {args.scheduler}")
     print(f"core: {core_build()}")
     progress = show_progress if shows_progress(args) else None
@@ -121,12 +127,12 @@ def run(args: argparse.Namespace) -> int:
     if violation is None:
         print(f"no rule broken (checked: {', '.join(campaign.rules or RULE_IDS)})")
         return exits.HOLDS
-    if violation.rule == CRASHED:
-        print(f"\n{CRASHED} in simulation {violation.sim} (seed {args.seed}): {violation.message}")
+    if violation.rule in (CRASHED, TIMEOUT):
+        print(f"\n{violation.rule} in simulation {violation.sim} (seed {args.seed}): {violation.message}")
     else:
         print(f"\n{violation.rule} broken at step {violation.step} of simulation {violation.sim} "
               f"(seed {args.seed}): {violation.message}")
     print("replay it: save the workload below to a file and run "
           f"stallfree trace --workload FILE --scheduler {args.scheduler}")
     print(violation.workload)
-    return exits.CRASHED if violation.rule == CRASHED else exits.BROKEN
+    return exits.CRASHED if violation.rule in (CRASHED, TIMEOUT) else exits.BROKEN

@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -320,20 +321,28 @@ class Watchdog:
         self.previous: Any = None
         self.started = 0.0
         self.outer = 0.0
+        self.armed = False
 
     def _fire(self, *_: object) -> None:
         raise Hung(f"no step finished within {self.seconds:g} s (--timeout)")
 
     def rearm(self) -> None:
-        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        if self.armed:
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
 
     def __enter__(self) -> Watchdog:
+        # Signals reach the main thread only: called from another thread, trace runs without a watchdog.
+        self.armed = threading.current_thread() is threading.main_thread()
+        if not self.armed:
+            return self
         self.previous = signal.signal(signal.SIGALRM, self._fire)
         self.started = time.monotonic()
         self.outer = signal.setitimer(signal.ITIMER_REAL, self.seconds)[0]  # a caller's own alarm, if any
         return self
 
     def __exit__(self, *_: object) -> None:
+        if not self.armed:
+            return
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, self.previous)
         if self.outer:  # give the caller's alarm back, less the time spent here
