@@ -20,26 +20,41 @@ from stallfree.spec import PROTOCOL, Config, Player, RuleViolation, Workload
 from stallfree.spec.loader import TargetError, load_target
 
 from .guard import CallTimeout, Guard, JunkReturn, install_alarm, target_traceback
-from .outcome import CRASH, KIT_ERROR, TIMEOUT, Outcome
+from .outcome import CRASH, KIT_ERROR, REFUSED, TIMEOUT, Outcome
 
 DUMP_SIGNAL = signal.SIGUSR1  # the parent's watchdog asks for a traceback with it, then kills
 
 
-def run_one(factory: Callable[..., Any], workload: Workload, rules: list[str], timeout: float) -> Outcome:
-    """Play one workload through the target; every way it can end becomes an Outcome."""
+def run_one(
+    factory: Callable[..., Any], workload: Workload, rules: list[str], timeout: float, known: list[str] | None = None,
+) -> Outcome:
+    """Play one workload through the target; every way it can end becomes an Outcome.
+
+    `known` are rules already found broken: they are checked too, and where one breaks again the run
+    ends there as judged so far (`cut_by`), never as a new finding or as PROTOCOL."""
     guards: list[Guard] = []
+    known = [r for r in known or () if r not in rules]
 
     def make(**config: int) -> Guard:
         guard = Guard(timeout)
         guards.append(guard)
         return guard.start(factory, Config(**config))
 
-    player = Player(workload, make, rules)
+    player = Player(workload, make, [*rules, *known])
     try:
         counts = player.play()
-        return Outcome(steps=counts.steps, adds=counts.adds, stopped_at_bound=counts.stopped_at_bound is not None)
+        return Outcome(steps=counts.steps, adds=counts.adds, stopped_at_bound=counts.stopped_at_bound is not None,
+                       free_kv_shown=guards[-1].free_kv_shown)
     except BaseException as error:  # the target may raise anything, KeyboardInterrupt and SystemExit too
-        return failed(error, player, guards[-1] if guards else None, set(rules), timeout)
+        guard = guards[-1] if guards else None
+        if isinstance(error, RuleViolation) and error.rule in known:
+            monitor = player.monitor
+            return Outcome(steps=monitor.num_steps if monitor else 0, adds=monitor.num_adds if monitor else 0,
+                           cut_by=error.rule, free_kv_shown=guard.free_kv_shown if guard else None)
+        if player.monitor is None and guard is not None and guard.error is error and isinstance(
+                error, ValueError | TypeError):
+            return Outcome(REFUSED, None, f"{guard.call} raised {type(error).__name__}: {error}", guard.call)
+        return failed(error, player, guard, set(rules), timeout)
 
 
 def failed(error: BaseException, player: Player, guard: Guard | None, rules: set[str], timeout: float) -> Outcome:
@@ -64,6 +79,17 @@ def failed(error: BaseException, player: Player, guard: Guard | None, rules: set
     return Outcome(KIT_ERROR, player.step, message, call, target_traceback(error), steps, adds)
 
 
+def not_applicable(factory: object) -> dict[str, str]:
+    """The rules the target says do not apply to it, each with the reason: its factory's optional
+    `stallfree_not_applicable`, a dict of rule ID to reason (anything else is ignored and said so)."""
+    value = getattr(factory, "stallfree_not_applicable", None)
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(type(k) is str and type(v) is str and v for k, v in value.items()):
+        return {"?": f"stallfree_not_applicable must be a dict of rule ID to a reason, got {value!r:.80}"}
+    return dict(value)
+
+
 def send(out: BinaryIO, message: dict[str, Any]) -> None:
     out.write(json.dumps(message).encode() + b"\n")
     out.flush()
@@ -77,11 +103,11 @@ def serve(requests: BinaryIO, out: BinaryIO) -> None:
     except TargetError as error:
         send(out, {"load_error": str(error)})
         return
-    send(out, {"ready": True})
+    send(out, {"ready": True, "not_applicable": not_applicable(factory)})
     for line in requests:
         request = json.loads(line)
         workload = Workload.from_json(request["workload"])
-        outcome = run_one(factory, workload, request["rules"], request["timeout"])
+        outcome = run_one(factory, workload, request["rules"], request["timeout"], request.get("known"))
         send(out, outcome.to_json())
 
 

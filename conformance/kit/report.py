@@ -23,6 +23,10 @@ def render(report: Report) -> str:
             lines.append(f"{rule:<{RULE_WIDTH}} at step {c.step}: {c.message}")
     if report.ended_early:
         lines.append(f"\nexploration ended early: {report.ended_early}")
+    for config, why in report.refused.items():
+        lines.append(f"config refused by the factory, skipped: {config}: {why}")
+    for note in report.notes:
+        lines.append(f"note: {note}")
     for c in report.counterexamples.values():
         lines += ["", *counterexample_lines(report.target, c)]
     lines += ["", summary(report)]
@@ -41,6 +45,10 @@ def verdict_line(report: Report, rule: str, verdict: str) -> str:
     if verdict == FAIL:
         c = report.counterexamples[rule]
         return f"{rule:<{RULE_WIDTH}} FAIL  at step {c.step}: {c.message}"
+    if rule in report.not_applicable:
+        return f"{rule:<{RULE_WIDTH}} {verdict}: {report.not_applicable[rule]}"
+    if verdict == "pass" and rule in report.partial:
+        return f"{rule:<{RULE_WIDTH}} pass (partial: {report.partial[rule]})"
     if verdict == "pass":
         return f"{rule:<{RULE_WIDTH}} pass"
     return f"{rule:<{RULE_WIDTH}} {verdict}"
