@@ -18,6 +18,7 @@ COMMANDS = (
     "run",
     "conform",
     "check_trace",
+    "import_trace",
     "budget",
     "simulate",
     "campaign",

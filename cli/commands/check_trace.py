@@ -90,6 +90,8 @@ def summarise(name: str, checked: tuple[str, ...], verdicts: list[Any]) -> dict[
     for v in verdicts:
         if v.violation is not None:
             broken[v.violation.rule] = (v.violation, v.violation_line)
+        for rule, found in getattr(v, "violations", {}).items():  # a v2 trace: every rule's first break
+            broken.setdefault(rule, found)
     last = verdicts[-1]
     rules: dict[str, Any] = {}
     for rule in (*RULE_IDS, *[r for r in broken if r not in RULE_IDS]):
@@ -102,6 +104,8 @@ def summarise(name: str, checked: tuple[str, ...], verdicts: list[Any]) -> dict[
             rules[rule] = {"verdict": "not judged", "until_step": last.violation.step}
         else:
             rules[rule] = {"verdict": "pass", "steps": last.steps}
+            if rule in getattr(last, "partial", {}):
+                rules[rule]["partial"] = last.partial[rule]
     cfg = first.config
     seconds = sum(v.seconds for v in verdicts)
     steps = sum(v.steps for v in verdicts)
@@ -127,6 +131,8 @@ def render(report: dict[str, Any]) -> str:
     for rule, v in report["rules"].items():
         if v["verdict"] == "fail":
             lines.append(f"{rule:<{RULE_WIDTH}} BROKEN at step {v['step']} (line {v['line']}): {v['happened']}")
+        elif v["verdict"] == "pass" and "partial" in v:
+            lines.append(f"{rule:<{RULE_WIDTH}} holds ({v['steps']} steps; partial: {v['partial']})")
         elif v["verdict"] == "pass":
             lines.append(f"{rule:<{RULE_WIDTH}} holds ({v['steps']} steps)")
         elif v["verdict"] == "not judged":

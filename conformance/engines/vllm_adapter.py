@@ -25,6 +25,8 @@ What is vLLM's and what is the adapter's:
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from .vllm_setup import faked_forward, make_request, make_scheduler, prompt_ids, vllm_config
 
 BLOCK_SIZE = 16
@@ -40,7 +42,7 @@ class Preempted(RuntimeError):
 class VllmScheduler:
     """vLLM's scheduler with memory that never binds (see the module's docstring)."""
 
-    stallfree_not_applicable = {
+    stallfree_not_applicable: ClassVar[dict[str, str]] = {
         "KV": "the adapter gives vLLM a block pool of max_seqs x kv_tokens, so that it never preempts (the plain "
               "protocol has no word for a preemption): memory never binds and the reservation rule says nothing "
               "about vLLM here; VllmKvScheduler and recorded traces judge vLLM's memory",
@@ -94,7 +96,7 @@ class VllmScheduler:
 class VllmKvScheduler(VllmScheduler):
     """vLLM's scheduler over a block pool of K tokens: memory binds (see the module's docstring)."""
 
-    stallfree_not_applicable = {"NEVER-FIT": NEVER_FIT_IS_THE_ADAPTERS}
+    stallfree_not_applicable: ClassVar[dict[str, str]] = {"NEVER-FIT": NEVER_FIT_IS_THE_ADAPTERS}
 
     @staticmethod
     def num_blocks(max_seqs: int, kv_tokens: int, block_size: int) -> int:
