@@ -57,7 +57,8 @@ def verdict_line(report: Report, rule: str, verdict: str) -> str:
 def summary(report: Report) -> str:
     broken = [r for r in report.counterexamples]
     if not broken:
-        return f"every checked rule held ({len(report.checked)} of {len(report.verdicts)} rules checked)"
+        partial = f"; {len(report.partial)} of them in part, as their lines say" if report.partial else ""
+        return f"every checked rule held ({len(report.checked)} of {len(report.verdicts)} rules checked{partial})"
     return f"broken: {', '.join(broken)}"
 
 
