@@ -192,3 +192,16 @@ def test_a_not_applicable_naming_no_rule_is_a_target_error(targets: str) -> None
 
     with pytest.raises(TargetError, match="NO-SUCH-RULE"):
         conform(f"{targets}:SaysNonsense", **SMALL)
+
+
+def test_the_plugin_skips_a_rule_not_applicable_and_warns_on_a_partial_pass(targets: str) -> None:
+    from stallfree.conformance.plugin import Explored, judge
+
+    explored = Explored(f"{targets}:SaysFcfsDoesNotApply")
+    explored._report = conform(f"{targets}:SaysFcfsDoesNotApply", **SMALL)
+    with pytest.raises(pytest.skip.Exception, match="FCFS not applicable: admission order"):
+        judge(explored, "FCFS")
+    refused = Explored(f"{targets}:refuses_small_budgets")
+    refused._report = conform(f"{targets}:refuses_small_budgets", **SMALL)
+    with pytest.warns(UserWarning, match="stallfree BUDGET passed partially: 9 of 12 configs"):
+        judge(refused, "BUDGET")
