@@ -206,6 +206,15 @@ def test_import_trace_writes_v2_and_reports_bad_input(tmp_path: Path, capsys: py
     assert main(["import-trace", str(lonely)]) == 2
     err = capsys.readouterr().err
     assert "stallfree import-trace:" in err and "No such file" in err and "Traceback" not in err
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1")
+    assert main(["import-trace", str(source), "--workload", str(bad)]) == 2
+    assert f"{bad}: not valid JSON" in capsys.readouterr().err
+    steps = tmp_path / "steps.jsonl"
+    steps.write_text('{"step": 0}\n')
+    assert main(["import-trace", str(steps), "--workload", str(TRACES / "workloads" / "w4_kv_pressure_preempt.json"),
+                 "--config", str(TRACES / "workloads" / "w4_kv_pressure_preempt.config.json")]) == 2
+    assert f"{steps}: line 1: a vLLM step line has the fields" in capsys.readouterr().err
 
 
 def test_the_schema_ships_with_the_package() -> None:

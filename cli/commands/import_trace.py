@@ -40,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
         requests = load_workload(workload)
         config = load_config(config_path)
         steps = read_steps(args.file.read_text().splitlines())
+    except TraceError as error:
+        return fail(f"{args.file}: {error}")
     except (ValueError, OSError) as error:
         text = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         where = getattr(error, "filename", None)

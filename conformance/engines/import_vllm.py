@@ -39,9 +39,16 @@ STEP_KEYS = {"step", "added", "scheduled", "emitted", "finished", "preempted"}
 CONFIG_KEYS = ("token_budget", "max_seqs", "kv_tokens", "block_size")
 
 
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except ValueError as error:  # bad JSON or bad UTF-8
+        raise ValueError(f"{path}: not valid JSON: {error}") from None
+
+
 def load_workload(path: Path) -> dict[Any, tuple[int, int]]:
     """rid -> (prompt_len, max_new), from a workload file."""
-    data = json.loads(path.read_text())
+    data = _json(path)
     if type(data) is not list:
         raise ValueError(f"{path}: a workload is a list of requests, got {type(data).__name__}")
     requests = {}
@@ -54,9 +61,9 @@ def load_workload(path: Path) -> dict[Any, tuple[int, int]]:
 
 
 def load_config(path: Path) -> EngineConfig:
-    data = json.loads(path.read_text())
-    missing = [k for k in CONFIG_KEYS if k not in data]
-    if type(data) is not dict or missing:
+    data = _json(path)
+    missing = [k for k in CONFIG_KEYS if type(data) is not dict or k not in data]
+    if missing:
         raise ValueError(f"{path}: a config needs {', '.join(CONFIG_KEYS)} (missing {missing})")
     for key in CONFIG_KEYS:
         if type(data[key]) is not int or data[key] < 1:
