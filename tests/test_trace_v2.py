@@ -148,6 +148,22 @@ def test_string_rids_stop_and_cancel_and_engine_facts() -> None:
     assert broken(early) == {"KV": 1, "PROGRESS": 1}
 
 
+def test_a_cancel_outside_the_plan_is_a_withdrawal_before_the_step() -> None:
+    lines = [
+        HEADER,
+        '{"step": 0, "add": [[0, 2, 3], [1, 2, 3]], "plan": [[0, 2], [1, 2]], "emitted": [0, 1], "finished": []}',
+        '{"step": 1, "plan": [[0, 1]], "emitted": [0], "finished": [[1, "cancel"]]}',
+        '{"step": 2, "plan": [[0, 1]], "emitted": [0], "finished": [0]}',
+        '{"end": true}',
+    ]
+    assert broken(lines) == {}
+    planned = [lines[0], lines[1], lines[2].replace('"plan": [[0, 1]]', '"plan": [[0, 1], [1, 1]]')
+               .replace('"emitted": [0]', '"emitted": [0, 1]'), *lines[3:]]
+    assert broken(planned) == {}  # cancelled after the step that ran it
+    kept = [lines[0], lines[1], lines[2].replace(', "finished": [[1, "cancel"]]', ', "finished": []'), *lines[3:]]
+    assert "DECODE-FIRST" in broken(kept)  # not cancelled: rid 1 was ready and got no token
+
+
 def test_a_runtime_config_change_is_in_force_from_its_step() -> None:
     lines = [
         HEADER,

@@ -43,3 +43,13 @@ def test_a_whole_engine_run_is_recorded_and_judged() -> None:
     assert check_engine_trace(lines, PROFILES["safety"]).ok
     verdict = check_engine_trace(lines)
     assert set(verdict.violations) == {"KV"} and "pages its KV" in verdict.violations["KV"][0].message
+
+
+def test_a_request_the_client_cancels_is_recorded_as_cancel_and_judged_without_false_breaks() -> None:
+    out = io.StringIO()
+    w = Workload(Config(32, 4, 64), (Arrival(0, 10, 12, 0), Arrival(1, 10, 12, 0)))
+    record_engine_run(w, out, cancel={1: 3})
+    lines = out.getvalue().splitlines()
+    cancelled = [json.loads(x)["step"] for x in lines[1:-1] if '"cancel"]' in x]
+    assert cancelled == [3]
+    assert check_engine_trace(lines).ok  # rid 1 was withdrawn before step 3: no rule expects its token there

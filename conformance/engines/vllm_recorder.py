@@ -91,11 +91,13 @@ class TraceRecorder(Scheduler):
 def record_engine_run(
     workload: Workload, out: IO[str], kv_tokens: int | None = None,
     prompts: Callable[[int, int], list[int]] = prompt_ids, prefix_caching: bool = True,
+    cancel: dict[int, int] | None = None,
 ) -> list[Any]:
     """Run `workload` through a whole vLLM engine (dummy weights, CPU) and write its trace v2 to `out`.
     The block pool holds `kv_tokens` (default: the workload's K) rounded up to blocks of 32, plus vLLM's
     null block. Each request arrives just before the engine step numbered by its arrival_step (an idle
-    engine takes no step: a later arrival then comes at the next step). Returns the finished outputs."""
+    engine takes no step: a later arrival then comes at the next step); `cancel` maps a rid to the step
+    before which the client withdraws it (vLLM's abort_request). Returns the finished outputs."""
     from vllm import SamplingParams
     from vllm.engine.arg_utils import EngineArgs
     from vllm.inputs import TokensPrompt
@@ -122,6 +124,9 @@ def record_engine_run(
                 a = arrivals.pop(0)
                 params = SamplingParams(max_tokens=a.max_new, ignore_eos=True, detokenize=False)
                 engine.add_request(str(a.rid), TokensPrompt(prompt_token_ids=prompts(a.rid, a.prompt_len)), params)
+            withdrawn = [str(rid) for rid, at in (cancel or {}).items() if at == step]
+            if withdrawn:
+                engine.abort_request(withdrawn, internal=False)
             done += [o for o in engine.step() if o.finished]
             step += 1
         TraceRecorder.writer.end()

@@ -12,7 +12,9 @@ beyond the contract's design, the rule reads them as follows:
 - FIRST-TOKEN: a step emits a token for a request exactly when its chunk brings the computed tokens up
   to all known tokens (the end of its prompt, of a recompute, or a decode).
 - TOKENS: at most one token a step, only from a planned request; never more than max_new; a request
-  that finishes for "length" emitted exactly max_new; a decode (one token due) is exactly 1 token.
+  that finishes for "length" emitted exactly max_new; a decode (one token due) is exactly 1 token. A
+  request finished for "cancel" that is not in the step's plan was withdrawn before the step: it is
+  gone before the step is judged (no rule expects a token from it there).
 - SLOTS: the requests running (admitted, neither preempted nor finished) never exceed S.
 - KV: a request's KV is returned (`finished`) in the step of its last token, and only then; the
   reservations (prompt_len + max_new) of the requests running never exceed K. On a paged trace
@@ -116,6 +118,7 @@ class Judge:
         self._arrivals = 0
         self._admissions = 0
         self.saw_refusals = False
+        self._cancelled_before: set[Rid] = set()  # cancelled before this step's plan (not in it)
         self._kept_kv: set[Rid] = set()  # requests whose KV came back at the wrong step (reported once)
 
     # -- reporting ----------------------------------------------------------------------------------------
@@ -162,7 +165,13 @@ class Judge:
         for key, value in s.config.items():
             setattr(self.cfg, key, value)
         budget, slots = self.cfg.token_budget, self.cfg.max_seqs
-        running_before = [r for r in self._running()]
+        planned_now = {rid for rid, _ in s.plan}
+        for rid, reason in s.finished:  # withdrawn before this step: gone before it is judged
+            if reason == "cancel" and rid not in planned_now and rid in self.reqs:
+                del self.reqs[rid]
+                self.finished_at[rid] = s.step
+                self._cancelled_before.add(rid)
+        running_before = self._running()
         for rid, kind in s.preempt:
             req = self._req(rid, "preempt")
             if req.state != RUNNING:
@@ -333,6 +342,9 @@ class Judge:
     def _finish(self, s: EngineStep) -> None:
         finishing = {rid for rid, _ in s.finished}
         for rid, reason in s.finished:
+            if rid in self._cancelled_before:
+                self._cancelled_before.discard(rid)
+                continue
             req = self.reqs.get(rid)
             if req is None and rid in self.finished_at:
                 self.broke("KV", f'"finished" names rid {rid!r} again: it finished at step {self.finished_at[rid]}')

@@ -25,7 +25,8 @@ this module):
   "recompute" (their KV is freed; on re-admission they compute again all but the cached tokens) or
   "swap" (their KV is kept elsewhere and comes back whole);
 - `finished`: each a rid (reason "length") or `[rid, reason]` with reason "length" (all max_new tokens
-  emitted), "stop" (a stop condition such as EOS ended it earlier) or "cancel" (the client withdrew it);
+  emitted), "stop" (a stop condition such as EOS ended it earlier) or "cancel" (the client withdrew it;
+  a cancelled request not in the step's plan was withdrawn before the step);
 - `x` (optional, on any line): engine-specific facts, an object of objects keyed by the engine's name.
   The checker keeps and does not judge it. Every other unknown field is still an error, so a typo is
   never silently ignored.
