@@ -24,6 +24,7 @@ COMMANDS = (
     "run",
     "conform",
     "check_trace",
+    "import_trace",
     "budget",
     "simulate",
     "campaign",

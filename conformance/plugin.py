@@ -50,7 +50,7 @@ class Explored:
 
 def judge(explored: Explored, test_id: str) -> None:
     """Pass, fail with the counterexample, or skip as not checked."""
-    from .kit.check import FAIL, NOT_CHECKED, NOT_JUDGED
+    from .kit.check import FAIL, NOT_APPLICABLE, NOT_CHECKED, NOT_JUDGED
     from .kit.report import counterexample_lines
 
     report = explored.report()
@@ -63,11 +63,17 @@ def judge(explored: Explored, test_id: str) -> None:
     if verdict == NOT_CHECKED:
         claim = f"profile {report.profile}" if report.profile else "the rules chosen"
         pytest.skip(f"{test_id} not checked: not in {claim}")
+    if verdict == NOT_APPLICABLE:
+        pytest.skip(f"{test_id} not applicable: {report.not_applicable[test_id]}")
     if verdict == FAIL:
         pytest.fail("\n".join(counterexample_lines(report.target, report.counterexamples[test_id])), pytrace=False)
     if verdict == NOT_JUDGED:
         pytest.fail(f"{test_id} not judged: {report.ended_early} stopped the exploration (see the PROTOCOL test)",
                     pytrace=False)
+    if test_id in report.partial:  # passed, on part of what the rule asks: said, never hidden
+        import warnings
+
+        warnings.warn(f"stallfree {test_id} passed partially: {report.partial[test_id]}", stacklevel=1)
 
 
 def conformance_tests(

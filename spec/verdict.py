@@ -4,8 +4,9 @@ rules of the contract.
 
 A claim reads `holds` only when it was checked on what was run and nothing broke it. Anything less
 says so: not checked (left out of the selection), not judged (checked, but the run stopped, or never
-reached what the rule judges), not refuted (searched, no counterexample found, nothing proved), unknown
-(the method gave no answer).
+reached what the rule judges), not refuted (searched, no counterexample found, nothing proved), not
+applicable (the target declares the rule does not apply to it, with the reason), unknown (the method
+gave no answer).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class Verdict(StrEnum):
     NOT_CHECKED = "not checked"
     NOT_JUDGED = "not judged"
     NOT_REFUTED = "not refuted"
+    NOT_APPLICABLE = "not applicable"  # the target says the rule does not apply to it, and says why
     UNKNOWN = "unknown"
 
     @property
@@ -39,6 +41,7 @@ PROTOCOL = "PROTOCOL"
 CRASH = "CRASH"
 TIMEOUT = "TIMEOUT"
 KIT_ERROR = "KIT-ERROR"
+REFUSED = "REFUSED"  # the factory refused the config (ValueError or TypeError): that config is not judged
 
 NOT_RULES: dict[str, str] = {
     PROTOCOL: "the scheduler speaks the plain protocol: add() returns or refuses with ValueError/TypeError, "
@@ -47,6 +50,7 @@ NOT_RULES: dict[str, str] = {
     CRASH: "no call of the plain protocol raises, except add() refusing a request with ValueError or TypeError",
     TIMEOUT: "every call of the plain protocol returns",
     KIT_ERROR: "(a bug in stallfree itself, not in the target: please report it)",
+    REFUSED: "(not a failure: the target's factory refused the config, so no workload ran under it)",
 }
 
 

@@ -72,3 +72,9 @@ def factory_raises(**config: int) -> Any:
 
 def returns_int(**config: int) -> Any:
     return 42
+
+
+class DeclaresKvNotApplicable(Scheduler):
+    """Keeps every rule, and declares KV not applicable to it: the kit must say so, not read it holds."""
+
+    stallfree_not_applicable = {"KV": "this scheduler pages its KV: it reserves nothing up front"}

@@ -9,7 +9,7 @@ import pytest
 
 from stallfree.conformance import check_workload
 from stallfree.conformance.kit import FAIL, NOT_CHECKED, PASS, Counterexample, conform
-from stallfree.conformance.kit.shrink import CONFIG_FIELDS, FIELD_MINIMUM, REQUEST_FIELDS
+from stallfree.conformance.kit.shrink import CONFIG_FIELDS, FIELD_MINIMUM, REQUEST_FIELDS, verdicts
 from stallfree.faults import FAULTS, MORE_FAULTS
 from stallfree.spec import RULE_IDS, RuleViolation, Workload
 
@@ -25,8 +25,17 @@ def breaks(workload: Workload, factory: object, rule: str) -> bool:
 
 
 def neighbours(w: Workload) -> list[Workload]:
-    """Every workload one move smaller: one request dropped, or one number lowered by one."""
-    out = [replace(w, requests=w.requests[:i] + w.requests[i + 1:]) for i in range(len(w.requests))]
+    """Every workload one move smaller: one request dropped, or one number lowered by one; each request
+    still accepted or refused as in `w` (a move that turns an accepted request into a refused one, or
+    the reverse, leaves the counterexample's domain)."""
+    domain = verdicts(w)
+    dropped = [(replace(w, requests=w.requests[:i] + w.requests[i + 1:]), domain[:i] + domain[i + 1:])
+               for i in range(len(w.requests))]
+    return [c for c, kept in dropped if verdicts(c) == kept] + [c for c in _lowered(w) if verdicts(c) == domain]
+
+
+def _lowered(w: Workload) -> list[Workload]:
+    out = []
     for i, a in enumerate(w.requests):
         for name in REQUEST_FIELDS:
             value = getattr(a, name)

@@ -93,7 +93,11 @@ CASES: list[Case] = [
     ("conform: a crash stopped the exploration", lambda t, c: ["conform", f"{HOSTILE}:RaisesInSchedule", "--quiet",
                                                                "--examples", "1", "--budget", "4", "--max-seqs", "2",
                                                                "--kv", "32"],
-     "BUDGET", Verdict.NOT_JUDGED, "CRASH at budget 4"),
+     "BUDGET", Verdict.NOT_JUDGED, "CRASH at every config"),
+    ("conform: the target declares a rule not applicable", lambda t, c: [
+        "conform", f"{HOSTILE}:DeclaresKvNotApplicable", "--quiet", "--examples", "1", "--budget", "4",
+        "--max-seqs", "2", "--kv", "32"],
+     "KV", Verdict.NOT_APPLICABLE, "pages its KV"),
 ]
 
 

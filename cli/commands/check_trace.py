@@ -95,6 +95,8 @@ def judge(checked: tuple[str, ...], verdicts: list[Any], registry: tuple[str, ..
     for v in verdicts:
         if v.violation is not None:
             broken[v.violation.rule] = (v.violation, v.violation_line)
+        for rule, found in getattr(v, "violations", {}).items():  # a v2 trace: every rule's first break
+            broken.setdefault(rule, found)
     last = verdicts[-1]
     judged = []
     for rule in (*registry, *[r for r in broken if r not in registry]):
@@ -120,7 +122,12 @@ def judge(checked: tuple[str, ...], verdicts: list[Any], registry: tuple[str, ..
         elif last.steps == 0:  # a rule judged on no step has shown nothing
             judged.append(Judgement(rule, Verdict.NOT_JUDGED, "(the trace has no step)", (("steps", 0),)))
         else:
-            judged.append(Judgement(rule, Verdict.HOLDS, f"({last.steps} steps)", (("steps", last.steps),)))
+            partial = getattr(last, "partial", {}).get(rule)
+            if partial is not None:  # judged on what the trace holds, which is not all the rule speaks of
+                judged.append(Judgement(rule, Verdict.HOLDS, f"({last.steps} steps; partial: {partial})",
+                                        (("steps", last.steps), ("partial", partial))))
+            else:
+                judged.append(Judgement(rule, Verdict.HOLDS, f"({last.steps} steps)", (("steps", last.steps),)))
     return judged
 
 

@@ -54,6 +54,7 @@ class Guard:
         self.error: BaseException | None = None  # the last exception that came out of the target
         self.target: Any = None
         self._raw_plan: object = None
+        self.free_kv_shown: bool | None = None  # None until a step is done; then: an int every time
 
     def start(self, factory: Callable[..., Any], config: Config) -> Guard:
         """Make the scheduler under test and check that it has the protocol's three methods."""
@@ -105,7 +106,9 @@ class Guard:
     @property
     def free_kv(self) -> object:
         """The target's own free KV, if it shows one (rule KV compares it); read as part of complete()."""
-        return self._call(self.call, getattr, self.target, "free_kv", None)
+        value = self._call(self.call, getattr, self.target, "free_kv", None)
+        self.free_kv_shown = (self.free_kv_shown is not False) and type(value) is int
+        return value
 
     # -- reading what the target returned -----------------------------------------------------------------
 

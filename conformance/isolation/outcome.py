@@ -12,9 +12,11 @@ from typing import Any
 # CRASH: the target raised where the protocol has no place for an exception; TIMEOUT: a call to the
 # target did not return within the per-call timeout; KIT_ERROR: a bug in stallfree itself, never the
 # target's fault: reported, not hidden.
-from stallfree.spec.verdict import CRASH, KIT_ERROR, TIMEOUT
+from stallfree.spec.verdict import CRASH, KIT_ERROR, REFUSED, TIMEOUT
 
-__all__ = ["CRASH", "KIT_ERROR", "TIMEOUT", "Outcome"]
+# REFUSED: the factory refused the config with ValueError or TypeError (an engine that cannot run a
+# budget below its slots, say): the workload is not judged, and the config is reported as refused.
+__all__ = ["CRASH", "KIT_ERROR", "REFUSED", "TIMEOUT", "Outcome"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +29,12 @@ class Outcome:
     steps: int = 0  # steps judged
     adds: int = 0  # add() calls judged
     stopped_at_bound: bool = False  # PROGRESS not checked and work was still pending at the bound
+    # A rule already found broken broke again in this run: the run was judged up to that step only
+    # (past it, the kit's model of the scheduler may no longer match the scheduler).
+    cut_by: str | None = None
+    # Whether the scheduler showed an int `free_kv` after every step judged (rule KV's return check
+    # needs it); None when no step was judged.
+    free_kv_shown: bool | None = None
 
     @property
     def held(self) -> bool:

@@ -80,6 +80,7 @@ class Sandbox:
                 why = f"target {self.target!r}: {ended}" + (f"; it was at {stuck}" if stuck else "")
             self._kill()
             raise TargetError(str(why))
+        self.not_applicable: dict[str, str] = reply.get("not_applicable") or {}
 
     def close(self) -> None:
         """Stop the worker (the stderr file stays, for a report)."""
@@ -97,14 +98,15 @@ class Sandbox:
 
     # -- one run --------------------------------------------------------------------------------------------
 
-    def run(self, workload: Workload, rules: list[str]) -> Outcome:
-        """Play `workload` in the worker, checking `rules`; the Outcome of the run, never an exception
-        from the target."""
+    def run(self, workload: Workload, rules: list[str], known: list[str] | None = None) -> Outcome:
+        """Play `workload` in the worker, checking `rules` (and `known`, rules already found broken, where
+        the run is cut short, see `worker.run_one`); the Outcome of the run, never an exception from the
+        target."""
         if self._proc is None:
             self.start()
             self.num_restarts += 1
         self._clear_stderr()
-        self._send({"workload": workload.to_json(), "rules": rules, "timeout": self.timeout})
+        self._send({"workload": workload.to_json(), "rules": rules, "known": known or [], "timeout": self.timeout})
         reply = self._receive(self.run_timeout)
         if reply is not None:
             return Outcome.from_json(reply)

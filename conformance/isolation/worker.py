@@ -22,28 +22,42 @@ from stallfree.spec.contracts import by_name
 from stallfree.spec.loader import TargetError, load_target
 
 from .guard import CallTimeout, Guard, JunkReturn, install_alarm, target_traceback
-from .outcome import CRASH, KIT_ERROR, TIMEOUT, Outcome
+from .outcome import CRASH, KIT_ERROR, REFUSED, TIMEOUT, Outcome
 
 DUMP_SIGNAL = signal.SIGUSR1  # the parent's watchdog asks for a traceback with it, then kills
 
 
 def run_one(
-    factory: Callable[..., Any], workload: Workload, rules: list[str], timeout: float, contract: Contract | None = None,
+    factory: Callable[..., Any], workload: Workload, rules: list[str], timeout: float, known: list[str] | None = None,
+    contract: Contract | None = None,
 ) -> Outcome:
-    """Play one workload through the target; every way it can end becomes an Outcome."""
+    """Play one workload through the target; every way it can end becomes an Outcome.
+
+    `known` are rules already found broken: they are checked too, and where one breaks again the run
+    ends there as judged so far (`cut_by`), never as a new finding or as PROTOCOL."""
     guards: list[Guard] = []
+    known = [r for r in known or () if r not in rules]
 
     def make(**config: int) -> Guard:
         guard = Guard(timeout)
         guards.append(guard)
         return guard.start(factory, Config(**config))
 
-    player = Player(workload, make, rules, contract=contract)
+    player = Player(workload, make, [*rules, *(known or [])], contract=contract)
     try:
         counts = player.play()
-        return Outcome(steps=counts.steps, adds=counts.adds, stopped_at_bound=counts.stopped_at_bound is not None)
+        return Outcome(steps=counts.steps, adds=counts.adds, stopped_at_bound=counts.stopped_at_bound is not None,
+                       free_kv_shown=guards[-1].free_kv_shown)
     except BaseException as error:  # the target may raise anything, KeyboardInterrupt and SystemExit too
-        return failed(error, player, guards[-1] if guards else None, set(rules), timeout)
+        guard = guards[-1] if guards else None
+        if isinstance(error, RuleViolation) and error.rule in known:
+            monitor = player.monitor
+            return Outcome(steps=monitor.num_steps if monitor else 0, adds=monitor.num_adds if monitor else 0,
+                           cut_by=error.rule, free_kv_shown=guard.free_kv_shown if guard else None)
+        if player.monitor is None and guard is not None and guard.error is error and isinstance(
+                error, ValueError | TypeError):
+            return Outcome(REFUSED, None, f"{guard.call} raised {type(error).__name__}: {error}", guard.call)
+        return failed(error, player, guard, set(rules), timeout)
 
 
 def failed(error: BaseException, player: Player, guard: Guard | None, rules: set[str], timeout: float) -> Outcome:
@@ -68,6 +82,17 @@ def failed(error: BaseException, player: Player, guard: Guard | None, rules: set
     return Outcome(KIT_ERROR, player.step, message, call, target_traceback(error), steps, adds)
 
 
+def not_applicable(factory: object) -> dict[str, str]:
+    """The rules the target says do not apply to it, each with the reason: its factory's optional
+    `stallfree_not_applicable`, a dict of rule ID to reason (anything else is ignored and said so)."""
+    value = getattr(factory, "stallfree_not_applicable", None)
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(type(k) is str and type(v) is str and v for k, v in value.items()):
+        return {"?": f"stallfree_not_applicable must be a dict of rule ID to a reason, got {value!r:.80}"}
+    return dict(value)
+
+
 def send(out: BinaryIO, message: dict[str, Any]) -> None:
     out.write(json.dumps(message).encode() + b"\n")
     out.flush()
@@ -82,11 +107,11 @@ def serve(requests: BinaryIO, out: BinaryIO) -> None:
         send(out, {"load_error": str(error)})
         return
     contract = by_name(hello["contract"]) if hello.get("contract") else None
-    send(out, {"ready": True})
+    send(out, {"ready": True, "not_applicable": not_applicable(factory)})
     for line in requests:
         request = json.loads(line)
         workload = Workload.from_json(request["workload"])
-        outcome = run_one(factory, workload, request["rules"], request["timeout"], contract)
+        outcome = run_one(factory, workload, request["rules"], request["timeout"], request.get("known"), contract)
         send(out, outcome.to_json())
 
 

@@ -9,11 +9,12 @@ from typing import Any
 
 from stallfree.spec import BY_ID, RULE_IDS, Workload
 from stallfree.spec.contract import Contract
+from stallfree.spec.loader import TargetError
 from stallfree.spec.verdict import NOT_RULES, Verdict
 
 from ..isolation.outcome import TIMEOUT, Outcome
 from ..isolation.sandbox import DEFAULT_TIMEOUT, Sandbox
-from .explore import Explorer, Finding, is_rule
+from .explore import Exploration, Explorer, Finding, is_rule
 from .grid import Shape, shapes
 from .profiles import checked_rules, contract_of
 from .shrink import MAX_RUNS, MAX_SECONDS, Shrinker
@@ -24,7 +25,8 @@ HANG_SHRINK_RUNS = 6
 PASS = Verdict.HOLDS
 FAIL = Verdict.BROKEN
 NOT_CHECKED = Verdict.NOT_CHECKED
-NOT_JUDGED = Verdict.NOT_JUDGED  # checked, but a PROTOCOL, CRASH or TIMEOUT stopped the exploration first
+NOT_APPLICABLE = Verdict.NOT_APPLICABLE  # the target says the rule does not apply to it, and why
+NOT_JUDGED = Verdict.NOT_JUDGED  # checked, but no config was explored to the end (problems, refused configs)
 WHAT_IT_MEANS = NOT_RULES
 
 
@@ -73,6 +75,10 @@ class Report:
     seconds: float
     ended_early: str | None = None
     notes: list[str] = field(default_factory=list)
+    # rule -> why its pass (or its not judged) covers only part of what it asks: never a bare "pass"
+    partial: dict[str, str] = field(default_factory=dict)
+    not_applicable: dict[str, str] = field(default_factory=dict)  # rule -> the target's reason
+    refused: dict[str, str] = field(default_factory=dict)  # config refused by the factory -> its message
 
     @property
     def ok(self) -> bool:
@@ -82,10 +88,13 @@ class Report:
         return {
             "target": self.target, "profile": self.profile, "ok": self.ok,
             "rules": {
-                rule: {"verdict": verdict, "counterexample": (
+                rule: {"verdict": verdict, "partial": self.partial.get(rule),
+                       "reason": self.not_applicable.get(rule), "counterexample": (
                     self.counterexamples[rule].to_json() if rule in self.counterexamples else None)}
                 for rule, verdict in self.verdicts.items()
             },
+            "refused_configs": self.refused,
+            "notes": self.notes,
             "problems": [c.to_json() for r, c in self.counterexamples.items() if r not in self.verdicts],
             "counts": {"runs": self.runs, "steps": self.steps, "configs": len(self.shapes),
                        "configs_explored": self.shapes_explored, "examples_per_config": self.examples},
@@ -122,27 +131,76 @@ def conform(
             raise ValueError(f"--budget {budget} is below {least}, the least the {profile} profile allows")
     started = time.monotonic()
     with Sandbox(target, timeout, run_timeout, profile if contract is not None else None) as sandbox:
+        registry = RULE_IDS if contract is None else contract.ids
+        not_applicable = {r: why for r, why in sandbox.not_applicable.items() if r in checked}
+        unknown = [r for r in sandbox.not_applicable if r not in registry]
+        if unknown:
+            raise TargetError(f"{target}: stallfree_not_applicable names {unknown}, which are not rule IDs "
+                              f"({sandbox.not_applicable.get('?', 'the rules are ' + ', '.join(registry))})")
+        checked = tuple(r for r in checked if r not in not_applicable)
         explored = Explorer(sandbox, examples, seed, progress, contract).explore(grid, checked)
         counterexamples = {}
         for rule, finding in explored.findings.items():
             if progress:
                 progress(f"shrinking the {rule} counterexample ({len(finding.workload.requests)} requests)")
             counterexamples[rule] = minimal_counterexample(sandbox, finding, contract=contract)
-    blocked = explored.blocking is not None
     verdicts = {}
-    for rule in RULE_IDS if contract is None else contract.ids:
-        if rule not in checked:
+    for rule in registry:
+        if rule in not_applicable:
+            verdicts[rule] = NOT_APPLICABLE
+        elif rule not in checked:
             verdicts[rule] = NOT_CHECKED
         elif rule in counterexamples and is_rule(rule, checked):
             verdicts[rule] = FAIL
         else:
-            verdicts[rule] = NOT_JUDGED if blocked else PASS
+            verdicts[rule] = NOT_JUDGED if explored.shapes_judged == 0 else PASS
     runs = explored.runs + sum(c.shrink_runs for c in counterexamples.values())
-    return Report(
+    ended_early = explored.ended_early
+    if ended_early is None and explored.shapes_judged == 0 and explored.shapes_refused:
+        ended_early = "the factory refused every config"
+    elif ended_early is None and explored.shapes_judged == 0 and explored.shapes_cut:
+        ended_early = f"{explored.shapes_cut[0][1]} at every config"
+    report = Report(
         target, None if rules is not None else (profile or "full"), checked, verdicts, counterexamples,
         runs, explored.steps, grid, explored.shapes_explored, examples, seed,
-        time.monotonic() - started, explored.ended_early,
+        time.monotonic() - started, ended_early,
     )
+    report.not_applicable = not_applicable
+    report.refused = dict(explored.shapes_refused)
+    label_partial(report, explored)
+    return report
+
+
+def label_partial(report: Report, explored: Exploration) -> None:
+    """Say, for every rule that passed, what part of its judgement is missing, and note it."""
+    gaps = []
+    num_shapes = len(report.shapes)
+    if explored.shapes_judged < num_shapes:
+        why = []
+        if explored.shapes_refused:
+            why.append(f"{len(explored.shapes_refused)} refused by the factory")
+        if explored.shapes_cut:
+            problems = sorted({p for _, p in explored.shapes_cut})
+            why.append(f"{len(explored.shapes_cut)} ended by {'/'.join(problems)}")
+        left = num_shapes - explored.shapes_explored
+        if left:
+            why.append(f"{left} not reached")
+        gaps.append(f"{explored.shapes_judged} of {num_shapes} configs ({', '.join(why)})")
+        report.notes.append(f"configs explored to the end: {explored.shapes_judged} of {num_shapes} ({', '.join(why)})")
+    for rule, count in explored.runs_cut.items():
+        gaps.append(f"{count} run(s) judged only up to the step where {rule}, already broken, broke again")
+        report.notes.append(
+            f"after {rule} broke, {count} run(s) were judged only up to the step where it broke again: past it "
+            f"the kit's model of the scheduler no longer matches the scheduler")
+    for rule, verdict in report.verdicts.items():
+        if verdict != PASS:
+            continue
+        rule_gaps = list(gaps)
+        if rule == "KV" and explored.runs_without_free_kv:
+            rule_gaps.insert(0, f"plans only in {explored.runs_without_free_kv} run(s): the scheduler shows no "
+                                "int free_kv, so the return of reservations was not judged there")
+        if rule_gaps:
+            report.partial[rule] = "; ".join(rule_gaps)
 
 
 def minimal_counterexample(

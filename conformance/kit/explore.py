@@ -3,8 +3,14 @@
 At each point Hypothesis generates workloads and shrinks each failure it meets. Every failing run is
 kept, the smallest per rule, so a target that breaks two rules yields two counterexamples. A broken
 rule is then dropped from the checked set and the point explored again: one broken rule does not
-hide another. A failure that no rule names (PROTOCOL, CRASH, TIMEOUT) ends the exploration, as no
-later run could be judged.
+hide another.
+
+What no rule names ends the point, not the exploration: after a CRASH or a PROTOCOL error the kit goes
+on to the next point, so the other rules are still judged on the other configs (a TIMEOUT ends the
+exploration, as every further hang would cost a timeout per run). A config the factory refuses
+(ValueError or TypeError from the factory) is skipped and reported. A broken rule whose break leaves
+the kit's model of the scheduler behind it (TRACKING) stays watched: a later run in which it breaks
+again is judged up to that step only, so its consequences are never reported as other rules' breaks.
 """
 
 from __future__ import annotations
@@ -20,12 +26,19 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from stallfree.spec import PROTOCOL, Workload
 from stallfree.spec.contract import Contract
 
-from ..isolation.outcome import TIMEOUT, Outcome
+from ..isolation.outcome import REFUSED, TIMEOUT, Outcome
 from ..isolation.sandbox import Sandbox
 from .grid import Shape
 from .variant_strategies import variant_workloads
 
 NEVER_FIT = "NEVER-FIT"
+# Rules whose break leaves the kit's model of the scheduler unable to follow it: a duplicate entry, a
+# chunk past the prompt or a token at the wrong step moves the scheduler's state where the model's
+# does not go, and a request accepted or refused against the contract makes the two disagree on which
+# requests exist. After one of these breaks, the rules judged later in the same run could report
+# consequences of it, not breaks of their own. (SLOTS, KV, BUDGET and the policy rules leave the model
+# in step: it follows admissions and tokens whatever they are.)
+TRACKING = ("ONE-ENTRY", "PREFILL-ONCE", "FIRST-TOKEN", "TOKENS", NEVER_FIT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,12 +57,18 @@ class Exploration:
     findings: dict[str, Finding] = field(default_factory=dict)
     runs: int = 0  # workloads played, shrinking included
     steps: int = 0  # steps judged over all runs
-    shapes_explored: int = 0
+    shapes_explored: int = 0  # grid points gone through, whatever came of them
+    shapes_judged: int = 0  # of which explored to the end, with no CRASH, PROTOCOL or TIMEOUT
+    refused: dict[tuple[int, int, int], str] = field(default_factory=dict)  # config -> the factory's refusal
+    shapes_refused: list[tuple[str, str]] = field(default_factory=list)  # (point, the factory's refusal): none judged
+    shapes_cut: list[tuple[str, str]] = field(default_factory=list)  # (point, problem) ended by a problem
+    runs_cut: dict[str, int] = field(default_factory=dict)  # known broken rule -> runs it cut short
+    runs_without_free_kv: int = 0  # judged runs in which the target showed no int free_kv
     ended_early: str | None = None  # why exploration stopped before the grid's end
 
     @property
     def blocking(self) -> Finding | None:
-        """A finding that no rule names: it stops every further judgement."""
+        """A finding that no rule names (PROTOCOL, CRASH, TIMEOUT...)."""
         return next((f for f in self.findings.values() if not is_rule(f.rule, f.rules)), None)
 
 
@@ -88,30 +107,50 @@ class Explorer:
 
     def explore(self, shapes: list[Shape], rules: tuple[str, ...]) -> Exploration:
         checked = rules
+        known: tuple[str, ...] = ()  # broken rules still watched (TRACKING), see the module's docstring
+        result = self.result
         started = time.monotonic()
         for index, shape in enumerate(shapes):
+            problem, judged = None, False
             while checked:
-                new = self._explore_shape(shape, checked, index)
-                if self.result.blocking is not None:
-                    self.result.ended_early = f"{self.result.blocking.rule} at {shape.describe()}"
-                    return self.result
-                if not new:
+                new, problem, judged_now = self._explore_shape(shape, checked, known, index)
+                judged = judged or judged_now
+                broken = [r for r in checked if r in new and is_rule(r, checked)]
+                checked = tuple(r for r in checked if r not in broken)
+                known += tuple(r for r in broken if r in TRACKING)
+                if problem is not None or not broken:
                     break
-                checked = tuple(r for r in checked if r not in new)
-            self.result.shapes_explored = index + 1
+            result.shapes_explored = index + 1
+            if problem is not None:
+                result.shapes_cut.append((shape.describe(), problem))
+            elif not judged:
+                why = next(iter(result.refused.values()), "")
+                refusal = next((m for (b, s, _), m in result.refused.items()
+                                if (b, s) == (shape.token_budget, shape.max_seqs)), why)
+                result.shapes_refused.append((shape.describe(), " ".join(refusal.split())[:300]))
+            else:
+                result.shapes_judged += 1
             self.progress(
-                f"[{index + 1}/{len(shapes)}] {shape.describe()}: {self.result.runs} runs, "
-                f"{self.result.steps} steps, {len(self.result.findings)} broken, {time.monotonic() - started:.1f} s"
+                f"[{index + 1}/{len(shapes)}] {shape.describe()}: {result.runs} runs, "
+                f"{result.steps} steps, {len(result.findings)} broken, {time.monotonic() - started:.1f} s"
             )
-            if not checked:
-                self.result.ended_early = "every checked rule is broken"
+            if problem == TIMEOUT:
+                result.ended_early = f"{TIMEOUT} at {shape.describe()} (each further hang would cost a timeout)"
                 break
-        return self.result
+            if not checked:
+                result.ended_early = "every checked rule is broken"
+                break
+        return result
 
-    def _explore_shape(self, shape: Shape, checked: tuple[str, ...], index: int) -> set[str]:
-        """Run Hypothesis at one grid point; returns the rules (or PROTOCOL, ...) newly found broken."""
+    def _explore_shape(
+        self, shape: Shape, checked: tuple[str, ...], known: tuple[str, ...], index: int,
+    ) -> tuple[set[str], str | None, bool]:
+        """Run Hypothesis at one grid point. Returns what broke there (rules, PROTOCOL, CRASH...), the
+        problem no rule names if one stopped the point, and whether any workload was judged (a factory
+        that refuses every config of the point judges none)."""
         best: dict[str, tuple[tuple[int, ...], Workload, Outcome]] = {}
         hung = False
+        judged = False
         rules = list(checked)
         result = self.result
 
@@ -126,12 +165,24 @@ class Explorer:
         @seed(self.seed * 1000 + index)
         @given(variant_workloads(shape, NEVER_FIT in checked, self.contract))
         def probe(workload: Workload) -> None:
-            nonlocal hung
+            nonlocal hung, judged
             if hung:  # a hang costs a timeout per run: Hypothesis does not shrink it, the Shrinker does
                 raise found(TIMEOUT)()
-            outcome = self.sandbox.run(workload, rules)
+            c = workload.config
+            config = (c.token_budget, c.max_seqs, c.kv_tokens)
+            if config in result.refused:
+                return
+            outcome = self.sandbox.run(workload, rules, list(known))
+            if outcome.rule == REFUSED:
+                result.refused[config] = outcome.message
+                return
+            judged = True
             result.runs += 1
             result.steps += outcome.steps
+            if outcome.cut_by is not None:
+                result.runs_cut[outcome.cut_by] = result.runs_cut.get(outcome.cut_by, 0) + 1
+            if outcome.free_kv_shown is False:
+                result.runs_without_free_kv += 1
             rule = outcome.rule
             if rule is None:
                 return
@@ -150,4 +201,5 @@ class Explorer:
         for rule, (_, workload, outcome) in best.items():
             if rule not in result.findings:
                 result.findings[rule] = Finding(rule, workload, outcome, shape, checked)
-        return set(best)
+        problem = next((r for r in best if not is_rule(r, checked)), None)
+        return set(best), problem, judged

@@ -24,6 +24,10 @@ def render(report: Report) -> str:
             lines.append(Judgement(rule, Verdict.BROKEN, f"at step {c.step}: {c.message}").line(RULE_WIDTH))
     if report.ended_early:
         lines.append(f"\nexploration ended early: {report.ended_early}")
+    for config, why in report.refused.items():
+        lines.append(f"config refused by the factory, skipped: {config}: {why}")
+    for note in report.notes:
+        lines.append(f"note: {note}")
     for c in report.counterexamples.values():
         lines += ["", *counterexample_lines(report.target, c)]
     lines += ["", summary(report)]
@@ -42,8 +46,12 @@ def verdict_line(report: Report, rule: str, verdict: Verdict) -> str:
     if verdict == FAIL:
         c = report.counterexamples[rule]
         return Judgement(rule, verdict, f"at step {c.step}: {c.message}").line(RULE_WIDTH)
+    if rule in report.not_applicable:
+        return Judgement(rule, verdict, report.not_applicable[rule]).line(RULE_WIDTH)
     if verdict == NOT_JUDGED:
         return Judgement(rule, verdict, f"({report.ended_early or 'the exploration stopped first'})").line(RULE_WIDTH)
+    if verdict == PASS and rule in report.partial:
+        return Judgement(rule, verdict, f"({report.runs} runs; partial: {report.partial[rule]})").line(RULE_WIDTH)
     if verdict == PASS:
         return Judgement(rule, verdict, f"({report.runs} runs)").line(RULE_WIDTH)
     return Judgement(rule, verdict).line(RULE_WIDTH)
@@ -52,7 +60,8 @@ def verdict_line(report: Report, rule: str, verdict: Verdict) -> str:
 def summary(report: Report) -> str:
     broken = [r for r in report.counterexamples]
     if not broken:
-        return f"every checked rule held ({len(report.checked)} of {len(report.verdicts)} rules checked)"
+        partial = f"; {len(report.partial)} of them in part, as their lines say" if report.partial else ""
+        return f"every checked rule held ({len(report.checked)} of {len(report.verdicts)} rules checked{partial})"
     return f"broken: {', '.join(broken)}"
 
 

@@ -16,6 +16,8 @@ from stallfree.spec import PROTOCOL, Config, Monitor, RuleViolation, select
 from stallfree.spec.contract import Contract
 
 from .tracefile import TraceEnd, TraceError, TraceStep, parse_header, parse_line
+from .v2 import VERSION as VERSION_2
+from .v2 import version_of
 
 MAX_LINE = 16 << 20  # bytes: a longer line is not a step, and reading it whole would cost memory
 PROGRESS_EVERY = 1_000_000  # lines between progress reports
@@ -106,6 +108,12 @@ def check_trace(
     first = next(numbered, None)
     if first is None:
         raise TraceError(1, "the trace is empty: the header line is missing")
+    if version_of(first[1]) == VERSION_2:  # an engine's trace: judged by the engine checker (see enginecheck)
+        from itertools import chain
+
+        from .enginecheck import check_engine_trace
+
+        return check_engine_trace(chain([first[1]], (text for _, text in numbered)), checked, progress)  # type: ignore[return-value]
     config = verdict.config = parse_header(first[1])
     engine = TraceScheduler(config)
     monitor = Monitor(engine, config, checked) if contract is None else contract.watch(engine, config, checked)

@@ -1,0 +1,135 @@
+"""Recording a whole vLLM engine run as a trace v2, for `stallfree check-trace`.
+
+`TraceRecorder` is a subclass of vLLM's V1 scheduler, passed to the engine as its `scheduler_cls`. It
+changes nothing vLLM decides: it writes, for each `schedule()` and the `update_from_output()` after
+it, one step line with the facts the engine had (its requests' ids, as strings, are vLLM's):
+
+- `add`: the requests the engine handed the scheduler since the last step (`add_request`);
+- `preempt`: `preempted_req_ids` of the step's SchedulerOutput, kind "recompute" (vLLM V1 frees the
+  blocks of a preempted request);
+- `admit`: new requests (`scheduled_new_reqs`) and requests resumed after a preemption
+  (`scheduled_cached_reqs.resumed_req_ids`), with their `num_computed_tokens` as scheduled: the
+  tokens found in the prefix cache;
+- `plan`: `num_scheduled_tokens`, in vLLM's order; `emitted`: the requests `update_from_output()`
+  gave new tokens; `finished`: those it finished, with vLLM's reason (length, stop; abort is cancel);
+- `x.vllm.free_blocks`: the block pool's free blocks after the step (kept, not judged).
+
+`record_engine_run(workload, out)` runs a workload through a whole engine on the CPU (dummy weights,
+in-process engine core so that requests arrive at exact steps) and returns its request outputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import IO, Any, ClassVar
+
+from vllm.v1.core.sched.scheduler import Scheduler
+from vllm.v1.engine import FinishReason
+
+from stallfree.spec import Workload
+
+from ..trace.v2 import EngineConfig, EngineStep, TraceWriterV2
+from .vllm_setup import model_folder, prompt_ids
+
+REASONS = {FinishReason.LENGTH: "length", FinishReason.STOP: "stop", FinishReason.ABORT: "cancel"}
+ENGINE_BLOCK_SIZE = 32  # the CPU engine takes block sizes that are multiples of 32
+KV_BYTES = 64 << 20
+
+
+class TraceRecorder(Scheduler):
+    """vLLM's scheduler, writing each step to `writer` (set before the engine is built: vLLM makes the
+    scheduler itself)."""
+
+    writer: ClassVar[TraceWriterV2 | None] = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._step = 0
+        self._added: list[tuple[str, int, int]] = []
+        self._cancelled: list[str] = []
+        self._pending: Any = None  # the step's SchedulerOutput facts, until update_from_output
+
+    def add_request(self, request: Any) -> None:
+        super().add_request(request)
+        self._added.append((request.request_id, request.num_prompt_tokens, request.max_tokens))
+
+    def finish_requests(self, request_ids: Any, finished_status: Any) -> Any:
+        finished = super().finish_requests(request_ids, finished_status)
+        self._cancelled += [r.request_id for r in finished]
+        return finished
+
+    def schedule(self, *args: Any, **kwargs: Any) -> Any:
+        output = super().schedule(*args, **kwargs)
+        admit = [(r.req_id, r.num_computed_tokens) for r in output.scheduled_new_reqs]
+        cached = output.scheduled_cached_reqs
+        admit += [(rid, cached.num_computed_tokens[i]) for i, rid in enumerate(cached.req_ids)
+                  if rid in cached.resumed_req_ids]
+        plan = list(output.num_scheduled_tokens.items())
+        preempt = [(rid, "recompute") for rid in sorted(output.preempted_req_ids)]
+        self._pending = (plan, admit, preempt)
+        return output
+
+    def update_from_output(self, scheduler_output: Any, model_runner_output: Any) -> Any:
+        outputs = super().update_from_output(scheduler_output, model_runner_output)
+        emitted, finished = [], [(rid, "cancel") for rid in self._cancelled]
+        for engine_outputs in outputs.values():
+            for o in engine_outputs.outputs:
+                if o.new_token_ids:
+                    emitted.append(o.request_id)
+                if o.finish_reason is not None:
+                    finished.append((o.request_id, REASONS.get(o.finish_reason, "stop")))
+        plan, admit, preempt = self._pending
+        step = EngineStep(self._step, plan, emitted, finished, list(self._added), [], {}, admit, preempt,
+                          {"vllm": {"free_blocks": self.kv_cache_manager.block_pool.get_num_free_blocks()}})
+        if TraceRecorder.writer is not None:
+            TraceRecorder.writer.step(step)
+        self._step += 1
+        self._added, self._cancelled, self._pending = [], [], None
+        return outputs
+
+
+def record_engine_run(
+    workload: Workload, out: IO[str], kv_tokens: int | None = None,
+    prompts: Callable[[int, int], list[int]] = prompt_ids, prefix_caching: bool = True,
+    cancel: dict[int, int] | None = None,
+) -> list[Any]:
+    """Run `workload` through a whole vLLM engine (dummy weights, CPU) and write its trace v2 to `out`.
+    The block pool holds `kv_tokens` (default: the workload's K) rounded up to blocks of 32, plus vLLM's
+    null block. Each request arrives just before the engine step numbered by its arrival_step (an idle
+    engine takes no step: a later arrival then comes at the next step); `cancel` maps a rid to the step
+    before which the client withdraws it (vLLM's abort_request). Returns the finished outputs."""
+    from vllm import SamplingParams
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.inputs import TokensPrompt
+    from vllm.v1.engine.llm_engine import LLMEngine
+
+    cfg = workload.config
+    pool = kv_tokens if kv_tokens is not None else cfg.kv_tokens
+    blocks = -(-pool // ENGINE_BLOCK_SIZE)
+    engine = LLMEngine.from_engine_args(EngineArgs(
+        model=model_folder(), load_format="dummy", skip_tokenizer_init=True, dtype="float32", enforce_eager=True,
+        block_size=ENGINE_BLOCK_SIZE, max_model_len=blocks * ENGINE_BLOCK_SIZE, num_gpu_blocks_override=blocks + 1,
+        max_num_seqs=cfg.max_seqs, max_num_batched_tokens=cfg.token_budget, enable_chunked_prefill=True,
+        enable_prefix_caching=prefix_caching, scheduler_cls=TraceRecorder, async_scheduling=False,
+        kv_cache_memory_bytes=KV_BYTES,  # a fixed size: else the CPU worker asks for 92% of the memory
+    ))
+    config = EngineConfig(cfg.token_budget, cfg.max_seqs, cfg.kv_tokens, ENGINE_BLOCK_SIZE)
+    TraceRecorder.writer = TraceWriterV2(out, config, {"engine": "vllm", "run": "whole engine"})
+    try:
+        arrivals = sorted(workload.requests, key=lambda a: a.arrival_step)
+        done: list[Any] = []
+        step = 0
+        while arrivals or engine.has_unfinished_requests():
+            while arrivals and (arrivals[0].arrival_step <= step or not engine.has_unfinished_requests()):
+                a = arrivals.pop(0)
+                params = SamplingParams(max_tokens=a.max_new, ignore_eos=True, detokenize=False)
+                engine.add_request(str(a.rid), TokensPrompt(prompt_token_ids=prompts(a.rid, a.prompt_len)), params)
+            withdrawn = [str(rid) for rid, at in (cancel or {}).items() if at == step]
+            if withdrawn:
+                engine.abort_request(withdrawn, internal=False)
+            done += [o for o in engine.step() if o.finished]
+            step += 1
+        TraceRecorder.writer.end()
+    finally:
+        TraceRecorder.writer = None
+    return done
