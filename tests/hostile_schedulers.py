@@ -8,7 +8,7 @@ import itertools
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 from stallfree.reference import Scheduler
 
@@ -77,4 +77,4 @@ def returns_int(**config: int) -> Any:
 class DeclaresKvNotApplicable(Scheduler):
     """Keeps every rule, and declares KV not applicable to it: the kit must say so, not read it holds."""
 
-    stallfree_not_applicable = {"KV": "this scheduler pages its KV: it reserves nothing up front"}
+    stallfree_not_applicable: ClassVar[dict[str, str]] = {"KV": "it pages its KV: it reserves nothing up front"}

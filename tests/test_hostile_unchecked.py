@@ -97,7 +97,7 @@ CASES: list[Case] = [
     ("conform: the target declares a rule not applicable", lambda t, c: [
         "conform", f"{HOSTILE}:DeclaresKvNotApplicable", "--quiet", "--examples", "1", "--budget", "4",
         "--max-seqs", "2", "--kv", "32"],
-     "KV", Verdict.NOT_APPLICABLE, "pages its KV"),
+     "KV", Verdict.NOT_APPLICABLE, "it pages its KV"),
 ]
 
 
