@@ -2,9 +2,11 @@
 
 `FAULTS[rule_id]` is a plain-protocol scheduler class that breaks that rule; `Stepwise` is the
 correct policy they each alter in one step. `MORE_FAULTS` holds further ones, each breaking its
-rule (`breaks`) another way."""
+rule (`breaks`) another way. `LIFECYCLE_FAULTS` holds one for each way a stop or a cancel can be
+handled wrong, each breaking its rule (`breaks`): they need a workload with stops and cancels."""
 
 from .catalog import FAULTS, MORE_FAULTS
+from .lifecycle import LIFECYCLE_FAULTS
 from .stepwise import Stepwise
 
-__all__ = ["FAULTS", "MORE_FAULTS", "Stepwise"]
+__all__ = ["FAULTS", "LIFECYCLE_FAULTS", "MORE_FAULTS", "Stepwise"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from stallfree.spec import Request
 
+from .lifecycle import PlansCancelled
 from .stepwise import Seq, Stepwise
 
 
@@ -146,7 +147,8 @@ FAULTS: dict[str, type[Stepwise]] = {
     cls.breaks: cls
     for cls in (
         FreeDecodes, SplitChunk, IgnoreSlots, EarlyRelease, RepeatPosition, LateFirstToken, DoubleFirstToken,
-        SkipAhead, PrefillFirst, AdmitBeforePartial, OneAdmissionPerStep, AcceptNeverFit, PeriodicStall,
+        PlansCancelled, SkipAhead, PrefillFirst, AdmitBeforePartial, OneAdmissionPerStep, AcceptNeverFit,
+        PeriodicStall,
     )
 }
 

@@ -6,23 +6,29 @@ machine, needs hypothesis (the `dev` or `conform` extra).
 """
 
 from . import invariants
+from .capability import CANCEL, CAPABILITIES, STOP, Unsupported, supports
 from .errors import FieldTypeError, InvalidField, ProtocolError, RuleViolation
 from .facts import PROTOCOL, StepFacts
 from .monitor import Monitor, refusal
 from .play import Player, RunStats, play, work_bound
 from .rules import BY_ID, RULE_IDS, RULES, Kind, Rule, of_kind, select
-from .shadow import Shadow, Track
+from .shadow import Ending, Reason, Shadow, Track
 from .types import MAX_INT, Config, Entry, Plan, Request, admissible, check_int
-from .workload import Arrival, Workload
+from .workload import Arrival, Cancel, Workload
 
 __all__ = [
     "BY_ID",
+    "CANCEL",
+    "CAPABILITIES",
     "MAX_INT",
     "PROTOCOL",
     "RULES",
     "RULE_IDS",
+    "STOP",
     "Arrival",
+    "Cancel",
     "Config",
+    "Ending",
     "Entry",
     "FieldTypeError",
     "InvalidField",
@@ -31,6 +37,7 @@ __all__ = [
     "Plan",
     "Player",
     "ProtocolError",
+    "Reason",
     "Request",
     "Rule",
     "RuleViolation",
@@ -38,6 +45,7 @@ __all__ = [
     "Shadow",
     "StepFacts",
     "Track",
+    "Unsupported",
     "Workload",
     "admissible",
     "check_int",
@@ -46,5 +54,6 @@ __all__ = [
     "play",
     "refusal",
     "select",
+    "supports",
     "work_bound",
 ]

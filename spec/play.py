@@ -1,9 +1,13 @@
 """Playing a workload through any scheduler under the monitor: the run loop, written once.
 
-Arrivals are added just before their step, then the monitor steps the scheduler, until every
-accepted request has finished. The loop is bounded by the work bound (rule PROGRESS): past it,
-a run checking PROGRESS raises; a run that does not check it stops there, the rules it checks
-having held so far (a scheduler that claims only part of the contract may never finish a request).
+Arrivals are added just before their step, then the workload's cancels for that step, then the
+monitor steps the scheduler (cancels marked pending while its plan is pending; a request whose
+`stop_after`-th token comes out on the step is passed to complete() as stopped), until every
+accepted request has ended. Cancels left when nothing is pending are offered at the end: each must
+be refused, its rid being no waiting or running request's. The loop is bounded by the work bound
+(rule PROGRESS): past it, a run checking PROGRESS raises; a run that does not check it stops there,
+the rules it checks having held so far (a scheduler that claims only part of the contract may never
+finish a request).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 from .errors import RuleViolation
 from .facts import StepFacts
 from .monitor import Monitor
-from .workload import Arrival, Workload
+from .workload import Arrival, Cancel, Workload
 
 
 def work_bound(workload: Workload) -> int:
@@ -41,7 +45,10 @@ class RunStats:
     tokens: int = 0
     accepted: int = 0
     refused: int = 0
-    finished: int = 0
+    finished: int = 0  # requests that ended: their last token, a stop or a cancel
+    stopped: int = 0
+    cancelled: int = 0  # cancels accepted
+    cancels_refused: int = 0
     checks: int = 0  # rule predicates evaluated
     stopped_at_bound: int | None = None  # the work bound, where PROGRESS was not checked and work was pending
 
@@ -78,9 +85,11 @@ class Player:
         monitor = self.monitor = Monitor(scheduler, cfg, self.rules)
         checks_progress = any(r.id == "PROGRESS" for r in monitor.rules)
         arrivals = sorted(self.workload.requests, key=lambda a: a.arrival_step)  # stable: list order
+        cancels = sorted(self.workload.cancels, key=lambda c: (c.step, c.pending))
+        stop_after: dict[int, int] = {}  # rid -> the token it stops on, for accepted requests
         bound = work_bound(self.workload)
         stats = RunStats()
-        i = 0
+        i = j = 0
         while True:
             step = monitor.shadow.step
             while i < len(arrivals) and arrivals[i].arrival_step <= step:
@@ -88,10 +97,20 @@ class Player:
                 accepted = monitor.add(a.rid, a.prompt_len, a.max_new)
                 stats.accepted += accepted
                 stats.refused += not accepted
+                if accepted:
+                    if a.stop_after is not None and a.stop_after < a.max_new:
+                        stop_after[a.rid] = a.stop_after
+                    else:
+                        stop_after.pop(a.rid, None)
                 if self.on_add is not None:
                     self.on_add(a, accepted)
                 i += 1
+            while j < len(cancels) and (cancels[j].step < step or (cancels[j].step == step and not cancels[j].pending)):
+                self._cancel(monitor, cancels[j], stats)
+                j += 1
             if i == len(arrivals) and monitor.is_idle:
+                for c in cancels[j:]:  # nothing waits or runs: each must be refused
+                    self._cancel(monitor, c, stats)
                 break
             if step >= bound:  # all work fits in `bound` steps: past it, the scheduler stalls
                 if checks_progress:
@@ -100,15 +119,29 @@ class Player:
                     raise RuleViolation("PROGRESS", step, message)
                 stats.stopped_at_bound = bound  # PROGRESS not checked: stop, never loop forever
                 break
-            facts = monitor.step()
+            monitor.plan()
+            while j < len(cancels) and cancels[j].step == step:
+                self._cancel(monitor, cancels[j], stats)
+                j += 1
+            stopped = [rid for rid in monitor.due() if rid in stop_after
+                       and monitor.shadow.tracks[rid].num_emitted + 1 == stop_after[rid]] if stop_after else []
+            facts = monitor.complete(stopped)
             stats.tokens += facts.num_tokens
             stats.finished += len(facts.finished)
+            stats.stopped += len(facts.stopped)
             if self.on_step is not None:
                 self.on_step(monitor, facts)
         stats.steps = monitor.num_steps
         stats.busy_steps = monitor.num_busy_steps
-        stats.checks = monitor.num_steps * monitor.checks_per_step + monitor.num_adds
+        stats.checks = monitor.num_steps * monitor.checks_per_step + monitor.num_adds + len(cancels)
         return stats
+
+    def _cancel(self, monitor: Monitor, cancel: Cancel, stats: RunStats) -> None:
+        if monitor.cancel(cancel.rid):
+            stats.cancelled += 1
+            stats.finished += cancel.rid in monitor.shadow.ended  # ended now, not with a pending plan
+        else:
+            stats.cancels_refused += 1
 
 
 def play(

@@ -4,10 +4,16 @@
 JSON form (what `stallfree trace --workload` reads and counterexamples are printed as):
 
     {"config": {"token_budget": 8, "max_seqs": 4, "kv_tokens": 64},
-     "requests": [{"rid": 0, "prompt_len": 8, "max_new": 16, "arrival_step": 0}, ...]}
+     "requests": [{"rid": 0, "prompt_len": 8, "max_new": 16, "arrival_step": 0, "stop_after": 5}, ...],
+     "cancels": [{"rid": 0, "step": 3}, {"rid": 1, "step": 4, "pending": true}]}
 
 A request is added just before the step numbered `arrival_step` (steps count from 0), in list order.
 Request fields are passed to add() as written, so a workload may hold requests the contract refuses.
+`stop_after` (optional): the request stops on its `stop_after`-th token, as a model sampling its end
+token would (complete() is told so on that step); without it, or at or past max_new, it runs to max_new.
+A cancel is offered just before step `step` is planned (after that step's arrivals), or, with
+"pending": true, while that step's plan is pending; one of a rid that is not waiting or running then
+must be refused. A workload without "cancels" and "stop_after" is the plain protocol's.
 """
 
 from __future__ import annotations
@@ -22,26 +28,61 @@ from .types import Config, check_int
 MAX_ARRIVAL_STEP = 10**7  # a workload is a test, not a day of traffic: bounds the idle steps run
 
 
+def _check_step(field: str, value: object) -> None:
+    check_int(field, value, minimum=0)
+    if value > MAX_ARRIVAL_STEP:  # type: ignore[operator]
+        raise InvalidField(f"{field} must be <= {MAX_ARRIVAL_STEP}, got {value}")
+
+
 @dataclass(frozen=True, slots=True)
 class Arrival:
     rid: Any
     prompt_len: Any
     max_new: Any
     arrival_step: int = 0
+    stop_after: int | None = None  # the token it stops on (its real output length); None: max_new
 
     def __post_init__(self) -> None:
-        check_int("arrival_step", self.arrival_step, minimum=0)
-        if self.arrival_step > MAX_ARRIVAL_STEP:
-            raise InvalidField(f"arrival_step must be <= {MAX_ARRIVAL_STEP}, got {self.arrival_step}")
+        _check_step("arrival_step", self.arrival_step)
+        if self.stop_after is not None:
+            check_int("stop_after", self.stop_after)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        if self.stop_after is None:
+            del data["stop_after"]
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """cancel(rid) offered before step `step` is planned, or while its plan is pending."""
+
+    rid: Any
+    step: int
+    pending: bool = False
+
+    def __post_init__(self) -> None:
+        _check_step("step", self.step)
+        if type(self.pending) is not bool:
+            raise InvalidField(f"pending must be true or false, got {self.pending!r:.40}")
 
 
 @dataclass(frozen=True, slots=True)
 class Workload:
     config: Config
     requests: tuple[Arrival, ...] = ()
+    cancels: tuple[Cancel, ...] = ()
+
+    @property
+    def has_stops(self) -> bool:
+        return any(a.stop_after is not None for a in self.requests)
 
     def to_json(self) -> dict[str, Any]:
-        return {"config": asdict(self.config), "requests": [asdict(a) for a in self.requests]}
+        data: dict[str, Any] = {"config": asdict(self.config), "requests": [a.to_json() for a in self.requests]}
+        if self.cancels:
+            data["cancels"] = [asdict(c) for c in self.cancels]
+        return data
 
     def dumps(self) -> str:
         return json.dumps(self.to_json())
@@ -74,10 +115,11 @@ class Workload:
             if missing:
                 raise InvalidField(f"workload.requests[{i}] lacks field(s) {missing}")
             try:
-                arrivals.append(Arrival(item["rid"], item["prompt_len"], item["max_new"], item.get("arrival_step", 0)))
+                arrivals.append(Arrival(item["rid"], item["prompt_len"], item["max_new"], item.get("arrival_step", 0),
+                                        item.get("stop_after")))
             except (InvalidField, FieldTypeError) as error:
                 raise type(error)(f"workload.requests[{i}].{error}") from None
-        return cls(cfg, tuple(arrivals))
+        return cls(cfg, tuple(arrivals), _cancels(data.get("cancels", [])))
 
     @classmethod
     def loads(cls, text: str) -> Workload:
@@ -86,3 +128,20 @@ class Workload:
         except json.JSONDecodeError as error:
             raise InvalidField(f"workload is not valid JSON: {error}") from None
         return cls.from_json(data)
+
+
+def _cancels(items: object) -> tuple[Cancel, ...]:
+    if not isinstance(items, list):
+        raise InvalidField(f"workload.cancels must be a list, got {type(items).__name__}")
+    cancels = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or "rid" not in item or "step" not in item:
+            raise InvalidField(f"workload.cancels[{i}] must be an object with rid and step, got {item!r:.80}")
+        unknown = set(item) - {"rid", "step", "pending"}
+        if unknown:
+            raise InvalidField(f"workload.cancels[{i}] has unknown field(s) {sorted(unknown)}")
+        try:
+            cancels.append(Cancel(item["rid"], item["step"], item.get("pending", False)))
+        except (InvalidField, FieldTypeError) as error:
+            raise type(error)(f"workload.cancels[{i}].{error}") from None
+    return tuple(cancels)

@@ -45,14 +45,20 @@ class Outcome:
 EMPTY = Slot(False, False, 1, 1, 0, 0)
 
 
-def read_reference(scheduler: Scheduler, num_slots: int, num_added: int) -> tuple[tuple[Slot, ...], int]:
-    """The reference's state as slots (rid i is slot i), through its public views only."""
+def read_reference(scheduler: Scheduler, num_slots: int, added: list[Arrival]) -> tuple[tuple[Slot, ...], int]:
+    """The reference's state as slots (rid i is slot i), through its public views only. The
+    reference keeps no record of a request that ended before the last step: such a slot is its
+    arrival, run to the end (it finished by length: these workloads hold no stop or cancel)."""
     slots = []
-    for rid in range(num_added):
-        p = scheduler.progress(rid)
+    for a in added:
+        try:
+            p = scheduler.progress(a.rid)
+        except KeyError:
+            slots.append(Slot(True, True, a.prompt_len, a.max_new, a.prompt_len, a.max_new))
+            continue
         admitted = p.phase not in (Phase.WAITING,)
         slots.append(Slot(True, admitted, p.prompt_len, p.max_new, p.num_prefilled, p.num_emitted))
-    slots += [EMPTY] * (num_slots - num_added)
+    slots += [EMPTY] * (num_slots - len(added))
     return tuple(slots), scheduler.free_kv
 
 
@@ -108,11 +114,11 @@ def compare(workload: Workload, evaluator: Evaluator) -> Iterator[str]:
             a = arrivals[added]
             scheduler.add(a.rid, a.prompt_len, a.max_new)
             added += 1
-        slots, free_kv = read_reference(scheduler, num_slots, added)
+        slots, free_kv = read_reference(scheduler, num_slots, arrivals[:added])
         expected = evaluator.evaluate(cfg, slots, free_kv)
         plan = scheduler.schedule()
         emitted = scheduler.complete(plan)
-        after, free_after = read_reference(scheduler, num_slots, added)
+        after, free_after = read_reference(scheduler, num_slots, arrivals[:added])
         got = Outcome(tuple((rid, n) for rid, n in plan), frozenset(emitted), after, free_after)
         where = f"step {step} of {workload.dumps()}"
         if got.plan != expected.plan:
