@@ -23,8 +23,8 @@ class Unsupported(Exception):
     """The scheduler lacks a capability a check needs. `capability` is STOP or CANCEL."""
 
     def __init__(self, capability: str, scheduler: object) -> None:
-        what = {STOP: "complete(plan, stopped) with a second argument", CANCEL: "a cancel(rid) method"}[capability]
-        super().__init__(f"{type(scheduler).__name__} does not support {capability!r}: it has no {what}")
+        what = {STOP: "its complete() takes no second argument (stopped)", CANCEL: "it has no cancel(rid) method"}
+        super().__init__(f"{type(scheduler).__name__} does not support {capability!r}: {what[capability]}")
         self.capability = capability
 
 

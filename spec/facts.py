@@ -75,6 +75,11 @@ def reason(facts: StepFacts, track: Track) -> Reason:
     return Reason.CANCEL
 
 
+def stops(facts: StepFacts) -> list[int]:
+    """The step's stopped rids, in plan order (the order a trace lists them in)."""
+    return [rid for rid, _ in facts.plan if rid in facts.stopped] if facts.stopped else []
+
+
 def due(facts: StepFacts) -> list[Track]:
     """The requests the contract says emit a token on this step, in plan order: every decode, and
     every chunk that completes its prompt. Only these may be stopped by it (rule TOKENS)."""

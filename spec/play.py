@@ -66,12 +66,14 @@ class Player:
         self, workload: Workload, factory: Callable[..., Any], rules: Iterable[str] | None = None,
         on_step: Callable[[Monitor, StepFacts], None] | None = None,
         on_add: Callable[[Arrival, bool], None] | None = None,
+        on_cancel: Callable[[Cancel, bool, bool], None] | None = None,
     ) -> None:
         self.workload = workload
         self.factory = factory
         self.rules = None if rules is None else tuple(rules)
         self.on_step = on_step
         self.on_add = on_add
+        self.on_cancel = on_cancel  # (the cancel, accepted, offered while a plan was pending)
         self.monitor: Monitor | None = None
 
     @property
@@ -83,6 +85,10 @@ class Player:
         cfg = self.workload.config
         scheduler = self.factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
         monitor = self.monitor = Monitor(scheduler, cfg, self.rules)
+        if self.workload.has_stops:  # refuse up front, not halfway through the run
+            monitor.require("stop")
+        if self.workload.cancels:
+            monitor.require("cancel")
         checks_progress = any(r.id == "PROGRESS" for r in monitor.rules)
         arrivals = sorted(self.workload.requests, key=lambda a: a.arrival_step)  # stable: list order
         cancels = sorted(self.workload.cancels, key=lambda c: (c.step, c.pending))
@@ -137,11 +143,16 @@ class Player:
         return stats
 
     def _cancel(self, monitor: Monitor, cancel: Cancel, stats: RunStats) -> None:
-        if monitor.cancel(cancel.rid):
+        pending = monitor.pending is not None
+        num_ended = len(monitor.shadow.ended)
+        accepted = monitor.cancel(cancel.rid)
+        stats.finished += len(monitor.shadow.ended) - num_ended  # ended now, not with a pending plan
+        if accepted:
             stats.cancelled += 1
-            stats.finished += cancel.rid in monitor.shadow.ended  # ended now, not with a pending plan
         else:
             stats.cancels_refused += 1
+        if self.on_cancel is not None:
+            self.on_cancel(cancel, accepted, pending)
 
 
 def play(
@@ -150,7 +161,8 @@ def play(
     rules: Iterable[str] | None = None,
     on_step: Callable[[Monitor, StepFacts], None] | None = None,
     on_add: Callable[[Arrival, bool], None] | None = None,
+    on_cancel: Callable[[Cancel, bool, bool], None] | None = None,
 ) -> RunStats:
     """Play `workload` through a fresh `factory(token_budget=, max_seqs=, kv_tokens=)` under the
-    monitor until every accepted request has finished. Raises RuleViolation on the first broken rule."""
-    return Player(workload, factory, rules, on_step, on_add).play()
+    monitor until every accepted request has ended. Raises RuleViolation on the first broken rule."""
+    return Player(workload, factory, rules, on_step, on_add, on_cancel).play()

@@ -34,6 +34,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="MODULE:FACTORY",
                    help="the scheduler to check (default: the reference)")
     p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
+    p.add_argument("--lifecycle", action="store_true",
+                   help="workloads that also stop requests early and cancel them (the scheduler needs "
+                        "complete(plan, stopped) and cancel(rid))")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -49,9 +52,12 @@ def show_progress(progress: Progress) -> None:
 def report(campaign: Campaign, tally: Tally, wall: float) -> list[str]:
     """The figures of a campaign, one per line."""
     per_core = tally.steps / tally.cpu_seconds if tally.cpu_seconds else 0.0
+    stops = f"stops, cancels   {tally.stops:,} stops, {tally.cancels:,} cancel() calls"
+    lifecycle = [stops] if campaign.lifecycle else []
     return [
         f"simulations      {tally.sims:,}",
         f"requests         {tally.requests:,} ({tally.refused:,} refused as never-fit)",
+        *lifecycle,
         f"steps            {tally.steps:,} ({tally.busy_steps:,} with a non-empty plan)",
         f"tokens           {tally.tokens:,}",
         f"rules per step   {campaign.checks_per_step} predicates ({tally.checks:,} evaluations in all)",
@@ -77,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FactoryError) as error:
         print(f"stallfree campaign: {error}", file=sys.stderr)
         return 2
-    campaign = Campaign(args.sims, args.seed, factory, None if args.rules is None else tuple(args.rules), args.jobs)
+    campaign = Campaign(args.sims, args.seed, factory, None if args.rules is None else tuple(args.rules), args.jobs,
+                        args.lifecycle)
     print(f"campaign: {args.sims:,} simulations, seed {args.seed}, {args.jobs} job(s), scheduler {args.scheduler}")
     print(f"core: {core_build()}")
     progress = None if args.quiet else show_progress

@@ -12,6 +12,7 @@ from typing import IO, Any
 from stallfree.spec import (
     RULE_IDS,
     Arrival,
+    Cancel,
     Config,
     FieldTypeError,
     InvalidField,
@@ -20,10 +21,12 @@ from stallfree.spec import (
     RuleViolation,
     Shadow,
     StepFacts,
+    Unsupported,
     Workload,
     play,
     refusal,
 )
+from stallfree.spec.facts import stops
 
 from ..steptable import HEADER, row, verdicts
 from .args import (
@@ -117,15 +120,23 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
         why = refusal(offered, a.rid, a.prompt_len, a.max_new) or "the contract would accept it (NEVER-FIT not checked)"
         print(f"{'':>5}  refused: add({a.rid}, {a.prompt_len}, {a.max_new}): {why}")
 
+    def on_cancel(c: Cancel, accepted: bool, pending: bool) -> None:
+        when = "while its plan ran" if pending else "before it"
+        print(f"{'':>5}  cancel({c.rid}) at step {c.step}, {when}: {'accepted' if accepted else 'refused'}")
+        if writer is not None and accepted:
+            writer.cancelled(c.rid, pending)
+
     def on_step(monitor: Monitor, facts: StepFacts) -> None:
         print(row(facts, cfg.token_budget, monitor.shadow.free_kv))
+        if facts.stopped:
+            print(f"{'':>5}  stopped: {' '.join(f'r{rid}' for rid in stops(facts))}")
         if writer is not None:
-            writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished])
+            writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished], stops(facts))
 
     violation = None
     steps = adds = 0
     try:
-        stats = play(workload, factory, args.rules, on_step=on_step, on_add=on_add)
+        stats = play(workload, factory, args.rules, on_step=on_step, on_add=on_add, on_cancel=on_cancel)
         steps, adds = stats.steps, stats.accepted + stats.refused
         # A run stopped by a broken rule, or still pending at the work bound, has no end line: it did
         # not end (as record_trace writes it).
@@ -135,6 +146,9 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
         violation = error
     except FactoryError as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
+        return 2
+    except Unsupported as error:  # the workload stops or cancels; this scheduler cannot be told so
+        print(f"stallfree trace: {error}; the workload needs it", file=sys.stderr)
         return 2
     print()
     for line in verdicts(args.rules or RULE_IDS, steps, violation, adds):
