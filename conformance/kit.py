@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stallfree.spec import BY_ID, RULE_IDS, Workload
+from stallfree.spec import BY_ID, CANCEL, CAPABILITIES, RULE_IDS, STOP, Workload
 
 from .explore import Explorer, Finding, is_rule
 from .grid import Shape, shapes
@@ -23,6 +23,15 @@ PASS = "pass"
 FAIL = "fail"
 NOT_CHECKED = "not checked"
 NOT_JUDGED = "not judged"  # checked, but a PROTOCOL, CRASH or TIMEOUT stopped the exploration first
+NOT_SUPPORTED = "not supported"  # the rule is about a capability the target lacks: skipped, not judged
+
+# The tests each capability adds, and the rules they judge, for the report of what was skipped.
+CAPABILITY_TESTS = {
+    STOP: ("workloads in which requests stop before max_new (complete(plan, stopped))", ("TOKENS", "KV", "PROGRESS")),
+    CANCEL: ("workloads with cancels: of waiting, running and ended requests, between steps and while a plan "
+             "is pending (cancel(rid))", ("CANCEL", "FCFS", "KV", "PROGRESS")),
+}
+NEEDS = {"CANCEL": CANCEL}  # a rule judged only through a capability: without it, not supported
 
 WHAT_IT_MEANS = {
     "PROTOCOL": "the scheduler speaks the plain protocol: add() returns or refuses with ValueError/TypeError, "
@@ -76,6 +85,13 @@ class Report:
     seconds: float
     ended_early: str | None = None
     notes: list[str] = field(default_factory=list)
+    capabilities: frozenset[str] = frozenset(CAPABILITIES)  # what the target supports beyond the plain protocol
+
+    @property
+    def skipped(self) -> list[str]:
+        """The capability tests left out, each with the rules they would have judged."""
+        return [f"{c}: {CAPABILITY_TESTS[c][0]}, judging {', '.join(CAPABILITY_TESTS[c][1])}"
+                for c in CAPABILITIES if c not in self.capabilities]
 
     @property
     def ok(self) -> bool:
@@ -93,6 +109,7 @@ class Report:
             "counts": {"runs": self.runs, "steps": self.steps, "configs": len(self.shapes),
                        "configs_explored": self.shapes_explored, "examples_per_config": self.examples},
             "seed": self.seed, "seconds": round(self.seconds, 3), "ended_early": self.ended_early,
+            "capabilities": {c: c in self.capabilities for c in CAPABILITIES}, "skipped": self.skipped,
         }
 
 
@@ -119,7 +136,10 @@ def conform(
     grid = shapes(budget, max_seqs, kv_tokens)
     started = time.monotonic()
     with Sandbox(target, timeout, run_timeout) as sandbox:
-        explored = Explorer(sandbox, examples, seed, progress).explore(grid, checked)
+        supported = sandbox.capabilities
+        unsupported = {rule for rule, capability in NEEDS.items() if capability not in supported}
+        explored = Explorer(sandbox, examples, seed, progress).explore(
+            grid, tuple(r for r in checked if r not in unsupported))
         counterexamples = {}
         for rule, finding in explored.findings.items():
             if progress:
@@ -130,6 +150,8 @@ def conform(
     for rule in RULE_IDS:
         if rule not in checked:
             verdicts[rule] = NOT_CHECKED
+        elif rule in unsupported:
+            verdicts[rule] = NOT_SUPPORTED
         elif rule in counterexamples and is_rule(rule, checked):
             verdicts[rule] = FAIL
         else:
@@ -138,7 +160,7 @@ def conform(
     return Report(
         target, None if rules is not None else (profile or "full"), checked, verdicts, counterexamples,
         runs, explored.steps, grid, explored.shapes_explored, examples, seed,
-        time.monotonic() - started, explored.ended_early,
+        time.monotonic() - started, explored.ended_early, capabilities=supported,
     )
 
 

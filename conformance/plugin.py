@@ -48,8 +48,8 @@ class Explored:
 
 
 def judge(explored: Explored, test_id: str) -> None:
-    """Pass, fail with the counterexample, or skip as not checked."""
-    from .kit import FAIL, NOT_CHECKED, NOT_JUDGED
+    """Pass, fail with the counterexample, or skip as not checked or not supported."""
+    from .kit import FAIL, NOT_CHECKED, NOT_JUDGED, NOT_SUPPORTED
     from .report import counterexample_lines
 
     report = explored.report()
@@ -62,6 +62,8 @@ def judge(explored: Explored, test_id: str) -> None:
     if verdict == NOT_CHECKED:
         claim = f"profile {report.profile}" if report.profile else "the rules chosen"
         pytest.skip(f"{test_id} not checked: not in {claim}")
+    if verdict == NOT_SUPPORTED:
+        pytest.skip(f"{test_id} not supported by the target: {'; '.join(report.skipped)}")
     if verdict == FAIL:
         pytest.fail("\n".join(counterexample_lines(report.target, report.counterexamples[test_id])), pytrace=False)
     if verdict == NOT_JUDGED:

@@ -21,6 +21,9 @@ def render(report: Report) -> str:
     for rule, c in report.counterexamples.items():
         if rule not in report.verdicts:
             lines.append(f"{rule:<{RULE_WIDTH}} at step {c.step}: {c.message}")
+    if report.skipped:
+        lines.append("\nnot supported by the target, so skipped (not judged, not passed):")
+        lines += [f"  {line}" for line in report.skipped]
     if report.ended_early:
         lines.append(f"\nexploration ended early: {report.ended_early}")
     for c in report.counterexamples.values():
@@ -49,7 +52,9 @@ def verdict_line(report: Report, rule: str, verdict: str) -> str:
 def summary(report: Report) -> str:
     broken = [r for r in report.counterexamples]
     if not broken:
-        return f"every checked rule held ({len(report.checked)} of {len(report.verdicts)} rules checked)"
+        skipped = f"; {len(report.skipped)} capability test set(s) skipped" if report.skipped else ""
+        judged = sum(v == "pass" for v in report.verdicts.values())
+        return f"every checked rule held ({judged} of {len(report.verdicts)} rules judged{skipped})"
     return f"broken: {', '.join(broken)}"
 
 
@@ -79,7 +84,9 @@ def workload_json(w: Workload) -> str:
     """The workload as JSON, one request a line."""
     data = w.to_json()
     requests = ",\n".join(f"    {json.dumps(r)}" for r in data["requests"])
-    return f'{{"config": {json.dumps(data["config"])},\n "requests": [\n{requests}\n ]}}'
+    cancels = ",\n".join(f"    {json.dumps(c)}" for c in data.get("cancels", []))
+    more = f',\n "cancels": [\n{cancels}\n ]' if cancels else ""
+    return f'{{"config": {json.dumps(data["config"])},\n "requests": [\n{requests}\n ]{more}}}'
 
 
 def pytest_test(target: str, c: Counterexample) -> str:

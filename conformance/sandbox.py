@@ -42,6 +42,7 @@ class Sandbox:
         self.timeout = timeout
         self.run_timeout = default_run_timeout(timeout) if run_timeout is None else run_timeout
         self.num_restarts = 0
+        self.capabilities: frozenset[str] = frozenset()  # what the target supports beyond the plain protocol
         self._proc: subprocess.Popen[bytes] | None = None
         # Lives as long as the sandbox. O_APPEND, so truncating it between runs is safe.
         self._stderr = tempfile.TemporaryFile(mode="a+b")  # noqa: SIM115
@@ -71,6 +72,7 @@ class Sandbox:
             why = (reply or {}).get("load_error") or self._ended_why(LOAD_TIMEOUT, "importing the target")
             self.close()
             raise TargetError(str(why))
+        self.capabilities = frozenset(reply.get("capabilities") or ())
 
     def close(self) -> None:
         """Stop the worker (the stderr file stays, for a report)."""

@@ -1,6 +1,7 @@
 """Shrinking a counterexample to a minimal workload, after Hypothesis has shrunk its choices.
 
-Greedy and local, on the workload itself: drop requests (halves, then one at a time), lower each
+Greedy and local, on the workload itself: drop requests (halves, then one at a time), drop cancels
+and stops (one at a time), lower each
 number (prompt_len, max_new, arrival_step, then budget, slots, KV) to the smallest value that still
 breaks the same rule, then number the rids 0, 1, 2... A result reached without hitting a limit is
 1-minimal: dropping any one request, or lowering any one number by one, no longer shows the rule.
@@ -54,7 +55,7 @@ class Shrinker:
         changed = True
         while changed and not self.out_of_time:
             changed = False
-            for candidates in (self._fewer_requests, self._lower_numbers, self._renumber):
+            for candidates in (self._fewer_requests, self._fewer_ends, self._lower_numbers, self._renumber):
                 for candidate in candidates(workload):
                     if self.out_of_time:
                         break
@@ -76,6 +77,14 @@ class Shrinker:
                 yield replace(w, requests=requests[:start] + requests[start + size:])
             size //= 2
 
+    def _fewer_ends(self, w: Workload) -> Iterator[Workload]:
+        """Without one cancel, or with one request running to max_new instead of stopping."""
+        for i in range(len(w.cancels)):
+            yield replace(w, cancels=w.cancels[:i] + w.cancels[i + 1:])
+        for i, a in enumerate(w.requests):
+            if a.stop_after is not None:
+                yield replace(w, requests=(*w.requests[:i], replace(a, stop_after=None), *w.requests[i + 1:]))
+
     def _lower_numbers(self, w: Workload) -> Iterator[Workload]:
         for i, a in enumerate(w.requests):
             for name in REQUEST_FIELDS:
@@ -95,7 +104,7 @@ class Shrinker:
             return
         yield replace(w, requests=tuple(
             replace(a, rid=numbers[a.rid]) if a.rid in numbers else a for a in w.requests
-        ))
+        ), cancels=tuple(replace(c, rid=numbers[c.rid]) if c.rid in numbers else c for c in w.cancels))
 
 
 def lower(value: object, minimum: int) -> Iterator[int]:

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from stallfree.spec import PROTOCOL, Config, Player, RuleViolation, Workload
+from stallfree.spec import PROTOCOL, Config, Player, RuleViolation, Workload, supports
 from stallfree.spec.loader import TargetError, load_target
 
 from .guard import CallTimeout, Guard, JunkReturn, install_alarm, target_traceback
@@ -64,6 +64,15 @@ def failed(error: BaseException, player: Player, guard: Guard | None, rules: set
     return Outcome(KIT_ERROR, player.step, message, call, target_traceback(error), steps, adds)
 
 
+def capabilities(factory: Callable[..., Any]) -> list[str] | None:
+    """What an instance of the target supports beyond the plain protocol (`stallfree.spec.capability`),
+    read off one instance's methods; None if building one failed (the runs will say how)."""
+    try:
+        return sorted(supports(factory(token_budget=8, max_seqs=2, kv_tokens=64)))
+    except Exception:
+        return None
+
+
 def send(out: BinaryIO, message: dict[str, Any]) -> None:
     out.write(json.dumps(message).encode() + b"\n")
     out.flush()
@@ -77,7 +86,7 @@ def serve(requests: BinaryIO, out: BinaryIO) -> None:
     except TargetError as error:
         send(out, {"load_error": str(error)})
         return
-    send(out, {"ready": True})
+    send(out, {"ready": True, "capabilities": capabilities(factory)})
     for line in requests:
         request = json.loads(line)
         workload = Workload.from_json(request["workload"])

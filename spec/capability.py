@@ -29,7 +29,12 @@ class Unsupported(Exception):
 
 
 def supports(scheduler: Any) -> frozenset[str]:
-    """The capabilities `scheduler` has, read off its methods' signatures (never by calling them)."""
+    """The capabilities `scheduler` has, read off its methods' signatures (never by calling them). A
+    wrapper that forwards to another scheduler declares the other's instead, as a frozenset in its
+    `stallfree_capabilities` attribute."""
+    declared = getattr(scheduler, "stallfree_capabilities", None)
+    if isinstance(declared, frozenset):
+        return frozenset(c for c in declared if c in CAPABILITIES)
     found = set()
     complete = getattr(scheduler, "complete", None)
     if callable(complete) and _binds(complete, 2):

@@ -18,18 +18,6 @@ WORKLOAD = {
                  {"rid": 2, "prompt_len": 5, "max_new": 2, "arrival_step": 2}],
     "cancels": [{"rid": 1, "step": 3}, {"rid": 7, "step": 1}],
 }
-PLAIN = '''
-from stallfree.reference import Scheduler
-class Plain:
-    def __init__(self, token_budget, max_seqs, kv_tokens):
-        self.s = Scheduler(token_budget, max_seqs, kv_tokens)
-    def add(self, rid, prompt_len, max_new):
-        self.s.add(rid, prompt_len, max_new)
-    def schedule(self):
-        return self.s.schedule()
-    def complete(self, plan):
-        return self.s.complete(plan)
-'''
 
 
 def test_trace_plays_stops_and_cancels_and_check_trace_judges_its_jsonl(
@@ -54,13 +42,10 @@ def test_campaign_lifecycle_runs_stops_and_cancels(capsys: pytest.CaptureFixture
     assert stops > 0 and cancels > 0 and "no rule broken" in out
 
 
-def test_a_scheduler_without_the_capabilities_is_told_so(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "plainsched.py").write_text(PLAIN)
-    monkeypatch.syspath_prepend(str(tmp_path))
+def test_a_scheduler_without_the_capabilities_is_told_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     workload = tmp_path / "w.json"
     workload.write_text(json.dumps(WORKLOAD))
-    assert main(["trace", "--workload", str(workload), "--scheduler", "plainsched:Plain"]) == 2
+    assert main(["trace", "--workload", str(workload), "--scheduler", "stallfree.testing.plain:Plain"]) == 2
     err = capsys.readouterr().err
     assert "Plain does not support 'stop': its complete() takes no second argument (stopped)" in err
     assert "Traceback" not in err

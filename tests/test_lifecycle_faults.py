@@ -19,6 +19,7 @@ from stallfree.spec import CANCEL, STOP, Monitor, RuleViolation, Unsupported, Wo
 from stallfree.spec.types import Config
 from stallfree.testing.generate import LIFECYCLE, random_workload
 from stallfree.testing.machine import machine_for
+from stallfree.testing.plain import Plain
 
 WORKLOADS = [random_workload(random.Random(seed), LIFECYCLE) for seed in range(60)]
 FIND = settings(
@@ -91,28 +92,12 @@ def test_CANCEL_refused_and_accepted_cancels_are_judged() -> None:
         m.cancel(3)
 
 
-class PlainOnly:
-    """The plain protocol only: no cancel(), no stopped argument."""
-
-    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
-        self.inner = Scheduler(token_budget, max_seqs, kv_tokens)
-
-    def add(self, rid: int, prompt_len: int, max_new: int) -> None:
-        self.inner.add(rid, prompt_len, max_new)
-
-    def schedule(self) -> object:
-        return self.inner.schedule()
-
-    def complete(self, plan: object) -> tuple[int, ...]:
-        return self.inner.complete(plan)  # type: ignore[arg-type]
-
-
 def test_a_plain_protocol_scheduler_supports_neither_and_is_not_judged_on_them() -> None:
-    assert supports(Scheduler(8, 2, 64)) == {STOP, CANCEL} and supports(PlainOnly(8, 2, 64)) == frozenset()
-    m = Monitor(PlainOnly(8, 2, 64), Config(8, 2, 64))
+    assert supports(Scheduler(8, 2, 64)) == {STOP, CANCEL} and supports(Plain(8, 2, 64)) == frozenset()
+    m = Monitor(Plain(8, 2, 64), Config(8, 2, 64))
     m.add(0, 4, 4)
-    with pytest.raises(Unsupported, match="PlainOnly does not support 'cancel'"):
+    with pytest.raises(Unsupported, match="Plain does not support 'cancel'"):
         m.cancel(0)
-    with pytest.raises(Unsupported, match="PlainOnly does not support 'stop'"):
+    with pytest.raises(Unsupported, match="Plain does not support 'stop'"):
         m.step(stopped=[0])
-    run_state_machine_as_test(machine_for(PlainOnly), settings=settings(FIND, max_examples=20))
+    run_state_machine_as_test(machine_for(Plain), settings=settings(FIND, max_examples=20))
