@@ -9,19 +9,18 @@ from collections import deque
 from .stepwise import Seq, Stepwise
 
 
-class PlansCancelled(Stepwise):
-    """A cancelled running request leaves the running set and returns its reservation, but its
-    decode stays in the batch: each plan still gives it a token's slot."""
-
-    breaks = "CANCEL"
+class _Ghosts(Stepwise):
+    """Requests that ended (their reservation back, out of the running set) but whose decode stays
+    in the batch: each plan still gives every ghost a token's slot."""
 
     def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
         super().__init__(token_budget, max_seqs, kv_tokens)
         self.ghosts: set[int] = set()
 
-    def on_cancel(self, seq: Seq) -> None:
-        self.release(seq)
-        self.ghosts.add(seq.rid)
+    def haunt(self, seq: Seq) -> None:
+        if seq.rid in self.running:
+            self.release(seq)
+            self.ghosts.add(seq.rid)
 
     def plan_decodes(self, plan: list[tuple[int, int]], left: int) -> int:
         left = super().plan_decodes(plan, left)
@@ -32,6 +31,16 @@ class PlansCancelled(Stepwise):
 
     def complete(self, plan: list[tuple[int, int]], stopped: object = ()) -> list[int]:  # type: ignore[override]
         return super().complete([e for e in plan if e[0] not in self.ghosts], stopped)  # type: ignore[arg-type]
+
+
+class PlansCancelled(_Ghosts):
+    """A cancelled running request leaves the running set and returns its reservation, but its
+    decode stays in the batch."""
+
+    breaks = "CANCEL"
+
+    def on_cancel(self, seq: Seq) -> None:
+        self.haunt(seq)
 
 
 class CancelAnything(Stepwise):
@@ -45,24 +54,13 @@ class CancelAnything(Stepwise):
             super().cancel(rid)
 
 
-class DecodesAfterStop(Stepwise):
-    """A stop returns the request's reservation, but the request stays in the decode batch."""
+class DecodesAfterStop(_Ghosts):
+    """A stop returns the request's reservation, but its decode stays in the batch."""
 
     breaks = "TOKENS"
 
-    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
-        super().__init__(token_budget, max_seqs, kv_tokens)
-        self.freed: set[int] = set()  # stopped: reservation returned, still decoding
-
     def on_stop(self, seq: Seq) -> None:
-        if seq.rid in self.running:
-            self.free_kv += seq.request.reservation
-            self.freed.add(seq.rid)
-
-    def release(self, seq: Seq) -> None:
-        del self.running[seq.rid]
-        if seq.rid not in self.freed:
-            self.free_kv += seq.request.reservation
+        self.haunt(seq)
 
 
 class StopsAnyRid(Stepwise):

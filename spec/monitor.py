@@ -13,6 +13,7 @@ from typing import Any
 from .capability import Unsupported, supports
 from .errors import InvalidField, RuleViolation
 from .facts import StepFacts, apply, due, observe, observe_emitted
+from .invariants import visible
 from .rules import ENDED, Rule, call_judged, never_fit, select
 from .shadow import Reason, Shadow
 from .types import Config, Request, admissible
@@ -144,13 +145,15 @@ class Monitor:
         shadow, pending = self.shadow, self.pending
         verdict = cancel_refusal(shadow, pending, rid)
         raised: BaseException | None = None
+        before = visible(self.scheduler)
         try:
             self.scheduler.cancel(rid)
         except Exception as error:  # judged below
             raised = error
         checks = {r.id for r in self.rules}
         if "CANCEL" in checks:
-            message = call_judged(f"cancel({rid!r})", verdict, raised)
+            call = f"cancel({rid!r})"
+            message = call_judged(call, verdict, raised) or self._unchanged(call, before, raised)
             if message is not None:
                 raise RuleViolation("CANCEL", shadow.step, message)
         if verdict is not None or raised is not None:
@@ -194,14 +197,24 @@ class Monitor:
             raise ValueError(f"refuse_stop({list(stopped)}): every rid is due a token this step; offer a bad one")
         verdict = f"rid {bad[0]!r} emits no token in step {facts.step}"
         raised: BaseException | None = None
+        before = visible(self.scheduler)
         try:
             self.scheduler.complete(self._pending[0], stopped)  # type: ignore[index]
         except Exception as error:
             raised = error
         if any(r.id == "TOKENS" for r in self.rules):
-            message = call_judged(f"complete(plan, stopped={list(stopped)})", verdict, raised)
+            call = f"complete(plan, stopped={list(stopped)})"
+            message = call_judged(call, verdict, raised) or self._unchanged(call, before, raised)
             if message is not None:
                 raise RuleViolation("TOKENS", facts.step, message)
+
+    def _unchanged(self, call: str, before: tuple[object, ...], raised: BaseException | None) -> str | None:
+        """None if `call`, refused (`raised`), left what the scheduler shows as it was `before`."""
+        after = visible(self.scheduler)
+        if raised is None or after == before:
+            return None
+        return f"{call} was refused ({type(raised).__name__}: {raised}) but changed the state it shows: " \
+               f"(free_kv, num_steps, waiting, running) {before} -> {after}"
 
     def complete(self, stopped: Iterable[int] = ()) -> StepFacts:
         """Tell the scheduler the pending plan ran, and that the requests in `stopped` (each due a token
