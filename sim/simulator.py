@@ -5,6 +5,12 @@ Event-driven: the clock jumps from the end of one step to the end of the next, a
 which nothing is waiting or running straight to the next arrival. Requests that arrive during a step
 are added before the next plan, as a server would queue them. A request the contract refuses (its
 reservation exceeds the KV capacity: rule NEVER-FIT) is skipped and reported, never dropped silently.
+
+With `max_new_cap`, a request's reserved max_new (its max_tokens) and its real output length are two
+things: each is added with max_new = the cap and stops (complete(plan, stopped)) on its real length
+from the trace, or runs to the cap if that is shorter. Without it max_new is the real length: the
+oracle that knows every output length in advance. Each step records the KV reserved (the running
+requests' prompt_len + max_new) and the KV used (positions already computed) to compare the two.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stallfree.costs import Roofline
-from stallfree.spec import Config, FieldTypeError, InvalidField, Request, admissible
+from stallfree.spec import STOP, Config, FieldTypeError, InvalidField, Request, Unsupported, admissible, supports
 
 from .checked import Checked
 from .progress import ProgressBar
@@ -63,6 +69,13 @@ class SimResult:
     step_tokens: array = field(default_factory=lambda: array("l"))  # tokens of each non-empty step
     steps: list[StepRecord] | None = None
     wall_seconds: float = 0.0
+    max_new_cap: int | None = None
+    # Over the steps that ran, weighted by their seconds: KV reserved and used, requests running.
+    kv_reserved_seconds: float = 0.0
+    kv_used_seconds: float = 0.0
+    running_seconds: float = 0.0
+    max_running: int = 0
+    kv_timeline: array = field(default_factory=lambda: array("d"))  # (end, reserved, used) of each step
 
     @property
     def num_finished(self) -> int:
@@ -80,14 +93,19 @@ class Simulation:
         check: bool = False,
         record: bool = False,
         progress: ProgressBar | None = None,
+        max_new_cap: int | None = None,
     ) -> None:
+        self.max_new_cap = max_new_cap
         scheduler = factory(token_budget=config.token_budget, max_seqs=config.max_seqs, kv_tokens=config.kv_tokens)
+        if max_new_cap is not None and STOP not in supports(scheduler):
+            raise Unsupported(STOP, scheduler)  # it could not be told that a request stopped
         self.scheduler = Checked(scheduler, config) if check else scheduler
         self.trace = trace
         self.roofline = roofline
         self.record = record
         self.progress = progress
-        self.result = SimResult(trace.name, policy, config, roofline, [], [], steps=[] if record else None)
+        self.result = SimResult(trace.name, policy, config, roofline, [], [], steps=[] if record else None,
+                                max_new_cap=max_new_cap)
         self.streams: dict[int, Stream] = {}
         self.next_arrival = 0  # index into trace.requests
         self.num_pending = 0  # accepted, not finished
@@ -104,16 +122,17 @@ class Simulation:
             self.next_arrival += 1
 
     def offer(self, request: TraceRequest) -> None:
-        reason = refusal(request, self.result.config)
+        reserved = request.max_new if self.max_new_cap is None else self.max_new_cap
+        reason = refusal(request, self.result.config, reserved)
         if reason is None:
             try:
-                self.scheduler.add(request.rid, request.prompt_len, request.max_new)
+                self.scheduler.add(request.rid, request.prompt_len, reserved)
             except ValueError as error:  # refused by the scheduler: reported, like the contract's refusals
                 reason = f"refused by the scheduler: {error}"
         if reason is not None:
             self.result.skipped.append(Skipped(request, reason))
             return
-        stream = Stream(request)
+        stream = Stream(request, reserved)
         if self.record:
             stream.token_times = []
         self.streams[request.rid] = stream
@@ -125,8 +144,9 @@ class Simulation:
     def step(self, clock: float) -> float:
         """Plan, price and complete one step starting at `clock`; return the clock after it."""
         plan = self.scheduler.schedule()
-        num_tokens = pairs = kv_read = num_decodes = 0
+        num_tokens = pairs = kv_read = num_decodes = kv_reserved = kv_used = 0
         streams = self.streams
+        stopped = []
         for rid, n in plan:
             stream = streams[rid]
             done = stream.num_prefilled
@@ -135,16 +155,32 @@ class Simulation:
                     stream.admitted = clock
                 pairs += n * done + n * (n + 1) // 2
                 kv_read += done
-                stream.num_prefilled = done + n
+                stream.num_prefilled = done = done + n
+                emits = done == stream.prompt_len
+                kv_used += done
             else:  # a decode: the last token in, attending to every position so far
                 context = stream.prompt_len + stream.num_emitted
                 pairs += context
                 kv_read += context - 1
                 num_decodes += 1
+                emits = True
+                kv_used += context + 1
+            if emits and stream.num_emitted + 1 == stream.max_new < stream.reserved_new:  # type: ignore[operator]
+                stopped.append(rid)  # its real last token: the model's end token, before the cap
+            kv_reserved += stream.prompt_len + stream.reserved_new  # type: ignore[operator]
             num_tokens += n
         seconds = self.roofline.seconds(num_tokens, pairs, kv_read)
         end = clock + seconds
-        self.emit(self.scheduler.complete(plan), end)
+        emitted = self.scheduler.complete(plan, stopped) if stopped else self.scheduler.complete(plan)
+        self.emit(emitted, end)
+        result = self.result
+        result.kv_reserved_seconds += kv_reserved * seconds
+        result.kv_used_seconds += kv_used * seconds
+        result.running_seconds += len(plan) * seconds
+        if len(plan) > result.max_running:
+            result.max_running = len(plan)
+        if self.record:
+            result.kv_timeline.extend((end, kv_reserved, kv_used))
         if num_tokens:
             self.num_empty_plans = 0
             self.result.busy_seconds += seconds
@@ -207,10 +243,11 @@ class Simulation:
         return self.result
 
 
-def refusal(request: TraceRequest, config: Config) -> str | None:
-    """Why the contract refuses `request` under `config` (NEVER-FIT, invalid field), or None."""
+def refusal(request: TraceRequest, config: Config, max_new: int | None = None) -> str | None:
+    """Why the contract refuses `request` (added with `max_new`, its own by default) under `config`
+    (NEVER-FIT, invalid field), or None."""
     try:
-        admissible(Request(request.rid, request.prompt_len, request.max_new), config)
+        admissible(Request(request.rid, request.prompt_len, request.max_new if max_new is None else max_new), config)
     except (InvalidField, FieldTypeError) as error:
         return f"NEVER-FIT: {error}"
     return None
@@ -225,7 +262,8 @@ def simulate(
     check: bool = False,
     record: bool = False,
     progress: bool = False,
+    max_new_cap: int | None = None,
 ) -> SimResult:
     """Replay `trace` through `factory(token_budget=, max_seqs=, kv_tokens=)`; see `Simulation`."""
     bar = ProgressBar(f"simulate {trace.name} {policy}".strip(), len(trace.requests)) if progress else None
-    return Simulation(trace, factory, config, roofline, policy, check, record, bar).run()
+    return Simulation(trace, factory, config, roofline, policy, check, record, bar, max_new_cap).run()

@@ -48,6 +48,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rate-scale", type=positive_float, default=1.0, metavar="X",
                    help="arrivals X times as fast as the trace (default 1)")
     p.add_argument("--limit", type=positive_int, default=None, metavar="N", help="only the first N requests")
+    p.add_argument("--max-new-cap", type=positive_int, default=None, metavar="N",
+                   help="each request reserves max_new = N and stops at its real output length from the trace "
+                        "(default: max_new is the real length, the oracle)")
     p.add_argument("--check", action="store_true", help="run the monitor: stop at the first broken rule")
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the summary as JSON")
     p.add_argument("--plot", type=Path, default=None, metavar="DIR", help="write PNG plots of the run into DIR")
@@ -60,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from stallfree.sim.simulator import Stalled, simulate
     from stallfree.sim.summary import report, summarise
     from stallfree.sim.trace import TraceError, load
-    from stallfree.spec import Config, InvalidField, RuleViolation
+    from stallfree.spec import Config, InvalidField, RuleViolation, Unsupported
 
     try:
         deployment = deployment_from(args)
@@ -81,11 +84,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"stallfree simulate: {error}", file=sys.stderr)
         return 2
     try:
-        result = simulate(trace, make, config, roofline, args.scheduler, check=args.check, progress=not args.quiet)
+        result = simulate(trace, make, config, roofline, args.scheduler, check=args.check, progress=not args.quiet,
+                          max_new_cap=args.max_new_cap)
     except RuleViolation as violation:
         print(f"{NEWLINE[args.quiet]}stallfree simulate: {args.scheduler} broke {violation}", file=sys.stderr)
         return 1
-    except FactoryError as error:
+    except (FactoryError, Unsupported) as error:
         print(f"stallfree simulate: {error}", file=sys.stderr)
         return 2
     except (Stalled, KeyError) as error:
