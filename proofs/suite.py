@@ -21,6 +21,7 @@ from .explicit import modelcheck
 from .explicit.bounds import Bounds
 from .explicit.counterexample import replay
 from .explicit.snapshot import Hidden
+from .smt import ends
 from .smt.concrete import Evaluator, compare, random_workload
 from .smt.loops import LOOP_THEOREMS, prove_loop
 from .smt.policy import Policy
@@ -128,6 +129,12 @@ def z3_rows(o: Options, say: Say) -> list[Row]:
         say(f"z3: {loop.name} ({o.policy.name})")
         outcome = prove_loop(loop, o.policy)
         rows.append(_z3_row(loop.name, f"Z3 loop iteration ({o.policy.name})", "any N", outcome))
+    if o.policy.name == "reference":  # the ends are proved of the reference's invariant and step
+        say(f"z3: END and STOP-READY (N={o.num_requests})")
+        rows.append(_z3_row("END (stops, ready cancels)", "Z3 inductive end", f"N={o.num_requests}",
+                            ends.prove_end(o.num_requests)))
+        rows.append(_z3_row("STOP-READY", "Z3 inductive step", f"N={o.num_requests}",
+                            ends.prove_stops_end_ready(o.num_requests)))
     return rows
 
 
