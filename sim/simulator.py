@@ -9,12 +9,15 @@ reservation exceeds the KV capacity: rule NEVER-FIT) is skipped and reported, ne
 With `max_new_cap`, a request's reserved max_new (its max_tokens) and its real output length are two
 things: each is added with max_new = the cap and stops (complete(plan, stopped)) on its real length
 from the trace, or runs to the cap if that is shorter. Without it max_new is the real length: the
-oracle that knows every output length in advance. Each step records the KV reserved (the running
+oracle that knows every output length in advance. `max_new_caps` instead gives a distribution: each
+request reserves one of the caps listed, drawn uniformly (seeded by its rid, so a run is repeatable),
+as clients asking for different max_tokens would. Each step records the KV reserved (the running
 requests' prompt_len + max_new) and the KV used (positions already computed) to compare the two.
 """
 
 from __future__ import annotations
 
+import random
 import time
 from array import array
 from collections.abc import Callable
@@ -70,6 +73,7 @@ class SimResult:
     steps: list[StepRecord] | None = None
     wall_seconds: float = 0.0
     max_new_cap: int | None = None
+    max_new_caps: tuple[int, ...] = ()  # a distribution of caps, one drawn per request
     # Over the steps that ran, weighted by their seconds: KV reserved and used, requests running.
     kv_reserved_seconds: float = 0.0
     kv_used_seconds: float = 0.0
@@ -94,10 +98,12 @@ class Simulation:
         record: bool = False,
         progress: ProgressBar | None = None,
         max_new_cap: int | None = None,
+        max_new_caps: tuple[int, ...] = (),
     ) -> None:
         self.max_new_cap = max_new_cap
+        self.max_new_caps = max_new_caps
         scheduler = factory(token_budget=config.token_budget, max_seqs=config.max_seqs, kv_tokens=config.kv_tokens)
-        if max_new_cap is not None and STOP not in supports(scheduler):
+        if (max_new_cap is not None or max_new_caps) and STOP not in supports(scheduler):
             raise Unsupported(STOP, scheduler)  # it could not be told that a request stopped
         self.scheduler = Checked(scheduler, config) if check else scheduler
         self.trace = trace
@@ -105,7 +111,7 @@ class Simulation:
         self.record = record
         self.progress = progress
         self.result = SimResult(trace.name, policy, config, roofline, [], [], steps=[] if record else None,
-                                max_new_cap=max_new_cap)
+                                max_new_cap=max_new_cap, max_new_caps=max_new_caps)
         self.streams: dict[int, Stream] = {}
         self.next_arrival = 0  # index into trace.requests
         self.num_pending = 0  # accepted, not finished
@@ -122,7 +128,7 @@ class Simulation:
             self.next_arrival += 1
 
     def offer(self, request: TraceRequest) -> None:
-        reserved = request.max_new if self.max_new_cap is None else self.max_new_cap
+        reserved = self.reserved_new(request)
         reason = refusal(request, self.result.config, reserved)
         if reason is None:
             try:
@@ -138,6 +144,12 @@ class Simulation:
         self.streams[request.rid] = stream
         self.result.streams.append(stream)
         self.num_pending += 1
+
+    def reserved_new(self, request: TraceRequest) -> int:
+        """The max_new `request` is added with: the cap, one of the caps, or its real length."""
+        if self.max_new_caps:
+            return random.Random(request.rid).choice(self.max_new_caps)
+        return request.max_new if self.max_new_cap is None else self.max_new_cap
 
     # -- steps -----------------------------------------------------------------------------------
 
@@ -263,7 +275,8 @@ def simulate(
     record: bool = False,
     progress: bool = False,
     max_new_cap: int | None = None,
+    max_new_caps: tuple[int, ...] = (),
 ) -> SimResult:
     """Replay `trace` through `factory(token_budget=, max_seqs=, kv_tokens=)`; see `Simulation`."""
     bar = ProgressBar(f"simulate {trace.name} {policy}".strip(), len(trace.requests)) if progress else None
-    return Simulation(trace, factory, config, roofline, policy, check, record, bar, max_new_cap).run()
+    return Simulation(trace, factory, config, roofline, policy, check, record, bar, max_new_cap, max_new_caps).run()

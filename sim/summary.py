@@ -45,6 +45,7 @@ class Summary:
     full_steps: float  # share of steps that used the whole budget
     wall_seconds: float
     max_new_cap: int | None = None  # max_new each request reserved; None: its real length (the oracle)
+    max_new_caps: tuple[int, ...] = ()  # or the caps each request drew one of
     num_truncated: int = 0  # requests whose real length exceeds the cap: they run to the cap
     kv_reserved: float = 0.0  # KV tokens reserved by running requests, mean over time (busy seconds)
     kv_used: float = 0.0  # KV positions computed of running requests, mean over time
@@ -77,7 +78,7 @@ class Summary:
             "output_tokens_per_s": self.output_tokens_per_second, "requests_per_s": self.requests_per_second,
             "budget_use": self.budget_use.to_json() if self.budget_use else None,
             "full_steps": self.full_steps, "wall_s": self.wall_seconds,
-            "max_new_cap": self.max_new_cap, "truncated": self.num_truncated,
+            "max_new_cap": self.max_new_cap, "max_new_caps": list(self.max_new_caps), "truncated": self.num_truncated,
             "kv_reserved_mean": self.kv_reserved, "kv_used_mean": self.kv_used,
             "kv_use_of_reserved": self.kv_use_of_reserved, "running_mean": self.mean_running,
             "running_max": self.max_running,
@@ -118,6 +119,7 @@ def summarise(result: SimResult) -> Summary:
         full_steps=sum(1 for n in tokens if n >= budget) / len(tokens) if tokens else 0.0,
         wall_seconds=result.wall_seconds,
         max_new_cap=result.max_new_cap,
+        max_new_caps=result.max_new_caps,
         num_truncated=sum(1 for s in streams if s.request.max_new > s.max_new),
         kv_reserved=result.kv_reserved_seconds / busy if (busy := result.busy_seconds) else 0.0,
         kv_used=result.kv_used_seconds / busy if busy else 0.0,
@@ -158,8 +160,14 @@ def report(summary: Summary) -> list[str]:
             f"budget use per step: mean {u.mean:.0%}, p50 {u.p50:.0%}, p99 {u.p99:.0%}, max {u.max:.0%}; "
             f"{s.full_steps:.1%} of {s.num_steps:,} steps full"
         )
-    reserve = "its real output length (the oracle)" if s.max_new_cap is None else \
-        f"max_new = {s.max_new_cap:,} (the cap), stopping at its real length ({s.num_truncated:,} truncated at the cap)"
+    truncated = f"stopping at its real length ({s.num_truncated:,} truncated at the cap)"
+    if s.max_new_caps:
+        caps = ", ".join(f"{c:,}" for c in s.max_new_caps)
+        reserve = f"max_new = one of {caps} (drawn per request), {truncated}"
+    elif s.max_new_cap is not None:
+        reserve = f"max_new = {s.max_new_cap:,} (the cap), {truncated}"
+    else:
+        reserve = "its real output length (the oracle)"
     lines.append(f"each request reserves {reserve}")
     lines.append(
         f"KV over busy time: {s.kv_reserved:,.0f} reserved, {s.kv_used:,.0f} used ({s.kv_use_of_reserved:.0%} of the "

@@ -71,3 +71,20 @@ def test_the_cap_plot_is_drawn(tmp_path) -> None:  # type: ignore[no-untyped-def
             for cap in (None, 20, 40)]
     path = plot_caps(rows, tmp_path / "caps.png")
     assert path.stat().st_size > 10_000
+
+
+def test_a_distribution_of_caps_gives_each_request_one_drawn_by_its_rid() -> None:
+    result = simulate(TRACE, factory("reference"), Config(16, 4, 400), FLOOR, check=True, max_new_caps=(12, 40))
+    reserved = [s.reserved_new for s in result.streams]
+    assert set(reserved) <= {12, 40} and len(set(reserved)) == 2  # both drawn over these four rids
+    again = simulate(TRACE, factory("reference"), Config(16, 4, 400), FLOOR, max_new_caps=(12, 40))
+    assert [s.reserved_new for s in again.streams] == reserved  # seeded by the rid: repeatable
+    assert [s.num_emitted for s in result.streams] == [min(m, r) for m, r in zip((3, 10, 1, 20), reserved, strict=True)]
+    assert any("max_new = one of 12, 40 (drawn per request)" in line for line in report(summarise(result)))
+
+
+def test_a_bad_cap_list_is_an_argument_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as ended:
+        main(["simulate", "--trace", "code", "--max-new-cap", "512,x"])
+    assert ended.value.code == 2
+    assert "--max-new-cap: expected N or N,N,... (ints >= 1), got '512,x'" in capsys.readouterr().err

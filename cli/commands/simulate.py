@@ -48,13 +48,21 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rate-scale", type=positive_float, default=1.0, metavar="X",
                    help="arrivals X times as fast as the trace (default 1)")
     p.add_argument("--limit", type=positive_int, default=None, metavar="N", help="only the first N requests")
-    p.add_argument("--max-new-cap", type=positive_int, default=None, metavar="N",
-                   help="each request reserves max_new = N and stops at its real output length from the trace "
-                        "(default: max_new is the real length, the oracle)")
+    p.add_argument("--max-new-cap", type=caps, default=None, metavar="N[,N...]",
+                   help="each request reserves max_new = N (or one of the Ns, drawn per request) and stops at "
+                        "its real output length from the trace (default: max_new is the real length, the oracle)")
     p.add_argument("--check", action="store_true", help="run the monitor: stop at the first broken rule")
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the summary as JSON")
     p.add_argument("--plot", type=Path, default=None, metavar="DIR", help="write PNG plots of the run into DIR")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def caps(text: str) -> tuple[int, ...]:
+    """--max-new-cap: one int >= 1, or a comma-separated list of them."""
+    try:
+        return tuple(positive_int(part) for part in text.split(","))
+    except (ValueError, argparse.ArgumentTypeError):
+        raise argparse.ArgumentTypeError(f"expected N or N,N,... (ints >= 1), got {text!r}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,8 +92,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"stallfree simulate: {error}", file=sys.stderr)
         return 2
     try:
+        cap, distribution = (None, ()) if args.max_new_cap is None else (
+            (args.max_new_cap[0], ()) if len(args.max_new_cap) == 1 else (None, args.max_new_cap))
         result = simulate(trace, make, config, roofline, args.scheduler, check=args.check, progress=not args.quiet,
-                          max_new_cap=args.max_new_cap)
+                          max_new_cap=cap, max_new_caps=distribution)
     except RuleViolation as violation:
         print(f"{NEWLINE[args.quiet]}stallfree simulate: {args.scheduler} broke {violation}", file=sys.stderr)
         return 1
