@@ -64,11 +64,11 @@ class Scheduler:
         now and returns its reservation, or, named in a pending plan, ends when complete() runs. A rid
         that is not waiting or running, or already cancelled, raises naming it, and nothing changes:
         a repeated cancel is an error, not a no-op, so that a caller's double bookkeeping shows."""
-        seq = self._live.get(rid) if type(rid) is int else None
-        if seq is None:
-            what = f"rid must be an int, got {type(rid).__name__}" if type(rid) is not int else "it is not waiting " \
-                   "or running (never added, or ended)"
-            raise InvalidField(f"cancel({rid!r:.40}): {what}")
+        if type(rid) is not int:
+            raise FieldTypeError(f"cancel({rid!r:.40}): rid must be an int, got {type(rid).__name__}")
+        seq = self._live.get(rid)
+        if seq is None:  # no record of ended requests is kept: which of the two it was is not known
+            raise InvalidField(f"cancel({rid}): it is not waiting or running (never added, or ended)")
         if rid in self._cancelling:
             raise InvalidField(f"cancel({rid}): it is already cancelled and ends when the plan for step "
                                f"{self._num_steps} completes")
