@@ -180,3 +180,48 @@ def test_PROGRESS_every_request_finishes_stops_or_is_cancelled_and_no_record_out
     assert s.free_kv == 400 and not s._live and not s._finishing  # nothing left behind
     with pytest.raises(KeyError, match="rid 0 is not waiting or running"):
         s.progress(0)
+
+
+def test_FCFS_a_cancelled_waiting_head_blocks_nothing() -> None:
+    s, m = monitored(budget=32, max_seqs=4, kv=40)
+    m.add(0, 10, 10)  # reserves 20
+    m.add(1, 20, 10)  # reserves 30: does not fit beside rid 0, and blocks rid 2 behind it (FCFS)
+    m.add(2, 4, 4)  # reserves 8: would fit, but waits behind rid 1
+    facts = m.step()
+    assert [c.track.rid for c in facts.admitted] == [0] and [r.rid for r in s.waiting] == [1, 2]
+    assert m.cancel(1)
+    facts = m.step()  # the monitor's FCFS check: rid 2 is now the head, and is admitted
+    assert [c.track.rid for c in facts.admitted] == [2]
+
+
+def test_old_workloads_without_stops_or_cancels_load_and_dump_as_before() -> None:
+    from stallfree.spec import Workload
+
+    text = ('{"config": {"token_budget": 8, "max_seqs": 4, "kv_tokens": 64}, '
+            '"requests": [{"rid": 0, "prompt_len": 8, "max_new": 6, "arrival_step": 0}]}')
+    workload = Workload.loads(text)
+    assert workload.cancels == () and workload.requests[0].stop_after is None and not workload.has_stops
+    assert workload.dumps() == text
+
+
+@pytest.mark.parametrize(("item", "message"), [
+    ('{"rid": 0, "step": -1}', r"workload.cancels\[0\].step must be >= 0, got -1"),
+    ('{"rid": 0, "step": 1, "pending": 1}', r"workload.cancels\[0\].pending must be true or false, got 1"),
+    ('{"rid": 0}', r"workload.cancels\[0\] must be an object with rid and step"),
+    ('{"rid": 0, "step": 1, "when": 2}', r"workload.cancels\[0\] has unknown field\(s\) \['when'\]"),
+])
+def test_bad_cancel_events_name_the_field(item: str, message: str) -> None:
+    from stallfree.spec import InvalidField, Workload
+
+    text = f'{{"config": {{"token_budget": 8, "max_seqs": 4, "kv_tokens": 64}}, "requests": [], "cancels": [{item}]}}'
+    with pytest.raises((InvalidField, TypeError), match=message):
+        Workload.loads(text)
+
+
+def test_a_bad_stop_after_names_the_field() -> None:
+    from stallfree.spec import Workload
+
+    text = ('{"config": {"token_budget": 8, "max_seqs": 4, "kv_tokens": 64}, '
+            '"requests": [{"rid": 0, "prompt_len": 8, "max_new": 6, "stop_after": 0}]}')
+    with pytest.raises(ValueError, match=r"workload.requests\[0\].stop_after must be >= 1, got 0"):
+        Workload.loads(text)
