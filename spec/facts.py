@@ -81,8 +81,8 @@ def stops(facts: StepFacts) -> list[int]:
 
 
 def due(facts: StepFacts) -> list[Track]:
-    """The requests the contract says emit a token on this step, in plan order: every decode, and
-    every chunk that completes its prompt. Only these may be stopped by it (rule TOKENS)."""
+    """The requests the contract says emit a token on this step: every decode, then every chunk that
+    completes its prompt, each in plan order. Only these may be stopped by it (rule TOKENS)."""
     tracks = [track for track, _ in facts.decodes]
     tracks.extend(c.track for c in facts.prefills if c.completes)
     return tracks
