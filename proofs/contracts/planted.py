@@ -123,9 +123,9 @@ class PlantedFirstToken(_Planted):
     breaks = "FIRST-TOKEN"
 
     def complete(self, plan: Plan) -> tuple[int, ...]:
-        partial = set(self._partial)
+        planted = {rid for rid in self._partial if self.is_planted(rid)}  # read before it may end
         emitted = super().complete(plan)
-        return tuple(rid for rid in emitted if not (rid in partial and self.is_planted(rid)))
+        return tuple(rid for rid in emitted if rid not in planted)
 
 
 class PlantedTokens(_Planted):
