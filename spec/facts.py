@@ -11,6 +11,7 @@ from .errors import RuleViolation
 from .shadow import Ending, Reason, Shadow, Track
 
 PROTOCOL = "PROTOCOL"  # not a rule of the contract: the scheduler did not speak the plain protocol
+NO_STOPS: frozenset[int] = frozenset()  # a step's stops, when there are none (shared: never mutated)
 
 
 class Chunk:
@@ -55,7 +56,7 @@ class StepFacts:
         self.first_bad_n: tuple[int, int] | None = None  # the first entry with n < 1
         self.ended_planned: list[tuple[int, Ending]] = []  # entries naming requests that already ended
         # Known before complete() runs (the caller's stops; cancels while the plan is pending):
-        self.stopped: frozenset[int] = frozenset()  # rids whose token this step ends them (a stop)
+        self.stopped: frozenset[int] = NO_STOPS  # rids whose token this step ends them (a stop)
         self.cancelled: dict[int, Track] = {}  # cancelled while this plan was pending: they end with it
         # Known once complete() has returned:
         self.emitted: list[int] = []  # as complete() returned them, in order

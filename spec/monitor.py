@@ -222,8 +222,8 @@ class Monitor:
         if self._pending is None:
             raise RuntimeError("Monitor.complete() called without a pending plan")
         plan, facts = self._pending
-        stopped = tuple(stopped)
         if stopped:
+            stopped = tuple(stopped)
             self.require("stop")
             allowed = set(self.due())
             bad = [rid for rid in stopped if rid not in allowed]

@@ -129,9 +129,12 @@ class Player:
             while j < len(cancels) and cancels[j].step == step:
                 self._cancel(monitor, cancels[j], stats)
                 j += 1
-            stopped = [rid for rid in monitor.due() if rid in stop_after
-                       and monitor.shadow.tracks[rid].num_emitted + 1 == stop_after[rid]] if stop_after else []
-            facts = monitor.complete(stopped)
+            if stop_after:
+                tracks = monitor.shadow.tracks
+                facts = monitor.complete([rid for rid in monitor.due() if rid in stop_after
+                                          and tracks[rid].num_emitted + 1 == stop_after[rid]])
+            else:
+                facts = monitor.complete()
             stats.tokens += facts.num_tokens
             stats.finished += len(facts.finished)
             stats.stopped += len(facts.stopped)

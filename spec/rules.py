@@ -127,12 +127,13 @@ def tokens(s: Shadow, f: StepFacts) -> str | None:
     """TOKENS, judged once the step is done: one token per decode, a decode is n=1, at most one token
     a rid a step, none from a rid not planned, and none from (no plan naming) a request that finished
     or stopped; a request ends at its max_new-th token or at its stop, whichever comes first."""
-    late = _first_ended(f.ended_planned, cancelled=False)
-    if late is not None:
-        return _planned_after(*late)
-    late = _first_ended(f.ended_emitted, cancelled=False)
-    if late is not None:
-        return _emitted_after(*late)
+    if f.ended_planned or f.ended_emitted:  # rare: a plan or a token for a request that has ended
+        late = _first_ended(f.ended_planned, cancelled=False)
+        if late is not None:
+            return _planned_after(*late)
+        late = _first_ended(f.ended_emitted, cancelled=False)
+        if late is not None:
+            return _emitted_after(*late)
     if len(f.emitted) != len(f.emitted_set):
         dup = next(r for r in f.emitted if f.emitted.count(r) > 1)
         return f"rid {dup} emitted more than one token in one step"
@@ -149,6 +150,8 @@ def tokens(s: Shadow, f: StepFacts) -> str | None:
 
 def cancelled_planned(s: Shadow, f: StepFacts) -> str | None:
     """CANCEL, judged on the plan: no entry names a request whose cancel has taken effect."""
+    if not f.ended_planned:
+        return None
     late = _first_ended(f.ended_planned, cancelled=True)
     return None if late is None else _planned_after(*late)
 
@@ -156,6 +159,8 @@ def cancelled_planned(s: Shadow, f: StepFacts) -> str | None:
 def cancelled_emitted(s: Shadow, f: StepFacts) -> str | None:
     """CANCEL, judged once the step is done: no token comes from a request whose cancel took effect
     before this step."""
+    if not f.ended_emitted:
+        return None
     late = _first_ended(f.ended_emitted, cancelled=True)
     return None if late is None else _emitted_after(*late)
 
