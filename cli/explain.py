@@ -42,6 +42,7 @@ def explain(
     on_offer: Callable[[Offer], None] | None = None,
     keep: bool = False,
     contract: Any = None,
+    on_cancel: Callable[..., None] | None = None,
 ) -> Explained:
     """Run `workload` and print its table with `out`; see the module doc. `keep`: keep every step in
     the recording, for the views (keeping going keeps them anyway, to compare each replay)."""
@@ -51,7 +52,7 @@ def explain(
     previous: Recording | None = None
     while True:
         recording = _run(workload, factory, checked, name, out, price, shown_steps, shown_offers, previous,
-                         on_step, on_offer, keep or keep_going, contract)
+                         on_step, on_offer, keep or keep_going, contract, on_cancel)
         violation = recording.violation
         shown_steps, shown_offers = recording.num_steps, len(recording.offers)
         if violation is None or not keep_going or violation.rule not in checked:
@@ -67,7 +68,7 @@ def _run(
     workload: Workload, factory: Callable[..., Any], checked: tuple[str, ...], name: str, out: Callable[[str], None],
     price: StepPrice | None, skip_steps: int, skip_offers: int, previous: Recording | None,
     on_step: Callable[[StepView, StepFacts], None] | None, on_offer: Callable[[Offer], None] | None, keep: bool,
-    contract: Any = None,
+    contract: Any = None, on_cancel: Callable[..., None] | None = None,
 ) -> Recording:
     cfg = workload.config
     idle = IdleSteps(out)
@@ -104,7 +105,7 @@ def _run(
             on_step(view, facts)
 
     recording = record(workload, factory, checked, name, on_step=shown_step, on_offer=shown_offer, keep=keep,
-                       contract=contract)
+                       contract=contract, on_cancel=on_cancel)
     idle.flush()
     violation, view = recording.violation, recording.broken_step
     if violation is not None:

@@ -49,8 +49,8 @@ class Explored:
 
 
 def judge(explored: Explored, test_id: str) -> None:
-    """Pass, fail with the counterexample, or skip as not checked."""
-    from .kit.check import FAIL, NOT_APPLICABLE, NOT_CHECKED, NOT_JUDGED
+    """Pass, fail with the counterexample, or skip as not checked, not applicable or not supported."""
+    from .kit.check import FAIL, NOT_APPLICABLE, NOT_CHECKED, NOT_JUDGED, NOT_SUPPORTED
     from .kit.report import counterexample_lines
 
     report = explored.report()
@@ -65,6 +65,8 @@ def judge(explored: Explored, test_id: str) -> None:
         pytest.skip(f"{test_id} not checked: not in {claim}")
     if verdict == NOT_APPLICABLE:
         pytest.skip(f"{test_id} not applicable: {report.not_applicable[test_id]}")
+    if verdict == NOT_SUPPORTED:
+        pytest.skip(f"{test_id} not supported by the target: {'; '.join(report.skipped)}")
     if verdict == FAIL:
         pytest.fail("\n".join(counterexample_lines(report.target, report.counterexamples[test_id])), pytrace=False)
     if verdict == NOT_JUDGED:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from stallfree.spec import Request
 from stallfree.variants.stepwise import Seq, Stepwise
 
+from .lifecycle import PlansCancelled
+
 
 class FreeDecodes(Stepwise):
     """Decodes cost nothing: prefill gets the whole budget on top of them."""
@@ -145,7 +147,8 @@ FAULTS: dict[str, type[Stepwise]] = {
     cls.breaks: cls
     for cls in (
         FreeDecodes, SplitChunk, IgnoreSlots, EarlyRelease, RepeatPosition, LateFirstToken, DoubleFirstToken,
-        SkipAhead, PartialsBeforeDecodes, AdmitBeforePartial, OneAdmissionPerStep, AcceptNeverFit, PeriodicStall,
+        PlansCancelled, SkipAhead, PartialsBeforeDecodes, AdmitBeforePartial, OneAdmissionPerStep, AcceptNeverFit,
+        PeriodicStall,
     )
 }
 

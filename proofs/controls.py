@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from stallfree.faults import FAULTS
+from stallfree.faults import FAULTS, LIFECYCLE_FAULTS
 
-from .explicit.bounds import Bounds
+from .explicit.bounds import FIELDS, Bounds
 from .explicit.snapshot import Hidden
 from .smt.mutants import MUTANTS
 from .smt.policy import Policy
@@ -26,13 +26,33 @@ def _steps_mod_period(scheduler: Any) -> Hashable:
     return scheduler.num_steps % STALL_PERIOD
 
 
+LIFECYCLE_RULES = ("CANCEL",)  # rules only a model check with stop and cancel actions can break
+
+
 def control_bound(rule: str) -> Bounds:
-    return Bounds.parse(CONTROL_BOUNDS.get(rule, CONTROL_BOUND))
+    bound = Bounds.parse(CONTROL_BOUNDS.get(rule, CONTROL_BOUND))
+    if rule in LIFECYCLE_RULES:
+        return Bounds(*(getattr(bound, f) for f in FIELDS), lifecycle=True)
+    return bound
 
 
-def hidden_for(rule: str) -> Hidden | None:
+def lifecycle_bound() -> Bounds:
+    """The bound of the model check with stops and cancels, and of its negative controls."""
+    return Bounds(*(getattr(Bounds.parse(CONTROL_BOUND), f) for f in FIELDS), lifecycle=True)
+
+
+def _wrong_lifecycle_state(scheduler: Any) -> Hashable:
+    """What the lifecycle faults keep that the shadow does not see: their own waiting line (a fault
+    may reorder it), and the requests they ended but keep planning or keep in line."""
+    line = tuple((s.request.prompt_len, s.request.max_new) for s in scheduler.waiting)
+    return line, len(getattr(scheduler, "ghosts", ())), len(getattr(scheduler, "tombstones", ()))
+
+
+def hidden_for(rule: str, fault: Any = None) -> Hidden | None:
     """The hidden state of the rule's fault: PeriodicStall's step counter (modulo its period) decides
-    when it stalls, and the monitor's shadow cannot see it."""
+    when it stalls, and the monitor's shadow cannot see it; a lifecycle fault's own line and ghosts."""
+    if fault in LIFECYCLE_FAULTS or (fault is None and rule in LIFECYCLE_RULES):
+        return _wrong_lifecycle_state
     return _steps_mod_period if rule == "PROGRESS" else None
 
 

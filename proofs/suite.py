@@ -7,11 +7,11 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from stallfree.reference import Scheduler
-from stallfree.spec import RULE_IDS
+from stallfree.spec import CANCEL, RULE_IDS, STOP, supports
 from stallfree.spec.invariants import INVARIANTS
 from stallfree.spec.verdict import Verdict
 from stallfree.testing.generate import Ranges, random_workload
@@ -23,6 +23,7 @@ from .explicit import modelcheck
 from .explicit.bounds import Bounds
 from .explicit.counterexample import replay
 from .explicit.snapshot import Hidden
+from .smt import ends
 from .smt.concrete import Evaluator, compare
 from .smt.loops import LOOP_THEOREMS, prove_loop
 from .smt.policy import Policy
@@ -74,10 +75,25 @@ class Options:
 
 
 def model_rows(o: Options, say: Say) -> list[Row]:
+    rows = _model_rows(o, o.bound, say)
+    if not o.bound.lifecycle and not any(r.failed for r in rows) and _supports_both(o):
+        # Again with stops and cancels: the same states, every stop and cancel transition between them.
+        rows += _model_rows(o, replace(o.bound, lifecycle=True), say)
+    return rows
+
+
+def _supports_both(o: Options) -> bool:
+    cfg = o.bound.config
+    return supports(o.factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)) == {
+        STOP, CANCEL}
+
+
+def _model_rows(o: Options, bounds: Bounds, say: Say) -> list[Row]:
     def progress(states: int, transitions: int, depth: int, seconds: float) -> None:
         say(f"model check: {states:,} states, {transitions:,} transitions, depth {depth}, {seconds:.0f} s")
 
-    result = modelcheck.check(o.bound, o.factory, o.hidden, o.max_states, progress)
+    result = modelcheck.check(bounds, o.factory, o.hidden, o.max_states, progress)
+    o = replace(o, bound=bounds)
     bound = f"{o.bound.label()}: {result.states:,} states"
     figures = (f"{result.states:,} states, {result.transitions:,} transitions, depth {result.depth}, "
                f"{result.states_per_second:,.0f} states/s")
@@ -87,10 +103,11 @@ def model_rows(o: Options, say: Say) -> list[Row]:
                     {"workload": ce.workload.to_json(), "replayed": ce.replayed})]
     if not result.complete:
         return [Row("ALL RULES", "model check", bound, UNKNOWN, result.seconds, f"stopped at max_states; {figures}")]
+    actions = "adds, steps, stops and cancels" if bounds.lifecycle else "adds and steps"
     return [
         Row("ALL RULES", "model check", bound, HOLDS, result.seconds,
-            f"{len(RULE_IDS)} rules on every transition, {len(INVARIANTS)} state invariants in every state; "
-            f"{figures}"),
+            f"{len(RULE_IDS)} rules on every transition ({actions}), {len(INVARIANTS)} state invariants in every "
+            f"state; {figures}"),
         Row("PROGRESS", "model check (liveness)", bound, HOLDS, 0.0,
             f"no cycle with work pending; longest behaviour {result.longest_steps} steps; "
             f"any state finishes its work within {result.drain_bound} steps"),
@@ -117,6 +134,12 @@ def z3_rows(o: Options, say: Say) -> list[Row]:
         say(f"z3: {loop.name} ({o.policy.name})")
         outcome = prove_loop(loop, o.policy)
         rows.append(_z3_row(loop.name, f"Z3 loop iteration ({o.policy.name})", "any N", outcome))
+    if o.policy.name == "reference":  # the ends are proved of the reference's invariant and step
+        say(f"z3: END and STOP-READY (N={o.num_requests})")
+        rows.append(_z3_row("END (stops, ready cancels)", "Z3 inductive end", f"N={o.num_requests}",
+                            ends.prove_end(o.num_requests)))
+        rows.append(_z3_row("STOP-READY", "Z3 inductive step", f"N={o.num_requests}",
+                            ends.prove_stops_end_ready(o.num_requests)))
     return rows
 
 

@@ -7,14 +7,18 @@ from enum import Enum
 
 
 class Phase(Enum):
-    """Where a request is. Allowed moves: WAITING -> PARTIAL | READY | FINISHED (a prompt done in
-    one chunk with max_new == 1 finishes on its admission step); PARTIAL -> READY | FINISHED;
-    READY -> FINISHED. Never backwards: this version does not preempt."""
+    """Where a request is. Allowed moves: WAITING -> PARTIAL | READY | FINISHED | STOPPED (a prompt
+    done in one chunk may end on its admission step); PARTIAL -> READY | FINISHED | STOPPED;
+    READY -> FINISHED | STOPPED; any of WAITING, PARTIAL, READY -> CANCELLED. FINISHED, STOPPED and
+    CANCELLED are ends (the finish reasons length, stop, cancel). Never backwards: this version does
+    not preempt."""
 
     WAITING = "waiting"
     PARTIAL = "partial"
     READY = "ready"
-    FINISHED = "finished"
+    FINISHED = "finished"  # emitted its max_new tokens
+    STOPPED = "stopped"  # its token ended it (complete()'s `stopped`)
+    CANCELLED = "cancelled"
 
 
 @dataclass(frozen=True, slots=True)

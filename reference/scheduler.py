@@ -1,22 +1,30 @@
 """The reference scheduler: continuous batching with a token budget and chunked prefill.
 
 Each scheduling step corresponds to a single forward pass. `schedule()` plans it and admits requests;
-`complete(plan)` records that it ran and returns the rids that emitted a token. Nothing else moves
-state. The rules it keeps are stated, and checked, in `stallfree.spec`.
+`complete(plan, stopped)` records that it ran (and which requests' tokens ended them) and returns the
+rids that emitted a token; `cancel(rid)` takes a request away. Nothing else moves state. The rules it
+keeps are stated, and checked, in `stallfree.spec`.
 
-State: `_running` holds the admitted, unfinished requests in admission order; each of them is either
-in `_partial` (prompt not done) or in `_ready` (prompt done, tokens to emit), never both.
+State: `_live` holds every request that has not ended (waiting or running), by rid; `_running` the
+admitted ones in admission order, each either in `_partial` (prompt not done) or in `_ready` (prompt
+done, tokens to emit), never both. An ended request is dropped: memory is bounded by what waits and
+runs, and a rid is free again once its request ended. `_ended` keeps the final progress of the
+requests that ended in the last completed step (or were cancelled since), so a server can read how
+each of them ended right after the complete() that ended it; no older record is kept.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 
-from stallfree.spec.errors import InvalidField, ProtocolError
+from stallfree.spec.errors import FieldTypeError, InvalidField, ProtocolError
 from stallfree.spec.types import Config, Entry, Plan, Request, admissible
 
 from .progress import Phase, Progress
 from .sequence import Sequence
+
+NO_STOPS: tuple[int, ...] = ()  # complete()'s default: the plain protocol's call, checked for nothing
 
 
 class Scheduler:
@@ -24,12 +32,15 @@ class Scheduler:
 
     def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
         self.config = Config(token_budget, max_seqs, kv_tokens)
-        self._sequences: dict[int, Sequence] = {}  # every request ever accepted, by rid
+        self._live: dict[int, Sequence] = {}  # every request not ended (waiting or running), by rid
+        self._ended: dict[int, tuple[Sequence, Phase, int]] = {}  # ended in the last completed step or
+        # cancelled since: rid -> (its sequence, how it ended, steps completed when it ended)
+        self._cancelling: dict[int, Sequence] = {}  # running, cancelled while the plan is pending
         self._waiting: deque[Sequence] = deque()  # arrival order
         self._running: dict[int, Sequence] = {}  # admitted, unfinished; admission order
         self._partial: dict[int, Sequence] = {}  # running, prompt not done; admission order
         self._ready: dict[int, Entry] = {}  # running, prompt done: rid -> its decode entry
-        self._finishing: dict[int, list[Sequence]] = {}  # step -> requests emitting their last token then
+        self._finishing: dict[int, list[Sequence]] = {}  # step -> running requests due their last token then
         self._free_kv = kv_tokens
         self._num_steps = 0  # plans completed
         self._planned: Plan | None = None  # the plan schedule() returned, until complete() takes it
@@ -38,13 +49,37 @@ class Scheduler:
 
     def add(self, rid: int, prompt_len: int, max_new: int) -> None:
         """Queue a request at the back of the waiting line. Raises (state unchanged) if it is
-        invalid, if its rid is taken, or if it could never fit the KV capacity (rule NEVER-FIT)."""
+        invalid, if its rid is taken by a request that has not ended, or if it could never fit the KV
+        capacity (rule NEVER-FIT)."""
         request = admissible(Request(rid, prompt_len, max_new), self.config)
-        if rid in self._sequences:
+        if rid in self._live:
             raise InvalidField(f"rid {rid} is already taken by an earlier request")
         sequence = Sequence(request)
-        self._sequences[rid] = sequence
+        self._live[rid] = sequence
+        self._ended.pop(rid, None)
         self._waiting.append(sequence)
+
+    def cancel(self, rid: int) -> None:
+        """Take request `rid` away (rule CANCEL). A waiting one leaves the line now; a running one ends
+        now and returns its reservation, or, named in a pending plan, ends when complete() runs. A rid
+        that is not waiting or running, or already cancelled, raises naming it, and nothing changes:
+        a repeated cancel is an error, not a no-op, so that a caller's double bookkeeping shows."""
+        if type(rid) is not int:
+            raise FieldTypeError(f"cancel({rid!r:.40}): rid must be an int, got {type(rid).__name__}")
+        seq = self._live.get(rid)
+        if seq is None:  # no record of ended requests is kept: which of the two it was is not known
+            raise InvalidField(f"cancel({rid}): it is not waiting or running (never added, or ended)")
+        if rid in self._cancelling:
+            raise InvalidField(f"cancel({rid}): it is already cancelled and ends when the plan for step "
+                               f"{self._num_steps} completes")
+        if rid not in self._running:
+            self._waiting.remove(seq)
+            del self._live[rid]
+            self._ended[rid] = (seq, Phase.CANCELLED, self._num_steps)
+        elif self._planned is not None:
+            self._cancelling[rid] = seq
+        else:
+            self._end(seq, Phase.CANCELLED)
 
     def schedule(self) -> Plan:
         """Plan the next step and admit the requests it starts. Raises if a plan is still pending."""
@@ -87,9 +122,11 @@ class Scheduler:
         self._planned = Plan(self._num_steps, tuple(entries))
         return self._planned
 
-    def complete(self, plan: Plan) -> tuple[int, ...]:
-        """Record that `plan` ran. Returns the rids that emitted a token: the decodes, then the
-        requests whose prompt this step completed."""
+    def complete(self, plan: Plan, stopped: Iterable[int] = NO_STOPS) -> tuple[int, ...]:
+        """Record that `plan` ran, and that the requests in `stopped` ended on the token they emitted
+        in it (an end-of-sequence token or a stop string). Returns the rids that emitted a token: the
+        decodes, then the requests whose prompt this step completed. Raises, changing nothing, if a
+        rid in `stopped` emitted no token in this step."""
         if self._planned is None:
             raise ProtocolError(
                 f"complete() without a pending plan: call schedule() first (steps completed: "
@@ -100,7 +137,11 @@ class Scheduler:
                 f"complete() got a plan that is not the pending one (pending: step "
                 f"{self._planned.step}, got: {plan!r:.120})"
             )
+        if stopped is not NO_STOPS:
+            stopped = self._check_stopped(plan, stopped)
         step = self._num_steps
+        if self._ended:
+            self._ended = {}
         emitted = list(self._ready)  # every ready request was decoded; each emits a token
         for rid, n in plan.entries[len(emitted) :]:  # the prompt chunks, after the decodes
             seq = self._partial[rid]
@@ -112,14 +153,70 @@ class Scheduler:
                 self._ready[rid] = seq.decode
                 seq.first_token_step = step
                 self._finishing.setdefault(step + seq.request.max_new - 1, []).append(seq)
-        # A request finishes on the step that emits its max_new-th token, and returns its KV then.
-        for seq in self._finishing.pop(step, ()):
-            del self._running[seq.rid]
-            del self._ready[seq.rid]
-            self._free_kv += seq.request.reservation
         self._planned = None
         self._num_steps += 1
+        # A request ends on the step that emits its max_new-th token, or its stop, or that completes
+        # its plan after a cancel, and returns its KV then.
+        for rid in stopped:
+            self._end(self._running[rid], Phase.STOPPED)
+        finishing = self._finishing.pop(step, None)
+        if finishing:  # the common end, written out: it runs for several requests a step under load
+            ended, num_steps = self._ended, self._num_steps
+            for seq in finishing:
+                rid = seq.rid
+                del self._running[rid]
+                del self._ready[rid]
+                del self._live[rid]
+                self._free_kv += seq.request.reservation
+                ended[rid] = (seq, Phase.FINISHED, num_steps)
+        if self._cancelling:
+            for rid, seq in self._cancelling.items():
+                if rid in self._running:  # not ended by its last token or a stop on this step
+                    self._end(seq, Phase.CANCELLED)
+            self._cancelling = {}
         return tuple(emitted)
+
+    def _check_stopped(self, plan: Plan, stopped: Iterable[int]) -> tuple[int, ...]:
+        """`stopped` as a tuple, if each rid in it emits a token in `plan`; raise naming the first
+        that does not (rule TOKENS: a stop only on an emitted token)."""
+        if isinstance(stopped, str | bytes) or not isinstance(stopped, Iterable):
+            raise FieldTypeError(f"stopped must be an iterable of rids, got {type(stopped).__name__} {stopped!r:.40}")
+        rids = tuple(stopped)
+        chunks = {rid: n for rid, n in plan.entries[len(self._ready) :]}
+        for i, rid in enumerate(rids):
+            if type(rid) is not int:
+                raise FieldTypeError(f"stopped[{i}] must be an int rid, got {type(rid).__name__} {rid!r:.40}")
+            if rid in rids[:i]:
+                raise InvalidField(f"stopped[{i}]: rid {rid} is listed twice")
+            if rid in self._ready:
+                continue
+            seq = self._partial.get(rid)
+            if seq is None:
+                state = "waiting" if rid in self._live else "not waiting or running (never added, or ended)"
+            elif chunks.get(rid) == seq.num_remaining_prompt:
+                continue
+            else:
+                state = f"partial: its chunk in this step leaves {seq.num_remaining_prompt - chunks.get(rid, 0)} " \
+                        "prompt tokens to run"
+            raise ProtocolError(f"stopped[{i}]: rid {rid} emits no token in step {self._planned.step}; it is {state}")  # type: ignore[union-attr]
+        return rids
+
+    def _end(self, seq: Sequence, phase: Phase) -> None:
+        """`seq` ends early (stops or is cancelled) once the step count is final: it leaves every
+        container and returns its reservation."""
+        rid = seq.rid
+        del self._running[rid]
+        del self._live[rid]
+        if self._ready.pop(rid, None) is None:
+            del self._partial[rid]
+        else:  # still due its last token on a later step: take it off that step
+            due = seq.first_token_step + seq.request.max_new - 1  # type: ignore[operator]
+            finishing = self._finishing[due]
+            finishing.remove(seq)
+            if not finishing:
+                del self._finishing[due]
+        self._free_kv += seq.request.reservation
+        self._ended[rid] = (seq, phase, self._num_steps)
 
     # -- read-only views -----------------------------------------------------------------------
 
@@ -147,17 +244,28 @@ class Scheduler:
         """Nothing waiting and nothing running: the next plan is empty."""
         return not self._waiting and not self._running
 
+    @property
+    def ended(self) -> tuple[int, ...]:
+        """Rids of the requests that ended in the last completed step (or were cancelled since)."""
+        return tuple(self._ended)
+
     def progress(self, rid: int) -> Progress:
-        """Where request `rid` is. Raises KeyError naming the rid if it was never accepted."""
-        seq = self._sequences.get(rid)
+        """Where request `rid` is: waiting or running, or how it ended if that was in the last completed
+        step (or a cancel since). Raises KeyError naming the rid for any other: the scheduler keeps
+        no record of requests that ended before, so that its memory stays bounded."""
+        seq = self._live.get(rid)
         if seq is None:
-            raise KeyError(f"rid {rid!r} was never accepted")
+            ended = self._ended.get(rid)
+            if ended is not None:
+                seq, phase, num_steps = ended
+                r = seq.request
+                return Progress(rid, phase, r.prompt_len, r.max_new, seq.num_prefilled, seq.num_emitted(num_steps))
+            raise KeyError(f"rid {rid!r} is not waiting or running, and did not end in the last step "
+                           "(never accepted, or ended earlier: no record of it is kept)")
         if rid in self._partial:
             phase = Phase.PARTIAL
         elif rid in self._ready:
             phase = Phase.READY
-        elif seq.first_token_step is not None:
-            phase = Phase.FINISHED
         else:
             phase = Phase.WAITING
         r = seq.request

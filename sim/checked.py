@@ -25,5 +25,5 @@ class Checked:
     def schedule(self) -> Any:
         return self.monitor.plan()
 
-    def complete(self, plan: object) -> list[int]:
-        return self.monitor.complete().emitted
+    def complete(self, plan: object, stopped: list[int] | tuple[int, ...] = ()) -> list[int]:
+        return self.monitor.complete(stopped).emitted

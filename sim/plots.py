@@ -193,3 +193,37 @@ def plot_timeline(timelines: Sequence[Timeline], path: Path) -> Path:
 
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-." else "_" for c in text)
+
+
+def plot_caps(rows: Sequence[dict[str, Any]], path: Path) -> Path:
+    """Reserving for a max_new cap against the oracle (exact max_new), per trace: throughput relative
+    to the oracle's, the share of reserved KV that is used, and the requests running at once."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    for trace in sorted({r["trace"] for r in rows}):
+        mine = [r for r in rows if r["trace"] == trace]
+        oracle = next(r for r in mine if r["max_new_cap"] is None)
+        capped = sorted((r for r in mine if r["max_new_cap"] is not None), key=lambda r: r["max_new_cap"])
+        caps = [r["max_new_cap"] for r in capped]
+        label = trace.split(" x")[0]
+        axes[0].plot(caps, [r["output_tokens_per_s"] / oracle["output_tokens_per_s"] for r in capped],
+                     marker="o", label=label)
+        axes[1].plot(caps, [r["kv_use_of_reserved"] for r in capped], marker="o", label=f"{label}, cap")
+        axes[1].axhline(oracle["kv_use_of_reserved"], linestyle=":", color=axes[1].lines[-1].get_color(),
+                        label=f"{label}, oracle")
+        axes[2].plot(caps, [r["running_mean"] for r in capped], marker="o", label=f"{label}, cap")
+        axes[2].axhline(oracle["running_mean"], linestyle=":", color=axes[2].lines[-1].get_color(),
+                        label=f"{label}, oracle")
+    for threshold in (0.95, 0.90):
+        axes[0].axhline(threshold, color="grey", linewidth=0.8, linestyle="--")
+    titles = ("throughput / oracle's (exact max_new)", "KV used / KV reserved (mean over time)",
+              "requests running at once (mean)")
+    for ax, title in zip(axes, titles, strict=True):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("max_new cap (tokens reserved per request)")
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=8)
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylim(0, 1.05)
+    axes[1].set_ylim(0, 1.05)
+    return _save(fig, path)

@@ -5,10 +5,19 @@ Event-driven: the clock jumps from the end of one step to the end of the next, a
 which nothing is waiting or running straight to the next arrival. Requests that arrive during a step
 are added before the next plan, as a server would queue them. A request the contract refuses (its
 reservation exceeds the KV capacity: rule NEVER-FIT) is skipped and reported, never dropped silently.
+
+With `max_new_cap`, a request's reserved max_new (its max_tokens) and its real output length are two
+things: each is added with max_new = the cap and stops (complete(plan, stopped)) on its real length
+from the trace, or runs to the cap if that is shorter. Without it max_new is the real length: the
+oracle that knows every output length in advance. `max_new_caps` instead gives a distribution: each
+request reserves one of the caps listed, drawn uniformly (seeded by its rid, so a run is repeatable),
+as clients asking for different max_tokens would. Each step records the KV reserved (the running
+requests' prompt_len + max_new) and the KV used (positions already computed) to compare the two.
 """
 
 from __future__ import annotations
 
+import random
 import time
 from array import array
 from collections.abc import Callable
@@ -17,7 +26,7 @@ from itertools import islice
 from typing import Any
 
 from stallfree.costs import Roofline
-from stallfree.spec import Config, Shadow, refusal
+from stallfree.spec import STOP, Config, Shadow, Unsupported, refusal, supports
 
 from .checked import Checked
 from .progress import ProgressBar
@@ -75,6 +84,14 @@ class SimResult:
     step_tokens: array = field(default_factory=lambda: array("l"))  # tokens of each non-empty step
     steps: list[StepRecord] | None = None
     wall_seconds: float = 0.0
+    max_new_cap: int | None = None
+    max_new_caps: tuple[int, ...] = ()  # a distribution of caps, one drawn per request
+    # Over the steps that ran, weighted by their seconds: KV reserved and used, requests running.
+    kv_reserved_seconds: float = 0.0
+    kv_used_seconds: float = 0.0
+    running_seconds: float = 0.0
+    max_running: int = 0
+    kv_timeline: array = field(default_factory=lambda: array("d"))  # (end, reserved, used) of each step
 
     @property
     def num_finished(self) -> int:
@@ -93,8 +110,16 @@ class Simulation:
         record: bool = False,
         progress: ProgressBar | None = None,
         variant: Variant | None = None,
+        max_new_cap: int | None = None,
+        max_new_caps: tuple[int, ...] = (),
     ) -> None:
+        self.max_new_cap = max_new_cap
+        self.max_new_caps = max_new_caps
+        self.max_new_cap = max_new_cap
+        self.max_new_caps = max_new_caps
         scheduler = factory(token_budget=config.token_budget, max_seqs=config.max_seqs, kv_tokens=config.kv_tokens)
+        if (max_new_cap is not None or max_new_caps) and STOP not in supports(scheduler):
+            raise Unsupported(STOP, scheduler)  # it could not be told that a request stopped
         self.variant = variant or Variant()
         self.scheduler = Checked(scheduler, config, self.variant.contract) if check else scheduler
         self.next_budget = 0  # index into variant.budgets
@@ -102,7 +127,8 @@ class Simulation:
         self.roofline = roofline
         self.record = record
         self.progress = progress
-        self.result = SimResult(trace.name, policy, config, roofline, [], [], steps=[] if record else None)
+        self.result = SimResult(trace.name, policy, config, roofline, [], [], steps=[] if record else None,
+                                max_new_cap=max_new_cap, max_new_caps=max_new_caps)
         self.streams: dict[int, Stream] = {}
         self.next_arrival = 0  # index into trace.requests
         self.num_pending = 0  # accepted, not finished
@@ -119,26 +145,33 @@ class Simulation:
             self.next_arrival += 1
 
     def offer(self, request: TraceRequest) -> None:
-        why = refusal(Shadow(self.result.config), request.rid, request.prompt_len, request.max_new)
+        reserved = self.reserved_new(request)
+        why = refusal(Shadow(self.result.config), request.rid, request.prompt_len, reserved)
         reason = None if why is None else f"NEVER-FIT: {why}"
         priority = self.variant.priority_of
         if reason is None:
             try:
                 if priority is None:
-                    self.scheduler.add(request.rid, request.prompt_len, request.max_new)
+                    self.scheduler.add(request.rid, request.prompt_len, reserved)
                 else:
-                    self.scheduler.add(request.rid, request.prompt_len, request.max_new, priority(request.rid))
+                    self.scheduler.add(request.rid, request.prompt_len, reserved, priority(request.rid))
             except ValueError as error:  # refused by the scheduler: reported, like the contract's refusals
                 reason = f"refused by the scheduler: {error}"
         if reason is not None:
             self.result.skipped.append(Skipped(request, reason))
             return
-        stream = Stream(request)
+        stream = Stream(request, reserved)
         if self.record:
             stream.token_times = []
         self.streams[request.rid] = stream
         self.result.streams.append(stream)
         self.num_pending += 1
+
+    def reserved_new(self, request: TraceRequest) -> int:
+        """The max_new `request` is added with: the cap, one of the caps, or its real length."""
+        if self.max_new_caps:
+            return random.Random(request.rid).choice(self.max_new_caps)
+        return request.max_new if self.max_new_cap is None else self.max_new_cap
 
     # -- steps -----------------------------------------------------------------------------------
 
@@ -147,7 +180,8 @@ class Simulation:
         streams = self.streams
         given = self.scheduler.schedule()
         plan = bounded(given, len(streams), "schedule() returned")
-        num_tokens = pairs = kv_read = num_decodes = 0
+        num_tokens = pairs = kv_read = num_decodes = kv_reserved = kv_used = 0
+        stopped = []
         for rid, n in plan:
             stream = streams[rid]
             done = stream.num_prefilled
@@ -156,16 +190,32 @@ class Simulation:
                     stream.admitted = clock
                 pairs += n * done + n * (n + 1) // 2
                 kv_read += done
-                stream.num_prefilled = done + n
+                stream.num_prefilled = done = done + n
+                emits = done == stream.prompt_len
+                kv_used += done
             else:  # a decode: the last token in, attending to every position so far
                 context = stream.prompt_len + stream.num_emitted
                 pairs += context
                 kv_read += context - 1
                 num_decodes += 1
+                emits = True
+                kv_used += context + 1
+            if emits and stream.num_emitted + 1 == stream.max_new < stream.reserved_new:  # type: ignore[operator]
+                stopped.append(rid)  # its real last token: the model's end token, before the cap
+            kv_reserved += stream.prompt_len + stream.reserved_new  # type: ignore[operator]
             num_tokens += n
         seconds = self.roofline.seconds(num_tokens, pairs, kv_read)
         end = clock + seconds
-        self.emit(self.scheduler.complete(given), end)
+        emitted = self.scheduler.complete(given, stopped) if stopped else self.scheduler.complete(given)
+        self.emit(emitted, end)
+        result = self.result
+        result.kv_reserved_seconds += kv_reserved * seconds
+        result.kv_used_seconds += kv_used * seconds
+        result.running_seconds += len(plan) * seconds
+        if len(plan) > result.max_running:
+            result.max_running = len(plan)
+        if self.record:
+            result.kv_timeline.extend((end, kv_reserved, kv_used))
         if num_tokens:
             self.num_empty_plans = 0
             self.result.busy_seconds += seconds
@@ -242,10 +292,13 @@ def simulate(
     record: bool = False,
     progress: bool = False,
     variant: Variant | None = None,
+    max_new_cap: int | None = None,
+    max_new_caps: tuple[int, ...] = (),
 ) -> SimResult:
     """Replay `trace` through `factory(token_budget=, max_seqs=, kv_tokens=)`; see `Simulation`."""
     bar = ProgressBar(f"simulate {trace.name} {policy}".strip(), len(trace.requests)) if progress else None
-    return Simulation(trace, factory, config, roofline, policy, check, record, bar, variant).run()
+    return Simulation(trace, factory, config, roofline, policy, check, record, bar, variant, max_new_cap,
+                      max_new_caps).run()
 
 
 def bounded(items: Any, limit: int, what: str) -> list[Any]:

@@ -10,8 +10,9 @@ from .trace import TraceRequest
 @dataclass(slots=True)
 class Stream:
     request: TraceRequest
+    reserved_new: int | None = None  # max_new as added (the request's max_tokens); None: its real length
     prompt_len: int = field(init=False)  # copied from the request: read every step
-    max_new: int = field(init=False)
+    max_new: int = field(init=False)  # the tokens it emits: its real length, at most reserved_new
     num_prefilled: int = 0
     num_emitted: int = 0
     admitted: float | None = None  # start of the step that ran its first chunk
@@ -23,6 +24,9 @@ class Stream:
     def __post_init__(self) -> None:
         self.prompt_len = self.request.prompt_len
         self.max_new = self.request.max_new
+        if self.reserved_new is None:
+            self.reserved_new = self.max_new
+        self.max_new = min(self.max_new, self.reserved_new)
 
     @property
     def is_finished(self) -> bool:

@@ -44,6 +44,18 @@ class Summary:
     budget_use: Spread | None  # tokens of each step over the budget (may exceed 1 for a variant)
     full_steps: float  # share of steps that used the whole budget
     wall_seconds: float
+    max_new_cap: int | None = None  # max_new each request reserved; None: its real length (the oracle)
+    max_new_caps: tuple[int, ...] = ()  # or the caps each request drew one of
+    num_truncated: int = 0  # requests whose real length exceeds the cap: they run to the cap
+    kv_reserved: float = 0.0  # KV tokens reserved by running requests, mean over time (busy seconds)
+    kv_used: float = 0.0  # KV positions computed of running requests, mean over time
+    mean_running: float = 0.0  # requests running at once, mean over time
+    max_running: int = 0
+
+    @property
+    def kv_use_of_reserved(self) -> float:
+        """The share of reserved KV that holds computed positions: 1 - the reservation's waste."""
+        return self.kv_used / self.kv_reserved if self.kv_reserved else 0.0
 
     @property
     def output_tokens_per_second(self) -> float:
@@ -66,6 +78,10 @@ class Summary:
             "output_tokens_per_s": self.output_tokens_per_second, "requests_per_s": self.requests_per_second,
             "budget_use": self.budget_use.to_json() if self.budget_use else None,
             "full_steps": self.full_steps, "wall_s": self.wall_seconds,
+            "max_new_cap": self.max_new_cap, "max_new_caps": list(self.max_new_caps), "truncated": self.num_truncated,
+            "kv_reserved_mean": self.kv_reserved, "kv_used_mean": self.kv_used,
+            "kv_use_of_reserved": self.kv_use_of_reserved, "running_mean": self.mean_running,
+            "running_max": self.max_running,
         }
 
 
@@ -102,6 +118,13 @@ def summarise(result: SimResult) -> Summary:
         budget_use=spread(n / budget for n in tokens),
         full_steps=sum(1 for n in tokens if n >= budget) / len(tokens) if tokens else 0.0,
         wall_seconds=result.wall_seconds,
+        max_new_cap=result.max_new_cap,
+        max_new_caps=result.max_new_caps,
+        num_truncated=sum(1 for s in streams if s.request.max_new > s.max_new),
+        kv_reserved=result.kv_reserved_seconds / busy if (busy := result.busy_seconds) else 0.0,
+        kv_used=result.kv_used_seconds / busy if busy else 0.0,
+        mean_running=result.running_seconds / busy if busy else 0.0,
+        max_running=result.max_running,
     )
 
 
@@ -137,6 +160,19 @@ def report(summary: Summary) -> list[str]:
             f"budget use per step: mean {u.mean:.0%}, p50 {u.p50:.0%}, p99 {u.p99:.0%}, max {u.max:.0%}; "
             f"{s.full_steps:.1%} of {s.num_steps:,} steps full"
         )
+    truncated = f"stopping at its real length ({s.num_truncated:,} truncated at the cap)"
+    if s.max_new_caps:
+        caps = ", ".join(f"{c:,}" for c in s.max_new_caps)
+        reserve = f"max_new = one of {caps} (drawn per request), {truncated}"
+    elif s.max_new_cap is not None:
+        reserve = f"max_new = {s.max_new_cap:,} (the cap), {truncated}"
+    else:
+        reserve = "its real output length (the oracle)"
+    lines.append(f"each request reserves {reserve}")
+    lines.append(
+        f"KV over busy time: {s.kv_reserved:,.0f} reserved, {s.kv_used:,.0f} used ({s.kv_use_of_reserved:.0%} of the "
+        f"reserved; K = {s.kv_tokens:,}); requests running at once: mean {s.mean_running:.1f}, max {s.max_running}"
+    )
     lines.append(
         f"longest step {s.longest_step * MS:.1f} ms; no step at budget {s.token_budget:,} can exceed "
         f"{s.step_bound * MS:.1f} ms (every token attending to the longest reservation, all KV read)"

@@ -31,6 +31,7 @@ class Point:
     budget: int
     rate_scale: float = 1.0
     limit: int | None = None
+    max_new_cap: int | None = None  # None: max_new is each request's real length (the oracle)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +49,8 @@ def run_point(setup: Setup, point: Point) -> Summary:
     trace = trace.scaled(point.rate_scale)
     kv = setup.kv_tokens if setup.kv_tokens is not None else setup.deployment.kv_tokens
     config = Config(point.budget, setup.max_seqs, kv)
-    result = simulate(trace, factory(point.policy), config, Roofline(setup.deployment, setup.mode), point.policy)
+    result = simulate(trace, factory(point.policy), config, Roofline(setup.deployment, setup.mode), point.policy,
+                      max_new_cap=point.max_new_cap)
     return summarise(result)
 
 
@@ -60,7 +62,8 @@ def run_points(setup: Setup, points: Iterable[Point], jobs: int = 1) -> list[Sum
         summaries = []
         for i, (point, future) in enumerate(zip(points, futures, strict=True), 1):
             summary = future.result()
-            print(f"[{i}/{len(points)}] {point.trace} x{point.rate_scale:g} {point.policy} budget {point.budget}: "
+            cap = "" if point.max_new_cap is None else f" cap {point.max_new_cap}"
+            print(f"[{i}/{len(points)}] {point.trace} x{point.rate_scale:g} {point.policy} budget {point.budget}{cap}: "
                   f"{summary.wall_seconds:.1f} s", file=sys.stderr, flush=True)
             summaries.append(summary)
     return summaries
@@ -74,6 +77,15 @@ def budget_points(traces: Iterable[str], policies: Iterable[str], budgets: Itera
 def rate_points(trace: str, policies: Iterable[str], budget: int, scales: Iterable[float],
                 limit: int | None = None) -> list[Point]:
     return [Point(trace, p, budget, s, limit) for p, s in product(policies, scales)]
+
+
+CAPS = (512, 1024, 2048, 3072, 4096, 6144, 8192)
+
+
+def cap_points(traces: Iterable[str], caps: Iterable[int | None], budget: int, rate_scale: float,
+               limit: int | None = None) -> list[Point]:
+    """The reference on each trace with each max_new cap (None: the oracle)."""
+    return [Point(t, "reference", budget, rate_scale, limit, cap) for t, cap in product(traces, caps)]
 
 
 TABLE_HEADER = (f"{'trace':<12}{'policy':<15}{'budget':>7}{'rate':>6}{'TTFT p50':>10}{'TTFT p99':>10}"

@@ -25,24 +25,30 @@ The map, in the order of a TLA+ specification:
 """
 
 from . import invariants
+from .capability import CANCEL, CAPABILITIES, STOP, Unsupported, supports
 from .errors import FieldTypeError, InvalidField, ProtocolError, RuleViolation
 from .facts import StepFacts
 from .monitor import Monitor, refusal
 from .play import Player, RunStats, play, work_bound
 from .rules import BY_ID, RULE_IDS, RULES, Kind, Rule, of_kind, select
-from .shadow import Shadow, Track
+from .shadow import Ending, Reason, Shadow, Track
 from .types import MAX_INT, Config, Entry, Plan, Request, admissible, check_int
 from .verdict import PROTOCOL
-from .workload import Arrival, Workload
+from .workload import Arrival, Cancel, Workload
 
 __all__ = [
     "BY_ID",
+    "CANCEL",
+    "CAPABILITIES",
     "MAX_INT",
     "PROTOCOL",
     "RULES",
     "RULE_IDS",
+    "STOP",
     "Arrival",
+    "Cancel",
     "Config",
+    "Ending",
     "Entry",
     "FieldTypeError",
     "InvalidField",
@@ -51,6 +57,7 @@ __all__ = [
     "Plan",
     "Player",
     "ProtocolError",
+    "Reason",
     "Request",
     "Rule",
     "RuleViolation",
@@ -58,6 +65,7 @@ __all__ = [
     "Shadow",
     "StepFacts",
     "Track",
+    "Unsupported",
     "Workload",
     "admissible",
     "check_int",
@@ -66,5 +74,6 @@ __all__ = [
     "play",
     "refusal",
     "select",
+    "supports",
     "work_bound",
 ]

@@ -10,10 +10,11 @@ from __future__ import annotations
 from itertools import islice
 
 from .errors import RuleViolation
-from .shadow import Shadow, Track
+from .shadow import Ending, Reason, Shadow, Track
 from .verdict import PROTOCOL
 
 MAX_ENTRIES = 1_000_000  # a plan or an emitted list longer than this is junk (or endless), not a step
+NO_STOPS: frozenset[int] = frozenset()  # a step's stops, when there are none (shared: never mutated)
 
 
 class Chunk:
@@ -38,9 +39,9 @@ class StepFacts:
     several times cheaper than a generated one with default factories."""
 
     __slots__ = (
-        "admitted", "admitted_reservation", "chunks", "decodes", "duplicates", "emitted", "emitted_set",
-        "finished", "finished_reservation", "first_bad_n", "num_decode_tokens", "num_tokens", "plan",
-        "planned", "prefills", "reported_free_kv", "step",
+        "admitted", "admitted_reservation", "cancelled", "chunks", "decodes", "duplicates", "emitted",
+        "emitted_set", "ended_emitted", "ended_planned", "finished", "finished_reservation", "first_bad_n",
+        "num_decode_tokens", "num_tokens", "plan", "planned", "prefills", "reported_free_kv", "step", "stopped",
     )
 
     def __init__(self, step: int) -> None:
@@ -56,12 +57,39 @@ class StepFacts:
         self.admitted_reservation = 0  # KV reserved by this step's admissions
         self.duplicates: list[int] = []  # rids listed more than once
         self.first_bad_n: tuple[int, int] | None = None  # the first entry with n < 1
+        self.ended_planned: list[tuple[int, Ending]] = []  # entries naming requests that already ended
+        # Known before complete() runs (the caller's stops; cancels while the plan is pending):
+        self.stopped: frozenset[int] = NO_STOPS  # rids whose token this step ends them (a stop)
+        self.cancelled: dict[int, Track] = {}  # cancelled while this plan was pending: they end with it
         # Known once complete() has returned:
         self.emitted: list[int] = []  # as complete() returned them, in order
         self.emitted_set: set[int] = set()
-        self.finished: list[Track] = []  # requests that emit their last token now
+        self.ended_emitted: list[tuple[int, Ending]] = []  # emitted rids of requests that already ended
+        self.finished: list[Track] = []  # requests that end on this step: last token, stop or cancel
         self.finished_reservation = 0
         self.reported_free_kv: int | None = None  # the scheduler's own free KV after the step, if shown
+
+
+def reason(facts: StepFacts, track: Track) -> Reason:
+    """How `track`, one of `facts.finished`, ended on this step (read once the step is applied)."""
+    if track.rid in facts.stopped:
+        return Reason.STOP
+    if track.num_emitted >= track.request.max_new:
+        return Reason.LENGTH
+    return Reason.CANCEL
+
+
+def stops(facts: StepFacts) -> list[int]:
+    """The step's stopped rids, in plan order (the order a trace lists them in)."""
+    return [rid for rid, _ in facts.plan if rid in facts.stopped] if facts.stopped else []
+
+
+def due(facts: StepFacts) -> list[Track]:
+    """The requests the contract says emit a token on this step: every decode, then every chunk that
+    completes its prompt, each in plan order. Only these may be stopped by it (rule TOKENS)."""
+    tracks = [track for track, _ in facts.decodes]
+    tracks.extend(c.track for c in facts.prefills if c.completes)
+    return tracks
 
 
 def _is_int(value: object) -> bool:
@@ -119,11 +147,10 @@ def observe(shadow: Shadow, plan: object) -> StepFacts:
             continue
         track = tracks.get(rid)
         if track is None:
-            if rid in shadow.finished:
-                raise _protocol(
-                    step, f"plan names rid {rid}, which finished at step {shadow.finished[rid]} after "
-                    "emitting all its max_new tokens", rule="TOKENS",
-                )
+            ending = shadow.ended.get(rid)
+            if ending is not None:  # judged by TOKENS (finished, stopped) or CANCEL (cancelled)
+                facts.ended_planned.append((rid, ending))
+                continue
             if rid in shadow.rejected:
                 raise _protocol(step, f"rid {rid} was refused by add() yet is planned", rule="NEVER-FIT")
             raise _protocol(step, f"plan names rid {rid}, which was never added")
@@ -157,13 +184,30 @@ def observe_emitted(shadow: Shadow, facts: StepFacts, emitted: object, free_kv: 
         emitted_set.add(rid)
         track = tracks.get(rid)
         if track is None:
-            if rid in shadow.finished:
-                raise _protocol(
-                    facts.step, f"complete() says rid {rid} emitted a token after it finished at step "
-                    f"{shadow.finished[rid]}", rule="TOKENS",
-                )
+            ending = shadow.ended.get(rid)
+            if ending is not None:  # judged by TOKENS (finished, stopped) or CANCEL (cancelled)
+                facts.ended_emitted.append((rid, ending))
+                continue
             raise _protocol(facts.step, f"complete() says rid {rid} emitted a token, but it was never added")
-        if rid in planned and track.num_emitted + 1 == track.request.max_new:
+        if rid in planned and (track.num_emitted + 1 == track.request.max_new or rid in facts.stopped):
+            facts.finished.append(track)
+            facts.finished_reservation += track.request.reservation
+    if facts.stopped or facts.cancelled:  # the rare steps where a request ends early
+        _end_early(facts)
+
+
+def _end_early(facts: StepFacts) -> None:
+    """Add to `facts.finished` the stopped requests that did not emit (TOKENS then judges that) and
+    the requests cancelled while the plan was pending."""
+    ending = {t.rid for t in facts.finished}
+    for track in due(facts):
+        if track.rid in facts.stopped and track.rid not in ending:
+            ending.add(track.rid)
+            facts.finished.append(track)
+            facts.finished_reservation += track.request.reservation
+    for rid, track in facts.cancelled.items():
+        if rid not in ending:
+            ending.add(rid)
             facts.finished.append(track)
             facts.finished_reservation += track.request.reservation
 
@@ -197,13 +241,6 @@ def apply(shadow: Shadow, facts: StepFacts) -> None:
         if live is not None:  # a token from a request not running is reported by TOKENS; not followed
             live.num_emitted += 1
     for track in facts.finished:
-        shadow.finished[track.rid] = step
-        del shadow.tracks[track.rid]
-        del running[track.rid]
-        shadow.free_kv += track.request.reservation
-        if track.is_ready:
-            shadow.num_ready -= 1
-        else:  # finished before its prompt was done: only a scheduler that breaks TOKENS does that
-            del shadow.prefilling[track.rid]
+        shadow.end(track, reason(facts, track))
     shadow.step = step + 1
 

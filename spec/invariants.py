@@ -46,6 +46,14 @@ def shown(scheduler: Any) -> Shown:
     )
 
 
+def visible(scheduler: Any) -> tuple[object, ...]:
+    """What a scheduler shows of its state, where it shows it: free KV, step count, queue lengths.
+    A refused call (add, cancel, a bad stop) must leave it as it was."""
+    view = shown(scheduler)
+    num_steps = getattr(scheduler, "num_steps", None)
+    return view.free_kv, num_steps if type(num_steps) is int else None, view.num_waiting, view.num_running
+
+
 StateCheck = Callable[[Shadow, Shown], "str | None"]
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from .capability import Unsupported, supports
 from .errors import InvalidField, RuleViolation
-from .facts import StepFacts, apply, observe, observe_emitted
-from .rules import Rule, never_fit, select
-from .shadow import Shadow
+from .facts import StepFacts, apply, due, observe, observe_emitted
+from .invariants import visible
+from .rules import ENDED, Rule, call_judged, never_fit, select
+from .shadow import Reason, Shadow
 from .types import Config, Request, admissible
 
 
@@ -26,6 +28,21 @@ def refusal(shadow: Shadow, rid: object, prompt_len: object, max_new: object) ->
     if shadow.is_taken(request.rid):
         return f"rid {request.rid} is already taken by an earlier request"
     return None
+
+
+def cancel_refusal(shadow: Shadow, pending: StepFacts | None, rid: object) -> str | None:
+    """Why the contract refuses cancel(rid) in this state (`pending`: the facts of a plan awaiting
+    complete()), or None to accept: only a waiting or running request not already cancelled may be."""
+    if type(rid) is not int:
+        return f"rid must be an int, got {type(rid).__name__} {rid!r:.40}"
+    if pending is not None and rid in pending.cancelled:
+        return f"rid {rid} is already cancelled: it ends when the pending plan of step {pending.step} completes"
+    if rid in shadow.tracks:
+        return None
+    ending = shadow.ended.get(rid)
+    if ending is None:
+        return f"rid {rid} was never added"
+    return f"rid {rid} {ENDED[ending.reason]} at step {ending.step}"
 
 
 class Monitor:
@@ -46,6 +63,24 @@ class Monitor:
         self.num_busy_steps = 0  # of which with a non-empty plan
         self.num_adds = 0  # add() calls judged
         self._pending: tuple[object, StepFacts] | None = None
+        self._capabilities: frozenset[str] | None = None
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """What the scheduler supports beyond the plain protocol: "stop", "cancel" (`capability`)."""
+        if self._capabilities is None:
+            self._capabilities = supports(self.scheduler)
+        return self._capabilities
+
+    def require(self, capability: str) -> None:
+        """Raise Unsupported if the scheduler lacks `capability`."""
+        if capability not in self.capabilities:
+            raise Unsupported(capability, self.scheduler)
+
+    @property
+    def pending(self) -> StepFacts | None:
+        """The facts of the plan awaiting complete(), or None."""
+        return None if self._pending is None else self._pending[1]
 
     @property
     def checks_per_step(self) -> int:
@@ -70,7 +105,7 @@ class Monitor:
             raised = error
         self.num_adds += 1
         if self._checks_add:
-            message = never_fit(verdict, raised)
+            message = never_fit(verdict, raised, may_refuse=type(rid) is int and rid in shadow.ended)
             if message is not None:
                 raise RuleViolation("NEVER-FIT", shadow.step, f"add({rid!r}, {prompt_len!r}, {max_new!r}): {message}")
         if raised is None:
@@ -100,14 +135,105 @@ class Monitor:
         self._pending = (plan, facts)
         return plan
 
-    def complete(self) -> StepFacts:
-        """Tell the scheduler the pending plan ran, judge what it reports, and advance the shadow."""
+    def cancel(self, rid: object) -> bool:
+        """Cancel `rid`. Returns True if the scheduler accepted the cancel (returned), False if it
+        refused it (raised); raises RuleViolation('CANCEL') if it accepts what it must refuse or the
+        reverse (where CANCEL is checked), and ('KV') if, shown, its free KV is not K minus the
+        reservations still running after it. The shadow follows the contract: a cancel it refuses
+        changes nothing there, whatever the scheduler did."""
+        self.require("cancel")
+        shadow, pending = self.shadow, self.pending
+        verdict = cancel_refusal(shadow, pending, rid)
+        raised: BaseException | None = None
+        before = visible(self.scheduler)
+        try:
+            self.scheduler.cancel(rid)
+        except Exception as error:  # judged below
+            raised = error
+        checks = {r.id for r in self.rules}
+        if "CANCEL" in checks:
+            call = f"cancel({rid!r})"
+            message = call_judged(call, verdict, raised) or self._unchanged(call, before, raised)
+            if message is not None:
+                raise RuleViolation("CANCEL", shadow.step, message)
+        if verdict is not None or raised is not None:
+            return raised is None
+        assert type(rid) is int  # a verdict of None says so
+        track = shadow.tracks[rid]
+        admitted_now = pending is not None and rid in pending.planned
+        if pending is not None and (track.admitted_at is not None or admitted_now):
+            pending.cancelled[rid] = track  # named in the pending plan: it ends when complete() runs
+            return True
+        shadow.end(track, Reason.CANCEL)
+        # A running request's reservation is back at once (a waiting one, which pending cancels end
+        # here, holds none: a scheduler may take a pending plan's admissions when it likes).
+        free_kv = getattr(self.scheduler, "free_kv", None)
+        if "KV" in checks and pending is None and type(free_kv) is int and free_kv != shadow.free_kv:
+            raise RuleViolation(
+                "KV", shadow.step, f"after cancel({rid}) the scheduler shows free_kv={free_kv}; the reservations "
+                f"of running requests leave {shadow.free_kv} free",
+            )
+        return True
+
+    def due(self) -> list[int]:
+        """The rids the contract says emit a token in the pending step: those a stop may name."""
+        facts = self.pending
+        if facts is None:
+            raise RuntimeError("Monitor.due() called without a pending plan")
+        return [t.rid for t in due(facts)]
+
+    def refuse_stop(self, stopped: Iterable[object]) -> None:
+        """Offer complete(plan, stopped) with a stop the contract refuses (a rid that emits no token in
+        the pending step): the scheduler must raise, saying why, and change nothing; the plan stays
+        pending. Raises RuleViolation('TOKENS') if it accepts."""
+        self.require("stop")
+        facts = self.pending
+        if facts is None:
+            raise RuntimeError("Monitor.refuse_stop() called without a pending plan")
+        stopped = tuple(stopped)
+        allowed = set(self.due())
+        bad = [rid for rid in stopped if rid not in allowed]
+        if not bad:
+            raise ValueError(f"refuse_stop({list(stopped)}): every rid is due a token this step; offer a bad one")
+        verdict = f"rid {bad[0]!r} emits no token in step {facts.step}"
+        raised: BaseException | None = None
+        before = visible(self.scheduler)
+        try:
+            self.scheduler.complete(self._pending[0], stopped)  # type: ignore[index]
+        except Exception as error:
+            raised = error
+        if any(r.id == "TOKENS" for r in self.rules):
+            call = f"complete(plan, stopped={list(stopped)})"
+            message = call_judged(call, verdict, raised) or self._unchanged(call, before, raised)
+            if message is not None:
+                raise RuleViolation("TOKENS", facts.step, message)
+
+    def _unchanged(self, call: str, before: tuple[object, ...], raised: BaseException | None) -> str | None:
+        """None if `call`, refused (`raised`), left what the scheduler shows as it was `before`."""
+        after = visible(self.scheduler)
+        if raised is None or after == before:
+            return None
+        return f"{call} was refused ({type(raised).__name__}: {raised}) but changed the state it shows: " \
+               f"(free_kv, num_steps, waiting, running) {before} -> {after}"
+
+    def complete(self, stopped: Iterable[int] = ()) -> StepFacts:
+        """Tell the scheduler the pending plan ran, and that the requests in `stopped` (each due a token
+        in this step: see `due`) stopped on it; judge what it reports, and advance the shadow."""
         if self._pending is None:
             raise RuntimeError("Monitor.complete() called without a pending plan")
         plan, facts = self._pending
+        if stopped:
+            stopped = tuple(stopped)
+            self.require("stop")
+            allowed = set(self.due())
+            bad = [rid for rid in stopped if rid not in allowed]
+            if bad:
+                raise ValueError(f"Monitor.complete(stopped={list(stopped)}): rid {bad[0]!r} is not due a token "
+                                 f"in step {facts.step} (due: {sorted(allowed)}); use refuse_stop to offer it")
+            facts.stopped = frozenset(stopped)
         self._pending = None
         shadow = self.shadow
-        emitted = self.scheduler.complete(plan)
+        emitted = self.scheduler.complete(plan, stopped) if stopped else self.scheduler.complete(plan)
         observe_emitted(shadow, facts, emitted, getattr(self.scheduler, "free_kv", None))
         for rule_id, check in self._done_checks:
             message = check(shadow, facts)
@@ -119,7 +245,7 @@ class Monitor:
             self.num_busy_steps += 1
         return facts
 
-    def step(self) -> StepFacts:
-        """One step: plan, judge, complete, judge."""
+    def step(self, stopped: Iterable[int] = ()) -> StepFacts:
+        """One step: plan, judge, complete (with `stopped`), judge."""
         self.plan()
-        return self.complete()
+        return self.complete(stopped)

@@ -1,11 +1,14 @@
 """Playing a workload through any scheduler under the monitor: the run loop, written once.
 
 Arrivals are added just before their step (after the budget changes of that step, where the
-workload has a budget schedule), then the monitor steps the scheduler, until every accepted request
-has finished. A variant's contract (`stallfree.spec.contract`) brings its own monitor. The loop is
-bounded by the work bound (rule PROGRESS): past it, a run checking PROGRESS raises; a run that does
-not check it stops there, the rules it checks having held so far (a scheduler that claims only part
-of the contract may never finish a request).
+workload has a budget schedule), then the workload's cancels for that step, then the monitor steps
+the scheduler (cancels marked pending while its plan is pending; a request whose `stop_after`-th
+token comes out on the step is passed to complete() as stopped), until every accepted request has
+ended. A variant's contract (`stallfree.spec.contract`) brings its own monitor. Cancels left when
+nothing is pending are offered at the end: each must be refused, its rid being no waiting or running
+request's. The loop is bounded by the work bound (rule PROGRESS): past it, a run checking PROGRESS
+raises; a run that does not check it stops there, the rules it checks having held so far (a
+scheduler that claims only part of the contract may never finish a request).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 from .errors import InvalidField, RuleViolation
 from .facts import StepFacts
 from .monitor import Monitor
-from .workload import Arrival, Workload
+from .workload import Arrival, Cancel, Workload
 
 
 def work_bound(workload: Workload) -> int:
@@ -43,7 +46,10 @@ class RunStats:
     tokens: int = 0
     accepted: int = 0
     refused: int = 0
-    finished: int = 0
+    finished: int = 0  # requests that ended: their last token, a stop or a cancel
+    stopped: int = 0
+    cancelled: int = 0  # cancels accepted
+    cancels_refused: int = 0
     checks: int = 0  # rule predicates evaluated
     stopped_at_bound: int | None = None  # the work bound, where PROGRESS was not checked and work was pending
 
@@ -62,6 +68,7 @@ class Player:
         on_step: Callable[[Monitor, StepFacts], None] | None = None,
         on_add: Callable[[Arrival, bool], None] | None = None,
         contract: Any = None,
+        on_cancel: Callable[[Cancel, bool, bool], None] | None = None,
     ) -> None:
         self.workload = workload
         self.contract = contract  # a stallfree.spec.contract.Contract; None: the reference's RULES
@@ -69,6 +76,7 @@ class Player:
         self.rules = None if rules is None else tuple(rules)
         self.on_step = on_step
         self.on_add = on_add
+        self.on_cancel = on_cancel  # (the cancel, accepted, offered while a plan was pending)
         self.monitor: Monitor | None = None
 
     @property
@@ -88,17 +96,22 @@ class Player:
             raise InvalidField("the workload has a budget schedule; its contract has no set_budget (use budget-change)")
         if any(a.priority is not None for a in self.workload.requests) and not hasattr(monitor.shadow, "priority"):
             raise InvalidField("the workload gives priorities; its contract has none (use aging or priority)")
-        j = 0
+        if self.workload.has_stops:  # refuse up front, not halfway through the run
+            monitor.require("stop")
+        if self.workload.cancels:
+            monitor.require("cancel")
         checks_progress = any(r.id == "PROGRESS" for r in monitor.rules)
         arrivals = sorted(self.workload.requests, key=lambda a: a.arrival_step)  # stable: list order
+        cancels = sorted(self.workload.cancels, key=lambda c: (c.step, c.pending))
+        stop_after: dict[int, int] = {}  # rid -> the token it stops on, for accepted requests
         bound = work_bound(self.workload)
         stats = RunStats()
-        i = 0
+        i = j = b = 0  # the next arrival, cancel and budget change
         while True:
             step = monitor.shadow.step
-            while j < len(budgets) and budgets[j].step <= step:
-                monitor.set_budget(budgets[j].token_budget)  # type: ignore[attr-defined]
-                j += 1
+            while b < len(budgets) and budgets[b].step <= step:
+                monitor.set_budget(budgets[b].token_budget)  # type: ignore[attr-defined]
+                b += 1
             while i < len(arrivals) and arrivals[i].arrival_step <= step:
                 a = arrivals[i]
                 if a.priority is None:
@@ -107,10 +120,20 @@ class Player:
                     accepted = monitor.add(a.rid, a.prompt_len, a.max_new, a.priority)  # type: ignore[call-arg]
                 stats.accepted += accepted
                 stats.refused += not accepted
+                if accepted:
+                    if a.stop_after is not None and a.stop_after < a.max_new:
+                        stop_after[a.rid] = a.stop_after
+                    else:
+                        stop_after.pop(a.rid, None)
                 if self.on_add is not None:
                     self.on_add(a, accepted)
                 i += 1
+            while j < len(cancels) and (cancels[j].step < step or (cancels[j].step == step and not cancels[j].pending)):
+                self._cancel(monitor, cancels[j], stats)
+                j += 1
             if i == len(arrivals) and monitor.is_idle:
+                for c in cancels[j:]:  # nothing waits or runs: each must be refused
+                    self._cancel(monitor, c, stats)
                 break
             if step >= bound:  # all work fits in `bound` steps: past it, the scheduler stalls
                 if checks_progress:
@@ -119,15 +142,37 @@ class Player:
                     raise RuleViolation("PROGRESS", step, message)
                 stats.stopped_at_bound = bound  # PROGRESS not checked: stop, never loop forever
                 break
-            facts = monitor.step()
+            monitor.plan()
+            while j < len(cancels) and cancels[j].step == step:
+                self._cancel(monitor, cancels[j], stats)
+                j += 1
+            if stop_after:
+                tracks = monitor.shadow.tracks
+                facts = monitor.complete([rid for rid in monitor.due() if rid in stop_after
+                                          and tracks[rid].num_emitted + 1 == stop_after[rid]])
+            else:
+                facts = monitor.complete()
             stats.tokens += facts.num_tokens
             stats.finished += len(facts.finished)
+            stats.stopped += len(facts.stopped)
             if self.on_step is not None:
                 self.on_step(monitor, facts)
         stats.steps = monitor.num_steps
         stats.busy_steps = monitor.num_busy_steps
-        stats.checks = monitor.num_steps * monitor.checks_per_step + monitor.num_adds
+        stats.checks = monitor.num_steps * monitor.checks_per_step + monitor.num_adds + len(cancels)
         return stats
+
+    def _cancel(self, monitor: Monitor, cancel: Cancel, stats: RunStats) -> None:
+        pending = monitor.pending is not None
+        num_ended = len(monitor.shadow.ended)
+        accepted = monitor.cancel(cancel.rid)
+        stats.finished += len(monitor.shadow.ended) - num_ended  # ended now, not with a pending plan
+        if accepted:
+            stats.cancelled += 1
+        else:
+            stats.cancels_refused += 1
+        if self.on_cancel is not None:
+            self.on_cancel(cancel, accepted, pending)
 
 
 def play(
@@ -137,8 +182,9 @@ def play(
     on_step: Callable[[Monitor, StepFacts], None] | None = None,
     on_add: Callable[[Arrival, bool], None] | None = None,
     contract: Any = None,
+    on_cancel: Callable[[Cancel, bool, bool], None] | None = None,
 ) -> RunStats:
     """Play `workload` through a fresh `factory(token_budget=, max_seqs=, kv_tokens=)` under the
-    monitor (of `contract`, when given) until every accepted request has finished. Raises
-    RuleViolation on the first broken rule."""
-    return Player(workload, factory, rules, on_step, on_add, contract).play()
+    monitor (of `contract`, when given) until every accepted request has ended. Raises RuleViolation
+    on the first broken rule."""
+    return Player(workload, factory, rules, on_step, on_add, contract, on_cancel).play()

@@ -14,7 +14,7 @@ from enum import Enum
 from itertools import islice
 
 from .facts import StepFacts
-from .shadow import Shadow
+from .shadow import Ending, Reason, Shadow
 
 StepCheck = Callable[[Shadow, StepFacts], "str | None"]
 
@@ -64,8 +64,9 @@ def kv(s: Shadow, f: StepFacts) -> str | None:
 
 def kv_returned(s: Shadow, f: StepFacts) -> str | None:
     """KV, once the step is done: a scheduler that shows its free KV (a `free_kv` attribute) shows
-    K minus the reservations of the requests still running, so each finished request's reservation
-    came back on the step it finished, not earlier or later."""
+    K minus the reservations of the requests still running, so each reservation came back on the
+    step its request ended (last token, stop, or a cancel while the plan was pending), not earlier
+    or later."""
     if f.reported_free_kv is None:
         return None
     expected = s.free_kv - f.admitted_reservation + f.finished_reservation
@@ -95,7 +96,7 @@ def first_token(s: Shadow, f: StepFacts) -> str | None:
     """FIRST-TOKEN, judged once the step is done: a completing chunk emitted, no other chunk did."""
     for c in f.prefills:
         rid = c.track.rid
-        if c.completes and rid not in f.emitted_set:
+        if c.completes and rid not in f.emitted_set and rid not in f.cancelled:
             return f"rid {rid}'s chunk completes its prompt, but the step emitted no token for it"
         if not c.completes and rid in f.emitted_set:
             end = c.start + c.n
@@ -106,21 +107,62 @@ def first_token(s: Shadow, f: StepFacts) -> str | None:
     return None
 
 
+ENDED = {Reason.LENGTH: "finished", Reason.STOP: "stopped", Reason.CANCEL: "was cancelled"}
+
+
+def _planned_after(rid: int, ending: Ending) -> str:
+    after = " after emitting all its max_new tokens" if ending.reason is Reason.LENGTH else ""
+    return f"plan names rid {rid}, which {ENDED[ending.reason]} at step {ending.step}{after}"
+
+
+def _emitted_after(rid: int, ending: Ending) -> str:
+    return f"complete() says rid {rid} emitted a token after it {ENDED[ending.reason]} at step {ending.step}"
+
+
+def _first_ended(found: list[tuple[int, Ending]], cancelled: bool) -> tuple[int, Ending] | None:
+    return next(((rid, e) for rid, e in found if (e.reason is Reason.CANCEL) == cancelled), None)
+
+
 def tokens(s: Shadow, f: StepFacts) -> str | None:
     """TOKENS, judged once the step is done: one token per decode, a decode is n=1, at most one token
-    a rid a step, none from a rid not planned."""
+    a rid a step, none from a rid not planned, and none from (no plan naming) a request that finished
+    or stopped; a request ends at its max_new-th token or at its stop, whichever comes first."""
+    if f.ended_planned or f.ended_emitted:  # rare: a plan or a token for a request that has ended
+        late = _first_ended(f.ended_planned, cancelled=False)
+        if late is not None:
+            return _planned_after(*late)
+        late = _first_ended(f.ended_emitted, cancelled=False)
+        if late is not None:
+            return _emitted_after(*late)
     if len(f.emitted) != len(f.emitted_set):
         dup = next(r for r in f.emitted if f.emitted.count(r) > 1)
         return f"rid {dup} emitted more than one token in one step"
     for track, n in f.decodes:
         if n != 1:
             return f"rid {track.rid} has its prompt done and is given n={n}; a decode is exactly 1 token"
-        if track.rid not in f.emitted_set:
+        if track.rid not in f.emitted_set and track.rid not in f.cancelled:
             return f"rid {track.rid} was decoded but emitted no token"
     for rid in f.emitted:
         if rid not in f.planned:
             return f"rid {rid} emitted a token but was not in the plan"
     return None
+
+
+def cancelled_planned(s: Shadow, f: StepFacts) -> str | None:
+    """CANCEL, judged on the plan: no entry names a request whose cancel has taken effect."""
+    if not f.ended_planned:
+        return None
+    late = _first_ended(f.ended_planned, cancelled=True)
+    return None if late is None else _planned_after(*late)
+
+
+def cancelled_emitted(s: Shadow, f: StepFacts) -> str | None:
+    """CANCEL, judged once the step is done: no token comes from a request whose cancel took effect
+    before this step."""
+    if not f.ended_emitted:
+        return None
+    late = _first_ended(f.ended_emitted, cancelled=True)
+    return None if late is None else _emitted_after(*late)
 
 
 # -- the policy --------------------------------------------------------------------------------------
@@ -221,19 +263,33 @@ def progress(s: Shadow, f: StepFacts) -> str | None:
 # -- add() -------------------------------------------------------------------------------------------
 
 
-def never_fit(verdict: str | None, raised: BaseException | None) -> str | None:
+def never_fit(verdict: str | None, raised: BaseException | None, may_refuse: bool = False) -> str | None:
     """NEVER-FIT, judged on each add() call.
 
     `verdict` is the spec's reason to refuse the request (None: it must be accepted); `raised` is
-    what add() raised (None: it returned)."""
+    what add() raised (None: it returned). `may_refuse`: the rid is an ended request's, which the
+    scheduler may accept or refuse."""
     if verdict is not None and raised is None:
         return f"add() accepted a request it must refuse: {verdict}"
-    if verdict is None and raised is not None:
+    if verdict is None and raised is not None and not may_refuse:
         return f"add() refused a valid request: {type(raised).__name__}: {raised}"
     if raised is not None and not isinstance(raised, ValueError | TypeError):
         return f"add() refused with {type(raised).__name__}, not ValueError or TypeError: {raised}"
     if raised is not None and not str(raised):
         return f"add() refused with an empty {type(raised).__name__}: the error must say what was wrong"
+    return None
+
+
+def call_judged(call: str, verdict: str | None, raised: BaseException | None) -> str | None:
+    """A call the contract either accepts (`verdict` None) or refuses (`verdict`: why), judged on
+    what it did (`raised`: None if it returned). A refusal must be an exception that says what was
+    wrong. Judges cancel() for CANCEL and a complete() with a bad stop for TOKENS."""
+    if verdict is not None and raised is None:
+        return f"{call} was accepted but must be refused: {verdict}"
+    if verdict is None and raised is not None:
+        return f"{call} was refused but must be accepted: {type(raised).__name__}: {raised}"
+    if raised is not None and not str(raised):
+        return f"{call} was refused with an empty {type(raised).__name__}: the error must say what was wrong"
     return None
 
 
@@ -282,7 +338,8 @@ RULES: tuple[Rule, ...] = (
          plan_check=slots),
     Rule("KV", Kind.SAFETY,
          "reservations never exceed K; each (prompt_len + max_new) is taken at admission and returned "
-         "exactly when its request finishes; at the end all K is free.",
+         "exactly when its request ends: on the step it emits its last token or stops, or when its cancel "
+         "takes effect; at the end all K is free.",
          plan_check=kv, done_check=kv_returned, design="reservation"),
     Rule("PREFILL-ONCE", Kind.SAFETY,
          "each prompt gets exactly prompt_len prefill tokens in contiguous, in-order chunks: no position "
@@ -293,18 +350,29 @@ RULES: tuple[Rule, ...] = (
          "step nor a later one.",
          done_check=first_token),
     Rule("TOKENS", Kind.SAFETY,
-         "each request emits exactly max_new tokens, the first from its last chunk, then one per decode; "
-         "at most one a step.",
+         "each request emits at most max_new tokens, exactly max_new unless it stops or is cancelled: the "
+         "first from its last chunk, then one per decode, at most one a step; a stop ends a request only on "
+         "a token it emitted in that step (complete() refuses any other, changing nothing), and nothing is "
+         "planned or emitted for it after.",
          done_check=tokens),
+    Rule("CANCEL", Kind.SAFETY,
+         "cancel(rid) of a waiting or running request is accepted; of any other rid (never added, ended, "
+         "already cancelled) it raises naming the rid and changes nothing. A waiting request leaves the line "
+         "at once; a running one ends at once, or, if cancelled while a plan is pending, when that plan "
+         "completes (its token of that step may be reported or not); after that it is never planned and "
+         "emits nothing, and its reservation is free for the next schedule().",
+         plan_check=cancelled_planned, done_check=cancelled_emitted),
     Rule("NEVER-FIT", Kind.INPUT,
          "add() rejects a request whose prompt_len + max_new exceeds K, or whose fields are invalid (or "
-         "whose rid is taken), with ValueError or TypeError, and nothing else changes; it accepts every "
-         "other request."),
+         "whose rid is taken by a request that has not ended), with ValueError or TypeError, and nothing "
+         "else changes; it accepts every other request (the rid of an ended request it may accept or refuse)."),
     Rule("PROGRESS", Kind.LIVENESS,
-         "every accepted request finishes; a plan is empty only when nothing is waiting or running.",
+         "every accepted request finishes, stops or is cancelled; a plan is empty only when nothing is "
+         "waiting or running.",
          plan_check=progress),
     Rule("FCFS", Kind.POLICY,
-         "requests are admitted in arrival order; one that does not fit blocks those behind it.",
+         "requests are admitted in arrival order; one that does not fit blocks those behind it; a cancelled "
+         "waiting request leaves the line and blocks nothing, those behind it moving up in order.",
          plan_check=fcfs),
     Rule("DECODE-FIRST", Kind.POLICY,
          "every step schedules the oldest ready requests, up to the budget, before any prefill token.",

@@ -8,8 +8,26 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from enum import Enum
+from typing import NamedTuple
 
 from .types import Config, Request
+
+
+class Reason(Enum):
+    """How a request ended: the finish reasons of a serving API, and a cancel."""
+
+    LENGTH = "length"  # it emitted its max_new-th token
+    STOP = "stop"  # its token in this step ended it (an end-of-sequence token or a stop string)
+    CANCEL = "cancel"  # cancel() took effect
+
+
+class Ending(NamedTuple):
+    """When and how a request ended. `step` is the step it ended on; a cancel that took effect
+    between steps ended it at the step about to be planned."""
+
+    step: int
+    reason: Reason
 
 
 @dataclass(slots=True)
@@ -40,8 +58,8 @@ class Shadow:
     waiting: deque[Track] = field(default_factory=deque)  # accepted, not admitted; arrival order
     running: dict[int, Track] = field(default_factory=dict)  # admitted, unfinished; admission order
     prefilling: dict[int, Track] = field(default_factory=dict)  # running with prompt not done; same order
-    tracks: dict[int, Track] = field(default_factory=dict)  # accepted, unfinished requests, by rid
-    finished: dict[int, int] = field(default_factory=dict)  # rid -> the step it finished (records dropped)
+    tracks: dict[int, Track] = field(default_factory=dict)  # accepted requests not yet ended, by rid
+    ended: dict[int, Ending] = field(default_factory=dict)  # rid -> how it ended (records dropped)
     rejected: set[int] = field(default_factory=set)  # rids whose add() was (rightly) refused
     free_kv: int = 0  # K minus the reservations of running requests
     num_ready: int = 0  # running requests whose prompt is done (kept so a step needs no scan)
@@ -62,11 +80,29 @@ class Shadow:
         return list(self.prefilling.values())
 
     def is_taken(self, rid: int) -> bool:
-        """True if an accepted request, finished or not, holds `rid`."""
-        return rid in self.tracks or rid in self.finished
+        """True if a request that has not ended holds `rid`. The rid of an ended request may be
+        reused; a scheduler may also refuse it (it need not remember ended requests)."""
+        return rid in self.tracks
 
     def accept(self, request: Request) -> None:
         """Action: a request arrives and is queued."""
         track = Track(request)
         self.tracks[request.rid] = track
+        self.ended.pop(request.rid, None)
         self.waiting.append(track)
+
+    def end(self, track: Track, reason: Reason) -> None:
+        """Action: `track` ends now (finished, stopped or cancelled); a running one returns its
+        reservation. The step is the shadow's current one: call before it advances."""
+        rid = track.rid
+        del self.tracks[rid]
+        self.ended[rid] = Ending(self.step, reason)
+        if track.admitted_at is None:
+            self.waiting.remove(track)
+            return
+        del self.running[rid]
+        self.free_kv += track.request.reservation
+        if track.is_ready:
+            self.num_ready -= 1
+        else:
+            del self.prefilling[rid]

@@ -5,8 +5,9 @@ rules of the contract.
 A claim reads `holds` only when it was checked on what was run and nothing broke it. Anything less
 says so: not checked (left out of the selection), not judged (checked, but the run stopped, or never
 reached what the rule judges), not refuted (searched, no counterexample found, nothing proved), not
-applicable (the target declares the rule does not apply to it, with the reason), unknown (the method
-gave no answer).
+applicable (the target declares the rule does not apply to it, with the reason), not supported (the
+rule needs a capability the target lacks, such as cancel(): its tests are skipped and listed), unknown
+(the method gave no answer).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Verdict(StrEnum):
     NOT_JUDGED = "not judged"
     NOT_REFUTED = "not refuted"
     NOT_APPLICABLE = "not applicable"  # the target says the rule does not apply to it, and says why
+    NOT_SUPPORTED = "not supported"  # the rule needs a capability (stop, cancel) the target lacks: skipped
     UNKNOWN = "unknown"
 
     @property

@@ -4,7 +4,8 @@
 JSON form (what `stallfree trace --workload` reads and counterexamples are printed as):
 
     {"config": {"token_budget": 8, "max_seqs": 4, "kv_tokens": 64},
-     "requests": [{"rid": 0, "prompt_len": 8, "max_new": 16, "arrival_step": 0}, ...]}
+     "requests": [{"rid": 0, "prompt_len": 8, "max_new": 16, "arrival_step": 0, "stop_after": 5}, ...],
+     "cancels": [{"rid": 0, "step": 3}, {"rid": 1, "step": 4, "pending": true}]}
 
 A request is added just before the step numbered `arrival_step` (steps count from 0), in list order.
 Request fields are passed to add() as written, so a workload may hold requests the contract refuses.
@@ -14,6 +15,12 @@ add(rid, prompt_len, max_new, priority); `stallfree.spec.priority`), and `"budge
 schedule `[{"step": 3, "token_budget": 2}, ...]`: set_budget(token_budget) is called just before the
 step numbered `step`, before that step's arrivals (`stallfree.spec.budget_change`). Both are left out
 of the JSON when absent, so a workload of the reference's contract reads as it always did.
+
+`stop_after` (optional): the request stops on its `stop_after`-th token, as a model sampling its end
+token would (complete() is told so on that step); without it, or at or past max_new, it runs to max_new.
+A cancel is offered just before step `step` is planned (after that step's arrivals), or, with
+"pending": true, while that step's plan is pending; one of a rid that is not waiting or running then
+must be refused. A workload without "cancels" and "stop_after" is the plain protocol's.
 """
 
 from __future__ import annotations
@@ -28,6 +35,12 @@ from .types import Config, check_int
 MAX_ARRIVAL_STEP = 10**7  # a workload is a test, not a day of traffic: bounds the idle steps run
 
 
+def _check_step(field: str, value: object) -> None:
+    check_int(field, value, minimum=0)
+    if value > MAX_ARRIVAL_STEP:  # type: ignore[operator]
+        raise InvalidField(f"{field} must be <= {MAX_ARRIVAL_STEP}, got {value}")
+
+
 @dataclass(frozen=True, slots=True)
 class Arrival:
     rid: Any
@@ -35,17 +48,34 @@ class Arrival:
     max_new: Any
     arrival_step: int = 0
     priority: Any = None  # None: add() is called without one
+    stop_after: int | None = None  # the token it stops on (its real output length); None: max_new
 
     def __post_init__(self) -> None:
-        check_int("arrival_step", self.arrival_step, minimum=0)
-        if self.arrival_step > MAX_ARRIVAL_STEP:
-            raise InvalidField(f"arrival_step must be <= {MAX_ARRIVAL_STEP}, got {self.arrival_step}")
+        _check_step("arrival_step", self.arrival_step)
+        if self.stop_after is not None:
+            check_int("stop_after", self.stop_after)
 
     def to_json(self) -> dict[str, Any]:
+        """Optional fields are left out when absent, so a plain workload reads as it always did."""
         data = asdict(self)
-        if self.priority is None:
-            del data["priority"]
+        for name in ("priority", "stop_after"):
+            if data[name] is None:
+                del data[name]
         return data
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """cancel(rid) offered before step `step` is planned, or while its plan is pending."""
+
+    rid: Any
+    step: int
+    pending: bool = False
+
+    def __post_init__(self) -> None:
+        _check_step("step", self.step)
+        if type(self.pending) is not bool:
+            raise InvalidField(f"pending must be true or false, got {self.pending!r:.40}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +87,7 @@ class BudgetChange:
     token_budget: Any
 
     def __post_init__(self) -> None:
-        check_int("step", self.step, minimum=0)
-        if self.step > MAX_ARRIVAL_STEP:
-            raise InvalidField(f"step must be <= {MAX_ARRIVAL_STEP}, got {self.step}")
+        _check_step("step", self.step)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +95,18 @@ class Workload:
     config: Config
     requests: tuple[Arrival, ...] = ()
     budgets: tuple[BudgetChange, ...] = ()  # in step order
+    cancels: tuple[Cancel, ...] = ()
+
+    @property
+    def has_stops(self) -> bool:
+        return any(a.stop_after is not None for a in self.requests)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"config": asdict(self.config), "requests": [a.to_json() for a in self.requests]}
         if self.budgets:
             data["budgets"] = [asdict(b) for b in self.budgets]
+        if self.cancels:
+            data["cancels"] = [asdict(c) for c in self.cancels]
         return data
 
     def dumps(self) -> str:
@@ -109,10 +144,11 @@ class Workload:
             try:
                 arrivals.append(Arrival(
                     item["rid"], item["prompt_len"], item["max_new"], item.get("arrival_step", 0), item.get("priority"),
+                    item.get("stop_after"),
                 ))
             except (InvalidField, FieldTypeError) as error:
                 raise type(error)(f"workload.requests[{i}].{error}") from None
-        return cls(cfg, tuple(arrivals), budget_schedule(data.get("budgets", [])))
+        return cls(cfg, tuple(arrivals), budget_schedule(data.get("budgets", [])), _cancels(data.get("cancels", [])))
 
     @classmethod
     def loads(cls, text: str) -> Workload:
@@ -123,8 +159,8 @@ class Workload:
         return cls.from_json(data)
 
 
-WORKLOAD_FIELDS = ("config", "requests", "budgets")
-REQUEST_FIELDS = ("rid", "prompt_len", "max_new", "arrival_step", "priority")
+WORKLOAD_FIELDS = ("config", "requests", "budgets", "cancels")
+REQUEST_FIELDS = ("rid", "prompt_len", "max_new", "arrival_step", "priority", "stop_after")
 
 
 def _no_unknown(where: str, data: dict[Any, Any], known: tuple[str, ...]) -> None:
@@ -147,3 +183,20 @@ def budget_schedule(items: object) -> tuple[BudgetChange, ...]:
         except (InvalidField, FieldTypeError) as error:
             raise type(error)(f"workload.budgets[{i}].{error}") from None
     return tuple(sorted(changes, key=lambda c: c.step))
+
+
+def _cancels(items: object) -> tuple[Cancel, ...]:
+    if not isinstance(items, list):
+        raise InvalidField(f"workload.cancels must be a list, got {type(items).__name__}")
+    cancels = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or "rid" not in item or "step" not in item:
+            raise InvalidField(f"workload.cancels[{i}] must be an object with rid and step, got {item!r:.80}")
+        unknown = set(item) - {"rid", "step", "pending"}
+        if unknown:
+            raise InvalidField(f"workload.cancels[{i}] has unknown field(s) {sorted(unknown)}")
+        try:
+            cancels.append(Cancel(item["rid"], item["step"], item.get("pending", False)))
+        except (InvalidField, FieldTypeError) as error:
+            raise type(error)(f"workload.cancels[{i}].{error}") from None
+    return tuple(cancels)

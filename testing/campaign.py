@@ -26,7 +26,7 @@ from stallfree.spec.rules import select
 from stallfree.spec.verdict import CRASH, TIMEOUT
 from stallfree.spec.workload import Workload
 
-from .generate import random_workload
+from .generate import LIFECYCLE, Ranges, random_workload
 
 CRASHED = CRASH  # Violation.rule when a call raised, or a worker died, instead of answering (no rule judged it)
 
@@ -54,7 +54,9 @@ class Tally:
     steps: int = 0
     busy_steps: int = 0
     tokens: int = 0
-    checks: int = 0  # rule predicates evaluated (step checks and add checks)
+    stops: int = 0
+    cancels: int = 0  # cancel() calls, accepted and refused
+    checks: int = 0  # rule predicates evaluated (step checks, add and cancel checks)
     cpu_seconds: float = 0.0  # CPU time of the simulations, summed over workers: steps/cpu_seconds is
     # the rate of one core, whatever else shares the machine
     violation: Violation | None = None
@@ -66,6 +68,8 @@ class Tally:
         self.steps += other.steps
         self.busy_steps += other.busy_steps
         self.tokens += other.tokens
+        self.stops += other.stops
+        self.cancels += other.cancels
         self.checks += other.checks
         self.cpu_seconds += other.cpu_seconds
         if other.violation is not None and (self.violation is None or other.violation.sim < self.violation.sim):
@@ -74,7 +78,9 @@ class Tally:
 
 @dataclass(frozen=True, slots=True)
 class Campaign:
-    """What to run: `sims` simulations from `seed`, of `factory` (plain protocol), checking `rules`."""
+    """What to run: `sims` simulations from `seed`, of `factory` (plain protocol), checking `rules`.
+    With `lifecycle`, the workloads also stop requests early and cancel them (the scheduler must
+    support both: `stallfree.spec.capability`)."""
 
     sims: int
     seed: int
@@ -82,6 +88,7 @@ class Campaign:
     rules: tuple[str, ...] | None = None
     jobs: int = 1
     batch_timeout: float | None = None  # seconds a worker may take for one batch; None: no limit
+    lifecycle: bool = False
 
     @property
     def checks_per_step(self) -> int:
@@ -89,7 +96,7 @@ class Campaign:
         return sum((r.plan_check is not None) + (r.done_check is not None) for r in select(self.rules))
 
     def workload(self, sim: int) -> Workload:
-        return random_workload(random.Random(f"{self.seed}:{sim}"))
+        return random_workload(random.Random(f"{self.seed}:{sim}"), LIFECYCLE if self.lifecycle else Ranges())
 
 
 @dataclass(slots=True)
@@ -126,6 +133,8 @@ def run_batch(campaign: Campaign, first: int, last: int) -> Tally:
         tally.steps += stats.steps
         tally.busy_steps += stats.busy_steps
         tally.tokens += stats.tokens
+        tally.stops += stats.stopped
+        tally.cancels += stats.cancelled + stats.cancels_refused
         tally.checks += stats.checks
     tally.cpu_seconds = time.process_time() - started
     return tally

@@ -2,7 +2,10 @@
 
 The ranges follow the contract's test campaign: budgets 1..256, slots 1..11, prompts 1..299,
 max_new 1..30, staggered arrivals, KV from barely enough for the largest request to generous, and
-a few never-fit requests that add() must refuse.
+a few never-fit requests that add() must refuse. `LIFECYCLE` adds stops (a request's real output
+length, drawn below max_new) and cancels (of waiting, running and ended requests, between steps and
+while a plan is pending, and of rids never added); with the default ranges no draw is spent on them,
+so the plain workloads of a seed stay what they were.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import random
 from dataclasses import dataclass
 
 from stallfree.spec.types import Config
-from stallfree.spec.workload import Arrival, Workload
+from stallfree.spec.workload import Arrival, Cancel, Workload
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +26,12 @@ class Ranges:
     max_requests: int = 24
     max_gap: int = 6  # steps between consecutive arrivals
     never_fit_share: float = 0.05
+    stop_share: float = 0.0  # requests that stop before max_new
+    cancel_share: float = 0.0  # requests offered a cancel (some of them after they ended)
+
+
+LIFECYCLE = Ranges(stop_share=0.5, cancel_share=0.3)
+NEVER_ADDED = 10**6  # cancels of rids from here on name no request
 
 
 def random_workload(rng: random.Random, ranges: Ranges = Ranges()) -> Workload:
@@ -40,5 +49,14 @@ def random_workload(rng: random.Random, ranges: Ranges = Ranges()) -> Workload:
         step += rng.choice((0, 0, rng.randint(0, ranges.max_gap)))
         if rng.random() < ranges.never_fit_share:  # a request that exceeds K: add() must refuse it
             arrivals.append(Arrival(rid + num, kv + 1 - max_new, max_new, step))
-        arrivals.append(Arrival(rid, prompt_len, max_new, step))
-    return Workload(Config(budget, max_seqs, kv), tuple(arrivals))
+        stop_after = rng.randint(1, max_new) if ranges.stop_share and rng.random() < ranges.stop_share else None
+        arrivals.append(Arrival(rid, prompt_len, max_new, step, stop_after))
+    cancels = []
+    if ranges.cancel_share:
+        for a in arrivals:
+            if rng.random() < ranges.cancel_share:
+                later = rng.randint(0, ranges.max_gap * 2 + a.max_new)
+                cancels.append(Cancel(a.rid, a.arrival_step + later, rng.random() < 0.5))
+        if rng.random() < ranges.cancel_share:
+            cancels.append(Cancel(NEVER_ADDED + rng.randint(0, 9), rng.randint(0, step + 1)))
+    return Workload(Config(budget, max_seqs, kv), tuple(arrivals), tuple(cancels))

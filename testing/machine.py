@@ -7,7 +7,11 @@ Shipped in the package so that any scheduler can be checked with it, not only th
 
 Actions (rules) are what a server does to a scheduler: add a request that fits, add the largest one
 K allows, offer one that never fits or has a bad field or a taken rid (it must be refused, nothing
-else changing), run a step, run several steps with no arrivals, drain. Every step goes through the
+else changing), run a step, run several steps with no arrivals, drain; and, for a scheduler that
+supports them (`stallfree.spec.capability`), a step in which any emitted token may be a stop (each
+due token a coin flip), a stop naming a rid that emits nothing (it must be refused, nothing
+changing), cancels of a waiting, partial or ready request, a cancel while a plan is pending, and
+cancels that must be refused (a rid never added, ended, or already cancelled). Every step goes through the
 `Monitor`, so each step is judged by the same rule predicates (`stallfree.spec.rules`) as every
 other check; the invariants call those predicates too, between actions. `note()` records each
 action, so a shrunk failure reads as a trace.
@@ -24,9 +28,10 @@ from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from stallfree.spec.capability import CANCEL, STOP
 from stallfree.spec.errors import RuleViolation
 from stallfree.spec.facts import StepFacts
-from stallfree.spec.invariants import INVARIANTS, Invariant, shown
+from stallfree.spec.invariants import INVARIANTS, Invariant, shown, visible
 from stallfree.spec.monitor import Monitor
 from stallfree.spec.shadow import Shadow
 from stallfree.spec.types import Config
@@ -76,18 +81,14 @@ def pending_work(shadow: Shadow) -> int:
 
 
 def taken_rids(shadow: Shadow) -> list[int]:
-    """Rids of every accepted request, unfinished or finished: none may be reused."""
-    return sorted(set(shadow.tracks) | set(shadow.finished))
+    """Rids of every request that has not ended: none may be reused."""
+    return sorted(shadow.tracks)
 
 
-def visible_state(scheduler: Any) -> tuple[object, ...]:
-    """What a scheduler shows of its state, where it shows it: free KV, step count, queue lengths.
+NEVER_ADDED = -1  # a rid no request has: add() refuses it, so cancel() must too
 
-    Used to see that a refused add() changed nothing (rule NEVER-FIT); a scheduler that shows none
-    of these is judged by the steps that follow instead."""
-    view = shown(scheduler)
-    num_steps = getattr(scheduler, "num_steps", None)
-    return view.free_kv, num_steps if type(num_steps) is int else None, view.num_waiting, view.num_running
+
+visible_state = visible  # what a refused call must leave unchanged (stallfree.spec.invariants)
 
 
 class SchedulerMachine(RuleBasedStateMachine):
@@ -163,10 +164,60 @@ class SchedulerMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.monitor is not None and bool(taken_rids(self.monitor.shadow)))
     @rule(data=st.data())
     def add_taken_rid(self, data: st.DataObject) -> None:
-        """A request reusing an accepted rid (running, waiting or finished): add() must refuse it
-        (NEVER-FIT)."""
+        """A request reusing the rid of a waiting or running request: add() must refuse it (NEVER-FIT)."""
         rid = data.draw(st.sampled_from(taken_rids(self.m.shadow)), label="taken rid")
         self.offer(rid, 1, 1, expect=False)
+
+    # -- actions: stops and cancels ---------------------------------------------------------------
+
+    @precondition(lambda self: self.can(STOP))
+    @rule(data=st.data())
+    def step_with_stops(self, data: st.DataObject) -> None:
+        """One step in which each due token may be a stop (an end-of-sequence token): KV comes back on
+        this step, nothing is planned or emitted for a stopped request after (KV, TOKENS)."""
+        self.m.plan()
+        due = self.m.due()
+        stopped = [rid for rid in due if data.draw(st.booleans(), label=f"rid {rid} stops")]
+        self.finish_step(stopped)
+
+    @precondition(lambda self: self.can(STOP))
+    @rule(data=st.data())
+    def bad_stop(self, data: st.DataObject) -> None:
+        """A stop naming a rid that emits no token in the step (waiting, partial mid-prompt, ended or
+        never added): complete() must refuse it and change nothing (TOKENS); the plan then completes."""
+        self.m.plan()
+        due = set(self.m.due())
+        candidates = sorted((set(self.m.shadow.tracks) | set(self.m.shadow.ended) | {NEVER_ADDED}) - due)
+        rid = data.draw(st.sampled_from(candidates), label="rid that emits nothing")
+        self.m.refuse_stop([rid])  # the monitor judges that it is refused and changes nothing
+        note(f"complete(plan, stopped=[{rid}]) -> refused")
+        self.finish_step([])
+
+    @precondition(lambda self: self.can(CANCEL) and bool(self.monitor and self.monitor.shadow.tracks))
+    @rule(data=st.data(), where=st.sampled_from(("waiting", "partial", "ready")))
+    def cancel(self, data: st.DataObject, where: str) -> None:
+        """Cancel a waiting, partial or ready request between steps: it is never planned again and its
+        reservation is free for the next schedule() (CANCEL, KV); a waiting one leaves the line (FCFS)."""
+        self.offer_cancel(data, where)
+
+    @precondition(lambda self: self.can(CANCEL) and bool(self.monitor and self.monitor.shadow.tracks))
+    @rule(data=st.data(), where=st.sampled_from(("waiting", "partial", "ready")), twice=st.booleans())
+    def cancel_while_pending(self, data: st.DataObject, where: str, twice: bool) -> None:
+        """Cancel a request while a plan is pending (and maybe cancel it again: refused): it ends when
+        complete() runs, emitting nothing after that step (CANCEL)."""
+        self.m.plan()
+        rid = self.offer_cancel(data, where)
+        if twice and rid is not None:
+            self.offer_bad_cancel(rid)
+        self.finish_step([])
+
+    @precondition(lambda self: self.can(CANCEL))
+    @rule(data=st.data())
+    def bad_cancel(self, data: st.DataObject) -> None:
+        """Cancel a rid that is not waiting or running (never added, or ended): it must be refused,
+        naming it, and nothing changes (CANCEL)."""
+        rids = sorted(set(self.m.shadow.ended) | {NEVER_ADDED, self.next_rid})
+        self.offer_bad_cancel(data.draw(st.sampled_from(rids), label="rid"))
 
     # -- actions: steps ------------------------------------------------------------------------
 
@@ -231,6 +282,41 @@ class SchedulerMachine(RuleBasedStateMachine):
     def checks(self, rule_id: str) -> bool:
         return any(r.id == rule_id for r in self.m.rules)
 
+    def can(self, capability: str) -> bool:
+        return self.monitor is not None and capability in self.monitor.capabilities
+
+    def unchanged(self, before: tuple[object, ...], call: str, rule_id: str) -> None:
+        """A refused call must leave what the scheduler shows of its state as it was."""
+        after = visible_state(self.m.scheduler)
+        if after != before and self.checks(rule_id):
+            raise RuleViolation(
+                rule_id, self.m.shadow.step, f"{call} was refused but changed the state it shows: "
+                f"(free_kv, num_steps, waiting, running) {before} -> {after}",
+            )
+
+    def offer_cancel(self, data: st.DataObject, where: str) -> int | None:
+        """Cancel a request drawn from those `where` (waiting, partial, ready), if there is one."""
+        shadow = self.m.shadow
+        pool = {"waiting": [t.rid for t in shadow.waiting if t.rid not in self.pending_cancels],
+                "partial": [r for r in shadow.prefilling if r not in self.pending_cancels],
+                "ready": [r for r, t in shadow.running.items() if t.is_ready and r not in self.pending_cancels]}[where]
+        if not pool:
+            return None
+        rid = data.draw(st.sampled_from(pool), label=f"{where} rid")
+        accepted = self.m.cancel(rid)
+        note(f"cancel({rid}) [{where}{', plan pending' if self.m.pending else ''}] -> "
+             f"{'accepted' if accepted else 'refused'}")
+        return rid
+
+    def offer_bad_cancel(self, rid: int) -> None:
+        accepted = self.m.cancel(rid)  # the monitor judges that it is refused and changes nothing
+        note(f"cancel({rid}) -> {'accepted (unexpected)' if accepted else 'refused'}")
+
+    @property
+    def pending_cancels(self) -> dict[int, object]:
+        pending = self.m.pending
+        return {} if pending is None else pending.cancelled  # type: ignore[return-value]
+
     @property
     def view_invariants(self) -> tuple[Invariant, ...]:
         return tuple(i for i in INVARIANTS if i.reads_scheduler and self.checks(i.id))
@@ -243,20 +329,19 @@ class SchedulerMachine(RuleBasedStateMachine):
         verdict = "accepted" if accepted else "refused"
         note(f"add({rid!r}, {prompt_len!r}, {max_new!r}) -> {verdict}"
              + ("" if accepted == expect else " (unexpected)"))
-        if accepted or not self.checks("NEVER-FIT"):
-            return
-        after = visible_state(self.m.scheduler)
-        if after != before:
-            raise RuleViolation(
-                "NEVER-FIT", self.m.shadow.step, f"add({rid!r}, {prompt_len!r}, {max_new!r}) was refused "
-                f"but changed the state it shows: (free_kv, num_steps, waiting, running) {before} -> {after}",
-            )
+        if not accepted:
+            self.unchanged(before, f"add({rid!r}, {prompt_len!r}, {max_new!r})", "NEVER-FIT")
 
     def run_one(self) -> StepFacts:
-        facts = self.m.step()
+        self.m.plan()
+        return self.finish_step([])
+
+    def finish_step(self, stopped: list[int]) -> StepFacts:
+        facts = self.m.complete(stopped)
         finished = [t.rid for t in facts.finished]
         note(f"step {facts.step}: plan {facts.plan} ({facts.num_tokens}/{self.config.token_budget} tokens), "
-             f"emitted {facts.emitted}" + (f", finished {finished}" if finished else ""))
+             f"emitted {facts.emitted}" + (f", stopped {stopped}" if stopped else "")
+             + (f", ended {finished}" if finished else ""))
         return facts
 
 

@@ -79,7 +79,7 @@ from stallfree.testing.campaign import Campaign, run
 import stallfree.spec.monitor, stallfree.spec.rules
 assert not stallfree.spec.monitor.__file__.endswith(".py") and not stallfree.spec.rules.__file__.endswith(".py")
 for rule, fault in FAULTS.items():
-    v = run(Campaign(60, 0, fault, rules=(rule,))).violation
+    v = run(Campaign(60, 0, fault, rules=(rule,), lifecycle=rule == "CANCEL")).violation  # CANCEL: cancels
     print(rule, v.rule if v else None)
 """
 

@@ -34,7 +34,7 @@ def test_campaign_at_seed_scale_keeps_every_rule(
     out = capsys.readouterr()
     assert figure(out.out, "simulations") >= SEED_SIMS
     assert figure(out.out, "steps") >= SEED_STEPS
-    assert figure(out.out, "rules per step") == 13
+    assert figure(out.out, "rules per step") == 15
     assert "no rule broken" in out.out
     assert "500/500 sims" in out.err  # the progress bar
 

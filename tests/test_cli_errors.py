@@ -221,7 +221,7 @@ def test_NEVER_FIT_only_when_every_request_is_refused(capsys: pytest.CaptureFixt
     assert "holds (0 steps)" not in out
     assert re.search(r"^NEVER-FIT\s+holds \(1 add\(\) call\(s\) judged; no step ran\)$", out, re.M)
     assert re.search(r"^BUDGET\s+not judged \(no step ran\)$", out, re.M)
-    assert out.count("not judged (no step ran)") == 12  # every rule but NEVER-FIT
+    assert out.count("not judged (no step ran)") == 13  # every rule but NEVER-FIT
 
 
 # 5. The help says what the executor allows.

@@ -52,7 +52,7 @@ def test_conformance_tests_gives_one_test_per_rule(tmp_path: Path) -> None:
     assert "test_mine.py::test_mine[FCFS] FAILED" in result.stdout
     assert "test_mine.py::test_mine[BUDGET] PASSED" in result.stdout
     assert "test_mine.py::test_mine[PROTOCOL] PASSED" in result.stdout
-    assert "1 failed, 13 passed" in result.stdout
+    assert "1 failed, 14 passed" in result.stdout
     assert "== FCFS broken ==" in result.stdout and "def test_fcfs_minimal_counterexample" in result.stdout
 
 
@@ -62,13 +62,13 @@ def test_stallfree_target_option_with_a_profile(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "::stallfree[BUDGET] PASSED" in result.stdout
     assert "::stallfree[FCFS] SKIPPED (FCFS not checked: not in profile safety)" in result.stdout
-    assert "7 passed, 7 skipped" in result.stdout
+    assert "8 passed, 7 skipped" in result.stdout  # the safety profile: 7 rules, CANCEL among them
 
 
 def test_an_unloadable_target_fails_every_test_with_the_reason(tmp_path: Path) -> None:
     result = run_pytest(sys.executable, tmp_path, "--stallfree-target", "nowhere:Factory", "-q")
     assert result.returncode == 1
-    assert "importing nowhere failed: ModuleNotFoundError" in result.stdout and "14 failed" in result.stdout
+    assert "importing nowhere failed: ModuleNotFoundError" in result.stdout and "15 failed" in result.stdout
 
 
 @pytest.mark.deep
@@ -89,7 +89,7 @@ def test_plugin_and_check_trace_work_from_a_fresh_venv(tmp_path: Path) -> None:
         "examples=3, budget=4)\n"
     )
     result = run_pytest(python, work)
-    assert "1 failed, 13 passed" in result.stdout, result.stdout + result.stderr
+    assert "1 failed, 14 passed" in result.stdout, result.stdout + result.stderr
     stallfree = str(env_dir / "bin" / "stallfree")
     subprocess.run([stallfree, "trace", "--example", "hand", "--jsonl", "hand.jsonl"], cwd=work, check=True,
                    capture_output=True)

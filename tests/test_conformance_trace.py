@@ -27,6 +27,8 @@ from stallfree.spec import RULE_IDS, RuleViolation, Workload
 from stallfree.testing.generate import Ranges, random_workload
 
 SMALL = Ranges(max_budget=16, max_seqs=4, max_prompt=40, max_new=5, max_requests=6)
+SMALL_LIFECYCLE = Ranges(max_budget=16, max_seqs=4, max_prompt=40, max_new=5, max_requests=6, stop_share=0.5,
+                         cancel_share=0.3)
 HEADER = '{"stallfree_trace": 1, "config": {"token_budget": 8, "max_seqs": 4, "kv_tokens": 64}}'
 
 
@@ -76,8 +78,9 @@ def test_reference_traces_hold_every_rule(seed: int) -> None:
 def live_violation(rule: str) -> tuple[Workload, RuleViolation, list[bytes]]:
     """A small workload on which FAULTS[rule] breaks `rule`, the live monitor's violation, and the trace
     of the whole run (a run the fault's own code survives once the rule is not checked)."""
-    for seed in range(2000):
-        workload = random_workload(random.Random(seed), SMALL)
+    seeds = [(seed, SMALL) for seed in range(2000)] + [(seed, SMALL_LIFECYCLE) for seed in range(500)]
+    for seed, ranges in seeds:  # stops and cancels (which CANCEL's fault needs) after the plain ones
+        workload = random_workload(random.Random(seed), ranges)
         try:
             check_workload(workload, FAULTS[rule], [rule])
         except RuleViolation as violation:

@@ -9,15 +9,19 @@ import pytest
 
 from stallfree.faults import FAULTS, MORE_FAULTS
 from stallfree.reference import Scheduler
-from stallfree.spec import RULE_IDS, Arrival, Config, Monitor, RuleViolation, Workload, play, work_bound
-from stallfree.testing.generate import random_workload
+from stallfree.spec import RULE_IDS, Arrival, Config, Ending, Monitor, Reason, RuleViolation, Workload, play, work_bound
+from stallfree.testing.generate import LIFECYCLE, random_workload
 from stallfree.variants import Stepwise
 
-WORKLOADS = [random_workload(random.Random(seed)) for seed in range(150)]
+# Plain workloads first, then ones with stops and cancels (which CANCEL's fault needs).
+WORKLOADS = [random_workload(random.Random(seed)) for seed in range(150)] + [
+    random_workload(random.Random(seed), LIFECYCLE) for seed in range(40)]
 
 
-def first_violation(factory: type, rules: list[str] | None = None) -> tuple[RuleViolation, Workload] | None:
-    for workload in WORKLOADS:
+def first_violation(
+    factory: type, rules: list[str] | None = None, workloads: list[Workload] = WORKLOADS,
+) -> tuple[RuleViolation, Workload] | None:
+    for workload in workloads:
         try:
             play(workload, factory, rules)
         except RuleViolation as violation:
@@ -163,7 +167,7 @@ def test_TOKENS_a_token_after_finishing() -> None:
     m = monitored(Config(8, 4, 100), [[(1, 4)], []], [[1], [1]])
     m.add(1, 4, 1)
     first = m.step()
-    assert [t.rid for t in first.finished] == [1] and m.shadow.finished == {1: 0}
+    assert [t.rid for t in first.finished] == [1] and m.shadow.ended == {1: Ending(0, Reason.LENGTH)}
     with pytest.raises(RuleViolation, match=r"^TOKENS at step 1: complete\(\) says rid 1 emitted a token after it "
                                             r"finished at step 0$"):
         m.step()

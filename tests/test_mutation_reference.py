@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from stallfree.reference import Phase, Progress, Scheduler
 from stallfree.spec import Monitor, StepFacts, play
 from stallfree.testing.generate import random_workload
@@ -28,9 +30,10 @@ def test_progress_reports_every_phase_with_exact_counts() -> None:
     step(s)
     assert s.progress(7) == Progress(7, Phase.READY, 6, 3, 6, 2)
     step(s)
-    assert s.progress(7) == Progress(7, Phase.FINISHED, 6, 3, 6, 3)
-    step(s)  # counts stay put after the request has finished
-    assert s.progress(7) == Progress(7, Phase.FINISHED, 6, 3, 6, 3)
+    assert s.progress(7) == Progress(7, Phase.FINISHED, 6, 3, 6, 3)  # ended in the last step
+    step(s)  # one step later no record of it is kept: memory is bounded by what waits and runs
+    with pytest.raises(KeyError, match="rid 7 is not waiting or running, and did not end in the last step"):
+        s.progress(7)
 
 
 def test_progress_counts_nothing_emitted_while_waiting_behind_a_running_request() -> None:

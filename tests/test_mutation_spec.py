@@ -95,7 +95,8 @@ def test_rule_kinds_group_the_registry_and_make_the_safety_profile() -> None:
     assert kinds[rules.Kind.LIVENESS] == ["PROGRESS"]
     assert kinds[rules.Kind.POLICY] == ["FCFS", "DECODE-FIRST", "PARTIAL-NEXT", "WORK-CONSERVING"]
     # KV states the reservation design's accounting: the design-free safety rules leave it out.
-    assert rules.of_kind(rules.Kind.SAFETY) == ("BUDGET", "ONE-ENTRY", "SLOTS", "PREFILL-ONCE", "FIRST-TOKEN", "TOKENS")
+    assert rules.of_kind(rules.Kind.SAFETY) == (
+        "BUDGET", "ONE-ENTRY", "SLOTS", "PREFILL-ONCE", "FIRST-TOKEN", "TOKENS", "CANCEL")
     assert "KV" in rules.of_kind(rules.Kind.SAFETY, design="reservation")
 
 
@@ -463,7 +464,7 @@ def test_play_adds_each_request_just_before_its_arrival_step_and_counts_refusals
     assert (stats.accepted, stats.refused, stats.finished) == (2, 1, 2)
     # steps 0..5, two of them busy with a 2-token prompt that also finishes its request
     assert (stats.steps, stats.busy_steps, stats.tokens) == (6, 2, 4)
-    assert stats.checks == 6 * 13 + 3  # 13 predicates a step, and each add() judged
+    assert stats.checks == 6 * 15 + 3  # 15 predicates a step, and each add() judged
 
 
 def test_play_of_an_empty_workload_runs_no_step() -> None:
@@ -504,7 +505,7 @@ def test_shadow_records_admission_and_finish_steps() -> None:
     def on_step(m: Monitor, facts: StepFacts) -> None:
         if 1 in m.shadow.running:
             admitted_at.append(m.shadow.running[1].admitted_at)
-        finished.update(m.shadow.finished)
+        finished.update({rid: e.step for rid, e in m.shadow.ended.items()})
 
     play(Workload(Config(8, 2, 64), (Arrival(1, 2, 2, 1),)), Scheduler, on_step=on_step)
     assert admitted_at == [1] and finished == {1: 2}  # admitted on step 1, last token on step 2
@@ -567,22 +568,31 @@ def test_ONE_ENTRY_duplicate_names_the_rid_listed_twice() -> None:
         m.plan()
 
 
-def test_a_rid_is_taken_while_waiting_running_and_after_it_finished() -> None:
-    # The monitor must refuse a second add() of a rid in each phase (NEVER-FIT: rid taken), and
-    # so must a scheduler: the reference refuses, so the monitor agreeing is what keeps it quiet.
+def test_a_rid_is_taken_while_waiting_or_running_and_free_once_its_request_ended() -> None:
+    # The monitor must refuse a second add() of a rid while its request waits or runs (NEVER-FIT:
+    # rid taken), and so must a scheduler. Once the request ended its rid is free: the reference
+    # accepts it again (it keeps no record of ended requests), and a scheduler refusing it is not
+    # judged wrong either.
     m = Monitor(Scheduler(**CONFIG), Config(**CONFIG))
     assert m.add(1, 2, 1) and m.add(2, 20, 2)
     assert m.shadow.is_taken(1) and m.shadow.is_taken(2) and not m.shadow.is_taken(3)
     assert m.add(1, 2, 1) is False  # waiting
     m.step()  # rid 1: whole prompt, its only token: finished; rid 2 admitted, partial
     # the phases the next adds need (a scheduler or monitor that got here otherwise fails here)
-    assert 1 in m.shadow.finished and 1 not in m.shadow.tracks and 2 in m.shadow.running
-    assert m.add(1, 2, 1) is False  # finished
+    assert 1 in m.shadow.ended and 1 not in m.shadow.tracks and 2 in m.shadow.running
     assert m.add(2, 2, 1) is False  # running
-    assert m.shadow.is_taken(1) and m.shadow.is_taken(2)
+    assert not m.shadow.is_taken(1) and m.shadow.is_taken(2)
     assert refusal(m.shadow, 2, 2, 1) == "rid 2 is already taken by an earlier request"
-    assert refusal(m.shadow, 1, 2, 1) == "rid 1 is already taken by an earlier request"
-    assert refusal(m.shadow, 3, 2, 1) is None
+    assert refusal(m.shadow, 1, 2, 1) is None and refusal(m.shadow, 3, 2, 1) is None
+    assert m.add(1, 2, 1) is True  # ended: free again
+    assert 1 in m.shadow.tracks and 1 not in m.shadow.ended
+
+
+def test_NEVER_FIT_a_scheduler_may_refuse_an_ended_rid_but_not_a_fresh_one() -> None:
+    assert rules.never_fit(None, ValueError("rid 1 is taken"), may_refuse=True) is None
+    assert rules.never_fit(None, ValueError("rid 1 is taken")) is not None
+    assert rules.never_fit(None, RuntimeError("rid 1 is taken"), may_refuse=True) is not None
+    assert rules.never_fit(None, ValueError(""), may_refuse=True) is not None
 
 
 def test_entries_after_a_duplicate_are_still_read() -> None:

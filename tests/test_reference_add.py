@@ -60,13 +60,15 @@ def test_NEVER_FIT_a_request_of_exactly_K_is_accepted() -> None:
     assert s.progress(7).phase is Phase.WAITING
 
 
-def test_finished_rid_stays_taken() -> None:
+def test_NEVER_FIT_a_rid_is_taken_until_its_request_ends_then_free() -> None:
     s = Scheduler(token_budget=8, max_seqs=2, kv_tokens=40)
     s.add(1, 3, 1)
-    s.complete(s.schedule())
-    assert s.progress(1).phase is Phase.FINISHED
     with pytest.raises(ValueError, match="rid 1 is already taken"):
         s.add(1, 3, 1)
+    s.complete(s.schedule())
+    assert s.progress(1).phase is Phase.FINISHED
+    s.add(1, 5, 2)  # ended: the scheduler keeps no record of it, and the rid is free again
+    assert s.progress(1).phase is Phase.WAITING and s.progress(1).prompt_len == 5
 
 
 def test_progress_of_unknown_rid_names_it() -> None:

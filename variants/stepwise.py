@@ -9,9 +9,10 @@ violation is the fault's own.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from stallfree.spec import Config, InvalidField, Request, admissible
+from stallfree.spec import Config, InvalidField, ProtocolError, Request, admissible
 
 
 @dataclass(slots=True)
@@ -39,6 +40,8 @@ class Stepwise:
         self.running: dict[int, Seq] = {}
         self.free_kv = kv_tokens
         self.num_steps = 0
+        self.pending: list[tuple[int, int]] | None = None  # the plan awaiting complete()
+        self.cancelling: list[Seq] = []  # running, cancelled while the plan is pending
 
     # -- add ---------------------------------------------------------------------------------------
 
@@ -61,6 +64,7 @@ class Stepwise:
         left = self.config.token_budget
         for phase in self.phases():
             left = phase(plan, left)
+        self.pending = plan
         return plan
 
     def phases(self):  # type: ignore[no-untyped-def]
@@ -111,7 +115,11 @@ class Stepwise:
 
     # -- complete ----------------------------------------------------------------------------------
 
-    def complete(self, plan: list[tuple[int, int]]) -> list[int]:
+    def complete(self, plan: list[tuple[int, int]], stopped: Iterable[int] = ()) -> list[int]:
+        stopped = tuple(stopped)
+        if stopped:
+            self.check_stopped(plan, stopped)
+        self.pending = None
         emitted: list[int] = []
         for rid, n in plan:
             seq = self.running[rid]
@@ -122,7 +130,47 @@ class Stepwise:
                 if seq.is_ready:
                     self.on_prompt_done(seq, emitted)
         self.num_steps += 1
+        for rid in stopped:
+            self.on_stop(self.seqs[rid])
+        for seq in self.cancelling:
+            if seq.rid in self.running:
+                self.release(seq)
+        self.cancelling = []
         return emitted
+
+    def check_stopped(self, plan: list[tuple[int, int]], stopped: tuple[int, ...]) -> None:
+        """Raise unless each stopped rid emits a token in `plan` (a decode, or a completing chunk)."""
+        for rid in stopped:
+            n = next((n for r, n in plan if r == rid), None)
+            seq = self.running.get(rid)
+            if n is None or seq is None or not (seq.is_ready or seq.num_prefilled + n >= seq.request.prompt_len):
+                raise ProtocolError(f"stopped names rid {rid}, which emits no token in this step")
+
+    def on_stop(self, seq: Seq) -> None:
+        """`seq`'s token in this step ended it."""
+        if seq.rid in self.running:  # not already done by its last token
+            self.release(seq)
+
+    # -- cancel ------------------------------------------------------------------------------------
+
+    def cancel(self, rid: int) -> None:
+        seq = self.seqs.get(rid) if type(rid) is int else None
+        if seq is None or (seq not in self.waiting and rid not in self.running) or seq in self.cancelling:
+            raise InvalidField(f"cancel({rid!r}): not a waiting or running request (or already cancelled)")
+        if rid not in self.running:
+            self.leave_line(seq)
+        elif self.pending is not None:
+            self.cancelling.append(seq)
+        else:
+            self.on_cancel(seq)
+
+    def leave_line(self, seq: Seq) -> None:
+        """A cancelled waiting request leaves the line; those behind it move up."""
+        self.waiting.remove(seq)
+
+    def on_cancel(self, seq: Seq) -> None:
+        """A running request is cancelled with no plan pending: it ends now."""
+        self.release(seq)
 
     def on_prompt_done(self, seq: Seq, emitted: list[int]) -> None:
         self.emit(seq, emitted)

@@ -24,7 +24,9 @@ from stallfree.spec import (
     Workload,
     play,
 )
+from stallfree.spec.capability import supports
 from stallfree.spec.facts import apply, observe, observe_emitted
+from stallfree.spec.shadow import Reason
 from stallfree.spec.verdict import CRASH  # not a rule: the scheduler raised instead of answering
 
 from .waiting import reasons
@@ -162,6 +164,7 @@ class Tap:
         self.pending: tuple[StepFacts, StepView] | None = None
         self.lost = False  # the shadow could not follow: record nothing more
         self.raised: tuple[str, BaseException] | None = None  # the last call into the scheduler that raised
+        self.stallfree_capabilities = supports(inner)  # the tap forwards stops and cancels: the inner's
 
     def _call(self, method: str, *args: Any) -> Any:
         try:
@@ -204,12 +207,28 @@ class Tap:
                 self.recording.broken_step = self.pending[1]  # until complete() says the step ran
         return plan
 
-    def complete(self, plan: Any) -> Any:
-        emitted = self._call("complete", plan)
+    def cancel(self, rid: Any) -> Any:
+        """A cancel, passed on; the tap's shadow ends the request as the monitor's does."""
+        result = self._call("cancel", rid)
+        if not self.lost:
+            track = self.shadow.tracks.get(rid) if type(rid) is int else None
+            if track is None:
+                return result
+            pending = self.pending[0] if self.pending is not None else None
+            if pending is not None and (track.admitted_at is not None or rid in pending.planned):
+                pending.cancelled[rid] = track  # it ends when complete() runs
+            else:
+                self.shadow.end(track, Reason.CANCEL)
+        return result
+
+    def complete(self, plan: Any, *stopped: Any) -> Any:
+        emitted = self._call("complete", plan, *stopped)
         if self.pending is not None:
             facts, view = self.pending
             self.pending = None
             try:
+                if stopped and stopped[0]:
+                    facts.stopped = frozenset(stopped[0])
                 observe_emitted(self.shadow, facts, emitted, self.free_kv)
             except RuleViolation:
                 self.lost = True
@@ -271,6 +290,7 @@ def record(
     on_offer: Callable[[Offer], None] | None = None,
     keep: bool = True,
     contract: Any = None,
+    on_cancel: Callable[..., None] | None = None,
 ) -> Recording:
     """Play `workload` through `factory` under the monitor (checking `rules`, all when None) and
     record every step. A broken rule ends the recording: `violation` and `broken_step` say where.
@@ -295,7 +315,8 @@ def record(
             on_step(recording.steps[-1], facts)
 
     try:
-        recording.stats = play(workload, tapped, rules, on_step=stepped, on_add=offered, contract=contract)
+        recording.stats = play(workload, tapped, rules, on_step=stepped, on_add=offered, contract=contract,
+                               on_cancel=on_cancel)
     except RuleViolation as violation:
         recording.violation = violation
         last = recording.steps[-1] if recording.steps else None

@@ -55,6 +55,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
     p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"a batch of {BATCH} simulations taking longer is a TIMEOUT (default {DEFAULT_TIMEOUT:g})")
+    p.add_argument("--lifecycle", action="store_true",
+                   help="workloads that also stop requests early and cancel them (the scheduler needs "
+                        "complete(plan, stopped) and cancel(rid))")
     add_output_arguments(p, "the figures and the first violation")
 
 
@@ -70,9 +73,12 @@ def show_progress(progress: CampaignStatus) -> None:
 def report(campaign: Campaign, tally: Tally, wall: float) -> list[str]:
     """The figures of a campaign, one per line."""
     per_core = tally.steps / tally.cpu_seconds if tally.cpu_seconds else 0.0
+    stops = f"stops, cancels   {tally.stops:,} stops, {tally.cancels:,} cancel() calls"
+    lifecycle = [stops] if campaign.lifecycle else []
     return [
         f"simulations      {tally.sims:,}",
         f"requests         {tally.requests:,} ({tally.refused:,} refused as never-fit)",
+        *lifecycle,
         f"steps            {tally.steps:,} ({tally.busy_steps:,} with a non-empty plan)",
         f"tokens           {tally.tokens:,}",
         f"rules per step   {campaign.checks_per_step} predicates ({tally.checks:,} evaluations in all)",
@@ -100,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"stallfree campaign: {error}", file=sys.stderr)
         return exits.USAGE
     rules = None if args.rules is None else tuple(args.rules)
-    campaign = Campaign(args.sims, args.seed, factory, rules, args.jobs, batch_timeout=args.timeout)
+    campaign = Campaign(args.sims, args.seed, factory, rules, args.jobs, batch_timeout=args.timeout,
+                        lifecycle=args.lifecycle)
     print(f"campaign: {args.sims:,} simulations, seed {args.seed}, {args.jobs} job(s), scheduler {args.scheduler}")
     print(f"core: {core_build()}")
     progress = show_progress if shows_progress(args) else None

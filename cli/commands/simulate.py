@@ -57,6 +57,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rate-scale", type=rate_scale, default=1.0, metavar="X",
                    help="arrivals X times as fast as the trace (default 1)")
     p.add_argument("--limit", type=positive_int, default=None, metavar="N", help="only the first N requests")
+    p.add_argument("--max-new-cap", type=caps, default=None, metavar="N[,N...]",
+                   help="each request reserves max_new = N (or one of the Ns, drawn per request) and stops at "
+                        "its real output length from the trace (default: max_new is the real length, the oracle)")
     p.add_argument("--check", action="store_true", help="run the monitor: stop at the first broken rule")
     p.add_argument("--plot", type=Path, default=None, metavar="DIR", help="write PNG plots of the run into DIR")
     add_output_arguments(p, "the summary")
@@ -69,13 +72,21 @@ def rate_scale(text: str) -> float:
     return positive_float(text, MAX_RATE_SCALE)
 
 
+def caps(text: str) -> tuple[int, ...]:
+    """--max-new-cap: one int >= 1, or a comma-separated list of them."""
+    try:
+        return tuple(positive_int(part) for part in text.split(","))
+    except (ValueError, argparse.ArgumentTypeError):
+        raise argparse.ArgumentTypeError(f"expected N or N,N,... (ints >= 1), got {text!r}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from stallfree.costs import Roofline
     from stallfree.sim.policies import CONTRACTS, POLICIES
     from stallfree.sim.simulator import Stalled, Variant, simulate
     from stallfree.sim.summary import report, summarise
     from stallfree.sim.trace import TraceError, load
-    from stallfree.spec import Config, InvalidField, RuleViolation
+    from stallfree.spec import Config, InvalidField, RuleViolation, Unsupported
     from stallfree.spec.contracts import by_name
 
     try:
@@ -102,12 +113,14 @@ def run(args: argparse.Namespace) -> int:
         name = CONTRACTS.get(args.scheduler)
         contract = by_name(name) if name else None
         variant = Variant(tuple(sorted(args.budget_at)), args.priority_mix, contract)
+        cap, distribution = (None, ()) if args.max_new_cap is None else (
+            (args.max_new_cap[0], ()) if len(args.max_new_cap) == 1 else (None, args.max_new_cap))
         result = simulate(trace, make, config, roofline, args.scheduler, check=args.check, progress=shown,
-                          variant=variant)
+                          variant=variant, max_new_cap=cap, max_new_caps=distribution)
     except RuleViolation as violation:
         print(f"{NEWLINE[not shown]}stallfree simulate: {args.scheduler} broke {violation}", file=sys.stderr)
         return exits.BROKEN
-    except FactoryError as error:
+    except (FactoryError, Unsupported) as error:
         print(f"stallfree simulate: {error}", file=sys.stderr)
         return exits.USAGE
     except Stalled as error:  # no rule judged it (no --check), but the scheduler stopped making progress

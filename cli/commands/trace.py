@@ -21,14 +21,17 @@ from stallfree.sim.policies import POLICIES
 from stallfree.spec import (
     RULES,
     Arrival,
+    Cancel,
     Config,
     FieldTypeError,
     InvalidField,
     StepFacts,
+    Unsupported,
     Workload,
 )
 from stallfree.spec.contract import Contract
 from stallfree.spec.contracts import by_name
+from stallfree.spec.facts import stops
 from stallfree.spec.verdict import CRASH, TIMEOUT, as_json, lines
 from stallfree.spec.workload import BudgetChange
 from stallfree.view import StepView
@@ -230,15 +233,25 @@ def trace(
             a = offer.arrival
             writer.offered(a.rid, a.prompt_len, a.max_new, offer.accepted, a.priority)
 
+    def on_cancel(c: Cancel, accepted: bool, pending: bool) -> None:
+        watchdog.rearm()
+        when = "while its plan ran" if pending else "before it"
+        print(f"{'':>5}  cancel({c.rid}) at step {c.step}, {when}: {'accepted' if accepted else 'refused'}")
+        if writer is not None and accepted:
+            writer.cancelled(c.rid, pending)
+
     budgets = [cfg.token_budget]  # the budget in force at the last step written
 
     def on_step(view: StepView, facts: StepFacts) -> None:
         watchdog.rearm()
         steps_done[0] = facts.step + 1
         budget = view.budget  # set_budget() may have changed it before this step
+        if facts.stopped:
+            print(f"{'':>5}  stopped: {' '.join(f'r{rid}' for rid in stops(facts))}")
         if writer is not None:
             changed = budget if budget != budgets[-1] else None
-            writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished], changed)
+            writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished], stops(facts),
+                        budget=changed)
         budgets.append(budget)
 
     steps_done = [0]  # steps judged, for a run stopped by the watchdog
@@ -247,7 +260,10 @@ def trace(
         with watchdog:
             done = explain(workload, factory, args.rules, args.scheduler, print, price,
                            getattr(args, "keep_going", False), on_step, on_offer, keep=wants_views(args),
-                           contract=contract)
+                           contract=contract, on_cancel=on_cancel)
+    except Unsupported as error:  # the workload stops or cancels; this scheduler cannot be told so
+        print(f"stallfree trace: {error}; the workload needs it", file=sys.stderr)
+        return exits.USAGE
     except (FactoryError, Nondeterministic, InvalidField) as error:  # InvalidField: a budget schedule or
         # priorities, and no contract for them
         print(f"stallfree trace: {error}", file=sys.stderr)

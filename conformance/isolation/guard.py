@@ -14,7 +14,7 @@ from collections.abc import Callable
 from itertools import islice
 from typing import Any
 
-from stallfree.spec import PROTOCOL, Config, RuleViolation
+from stallfree.spec import PROTOCOL, Config, RuleViolation, supports
 
 MAX_ENTRIES = 1_000_000  # a plan or an emitted list longer than this is junk, not a step
 PROTOCOL_METHODS = ("add", "schedule", "complete")
@@ -55,6 +55,7 @@ class Guard:
         self.target: Any = None
         self._raw_plan: object = None
         self.free_kv_shown: bool | None = None  # None until a step is done; then: an int every time
+        self.stallfree_capabilities: frozenset[str] = frozenset()  # the target's (see capability.supports)
 
     def start(self, factory: Callable[..., Any], config: Config) -> Guard:
         """Make the scheduler under test and check that it has the protocol's three methods."""
@@ -68,6 +69,7 @@ class Guard:
                 raise RuleViolation(
                     PROTOCOL, 0, f"the factory returned {type(self.target).__name__}, which has no {name}() method"
                 )
+        self.stallfree_capabilities = self._call("reading the target's methods", supports, self.target)
         return self
 
     def _call(self, label: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -99,9 +101,16 @@ class Guard:
         self._raw_plan = plan
         return self._call("schedule()", self._read, plan, "schedule()", _entry)
 
-    def complete(self, plan: object) -> object:
-        emitted = self._call("complete(plan)", self.target.complete, self._raw_plan)
+    def complete(self, plan: object, stopped: object = None) -> object:
+        if stopped is None:
+            emitted = self._call("complete(plan)", self.target.complete, self._raw_plan)
+        else:
+            call = f"complete(plan, stopped={stopped!r:.80})"
+            emitted = self._call(call, self.target.complete, self._raw_plan, stopped)
         return self._call("complete(plan)", self._read, emitted, "complete()", _same)
+
+    def cancel(self, rid: object) -> None:
+        self._call(f"cancel({rid!r})", self.target.cancel, rid)
 
     @property
     def free_kv(self) -> object:

@@ -46,6 +46,7 @@ class Sandbox:
         self.timeout = timeout
         self.run_timeout = default_run_timeout(timeout) if run_timeout is None else run_timeout
         self.num_restarts = 0
+        self.capabilities: frozenset[str] = frozenset()  # what the target supports beyond the plain protocol
         self._proc: subprocess.Popen[bytes] | None = None
         # Lives as long as the sandbox. O_APPEND, so truncating it between runs is safe.
         self._stderr = tempfile.TemporaryFile(mode="a+b")  # noqa: SIM115
@@ -81,6 +82,7 @@ class Sandbox:
             self._kill()
             raise TargetError(str(why))
         self.not_applicable: dict[str, str] = reply.get("not_applicable") or {}
+        self.capabilities = frozenset(reply.get("capabilities") or ())
 
     def close(self) -> None:
         """Stop the worker (the stderr file stays, for a report)."""

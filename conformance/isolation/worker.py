@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from stallfree.spec import PROTOCOL, Config, Player, RuleViolation, Workload
+from stallfree.spec import PROTOCOL, Config, Player, RuleViolation, Workload, supports
 from stallfree.spec.contract import Contract
 from stallfree.spec.contracts import by_name
 from stallfree.spec.loader import TargetError, load_target
@@ -93,6 +93,15 @@ def not_applicable(factory: object) -> dict[str, str]:
     return dict(value)
 
 
+def capabilities(factory: Callable[..., Any]) -> list[str] | None:
+    """What an instance of the target supports beyond the plain protocol (`stallfree.spec.capability`),
+    read off one instance's methods; None if building one failed (the runs will say how)."""
+    try:
+        return sorted(supports(factory(token_budget=8, max_seqs=2, kv_tokens=64)))
+    except Exception:
+        return None
+
+
 def send(out: BinaryIO, message: dict[str, Any]) -> None:
     out.write(json.dumps(message).encode() + b"\n")
     out.flush()
@@ -107,7 +116,7 @@ def serve(requests: BinaryIO, out: BinaryIO) -> None:
         send(out, {"load_error": str(error)})
         return
     contract = by_name(hello["contract"]) if hello.get("contract") else None
-    send(out, {"ready": True, "not_applicable": not_applicable(factory)})
+    send(out, {"ready": True, "not_applicable": not_applicable(factory), "capabilities": capabilities(factory)})
     for line in requests:
         request = json.loads(line)
         workload = Workload.from_json(request["workload"])

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stallfree.spec import BY_ID, RULE_IDS, Workload
+from stallfree.spec import BY_ID, CANCEL, CAPABILITIES, RULE_IDS, STOP, Workload
 from stallfree.spec.contract import Contract
 from stallfree.spec.loader import TargetError
 from stallfree.spec.verdict import NOT_RULES, Verdict
@@ -27,7 +27,16 @@ FAIL = Verdict.BROKEN
 NOT_CHECKED = Verdict.NOT_CHECKED
 NOT_APPLICABLE = Verdict.NOT_APPLICABLE  # the target says the rule does not apply to it, and why
 NOT_JUDGED = Verdict.NOT_JUDGED  # checked, but no config was explored to the end (problems, refused configs)
+NOT_SUPPORTED = Verdict.NOT_SUPPORTED  # the rule is about a capability the target lacks: skipped, not judged
 WHAT_IT_MEANS = NOT_RULES
+
+# The tests each capability adds, and the rules they judge, for the report of what was skipped.
+CAPABILITY_TESTS = {
+    STOP: ("workloads in which requests stop before max_new (complete(plan, stopped))", ("TOKENS", "KV", "PROGRESS")),
+    CANCEL: ("workloads with cancels: of waiting, running and ended requests, between steps and while a plan "
+             "is pending (cancel(rid))", ("CANCEL", "FCFS", "KV", "PROGRESS")),
+}
+NEEDS = {"CANCEL": CANCEL}  # a rule judged only through a capability: without it, not supported
 
 
 def requirement(rule: str, contract: Contract | None = None) -> str:
@@ -79,6 +88,13 @@ class Report:
     partial: dict[str, str] = field(default_factory=dict)
     not_applicable: dict[str, str] = field(default_factory=dict)  # rule -> the target's reason
     refused: dict[str, str] = field(default_factory=dict)  # config refused by the factory -> its message
+    capabilities: frozenset[str] = frozenset(CAPABILITIES)  # what the target supports beyond the plain protocol
+
+    @property
+    def skipped(self) -> list[str]:
+        """The capability tests left out, each with the rules they would have judged."""
+        return [f"{c}: {CAPABILITY_TESTS[c][0]}, judging {', '.join(CAPABILITY_TESTS[c][1])}"
+                for c in CAPABILITIES if c not in self.capabilities]
 
     @property
     def ok(self) -> bool:
@@ -99,6 +115,7 @@ class Report:
             "counts": {"runs": self.runs, "steps": self.steps, "configs": len(self.shapes),
                        "configs_explored": self.shapes_explored, "examples_per_config": self.examples},
             "seed": self.seed, "seconds": round(self.seconds, 3), "ended_early": self.ended_early,
+            "capabilities": {c: c in self.capabilities for c in CAPABILITIES}, "skipped": self.skipped,
         }
 
 
@@ -138,7 +155,10 @@ def conform(
             raise TargetError(f"{target}: stallfree_not_applicable names {unknown}, which are not rule IDs "
                               f"({sandbox.not_applicable.get('?', 'the rules are ' + ', '.join(registry))})")
         checked = tuple(r for r in checked if r not in not_applicable)
-        explored = Explorer(sandbox, examples, seed, progress, contract).explore(grid, checked)
+        supported = sandbox.capabilities
+        unsupported = {rule for rule, capability in NEEDS.items() if capability not in supported}
+        explored = Explorer(sandbox, examples, seed, progress, contract).explore(
+            grid, tuple(r for r in checked if r not in unsupported))
         counterexamples = {}
         for rule, finding in explored.findings.items():
             if progress:
@@ -150,6 +170,8 @@ def conform(
             verdicts[rule] = NOT_APPLICABLE
         elif rule not in checked:
             verdicts[rule] = NOT_CHECKED
+        elif rule in unsupported:
+            verdicts[rule] = NOT_SUPPORTED
         elif rule in counterexamples and is_rule(rule, checked):
             verdicts[rule] = FAIL
         else:
@@ -167,6 +189,7 @@ def conform(
     )
     report.not_applicable = not_applicable
     report.refused = dict(explored.shapes_refused)
+    report.capabilities = supported
     label_partial(report, explored)
     return report
 

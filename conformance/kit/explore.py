@@ -23,7 +23,7 @@ from functools import cache
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 
-from stallfree.spec import PROTOCOL, Workload
+from stallfree.spec import CANCEL, PROTOCOL, STOP, Workload
 from stallfree.spec.contract import Contract
 
 from ..isolation.outcome import REFUSED, TIMEOUT, Outcome
@@ -90,7 +90,9 @@ def size(w: Workload) -> tuple[int, ...]:
     """Smaller is simpler: fewer requests, then less work, then earlier arrivals, then smaller limits."""
     work = sum(a.prompt_len + a.max_new for a in w.requests if type(a.prompt_len) is int and type(a.max_new) is int)
     c = w.config
-    return (len(w.requests), work, sum(a.arrival_step for a in w.requests), c.token_budget, c.max_seqs, c.kv_tokens)
+    lifecycle = len(w.cancels) + sum(a.stop_after is not None for a in w.requests)
+    return (len(w.requests), lifecycle, work, sum(a.arrival_step for a in w.requests), c.token_budget, c.max_seqs,
+            c.kv_tokens)
 
 
 class Explorer:
@@ -163,7 +165,8 @@ class Explorer:
             verbosity=Verbosity.quiet, report_multiple_bugs=True,
         )
         @seed(self.seed * 1000 + index)
-        @given(variant_workloads(shape, NEVER_FIT in checked, self.contract))
+        @given(variant_workloads(shape, NEVER_FIT in checked, self.contract, STOP in self.sandbox.capabilities,
+                                 CANCEL in self.sandbox.capabilities))
         def probe(workload: Workload) -> None:
             nonlocal hung, judged
             if hung:  # a hang costs a timeout per run: Hypothesis does not shrink it, the Shrinker does

@@ -22,6 +22,9 @@ def render(report: Report) -> str:
     for rule, c in report.counterexamples.items():
         if rule not in report.verdicts:
             lines.append(Judgement(rule, Verdict.BROKEN, f"at step {c.step}: {c.message}").line(RULE_WIDTH))
+    if report.skipped:
+        lines.append("\nnot supported by the target, so skipped (not judged, not passed):")
+        lines += [f"  {line}" for line in report.skipped]
     if report.ended_early:
         lines.append(f"\nexploration ended early: {report.ended_early}")
     for config, why in report.refused.items():
@@ -61,7 +64,9 @@ def summary(report: Report) -> str:
     broken = [r for r in report.counterexamples]
     if not broken:
         partial = f"; {len(report.partial)} of them in part, as their lines say" if report.partial else ""
-        return f"every checked rule held ({len(report.checked)} of {len(report.verdicts)} rules checked{partial})"
+        skipped = f"; {len(report.skipped)} capability test set(s) skipped" if report.skipped else ""
+        counts = f"{len(report.checked)} of {len(report.verdicts)} rules checked"
+        return f"every checked rule held ({counts}{partial}{skipped})"
     return f"broken: {', '.join(broken)}"
 
 
@@ -93,7 +98,9 @@ def workload_json(w: Workload) -> str:
     data = w.to_json()
     requests = ",\n".join(f"    {json.dumps(r)}" for r in data["requests"])
     budgets = f',\n "budgets": {json.dumps(data["budgets"])}' if "budgets" in data else ""
-    return f'{{"config": {json.dumps(data["config"])},\n "requests": [\n{requests}\n ]{budgets}}}'
+    cancels = ",\n".join(f"    {json.dumps(c)}" for c in data.get("cancels", []))
+    more = f',\n "cancels": [\n{cancels}\n ]' if cancels else ""
+    return f'{{"config": {json.dumps(data["config"])},\n "requests": [\n{requests}\n ]{budgets}{more}}}'
 
 
 def pytest_test(target: str, c: Counterexample) -> str:

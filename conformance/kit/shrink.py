@@ -1,6 +1,7 @@
 """Shrinking a counterexample to a minimal workload, after Hypothesis has shrunk its choices.
 
-Greedy and local, on the workload itself: drop requests (halves, then one at a time), lower each
+Greedy and local, on the workload itself: drop requests (halves, then one at a time), drop cancels
+and stops (one at a time), lower each
 number (prompt_len, max_new, arrival_step, then budget, slots, KV) to the smallest value that still
 breaks the same rule, then number the rids 0, 1, 2... A result reached without hitting a limit is
 1-minimal: dropping any one request, or lowering any one number by one, no longer shows the rule.
@@ -65,7 +66,8 @@ class Shrinker:
         changed = True
         while changed and not self.out_of_time:
             changed = False
-            for candidates in (self._fewer_requests, self._fewer_budget_changes, self._lower_numbers, self._renumber):
+            for candidates in (self._fewer_requests, self._fewer_ends, self._fewer_budget_changes, self._lower_numbers,
+                               self._renumber):
                 for candidate, kept in candidates(workload, domain):
                     if verdicts(candidate) != kept:
                         continue  # outside the original's domain: not a counterexample of the same kind
@@ -103,6 +105,15 @@ class Shrinker:
             for budget in lower(c.token_budget, 1):
                 yield replace(w, budgets=(*changes[:i], replace(c, token_budget=budget), *changes[i + 1:])), domain
 
+    def _fewer_ends(self, w: Workload, domain: list[bool]) -> Iterator[tuple[Workload, list[bool]]]:
+        """Without one cancel, or with one request running to max_new instead of stopping (the
+        requests, and so the domain, stay)."""
+        for i in range(len(w.cancels)):
+            yield replace(w, cancels=w.cancels[:i] + w.cancels[i + 1:]), domain
+        for i, a in enumerate(w.requests):
+            if a.stop_after is not None:
+                yield replace(w, requests=(*w.requests[:i], replace(a, stop_after=None), *w.requests[i + 1:])), domain
+
     def _lower_numbers(self, w: Workload, domain: list[bool]) -> Iterator[tuple[Workload, list[bool]]]:
         for i, a in enumerate(w.requests):
             for name in REQUEST_FIELDS:
@@ -123,7 +134,7 @@ class Shrinker:
             return
         yield replace(w, requests=tuple(
             replace(a, rid=numbers[a.rid]) if a.rid in numbers else a for a in w.requests
-        )), domain
+        ), cancels=tuple(replace(c, rid=numbers[c.rid]) if c.rid in numbers else c for c in w.cancels)), domain
 
 
 def lower(value: object, minimum: int) -> Iterator[int]:

@@ -2,7 +2,9 @@
 
 Workloads are small on purpose: a handful of requests, prompts up to a few budgets long (so chunking
 happens), a few tokens each, staggered arrivals. Rules break on small cases, and small cases shrink
-fast. When NEVER-FIT is checked, a few requests are ones add() must refuse.
+fast. When NEVER-FIT is checked, a few requests are ones add() must refuse. For a target that
+supports them, some requests stop before max_new (`stop_after`) and some are cancelled, between steps
+or while a plan is pending, a few after they ended or with a rid never added (they must be refused).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from stallfree.spec import Arrival, Config, Workload
+from stallfree.spec import Arrival, Cancel, Config, Workload
 
 from .grid import KvRoom, Shape
 
@@ -30,6 +32,8 @@ TAKEN_RID = "taken-rid"
 FLOAT_PROMPT = "float-prompt"  # 3.0 is not an int: refused, never coerced
 REFUSALS = (NEVER_FIT, ZERO_PROMPT, ZERO_NEW, NEGATIVE_RID, TAKEN_RID, FLOAT_PROMPT)
 VALID_SHARE = 30  # one request in six is a refusal of some kind (6 kinds among 36 choices)
+MAX_CANCEL_DELAY = 12  # steps after its arrival a request's cancel may come
+NEVER_ADDED = 10_000  # a rid no workload adds: its cancel must be refused
 
 
 def kinds(refusals: bool) -> st.SearchStrategy[str | None]:
@@ -40,8 +44,12 @@ def kinds(refusals: bool) -> st.SearchStrategy[str | None]:
 
 
 @st.composite
-def workloads(draw: Any, shape: Shape, refusals: bool) -> Workload:
+def workloads(draw: Any, shape: Shape, refusals: bool, stops: bool = False, cancels: bool = False) -> Workload:
     budget, kv = shape.token_budget, shape.kv_tokens
+    # One workload in two is of the plain protocol, so a capable target is explored as hard as any
+    # other on it; shrinking goes towards plain.
+    lifecycle = (stops or cancels) and draw(st.booleans())
+    stops, cancels = stops and lifecycle, cancels and lifecycle
     max_prompt = min(MAX_PROMPT, PROMPT_BUDGETS * budget + 2)
     if kv is not None:
         max_prompt = min(max_prompt, kv - 1)
@@ -61,8 +69,26 @@ def workloads(draw: Any, shape: Shape, refusals: bool) -> Workload:
     step = 0
     for rid, (kind, prompt_len, max_new, gap) in enumerate(drafts):
         step += gap
-        arrivals.append(_arrival(kind, rid, prompt_len, max_new, step, kv_tokens))
-    return Workload(Config(budget, shape.max_seqs, kv_tokens), tuple(arrivals))
+        arrival = _arrival(kind, rid, prompt_len, max_new, step, kv_tokens)
+        if stops and kind is None and max_new > 1 and draw(st.booleans()):
+            arrival = Arrival(rid, prompt_len, max_new, step, draw(st.integers(1, max_new - 1)))
+        arrivals.append(arrival)
+    cancelled = draw(_cancels(arrivals)) if cancels else ()
+    return Workload(Config(budget, shape.max_seqs, kv_tokens), tuple(arrivals), cancelled)
+
+
+@st.composite
+def _cancels(draw: Any, arrivals: list[Arrival]) -> tuple[Cancel, ...]:
+    """Cancels of some requests, each a few steps after its arrival (so it may be waiting, partial,
+    ready or ended by then), between steps or while a plan is pending; and maybe one never added."""
+    cancels = []
+    for a in arrivals:
+        if draw(st.booleans()):
+            delay = draw(st.integers(0, MAX_CANCEL_DELAY))
+            cancels.append(Cancel(a.rid, a.arrival_step + delay, draw(st.booleans())))
+    if draw(st.integers(0, 5)) == 0:
+        cancels.append(Cancel(NEVER_ADDED, draw(st.integers(0, MAX_CANCEL_DELAY))))
+    return tuple(cancels)
 
 
 def _kv_for(reservations: list[int], room: KvRoom) -> st.SearchStrategy[int]:

@@ -35,8 +35,10 @@ def budgets(max_budget: int) -> st.SearchStrategy[Any]:
 
 
 @st.composite
-def variant_workloads(draw: Any, shape: Shape, refusals: bool, contract: Contract | None) -> Workload:
-    workload = draw(workloads(shape, refusals))
+def variant_workloads(
+    draw: Any, shape: Shape, refusals: bool, contract: Contract | None, stops: bool = False, cancels: bool = False,
+) -> Workload:
+    workload = draw(workloads(shape, refusals, stops, cancels))
     if contract is None:
         return workload
     if "BUDGET-CHANGE" in contract.ids:

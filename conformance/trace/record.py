@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import IO, Any
 
-from stallfree.spec import Arrival, Monitor, RunStats, StepFacts, Workload, play
+from stallfree.spec import Arrival, Cancel, Monitor, RunStats, StepFacts, Workload, play
+from stallfree.spec.facts import stops
 
 from .tracefile import TraceWriter
 
@@ -22,10 +23,14 @@ def record_trace(
     def on_add(a: Arrival, accepted: bool) -> None:
         writer.offered(a.rid, a.prompt_len, a.max_new, accepted)
 
-    def on_step(monitor: Monitor, facts: StepFacts) -> None:
-        writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished])
+    def on_cancel(c: Cancel, accepted: bool, pending: bool) -> None:
+        if accepted:
+            writer.cancelled(c.rid, pending)
 
-    counts = play(workload, factory, rules, on_step, on_add)
+    def on_step(monitor: Monitor, facts: StepFacts) -> None:
+        writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished], stops(facts))
+
+    counts = play(workload, factory, rules, on_step, on_add, on_cancel)
     if counts.stopped_at_bound is None:
         writer.end()
     return counts

@@ -52,7 +52,18 @@ class TraceScheduler:
     def set_budget(self, token_budget: Any) -> None:
         """As the trace tells it: the line's "budget" was accepted."""
 
-    def complete(self, plan: object) -> list[int]:
+    def cancel(self, rid: Any) -> None:
+        """The trace says the engine cancelled `rid` (it lists accepted cancels only). Between steps
+        a running request's reservation comes back at once; while a plan is pending, with the step's
+        "finished"."""
+        if self.line is not None and rid in self.line.cancel_pending:
+            return
+        reservation = self._reservations.pop(rid, None)
+        if reservation is not None and rid in self._admitted:
+            self._admitted.discard(rid)
+            self.free_kv += reservation
+
+    def complete(self, plan: object, stopped: object = ()) -> list[int]:
         line = self.line
         assert line is not None
         for rid, _ in line.plan:
@@ -142,7 +153,7 @@ def check_trace(
                     )
                 continue
             engine.line = item
-            monitor.step()
+            step(monitor, item)
             expected += 1
             if progress is not None and number % PROGRESS_EVERY == 0:
                 progress(f"{number} lines, {time.monotonic() - started:.1f} s")
@@ -154,7 +165,8 @@ def check_trace(
 
 
 def offer(monitor: Monitor, engine: TraceScheduler, item: TraceStep | TraceEnd) -> None:
-    """The line's add() calls, accepted ones first, then the refused ones."""
+    """The line's add() calls, accepted ones first, then the refused ones; then its cancels before
+    the plan."""
     if isinstance(item, TraceStep):
         engine.refusing = False
         for entry in item.add:
@@ -162,3 +174,21 @@ def offer(monitor: Monitor, engine: TraceScheduler, item: TraceStep | TraceEnd) 
     engine.refusing = True
     for entry in item.refuse:
         monitor.add(*entry)
+    for rid in item.cancel:
+        monitor.cancel(rid)
+
+
+def step(monitor: Monitor, item: TraceStep) -> None:
+    """The line's step: its plan judged, its pending cancels, then its stops and what it emitted. A
+    stop of a rid that emits no token in the step breaks TOKENS (a stop ends a request only on a
+    token it emitted)."""
+    monitor.plan()
+    for rid in item.cancel_pending:
+        monitor.cancel(rid)
+    if item.stop:
+        due = set(monitor.due())
+        for rid in item.stop:
+            if rid not in due:
+                raise RuleViolation("TOKENS", item.step, f'"stop" names rid {rid}, which emits no token in step '
+                                    f"{item.step}: a stop ends a request only on a token it emitted")
+    monitor.complete(item.stop)

@@ -16,9 +16,23 @@ whose KV reservation the engine returned after the step. "add" and "refuse" may 
 empty. Under a budget-change contract (`stallfree check-trace --profile rotation`), "budget": B on a
 step line says set_budget(B) was accepted just before that step (before its adds); under a priority
 contract (`--profile aging`), an "add" or "refuse" entry may carry a fourth item, the priority given
-to add(). An optional last
-line {"end": true} (it may carry "refuse") says the engine stopped there, so PROGRESS is judged at
-the end too: every accepted request must have finished.
+to add().
+
+empty. An optional last line {"end": true} (it may carry "refuse") says the engine stopped there, so
+PROGRESS is judged at the end too: every accepted request must have ended.
+
+Stops and cancels, each optional (a trace without them checks as before):
+
+    {"step": 4, "cancel": [3], "plan": [[0, 1], [1, 1]], "cancel_pending": [1], "stop": [0],
+     "emitted": [0, 1], "finished": [0, 1]}
+
+"stop" lists the rids whose token in this step ended them (an end-of-sequence token or a stop
+string: complete(plan, stopped)); "cancel" the rids the engine cancelled just before the step was
+planned (a running one's KV is back at once, so it is in no "finished"); "cancel_pending" the rids
+it cancelled while the step ran (they end with it, and are in this step's "finished"). The end line
+may carry "cancel" too: cancels after the last step. Each rid in
+"finished" ended for a reason, read off the line: "stop" if it is in "stop", "cancel" if it was
+cancelled, else "length" (its max_new-th token).
 """
 
 from __future__ import annotations
@@ -33,8 +47,9 @@ from stallfree.spec import MAX_INT, Config, InvalidField
 FORMAT_KEY = "stallfree_trace"
 FORMAT_VERSION = 1
 HEADER_KEYS = {FORMAT_KEY, "config", "meta"}
-STEP_KEYS = {"step", "add", "refuse", "plan", "emitted", "finished", "budget"}
-END_KEYS = {"end", "refuse"}
+STEP_KEYS = {"step", "add", "refuse", "plan", "emitted", "finished", "budget", "stop", "cancel", "cancel_pending"}
+LIFECYCLE_KEYS = ("stop", "cancel", "cancel_pending")
+END_KEYS = {"end", "refuse", "cancel"}
 CONFIG_KEYS = ("token_budget", "max_seqs", "kv_tokens")
 SHOWN = 60  # characters of a bad value shown in an error
 
@@ -57,12 +72,16 @@ class TraceStep:
     refuse: list[list[Any]] = field(default_factory=list)
     budget: int | None = None  # set_budget(B) accepted just before the step
     priorities: bool = False  # an add or refuse entry carries a priority
+    stop: list[int] = field(default_factory=list)
+    cancel: list[int] = field(default_factory=list)
+    cancel_pending: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)
 class TraceEnd:
     refuse: list[list[Any]] = field(default_factory=list)
     priorities: bool = False
+    cancel: list[int] = field(default_factory=list)  # cancels after the last step
 
 
 def _show(value: object) -> str:
@@ -142,7 +161,8 @@ def parse_line(line: int, text: str | bytes, expected_step: int) -> TraceStep | 
         if data.get("end") is True:
             _no_unknown(line, "the end line", data, END_KEYS)
             refuse = _refuse(line, data.get("refuse", []))
-            return TraceEnd(refuse, any(len(entry) == 4 for entry in refuse))
+            cancel = _rids(line, "cancel", data.get("cancel", []))
+            return TraceEnd(refuse, any(len(entry) == 4 for entry in refuse), cancel)
         raise TraceError(line, f'a step line needs "step" (expected {expected_step}); the end line is {{"end": true}}')
     if not STEP_KEYS.issuperset(data):
         _no_unknown(line, "a step line", data, STEP_KEYS)
@@ -169,7 +189,11 @@ def parse_line(line: int, text: str | bytes, expected_step: int) -> TraceStep | 
     budget = data.get("budget")
     if budget is not None and (type(budget) is not int or not 1 <= budget <= MAX_INT):
         raise TraceError(line, f"budget must be an int in [1, 2**63-1], got {_show(budget)}")
-    return TraceStep(step, plan, emitted, finished, add, refuse, budget, priorities)
+    item = TraceStep(step, plan, emitted, finished, add, refuse, budget, priorities)
+    for key in LIFECYCLE_KEYS:
+        if key in data:
+            setattr(item, key, _rids(line, key, data[key]))
+    return item
 
 
 EMPTY: list[Any] = []  # never mutated: the default of "add" and "refuse"
@@ -247,6 +271,8 @@ class TraceWriter:
         self._write(header)
         self._add: list[list[Any]] = []
         self._refuse: list[list[Any]] = []
+        self._cancel: list[int] = []
+        self._cancel_pending: list[int] = []
 
     def _write(self, data: dict[str, Any]) -> None:
         self.out.write(json.dumps(data, separators=(",", ":")) + "\n")
@@ -257,9 +283,13 @@ class TraceWriter:
         entry = [rid, prompt_len, max_new] if priority is None else [rid, prompt_len, max_new, priority]
         (self._add if accepted else self._refuse).append(entry)
 
+    def cancelled(self, rid: int, pending: bool) -> None:
+        """An accepted cancel: before the next step is planned, or (`pending`) while its plan runs."""
+        (self._cancel_pending if pending else self._cancel).append(rid)
+
     def step(
         self, step: int, plan: Iterable[tuple[int, int]], emitted: Iterable[int], finished: Iterable[int],
-        budget: int | None = None,
+        stop: Iterable[int] = (), budget: int | None = None,
     ) -> None:
         data: dict[str, Any] = {"step": step}
         if budget is not None:
@@ -268,12 +298,22 @@ class TraceWriter:
             data["add"] = self._add
         if self._refuse:
             data["refuse"] = self._refuse
-        data.update(plan=[[rid, n] for rid, n in plan], emitted=list(emitted), finished=list(finished))
+        if self._cancel:
+            data["cancel"] = self._cancel
+        data["plan"] = [[rid, n] for rid, n in plan]
+        if self._cancel_pending:
+            data["cancel_pending"] = self._cancel_pending
+        stop = list(stop)
+        if stop:
+            data["stop"] = stop
+        data.update(emitted=list(emitted), finished=list(finished))
         self._write(data)
-        self._add, self._refuse = [], []
+        self._add, self._refuse, self._cancel, self._cancel_pending = [], [], [], []
 
     def end(self) -> None:
         data: dict[str, Any] = {"end": True}
         if self._refuse:
             data["refuse"] = self._refuse
+        if self._cancel:
+            data["cancel"] = self._cancel
         self._write(data)

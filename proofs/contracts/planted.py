@@ -23,7 +23,7 @@ class _Planted(Scheduler):
         return self._planned
 
     def is_planted(self, rid: int) -> bool:
-        return self._sequences[rid].request.prompt_len == PLANTED_PROMPT
+        return self._live[rid].request.prompt_len == PLANTED_PROMPT
 
 
 class PlantedNeverFit(_Planted):
@@ -32,8 +32,8 @@ class PlantedNeverFit(_Planted):
     breaks = "NEVER-FIT"
 
     def add(self, rid: int, prompt_len: int, max_new: int) -> None:
-        if prompt_len + max_new == self.config.kv_tokens + 1 and rid not in self._sequences:
-            self._sequences[rid] = sequence = Sequence(Request(rid, prompt_len, max_new))
+        if prompt_len + max_new == self.config.kv_tokens + 1 and rid not in self._live:
+            self._live[rid] = sequence = Sequence(Request(rid, prompt_len, max_new))
             self._waiting.append(sequence)
             return
         super().add(rid, prompt_len, max_new)
@@ -46,7 +46,7 @@ class PlantedBudget(_Planted):
 
     def schedule(self) -> Plan:
         plan = super().schedule()
-        entries = [Entry(rid, n + 1) if self.is_planted(rid) and self._sequences[rid].num_prefilled == 0
+        entries = [Entry(rid, n + 1) if self.is_planted(rid) and self._live[rid].num_prefilled == 0
                    and n < PLANTED_PROMPT else Entry(rid, n) for rid, n in plan]
         return self.replan(entries)
 
@@ -113,7 +113,7 @@ class PlantedPrefillOnce(_Planted):
     def schedule(self) -> Plan:
         plan = super().schedule()
         return self.replan([Entry(rid, n + 1) if rid in self._partial and self.is_planted(rid)
-                            and self._sequences[rid].num_prefilled > 0 else Entry(rid, n) for rid, n in plan])
+                            and self._live[rid].num_prefilled > 0 else Entry(rid, n) for rid, n in plan])
 
 
 class PlantedFirstToken(_Planted):
@@ -123,9 +123,9 @@ class PlantedFirstToken(_Planted):
     breaks = "FIRST-TOKEN"
 
     def complete(self, plan: Plan) -> tuple[int, ...]:
-        partial = set(self._partial)
+        planted = {rid for rid in self._partial if self.is_planted(rid)}  # read before it may end
         emitted = super().complete(plan)
-        return tuple(rid for rid in emitted if not (rid in partial and self.is_planted(rid)))
+        return tuple(rid for rid in emitted if rid not in planted)
 
 
 class PlantedTokens(_Planted):
@@ -137,7 +137,9 @@ class PlantedTokens(_Planted):
         step = self._num_steps
         emitted = super().complete(plan)
         for rid in emitted:
-            seq = self._sequences[rid]
+            seq = self._live.get(rid)
+            if seq is None:  # ended on this step: not the planted one
+                continue
             end = step + seq.request.max_new - 1
             if seq.first_token_step == step and seq.request.max_new == PLANTED_MAX_NEW:
                 self._finishing[end].remove(seq)

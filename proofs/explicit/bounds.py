@@ -3,6 +3,8 @@
 The environment may add any request shape (prompt_len, max_new) of the universe before any step, up
 to `num_requests` adds in all. With `never_fit` the universe also holds one shape that exceeds the KV
 capacity, so every state is also checked against an add() that must be refused (rule NEVER-FIT).
+With `lifecycle` the environment may also stop any emitted token and cancel any request, between
+steps or while a plan is pending, and offers a cancel and a stop that must be refused (`lifecycle`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class Bounds:
     max_prompt: int
     max_new: int
     never_fit: bool = True
+    lifecycle: bool = False  # stop and cancel actions (the scheduler must support both)
 
     def __post_init__(self) -> None:
         for name in FIELDS:
@@ -42,8 +45,8 @@ class Bounds:
         return tuple(shapes)
 
     def label(self) -> str:
-        """The bound as the CLI spells it: B,S,K,R,P,M."""
-        return ",".join(str(getattr(self, name)) for name in FIELDS)
+        """The bound as the CLI spells it: B,S,K,R,P,M (and +stops,cancels with lifecycle actions)."""
+        return ",".join(str(getattr(self, name)) for name in FIELDS) + ("+stops,cancels" if self.lifecycle else "")
 
     @classmethod
     def parse(cls, text: str) -> Bounds:

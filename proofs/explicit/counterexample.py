@@ -8,7 +8,7 @@ from typing import Any
 
 from stallfree.spec import Arrival, Config, RuleViolation, Workload, play
 
-Action = tuple[int, int] | None  # (prompt_len, max_new): the environment adds it; None: one step runs
+Action = Any  # (prompt_len, max_new): the environment adds it; None: one step runs; or a lifecycle action
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,5 +52,10 @@ def replay(workload: Workload, factory: Callable[..., Any]) -> str | None:
 def build(
     config: Config, path: Sequence[Action], rule: str, message: str, factory: Callable[..., Any]
 ) -> Counterexample:
-    workload, num_steps = workload_of(config, path)
+    if all(action is None or isinstance(action, tuple) for action in path):
+        workload, num_steps = workload_of(config, path)
+    else:
+        from .lifecycle import workload_of as lifecycle_workload  # stops and cancels: read off a replay
+
+        workload, num_steps = lifecycle_workload(config, list(path), factory)
     return Counterexample(rule, message, workload, num_steps, replay(workload, factory))

@@ -1,8 +1,11 @@
 """The reachable state graph a model check builds, and its liveness: livelock, termination bound.
 
-Edges are actions: action 0 of a state is its step, action 1 + u the add of universe shape u (-1 where
-the action is not enabled). Adds only ever raise the count of adds, so a cycle can only be made of
-steps; a cycle through states with work pending is a livelock: requests that never finish.
+Edges are actions: action 0 of a state is its step, action 1 + u the add of universe shape u, then the
+stop and cancel actions where the bounds have them (-1 where the action is not enabled). Adds only
+ever raise the count of adds and cancels only remove requests, so a cycle can only be made of steps;
+a cycle through states with work pending is a livelock: requests that never finish. `step_actions`
+are the actions that run a step (the plain step, and steps with stops or a pending cancel): they count
+in the longest behaviour; the drain bound counts plain steps, the environment helping no more.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ STEP = 0  # the action index of a step; adds follow
 @dataclass(slots=True)
 class Graph:
     num_actions: int
+    step_actions: frozenset[int] = frozenset({STEP})
     succ: array = field(default_factory=lambda: array("q"))  # state * num_actions + action -> state
     parent: array = field(default_factory=lambda: array("q"))  # the state BFS first reached it from
     via: array = field(default_factory=lambda: array("h"))  # the action index it was reached by
@@ -43,13 +47,18 @@ class Graph:
         return actions[::-1]
 
     def edges(self, state: int) -> list[tuple[int, int]]:
-        """(action, successor) of `state`, leaving out the step of an idle state (time passing)."""
+        """(action, successor) of `state`, leaving out the steps of an idle state (time passing) and a
+        call that changed nothing (a refused cancel: no time passes either)."""
         base = state * self.num_actions
         out = []
         for action in range(self.num_actions):
             child = self.succ[base + action]
-            if child >= 0 and not (action == STEP and self.idle[state]):
-                out.append((action, child))
+            if child < 0:
+                continue
+            is_step = action in self.step_actions
+            if (is_step and self.idle[state]) or (not is_step and child == state):
+                continue
+            out.append((action, child))
         return out
 
 
@@ -85,7 +94,7 @@ def analyse(graph: Graph) -> Liveness:
         colour[state] = 2
         best = 0
         for action, child in out:
-            best = max(best, longest[child] + (action == STEP))
+            best = max(best, longest[child] + (action in graph.step_actions))
             if action == STEP:
                 drain[state] = drain[child] + 1
         longest[state] = best

@@ -20,6 +20,7 @@ from typing import Any
 from stallfree.reference import Scheduler
 from stallfree.spec import PROTOCOL, Monitor, RuleViolation, invariants
 
+from . import lifecycle
 from .bounds import Bounds
 from .counterexample import Action, Counterexample, build
 from .graph import STEP, Graph, analyse
@@ -52,11 +53,14 @@ class CheckResult:
 
 
 def act(monitor: Monitor, action: Action) -> None:
-    """Apply one action to `monitor` (and the scheduler it drives): a step, or an add."""
+    """Apply one action to `monitor` (and the scheduler it drives): a step, an add, or a stop or
+    cancel action (`lifecycle`; raises lifecycle.Disabled where it names no request)."""
     if action is None:
         monitor.step()
-    else:
+    elif isinstance(action, tuple):
         monitor.add(monitor.num_adds, action[0], action[1])
+    else:
+        lifecycle.apply(monitor, action)
 
 
 class _Explorer:
@@ -66,8 +70,11 @@ class _Explorer:
         self.bounds = bounds
         self.factory = factory
         self.hidden = hidden
-        self.actions: tuple[Action, ...] = (None, *bounds.universe())
-        self.graph = Graph(len(self.actions))
+        more = lifecycle.actions(bounds.max_seqs, bounds.num_requests) if bounds.lifecycle else ()
+        self.actions: tuple[Action, ...] = (None, *bounds.universe(), *more)
+        self.num_adds = len(bounds.universe())  # indexes 1..num_adds are the adds
+        steps = {STEP} | {i for i, a in enumerate(self.actions) if isinstance(a, lifecycle.STEPS)}
+        self.graph = Graph(len(self.actions), frozenset(steps))
         self.index: dict[Key, int] = {}
         self.transitions = 0
 
@@ -82,14 +89,19 @@ class _Explorer:
     def expand(self, state: int, node: Monitor, key: Key, frontier: list[Node]) -> Counterexample | None:
         """Every action of `state`: judge it, record its successor, queue successors not seen before.
         The last action runs on `node` itself, the others on copies."""
-        num_enabled = len(self.actions) if key[0] < self.bounds.num_requests else 1
+        indexes = list(range(len(self.actions)))
+        if key[0] >= self.bounds.num_requests:  # no adds left
+            indexes = [s for s in indexes if not 1 <= s <= self.num_adds]
         base = state * len(self.actions)
-        for index in range(num_enabled):
+        for index in indexes:
             action = self.actions[index]
-            monitor = node if index == num_enabled - 1 else fork(node)
+            monitor = node if index == indexes[-1] else fork(node)
             self.transitions += 1
             try:
                 act(monitor, action)
+            except lifecycle.Disabled:
+                self.transitions -= 1
+                continue
             except RuleViolation as violation:
                 return self.fail(state, index, violation.rule, violation.message)
             except Exception as error:  # a scheduler that crashes has not spoken the protocol

@@ -13,7 +13,7 @@ from functools import partial
 import z3
 
 from stallfree.reference import Phase, Scheduler
-from stallfree.spec import Config, Workload
+from stallfree.spec import Arrival, Config, Workload
 
 from .policy import Policy, SymStep
 from .symbolic import SymConfig, SymState, check, value
@@ -44,14 +44,22 @@ class StepResult:
 EMPTY = RequestView(False, False, 1, 1, 0, 0)
 
 
-def read_reference(scheduler: Scheduler, num_requests: int, num_added: int) -> tuple[tuple[RequestView, ...], int]:
-    """The reference's state as request views (rid i is request index i), through its public views only."""
+def read_reference(
+    scheduler: Scheduler, num_requests: int, added: list[Arrival],
+) -> tuple[tuple[RequestView, ...], int]:
+    """The reference's state as request views (rid i is request index i), through its public views only.
+    The reference keeps no record of a request that ended before the last step: such a request is its
+    arrival, run to the end (it finished by length: these workloads hold no stop or cancel)."""
     views = []
-    for rid in range(num_added):
-        p = scheduler.progress(rid)
+    for a in added:
+        try:
+            p = scheduler.progress(a.rid)
+        except KeyError:
+            views.append(RequestView(True, True, a.prompt_len, a.max_new, a.prompt_len, a.max_new))
+            continue
         admitted = p.phase not in (Phase.WAITING,)
         views.append(RequestView(True, admitted, p.prompt_len, p.max_new, p.num_prefilled, p.num_emitted))
-    views += [EMPTY] * (num_requests - num_added)
+    views += [EMPTY] * (num_requests - len(added))
     return tuple(views), scheduler.free_kv
 
 
@@ -107,11 +115,11 @@ def compare(workload: Workload, evaluator: Evaluator) -> Iterator[str]:
             a = arrivals[added]
             scheduler.add(a.rid, a.prompt_len, a.max_new)
             added += 1
-        views, free_kv = read_reference(scheduler, num_requests, added)
+        views, free_kv = read_reference(scheduler, num_requests, arrivals[:added])
         expected = evaluator.evaluate(cfg, views, free_kv)
         plan = scheduler.schedule()
         emitted = scheduler.complete(plan)
-        after, free_after = read_reference(scheduler, num_requests, added)
+        after, free_after = read_reference(scheduler, num_requests, arrivals[:added])
         got = StepResult(tuple((rid, n) for rid, n in plan), frozenset(emitted), after, free_after)
         where = f"step {step} of {workload.dumps()}"
         if got.plan != expected.plan:

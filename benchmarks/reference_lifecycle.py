@@ -1,0 +1,206 @@
+"""Reference scheduler with stops and cancels: the cost of the plain step against the reference
+before stops and cancels, side by side, and the memory of a long run.
+
+1. Step cost: `schedule()+complete()` at 256 running, no stop or cancel in the workload, for the
+   current reference and for the one before it (read from git into a temporary package), measured
+   interleaved in one process. Two states: 256 decodes that never finish beside a long partial
+   prompt (the steady state of benchmarks/reference_step.py), and churn: 256 slots of short
+   requests, a few finishing every step and as many admitted from a queue kept full.
+2. Soak: N requests (default 2,000,000) through the current reference, a third of them stopping
+   early and one in twenty cancelled (waiting or running); RSS growth and the step time at the
+   start and end of the run.
+
+    python benchmarks/reference_lifecycle.py [--rounds 10] [--steps 300] [--soak 2000000] [--base REV]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from stallfree.reference import Scheduler
+
+ROOT = Path(__file__).resolve().parents[1]
+BUDGET = 8192
+NUM_RUNNING = 256
+LONG = 10**12
+FILES = ("__init__.py", "scheduler.py", "sequence.py", "progress.py")
+
+
+def before_lifecycle() -> str:
+    """The newest commit whose reference has no cancel(): the code before stops and cancels."""
+    revs = subprocess.run(["git", "-C", str(ROOT), "log", "--format=%H", "--", "reference/scheduler.py"],
+                          capture_output=True, text=True, check=True).stdout.split()
+    for rev in revs:
+        text = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:reference/scheduler.py"],
+                              capture_output=True, text=True, check=True).stdout
+        if "def cancel(" not in text:
+            return rev
+    raise SystemExit("no commit of reference/scheduler.py without cancel() found")
+
+
+def load_old(rev: str, where: Path) -> Any:
+    """The reference at `rev`, as the package `old_reference` under `where`."""
+    package = where / "old_reference"
+    package.mkdir()
+    for name in FILES:
+        text = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:reference/{name}"],
+                              capture_output=True, text=True, check=True).stdout
+        (package / name).write_text(text)
+    sys.path.insert(0, str(where))
+    return importlib.import_module("old_reference").Scheduler
+
+
+def steady(cls: Any) -> tuple[Any, Any]:
+    s = cls(token_budget=BUDGET, max_seqs=NUM_RUNNING + 1, kv_tokens=2**62)
+    for rid in range(NUM_RUNNING):
+        s.add(rid, 1, LONG)
+    s.complete(s.schedule())
+    s.add(NUM_RUNNING, LONG, 1)
+    s.complete(s.schedule())
+    return s, None
+
+
+class Churn:
+    """256 slots of requests of 16 prompt tokens and 64 new ones, the queue refilled every step."""
+
+    def __init__(self, cls: Any) -> None:
+        self.s = cls(token_budget=BUDGET, max_seqs=NUM_RUNNING, kv_tokens=2**62)
+        self.next_rid = 0
+        for _ in range(400):
+            self.refill()
+        for _ in range(200):  # staggered: a few finish every step
+            self.s.complete(self.s.schedule())
+            self.refill()
+
+    def refill(self) -> None:
+        while len(self.s.waiting) < 64:
+            self.s.add(self.next_rid, 16, 8 + self.next_rid % 113)
+            self.next_rid += 1
+
+
+def time_steps(s: Any, steps: int, churn: Churn | None) -> list[float]:
+    out = []
+    clock = time.perf_counter_ns
+    for _ in range(steps):
+        t0 = clock()
+        s.complete(s.schedule())
+        out.append((clock() - t0) / 1000)
+        if churn is not None:
+            churn.refill()  # outside the timed call: add() is not what is measured
+    return out
+
+
+def compare(old_cls: Any, rounds: int, steps: int) -> None:
+    states = {}
+    for label, cls in (("before", old_cls), ("now", Scheduler)):
+        states[("steady", label)] = (steady(cls)[0], None)
+        churn = Churn(cls)
+        states[("churn", label)] = (churn.s, churn)
+    samples: dict[tuple[str, str], list[float]] = {k: [] for k in states}
+    for _ in range(rounds):  # interleaved, so that machine noise hits both alike
+        for key, (s, churn) in states.items():
+            samples[key] += time_steps(s, steps, churn)
+    print(f"{'state':>7} {'code':>7} {'median us':>10} {'p25':>8} {'p75':>8}")
+    for state in ("steady", "churn"):
+        for label in ("before", "now"):
+            xs = samples[(state, label)]
+            q = statistics.quantiles(xs, n=4)
+            print(f"{state:>7} {label:>7} {statistics.median(xs):>10.1f} {q[0]:>8.1f} {q[2]:>8.1f}")
+        ratio = statistics.median(samples[(state, "now")]) / statistics.median(samples[(state, "before")])
+        print(f"{state:>7} now/before median: {ratio:.3f}x (target <= 1.2x)")
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 / 2**20
+
+
+def soak(num_requests: int, seed: int = 0) -> None:
+    """Requests of 1..32 prompt tokens and 1..16 new ones through 256 slots, the queue kept at 512;
+    a third stop before max_new, one in forty is cancelled while waiting, and every tenth step a
+    running one is cancelled. The harness keeps only bounded state of its own (the time of every
+    sixteenth step), so that the RSS growth is the scheduler's."""
+    rng = random.Random(seed)
+    s = Scheduler(token_budget=512, max_seqs=NUM_RUNNING, kv_tokens=NUM_RUNNING * 64)
+    next_rid = stops = cancels = 0
+    stop_at: dict[int, int] = {}  # rid -> the token it stops on, for requests not ended
+    sampled: list[float] = []  # microseconds of every SAMPLE-th step
+    rss_start = 0.0
+    step = 0
+    while next_rid < num_requests or not s.is_idle:
+        while next_rid < num_requests and len(s.waiting) < 512:
+            max_new = rng.randint(1, 16)
+            s.add(next_rid, rng.randint(1, 32), max_new)
+            if rng.random() < 1 / 40:
+                s.cancel(next_rid)
+                cancels += 1
+            elif rng.random() < 1 / 3 and max_new > 1:
+                stop_at[next_rid] = rng.randint(1, max_new - 1)
+            next_rid += 1
+        if step % 10 == 9 and s.running:
+            rid = s.running[rng.randrange(len(s.running))].rid
+            s.cancel(rid)
+            stop_at.pop(rid, None)
+            cancels += 1
+        t0 = time.perf_counter_ns()
+        plan = s.schedule()
+        stopped = []
+        for rid, n in plan:
+            due = stop_at.get(rid)
+            if due is not None:
+                p = s.progress(rid)
+                if p.num_prefilled + (n if p.num_prefilled < p.prompt_len else 0) >= p.prompt_len \
+                        and p.num_emitted + 1 == due:
+                    stopped.append(rid)
+        s.complete(plan, stopped)
+        t1 = time.perf_counter_ns()
+        for rid in stopped:
+            del stop_at[rid]
+        for rid in s.ended:
+            stop_at.pop(rid, None)
+        stops += len(stopped)
+        if step % SAMPLE == 0:
+            sampled.append((t1 - t0) / 1000)
+        step += 1
+        if step == WARMUP:
+            rss_start = rss_mb()
+    rss_end = rss_mb()
+    tenth = max(1, len(sampled) // 10)
+    first, last = statistics.median(sampled[:tenth]), statistics.median(sampled[-tenth:])
+    print(f"soak: {num_requests:,} requests, {step:,} steps, {stops:,} stops, {cancels:,} cancels; RSS "
+          f"{rss_start:.1f} MB after {WARMUP:,} steps -> {rss_end:.1f} MB at the end (growth "
+          f"{rss_end - rss_start:+.1f} MB, target < 5 MB); median step (schedule + complete with stops) "
+          f"{first:.1f} us in the first tenth, {last:.1f} us in the last tenth")
+
+
+SAMPLE = 16
+WARMUP = 2000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--soak", type=int, default=2_000_000)
+    parser.add_argument("--base", default=None, help="git revision of the reference to compare (default: the "
+                        "newest without cancel())")
+    args = parser.parse_args()
+    rev = args.base or before_lifecycle()
+    print(f"before: reference at {rev[:12]}; now: the working tree")
+    with tempfile.TemporaryDirectory() as where:
+        compare(load_old(rev, Path(where)), args.rounds, args.steps)
+    if args.soak:
+        soak(args.soak)
+
+
+if __name__ == "__main__":
+    main()
