@@ -13,13 +13,14 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 from test_monitor_faults import first_violation  # pytest puts tests/ on the path
 
-from stallfree.faults import FAULTS, LIFECYCLE_FAULTS, Stepwise
+from stallfree.faults import FAULTS, LIFECYCLE_FAULTS
 from stallfree.reference import Scheduler
 from stallfree.spec import CANCEL, STOP, Monitor, RuleViolation, Unsupported, Workload, play, supports
 from stallfree.spec.types import Config
 from stallfree.testing.generate import LIFECYCLE, random_workload
 from stallfree.testing.machine import machine_for
 from stallfree.testing.plain import Plain
+from stallfree.variants import Stepwise
 
 WORKLOADS = [random_workload(random.Random(seed), LIFECYCLE) for seed in range(60)]
 FIND = settings(

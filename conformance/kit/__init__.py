@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DEFAULT_EXAMPLES", "FAIL", "NOT_APPLICABLE", "NOT_CHECKED", "NOT_JUDGED", "PASS", "Counterexample",
-           "Report", "conform"]
+__all__ = ["DEFAULT_EXAMPLES", "FAIL", "NOT_APPLICABLE", "NOT_CHECKED", "NOT_JUDGED", "NOT_SUPPORTED", "PASS",
+           "Counterexample", "Report", "conform"]
 
 
 def __getattr__(name: str) -> Any:
