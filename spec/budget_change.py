@@ -174,12 +174,12 @@ class BudgetMonitor(ContractMonitor):
         self.num_budget_changes += 1
         return True
 
-    def complete(self) -> StepFacts:
+    def complete(self, stopped: Iterable[int] = ()) -> StepFacts:
         shadow = self.shadow
         assert isinstance(shadow, BudgetShadow)
         ready = shadow.ready()
         num_ready, budget = shadow.num_ready, shadow.config.token_budget
-        facts = super().complete()
+        facts = super().complete(stopped)
         for track in ready:
             rid = track.rid
             if rid in facts.emitted_set:

@@ -192,8 +192,8 @@ class PriorityMonitor(ContractMonitor):
         shadow.arrival[rid] = shadow.step  # type: ignore[index]
         return True
 
-    def complete(self) -> StepFacts:
-        facts = super().complete()
+    def complete(self, stopped: Iterable[int] = ()) -> StepFacts:
+        facts = super().complete(stopped)
         shadow = self.shadow
         assert isinstance(shadow, PriorityShadow)
         for chunk in facts.admitted:

@@ -50,7 +50,7 @@ def random_workload(rng: random.Random, ranges: Ranges = Ranges()) -> Workload:
         if rng.random() < ranges.never_fit_share:  # a request that exceeds K: add() must refuse it
             arrivals.append(Arrival(rid + num, kv + 1 - max_new, max_new, step))
         stop_after = rng.randint(1, max_new) if ranges.stop_share and rng.random() < ranges.stop_share else None
-        arrivals.append(Arrival(rid, prompt_len, max_new, step, stop_after))
+        arrivals.append(Arrival(rid, prompt_len, max_new, step, stop_after=stop_after))
     cancels = []
     if ranges.cancel_share:
         for a in arrivals:
@@ -59,4 +59,4 @@ def random_workload(rng: random.Random, ranges: Ranges = Ranges()) -> Workload:
                 cancels.append(Cancel(a.rid, a.arrival_step + later, rng.random() < 0.5))
         if rng.random() < ranges.cancel_share:
             cancels.append(Cancel(NEVER_ADDED + rng.randint(0, 9), rng.randint(0, step + 1)))
-    return Workload(Config(budget, max_seqs, kv), tuple(arrivals), tuple(cancels))
+    return Workload(Config(budget, max_seqs, kv), tuple(arrivals), cancels=tuple(cancels))

@@ -71,10 +71,10 @@ def workloads(draw: Any, shape: Shape, refusals: bool, stops: bool = False, canc
         step += gap
         arrival = _arrival(kind, rid, prompt_len, max_new, step, kv_tokens)
         if stops and kind is None and max_new > 1 and draw(st.booleans()):
-            arrival = Arrival(rid, prompt_len, max_new, step, draw(st.integers(1, max_new - 1)))
+            arrival = Arrival(rid, prompt_len, max_new, step, stop_after=draw(st.integers(1, max_new - 1)))
         arrivals.append(arrival)
     cancelled = draw(_cancels(arrivals)) if cancels else ()
-    return Workload(Config(budget, shape.max_seqs, kv_tokens), tuple(arrivals), cancelled)
+    return Workload(Config(budget, shape.max_seqs, kv_tokens), tuple(arrivals), cancels=cancelled)
 
 
 @st.composite

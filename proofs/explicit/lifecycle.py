@@ -148,4 +148,4 @@ def workload_of(config: Config, path: list[object], factory: Callable[..., Any])
     arrivals = [replace(a, stop_after=stop_after.get(a.rid)) for a in arrivals]
     if idle_step is not None:
         arrivals.append(Arrival(len(arrivals), 1, 1, idle_step))
-    return Workload(config, tuple(arrivals), tuple(cancels)), monitor.shadow.step
+    return Workload(config, tuple(arrivals), cancels=tuple(cancels)), monitor.shadow.step
