@@ -4,8 +4,6 @@ the Z3 step to the reference, and CrossHair on the contracts. Each yields rows o
 
 from __future__ import annotations
 
-import random
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -13,7 +11,6 @@ from typing import Any
 from stallfree.reference import Scheduler
 from stallfree.spec import RULE_IDS
 from stallfree.spec.invariants import INVARIANTS
-from stallfree.testing.generate import Ranges, random_workload
 
 from .contracts import planted, planted_contracts
 from .contracts import run as crosshair_run
@@ -22,7 +19,7 @@ from .explicit import modelcheck
 from .explicit.bounds import Bounds
 from .explicit.counterexample import replay
 from .explicit.snapshot import Hidden
-from .smt.concrete import Evaluator, compare
+from .smt import refinement
 from .smt.loops import LOOP_THEOREMS, prove_loop
 from .smt.policy import Policy
 from .smt.reach import reach
@@ -31,11 +28,7 @@ from .smt.theorems import DEFAULT_N, THEOREMS, prove
 HOLDS, NOT_REFUTED, BROKEN, UNKNOWN = "holds", "not refuted", "BROKEN", "unknown"
 METHODS = ("model", "z3", "differential", "crosshair")
 DEFAULT_BOUND = "3,2,8,4,3,2"
-DIFFERENTIAL_WORKLOADS = 12
-DIFFERENTIAL_SLOTS = 6
-# Small sizes, where every branch of the policy occurs within a few steps; all requests fit K.
-DIFFERENTIAL_RANGES = Ranges(max_budget=8, max_seqs=4, max_prompt=12, max_new=5,
-                             max_requests=DIFFERENTIAL_SLOTS, never_fit_share=0.0)
+RANDOM_STATES = 10_000  # states of random workloads the differential compares (see smt.refinement)
 
 Say = Callable[[str], None]
 
@@ -128,17 +121,31 @@ def _z3_row(claim: str, method: str, bound: str, outcome: Any) -> Row:
 
 
 def differential_rows(o: Options, say: Say) -> list[Row]:
-    began = time.perf_counter()
-    evaluator = Evaluator(DIFFERENTIAL_SLOTS, o.policy)
-    rng = random.Random(5)
-    for i in range(DIFFERENTIAL_WORKLOADS):
-        say(f"differential: workload {i + 1}/{DIFFERENTIAL_WORKLOADS}")
-        workload = random_workload(rng, DIFFERENTIAL_RANGES)
-        for difference in compare(workload, evaluator):
-            return [Row("Z3 STEP = REFERENCE", "differential", f"{DIFFERENTIAL_WORKLOADS} workloads", BROKEN,
-                        time.perf_counter() - began, difference)]
-    return [Row("Z3 STEP = REFERENCE", f"differential ({o.policy.name})", f"{DIFFERENTIAL_WORKLOADS} random workloads",
-                HOLDS, time.perf_counter() - began, "the Z3 step planned, emitted and left what the reference did")]
+    """The Z3 step against the scheduler's code: on every state the model checker reaches at the
+    bound, then on RANDOM_STATES states of random workloads of up to 64 requests."""
+    name = "REFERENCE" if o.factory is Scheduler else getattr(o.factory, "__name__", str(o.factory))
+    claim = f"Z3 STEP = {name}"
+    method = "differential" if o.policy.name == "reference" else f"differential, {o.policy.name}"
+    say(f"differential: the Z3 step on every state of the model check at {o.bound.label()}")
+    found = refinement.on_model_states(o.bound, o.factory, o.hidden, o.policy, o.max_states)
+    rows = [_differential_row(claim, f"{method} (model states)", f"{o.bound.label()}: {found.states:,} states",
+                              found)]
+    say(f"differential: the Z3 step on {RANDOM_STATES:,} random states")
+    found = refinement.on_random_states(RANDOM_STATES, o.factory, o.policy, say=say)
+    bound = f"{found.states:,} random states"
+    rows.append(_differential_row(claim, f"{method} (random states)", bound, found))
+    return rows
+
+
+def _differential_row(claim: str, method: str, bound: str, found: refinement.Outcome) -> Row:
+    if found.difference is None:
+        return Row(claim, method, bound, HOLDS, found.seconds,
+                   f"the Z3 step planned, emitted and left what the code did in {found.states:,} states "
+                   f"(up to {found.most_admitted} admissions in one step)")
+    ce = found.counterexample
+    detail = found.difference if ce is None else f"{found.difference}\n{ce.describe()}"
+    counterexample = None if ce is None else {"workload": ce.workload.to_json()}
+    return Row(claim, method, bound, BROKEN, found.seconds, detail, counterexample)
 
 
 def crosshair_rows(o: Options, say: Say) -> list[Row]:

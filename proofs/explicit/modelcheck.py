@@ -28,6 +28,8 @@ from .snapshot import Hidden, Key, encode, fork, is_idle, remaining_work
 Progress = Callable[[int, int, int, float], None]  # states, transitions, depth, seconds
 PROGRESS_EVERY = 50_000  # states between progress reports
 Node = tuple[int, Monitor, "Key"]  # a state's number, its live monitor, its key
+Inspect = Callable[[Monitor], "str | None"]  # a check of each new state (it must not change it): what is wrong
+INSPECTED = "INSPECTED STATE"  # the rule a counterexample names when `inspect` reported a state
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +64,10 @@ def act(monitor: Monitor, action: Action) -> None:
 class _Explorer:
     """The search: one per check. A node is the live monitor (and scheduler) of a state."""
 
-    def __init__(self, bounds: Bounds, factory: Callable[..., Any], hidden: Hidden | None) -> None:
+    def __init__(self, bounds: Bounds, factory: Callable[..., Any], hidden: Hidden | None,
+                 inspect: Inspect | None = None) -> None:
         self.bounds = bounds
+        self.inspect = inspect
         self.factory = factory
         self.hidden = hidden
         self.actions: tuple[Action, ...] = (None, *bounds.universe())
@@ -82,6 +86,11 @@ class _Explorer:
     def expand(self, state: int, node: Monitor, key: Key, frontier: list[Node]) -> Counterexample | None:
         """Every action of `state`: judge it, record its successor, queue successors not seen before.
         The last action runs on `node` itself, the others on copies."""
+        if self.inspect is not None:
+            message = self.inspect(node)
+            if message is not None:
+                path = [self.actions[s] for s in self.graph.path_to(state)] + [None]  # and its step
+                return build(self.bounds.config, path, INSPECTED, message, self.factory)
         num_enabled = len(self.actions) if key[0] < self.bounds.num_requests else 1
         base = state * len(self.actions)
         for index in range(num_enabled):
@@ -124,10 +133,12 @@ def check(
     hidden: Hidden | None = None,
     max_states: int | None = None,
     on_progress: Progress | None = None,
+    inspect: Inspect | None = None,
 ) -> CheckResult:
-    """Explore every state reachable under `bounds` from a fresh `factory(...)`; see the module doc."""
+    """Explore every state reachable under `bounds` from a fresh `factory(...)`; see the module doc.
+    `inspect`, where given, is called on every state before it is expanded."""
     start = time.perf_counter()
-    explorer = _Explorer(bounds, factory, hidden)
+    explorer = _Explorer(bounds, factory, hidden, inspect)
     counterexample, complete, depth = _search(explorer, start, max_states, on_progress)
     longest = drain = None
     if counterexample is None and complete:
