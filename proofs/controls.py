@@ -13,11 +13,11 @@ from .explicit.snapshot import Hidden
 from .smt.mutants import MUTANTS
 from .smt.policy import Policy
 
-CONTROL_BOUND = "3,2,8,3,3,2"  # exposes every fault but one; each fault takes well under a second
+CONTROL_BOUND = "2,3,8,3,3,3"  # S > B (so READY-WITHIN-BUDGET could fail) and M = 3; exposes every fault but one
 CONTROL_BOUNDS = {
-    # PartialsBeforeDecodes starves a decode only when a partial prompt's rest covers the whole budget, which
-    # at budget 3 needs prompts of 5; at budget 2, prompts of 3 do.
-    "DECODE-FIRST": "2,2,8,3,3,2",
+    # IgnoreSlots needs more requests running than slots, and budget to start them beside the decodes:
+    # at S = 3 that is 4 adds; B = 3, S = 2 shows it within 3.
+    "SLOTS": "3,2,8,3,3,3",
 }
 STALL_PERIOD = 4  # faults.catalog.PeriodicStall plans nothing every fourth step
 

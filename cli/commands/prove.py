@@ -20,7 +20,7 @@ METHODS = ("model", "z3", "differential", "crosshair")
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bound", default=None, metavar="B,S,K,R,P,M",
-                   help="model-check bound: budget, slots, KV, adds, max prompt, max max_new (default 3,2,8,4,3,2)")
+                   help="model-check bound: budget, slots, KV, adds, max prompt, max max_new (default 2,3,8,4,3,3)")
     p.add_argument("--requests", type=int, default=None, metavar="N",
                    help="symbolic requests in each Z3 step theorem (default 12)")
     p.add_argument("--crosshair-seconds", type=float, default=None, metavar="S",
@@ -31,6 +31,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="run the negative controls of RULE instead: its faulty scheduler, its wrong Z3 policy, "
                         "its planted CrossHair bug; every check must then fail")
     p.add_argument("--scheduler", default=None, metavar="MODULE:FACTORY", help="model-check this scheduler instead")
+    p.add_argument("--hidden", default=None, metavar="MODULE:FUNCTION",
+                   help="with --scheduler: the function giving the scheduler's state that the model checker's key "
+                        "leaves out (a step counter, a cache), or 'none'; without it the model-check claims are refused")
     p.add_argument("--max-states", type=int, default=None, metavar="N", help="stop the model check past N states")
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="also write the rows as JSON")
 
@@ -65,6 +68,11 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
             raise ValueError(f"--bound {args.bound!r}: {str(error).removeprefix(f'bound {args.bound!r}: ')}") from None
     if args.scheduler is not None:
         options.factory = load_scheduler(args.scheduler)
+        options.hidden_declared = args.hidden is not None
+    if args.hidden is not None:
+        if args.scheduler is None:
+            raise ValueError(f"--hidden {args.hidden!r} needs --scheduler: the reference has no hidden state")
+        options.hidden = None if args.hidden == "none" else load_scheduler(args.hidden, "--hidden")
     if args.requests is not None:
         if args.requests < 1:
             raise ValueError(f"--requests must be >= 1, got {args.requests}")

@@ -28,8 +28,10 @@ from .snapshot import Hidden, Key, encode, fork, is_idle, remaining_work
 Progress = Callable[[int, int, int, float], None]  # states, transitions, depth, seconds
 PROGRESS_EVERY = 50_000  # states between progress reports
 Node = tuple[int, Monitor, "Key"]  # a state's number, its live monitor, its key
-Inspect = Callable[[Monitor], "str | None"]  # a check of each new state (it must not change it): what is wrong
-INSPECTED = "INSPECTED STATE"  # the rule a counterexample names when `inspect` reported a state
+Inspect = Callable[[Monitor], "str | None"]  # a check of each state (it must not change it): what is wrong
+INSPECTED = "INSPECTED STATE"  # the rule `CheckResult.inspected` names
+HIDDEN = "HIDDEN STATE"  # the rule a counterexample names when states with one key behave differently
+REVISITS_CHECKED = 20_000  # revisits of known states whose step is compared with theirs
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +45,7 @@ class CheckResult:
     longest_steps: int | None  # the longest behaviour, in steps, until all its work is done
     drain_bound: int | None  # the most steps any state needs to finish once adds stop
     counterexample: Counterexample | None
+    inspected: Counterexample | None = None  # the first state `inspect` reported, with its path
 
     @property
     def holds(self) -> bool:
@@ -68,11 +71,14 @@ class _Explorer:
                  inspect: Inspect | None = None) -> None:
         self.bounds = bounds
         self.inspect = inspect
+        self.inspected: Counterexample | None = None  # the first state `inspect` reported
         self.factory = factory
         self.hidden = hidden
         self.actions: tuple[Action, ...] = (None, *bounds.universe())
         self.graph = Graph(len(self.actions))
         self.index: dict[Key, int] = {}
+        self.keys: list[Key] = []  # by state number
+        self.revisits_left = REVISITS_CHECKED
         self.transitions = 0
 
     def root(self) -> tuple[Monitor, Key]:
@@ -81,16 +87,17 @@ class _Explorer:
         monitor = Monitor(scheduler, cfg)
         key = encode(monitor, self.hidden)
         self.index[key] = self.graph.add_state(-1, STEP, True, 0)
+        self.keys.append(key)
         return monitor, key
 
     def expand(self, state: int, node: Monitor, key: Key, frontier: list[Node]) -> Counterexample | None:
         """Every action of `state`: judge it, record its successor, queue successors not seen before.
         The last action runs on `node` itself, the others on copies."""
-        if self.inspect is not None:
+        if self.inspect is not None and self.inspected is None:
             message = self.inspect(node)
-            if message is not None:
+            if message is not None:  # recorded; the search goes on
                 path = [self.actions[s] for s in self.graph.path_to(state)] + [None]  # and its step
-                return build(self.bounds.config, path, INSPECTED, message, self.factory)
+                self.inspected = build(self.bounds.config, path, INSPECTED, message, self.factory)
         num_enabled = len(self.actions) if key[0] < self.bounds.num_requests else 1
         base = state * len(self.actions)
         for index in range(num_enabled):
@@ -111,9 +118,35 @@ class _Explorer:
             if child is None:
                 child = self.graph.add_state(state, index, is_idle(child_key), remaining_work(child_key))
                 self.index[child_key] = child
+                self.keys.append(child_key)
                 frontier.append((child, monitor, child_key))
+            elif child < state and self.revisits_left > 0:
+                differs = self.behaves_otherwise(monitor, child)
+                if differs is not None:
+                    path = [self.actions[s] for s in self.graph.path_to(state)] + [action, None]
+                    return build(self.bounds.config, path, *differs, self.factory)
             self.graph.succ[base + index] = child
         return None
+
+    def behaves_otherwise(self, monitor: Monitor, known: int) -> tuple[str, str] | None:
+        """`monitor` has reached the key of state `known`, already expanded: step a copy of it and
+        compare with `known`'s own step. Returns (rule, what happened) where they differ: the rule
+        the copy's step broke, or HIDDEN where it reached another key, which means the scheduler
+        decides on state outside the key, so merging the two states is unsound; None where alike."""
+        self.revisits_left -= 1
+        twin = fork(monitor)
+        try:
+            act(twin, None)
+        except RuleViolation as violation:
+            return violation.rule, f"{violation.message} (on a state whose key {self.keys[known]!r} stepped without it)"
+        except Exception as error:  # a scheduler that crashes has not spoken the protocol
+            return PROTOCOL, f"{type(error).__name__}: {error}"
+        got, expected = encode(twin, self.hidden), self.keys[self.graph.succ[known * len(self.actions) + STEP]]
+        if got == expected:
+            return None
+        return HIDDEN, (f"two states with the key {self.keys[known]!r} step differently: one to {expected!r}, the "
+                        f"other to {got!r}; the scheduler decides on state the key leaves out (declare it as "
+                        "hidden state)")
 
     def fail(self, state: int, index: int, rule: str, message: str) -> Counterexample:
         path = [self.actions[s] for s in self.graph.path_to(state)] + [self.actions[index]]
@@ -136,7 +169,8 @@ def check(
     inspect: Inspect | None = None,
 ) -> CheckResult:
     """Explore every state reachable under `bounds` from a fresh `factory(...)`; see the module doc.
-    `inspect`, where given, is called on every state before it is expanded."""
+    `inspect`, where given, is called on every state before it is expanded, until it first reports
+    something (`CheckResult.inspected`); it does not stop the search."""
     start = time.perf_counter()
     explorer = _Explorer(bounds, factory, hidden, inspect)
     counterexample, complete, depth = _search(explorer, start, max_states, on_progress)
@@ -145,7 +179,7 @@ def check(
         counterexample, longest, drain = _liveness(explorer)
     return CheckResult(
         bounds, explorer.graph.num_states, explorer.transitions, depth, time.perf_counter() - start, complete,
-        longest, drain, counterexample,
+        longest, drain, counterexample, explorer.inspected,
     )
 
 

@@ -57,6 +57,7 @@ class Outcome:
     seconds: float
     difference: str | None  # the first difference, or None
     counterexample: Counterexample | None = None  # from the model checker: the path to the state
+    complete: bool = True  # False: the model check stopped early, so not every state was compared
 
 
 class Models:
@@ -102,19 +103,33 @@ def on_random_states(count: int, factory: Callable[..., Any] = Scheduler, policy
     return Outcome(models.evaluated, workloads, models.most_admitted, time.perf_counter() - began, None)
 
 
+class OnModelStates:
+    """The model checker's `inspect`: the Z3 step against the code on every state it expands."""
+
+    def __init__(self, policy: Policy | None = None) -> None:
+        self.models = Models(policy)
+        self.seconds = 0.0
+
+    def __call__(self, monitor: Monitor) -> str | None:
+        began = time.perf_counter()
+        found = step_differences(fork(monitor), self.models, "this state")
+        self.seconds += time.perf_counter() - began
+        return found[0] if found else None
+
+    def outcome(self, result: modelcheck.CheckResult) -> Outcome:
+        """What the check `result` (run with this inspector) says of the differential."""
+        models, ce = self.models, result.inspected
+        if ce is None and result.counterexample is not None:  # the code broke a rule: the Z3 step keeps them all
+            ce = result.counterexample
+            return Outcome(models.evaluated, 0, models.most_admitted, self.seconds,
+                           f"the code broke {ce.rule}, which the Z3 step keeps: {ce.message}", ce)
+        if ce is None and not result.complete:
+            return Outcome(models.evaluated, 0, models.most_admitted, self.seconds, None, None, complete=False)
+        return Outcome(models.evaluated, 0, models.most_admitted, self.seconds, None if ce is None else ce.message, ce)
+
+
 def on_model_states(bounds: Bounds, factory: Callable[..., Any] = Scheduler, hidden: Hidden | None = None,
                     policy: Policy | None = None, max_states: int | None = None) -> Outcome:
     """Compare the Z3 step with `factory` on every state the model checker reaches within `bounds`."""
-    began = time.perf_counter()
-    models = Models(policy)
-
-    def inspect(monitor: Monitor) -> str | None:
-        found = step_differences(fork(monitor), models, "this state")
-        return found[0] if found else None
-
-    result = modelcheck.check(bounds, factory, hidden, max_states, inspect=inspect)
-    ce = result.counterexample
-    difference = None if ce is None else ce.message
-    if ce is not None and ce.rule != modelcheck.INSPECTED:
-        difference = f"the model checker found {ce.rule} broken before any difference: {ce.message}"
-    return Outcome(models.evaluated, 0, models.most_admitted, time.perf_counter() - began, difference, ce)
+    inspector = OnModelStates(policy)
+    return inspector.outcome(modelcheck.check(bounds, factory, hidden, max_states, inspect=inspector))
