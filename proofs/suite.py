@@ -67,14 +67,15 @@ class Options:
     # Whether the scheduler's state outside the checker's key is declared (`hidden`, or none). The
     # reference is shown to have none (tests); another scheduler must say, or its claims are refused.
     hidden_declared: bool = True
+    rules: tuple[str, ...] | None = None  # the rules the model check judges (None: all)
 
 
 def model_rows(o: Options, say: Say) -> list[Row]:
     def progress(states: int, transitions: int, depth: int, seconds: float) -> None:
         say(f"model check: {states:,} states, {transitions:,} transitions, depth {depth}, {seconds:.0f} s")
 
-    inspector = refinement.OnModelStates(o.policy) if "differential" in o.methods else None
-    result = modelcheck.check(o.bound, o.factory, o.hidden, o.max_states, progress, inspector)
+    inspector = refinement.OnModelStates(o.policy) if "differential" in o.methods and o.fault_rule is None else None
+    result = modelcheck.check(o.bound, o.factory, o.hidden, o.max_states, progress, inspector, o.rules)
     if inspector is not None:  # the differential's first half, done on the same pass
         o.model_states = inspector.outcome(result)
     bound = f"{o.bound.label()}: {result.states:,} states"
@@ -136,17 +137,20 @@ def _z3_row(claim: str, method: str, bound: str, outcome: Any) -> Row:
 def differential_rows(o: Options, say: Say) -> list[Row]:
     """The Z3 step against the scheduler's code: on every state the model checker reaches at the
     bound, then on RANDOM_STATES states of random workloads of up to 64 requests."""
-    name = "REFERENCE" if o.factory is Scheduler else getattr(o.factory, "__name__", str(o.factory))
+    # A negative control tells the wrong Z3 policy apart from the reference's code.
+    factory = Scheduler if o.fault_rule is not None else o.factory
+    name = "REFERENCE" if factory is Scheduler else getattr(factory, "__name__", str(factory))
     claim = f"Z3 STEP = {name}"
     method = "differential" if o.policy.name == "reference" else f"differential, {o.policy.name}"
     found = o.model_states
     if found is None:
         say(f"differential: the Z3 step on every state of the model check at {o.bound.label()}")
-        found = refinement.on_model_states(o.bound, o.factory, o.hidden, o.policy, o.max_states)
+        found = refinement.on_model_states(o.bound, factory, o.hidden if factory is o.factory else None, o.policy,
+                                           o.max_states)
     rows = [_differential_row(claim, f"{method} (model states)", f"{o.bound.label()}: {found.states:,} states",
                               found)]
     say(f"differential: the Z3 step on {RANDOM_STATES:,} random states")
-    found = refinement.on_random_states(RANDOM_STATES, o.factory, o.policy, say=say)
+    found = refinement.on_random_states(RANDOM_STATES, factory, o.policy, say=say)
     bound = f"{found.states:,} random states"
     rows.append(_differential_row(claim, f"{method} (random states)", bound, found))
     return rows

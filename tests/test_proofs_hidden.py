@@ -29,3 +29,10 @@ def test_undeclared_hidden_state_refuses_the_claims(capsys: pytest.CaptureFixtur
 def test_hidden_needs_a_scheduler(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["prove", *QUICK, "--hidden", "none"]) == 2
     assert "--hidden" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("invariant", ["ONE-PARTIAL", "READY-WITHIN-BUDGET"])
+def test_prove_fault_catches_each_derived_invariant(invariant: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["prove", "--fault", invariant, "--methods", "model"]) == 1
+    out = capsys.readouterr().out
+    assert invariant in out and "BROKEN" in out

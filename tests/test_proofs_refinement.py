@@ -87,7 +87,7 @@ def test_compiled_z3_terms_evaluate_as_z3_does() -> None:
         mutant = CompiledStep(n, MUTANTS["SkipAhead"]()), Evaluator(n, MUTANTS["SkipAhead"]())
         for _ in range(40):
             views = []
-            for i in range(rng.randint(0, n)):
+            for _ in range(rng.randint(0, n)):
                 p, m = rng.randint(1, 9), rng.randint(1, 5)
                 admitted = rng.random() < 0.5 and all(v.admitted for v in views)
                 f = rng.randint(0, p) if admitted else 0

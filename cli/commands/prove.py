@@ -32,8 +32,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "its planted CrossHair bug; every check must then fail")
     p.add_argument("--scheduler", default=None, metavar="MODULE:FACTORY", help="model-check this scheduler instead")
     p.add_argument("--hidden", default=None, metavar="MODULE:FUNCTION",
-                   help="with --scheduler: the function giving the scheduler's state that the model checker's key "
-                        "leaves out (a step counter, a cache), or 'none'; without it the model-check claims are refused")
+                   help="with --scheduler: the function giving the scheduler's state that the model checker's "
+                        "key leaves out (a step counter, a cache), or 'none'; without it the model-check claims "
+                        "are refused")
     p.add_argument("--max-states", type=int, default=None, metavar="N", help="stop the model check past N states")
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="also write the rows as JSON")
 
@@ -58,6 +59,7 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         except ValueError as error:
             raise ValueError(f"--fault {args.fault!r}: {error}") from None
         options.hidden = controls.hidden_for(rule)
+        options.rules = controls.judged(rule)
         options.bound = controls.control_bound(rule)
         options.fault_rule = rule
         options.crosshair_seconds = crosshair_run.PLANTED_S

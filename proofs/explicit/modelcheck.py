@@ -13,7 +13,7 @@ Each new state keeps one live scheduler and monitor; every action runs on a copy
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,8 +68,9 @@ class _Explorer:
     """The search: one per check. A node is the live monitor (and scheduler) of a state."""
 
     def __init__(self, bounds: Bounds, factory: Callable[..., Any], hidden: Hidden | None,
-                 inspect: Inspect | None = None) -> None:
+                 inspect: Inspect | None = None, rules: Iterable[str] | None = None) -> None:
         self.bounds = bounds
+        self.rules = rules
         self.inspect = inspect
         self.inspected: Counterexample | None = None  # the first state `inspect` reported
         self.factory = factory
@@ -84,7 +85,7 @@ class _Explorer:
     def root(self) -> tuple[Monitor, Key]:
         cfg = self.bounds.config
         scheduler = self.factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
-        monitor = Monitor(scheduler, cfg)
+        monitor = Monitor(scheduler, cfg, self.rules)
         key = encode(monitor, self.hidden)
         self.index[key] = self.graph.add_state(-1, STEP, True, 0)
         self.keys.append(key)
@@ -167,12 +168,14 @@ def check(
     max_states: int | None = None,
     on_progress: Progress | None = None,
     inspect: Inspect | None = None,
+    rules: Iterable[str] | None = None,
 ) -> CheckResult:
     """Explore every state reachable under `bounds` from a fresh `factory(...)`; see the module doc.
     `inspect`, where given, is called on every state before it is expanded, until it first reports
-    something (`CheckResult.inspected`); it does not stop the search."""
+    something (`CheckResult.inspected`); it does not stop the search. `rules` (default all) are the
+    rules the monitor judges: a negative control of a derived invariant leaves out its premises."""
     start = time.perf_counter()
-    explorer = _Explorer(bounds, factory, hidden, inspect)
+    explorer = _Explorer(bounds, factory, hidden, inspect, rules)
     counterexample, complete, depth = _search(explorer, start, max_states, on_progress)
     longest = drain = None
     if counterexample is None and complete:
