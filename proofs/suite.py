@@ -171,17 +171,27 @@ def _differential_row(claim: str, method: str, bound: str, found: refinement.Out
 
 
 def crosshair_rows(o: Options, say: Say) -> list[Row]:
+    """One row per contract: each `crosshair check`ed on its own (with `--fault`, the planted copy)."""
     if o.fault_rule is not None:
         return [planted_row(o.fault_rule, o.crosshair_seconds, say)]
-    say(f"crosshair: {o.crosshair_target}, {o.crosshair_seconds:g} s per condition")
-    result = crosshair_run.check(o.crosshair_target, o.crosshair_seconds)
-    bound = f"{o.crosshair_seconds:g} s/condition"
+    if o.crosshair_target != crosshair_run.CONTRACTS:  # one target named by the caller
+        return [_crosshair_row("CONTRACTS", o.crosshair_target, o.crosshair_seconds, say)]
+    return [_crosshair_row(f"{kind} contract", f"{o.crosshair_target}.{contract.__name__}", o.crosshair_seconds, say,
+                           rules)
+            for kind, contract, rules in planted_contracts.KINDS]
+
+
+def _crosshair_row(claim: str, target: str, seconds: float, say: Say, rules: tuple[str, ...] = ()) -> Row:
+    say(f"crosshair: {target}, {seconds:g} s per condition")
+    result = crosshair_run.check(target, seconds)
+    bound = f"{seconds:g} s/condition"
+    states = f"{', '.join(rules)}: " if rules else ""
     if result.error is not None:
-        return [Row("CONTRACTS", "CrossHair", bound, UNKNOWN, result.seconds, result.error)]
+        return Row(claim, "CrossHair", bound, UNKNOWN, result.seconds, result.error)
     if result.found:
-        return [Row("CONTRACTS", "CrossHair", bound, BROKEN, result.seconds, "; ".join(result.found))]
-    return [Row("CONTRACTS", "CrossHair", bound, NOT_REFUTED, result.seconds,
-                "add/schedule/complete: no counterexample within the limit (CrossHair never proves)")]
+        return Row(claim, "CrossHair", bound, BROKEN, result.seconds, states + "; ".join(result.found))
+    return Row(claim, "CrossHair", bound, NOT_REFUTED, result.seconds,
+               f"{states}no counterexample within the limit (CrossHair never proves)")
 
 
 def planted_row(rule: str, seconds: float, say: Say) -> Row:

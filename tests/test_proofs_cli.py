@@ -33,8 +33,8 @@ def test_prove_fault_runs_crosshair_on_that_rules_planted_bug(capsys: pytest.Cap
     assert main(["prove", "--fault", "slots", "--methods", "crosshair"]) == 1
     out = capsys.readouterr().out
     assert "SLOTS" in out and "PlantedSlots" in out and "BROKEN" in out and "PlantedKV" not in out
-    assert main(["prove", "--fault", "decode-first", "--methods", "crosshair"]) == 0  # no failure claimed
-    assert "n/a (no contract for DECODE-FIRST)" in capsys.readouterr().out
+    assert main(["prove", "--fault", "one-partial", "--methods", "crosshair"]) == 0  # no failure claimed
+    assert "n/a (no contract for ONE-PARTIAL)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv, field", [
