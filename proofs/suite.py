@@ -20,6 +20,7 @@ from .explicit.bounds import Bounds
 from .explicit.counterexample import replay
 from .explicit.snapshot import Hidden
 from .smt import refinement
+from .smt.induction import INDUCTIONS, prove_induction
 from .smt.loops import LOOP_THEOREMS, prove_loop
 from .smt.policy import Policy
 from .smt.reach import reach
@@ -123,6 +124,12 @@ def z3_rows(o: Options, say: Say) -> list[Row]:
         say(f"z3: {loop.name} ({o.policy.name})")
         outcome = prove_loop(loop, o.policy)
         rows.append(_z3_row(loop.name, f"Z3 loop iteration ({o.policy.name})", "any N", outcome))
+    for induction in INDUCTIONS:
+        say(f"z3: {induction.name} ({o.policy.name})")
+        outcome = prove_induction(induction, o.policy)
+        row = _z3_row(induction.name, f"Z3 loop induction ({o.policy.name})", "any N", outcome)
+        row.detail = f"{induction.rules}: initiation, consecution, exit" + (f"; {row.detail}" if row.detail else "")
+        rows.append(row)
     return rows
 
 
