@@ -7,6 +7,7 @@ from collections.abc import Hashable
 from typing import Any
 
 from stallfree.faults import FAULTS
+from stallfree.faults.starving import STARVING
 from stallfree.spec import RULE_IDS
 from stallfree.spec.invariants import INVARIANTS
 
@@ -45,6 +46,8 @@ def hidden_for(rule: str) -> Hidden | None:
 
 
 def fault(rule: str) -> Any:
+    if rule == "LIVENESS":  # starves a request while planning every step
+        return STARVING["LifoAdmission"]
     if rule in INVARIANT_FAULTS:
         return FAULTS[INVARIANT_FAULTS[rule]]
     if rule not in FAULTS:

@@ -15,7 +15,7 @@ from stallfree.spec.invariants import INVARIANTS
 from .contracts import planted, planted_contracts
 from .contracts import run as crosshair_run
 from .controls import twin_fault
-from .explicit import modelcheck
+from .explicit import modelcheck, starvation
 from .explicit.bounds import Bounds
 from .explicit.counterexample import replay
 from .explicit.snapshot import Hidden
@@ -29,6 +29,7 @@ from .smt.theorems import DEFAULT_N, THEOREMS, prove
 HOLDS, NOT_REFUTED, BROKEN, UNKNOWN = "holds", "not refuted", "BROKEN", "unknown"
 METHODS = ("model", "z3", "differential", "crosshair")
 DEFAULT_BOUND = "2,3,8,4,3,3"  # S > B, so READY-WITHIN-BUDGET can fail; M = 3
+LIVENESS_BOUND = "2,2,8,2,3,2"  # B,S,K, at most 2 waiting at once (arrivals never stop), P, M
 RANDOM_STATES = 10_000  # states of random workloads the differential compares (see smt.refinement)
 
 Say = Callable[[str], None]
@@ -69,9 +70,35 @@ class Options:
     # reference is shown to have none (tests); another scheduler must say, or its claims are refused.
     hidden_declared: bool = True
     rules: tuple[str, ...] | None = None  # the rules the model check judges (None: all)
+    liveness_bound: Bounds = field(default_factory=lambda: Bounds.parse(LIVENESS_BOUND))
 
 
 def model_rows(o: Options, say: Say) -> list[Row]:
+    return [*_safety_rows(o, say), liveness_row(o, say)]
+
+
+def liveness_row(o: Options, say: Say) -> Row:
+    """The per-request bound under never-ending arrivals (`explicit.starvation`)."""
+    say(f"model check: LIVENESS at {o.liveness_bound.label()}, arrivals never stop")
+    result = starvation.check(o.liveness_bound, o.factory, o.max_states)
+    bound = f"{o.liveness_bound.label()}: {result.states:,} states"
+    method = "model check (lassos, WF Step)"
+    if result.counterexample is not None:
+        ce = result.counterexample
+        return Row("LIVENESS", method, bound, BROKEN, result.seconds, ce.describe(),
+                   {"workload": ce.workload.to_json()})
+    if not result.complete:
+        return Row("LIVENESS", method, bound, UNKNOWN, result.seconds, "stopped at max_states")
+    if not o.hidden_declared:
+        return Row("LIVENESS", method, bound, UNKNOWN, result.seconds,
+                   "refused: declare the scheduler's hidden state (--hidden MODULE:FUNCTION, or --hidden none)")
+    return Row("LIVENESS", method, bound, HOLDS, result.seconds,
+               f"every request finished within the work ahead of it at its arrival plus its own, under arrivals "
+               f"that never stop (at most {o.liveness_bound.num_requests} waiting); tightest margin "
+               f"{result.worst_margin} step(s)")
+
+
+def _safety_rows(o: Options, say: Say) -> list[Row]:
     def progress(states: int, transitions: int, depth: int, seconds: float) -> None:
         say(f"model check: {states:,} states, {transitions:,} transitions, depth {depth}, {seconds:.0f} s")
 

@@ -360,7 +360,7 @@ INDUCTIONS: tuple[LoopInduction, ...] = (
     LoopInduction("PARTIALS (induction)", "PARTIAL-NEXT", partials, "ShortChunk"),
     LoopInduction("ADMITS (induction)", "FCFS, SLOTS, KV, WORK-CONSERVING (admission)", admissions,
                   "CappedAdmissions"),
-    LoopInduction("FINISHING (induction)", "KV (return)", finishing, "EarlyRelease"),
+    LoopInduction("FINISH (induction)", "KV (return)", finishing, "EarlyRelease"),
     LoopInduction("PROGRESS (induction)", "PROGRESS", progress, "Stalls"),
 )
 
