@@ -32,6 +32,9 @@ def test_a_starving_scheduler_breaks_the_bound(name: str) -> None:
     ce = result.counterexample
     assert ce is not None and ce.rule == "LIVENESS"
     play(ce.workload, Scheduler)  # the same arrivals, on the reference, keep every rule
+    # The trace shows the whole behaviour, state by state, up to the step the bound ran out.
+    assert sum(line.startswith("  state ") for line in ce.trace) == ce.num_steps
+    assert all("plan [" in line for line in ce.trace if line.startswith("  step "))
 
 
 def test_the_ranking_function_is_proved_and_fails_on_starving_policies() -> None:

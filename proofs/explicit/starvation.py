@@ -106,7 +106,7 @@ def check(bounds: Bounds, factory: Callable[..., Any] = Scheduler, max_states: i
                             message = (f"request {rid} is unfinished when its bound (the work ahead of it at its "
                                        f"arrival plus its own) has run out")
                             return StarvationResult(bounds, len(seen), time.perf_counter() - began, True, worst,
-                                                    build(cfg, [*path, None], LIVENESS, message, factory))
+                                                    build(cfg, [*path, None], LIVENESS, message, factory, ()))
                         else:
                             child_watch = (rid, left - 1)
                 else:
