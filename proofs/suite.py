@@ -31,6 +31,8 @@ METHODS = ("model", "z3", "differential", "crosshair")
 DEFAULT_BOUND = "2,3,8,4,3,3"  # S > B, so READY-WITHIN-BUDGET can fail; M = 3
 LIVENESS_BOUND = "2,2,8,2,3,2"  # B,S,K, at most 2 waiting at once (arrivals never stop), P, M
 RANDOM_STATES = 10_000  # states of random workloads the differential compares (see smt.refinement)
+# `stallfree prove --profile deep`: every figure a step up (several minutes)
+DEEP_BOUND, DEEP_LIVENESS_BOUND, DEEP_REQUESTS, DEEP_RANDOM_STATES = "2,3,8,5,3,3", "2,3,8,2,3,3", 16, 100_000
 
 Say = Callable[[str], None]
 
@@ -71,6 +73,7 @@ class Options:
     hidden_declared: bool = True
     rules: tuple[str, ...] | None = None  # the rules the model check judges (None: all)
     liveness_bound: Bounds = field(default_factory=lambda: Bounds.parse(LIVENESS_BOUND))
+    random_states: int = RANDOM_STATES
 
 
 def model_rows(o: Options, say: Say) -> list[Row]:
@@ -170,7 +173,7 @@ def _z3_row(claim: str, method: str, bound: str, outcome: Any) -> Row:
 
 def differential_rows(o: Options, say: Say) -> list[Row]:
     """The Z3 step against the scheduler's code: on every state the model checker reaches at the
-    bound, then on RANDOM_STATES states of random workloads of up to 64 requests."""
+    bound, then on `random_states` states of random workloads of up to 64 requests."""
     # A negative control tells the wrong Z3 policy apart from the reference's code.
     factory = Scheduler if o.fault_rule is not None else o.factory
     name = "REFERENCE" if factory is Scheduler else getattr(factory, "__name__", str(factory))
@@ -183,8 +186,8 @@ def differential_rows(o: Options, say: Say) -> list[Row]:
                                            o.max_states)
     rows = [_differential_row(claim, f"{method} (model states)", f"{o.bound.label()}: {found.states:,} states",
                               found)]
-    say(f"differential: the Z3 step on {RANDOM_STATES:,} random states")
-    found = refinement.on_random_states(RANDOM_STATES, factory, o.policy, say=say)
+    say(f"differential: the Z3 step on {o.random_states:,} random states")
+    found = refinement.on_random_states(o.random_states, factory, o.policy, say=say)
     bound = f"{found.states:,} random states"
     rows.append(_differential_row(claim, f"{method} (random states)", bound, found))
     return rows

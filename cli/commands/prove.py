@@ -35,6 +35,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="with --scheduler: the function giving the scheduler's state that the model checker's "
                         "key leaves out (a step counter, a cache), or 'none'; without it the model-check claims "
                         "are refused")
+    p.add_argument("--profile", choices=("default", "deep"), default="default",
+                   help="deep: model-check bound 2,3,8,5,3,3, liveness 2,3,8,2,3,3, N=16 Z3 requests, 100,000 random "
+                        "differential states (minutes); explicit flags override it")
     p.add_argument("--max-states", type=int, default=None, metavar="N", help="stop the model check past N states")
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="also write the rows as JSON")
 
@@ -51,6 +54,11 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     if unknown or not methods:
         raise ValueError(f"--methods {args.methods!r}: expected some of {','.join(METHODS)}")
     options.methods = methods
+    if args.profile == "deep":
+        from stallfree.proofs import suite
+
+        options.bound, options.liveness_bound = Bounds.parse(suite.DEEP_BOUND), Bounds.parse(suite.DEEP_LIVENESS_BOUND)
+        options.num_requests, options.random_states = suite.DEEP_REQUESTS, suite.DEEP_RANDOM_STATES
     if args.fault is not None:
         rule = args.fault.upper()
         try:
