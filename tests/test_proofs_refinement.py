@@ -126,7 +126,7 @@ def test_each_planted_bug_is_a_difference(bug: str, tmp_path: Path) -> None:
 
 def test_prove_on_a_planted_copy_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = planted_package(tmp_path, "cap12")
-    assert main(["prove", "--methods", "differential", "--scheduler", spec]) == 1
+    assert main(["prove", "--methods", "differential", "--bound", "2,3,8,3,3,3", "--scheduler", spec]) == 1
     out = capsys.readouterr().out
     assert "Z3 STEP = Scheduler" in out and "BROKEN" in out and "random states" in out
 

@@ -198,17 +198,25 @@ def admissions(policy: Policy) -> list[Obligation]:
 
     def inv(at: z3.ArithRef, adm_: z3.ArrayRef, left_: z3.ArithRef, running_: z3.ArithRef, free_: z3.ArithRef,
             stopped_: z3.BoolRef, head_: z3.ArithRef) -> z3.BoolRef:
+        def within(x: z3.ArithRef, end: z3.ArithRef) -> z3.BoolRef:
+            return z3.And(x >= 0, x < end)
+
         return z3.And(
             at >= 0, at <= n, left_ >= 0, running_ <= config.max_seqs, free_ >= 0,
-            z3.ForAll([j], z3.Implies(z3.And(j >= 0, j < at, adm_[j]), reqs.at(j).waiting)),
-            z3.ForAll([j], z3.Implies(z3.Or(j < 0, j >= at), z3.Not(adm_[j]))),
-            z3.ForAll([j, k], z3.Implies(z3.And(j >= 0, j < k, k < at, adm_[k], reqs.at(j).waiting), adm_[j])),
-            stopped_ == z3.Exists([j], z3.And(j >= 0, j < at, reqs.at(j).waiting, z3.Not(adm_[j]))),
-            z3.Implies(stopped_, z3.And(head_ >= 0, head_ < at, reqs.at(head_).waiting, z3.Not(adm_[head_]),
-                                        refused(head_, left_, running_, free_))),
+            # only requests already met, and waiting ones, are admitted
+            z3.ForAll([j], z3.Implies(adm_[j], z3.And(within(j, at), reqs.at(j).waiting))),
+            # not stopped: every waiting request met so far is admitted
+            z3.Implies(z3.Not(stopped_), z3.ForAll([j], z3.Implies(z3.And(within(j, at), reqs.at(j).waiting),
+                                                                   adm_[j]))),
+            # stopped: `head` is the first waiting request refused, it stays refused, all before it are
+            # admitted and none after it
+            z3.Implies(stopped_, z3.And(
+                within(head_, at), reqs.at(head_).waiting, z3.Not(adm_[head_]), refused(head_, left_, running_, free_),
+                z3.ForAll([j], z3.Implies(z3.And(within(j, head_), reqs.at(j).waiting), adm_[j])),
+                z3.ForAll([j], z3.Implies(adm_[j], j < head_)))),
         )
 
-    base = z3.And(config.valid(), n >= 0, reqs.valid(n, config))
+    base = z3.And(config.valid(), n >= 0)
     entry = z3.And(left >= 0, left <= config.token_budget, running >= 0, running <= config.max_seqs, free >= 0,
                    free <= config.kv_tokens)
     count = z3.Int("admitted_so_far")
@@ -219,15 +227,16 @@ def admissions(policy: Policy) -> list[Obligation]:
     exit_goal = z3.And(
         left >= 0, running <= config.max_seqs, free >= 0,  # BUDGET, SLOTS, KV
         z3.ForAll([j, k], z3.Implies(z3.And(j >= 0, j < k, k < n, adm[k], reqs.at(j).waiting), adm[j])),  # FCFS
-        z3.Implies(z3.Exists([j], z3.And(j >= 0, j < n, reqs.at(j).waiting, z3.Not(adm[j]))),  # WORK-CONSERVING
-                   z3.Exists([j], z3.And(j >= 0, j < n, reqs.at(j).waiting, z3.Not(adm[j]),
-                                         refused(j, left, running, free)))),
+        z3.ForAll([j], z3.Implies(z3.And(j >= 0, j < n, reqs.at(j).waiting, z3.Not(adm[j])),  # WORK-CONSERVING
+                                  z3.And(stopped, head <= j, reqs.at(head).waiting, z3.Not(adm[head]),
+                                         refused(head, left, running, free)))),
     )
+    # Consecution needs only request i's own facts (every request has them): an instance, not a quantifier.
     return [
         Obligation("initiation", z3.And(base, entry),
                    inv(z3.IntVal(0), z3.K(INT, z3.BoolVal(False)), left, running, free, z3.BoolVal(False), head)),
-        Obligation("consecution", z3.And(base, inv(i, adm, left, running, free, stopped, head), i < n, count >= 0,
-                                         z3.And(d.defs)), after),
+        Obligation("consecution", z3.And(base, inv(i, adm, left, running, free, stopped, head), i >= 0, i < n,
+                                         reqs.valid_at(i, config), count >= 0, z3.And(d.defs)), after),
         Obligation("exit", z3.And(base, inv(n, adm, left, running, free, stopped, head)), exit_goal),
     ]
 
