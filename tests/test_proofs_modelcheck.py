@@ -128,3 +128,13 @@ def test_bounds_errors_name_the_field() -> None:
         Bounds.parse("1,1,4,1,1,x")
     with pytest.raises(InvalidField, match="6 ints"):
         Bounds.parse("1,2")
+
+
+def test_compact_search_finds_what_the_live_one_does() -> None:
+    """Fingerprints and a frontier rebuilt by replay: the same graph, the same counterexamples."""
+    live, compact = check(Bounds.parse(CI_BOUND)), check(Bounds.parse(CI_BOUND), compact=True)
+    assert (compact.states, compact.transitions, compact.drain_bound) == (live.states, live.transitions,
+                                                                           live.drain_bound)
+    for rule in ("FCFS", "PROGRESS", "TOKENS"):
+        found = check(controls.control_bound(rule), controls.fault(rule), controls.hidden_for(rule), compact=True)
+        assert found.counterexample is not None and found.counterexample.rule == rule
