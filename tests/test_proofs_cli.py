@@ -10,7 +10,7 @@ import pytest
 
 from stallfree.main import main
 
-QUICK = ["--requests", "3", "--methods", "model,z3", "--bound", "2,2,6,2,2,2"]
+QUICK = ["--requests", "3", "--methods", "model,z3", "--bound", "2,2,6,2,2,2", "--liveness-bound", "2,2,6,2,2,2"]
 
 
 def test_prove_holds_on_the_reference(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -24,7 +24,8 @@ def test_prove_holds_on_the_reference(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_prove_fails_on_a_negative_control_with_a_counterexample(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["prove", "--fault", "fcfs", "--requests", "3", "--methods", "model,z3"]) == 1
+    assert main(["prove", "--fault", "fcfs", "--requests", "3", "--methods", "model,z3",
+                 "--liveness-bound", "2,2,6,2,2,2"]) == 1
     out = capsys.readouterr().out
     assert "FCFS" in out and "BROKEN" in out and '"requests": [{"rid": 0' in out  # the workload
 

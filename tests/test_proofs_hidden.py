@@ -10,7 +10,7 @@ import pytest
 
 from stallfree.main import main
 
-QUICK = ["--methods", "model", "--bound", "2,3,8,3,3,3"]
+QUICK = ["--methods", "model", "--bound", "2,3,8,3,3,3", "--liveness-bound", "2,2,6,2,2,2"]
 
 
 def test_the_stalling_control_fails_through_prove_scheduler(capsys: pytest.CaptureFixture[str]) -> None:
@@ -33,6 +33,6 @@ def test_hidden_needs_a_scheduler(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize("invariant", ["ONE-PARTIAL", "READY-WITHIN-BUDGET"])
 def test_prove_fault_catches_each_derived_invariant(invariant: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["prove", "--fault", invariant, "--methods", "model"]) == 1
+    assert main(["prove", "--fault", invariant, "--methods", "model", "--liveness-bound", "2,2,6,2,2,2"]) == 1
     out = capsys.readouterr().out
     assert invariant in out and "BROKEN" in out

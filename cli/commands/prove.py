@@ -21,6 +21,9 @@ METHODS = ("model", "z3", "differential", "crosshair")
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bound", default=None, metavar="B,S,K,R,P,M",
                    help="model-check bound: budget, slots, KV, adds, max prompt, max max_new (default 2,3,8,4,3,3)")
+    p.add_argument("--liveness-bound", default=None, metavar="B,S,K,Q,P,M",
+                   help="the LIVENESS model check's bound: Q is the most requests waiting at once, arrivals never "
+                        "stop (default 2,2,8,2,3,2)")
     p.add_argument("--requests", type=int, default=None, metavar="N",
                    help="symbolic requests in each Z3 step theorem (default 12)")
     p.add_argument("--crosshair-seconds", type=float, default=None, metavar="S",
@@ -76,6 +79,11 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
             options.bound = Bounds.parse(args.bound)
         except (ValueError, TypeError) as error:  # the field named by Bounds, the flag and value here
             raise ValueError(f"--bound {args.bound!r}: {str(error).removeprefix(f'bound {args.bound!r}: ')}") from None
+    if args.liveness_bound is not None:
+        try:
+            options.liveness_bound = Bounds.parse(args.liveness_bound)
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"--liveness-bound {args.liveness_bound!r}: {error}") from None
     if args.scheduler is not None:
         options.factory = load_scheduler(args.scheduler)
         options.hidden_declared = args.hidden is not None
