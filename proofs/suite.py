@@ -106,7 +106,7 @@ def _safety_rows(o: Options, say: Say) -> list[Row]:
         say(f"model check: {states:,} states, {transitions:,} transitions, depth {depth}, {seconds:.0f} s")
 
     inspector = refinement.OnModelStates(o.policy) if "differential" in o.methods and o.fault_rule is None else None
-    result = modelcheck.check(o.bound, o.factory, o.hidden, o.max_states, progress, inspector, o.rules)
+    result = modelcheck.check(o.bound, o.factory, o.hidden, o.max_states, progress, inspector, o.rules, compact=True)
     if inspector is not None:  # the differential's first half, done on the same pass
         o.model_states = inspector.outcome(result)
     bound = f"{o.bound.label()}: {result.states:,} states"

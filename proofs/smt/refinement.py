@@ -132,4 +132,4 @@ def on_model_states(bounds: Bounds, factory: Callable[..., Any] = Scheduler, hid
                     policy: Policy | None = None, max_states: int | None = None) -> Outcome:
     """Compare the Z3 step with `factory` on every state the model checker reaches within `bounds`."""
     inspector = OnModelStates(policy)
-    return inspector.outcome(modelcheck.check(bounds, factory, hidden, max_states, inspect=inspector))
+    return inspector.outcome(modelcheck.check(bounds, factory, hidden, max_states, inspect=inspector, compact=True))
