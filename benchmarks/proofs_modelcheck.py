@@ -1,6 +1,7 @@
 """Model checker figures: states, transitions, depth, seconds and states/s at a ladder of bounds,
 stopping after the first bound that takes longer than the time limit; and the cost of one copy of a
-reference state with `clone` against `copy.deepcopy`, measured side by side.
+reference state with `clone` against `copy.deepcopy`, measured side by side. Memory is the process's
+peak resident set after each bound (the ladder grows, so each peak is that bound's).
 
     python benchmarks/proofs_modelcheck.py [--limit SECONDS] [--bounds B,S,K,R,P,M ...]
 """
@@ -9,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import copy
+import resource
 import statistics
+import subprocess
 import sys
 import time
 
@@ -19,7 +22,8 @@ from stallfree.proofs.explicit.modelcheck import check
 from stallfree.reference import Scheduler
 from stallfree.spec import Config, Monitor
 
-LADDER = ("3,2,8,3,3,2", "3,2,8,4,3,2", "3,2,8,5,3,2", "4,3,12,5,4,2", "3,2,8,6,3,2", "4,3,12,6,4,2")
+# S > B (READY-WITHIN-BUDGET can fail) and M = 3 throughout; the second is `stallfree prove`'s default.
+LADDER = ("2,3,8,3,3,3", "2,3,8,4,3,3", "2,3,8,5,3,3", "3,4,12,5,4,3", "2,3,8,6,3,3", "3,4,12,6,4,3")
 COPIES = 2000
 
 
@@ -46,21 +50,40 @@ def progress(states: int, transitions: int, depth: int, seconds: float) -> None:
     print(f"  {states:,} states, depth {depth}, {seconds:.0f} s", file=sys.stderr, flush=True)
 
 
+def one(label: str, compact: bool) -> None:
+    """One bound in this process (so its peak resident set is its own); prints one table row."""
+    result = check(Bounds.parse(label), on_progress=progress, compact=compact)
+    verdict = "holds" if result.holds else (result.counterexample.rule if result.counterexample else "incomplete")
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KB
+    mode = "compact" if compact else "live"
+    print(f"{label:<16} {mode:<8} {result.states:>10,} {result.transitions:>12,} {result.depth:>6} "
+          f"{result.seconds:>8.1f} {result.states_per_second:>9,.0f} {peak_mb:>8,.0f} "
+          f"{peak_mb * 1024 / result.states:>8.2f} {result.longest_steps!s:>8} {result.drain_bound!s:>6}  {verdict}",
+          flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=float, default=120.0, help="stop after a bound slower than this (s)")
     parser.add_argument("--bounds", nargs="*", default=list(LADDER), metavar="B,S,K,R,P,M")
+    parser.add_argument("--modes", default="live,compact", help="live (a scheduler per frontier state), compact "
+                        "(fingerprints, frontier rebuilt by replay), or both, each bound in its own process")
+    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # internal: run one bound:mode here
     args = parser.parse_args()
+    if args.one is not None:
+        label, mode = args.one.split(":")
+        one(label, mode == "compact")
+        return 0
     copy_cost()
-    print(f"{'bound B,S,K,R,P,M':<20} {'states':>10} {'transitions':>12} {'depth':>6} {'seconds':>8} "
-          f"{'states/s':>9} {'longest':>8} {'drain':>6}  result")
+    print(f"{'bound B,S,K,R,P,M':<16} {'mode':<8} {'states':>10} {'transitions':>12} {'depth':>6} {'seconds':>8} "
+          f"{'states/s':>9} {'peak MB':>8} {'KB/state':>8} {'longest':>8} {'drain':>6}  result", flush=True)
     for label in args.bounds:
-        result = check(Bounds.parse(label), on_progress=progress)
-        verdict = "holds" if result.holds else (result.counterexample.rule if result.counterexample else "incomplete")
-        print(f"{label:<20} {result.states:>10,} {result.transitions:>12,} {result.depth:>6} {result.seconds:>8.1f} "
-              f"{result.states_per_second:>9,.0f} {result.longest_steps!s:>8} {result.drain_bound!s:>6}  {verdict}",
-              flush=True)
-        if result.seconds > args.limit:
+        slowest = 0.0
+        for mode in args.modes.split(","):  # side by side: both modes of a bound run back to back
+            began = time.perf_counter()
+            subprocess.run([sys.executable, __file__, "--one", f"{label}:{mode}"], check=False)
+            slowest = max(slowest, time.perf_counter() - began)
+        if slowest > args.limit:
             break
     return 0
 

@@ -7,18 +7,27 @@ from collections.abc import Hashable
 from typing import Any
 
 from stallfree.faults import FAULTS, LIFECYCLE_FAULTS
+from stallfree.faults.starving import STARVING
+from stallfree.spec import RULE_IDS
+from stallfree.spec.invariants import INVARIANTS
 
 from .explicit.bounds import FIELDS, Bounds
 from .explicit.snapshot import Hidden
 from .smt.mutants import MUTANTS
 from .smt.policy import Policy
+from .smt.theorems import THEOREMS
 
-CONTROL_BOUND = "3,2,8,3,3,2"  # exposes every fault but one; each fault takes well under a second
+CONTROL_BOUND = "2,3,8,3,3,3"  # S > B (so READY-WITHIN-BUDGET could fail) and M = 3; exposes every fault but one
 CONTROL_BOUNDS = {
-    # PartialsBeforeDecodes starves a decode only when a partial prompt's rest covers the whole budget, which
-    # at budget 3 needs prompts of 5; at budget 2, prompts of 3 do.
-    "DECODE-FIRST": "2,2,8,3,3,2",
+    # IgnoreSlots needs more requests running than slots, and budget to start them beside the decodes:
+    # at S = 3 that is 4 adds; B = 3, S = 2 shows it within 3.
+    "SLOTS": "3,2,8,3,3,3",
+    "READY-WITHIN-BUDGET": "1,3,8,3,2,3",  # S > B: three requests could be ready beside a budget of 1
 }
+# A derived invariant follows from its premises, so a scheduler that breaks it breaks a premise
+# first and the monitor names the premise. Its model-check control leaves the premises unjudged, so
+# that the invariant's own check must catch it: the fault of the rule named here breaks it.
+INVARIANT_FAULTS = {"ONE-PARTIAL": "PARTIAL-NEXT", "READY-WITHIN-BUDGET": "BUDGET"}
 STALL_PERIOD = 4  # faults.catalog.PeriodicStall plans nothing every fourth step
 
 
@@ -57,9 +66,22 @@ def hidden_for(rule: str, fault: Any = None) -> Hidden | None:
 
 
 def fault(rule: str) -> Any:
+    if rule == "LIVENESS":  # starves a request while planning every step
+        return STARVING["LifoAdmission"]
+    if rule in INVARIANT_FAULTS:
+        return FAULTS[INVARIANT_FAULTS[rule]]
     if rule not in FAULTS:
-        raise ValueError(f"no fault breaks rule {rule!r}; the faults break {', '.join(FAULTS)}")
+        raise ValueError(f"no fault breaks rule {rule!r}; the faults break {', '.join((*FAULTS, *INVARIANT_FAULTS))}")
     return FAULTS[rule]
+
+
+def judged(rule: str) -> tuple[str, ...] | None:
+    """The rules the monitor judges in `rule`'s model-check control: all (None), or, for a derived
+    invariant, all but its premises."""
+    if rule not in INVARIANT_FAULTS:
+        return None
+    premises = next(i.premises for i in INVARIANTS if i.id == rule)
+    return tuple(r for r in RULE_IDS if r not in premises)
 
 
 def mutant(rule: str) -> Policy:
@@ -67,6 +89,9 @@ def mutant(rule: str) -> Policy:
     for cls in MUTANTS.values():
         if getattr(cls, "breaks", None) == rule:
             return cls()
+    for theorem in THEOREMS:  # a rule whose theorem's control is made to break another rule
+        if theorem.name == rule:
+            return MUTANTS[theorem.control]()
     raise ValueError(f"no wrong Z3 policy breaks rule {rule!r}")
 
 

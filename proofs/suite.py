@@ -4,8 +4,6 @@ the Z3 step to the reference, and CrossHair on the contracts. Each yields rows o
 
 from __future__ import annotations
 
-import random
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -14,30 +12,29 @@ from stallfree.reference import Scheduler
 from stallfree.spec import CANCEL, RULE_IDS, STOP, supports
 from stallfree.spec.invariants import INVARIANTS
 from stallfree.spec.verdict import Verdict
-from stallfree.testing.generate import Ranges, random_workload
 
 from .contracts import planted, planted_contracts
 from .contracts import run as crosshair_run
 from .controls import twin_fault
-from .explicit import modelcheck
+from .explicit import modelcheck, starvation
 from .explicit.bounds import Bounds
 from .explicit.counterexample import replay
 from .explicit.snapshot import Hidden
-from .smt import ends
-from .smt.concrete import Evaluator, compare
+from .smt import ends, refinement
+from .smt.induction import INDUCTIONS, prove_induction
 from .smt.loops import LOOP_THEOREMS, prove_loop
 from .smt.policy import Policy
 from .smt.reach import reach
 from .smt.theorems import DEFAULT_N, THEOREMS, prove
 
 HOLDS, NOT_REFUTED, BROKEN, UNKNOWN = Verdict.HOLDS, Verdict.NOT_REFUTED, Verdict.BROKEN, Verdict.UNKNOWN
+NOT_JUDGED = Verdict.NOT_JUDGED
 METHODS = ("model", "z3", "differential", "crosshair", "variants")
-DEFAULT_BOUND = "3,2,8,4,3,2"
-DIFFERENTIAL_WORKLOADS = 12
-DIFFERENTIAL_SLOTS = 6
-# Small sizes, where every branch of the policy occurs within a few steps; all requests fit K.
-DIFFERENTIAL_RANGES = Ranges(max_budget=8, max_seqs=4, max_prompt=12, max_new=5,
-                             max_requests=DIFFERENTIAL_SLOTS, never_fit_share=0.0)
+DEFAULT_BOUND = "2,3,8,4,3,3"  # S > B, so READY-WITHIN-BUDGET can fail; M = 3
+LIVENESS_BOUND = "2,2,8,2,3,2"  # B,S,K, at most 2 waiting at once (arrivals never stop), P, M
+RANDOM_STATES = 10_000  # states of random workloads the differential compares (see smt.refinement)
+# `stallfree prove --profile deep`: every figure a step up (several minutes)
+DEEP_BOUND, DEEP_LIVENESS_BOUND, DEEP_REQUESTS, DEEP_RANDOM_STATES = "2,3,8,5,3,3", "2,3,8,2,3,3", 16, 100_000
 
 Say = Callable[[str], None]
 
@@ -72,14 +69,24 @@ class Options:
     crosshair_seconds: float = crosshair_run.PER_CONDITION_S
     methods: tuple[str, ...] = METHODS
     max_states: int | None = None
+    model_states: refinement.Outcome | None = None  # the differential on the model check's states, once run
+    # Whether the scheduler's state outside the checker's key is declared (`hidden`, or none). The
+    # reference is shown to have none (tests); another scheduler must say, or its claims are refused.
+    hidden_declared: bool = True
+    rules: tuple[str, ...] | None = None  # the rules the model check judges (None: all)
+    liveness_bound: Bounds = field(default_factory=lambda: Bounds.parse(LIVENESS_BOUND))
+    random_states: int = RANDOM_STATES
 
 
 def model_rows(o: Options, say: Say) -> list[Row]:
-    rows = _model_rows(o, o.bound, say)
-    if not o.bound.lifecycle and not any(r.failed for r in rows) and _supports_both(o):
+    rows = _safety_rows(o, o.bound, say)
+    if any(r.failed for r in rows):  # a scheduler that breaks a rule, or raises, is not run again
+        return [*rows, Row("LIVENESS", "model check (lassos, WF Step)", o.liveness_bound.label(), NOT_JUDGED, 0.0,
+                           "not judged: the model check above failed first")]
+    if not o.bound.lifecycle and _supports_both(o):
         # Again with stops and cancels: the same states, every stop and cancel transition between them.
-        rows += _model_rows(o, replace(o.bound, lifecycle=True), say)
-    return rows
+        rows += _safety_rows(o, replace(o.bound, lifecycle=True), say, differential=False)
+    return [*rows, liveness_row(o, say)]
 
 
 def _supports_both(o: Options) -> bool:
@@ -88,13 +95,37 @@ def _supports_both(o: Options) -> bool:
         STOP, CANCEL}
 
 
-def _model_rows(o: Options, bounds: Bounds, say: Say) -> list[Row]:
+def liveness_row(o: Options, say: Say) -> Row:
+    """The per-request bound under never-ending arrivals (`explicit.starvation`)."""
+    say(f"model check: LIVENESS at {o.liveness_bound.label()}, arrivals never stop")
+    result = starvation.check(o.liveness_bound, o.factory, o.max_states)
+    bound = f"{o.liveness_bound.label()}: {result.states:,} states"
+    method = "model check (lassos, WF Step)"
+    if result.counterexample is not None:
+        ce = result.counterexample
+        return Row("LIVENESS", method, bound, BROKEN, result.seconds, ce.describe(),
+                   {"workload": ce.workload.to_json()})
+    if not result.complete:
+        return Row("LIVENESS", method, bound, UNKNOWN, result.seconds, "stopped at max_states")
+    if not o.hidden_declared:
+        return Row("LIVENESS", method, bound, UNKNOWN, result.seconds,
+                   "refused: declare the scheduler's hidden state (--hidden MODULE:FUNCTION, or --hidden none)")
+    return Row("LIVENESS", method, bound, HOLDS, result.seconds,
+               f"every request finished within the work ahead of it at its arrival plus its own, under arrivals "
+               f"that never stop (at most {o.liveness_bound.num_requests} waiting); tightest margin "
+               f"{result.worst_margin} step(s)")
+
+
+def _safety_rows(o: Options, bounds: Bounds, say: Say, differential: bool = True) -> list[Row]:
     def progress(states: int, transitions: int, depth: int, seconds: float) -> None:
         say(f"model check: {states:,} states, {transitions:,} transitions, depth {depth}, {seconds:.0f} s")
 
-    result = modelcheck.check(bounds, o.factory, o.hidden, o.max_states, progress)
-    o = replace(o, bound=bounds)
-    bound = f"{o.bound.label()}: {result.states:,} states"
+    on_model = differential and "differential" in o.methods and o.fault_rule is None
+    inspector = refinement.OnModelStates(o.policy) if on_model else None
+    result = modelcheck.check(bounds, o.factory, o.hidden, o.max_states, progress, inspector, o.rules, compact=True)
+    if inspector is not None:  # the differential's first half, done on the same pass
+        o.model_states = inspector.outcome(result)
+    bound = f"{bounds.label()}: {result.states:,} states"
     figures = (f"{result.states:,} states, {result.transitions:,} transitions, depth {result.depth}, "
                f"{result.states_per_second:,.0f} states/s")
     if result.counterexample is not None:
@@ -104,6 +135,12 @@ def _model_rows(o: Options, bounds: Bounds, say: Say) -> list[Row]:
     if not result.complete:
         return [Row("ALL RULES", "model check", bound, UNKNOWN, result.seconds, f"stopped at max_states; {figures}")]
     actions = "adds, steps, stops and cancels" if bounds.lifecycle else "adds and steps"
+    if not o.hidden_declared:
+        refused = (f"refused: states with one key were merged, which is sound only if the scheduler decides on "
+                   f"nothing the key leaves out; declare its hidden state (--hidden MODULE:FUNCTION, or "
+                   f"--hidden none); {figures}")
+        return [Row("ALL RULES", "model check", bound, UNKNOWN, result.seconds, refused),
+                Row("PROGRESS", "model check (liveness)", bound, UNKNOWN, 0.0, refused)]
     return [
         Row("ALL RULES", "model check", bound, HOLDS, result.seconds,
             f"{len(RULE_IDS)} rules on every transition ({actions}), {len(INVARIANTS)} state invariants in every "
@@ -140,6 +177,12 @@ def z3_rows(o: Options, say: Say) -> list[Row]:
                             ends.prove_end(o.num_requests)))
         rows.append(_z3_row("STOP-READY", "Z3 inductive step", f"N={o.num_requests}",
                             ends.prove_stops_end_ready(o.num_requests)))
+    for induction in INDUCTIONS:
+        say(f"z3: {induction.name} ({o.policy.name})")
+        outcome = prove_induction(induction, o.policy)
+        row = _z3_row(induction.name, f"Z3 loop induction ({o.policy.name})", "any N", outcome)
+        row.detail = f"{induction.rules}: initiation, consecution, exit" + (f"; {row.detail}" if row.detail else "")
+        rows.append(row)
     return rows
 
 
@@ -152,31 +195,63 @@ def _z3_row(claim: str, method: str, bound: str, outcome: Any) -> Row:
 
 
 def differential_rows(o: Options, say: Say) -> list[Row]:
-    began = time.perf_counter()
-    evaluator = Evaluator(DIFFERENTIAL_SLOTS, o.policy)
-    rng = random.Random(5)
-    for i in range(DIFFERENTIAL_WORKLOADS):
-        say(f"differential: workload {i + 1}/{DIFFERENTIAL_WORKLOADS}")
-        workload = random_workload(rng, DIFFERENTIAL_RANGES)
-        for difference in compare(workload, evaluator):
-            return [Row("Z3 STEP = REFERENCE", "differential", f"{DIFFERENTIAL_WORKLOADS} workloads", BROKEN,
-                        time.perf_counter() - began, difference)]
-    return [Row("Z3 STEP = REFERENCE", f"differential ({o.policy.name})", f"{DIFFERENTIAL_WORKLOADS} random workloads",
-                HOLDS, time.perf_counter() - began, "the Z3 step planned, emitted and left what the reference did")]
+    """The Z3 step against the scheduler's code: on every state the model checker reaches at the
+    bound, then on `random_states` states of random workloads of up to 64 requests."""
+    # A negative control tells the wrong Z3 policy apart from the reference's code.
+    factory = Scheduler if o.fault_rule is not None else o.factory
+    name = "REFERENCE" if factory is Scheduler else getattr(factory, "__name__", str(factory))
+    claim = f"Z3 STEP = {name}"
+    method = "differential" if o.policy.name == "reference" else f"differential, {o.policy.name}"
+    found = o.model_states
+    if found is None:
+        say(f"differential: the Z3 step on every state of the model check at {o.bound.label()}")
+        found = refinement.on_model_states(o.bound, factory, o.hidden if factory is o.factory else None, o.policy,
+                                           o.max_states)
+    rows = [_differential_row(claim, f"{method} (model states)", f"{o.bound.label()}: {found.states:,} states",
+                              found)]
+    say(f"differential: the Z3 step on {o.random_states:,} random states")
+    found = refinement.on_random_states(o.random_states, factory, o.policy, say=say)
+    bound = f"{found.states:,} random states"
+    rows.append(_differential_row(claim, f"{method} (random states)", bound, found))
+    return rows
+
+
+def _differential_row(claim: str, method: str, bound: str, found: refinement.Outcome) -> Row:
+    if not found.complete:
+        return Row(claim, method, bound, UNKNOWN, found.seconds,
+                   f"partial: the model check stopped at max_states; {found.states:,} states agreed")
+    if found.difference is None:
+        return Row(claim, method, bound, HOLDS, found.seconds,
+                   f"the Z3 step planned, emitted and left what the code did in {found.states:,} states "
+                   f"(up to {found.most_admitted} admissions in one step)")
+    ce = found.counterexample
+    detail = found.difference if ce is None else f"{found.difference}\n{ce.describe()}"
+    counterexample = None if ce is None else {"workload": ce.workload.to_json()}
+    return Row(claim, method, bound, BROKEN, found.seconds, detail, counterexample)
 
 
 def crosshair_rows(o: Options, say: Say) -> list[Row]:
+    """One row per contract: each `crosshair check`ed on its own (with `--fault`, the planted copy)."""
     if o.fault_rule is not None:
         return [planted_row(o.fault_rule, o.crosshair_seconds, say)]
-    say(f"crosshair: {o.crosshair_target}, {o.crosshair_seconds:g} s per condition")
-    result = crosshair_run.check(o.crosshair_target, o.crosshair_seconds)
-    bound = f"{o.crosshair_seconds:g} s/condition"
+    if o.crosshair_target != crosshair_run.CONTRACTS:  # one target named by the caller
+        return [_crosshair_row("CONTRACTS", o.crosshair_target, o.crosshair_seconds, say)]
+    return [_crosshair_row(f"{kind} contract", f"{o.crosshair_target}.{contract.__name__}", o.crosshair_seconds, say,
+                           rules)
+            for kind, contract, rules in planted_contracts.KINDS]
+
+
+def _crosshair_row(claim: str, target: str, seconds: float, say: Say, rules: tuple[str, ...] = ()) -> Row:
+    say(f"crosshair: {target}, {seconds:g} s per condition")
+    result = crosshair_run.check(target, seconds)
+    bound = f"{seconds:g} s/condition"
+    states = f"{', '.join(rules)}: " if rules else ""
     if result.error is not None:
-        return [Row("CONTRACTS", "CrossHair", bound, UNKNOWN, result.seconds, result.error)]
+        return Row(claim, "CrossHair", bound, UNKNOWN, result.seconds, result.error)
     if result.found:
-        return [Row("CONTRACTS", "CrossHair", bound, BROKEN, result.seconds, "; ".join(result.found))]
-    return [Row("CONTRACTS", "CrossHair", bound, NOT_REFUTED, result.seconds,
-                "add/schedule/complete: no counterexample within the limit (CrossHair never proves)")]
+        return Row(claim, "CrossHair", bound, BROKEN, result.seconds, states + "; ".join(result.found))
+    return Row(claim, "CrossHair", bound, NOT_REFUTED, result.seconds,
+               f"{states}no counterexample within the limit (CrossHair never proves)")
 
 
 def planted_row(rule: str, seconds: float, say: Say) -> Row:

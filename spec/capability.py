@@ -24,7 +24,8 @@ class Unsupported(Exception):
 
     def __init__(self, capability: str, scheduler: object) -> None:
         what = {STOP: "its complete() takes no second argument (stopped)", CANCEL: "it has no cancel(rid) method"}
-        super().__init__(f"{type(scheduler).__name__} does not support {capability!r}: {what[capability]}")
+        name = getattr(scheduler, "stallfree_name", None) or type(scheduler).__name__  # a wrapper names its target
+        super().__init__(f"{name} does not support {capability!r}: {what[capability]}")
         self.capability = capability
 
 

@@ -98,6 +98,10 @@ CASES: list[Case] = [
         "conform", f"{HOSTILE}:DeclaresKvNotApplicable", "--quiet", "--examples", "1", "--budget", "4",
         "--max-seqs", "2", "--kv", "32"],
      "KV", Verdict.NOT_APPLICABLE, "it pages its KV"),
+    ("conform: the target lacks cancel()", lambda t, c: [
+        "conform", "stallfree.testing.plain:Plain", "--quiet", "--examples", "1", "--budget", "4",
+        "--max-seqs", "2", "--kv", "32"],
+     "CANCEL", Verdict.NOT_SUPPORTED, ""),
 ]
 
 

@@ -165,6 +165,7 @@ class Tap:
         self.lost = False  # the shadow could not follow: record nothing more
         self.raised: tuple[str, BaseException] | None = None  # the last call into the scheduler that raised
         self.stallfree_capabilities = supports(inner)  # the tap forwards stops and cancels: the inner's
+        self.stallfree_name = type(inner).__name__  # and errors name the scheduler, not the tap
 
     def _call(self, method: str, *args: Any) -> Any:
         try:

@@ -39,7 +39,10 @@ def crosshair_seconds(text: str) -> float:
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bound", default=None, metavar="B,S,K,R,P,M",
-                   help="model-check bound: budget, slots, KV, adds, max prompt, max max_new (default 3,2,8,4,3,2)")
+                   help="model-check bound: budget, slots, KV, adds, max prompt, max max_new (default 2,3,8,4,3,3)")
+    p.add_argument("--liveness-bound", default=None, metavar="B,S,K,Q,P,M",
+                   help="the LIVENESS model check's bound: Q is the most requests waiting at once, arrivals never "
+                        "stop (default 2,2,8,2,3,2)")
     p.add_argument("--requests", type=bounded_int(MAX_REQUESTS), default=None, metavar="N",
                    help=f"symbolic requests in each Z3 step theorem, at most {MAX_REQUESTS} (default 12)")
     p.add_argument("--crosshair-seconds", type=crosshair_seconds, default=None, metavar="S",
@@ -53,6 +56,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheduler", default=None, metavar="MODULE:FACTORY",
                    help="model-check this scheduler instead (the model check only: the Z3 theorems, the "
                         "differential check and CrossHair are about the reference's own code)")
+    p.add_argument("--hidden", default=None, metavar="MODULE:FUNCTION",
+                   help="with --scheduler: the function giving the scheduler's state that the model checker's "
+                        "key leaves out (a step counter, a cache), or 'none'; without it the model-check claims "
+                        "are refused")
+    p.add_argument("--profile", choices=("default", "deep"), default="default",
+                   help="deep: model-check bound 2,3,8,5,3,3, liveness 2,3,8,2,3,3, N=16 Z3 requests, 100,000 random "
+                        "differential states (minutes); explicit flags override it")
     p.add_argument("--max-states", type=bounded_int(MAX_STATES), default=None, metavar="N",
                    help="stop the model check past N states")
     add_output_arguments(p, "the rows")
@@ -71,11 +81,17 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise ValueError(f"--methods {text!r}: expected some of {','.join(METHODS)}")
-    if args.scheduler is not None and methods != ("model",):
-        others = ",".join(m for m in methods if m != "model")
-        raise ValueError(f"--scheduler {args.scheduler!r} is model-checked only; --methods {others} would prove "
-                         "the reference instead: give --methods model")
+    about_reference = [m for m in methods if m not in ("model", "differential")]
+    if args.scheduler is not None and about_reference:
+        others = ",".join(about_reference)
+        raise ValueError(f"--scheduler {args.scheduler!r} is model-checked and compared with the Z3 step only; "
+                         f"--methods {others} would prove the reference instead: give --methods model,differential")
     options.methods = methods
+    if args.profile == "deep":
+        from stallfree.proofs import suite
+
+        options.bound, options.liveness_bound = Bounds.parse(suite.DEEP_BOUND), Bounds.parse(suite.DEEP_LIVENESS_BOUND)
+        options.num_requests, options.random_states = suite.DEEP_REQUESTS, suite.DEEP_RANDOM_STATES
     if args.fault is not None:
         rule = args.fault.upper()
         try:
@@ -84,6 +100,7 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         except ValueError as error:
             raise ValueError(f"--fault {args.fault!r}: {error}") from None
         options.hidden = controls.hidden_for(rule)
+        options.rules = controls.judged(rule)
         options.bound = controls.control_bound(rule)
         options.fault_rule = rule
         options.crosshair_seconds = crosshair_run.PLANTED_S
@@ -92,8 +109,18 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
             options.bound = Bounds.parse(args.bound)
         except (ValueError, TypeError) as error:  # the field named by Bounds, the flag and value here
             raise ValueError(f"--bound {args.bound!r}: {str(error).removeprefix(f'bound {args.bound!r}: ')}") from None
+    if args.liveness_bound is not None:
+        try:
+            options.liveness_bound = Bounds.parse(args.liveness_bound)
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"--liveness-bound {args.liveness_bound!r}: {error}") from None
     if args.scheduler is not None:
         options.factory = load_scheduler(args.scheduler)
+        options.hidden_declared = args.hidden is not None
+    if args.hidden is not None:
+        if args.scheduler is None:
+            raise ValueError(f"--hidden {args.hidden!r} needs --scheduler: the reference has no hidden state")
+        options.hidden = None if args.hidden == "none" else load_scheduler(args.hidden, "--hidden")
     if args.requests is not None:
         options.num_requests = args.requests
     if args.crosshair_seconds is not None:

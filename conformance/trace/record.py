@@ -30,7 +30,7 @@ def record_trace(
     def on_step(monitor: Monitor, facts: StepFacts) -> None:
         writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished], stops(facts))
 
-    counts = play(workload, factory, rules, on_step, on_add, on_cancel)
+    counts = play(workload, factory, rules, on_step, on_add, on_cancel=on_cancel)
     if counts.stopped_at_bound is None:
         writer.end()
     return counts

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from stallfree.reference import Scheduler
+from stallfree.reference import Phase, Scheduler
 from stallfree.spec import InvalidField
 
 LIMIT = 64  # sizes stay small: CrossHair's search is over paths, and small ints keep them few
@@ -44,6 +44,18 @@ def schedule_keeps_the_limits(token_budget: int, max_seqs: int, kv_tokens: int, 
     assert 1 <= m0 <= MAX_NEW and 1 <= m1 <= MAX_NEW and 1 <= m2 <= MAX_NEW
     assert p0 + m0 <= kv_tokens and p1 + m1 <= kv_tokens and p2 + m2 <= kv_tokens
     keeps_the_limits(Scheduler, (token_budget, max_seqs, kv_tokens), ((p0, m0), (p1, m1), (p2, m2)))
+
+
+def schedule_follows_the_policy(token_budget: int, max_seqs: int, kv_tokens: int, p0: int, m0: int,
+                                p1: int, m1: int, p2: int, m2: int) -> None:
+    """DECODE-FIRST, PARTIAL-NEXT, WORK-CONSERVING on two steps of three requests of any sizes: ready
+    requests are decoded before any prefill, partial prompts then get min(remaining, budget left)
+    oldest first, and budget goes unused only when nothing more could be planned."""
+    assert 1 <= token_budget <= MAX_BUDGET and 1 <= max_seqs <= MAX_SLOTS and 1 <= kv_tokens <= LIMIT
+    assert 1 <= p0 <= LIMIT and 1 <= p1 <= LIMIT and 1 <= p2 <= LIMIT
+    assert 1 <= m0 <= MAX_NEW and 1 <= m1 <= MAX_NEW and 1 <= m2 <= MAX_NEW
+    assert p0 + m0 <= kv_tokens and p1 + m1 <= kv_tokens and p2 + m2 <= kv_tokens
+    keeps_the_policy(Scheduler, (token_budget, max_seqs, kv_tokens), ((p0, m0), (p1, m1), (p2, m2)))
 
 
 def complete_emits_on_time(token_budget: int, prompt_len: int, max_new: int) -> None:
@@ -83,6 +95,39 @@ def keeps_the_limits(factory: Factory, config: tuple[int, int, int], sizes: tupl
         waiting = [r.rid for r in scheduler.waiting]
         # rids are arrival order: every admitted request came before every one still waiting
         assert admitted == sorted(admitted) and max(admitted, default=-1) < min(waiting, default=len(sizes)), "FCFS"
+        scheduler.complete(plan)
+
+
+def keeps_the_policy(factory: Factory, config: tuple[int, int, int], sizes: tuple[tuple[int, int], ...]) -> None:
+    token_budget, max_seqs, _ = config
+    scheduler = factory(*config)
+    for rid, (p, m) in enumerate(sizes):
+        scheduler.add(rid, p, m)
+    for _ in range(STEPS):
+        progress = {r.rid: scheduler.progress(r.rid) for r in scheduler.running}
+        ready = [rid for rid, p in progress.items() if p.phase is Phase.READY]  # admission order
+        partial = [rid for rid, p in progress.items() if p.phase is Phase.PARTIAL]
+        waiting = scheduler.waiting
+        plan = scheduler.schedule()
+        given = {rid: n for rid, n in plan}
+        decoded = [rid for rid in ready if rid in given]
+        prefill = [rid for rid, _ in plan if rid not in ready]
+        assert set(ready[:token_budget]) <= set(decoded) and all(given[r] == 1 for r in decoded), "DECODE-FIRST"
+        assert not prefill or len(decoded) == len(ready), "DECODE-FIRST: prefill while a ready request goes without"
+        left = token_budget - len(decoded)
+        for rid in partial:  # oldest first
+            owed = min(progress[rid].prompt_len - progress[rid].num_prefilled, left) if left > 0 else 0
+            assert given.get(rid, 0) == owed, "PARTIAL-NEXT"
+            left -= owed
+        if sum(given.values()) < token_budget:
+            remaining = {r: progress[r].prompt_len - progress[r].num_prefilled for r in partial}
+            completes = all(given[r] == remaining[r] for r in partial if r in given)
+            admitted = [r for r in waiting if r.rid in given]
+            assert len(decoded) == len(ready) and completes, "WORK-CONSERVING: budget left unused"
+            assert all(given[r.rid] == r.prompt_len for r in admitted), "WORK-CONSERVING: budget left unused"
+            head = next((r for r in waiting if r.rid not in given), None)
+            assert head is None or len(scheduler.running) >= max_seqs or head.prompt_len + head.max_new > \
+                scheduler.free_kv, "WORK-CONSERVING: the head fits, yet budget is left unused"
         scheduler.complete(plan)
 
 

@@ -159,8 +159,55 @@ class PlantedProgress(_Planted):
         return self.replan([]) if stalls else plan
 
 
+class PlantedDecodeFirst(_Planted):
+    """While a PLANTED_PROMPT prompt is partial, the youngest ready request's decode goes to its chunk."""
+
+    breaks = "DECODE-FIRST"
+
+    def schedule(self) -> Plan:
+        plan = super().schedule()
+        entries = list(plan)
+        decodes = [i for i, (rid, _) in enumerate(entries) if rid in self._ready]
+        chunks = [i for i, (rid, _) in enumerate(entries) if rid in self._partial and self.is_planted(rid)]
+        if decodes and chunks:
+            rid, n = entries[chunks[0]]
+            if n < self._partial[rid].num_remaining_prompt:
+                entries[chunks[0]] = Entry(rid, n + 1)
+                entries.pop(decodes[-1])
+        return self.replan(entries)
+
+
+class PlantedPartialNext(_Planted):
+    """A PLANTED_PROMPT prompt's chunk after its first is one token short (off by one)."""
+
+    breaks = "PARTIAL-NEXT"
+
+    def schedule(self) -> Plan:
+        plan = super().schedule()
+        return self.replan([Entry(rid, n - 1) if rid in self._partial and self.is_planted(rid) and n > 1
+                            and self._partial[rid].num_prefilled > 0 else Entry(rid, n) for rid, n in plan])
+
+
+class PlantedWorkConserving(_Planted):
+    """While a PLANTED_PROMPT request waits second in the queue, admission stops after the head."""
+
+    breaks = "WORK-CONSERVING"
+
+    def schedule(self) -> Plan:
+        if len(self._waiting) >= 2 and self.is_planted(self._waiting[1].rid):
+            rest = list(self._waiting)[1:]
+            for _ in rest:
+                self._waiting.pop()
+            try:
+                return super().schedule()
+            finally:
+                self._waiting.extend(rest)
+        return super().schedule()
+
+
 PLANTED: dict[str, type[_Planted]] = {
     cls.breaks: cls
     for cls in (PlantedNeverFit, PlantedBudget, PlantedOneEntry, PlantedSlots, PlantedKV, PlantedFCFS,
-                PlantedPrefillOnce, PlantedFirstToken, PlantedTokens, PlantedProgress)
+                PlantedPrefillOnce, PlantedFirstToken, PlantedTokens, PlantedProgress, PlantedDecodeFirst,
+                PlantedPartialNext, PlantedWorkConserving)
 }

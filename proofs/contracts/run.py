@@ -19,7 +19,7 @@ CONTRACTS = "stallfree.proofs.contracts.contracts"
 PLANTED = "stallfree.proofs.contracts.planted_contracts"  # every planted copy, one function per rule
 PER_CONDITION_S = 4.0  # CPU seconds CrossHair spends on each contract
 PLANTED_S = 15.0  # on a planted copy: each is found in 1 to 7 s on the loaded 2-core machine
-NUM_CONTRACTS = {CONTRACTS: 3, PLANTED: len(TARGETS)}  # a single function's target counts one
+NUM_CONTRACTS = {CONTRACTS: 4, PLANTED: len(TARGETS)}  # a single function's target counts one
 WALL_SLACK_S = 60  # start-up, plus CPU time stretched by a loaded machine
 CALL = re.compile(r"when calling (?P<name>\w+)\((?P<args>[-\d, ]*)\)")
 

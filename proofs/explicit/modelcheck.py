@@ -13,7 +13,7 @@ Each new state keeps one live scheduler and monitor; every action runs on a copy
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,11 @@ from .snapshot import Hidden, Key, encode, fork, is_idle, remaining_work
 
 Progress = Callable[[int, int, int, float], None]  # states, transitions, depth, seconds
 PROGRESS_EVERY = 50_000  # states between progress reports
-Node = tuple[int, Monitor, "Key"]  # a state's number, its live monitor, its key
+Node = tuple[int, "Monitor | None", "Key"]  # a state's number, its live monitor (None: restore it), its key
+Inspect = Callable[[Monitor], "str | None"]  # a check of each state (it must not change it): what is wrong
+INSPECTED = "INSPECTED STATE"  # the rule `CheckResult.inspected` names
+HIDDEN = "HIDDEN STATE"  # the rule a counterexample names when states with one key behave differently
+REVISITS_CHECKED = 5_000  # revisits of known states whose step is compared with theirs
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +46,7 @@ class CheckResult:
     longest_steps: int | None  # the longest behaviour, in steps, until all its work is done
     drain_bound: int | None  # the most steps any state needs to finish once adds stop
     counterexample: Counterexample | None
+    inspected: Counterexample | None = None  # the first state `inspect` reported, with its path
 
     @property
     def holds(self) -> bool:
@@ -66,8 +71,13 @@ def act(monitor: Monitor, action: Action) -> None:
 class _Explorer:
     """The search: one per check. A node is the live monitor (and scheduler) of a state."""
 
-    def __init__(self, bounds: Bounds, factory: Callable[..., Any], hidden: Hidden | None) -> None:
+    def __init__(self, bounds: Bounds, factory: Callable[..., Any], hidden: Hidden | None,
+                 inspect: Inspect | None = None, rules: Iterable[str] | None = None, compact: bool = False) -> None:
         self.bounds = bounds
+        self.compact = compact
+        self.rules = rules
+        self.inspect = inspect
+        self.inspected: Counterexample | None = None  # the first state `inspect` reported
         self.factory = factory
         self.hidden = hidden
         more = lifecycle.actions(bounds.max_seqs, bounds.num_requests) if bounds.lifecycle else ()
@@ -75,20 +85,47 @@ class _Explorer:
         self.num_adds = len(bounds.universe())  # indexes 1..num_adds are the adds
         steps = {STEP} | {i for i, a in enumerate(self.actions) if isinstance(a, lifecycle.STEPS)}
         self.graph = Graph(len(self.actions), frozenset(steps))
-        self.index: dict[Key, int] = {}
+        self.index: dict[Hashable, int] = {}  # stored key (`stored`) -> state number
+        self.keys: list[Hashable] = []  # stored keys, by state number
+        self.revisits_left = REVISITS_CHECKED
         self.transitions = 0
 
-    def root(self) -> tuple[Monitor, Key]:
+    def stored(self, key: Key) -> Hashable:
+        """What the visited set keeps of a key: the key, or with `compact` its 64-bit fingerprint, as
+        TLC keeps (two keys with one fingerprint would be merged: about n^2 / 2^65 for n states)."""
+        return hash(key) if self.compact else key
+
+    def fresh(self) -> Monitor:
         cfg = self.bounds.config
         scheduler = self.factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
-        monitor = Monitor(scheduler, cfg)
+        return Monitor(scheduler, cfg, self.rules)
+
+    def root(self) -> tuple[Monitor, Key]:
+        monitor = self.fresh()
         key = encode(monitor, self.hidden)
-        self.index[key] = self.graph.add_state(-1, STEP, True, 0)
+        self.index[self.stored(key)] = self.graph.add_state(-1, STEP, True, 0)
+        self.keys.append(self.stored(key))
         return monitor, key
 
-    def expand(self, state: int, node: Monitor, key: Key, frontier: list[Node]) -> Counterexample | None:
+    def restore(self, state: int) -> Monitor:
+        """State `state` rebuilt by replaying its path from a fresh scheduler (with `compact`, the
+        frontier keeps no live scheduler): replay is deterministic, hidden state included."""
+        monitor = self.fresh()
+        for index in self.graph.path_to(state):
+            act(monitor, self.actions[index])
+        return monitor
+
+    def expand(self, state: int, node: Monitor | None, key: Key, frontier: list[Node]) -> Counterexample | None:
         """Every action of `state`: judge it, record its successor, queue successors not seen before.
-        The last action runs on `node` itself, the others on copies."""
+        The last action runs on `node` itself (restored first where the frontier kept none), the
+        others on copies."""
+        if node is None:
+            node = self.restore(state)
+        if self.inspect is not None and self.inspected is None:
+            message = self.inspect(node)
+            if message is not None:  # recorded; the search goes on
+                path = [self.actions[s] for s in self.graph.path_to(state)] + [None]  # and its step
+                self.inspected = build(self.bounds.config, path, INSPECTED, message, self.factory)
         indexes = list(range(len(self.actions)))
         if key[0] >= self.bounds.num_requests:  # no adds left
             indexes = [s for s in indexes if not 1 <= s <= self.num_adds]
@@ -110,13 +147,40 @@ class _Explorer:
             if broken is not None:
                 return self.fail(state, index, *broken)
             child_key = encode(monitor, self.hidden)
-            child = self.index.get(child_key)
+            stored = self.stored(child_key)
+            child = self.index.get(stored)
             if child is None:
                 child = self.graph.add_state(state, index, is_idle(child_key), remaining_work(child_key))
-                self.index[child_key] = child
-                frontier.append((child, monitor, child_key))
+                self.index[stored] = child
+                self.keys.append(stored)
+                frontier.append((child, None if self.compact else monitor, child_key))
+            elif child < state and self.revisits_left > 0:
+                differs = self.behaves_otherwise(monitor, child)
+                if differs is not None:
+                    path = [self.actions[s] for s in self.graph.path_to(state)] + [action, None]
+                    return build(self.bounds.config, path, *differs, self.factory)
             self.graph.succ[base + index] = child
         return None
+
+    def behaves_otherwise(self, monitor: Monitor, known: int) -> tuple[str, str] | None:
+        """`monitor` has reached the key of state `known`, already expanded: step a copy of it and
+        compare with `known`'s own step. Returns (rule, what happened) where they differ: the rule
+        the copy's step broke, or HIDDEN where it reached another key, which means the scheduler
+        decides on state outside the key, so merging the two states is unsound; None where alike."""
+        self.revisits_left -= 1
+        twin = fork(monitor)
+        try:
+            act(twin, None)
+        except RuleViolation as violation:
+            return violation.rule, f"{violation.message} (on a state whose key {self.keys[known]!r} stepped without it)"
+        except Exception as error:  # a scheduler that crashes has not spoken the protocol
+            return PROTOCOL, f"{type(error).__name__}: {error}"
+        got, expected = encode(twin, self.hidden), self.keys[self.graph.succ[known * len(self.actions) + STEP]]
+        if self.stored(got) == expected:
+            return None
+        return HIDDEN, (f"two states with the key {self.keys[known]!r} step differently: one to {expected!r}, the "
+                        f"other to {got!r}; the scheduler decides on state the key leaves out (declare it as "
+                        "hidden state)")
 
     def fail(self, state: int, index: int, rule: str, message: str) -> Counterexample:
         path = [self.actions[s] for s in self.graph.path_to(state)] + [self.actions[index]]
@@ -136,17 +200,25 @@ def check(
     hidden: Hidden | None = None,
     max_states: int | None = None,
     on_progress: Progress | None = None,
+    inspect: Inspect | None = None,
+    rules: Iterable[str] | None = None,
+    compact: bool = False,
 ) -> CheckResult:
-    """Explore every state reachable under `bounds` from a fresh `factory(...)`; see the module doc."""
+    """Explore every state reachable under `bounds` from a fresh `factory(...)`; see the module doc.
+    `inspect`, where given, is called on every state before it is expanded, until it first reports
+    something (`CheckResult.inspected`); it does not stop the search. `rules` (default all) are the
+    rules the monitor judges: a negative control of a derived invariant leaves out its premises.
+    `compact` keeps fingerprints in the visited set and no live scheduler in the frontier (each
+    state is rebuilt by replaying its path when expanded): far less memory, more time."""
     start = time.perf_counter()
-    explorer = _Explorer(bounds, factory, hidden)
+    explorer = _Explorer(bounds, factory, hidden, inspect, rules, compact)
     counterexample, complete, depth = _search(explorer, start, max_states, on_progress)
     longest = drain = None
     if counterexample is None and complete:
         counterexample, longest, drain = _liveness(explorer)
     return CheckResult(
         bounds, explorer.graph.num_states, explorer.transitions, depth, time.perf_counter() - start, complete,
-        longest, drain, counterexample,
+        longest, drain, counterexample, explorer.inspected,
     )
 
 

@@ -175,3 +175,18 @@ def progress(t: SymStep) -> z3.BoolRef:
         z3.Implies(busy, t.after.work < s.work),
         t.after.work >= 0,
     )
+
+
+def liveness(t: SymStep) -> z3.BoolRef:
+    """LIVENESS (the ranking function of the per-request bound): for every request r waiting or
+    running, V_r, the remaining work of r and of every request that arrived before it, falls by at
+    least one. Arrivals come after r, so they add nothing to V_r: r finishes within V_r steps of any
+    state, within the work ahead of it plus its own of its arrival."""
+    names = Names("liveness")
+    facts = []
+    before = after = z3.IntVal(0)
+    for b, a in zip(t.before.requests, t.after.requests, strict=True):
+        before = names.int(before + b.work)
+        after = names.int(after + a.work)
+        facts.append(z3.Implies(z3.Or(b.waiting, b.running), after <= before - 1))
+    return names.claim_that(z3.And(facts))

@@ -70,6 +70,14 @@ def one_partial(s: SymState) -> z3.BoolRef:
     return s.count("partial") <= 1
 
 
+def partial_youngest(s: SymState) -> z3.BoolRef:
+    """PARTIAL-YOUNGEST: a partially prefilled request is the last admitted (a chunk that leaves its
+    prompt unfinished spends the rest of the budget, so nothing is admitted after it until it is
+    done): no request behind a partial one decodes ahead of it."""
+    rs = s.requests
+    return z3.And([z3.Implies(rs[i].partial, z3.Not(rs[i + 1].admitted)) for i in range(len(rs) - 1)])
+
+
 PARTS: dict[str, Part] = {
     "TYPES": types,
     "FIRST-TOKEN": first_token,
@@ -79,6 +87,7 @@ PARTS: dict[str, Part] = {
     "SLOTS": slots,
     "READY-WITHIN-BUDGET": ready_within_budget,
     "ONE-PARTIAL": one_partial,
+    "PARTIAL-YOUNGEST": partial_youngest,
 }
 
 

@@ -151,6 +151,38 @@ class ChangingBudget(Policy):
         return SymConfig(z3.Int("B.next"), config.max_seqs, config.kv_tokens)
 
 
+class LifoAdmission(Policy):
+    """Admits the newest waiting request first (last in, first out): an old one can wait forever."""
+
+    breaks = "LIVENESS"
+
+    def admit(self, s: SymState, d: Draft) -> None:
+        newest_first = SymState(s.config, tuple(reversed(s.requests)), s.free_kv)
+        reversed_draft = _Reversed(d)
+        super().admit(newest_first, reversed_draft)
+        reversed_draft.write_back()
+
+
+class _Reversed:
+    """A draft seen with its requests in reverse order: what `LifoAdmission` admits into."""
+
+    def __init__(self, d: Draft) -> None:
+        self._d = d
+        self.admit, self.first_chunk = d.admit[::-1], d.first_chunk[::-1]
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self._d, name)
+
+    def __setattr__(self, name: str, value) -> None:  # type: ignore[no-untyped-def]
+        if name in ("_d", "admit", "first_chunk"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._d, name, value)
+
+    def write_back(self) -> None:
+        self._d.admit, self._d.first_chunk = self.admit[::-1], self.first_chunk[::-1]
+
+
 class LeakyStart(Policy):
     """A new scheduler starts with one KV token fewer than its capacity."""
 
@@ -165,6 +197,6 @@ MUTANTS: dict[str, type[Policy]] = {
     for cls in (
         FreeDecodes, AdmitWithoutBudget, IgnoreSlots, IgnoreKV, EarlyRelease, RepeatPosition, LateFirstToken,
         DoubleFirstToken, SkipAhead, PartialsBeforeDecodes, AdmitBeforePartial, OneAdmissionPerStep, StrictFit,
-        AcceptNeverFit, ChangingBudget, LeakyStart,
+        AcceptNeverFit, ChangingBudget, LeakyStart, LifoAdmission,
     )
 }

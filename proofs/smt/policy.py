@@ -73,6 +73,7 @@ class Draft:
         self.num_running: z3.ArithRef = self.let("num_running", state.count("running"))
         self.free_kv: z3.ArithRef = state.free_kv
         self.stopped: z3.BoolRef = z3.BoolVal(False)  # admission has met a request that does not fit
+        self.num_admitted: z3.ArithRef = z3.IntVal(0)  # admissions so far this step (no claim reads it)
 
     def let(self, name: str, term: z3.ArithRef) -> z3.ArithRef:
         """A fresh constant defined as `term`: the solver reasons over named steps of the loops, not
@@ -141,6 +142,7 @@ class Policy:
             d.num_running = d.let("num_running", d.num_running + z3.If(go, 1, 0))
             d.free_kv = d.let("free_kv", d.free_kv - z3.If(go, r.reservation, 0))
             d.stopped = self.stops(d.stopped, r, go)
+            d.num_admitted = d.num_admitted + z3.If(go, 1, 0)
 
     def stops(self, stopped: z3.BoolRef, r: SymRequest, admitted: z3.BoolRef) -> z3.BoolRef:
         """Admission stops at the first waiting request that does not fit (FCFS)."""

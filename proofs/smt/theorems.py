@@ -58,6 +58,7 @@ THEOREMS: tuple[Theorem, ...] = (
             (lemmas.planned_per_slot,)),
     Theorem("ONE-PARTIAL", _state_only, ("ONE-PARTIAL",), "AdmitBeforePartial"),
     Theorem("PROGRESS", claims.progress, (), "StrictFit"),
+    Theorem("LIVENESS", claims.liveness, ("PARTIAL-YOUNGEST",), "LifoAdmission"),
 )
 
 

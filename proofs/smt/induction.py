@@ -1,0 +1,386 @@
+"""Each phase of the step as a loop over any number N of requests, proved by induction in Z3: no
+step of the argument is left on paper.
+
+The requests are Z3 arrays indexed by request number (prompt, max_new, progress, phase; N an
+unbounded integer), and the loop's state is the budget left, the running count, the free KV and
+whether admission has stopped, plus what the loop wrote so far (arrays: decoded, chunk, admitted,
+what each finishing request returned). The loop body is the policy's own phase code
+(`Policy.plan_decodes`, `plan_partials`, `admit`, and the completion of `Policy.step`) run on one
+request, the one at index i, exactly as the N = 12 theorems unroll it. For each loop three
+obligations are discharged:
+
+- **initiation**: the loop invariant holds at i = 0;
+- **consecution**: invariant at i, 0 <= i < N, and one iteration imply the invariant at i + 1;
+- **exit**: the invariant at i = N implies the rule.
+
+So the rule holds for every N. The rules: DECODE-FIRST and BUDGET (decodes), PARTIAL-NEXT (partial
+prompts), FCFS, SLOTS, KV and WORK-CONSERVING's admission part (admissions), KV's return (finishing:
+the free KV after is the free KV before plus the reservations of exactly the requests that emit
+their last token, the sum a prefix-sum array defined by its recurrence), and PROGRESS (a busy step
+plans something). A policy with an admission cap fails the admissions' exit; a stalling policy
+fails PROGRESS's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import z3
+
+from .policy import Draft, Policy, SymEntry, smin
+from .symbolic import SymConfig, SymRequest, SymState
+from .theorems import TheoremResult
+
+INT = z3.IntSort()
+BOOL = z3.BoolSort()
+
+
+@dataclass(frozen=True)
+class Requests:
+    """N requests as arrays over their index."""
+
+    prompt: z3.ArrayRef
+    max_new: z3.ArrayRef
+    prefilled: z3.ArrayRef
+    emitted: z3.ArrayRef
+    arrived: z3.ArrayRef
+    admitted: z3.ArrayRef
+
+    @classmethod
+    def fresh(cls) -> Requests:
+        return cls(*(z3.Array(name, INT, s) for name, s in (("prompt", INT), ("max_new", INT), ("prefilled", INT),
+                                                           ("emitted", INT), ("arrived", BOOL), ("admitted", BOOL))))
+
+    def at(self, i: z3.ArithRef) -> SymRequest:
+        return SymRequest(self.arrived[i], self.admitted[i], self.prompt[i], self.max_new[i], self.prefilled[i],
+                          self.emitted[i])
+
+    def valid(self, n: z3.ArithRef, config: SymConfig) -> z3.BoolRef:
+        """Every request satisfies the step invariant's per-request parts (TYPES, FIRST-TOKEN,
+        NEVER-FIT), and admitted requests come before waiting ones (FCFS)."""
+        j, k = z3.Ints("j k")
+        order = z3.Implies(z3.And(j >= 0, j < k, k < n, self.at(k).admitted, self.at(j).arrived), self.at(j).admitted)
+        return z3.And(z3.ForAll([j], z3.Implies(z3.And(j >= 0, j < n), self.valid_at(j, config))),
+                      z3.ForAll([j, k], order))
+
+    def valid_at(self, j: z3.ArithRef, config: SymConfig) -> z3.BoolRef:
+        """The per-request parts of the invariant for request `j`."""
+        r = self.at(j)
+        return z3.And(r.prompt_len >= 1, r.max_new >= 1, r.num_prefilled >= 0, r.num_prefilled <= r.prompt_len,
+                      r.num_emitted >= 0, r.num_emitted <= r.max_new,
+                      z3.Implies(z3.Not(r.admitted), z3.And(r.num_prefilled == 0, r.num_emitted == 0)),
+                      z3.Implies(r.admitted, r.arrived),
+                      z3.Implies(r.admitted, (r.num_emitted > 0) == (r.num_prefilled == r.prompt_len)),
+                      r.reservation <= config.kv_tokens)
+
+
+@dataclass(frozen=True)
+class Obligation:
+    name: str
+    hypothesis: z3.BoolRef
+    goal: z3.BoolRef
+
+
+def _iteration(policy: Policy, phase: str, r: SymRequest, config: SymConfig, left: z3.ArithRef,
+               running: z3.ArithRef, free: z3.ArithRef, stopped: z3.BoolRef,
+               admitted: z3.ArithRef | None = None) -> Draft:
+    """One iteration of `phase` of `policy` on request `r`, entered with the loop's state."""
+    s = SymState(config, (r,), z3.Int("free_at_entry"))
+    d = Draft(s)
+    d.left, d.num_running, d.free_kv, d.stopped = left, running, free, stopped
+    d.num_admitted = z3.Int("num_admitted") if admitted is None else admitted
+    getattr(policy, phase)(s, d)
+    return d
+
+
+def _prove(obligations: list[Obligation], name: str, policy: Policy, timeout_ms: int) -> TheoremResult:
+    began = time.perf_counter()
+    for ob in obligations:
+        solver = z3.Solver()
+        solver.set("timeout", timeout_ms)
+        solver.add(ob.hypothesis)
+        if solver.check() == z3.unsat:  # a hypothesis that cannot hold would prove anything
+            return TheoremResult(name, policy.name, 0, "unknown", time.perf_counter() - began,
+                                 {"obligation": ob.name, "vacuous": "its hypothesis is unsatisfiable"})
+        solver.add(z3.Not(ob.goal))
+        verdict = solver.check()
+        if verdict == z3.sat:
+            model = solver.model()
+            shown = {str(d): str(model[d]) for d in model.decls() if d.arity() == 0}
+            return TheoremResult(name, policy.name, 0, "counterexample", time.perf_counter() - began,
+                                 {"obligation": ob.name, "values": shown})
+        if verdict != z3.unsat:
+            return TheoremResult(name, policy.name, 0, "unknown", time.perf_counter() - began,
+                                 {"obligation": ob.name})
+    return TheoremResult(name, policy.name, 0, "holds", time.perf_counter() - began)
+
+
+def _common() -> tuple[SymConfig, Requests, z3.ArithRef, z3.ArithRef]:
+    config = SymConfig.fresh()
+    reqs = Requests.fresh()
+    n, i = z3.Ints("N i")
+    return config, reqs, n, i
+
+
+def decodes(policy: Policy) -> list[Obligation]:
+    """DECODE-FIRST and BUDGET over the decode loop: left = B - (decodes so far) >= 0, and a ready
+    request goes without only once left is 0, which then stays 0."""
+    config, reqs, n, i = _common()
+    dec = z3.Array("decoded", INT, BOOL)
+    left, count = z3.Ints("left count")
+    j = z3.Int("j")
+
+    def inv(at: z3.ArithRef, dec_: z3.ArrayRef, left_: z3.ArithRef, count_: z3.ArithRef) -> z3.BoolRef:
+        return z3.And(at >= 0, at <= n, left_ >= 0, left_ == config.token_budget - count_,
+                      z3.ForAll([j], z3.Implies(z3.And(j >= 0, j < at), z3.And(
+                          z3.Implies(dec_[j], reqs.at(j).ready),
+                          z3.Implies(z3.And(reqs.at(j).ready, z3.Not(dec_[j])), left_ == 0)))))
+
+    base = z3.And(config.valid(), n >= 0, reqs.valid(n, config))
+    d = _iteration(policy, "plan_decodes", reqs.at(i), config, left, z3.Int("nr"), z3.Int("fk"), z3.BoolVal(False))
+    took = d.decode[0]
+    step = z3.And(d.defs)
+    after = inv(i + 1, z3.Store(dec, i, took), d.left, count + z3.If(took, 1, 0))
+    exit_goal = z3.And(left >= 0, z3.ForAll([j], z3.Implies(
+        z3.And(j >= 0, j < n, reqs.at(j).ready, z3.Not(dec[j])), left == 0)))
+    return [
+        Obligation("initiation", base, inv(z3.IntVal(0), z3.K(INT, z3.BoolVal(False)), config.token_budget,
+                                           z3.IntVal(0))),
+        Obligation("consecution", z3.And(base, inv(i, dec, left, count), i < n, step), after),
+        Obligation("exit", z3.And(base, inv(n, dec, left, count)), exit_goal),
+    ]
+
+
+def partials(policy: Policy) -> list[Obligation]:
+    """PARTIAL-NEXT over the partial loop: each partial prompt gets its remaining prompt, or the
+    budget left, which is then all spent: min(remaining, left)."""
+    config, reqs, n, i = _common()
+    chunk = z3.Array("chunk", INT, INT)
+    left, entered = z3.Ints("left entered")
+    j = z3.Int("j")
+
+    def owed_ok(j_: z3.ArithRef, chunk_: z3.ArrayRef, left_: z3.ArithRef) -> z3.BoolRef:
+        r = reqs.at(j_)
+        rem = r.prompt_len - r.num_prefilled
+        return z3.And(chunk_[j_] >= 0, z3.Implies(z3.Not(r.partial), chunk_[j_] == 0),
+                      z3.Implies(r.partial, z3.And(chunk_[j_] <= rem, z3.Or(chunk_[j_] == rem, left_ == 0))))
+
+    def inv(at: z3.ArithRef, chunk_: z3.ArrayRef, left_: z3.ArithRef) -> z3.BoolRef:
+        return z3.And(at >= 0, at <= n, left_ >= 0, left_ <= entered,
+                      z3.ForAll([j], z3.Implies(z3.And(j >= 0, j < at), owed_ok(j, chunk_, left_))))
+
+    base = z3.And(config.valid(), n >= 0, reqs.valid(n, config), entered >= 0, entered <= config.token_budget)
+    d = _iteration(policy, "plan_partials", reqs.at(i), config, left, z3.Int("nr"), z3.Int("fk"), z3.BoolVal(False))
+    after = inv(i + 1, z3.Store(chunk, i, d.chunk[0]), d.left)
+    exit_goal = z3.And(left >= 0, z3.ForAll([j], z3.Implies(z3.And(j >= 0, j < n), owed_ok(j, chunk, left))))
+    return [
+        Obligation("initiation", base, inv(z3.IntVal(0), z3.K(INT, z3.IntVal(0)), entered)),
+        Obligation("consecution", z3.And(base, inv(i, chunk, left), i < n, z3.And(d.defs)), after),
+        Obligation("exit", z3.And(base, inv(n, chunk, left)), exit_goal),
+    ]
+
+
+def admissions(policy: Policy) -> list[Obligation]:
+    """FCFS, SLOTS, KV and the admission part of WORK-CONSERVING over the admission loop: admitted
+    requests are a prefix of those waiting; once one is refused none after it is admitted, and it
+    stays refused for want of budget, a slot or KV; running <= S; free >= 0."""
+    config, reqs, n, i = _common()
+    adm = z3.Array("admitted_now", INT, BOOL)
+    left, running, free = z3.Ints("left running free")
+    stopped = z3.Bool("stopped")
+    head = z3.Int("head")  # the first request refused, once admission has stopped
+    j, k = z3.Ints("j k")
+
+    def refused(h: z3.ArithRef, left_: z3.ArithRef, running_: z3.ArithRef, free_: z3.ArithRef) -> z3.BoolRef:
+        return z3.Or(left_ == 0, running_ >= config.max_seqs, reqs.at(h).reservation > free_)
+
+    def inv(at: z3.ArithRef, adm_: z3.ArrayRef, left_: z3.ArithRef, running_: z3.ArithRef, free_: z3.ArithRef,
+            stopped_: z3.BoolRef, head_: z3.ArithRef) -> z3.BoolRef:
+        def within(x: z3.ArithRef, end: z3.ArithRef) -> z3.BoolRef:
+            return z3.And(x >= 0, x < end)
+
+        return z3.And(
+            at >= 0, at <= n, left_ >= 0, running_ <= config.max_seqs, free_ >= 0,
+            # only requests already met, and waiting ones, are admitted
+            z3.ForAll([j], z3.Implies(adm_[j], z3.And(within(j, at), reqs.at(j).waiting))),
+            # not stopped: every waiting request met so far is admitted
+            z3.Implies(z3.Not(stopped_), z3.ForAll([j], z3.Implies(z3.And(within(j, at), reqs.at(j).waiting),
+                                                                   adm_[j]))),
+            # stopped: `head` is the first waiting request refused, it stays refused, all before it are
+            # admitted and none after it
+            z3.Implies(stopped_, z3.And(
+                within(head_, at), reqs.at(head_).waiting, z3.Not(adm_[head_]), refused(head_, left_, running_, free_),
+                z3.ForAll([j], z3.Implies(z3.And(within(j, head_), reqs.at(j).waiting), adm_[j])),
+                z3.ForAll([j], z3.Implies(adm_[j], j < head_)))),
+        )
+
+    base = z3.And(config.valid(), n >= 0)
+    entry = z3.And(left >= 0, left <= config.token_budget, running >= 0, running <= config.max_seqs, free >= 0,
+                   free <= config.kv_tokens)
+    count = z3.Int("admitted_so_far")
+    d = _iteration(policy, "admit", reqs.at(i), config, left, running, free, stopped, count)
+    go = d.admit[0]
+    new_head = z3.If(stopped, head, i)
+    after = inv(i + 1, z3.Store(adm, i, go), d.left, d.num_running, d.free_kv, d.stopped, new_head)
+    exit_goal = z3.And(
+        left >= 0, running <= config.max_seqs, free >= 0,  # BUDGET, SLOTS, KV
+        z3.ForAll([j, k], z3.Implies(z3.And(j >= 0, j < k, k < n, adm[k], reqs.at(j).waiting), adm[j])),  # FCFS
+        z3.ForAll([j], z3.Implies(z3.And(j >= 0, j < n, reqs.at(j).waiting, z3.Not(adm[j])),  # WORK-CONSERVING
+                                  z3.And(stopped, head <= j, reqs.at(head).waiting, z3.Not(adm[head]),
+                                         refused(head, left, running, free)))),
+    )
+    # Consecution needs only request i's own facts (every request has them): an instance, not a quantifier.
+    return [
+        Obligation("initiation", z3.And(base, entry),
+                   inv(z3.IntVal(0), z3.K(INT, z3.BoolVal(False)), left, running, free, z3.BoolVal(False), head)),
+        Obligation("consecution", z3.And(base, inv(i, adm, left, running, free, stopped, head), i >= 0, i < n,
+                                         reqs.valid_at(i, config), count >= 0, z3.And(d.defs)), after),
+        Obligation("exit", z3.And(base, inv(n, adm, left, running, free, stopped, head)), exit_goal),
+    ]
+
+
+def finishing(policy: Policy) -> list[Obligation]:
+    """KV's return over the completion loop: the free KV after the step is the free KV before plus
+    the reservations of exactly the requests whose last token this step emits (`returned`, a prefix
+    sum defined by its recurrence), and a request returns its reservation only then."""
+    config, reqs, n, i = _common()
+    returned = z3.Function("returned", INT, INT)  # returned(j): reservations back from requests 0..j-1
+    planned = z3.Array("planned", INT, BOOL)  # the plan, any: which requests got an entry
+    prefill = z3.Array("prefill", INT, INT)
+    free, free0 = z3.Ints("free free0")
+
+    def finishes(j_: z3.ArithRef) -> z3.BoolRef:
+        r = reqs.at(j_)
+        done = r.num_prefilled + prefill[j_]
+        emits = z3.And(planned[j_], done == r.prompt_len)
+        return z3.And(emits, r.num_emitted + 1 >= r.max_new, z3.Or(r.admitted, prefill[j_] > 0))
+
+    def recurrence(at: z3.ArithRef) -> z3.BoolRef:  # the definition of `returned`, at one index
+        return returned(at + 1) == returned(at) + z3.If(finishes(at), reqs.at(at).reservation, 0)
+
+    def plan_ok(at: z3.ArithRef) -> z3.BoolRef:  # any plan the rules allow, for request `at`
+        r = reqs.at(at)
+        return z3.And(prefill[at] >= 0, r.num_prefilled + prefill[at] <= r.prompt_len,
+                      z3.Implies(prefill[at] > 0, planned[at]), z3.Implies(planned[at], z3.Or(r.ready, r.partial,
+                                                                                                r.waiting)))
+
+    # Only request i's facts are needed (every request has them): instances keep this quantifier-free.
+    base = z3.And(config.valid(), n >= 0, returned(0) == 0)
+
+    def inv(at: z3.ArithRef, free_: z3.ArithRef) -> z3.BoolRef:
+        return z3.And(at >= 0, at <= n, free_ == free0 + returned(at))
+
+    r = reqs.at(i)
+    entry = SymEntry(z3.And(planned[i], prefill[i] == 0, r.ready), z3.If(r.admitted, prefill[i], 0),
+                     z3.And(planned[i], z3.Not(r.admitted)), z3.If(r.admitted, 0, prefill[i]))
+    num_prefilled = r.num_prefilled + entry.prefill
+    tokens = policy.emitted(entry, r, num_prefilled)
+    released = policy.releases(entry, r, num_prefilled, r.num_emitted + tokens, tokens)
+    after = inv(i + 1, free + z3.If(released, r.reservation, 0))
+    return [
+        Obligation("initiation", base, inv(z3.IntVal(0), free0)),
+        Obligation("consecution", z3.And(base, inv(i, free), i < n, reqs.valid_at(i, config), plan_ok(i),
+                                         recurrence(i)), after),
+        Obligation("exit", z3.And(base, inv(n, free)), free == free0 + returned(n)),
+    ]
+
+
+def progress(policy: Policy) -> list[Obligation]:
+    """PROGRESS for any N: a step with work pending plans something. Each phase's loop is entered as
+    a step enters it when nothing earlier was planned: the whole budget left, and for admission
+    nothing running (so all of K free); its invariant: once the loop has met a request with work of
+    its kind (ready, partial, waiting), something is planned, and until then the budget is whole.
+    So a ready request is decoded (B >= 1); with none ready, a partial prompt gets a chunk; with
+    nothing running, the waiting head is admitted (it fits K: NEVER-FIT). Work pending means one of
+    the three, so the plan is never empty while requests wait or run."""
+    config, reqs, n, i = _common()
+    j = z3.Int("j")
+    planned = z3.Bool("planned_so_far")
+    left = z3.Int("left")
+    base = z3.And(config.valid(), n >= 0, reqs.valid(n, config))
+    obligations = []
+    for phase, pending in (("plan_decodes", lambda r: r.ready), ("plan_partials", lambda r: r.partial),
+                           ("admit", lambda r: r.waiting)):
+        def inv(at: z3.ArithRef, planned_: z3.BoolRef, left_: z3.ArithRef,
+                pending: Callable[[SymRequest], z3.BoolRef] = pending) -> z3.BoolRef:
+            seen = z3.Exists([j], z3.And(j >= 0, j < at, pending(reqs.at(j))))
+            return z3.And(at >= 0, at <= n, z3.Implies(seen, planned_),
+                          z3.Implies(z3.Not(planned_), left_ == config.token_budget))
+
+        d = _iteration(policy, phase, reqs.at(i), config, left, z3.IntVal(0), config.kv_tokens, z3.BoolVal(False),
+                       z3.IntVal(0))
+        got = {"plan_decodes": d.decode[0], "plan_partials": d.chunk[0] > 0, "admit": d.admit[0]}[phase]
+        after = inv(i + 1, z3.Or(planned, got), z3.If(planned, left, d.left))
+        entered = base
+        if phase == "admit":  # entered with nothing running
+            entered = z3.And(base, z3.ForAll([j], z3.Not(reqs.at(j).running)))
+        exit_goal = z3.Implies(z3.Exists([j], z3.And(j >= 0, j < n, pending(reqs.at(j)))), planned)
+        obligations += [
+            Obligation(f"{phase}: initiation", entered, inv(z3.IntVal(0), z3.BoolVal(False), config.token_budget)),
+            Obligation(f"{phase}: consecution", z3.And(entered, inv(i, planned, left), i < n, z3.And(d.defs)), after),
+            Obligation(f"{phase}: exit", z3.And(entered, inv(n, planned, left)), exit_goal),
+        ]
+    return obligations
+
+
+class CappedAdmissions(Policy):
+    """Admits at most 12 requests a step, however many fit: invisible to every theorem at N <= 12."""
+
+    breaks = "WORK-CONSERVING"
+
+    def fits(self, r: SymRequest, s: SymState, d: Draft) -> z3.BoolRef:
+        return z3.And(super().fits(r, s, d), d.num_admitted < 12)
+
+
+class ShortChunk(Policy):
+    """A partial prompt's chunk is one token short whenever more than one token remains."""
+
+    breaks = "PARTIAL-NEXT"
+
+    def chunk(self, r: SymRequest, left: z3.ArithRef) -> z3.ArithRef:
+        rem = r.prompt_len - r.num_prefilled
+        return smin(z3.If(rem > 1, rem - 1, rem), left)
+
+
+class Stalls(Policy):
+    """Never decodes: once every request is ready, it plans nothing, forever."""
+
+    breaks = "PROGRESS"
+
+    def plan_decodes(self, s: SymState, d: Draft) -> None:
+        return None
+
+
+CONTROLS: dict[str, type[Policy]] = {cls.__name__: cls for cls in (CappedAdmissions, ShortChunk, Stalls)}
+
+
+@dataclass(frozen=True, slots=True)
+class LoopInduction:
+    name: str  # the claim, as `stallfree prove` prints it
+    rules: str  # what its exit proves
+    obligations: Callable[[Policy], list[Obligation]]
+    control: str  # the wrong policy (`mutants.MUTANTS`) it must fail on
+
+
+INDUCTIONS: tuple[LoopInduction, ...] = (
+    LoopInduction("DECODES (induction)", "DECODE-FIRST, BUDGET", decodes, "FreeDecodes"),
+    LoopInduction("PARTIALS (induction)", "PARTIAL-NEXT", partials, "ShortChunk"),
+    LoopInduction("ADMITS (induction)", "FCFS, SLOTS, KV, WORK-CONSERVING (admission)", admissions,
+                  "CappedAdmissions"),
+    LoopInduction("FINISH (induction)", "KV (return)", finishing, "EarlyRelease"),
+    LoopInduction("PROGRESS (induction)", "PROGRESS", progress, "Stalls"),
+)
+
+
+def control(loop: LoopInduction) -> Policy:
+    """The wrong policy `loop` must fail on."""
+    from .mutants import MUTANTS
+
+    return {**MUTANTS, **CONTROLS}[loop.control]()
+
+
+def prove_induction(loop: LoopInduction, policy: Policy | None = None, timeout_ms: int = 30_000) -> TheoremResult:
+    policy = Policy() if policy is None else policy
+    return _prove(loop.obligations(policy), loop.name, policy, timeout_ms)
