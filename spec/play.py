@@ -52,15 +52,18 @@ class RunStats:
 
 class Player:
     """One run of `workload` through a fresh `factory(token_budget=, max_seqs=, kv_tokens=)`, checking
-    `rules` (all when None). Keeps its monitor, so that when the run ends in an exception the step
-    and the adds so far are known (`monitor`, `step`)."""
+    `rules` (all when None) under `monitor` (the reservation design's Monitor unless told). Keeps
+    its monitor, so that when the run ends in an exception the step and the adds so far are known
+    (`monitor`, `step`)."""
 
     def __init__(
         self, workload: Workload, factory: Callable[..., Any], rules: Iterable[str] | None = None,
         on_step: Callable[[Monitor, StepFacts], None] | None = None,
         on_add: Callable[[Arrival, bool], None] | None = None,
+        monitor: Callable[..., Any] = Monitor,
     ) -> None:
         self.workload = workload
+        self.monitor_class = monitor  # Monitor, or a design's sibling with its face (PagedMonitor)
         self.factory = factory
         self.rules = None if rules is None else tuple(rules)
         self.on_step = on_step
@@ -75,10 +78,10 @@ class Player:
         """Raises RuleViolation on the first broken rule; returns the counts when every rule held."""
         cfg = self.workload.config
         scheduler = self.factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
-        monitor = self.monitor = Monitor(scheduler, cfg, self.rules)
+        monitor = self.monitor = self.monitor_class(scheduler, cfg, self.rules)
         checks_progress = any(r.id == "PROGRESS" for r in monitor.rules)
         arrivals = sorted(self.workload.requests, key=lambda a: a.arrival_step)  # stable: list order
-        bound = work_bound(self.workload)
+        bound = getattr(self.monitor_class, "work_bound", work_bound)(self.workload)
         stats = RunStats()
         i = 0
         while True:
@@ -117,7 +120,8 @@ def play(
     rules: Iterable[str] | None = None,
     on_step: Callable[[Monitor, StepFacts], None] | None = None,
     on_add: Callable[[Arrival, bool], None] | None = None,
+    monitor: Callable[..., Any] = Monitor,
 ) -> RunStats:
     """Play `workload` through a fresh `factory(token_budget=, max_seqs=, kv_tokens=)` under the
     monitor until every accepted request has finished. Raises RuleViolation on the first broken rule."""
-    return Player(workload, factory, rules, on_step, on_add).play()
+    return Player(workload, factory, rules, on_step, on_add, monitor).play()
