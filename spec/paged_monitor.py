@@ -140,6 +140,9 @@ class PagedMonitor:
         else:
             shadow.cancelled.add(track.rid)
             shadow.end(track)
+            shown = read_live(self.scheduler) if self._checks_cancel else None
+            if shown is not None and track.rid in shown:
+                raise RuleViolation("CANCEL", shadow.step, f"cancel({rid!r}) returned, but the scheduler still holds it")
         return True
 
     def plan(self) -> object:

@@ -185,16 +185,13 @@ def preempt_order(s: PagedShadow, f: PagedFacts) -> str | None:
 
 def preempt_admits(s: PagedShadow, f: PagedFacts) -> str | None:
     """PREEMPT-ORDER, judged on the plan after its preemptions: nothing is admitted in a step that
-    preempted, and no request is admitted while a preempted one that arrived before it waits."""
+    preempted, and the admissions, in plan order, take the line from its head while a preempted
+    request is there: none ahead of it, even in the same step."""
     if f.preempted and f.admitted:
         return f"the step preempted {[t.rid for t in f.preempted]} and admitted {[c.track.rid for c in f.admitted]}"
-    admitted = {c.track.rid for c in f.admitted}
-    for c in f.admitted:
-        for t in s.waiting:
-            if t is c.track:
-                break
-            if t.num_preemptions and t.rid not in admitted:
-                return f"admitted rid {c.track.rid} while preempted rid {t.rid}, ahead of it, waited"
+    for c, t in zip(f.admitted, s.waiting):
+        if c.track is not t and t.num_preemptions:
+            return f"admitted rid {c.track.rid} while preempted rid {t.rid}, ahead of it in the line, waited"
     return None
 
 
