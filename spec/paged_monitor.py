@@ -16,7 +16,7 @@ from typing import Any
 from .errors import InvalidField, RuleViolation
 from .facts import PROTOCOL
 from .paged_rules import AFTER_STEP, BEFORE_PREEMPTION, Rule, select
-from .paged_shadow import PagedFacts, PagedShadow, Pool, apply, observe, observe_emitted, read_live, read_preempted
+from .paged_shadow import PagedFacts, PagedShadow, Pool, apply, observe, observe_emitted, read_live, read_preempted, read_view
 from .rules import never_fit
 from .types import Config, Request
 from .workload import Workload
@@ -193,6 +193,7 @@ class PagedMonitor:
         apply(shadow, facts)
         if self._after:
             facts.reported_live = read_live(self.scheduler)
+            facts.reported_line = read_view(self.scheduler, "waiting")
         for rule_id, check in self._after:
             message = check(shadow, facts)
             if message is not None:

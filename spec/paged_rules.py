@@ -195,6 +195,17 @@ def preempt_admits(s: PagedShadow, f: PagedFacts) -> str | None:
     return None
 
 
+def line_shown(s: PagedShadow, f: PagedFacts) -> str | None:
+    """PREEMPT-ORDER, once the step is applied: a scheduler that shows its waiting line shows the
+    contract's, preempted requests at its head in arrival order."""
+    if f.reported_line is None or not f.preempted:
+        return None
+    line = [t.rid for t in s.waiting]
+    if f.reported_line != line:
+        return f"after preempting {[t.rid for t in f.preempted]} the scheduler's line is {f.reported_line[:8]}; it is {line[:8]}"
+    return None
+
+
 # -- the policy, re-read for blocks ------------------------------------------------------------------
 
 
@@ -259,7 +270,8 @@ def work_conserving(s: PagedShadow, f: PagedFacts) -> str | None:
 # Judged on the plan before its preemptions apply to the shadow (the others see the shadow after them).
 BEFORE_PREEMPTION = {"PREEMPT-BOUND": preempt_bound, "PREEMPT-ORDER": preempt_order}
 # Judged once the step is applied: what the scheduler shows against the shadow after the step.
-AFTER_STEP = {"CANCEL": cancel_shown, "TOKENS-KEPT": tokens_shown, "BLOCKS": blocks_shown}
+AFTER_STEP = {"CANCEL": cancel_shown, "TOKENS-KEPT": tokens_shown, "PREEMPT-ORDER": line_shown,
+              "BLOCKS": blocks_shown}
 
 # The monitor checks them in this order and reports the first broken one.
 

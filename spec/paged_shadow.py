@@ -163,7 +163,7 @@ class PagedFacts:
     __slots__ = (
         "admitted", "chunks", "decodes", "duplicates", "emitted", "emitted_set", "ended", "finished",
         "first_bad_n", "num_decode_tokens", "num_tokens", "plan", "planned", "preempted", "prefills",
-        "recomputes", "reported_free_blocks", "reported_live", "step", "stopped",
+        "recomputes", "reported_free_blocks", "reported_line", "reported_live", "step", "stopped",
     )
 
     def __init__(self, step: int) -> None:
@@ -187,6 +187,7 @@ class PagedFacts:
         self.ended: list[PagedTrack] = []  # finished, stopped or cancelled with this step
         self.reported_free_blocks: int | None = None
         self.reported_live: set[int] | None = None  # the rids the scheduler shows waiting or running, if shown
+        self.reported_line: list[int] | None = None  # the rids it shows waiting, in its order
 
 
 def _protocol(step: int, message: str, rule: str = PROTOCOL) -> RuleViolation:
@@ -286,16 +287,19 @@ def observe_emitted(shadow: PagedShadow, facts: PagedFacts, emitted: object, sto
             facts.stopped.append(track)
 
 
+def read_view(scheduler: object, name: str) -> list[int] | None:
+    """The rids a scheduler shows in its `name` view (`waiting` or `running`: requests with a `rid`), or None."""
+    view = getattr(scheduler, name, None)
+    try:
+        return [r.rid for r in view]  # type: ignore[union-attr]
+    except (TypeError, AttributeError):
+        return None
+
+
 def read_live(scheduler: object) -> set[int] | None:
-    """The rids a scheduler shows in its `waiting` and `running` views (requests with a `rid`), or None."""
-    live: set[int] = set()
-    for name in ("waiting", "running"):
-        view = getattr(scheduler, name, None)
-        try:
-            live.update(r.rid for r in view)  # type: ignore[union-attr]
-        except (TypeError, AttributeError):
-            return None
-    return live
+    """The rids a scheduler shows waiting or running, or None where it shows neither view."""
+    waiting, running = read_view(scheduler, "waiting"), read_view(scheduler, "running")
+    return None if waiting is None or running is None else {*waiting, *running}
 
 
 def apply(shadow: PagedShadow, facts: PagedFacts) -> None:
