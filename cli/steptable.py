@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from stallfree.spec import RULES, RuleViolation, StepFacts
+from stallfree.spec import RULES, Rule, RuleViolation, StepFacts
 
 NEVER_FIT = "NEVER-FIT"  # judged on add() as well as on steps
 
@@ -34,13 +34,16 @@ def row(facts: StepFacts, budget: int, free_kv: int) -> str:
     )
 
 
-def verdicts(checked: Iterable[str], steps: int, violation: RuleViolation | None, adds: int = 0) -> list[str]:
+def verdicts(
+    checked: Iterable[str], steps: int, violation: RuleViolation | None, adds: int = 0,
+    registry: tuple[Rule, ...] = RULES,
+) -> list[str]:
     """One line per rule: holds, BROKEN (with the facts), not checked, or not exercised when no step
     ran (every request refused): a rule judged on no step has shown nothing. NEVER-FIT judges add()
     calls too, so it holds over the `adds` calls judged even then."""
     checked = set(checked)
     lines = []
-    for rule in RULES:
+    for rule in registry:
         if violation is not None and rule.id == violation.rule:
             lines.append(f"{rule.id:<16} BROKEN at step {violation.step}: {violation.message}")
         elif rule.id not in checked:
@@ -53,6 +56,6 @@ def verdicts(checked: Iterable[str], steps: int, violation: RuleViolation | None
             lines.append(f"{rule.id:<16} holds ({adds} add() call(s) judged; no step ran)")
         else:
             lines.append(f"{rule.id:<16} not exercised (no step ran)")
-    if violation is not None and violation.rule not in {r.id for r in RULES}:
+    if violation is not None and violation.rule not in {r.id for r in registry}:
         lines.append(f"{violation.rule:<16} BROKEN at step {violation.step}: {violation.message}")
     return lines

@@ -26,6 +26,9 @@ def small(token_budget: int, max_seqs: int, kv_tokens: int) -> Scheduler:
     return Scheduler(token_budget, max_seqs, kv_tokens, block_size=2, watermark=min(1, kv_tokens // 2))
 
 
+small.design = "paged"  # type: ignore[attr-defined]
+
+
 class LeakOnEnd(PagedFault):
     """A request that finishes, stops or is cancelled keeps its last block: it never returns to the pool."""
 

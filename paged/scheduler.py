@@ -73,6 +73,8 @@ class Seq:
 class Scheduler:
     """Spends a budget of `token_budget` tokens a step over a pool of kv_tokens // block_size blocks."""
 
+    design = "paged"  # judged by the paged monitor against the paged rules (stallfree.spec.designs)
+
     def __init__(
         self, token_budget: int, max_seqs: int, kv_tokens: int,
         block_size: int = DEFAULT_BLOCK_SIZE, watermark: int | None = None,
@@ -344,3 +346,6 @@ def small_blocks(token_budget: int, max_seqs: int, kv_tokens: int) -> Scheduler:
     """The paged scheduler with blocks of 2 tokens and no watermark: the factory the kit, the model
     checker and the state machine use on small pools, where 16-token blocks would refuse everything."""
     return Scheduler(token_budget, max_seqs, kv_tokens, block_size=2, watermark=0)
+
+
+small_blocks.design = "paged"  # type: ignore[attr-defined]

@@ -11,6 +11,7 @@ from typing import Any
 
 from stallfree.spec import RULE_IDS, Arrival, Workload
 from stallfree.spec.loader import load_target
+from stallfree.spec.paged_rules import PAGED_RULE_IDS
 
 
 def _int_at_least(text: str, minimum: int, expected: str) -> int:
@@ -59,16 +60,22 @@ def request_spec(text: str) -> Arrival:
 
 def rule_list(text: str) -> list[str]:
     ids = [t.strip().upper() for t in text.split(",") if t.strip()]
-    unknown = [i for i in ids if i not in RULE_IDS]
+    known = (*RULE_IDS, *(i for i in PAGED_RULE_IDS if i not in RULE_IDS))
+    unknown = [i for i in ids if i not in known]
     if unknown:
-        raise argparse.ArgumentTypeError(f"unknown rule ID(s) {unknown}; the rules are {', '.join(RULE_IDS)}")
+        raise argparse.ArgumentTypeError(f"unknown rule ID(s) {unknown}; the rules are {', '.join(known)}")
     return ids
 
 
+# Short names for the schedulers stallfree ships, accepted wherever a MODULE:FACTORY is.
+SCHEDULERS = {"reference": "stallfree.reference:Scheduler", "paged": "stallfree.paged:Scheduler"}
+
+
 def load_scheduler(target: str, flag: str = "--scheduler") -> Callable[..., Any]:
-    """`stallfree.spec.loader.load_target` for a command line: any failure, the module's own import
-    errors included, is a ValueError (TargetError) naming the flag and the value."""
-    return load_target(target, flag)
+    """`stallfree.spec.loader.load_target` for a command line (or a short name of SCHEDULERS): any
+    failure, the module's own import errors included, is a ValueError (TargetError) naming the flag
+    and the value."""
+    return load_target(SCHEDULERS.get(target, target), flag)
 
 
 class FactoryError(Exception):

@@ -30,7 +30,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fault", default=None, metavar="RULE",
                    help="run the negative controls of RULE instead: its faulty scheduler, its wrong Z3 policy, "
                         "its planted CrossHair bug; every check must then fail")
-    p.add_argument("--scheduler", default=None, metavar="MODULE:FACTORY", help="model-check this scheduler instead")
+    p.add_argument("--scheduler", default=None, metavar="MODULE:FACTORY",
+                   help="model-check this scheduler instead; `paged` (or any factory of the paged design) runs the "
+                        "paged model check, and --fault then names a paged rule")
     p.add_argument("--max-states", type=int, default=None, metavar="N", help="stop the model check past N states")
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="also write the rows as JSON")
 
@@ -82,6 +84,33 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return options
 
 
+def paged_rows(args: argparse.Namespace, say):  # type: ignore[no-untyped-def]
+    """The rows of a paged scheduler (`--scheduler paged`, or any factory declaring design "paged")."""
+    from stallfree.proofs import paged_suite
+    from stallfree.proofs.explicit.bounds import Bounds
+
+    factory = load_scheduler(args.scheduler)
+    bound = Bounds.parse(args.bound or paged_suite.DEFAULT_BOUND)
+    if args.fault is not None:
+        rule = args.fault.upper()
+        factory = paged_suite.fault(rule)
+        bound = Bounds.parse(args.bound) if args.bound else paged_suite.control_bound(rule)
+    elif args.bound is None and factory.__name__ == "Scheduler":  # 16-token blocks refuse every small request
+        from stallfree.paged import small_blocks
+
+        say("the model check runs stallfree.paged with 2-token blocks (small_blocks): 16-token blocks refuse every request of a small bound")
+        factory = small_blocks
+    methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
+    rows = paged_suite.model_rows(bound, factory, args.max_states) if "model" in methods else []
+    return rows + paged_suite.not_applicable(methods)
+
+
+def is_paged(args: argparse.Namespace) -> bool:
+    from stallfree.spec.designs import PAGED, design_of
+
+    return args.scheduler is not None and design_of(load_scheduler(args.scheduler)) == PAGED
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         from stallfree.proofs import suite
@@ -90,16 +119,21 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from stallfree.spec import FieldTypeError, InvalidField
 
+    def say(message: str) -> None:
+        print(f"  {message}", file=sys.stderr, flush=True)
+
     try:
-        options = _options(args)
+        paged = is_paged(args)
+        if paged:
+            rows = paged_rows(args, say)
+        else:
+            options = _options(args)
     except (InvalidField, FieldTypeError, ValueError, ImportError, AttributeError) as error:
         print(f"stallfree prove: {error}", file=sys.stderr)
         return 2
 
-    def say(message: str) -> None:
-        print(f"  {message}", file=sys.stderr, flush=True)
-
-    rows = suite.run(options, say)
+    if not paged:
+        rows = suite.run(options, say)
     print(f"{'claim':<20} {'method':<36} {'bound':<28} {'result':<12} {'seconds':>8}")
     for row in rows:
         print(f"{row.claim:<20} {row.method:<36} {row.bound:<28} {row.result:<12} {row.seconds:>8.2f}")

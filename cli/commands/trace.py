@@ -60,7 +60,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-seqs", type=positive_int, default=4, help="slots S (default 4)")
     p.add_argument("--kv", type=positive_int, default=256, help="KV capacity K in tokens (default 256)")
     p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="MODULE:FACTORY",
-                   help="the scheduler to trace (default: the reference)")
+                   help="the scheduler to trace (default: the reference; `paged` for stallfree.paged:Scheduler, "
+                        "judged by the paged monitor)")
     p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
     p.add_argument("--jsonl", type=Path, metavar="FILE",
                    help="also write the run as a JSON Lines trace, the format `stallfree check-trace` reads")
@@ -77,11 +78,18 @@ def workload_from(args: argparse.Namespace) -> Workload:
 
 
 def run(args: argparse.Namespace) -> int:
+    from stallfree.spec.designs import PAGED, design_of
+
     try:
         workload = workload_from(args)
-        factory = guarded(load_scheduler(args.scheduler), args.scheduler)
+        loaded = load_scheduler(args.scheduler)
+        factory = guarded(loaded, args.scheduler)
         if args.jsonl:
             check_output_file("--jsonl", args.jsonl)
+        if design_of(loaded) == PAGED:
+            from .paged_trace import trace_paged
+
+            return trace_paged(args, workload, factory)
     except (InvalidField, FieldTypeError, ValueError) as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
         return 2

@@ -36,9 +36,13 @@ def default_run_timeout(timeout: float) -> float:
 class Sandbox:
     """A worker process that has imported `target`. Use as a context manager."""
 
-    def __init__(self, target: str, timeout: float = DEFAULT_TIMEOUT, run_timeout: float | None = None) -> None:
+    def __init__(
+        self, target: str, timeout: float = DEFAULT_TIMEOUT, run_timeout: float | None = None,
+        design: str = "reservation",
+    ) -> None:
         split_target(target)  # a malformed target is an argument error, before any process starts
         self.target = target
+        self.design = design  # whose monitor the worker judges with (stallfree.spec.designs)
         self.timeout = timeout
         self.run_timeout = default_run_timeout(timeout) if run_timeout is None else run_timeout
         self.num_restarts = 0
@@ -95,7 +99,7 @@ class Sandbox:
             self.start()
             self.num_restarts += 1
         self._clear_stderr()
-        self._send({"workload": workload.to_json(), "rules": rules, "timeout": self.timeout})
+        self._send({"workload": workload.to_json(), "rules": rules, "timeout": self.timeout, "design": self.design})
         reply = self._receive(self.run_timeout)
         if reply is not None:
             return Outcome.from_json(reply)

@@ -17,24 +17,28 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from stallfree.spec import PROTOCOL, Config, Player, RuleViolation, Workload
+from stallfree.spec.designs import MONITORS, PAGED, RESERVATION
 from stallfree.spec.loader import TargetError, load_target
 
 from .guard import CallTimeout, Guard, JunkReturn, install_alarm, target_traceback
 from .outcome import CRASH, KIT_ERROR, TIMEOUT, Outcome
+from .paged_guard import PagedGuard
 
 DUMP_SIGNAL = signal.SIGUSR1  # the parent's watchdog asks for a traceback with it, then kills
 
 
-def run_one(factory: Callable[..., Any], workload: Workload, rules: list[str], timeout: float) -> Outcome:
+def run_one(
+    factory: Callable[..., Any], workload: Workload, rules: list[str], timeout: float, design: str = RESERVATION,
+) -> Outcome:
     """Play one workload through the target; every way it can end becomes an Outcome."""
     guards: list[Guard] = []
 
     def make(**config: int) -> Guard:
-        guard = Guard(timeout)
+        guard = (PagedGuard if design == PAGED else Guard)(timeout)
         guards.append(guard)
         return guard.start(factory, Config(**config))
 
-    player = Player(workload, make, rules)
+    player = Player(workload, make, rules, monitor=MONITORS[design])
     try:
         counts = player.play()
         return Outcome(steps=counts.steps, adds=counts.adds, stopped_at_bound=counts.stopped_at_bound is not None)
@@ -81,7 +85,7 @@ def serve(requests: BinaryIO, out: BinaryIO) -> None:
     for line in requests:
         request = json.loads(line)
         workload = Workload.from_json(request["workload"])
-        outcome = run_one(factory, workload, request["rules"], request["timeout"])
+        outcome = run_one(factory, workload, request["rules"], request["timeout"], request.get("design", RESERVATION))
         send(out, outcome.to_json())
 
 

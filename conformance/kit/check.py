@@ -7,13 +7,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stallfree.spec import BY_ID, RULE_IDS, Workload
+from stallfree.spec import Workload
+from stallfree.spec.designs import REGISTRIES, statement
 
 from ..isolation.outcome import CRASH, KIT_ERROR, TIMEOUT, Outcome
 from ..isolation.sandbox import DEFAULT_TIMEOUT, Sandbox
 from .explore import Explorer, Finding, is_rule
 from .grid import Shape, shapes
-from .profiles import checked_rules
+from .profiles import checked_rules, design_of_profile
 from .shrink import MAX_RUNS, MAX_SECONDS, Shrinker
 
 DEFAULT_EXAMPLES = 25  # per grid point; the default grid has 60 points
@@ -36,7 +37,7 @@ WHAT_IT_MEANS = {
 
 def requirement(rule: str) -> str:
     """What `rule` requires, in one sentence."""
-    return BY_ID[rule].statement if rule in BY_ID else WHAT_IT_MEANS.get(rule, "")
+    return statement(rule) or WHAT_IT_MEANS.get(rule, "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,13 +113,14 @@ def conform(
     """Check `target` (MODULE:FACTORY) against the chosen rules over the config grid (fixed fields held).
     Raises TargetError if the target cannot be loaded, ValueError for bad arguments."""
     checked = checked_rules(rules, profile)
+    design = design_of_profile(profile if rules is None else None)
     if type(examples) is not int or examples < 1:
         raise ValueError(f"examples must be an int >= 1, got {examples!r}")
     if not timeout > 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
     grid = shapes(budget, max_seqs, kv_tokens)
     started = time.monotonic()
-    with Sandbox(target, timeout, run_timeout) as sandbox:
+    with Sandbox(target, timeout, run_timeout, design) as sandbox:
         explored = Explorer(sandbox, examples, seed, progress).explore(grid, checked)
         counterexamples = {}
         for rule, finding in explored.findings.items():
@@ -127,7 +129,7 @@ def conform(
             counterexamples[rule] = minimal_counterexample(sandbox, finding)
     blocked = explored.blocking is not None
     verdicts = {}
-    for rule in RULE_IDS:
+    for rule in (r.id for r in REGISTRIES[design]):
         if rule not in checked:
             verdicts[rule] = NOT_CHECKED
         elif rule in counterexamples and is_rule(rule, checked):

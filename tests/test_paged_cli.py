@@ -1,0 +1,63 @@
+"""The paged design on the command line: trace, conform --profile paged, prove --scheduler paged,
+each shown passing on the paged scheduler and failing, with the rule named, on a paged fault."""
+
+from __future__ import annotations
+
+import pytest
+
+from stallfree.main import main
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+PREEMPTING = ["--request", "0:3:8", "--request", "1:3:8", "--request", "2:2:2@1", "--budget", "4", "--kv", "32"]
+
+
+def test_trace_paged_shows_blocks_and_preemptions_and_every_paged_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["trace", "--scheduler", "stallfree.paged:small_blocks", *PREEMPTING, "--kv", "12"], capsys)
+    assert code == 0, out
+    assert "free blk" in out and "preempted: r" in out
+    assert "PREEMPT-ORDER    holds" in out and "BLOCKS           holds" in out
+    assert "CANCEL           not exercised" in out  # no cancel in a workload: never printed as holding
+    assert "KV " not in out  # the reservation design's rule is not the paged design's
+
+
+def test_trace_paged_fault_is_broken_with_its_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["trace", "--scheduler", "stallfree.faults.paged:PreemptOldest", *PREEMPTING, "--kv", "12"], capsys)
+    assert code == 1
+    assert "PREEMPT-BOUND    BROKEN" in out
+
+
+def test_trace_paged_refuses_jsonl_and_unknown_rules(capsys: pytest.CaptureFixture[str], tmp_path) -> None:  # type: ignore[no-untyped-def]
+    code, _, err = run(["trace", "--scheduler", "paged", *PREEMPTING, "--jsonl", str(tmp_path / "t.jsonl")], capsys)
+    assert code == 2 and "no preemption events" in err
+    code, _, err = run(["trace", "--scheduler", "paged", *PREEMPTING, "--rules", "KV"], capsys)
+    assert code == 2 and "unknown paged rule ID(s) ['KV']" in err
+
+
+def test_conform_profile_paged_passes_the_paged_scheduler_and_fails_a_fault(capsys: pytest.CaptureFixture[str]) -> None:
+    fast = ["--profile", "paged", "--examples", "3", "--quiet"]
+    code, out, _ = run(["conform", "stallfree.paged:small_blocks", *fast], capsys)
+    assert code == 0, out
+    assert "CANCEL           not checked" in out and "BLOCKS           pass" in out
+    code, out, _ = run(["conform", "stallfree.faults.paged:IgnoreWatermark", *fast], capsys)
+    assert code == 1
+    assert "WATERMARK        FAIL" in out
+
+
+def test_prove_scheduler_paged_holds_and_its_fault_breaks(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["prove", "--scheduler", "paged", "--bound", "2,2,6,2,3,3", "--methods", "model,z3"], capsys)
+    assert code == 0, out
+    assert "ALL PAGED RULES" in out and "holds" in out and "n/a (states the reservation" in out
+    code, out, _ = run(["prove", "--scheduler", "paged", "--fault", "RECOMPUTE", "--methods", "model"], capsys)
+    assert code == 1
+    assert "RECOMPUTE" in out and "BROKEN" in out
+    code, _, err = run(["prove", "--scheduler", "paged", "--fault", "KV"], capsys)
+    assert code == 2 and "no paged fault breaks KV" in err
