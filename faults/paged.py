@@ -65,8 +65,8 @@ class OverRun(PagedFault):
 
     breaks = "TOKENS-KEPT"
 
-    def is_done(self, seq: Seq) -> bool:
-        return seq.num_emitted > seq.request.max_new
+    def last_token(self, seq: Seq) -> int:
+        return seq.request.max_new + 1
 
 
 class CancelIgnored(PagedFault):

@@ -46,28 +46,40 @@ def default_watermark(num_blocks: int) -> int:
 
 
 class Seq:
-    """One request inside the paged scheduler."""
+    """One request inside the paged scheduler.
 
-    __slots__ = ("admitted_at", "decode", "num_blocks", "num_computed", "num_emitted", "num_preemptions",
-                 "request", "target")
+    While waiting or in prefill its tokens in KV and its emitted tokens are stored. Once ready they
+    are derived, as the reference derives its token counts: every ready request is decoded every step
+    (READY-WITHIN-BUDGET), so after the step `ready_at` each completed step adds one of each."""
+
+    __slots__ = ("admitted_at", "base_computed", "base_emitted", "boundary_at", "decode", "finish_at",
+                 "num_blocks", "num_preemptions", "ready_at", "request", "stored_computed", "stored_emitted",
+                 "target")
 
     def __init__(self, request: Request) -> None:
         self.request = request
-        self.num_computed = 0  # tokens in KV in this residency
-        self.num_emitted = 0  # tokens emitted, kept across preemptions
+        self.stored_computed = 0  # tokens in KV in this residency, while not ready
+        self.stored_emitted = 0  # tokens emitted, while not ready (kept across preemptions)
         self.num_blocks = 0  # blocks held (allocated for the planned step too)
         self.num_preemptions = 0
         self.target = request.prompt_len  # tokens this residency's prefill covers: prompt + emitted
         self.admitted_at = -1
+        self.ready_at = -1  # steps completed when it became ready; -1 while not ready
+        self.base_computed = 0  # tokens in KV then (its target)
+        self.base_emitted = 0  # tokens emitted then (the completing chunk's among them)
+        self.boundary_at = -1  # the step whose decode needs its next block (while ready)
+        self.finish_at = -1  # the step that emits its last token (while ready)
         self.decode = Entry(request.rid, 1)
 
     @property
     def rid(self) -> int:
         return self.request.rid
 
-    @property
-    def is_ready(self) -> bool:
-        return self.num_computed >= self.target
+    def computed(self, num_steps: int) -> int:
+        return self.stored_computed if self.ready_at < 0 else self.base_computed + num_steps - self.ready_at
+
+    def emitted(self, num_steps: int) -> int:
+        return self.stored_emitted if self.ready_at < 0 else self.base_emitted + num_steps - self.ready_at
 
 
 class Scheduler:
@@ -92,7 +104,9 @@ class Scheduler:
         self._waiting: deque[Seq] = deque()  # preempted ones first, then arrivals; arrival order
         self._running: dict[int, Seq] = {}  # admitted; admission order
         self._partial: dict[int, Seq] = {}  # running, prefill not done
-        self._ready: dict[int, Seq] = {}  # running, prefill done
+        self._ready: dict[int, Entry] = {}  # running, prefill done: rid -> its decode entry
+        self._boundary: dict[int, dict[int, Seq]] = {}  # step -> ready requests whose decode then needs a block
+        self._finishing: dict[int, dict[int, Seq]] = {}  # step -> ready requests emitting their last token then
         self._cancelling: set[int] = set()  # cancelled while a plan was pending
         self._free_blocks = self.num_blocks
         self._num_steps = 0
@@ -127,27 +141,27 @@ class Scheduler:
                 f"schedule() called again before complete(): the plan for step {self._planned.step} "
                 "is still pending"
             )
+        step = self._num_steps
         left = self.config.token_budget
         # 1. Decodes first, one token for every ready request; those whose last block is full need a
         #    new one. While they need more than are free, preempt the newest running request.
-        need = sum(1 for seq in self._ready.values() if self.needs_block(seq))
+        growing = self._boundary.get(step, {})
         preempted: list[int] = []
-        while need > self._free_blocks:
+        while len(growing) > self._free_blocks:
             victim = self.victim()
-            if victim.rid in self._ready and self.needs_block(victim):
-                need -= 1
-            self.preempt(victim)
+            self.preempt(victim)  # leaves `growing` if it was there
             preempted.append(victim.rid)
         if len(self._ready) > left:
             raise AssertionError(f"READY-WITHIN-BUDGET: {len(self._ready)} ready requests, budget {left}")
-        entries = []
-        for seq in self._ready.values():
-            self.take(seq, 1)
-            entries.append(seq.decode)
+        for seq in self._boundary.pop(step, {}).values():
+            seq.num_blocks += 1
+            self._free_blocks -= 1
+            self._mark_boundary(seq, step + self.block_size)
+        entries = list(self._ready.values())
         left -= len(entries)
         # 2. Then the partial prompt (at most one), as much as the budget and the free blocks allow.
         for seq in self._partial.values():
-            n = min(seq.target - seq.num_computed, left, self.room(seq))
+            n = min(seq.target - seq.stored_computed, left, self.room(seq))
             if n > 0:
                 self.take(seq, n)
                 entries.append(Entry(seq.rid, n))
@@ -161,11 +175,11 @@ class Scheduler:
                 break
             self._waiting.popleft()
             self._running[seq.rid] = self._partial[seq.rid] = seq
-            seq.admitted_at = self._num_steps
+            seq.admitted_at = step
             self.take(seq, n)
             entries.append(Entry(seq.rid, n))
             left -= n
-        self._planned = PagedPlan(self._num_steps, tuple(entries), tuple(preempted))
+        self._planned = PagedPlan(step, tuple(entries), tuple(preempted))
         return self._planned
 
     def complete(self, plan: PagedPlan, stopped: object = ()) -> tuple[int, ...]:
@@ -182,24 +196,22 @@ class Scheduler:
                 f"complete() got a plan that is not the pending one (pending: step "
                 f"{self._planned.step}, got: {plan!r:.120})"
             )
-        emitted = [rid for rid, n in plan.entries if self._emits(self._sequences[rid], n)]
-        stops = self._stops(stopped, emitted)
-        for rid, n in plan.entries:
-            seq = self._sequences[rid]
-            was_ready = seq.is_ready
-            seq.num_computed += n
-            if was_ready:
-                seq.num_emitted += 1
-            elif seq.is_ready:
-                del self._partial[rid]
-                self._ready[rid] = seq
-                seq.num_emitted += 1
-        for rid in emitted:
-            seq = self._sequences[rid]
-            if self.is_done(seq):
-                self.end(seq, Phase.FINISHED)
-            elif rid in stops:
-                self.end(seq, Phase.STOPPED)
+        step = self._num_steps
+        emitted = list(self._ready)  # every ready request was decoded; each emits a token
+        chunks = plan.entries[len(emitted):]
+        completing = [rid for rid, n in chunks if self._partial[rid].stored_computed + n >= self._partial[rid].target]
+        stops = self._stops(stopped, emitted, completing) if stopped else ()
+        for rid, n in chunks:  # the prefill chunks, after the decodes
+            seq = self._partial[rid]
+            seq.stored_computed += n
+            if seq.stored_computed >= seq.target:
+                emitted.append(rid)
+                self._become_ready(seq, step)
+        for seq in self._finishing.pop(step, {}).values():
+            self.end(seq, Phase.FINISHED)
+        for rid in stops:
+            if rid in self._sequences:
+                self.end(self._sequences[rid], Phase.STOPPED)
         for rid in sorted(self._cancelling):
             if rid in self._sequences:
                 self.end(self._sequences[rid], Phase.CANCELLED)
@@ -213,14 +225,16 @@ class Scheduler:
         and its blocks are freed. With a plan pending it takes effect when complete() runs (the
         pending step still runs it). Raises KeyError, naming the rid and its state, for a rid never
         accepted, already ended (a second cancel among them) or already being cancelled."""
-        seq = self._sequences.get(rid)  # type: ignore[arg-type]
+        if type(rid) is not int:
+            raise TypeError(f"cancel(rid): rid must be an int, got {type(rid).__name__} {rid!r:.40}")
+        seq = self._sequences.get(rid)
         if seq is None:
-            state = self._ended.get(rid)  # type: ignore[arg-type]
+            state = self._ended.get(rid)
             raise KeyError(f"cancel({rid!r}): " + (f"it is {state.value}" if state else "it was never accepted"))
         if rid in self._cancelling:
             raise KeyError(f"cancel({rid!r}): it is already being cancelled (when the pending plan completes)")
         if self._planned is not None:
-            self._cancelling.add(seq.rid)
+            self._cancelling.add(rid)
         else:
             self.end(seq, Phase.CANCELLED)
 
@@ -230,13 +244,9 @@ class Scheduler:
         """NEVER-FIT: a request whose peak is `peak` blocks can run alone under the watermark."""
         return peak <= self.num_blocks - self.watermark
 
-    def is_done(self, seq: Seq) -> bool:
-        """`seq` emitted its max_new-th token."""
-        return seq.num_emitted == seq.request.max_new
-
-    def needs_block(self, seq: Seq) -> bool:
-        """A decode of `seq` computes into a new block: its blocks are full."""
-        return seq.num_computed == seq.num_blocks * self.block_size
+    def last_token(self, seq: Seq) -> int:
+        """The token count at which `seq` finishes: max_new."""
+        return seq.request.max_new
 
     def victim(self) -> Seq:
         """The request to preempt: the newest running one (PREEMPT-ORDER)."""
@@ -244,25 +254,27 @@ class Scheduler:
 
     def preempt(self, seq: Seq) -> None:
         """Free `seq`'s blocks and forget its KV; it waits again, at the head of the line."""
+        emitted = seq.emitted(self._num_steps)
         self._remove_running(seq)
-        seq.num_computed = 0
-        seq.target = seq.request.prompt_len + seq.num_emitted
+        seq.stored_computed = 0
+        seq.stored_emitted = emitted
+        seq.target = seq.request.prompt_len + emitted
         seq.num_preemptions += 1
         self.num_preemptions += 1
-        self.num_recomputed += seq.num_emitted + seq.request.prompt_len
+        self.num_recomputed += seq.target
         self._waiting.appendleft(seq)
 
     def room(self, seq: Seq) -> int:
-        """Tokens `seq` can compute with the blocks it holds and the free ones."""
-        return (seq.num_blocks + self._free_blocks) * self.block_size - seq.num_computed
+        """Tokens the partial `seq` can compute with the blocks it holds and the free ones."""
+        return (seq.num_blocks + self._free_blocks) * self.block_size - seq.stored_computed
 
     def admits(self, seq: Seq, n: int) -> bool:
         """WATERMARK: the first chunk of `n` tokens leaves at least `watermark` blocks free."""
         return self._free_blocks - blocks_for(n, self.block_size) >= self.watermark
 
     def take(self, seq: Seq, n: int) -> None:
-        """Allocate the blocks `seq` needs to compute `n` more tokens."""
-        more = blocks_for(seq.num_computed + n, self.block_size) - seq.num_blocks
+        """Allocate the blocks the partial `seq` needs to compute `n` more tokens."""
+        more = blocks_for(seq.stored_computed + n, self.block_size) - seq.num_blocks
         if more > 0:
             seq.num_blocks += more
             self._free_blocks -= more
@@ -278,27 +290,50 @@ class Scheduler:
 
     # -- helpers ---------------------------------------------------------------------------------
 
+    def _become_ready(self, seq: Seq, step: int) -> None:
+        """The chunk of `step` completed `seq`'s prefill and emitted a token: from now on it decodes."""
+        del self._partial[seq.rid]
+        self._ready[seq.rid] = seq.decode
+        seq.ready_at = step + 1
+        seq.base_computed = seq.stored_computed
+        seq.base_emitted = seq.stored_emitted + 1
+        seq.finish_at = seq.ready_at + self.last_token(seq) - seq.base_emitted - 1
+        self._finishing.setdefault(seq.finish_at, {})[seq.rid] = seq
+        # Its first decode is at step + 1 with base_computed tokens in KV; it needs a block at the first
+        # step t >= step + 1 with (base_computed + t - ready_at) % block_size == 0.
+        self._mark_boundary(seq, step + 1 + (-seq.base_computed) % self.block_size)
+
+    def _mark_boundary(self, seq: Seq, at: int) -> None:
+        """`seq`'s decode at step `at` needs a new block, unless it has finished by then."""
+        if at <= seq.finish_at:
+            seq.boundary_at = at
+            self._boundary.setdefault(at, {})[seq.rid] = seq
+        else:
+            seq.boundary_at = -1
+
     def _remove_running(self, seq: Seq) -> None:
         del self._running[seq.rid]
         self._partial.pop(seq.rid, None)
-        self._ready.pop(seq.rid, None)
+        if self._ready.pop(seq.rid, None) is not None:
+            for table, at in ((self._boundary, seq.boundary_at), (self._finishing, seq.finish_at)):
+                waiting_then = table.get(at)
+                if waiting_then is not None:
+                    waiting_then.pop(seq.rid, None)
+            seq.stored_computed = seq.computed(self._num_steps)
+            seq.stored_emitted = seq.emitted(self._num_steps)
+            seq.ready_at = seq.boundary_at = seq.finish_at = -1
         self._free_blocks += seq.num_blocks
         seq.num_blocks = 0
 
-    @staticmethod
-    def _emits(seq: Seq, n: int) -> bool:
-        return seq.is_ready or seq.num_computed + n >= seq.target
-
-    def _stops(self, stopped: object, emitted: list[int]) -> set[int]:
+    def _stops(self, stopped: object, emitted: list[int], completing: list[int]) -> list[int]:
         try:
             rids = list(stopped)  # type: ignore[call-overload]
         except TypeError:
             raise InvalidField(f"stopped must be an iterable of rids, got {type(stopped).__name__} {stopped!r:.80}") from None
-        emitted_set = set(emitted)
         for rid in rids:
-            if rid not in emitted_set:
+            if type(rid) is not int or (rid not in self._ready and rid not in completing):
                 raise ProtocolError(f"stopped names rid {rid!r}, which emitted no token in step {self._num_steps}")
-        return set(rids)
+        return rids
 
     # -- read-only views -----------------------------------------------------------------------
 
@@ -338,7 +373,8 @@ class Scheduler:
         else:
             phase = Phase.WAITING
         r = seq.request
-        return PagedProgress(rid, phase, r.prompt_len, r.max_new, seq.num_computed, seq.num_emitted,
+        n = self._num_steps
+        return PagedProgress(rid, phase, r.prompt_len, r.max_new, seq.computed(n), seq.emitted(n),
                              seq.num_blocks, seq.num_preemptions)
 
 
