@@ -44,7 +44,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kv", type=positive_int, default=None,
                    help="KV capacity K in tokens (default: what the GPUs' memory holds beside the weights)")
     p.add_argument("--scheduler", default="reference", metavar="NAME|MODULE:FACTORY",
-                   help="reference (default), prefill-first, unchunked, or any plain-protocol MODULE:FACTORY")
+                   help="reference (default), prefill-first, unchunked, paged (the paged design, preemption "
+                        "priced), or any plain-protocol MODULE:FACTORY")
     p.add_argument("--rate-scale", type=positive_float, default=1.0, metavar="X",
                    help="arrivals X times as fast as the trace (default 1)")
     p.add_argument("--limit", type=positive_int, default=None, metavar="N", help="only the first N requests")
@@ -80,6 +81,10 @@ def run(args: argparse.Namespace) -> int:
     except (TraceError, InvalidField, OSError, ValueError, ImportError, AttributeError) as error:
         print(f"stallfree simulate: {error}", file=sys.stderr)
         return 2
+    if args.scheduler == "paged":
+        from .paged_simulate import simulate_paged
+
+        return simulate_paged(args, trace, config, roofline)
     try:
         result = simulate(trace, make, config, roofline, args.scheduler, check=args.check, progress=not args.quiet)
     except RuleViolation as violation:
