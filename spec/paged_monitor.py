@@ -81,6 +81,12 @@ class PagedMonitor:
                 work += max(a.prompt_len, 0) + max(a.max_new, 0) + 1
         return last_arrival + work + 1
 
+    @staticmethod
+    def work_bound_of(shadow: PagedShadow) -> int:
+        """The same bound for the live requests of `shadow`, with no more arrivals."""
+        live = [*shadow.waiting, *shadow.running.values()]
+        return sum(t.request.prompt_len + t.request.max_new + 1 for t in live) + 1
+
     @property
     def checks_per_step(self) -> int:
         return len(self._before) + len(self._plan_checks) + len(self._done_checks) + len(self._after)
