@@ -102,6 +102,8 @@ def paged_rows(args: argparse.Namespace, say):  # type: ignore[no-untyped-def]
         factory = small_blocks
     methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
     rows = paged_suite.model_rows(bound, factory, args.max_states) if "model" in methods else []
+    if "z3" in methods:
+        rows += paged_suite.z3_rows(args.fault.upper() if args.fault else None)
     return rows + paged_suite.not_applicable(methods)
 
 
