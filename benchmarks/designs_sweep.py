@@ -39,8 +39,10 @@ def row(trace: str, slots: int, r: DesignRun) -> dict[str, object]:
         "requests": s.num_requests, "finished": s.num_finished, "mean_running": round(st.mean_running, 1),
         "max_running": st.max_running, "kv_held": round(st.kv_held, 3), "kv_used": round(st.kv_used, 3),
         "tokens_per_s": round(s.output_tokens_per_second, 1),
-        "ttft_p50_ms": round(ttft.p50 * 1e3, 1) if ttft else None, "ttft_p99_ms": round(ttft.p99 * 1e3, 1) if ttft else None,
-        "tpot_p50_ms": round(tpot.p50 * 1e3, 2) if tpot else None, "tpot_p99_ms": round(tpot.p99 * 1e3, 2) if tpot else None,
+        "ttft_p50_ms": round(ttft.p50 * 1e3, 1) if ttft else None,
+        "ttft_p99_ms": round(ttft.p99 * 1e3, 1) if ttft else None,
+        "tpot_p50_ms": round(tpot.p50 * 1e3, 2) if tpot else None,
+        "tpot_p99_ms": round(tpot.p99 * 1e3, 2) if tpot else None,
         "preemptions": st.preemptions, "recomputed_tokens": st.recomputed_tokens,
         "recompute_s": round(st.recompute_seconds, 2), "busy_s": round(st.busy_seconds, 1),
     }
@@ -48,9 +50,11 @@ def row(trace: str, slots: int, r: DesignRun) -> dict[str, object]:
 
 def show(r: dict[str, object]) -> str:
     cap = "exact" if r["cap"] is None else r["cap"]
-    return (f"{r['trace']:>4} K={r['kv_tokens']:<7} S={r['slots']:<4} x{r['rate']:<3g} cap {cap!s:>5} {r['design']:>11}: running {r['mean_running']:>6} "
-            f"(max {r['max_running']:>4}), KV held {r['kv_held']:.2f} used {r['kv_used']:.2f}, {r['tokens_per_s']:>7} tok/s, "
-            f"TTFT p50/p99 {r['ttft_p50_ms']}/{r['ttft_p99_ms']} ms, TPOT p50/p99 {r['tpot_p50_ms']}/{r['tpot_p99_ms']} ms, "
+    return (f"{r['trace']:>4} K={r['kv_tokens']:<7} S={r['slots']:<4} x{r['rate']:<3g} cap {cap!s:>5} "
+            f"{r['design']:>11}: running {r['mean_running']:>6} "
+            f"(max {r['max_running']:>4}), KV held {r['kv_held']:.2f} used {r['kv_used']:.2f}, "
+            f"{r['tokens_per_s']:>7} tok/s, TTFT p50/p99 {r['ttft_p50_ms']}/{r['ttft_p99_ms']} ms, "
+            f"TPOT p50/p99 {r['tpot_p50_ms']}/{r['tpot_p99_ms']} ms, "
             f"preemptions {r['preemptions']}, recomputed {r['recomputed_tokens']} tok ({r['recompute_s']} s)")
 
 

@@ -329,7 +329,8 @@ class Scheduler:
         try:
             rids = list(stopped)  # type: ignore[call-overload]
         except TypeError:
-            raise InvalidField(f"stopped must be an iterable of rids, got {type(stopped).__name__} {stopped!r:.80}") from None
+            kind = type(stopped).__name__
+            raise InvalidField(f"stopped must be an iterable of rids, got {kind} {stopped!r:.80}") from None
         for rid in rids:
             if type(rid) is not int or (rid not in self._ready and rid not in completing):
                 raise ProtocolError(f"stopped names rid {rid!r}, which emitted no token in step {self._num_steps}")

@@ -26,7 +26,8 @@ def fault(rule: str) -> type[PagedFault]:
     for f in PAGED_FAULTS:
         if f.breaks == rule:
             return f
-    raise ValueError(f"no paged fault breaks {rule}; the paged faults break {', '.join(f.breaks for f in PAGED_FAULTS)}")
+    broken = ", ".join(f.breaks for f in PAGED_FAULTS)
+    raise ValueError(f"no paged fault breaks {rule}; the paged faults break {broken}")
 
 
 def control_bound(rule: str) -> Bounds:

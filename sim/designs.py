@@ -56,7 +56,8 @@ class CappedReference(Reference):
 
     def add(self, rid: int, prompt_len: int, max_new: int) -> None:
         if type(prompt_len) is int and prompt_len + self.cap > self.config.kv_tokens:
-            raise InvalidField(f"prompt_len + cap = {prompt_len} + {self.cap} exceeds kv_tokens={self.config.kv_tokens}")
+            kv = self.config.kv_tokens
+            raise InvalidField(f"prompt_len + cap = {prompt_len} + {self.cap} exceeds kv_tokens={kv}")
         super().add(rid, prompt_len, max_new)
         seq = self._sequences[rid]
         seq.request = CappedRequest(rid, prompt_len, max_new, self.cap)

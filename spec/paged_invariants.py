@@ -32,7 +32,8 @@ def types(s: PagedShadow, v: Any) -> str | None:
         if t.is_ready == (rid in s.prefilling):
             return f"rid {rid} is ready={t.is_ready}, partial={rid in s.prefilling}, {t.num_computed} of {t.target}"
         if t.is_ready and t.num_computed != r.prompt_len + t.num_emitted - 1:
-            return f"ready rid {rid} holds {t.num_computed} KV tokens; prompt + emitted - 1 = {r.prompt_len + t.num_emitted - 1}"
+            expected = r.prompt_len + t.num_emitted - 1
+            return f"ready rid {rid} holds {t.num_computed} KV tokens; prompt + emitted - 1 = {expected}"
         num_ready += t.is_ready
     if num_ready != s.num_ready:
         return f"{num_ready} running requests are ready; the shadow counts {s.num_ready}"

@@ -16,7 +16,17 @@ from typing import Any
 from .errors import InvalidField, RuleViolation
 from .facts import PROTOCOL
 from .paged_rules import AFTER_STEP, BEFORE_PREEMPTION, Rule, select
-from .paged_shadow import PagedFacts, PagedShadow, Pool, apply, observe, observe_emitted, read_live, read_preempted, read_view
+from .paged_shadow import (
+    PagedFacts,
+    PagedShadow,
+    Pool,
+    apply,
+    observe,
+    observe_emitted,
+    read_live,
+    read_preempted,
+    read_view,
+)
 from .rules import never_fit
 from .types import Config, Request
 from .workload import Workload
@@ -148,7 +158,8 @@ class PagedMonitor:
             shadow.end(track)
             shown = read_live(self.scheduler) if self._checks_cancel else None
             if shown is not None and track.rid in shown:
-                raise RuleViolation("CANCEL", shadow.step, f"cancel({rid!r}) returned, but the scheduler still holds it")
+                message = f"cancel({rid!r}) returned, but the scheduler still holds it"
+                raise RuleViolation("CANCEL", shadow.step, message)
         return True
 
     def plan(self) -> object:

@@ -125,7 +125,8 @@ def tokens_shown(s: PagedShadow, f: PagedFacts) -> str | None:
     extra = sorted(f.reported_live - live - s.cancelled)
     if extra:
         rid = extra[0]
-        return f"the scheduler still holds rid {rid}, which ended at step {s.finished.get(rid)} (every token emitted, or stopped)"
+        return (f"the scheduler still holds rid {rid}, which ended at step {s.finished.get(rid)} "
+                "(every token emitted, or stopped)")
     missing = sorted(live - f.reported_live)
     if missing:
         t = s.tracks[missing[0]]
@@ -189,7 +190,7 @@ def preempt_admits(s: PagedShadow, f: PagedFacts) -> str | None:
     request is there: none ahead of it, even in the same step."""
     if f.preempted and f.admitted:
         return f"the step preempted {[t.rid for t in f.preempted]} and admitted {[c.track.rid for c in f.admitted]}"
-    for c, t in zip(f.admitted, s.waiting):
+    for c, t in zip(f.admitted, s.waiting, strict=False):  # admissions are at most the line
         if c.track is not t and t.num_preemptions:
             return f"admitted rid {c.track.rid} while preempted rid {t.rid}, ahead of it in the line, waited"
     return None
@@ -202,7 +203,8 @@ def line_shown(s: PagedShadow, f: PagedFacts) -> str | None:
         return None
     line = [t.rid for t in s.waiting]
     if f.reported_line != line:
-        return f"after preempting {[t.rid for t in f.preempted]} the scheduler's line is {f.reported_line[:8]}; it is {line[:8]}"
+        victims = [t.rid for t in f.preempted]
+        return f"after preempting {victims} the scheduler's line is {f.reported_line[:8]}; it is {line[:8]}"
     return None
 
 

@@ -51,7 +51,8 @@ class PagedMachine(RuleBasedStateMachine):
         pool = {} if self.fixed_pool else {"block_size": block_size, "watermark": min(watermark, num_blocks - 1)}
         scheduler = factory(token_budget=budget, max_seqs=slots, kv_tokens=config.kv_tokens, **pool)
         self.monitor = PagedMonitor(scheduler, config)
-        note(f"config: budget {budget}, max_seqs {slots}, kv_tokens {config.kv_tokens}, pool {self.monitor.shadow.pool}")
+        pool_note = self.monitor.shadow.pool
+        note(f"config: budget {budget}, max_seqs {slots}, kv_tokens {config.kv_tokens}, pool {pool_note}")
 
     @property
     def m(self) -> PagedMonitor:

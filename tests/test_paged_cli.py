@@ -30,7 +30,8 @@ def test_trace_paged_shows_blocks_and_preemptions_and_every_paged_verdict(capsys
 
 
 def test_trace_paged_fault_is_broken_with_its_rule(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["trace", "--scheduler", "stallfree.faults.paged:PreemptOldest", *PREEMPTING, "--kv", "12"], capsys)
+    fault = "stallfree.faults.paged:PreemptOldest"
+    code, out, _ = run(["trace", "--scheduler", fault, *PREEMPTING, "--kv", "12"], capsys)
     assert code == 1
     assert "PREEMPT-BOUND    BROKEN" in out
 

@@ -4,6 +4,7 @@ every misuse refused with a clear error and nothing changed."""
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -77,7 +78,7 @@ def test_RECOMPUTE_a_readmitted_request_prefills_prompt_plus_emitted_and_loses_n
     assert s.num_preemptions >= 1 and s.num_recomputed > 0
     # Each residency after a preemption prefills from position 0, contiguous, up to prompt + emitted.
     assert chunks and chunks[0][0] == 0
-    for (start, n), (next_start, _) in zip(chunks, chunks[1:]):
+    for (start, n), (next_start, _) in itertools.pairwise(chunks):
         assert next_start in (0, start + n)
     assert tokens == {0: 4, 1: 3}  # exactly max_new each, however often preempted
     assert s.free_blocks == s.num_blocks

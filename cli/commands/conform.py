@@ -29,7 +29,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=seed, default=0, help="seed of the workload generator (default 0)")
     claim = p.add_mutually_exclusive_group()
     claim.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
-    claim.add_argument("--profile", default=None, help="check a profile: safety, full (the default), or paged (the paged design's rules)")
+    claim.add_argument("--profile", default=None,
+                       help="check a profile: safety, full (the default), or paged (the paged design's rules)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON to FILE")
     p.add_argument("--timeout", type=positive_float, default=None, metavar="SECONDS",
                    help="per-call timeout for the scheduler (default 2)")

@@ -35,7 +35,8 @@ def simulate_paged(args: argparse.Namespace, trace: Any, config: Any, roofline: 
         print(line)
     if args.json is not None:
         try:
-            write_output("--json", args.json, json.dumps({**run.summary.to_json(), "design": run.stats.to_json()}, indent=1))
+            figures = {**run.summary.to_json(), "design": run.stats.to_json()}
+            write_output("--json", args.json, json.dumps(figures, indent=1))
         except ValueError as error:
             print(f"stallfree simulate: {error}", file=sys.stderr)
             return 2

@@ -31,7 +31,8 @@ def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[
     def on_step(monitor: PagedMonitor, facts: Any) -> None:
         print(row(facts, cfg.token_budget, monitor.shadow.free_blocks))
         if facts.preempted:
-            print(f"{'':>5}  preempted: {' '.join(f'r{t.rid}' for t in facts.preempted)} (blocks freed, back at the head)")
+            victims = " ".join(f"r{t.rid}" for t in facts.preempted)
+            print(f"{'':>5}  preempted: {victims} (blocks freed, back at the head)")
 
     def on_add(a: Any, accepted: bool) -> None:
         if not accepted:

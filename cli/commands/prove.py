@@ -98,7 +98,8 @@ def paged_rows(args: argparse.Namespace, say):  # type: ignore[no-untyped-def]
     elif args.bound is None and factory.__name__ == "Scheduler":  # 16-token blocks refuse every small request
         from stallfree.paged import small_blocks
 
-        say("the model check runs stallfree.paged with 2-token blocks (small_blocks): 16-token blocks refuse every request of a small bound")
+        say("the model check runs stallfree.paged with 2-token blocks (small_blocks): 16-token blocks "
+            "refuse every request of a small bound")
         factory = small_blocks
     methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
     rows = paged_suite.model_rows(bound, factory, args.max_states) if "model" in methods else []

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from stallfree.spec import RULE_IDS, Kind, of_kind, select
-from stallfree.spec import paged_rules
+from stallfree.spec import RULE_IDS, Kind, of_kind, paged_rules, select
 from stallfree.spec.designs import PAGED, RESERVATION
 
 # Safety of every single step and of each request's tokens: what any chunked-prefill scheduler keeps,

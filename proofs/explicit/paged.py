@@ -99,7 +99,8 @@ class _PagedExplorer:
 
     def root(self) -> tuple[PagedMonitor, tuple[int, int]]:
         cfg = self.bounds.config
-        m = PagedMonitor(self.factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens), cfg)
+        scheduler = self.factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
+        m = PagedMonitor(scheduler, cfg)
         self.index[key(m, 0, 0)] = self.graph.add_state(-1, STEP, True, 0)
         return m, (0, 0)
 
@@ -196,8 +197,8 @@ def check(
     if counterexample is None and complete:
         live = analyse(ex.graph)
         if live.livelock is not None:
-            counterexample = ex.fail(live.livelock[0], STEP, "PROGRESS",
-                                     f"a cycle of {len(live.livelock)} step(s) returns to the same state with work pending")
+            cycle = f"a cycle of {len(live.livelock)} step(s) returns to the same state with work pending"
+            counterexample = ex.fail(live.livelock[0], STEP, "PROGRESS", cycle)
         elif live.over_rank is not None:
             state, steps, work = live.over_rank
             counterexample = ex.fail(state, STEP, "PREEMPT-BOUND",

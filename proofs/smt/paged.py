@@ -56,7 +56,8 @@ def _prove(claim: str, hypothesis: z3.BoolRef, conclusion: z3.BoolRef, names: di
         return Outcome(claim, True, seconds)
     if verdict == z3.sat:
         model = solver.model()
-        return Outcome(claim, False, seconds, ", ".join(f"{k}={model.eval(v, model_completion=True)}" for k, v in names.items()))
+        values = ", ".join(f"{k}={model.eval(v, model_completion=True)}" for k, v in names.items())
+        return Outcome(claim, False, seconds, values)
     return Outcome(claim, None, seconds, str(solver.reason_unknown()))
 
 
