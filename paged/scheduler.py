@@ -327,7 +327,7 @@ class Scheduler:
 
     def _stops(self, stopped: object, emitted: list[int], completing: list[int]) -> list[int]:
         try:
-            rids = list(stopped)  # type: ignore[call-overload]
+            rids: list[int] = list(stopped)  # type: ignore[call-overload]
         except TypeError:
             kind = type(stopped).__name__
             raise InvalidField(f"stopped must be an iterable of rids, got {kind} {stopped!r:.80}") from None

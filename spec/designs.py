@@ -28,7 +28,7 @@ def design_of(obj: object) -> str:
     design = getattr(obj, "design", RESERVATION)
     if design not in MONITORS:
         raise ValueError(f"design {design!r} is unknown; the designs are {', '.join(MONITORS)}")
-    return design  # type: ignore[no-any-return]
+    return str(design)
 
 
 def statement(rule_id: str) -> str | None:

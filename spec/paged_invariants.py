@@ -9,7 +9,8 @@ into a livelock).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from .invariants import Invariant, Origin
 from .paged_shadow import PagedShadow, blocks_for
@@ -89,19 +90,24 @@ def lone_block(s: PagedShadow, v: Any) -> str | None:
     return None
 
 
+def paged(check: Callable[[PagedShadow, Any], str | None]) -> Any:
+    """A paged state check in an `Invariant` (whose type names the reservation shadow)."""
+    return cast(Any, check)
+
+
 PAGED_INVARIANTS: tuple[Invariant, ...] = (
     Invariant("TYPES", Origin.STATED, "every request is in one place with its counters in range; a ready "
-              "request holds prompt + emitted - 1 tokens in KV, a waiting one none.", types),
+              "request holds prompt + emitted - 1 tokens in KV, a waiting one none.", paged(types)),
     Invariant("BLOCKS", Origin.STATED, "held blocks never exceed the pool; free blocks are the pool less the "
-              "held ones, as the scheduler shows them.", blocks, reads_scheduler=True),
-    Invariant("LINE", Origin.DERIVED, "running then waiting requests are in arrival order.", line,
+              "held ones, as the scheduler shows them.", paged(blocks), reads_scheduler=True),
+    Invariant("LINE", Origin.DERIVED, "running then waiting requests are in arrival order.", paged(line),
               premises=("FCFS", "PREEMPT-ORDER")),
     Invariant("ONE-PARTIAL", Origin.DERIVED, "at most one request is in prefill, the newest running one.",
-              one_partial, premises=("PARTIAL-NEXT", "WORK-CONSERVING", "WATERMARK")),
+              paged(one_partial), premises=("PARTIAL-NEXT", "WORK-CONSERVING", "WATERMARK")),
     Invariant("READY-WITHIN-BUDGET", Origin.DERIVED, "ready requests never outnumber the budget.",
-              ready_within_budget, premises=("BUDGET", "DECODE-FIRST", "TOKENS-KEPT")),
+              paged(ready_within_budget), premises=("BUDGET", "DECODE-FIRST", "TOKENS-KEPT")),
     Invariant("LONE-BLOCK", Origin.DERIVED, "the oldest running request's next block always fits the pool.",
-              lone_block, premises=("NEVER-FIT", "BLOCKS")),
+              paged(lone_block), premises=("NEVER-FIT", "BLOCKS")),
 )
 
 

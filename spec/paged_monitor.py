@@ -11,11 +11,11 @@ the paged scheduler: it judges what the scheduler did.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from .errors import InvalidField, RuleViolation
 from .facts import PROTOCOL
-from .paged_rules import AFTER_STEP, BEFORE_PREEMPTION, Rule, select
+from .paged_rules import AFTER_STEP, BEFORE_PREEMPTION, PagedCheck, Rule, select
 from .paged_shadow import (
     PagedFacts,
     PagedShadow,
@@ -66,10 +66,11 @@ class PagedMonitor:
         self.shadow = PagedShadow(config, pool_of(scheduler, config))
         self.rules: tuple[Rule, ...] = select(rules)
         ids = {r.id for r in self.rules}
-        self._before = [(i, check) for i, check in BEFORE_PREEMPTION.items() if i in ids]
-        self._plan_checks = [(r.id, r.plan_check) for r in self.rules if r.plan_check]
-        self._done_checks = [(r.id, r.done_check) for r in self.rules if r.done_check]
-        self._after = [(i, check) for i, check in AFTER_STEP.items() if i in ids]
+        # Every check reads the paged shadow and facts (the shared rules by the names both designs use).
+        self._before: list[tuple[str, PagedCheck]] = [(i, c) for i, c in BEFORE_PREEMPTION.items() if i in ids]
+        self._plan_checks = [(r.id, cast(PagedCheck, r.plan_check)) for r in self.rules if r.plan_check]
+        self._done_checks = [(r.id, cast(PagedCheck, r.done_check)) for r in self.rules if r.done_check]
+        self._after: list[tuple[str, PagedCheck]] = [(i, c) for i, c in AFTER_STEP.items() if i in ids]
         self._checks_add = "NEVER-FIT" in ids
         self._checks_cancel = "CANCEL" in ids
         self.num_steps = 0
@@ -136,7 +137,7 @@ class PagedMonitor:
         """Cancel `rid`. True if it was live (the scheduler must accept the cancel), False if the
         scheduler rightly refused; raises RuleViolation('CANCEL') if it did the other."""
         shadow = self.shadow
-        track = shadow.tracks.get(rid) if type(rid) is int else None  # type: ignore[arg-type]
+        track = shadow.tracks.get(rid) if type(rid) is int else None
         live = track is not None and rid not in shadow.cancelling
         raised: BaseException | None = None
         try:
@@ -178,7 +179,7 @@ class PagedMonitor:
             shadow.preempt(track)
         observe(shadow, plan, facts)
         for rule_id, check in self._plan_checks:
-            message = check(shadow, facts)  # type: ignore[misc]
+            message = check(shadow, facts)
             if message is not None:
                 raise RuleViolation(rule_id, shadow.step, message)
         self._pending = (plan, facts)
@@ -204,7 +205,7 @@ class PagedMonitor:
         emitted = self.scheduler.complete(plan, stops) if stops else self.scheduler.complete(plan)
         observe_emitted(shadow, facts, emitted, stops, getattr(self.scheduler, "free_blocks", None))
         for rule_id, check in self._done_checks:
-            message = check(shadow, facts)  # type: ignore[misc]
+            message = check(shadow, facts)
             if message is not None:
                 raise RuleViolation(rule_id, shadow.step, message)
         apply(shadow, facts)

@@ -12,9 +12,22 @@ RECOMPUTE and TOKENS-KEPT replace them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import cast
+
 from . import rules as shared
-from .paged_shadow import PagedFacts, PagedShadow, blocks_for
-from .rules import Kind, Rule
+from .paged_shadow import PagedFacts, PagedShadow, PagedTrack, blocks_for
+from .rules import Kind, Rule, StepCheck
+
+__all__ = ["PAGED_BY_ID", "PAGED_RULES", "PAGED_RULE_IDS", "Rule", "select"]
+
+PagedCheck = Callable[[PagedShadow, PagedFacts], "str | None"]
+
+
+def paged(check: PagedCheck) -> StepCheck:
+    """A paged predicate in a `Rule`: the shared rules read the paged shadow and facts by the names they
+    share with the reservation design's (config, running, waiting, prefilling, ready(), the entries)."""
+    return cast(StepCheck, check)
 
 DESIGN = "paged"
 
@@ -211,7 +224,7 @@ def line_shown(s: PagedShadow, f: PagedFacts) -> str | None:
 # -- the policy, re-read for blocks ------------------------------------------------------------------
 
 
-def owed_chunks(s: PagedShadow, f: PagedFacts) -> list[tuple[object, int, int]]:
+def owed_chunks(s: PagedShadow, f: PagedFacts) -> list[tuple[PagedTrack, int, int]]:
     """(track, chunk owed, budget left at its turn) for each partial prefill in admission order: the
     chunk is min(remaining, budget left, tokens its held and the free blocks can take)."""
     bs = s.pool.block_size
@@ -219,7 +232,7 @@ def owed_chunks(s: PagedShadow, f: PagedFacts) -> list[tuple[object, int, int]]:
     for track, n in f.decodes:
         free -= blocks_for(track.num_computed + n, bs) - blocks_for(track.num_computed, bs)
     left = s.config.token_budget - f.num_decode_tokens
-    out: list[tuple[object, int, int]] = []
+    out: list[tuple[PagedTrack, int, int]] = []
     for track in s.prefilling.values():
         room = (s.held(track) + max(free, 0)) * bs - track.num_computed
         owed = max(0, min(track.num_remaining_prompt, left, room))
@@ -270,9 +283,9 @@ def work_conserving(s: PagedShadow, f: PagedFacts) -> str | None:
 # -- the registry ------------------------------------------------------------------------------------
 
 # Judged on the plan before its preemptions apply to the shadow (the others see the shadow after them).
-BEFORE_PREEMPTION = {"PREEMPT-BOUND": preempt_bound, "PREEMPT-ORDER": preempt_order}
+BEFORE_PREEMPTION: dict[str, PagedCheck] = {"PREEMPT-BOUND": preempt_bound, "PREEMPT-ORDER": preempt_order}
 # Judged once the step is applied: what the scheduler shows against the shadow after the step.
-AFTER_STEP = {"CANCEL": cancel_shown, "TOKENS-KEPT": tokens_shown, "PREEMPT-ORDER": line_shown,
+AFTER_STEP: dict[str, PagedCheck] = {"CANCEL": cancel_shown, "TOKENS-KEPT": tokens_shown, "PREEMPT-ORDER": line_shown,
               "BLOCKS": blocks_shown}
 
 # The monitor checks them in this order and reports the first broken one.
@@ -287,7 +300,7 @@ PAGED_RULES: tuple[Rule, ...] = (
          "when a step's decodes need more new blocks than are free, the newest running requests are preempted, "
          "newest first, only while they still do not fit; victims wait at the head of the line in arrival "
          "order and are re-admitted before any later arrival; a step that preempts admits nothing.",
-         plan_check=preempt_admits, design=DESIGN),
+         plan_check=paged(preempt_admits), design=DESIGN),
     shared.BY_ID["BUDGET"],
     shared.BY_ID["ONE-ENTRY"],
     shared.BY_ID["SLOTS"],
@@ -295,19 +308,19 @@ PAGED_RULES: tuple[Rule, ...] = (
          "blocks held never exceed the pool; each running request holds exactly ceil(tokens in KV / "
          "block_size) blocks, taken as its tokens are computed, all returned when it finishes, stops, is "
          "cancelled or preempted; at the end every block is free.",
-         plan_check=blocks, design=DESIGN),
+         plan_check=paged(blocks), design=DESIGN),
     Rule("WATERMARK", Kind.SAFETY,
          "the waiting head is admitted only if its first chunk leaves at least `watermark` blocks free.",
-         plan_check=watermark, design=DESIGN),
+         plan_check=paged(watermark), design=DESIGN),
     Rule("RECOMPUTE", Kind.SAFETY,
          "each residency prefills its prompt plus the tokens emitted before it was preempted, in contiguous "
          "chunks from position 0, each position once; the chunk that completes it emits the next token.",
-         plan_check=recompute, done_check=recompute_token, design=DESIGN),
+         plan_check=paged(recompute), done_check=paged(recompute_token), design=DESIGN),
     shared.BY_ID["FIRST-TOKEN"],
     Rule("TOKENS-KEPT", Kind.SAFETY,
          "each request emits exactly max_new tokens unless stopped or cancelled, however often it is "
          "preempted: one per decode, none twice, none from a request not planned or ended.",
-         done_check=tokens_kept, design=DESIGN),
+         done_check=paged(tokens_kept), design=DESIGN),
     Rule("CANCEL", Kind.SAFETY,
          "a cancelled request is never planned after its cancel takes effect (at once, or when the pending "
          "plan completes) and its blocks are free from then.",
@@ -322,12 +335,12 @@ PAGED_RULES: tuple[Rule, ...] = (
     Rule("PARTIAL-NEXT", Kind.POLICY,
          "partial prefills take the budget left after decodes before any admission, oldest first, each "
          "min(remaining prefill, budget left, what its blocks and the free blocks hold).",
-         plan_check=partial_next),
+         plan_check=paged(partial_next)),
     Rule("WORK-CONSERVING", Kind.POLICY,
          "budget is left unused only when every ready request is decoded, every partial prefill got what "
          "budget and blocks allow, and the waiting head is blocked (no slot, or its first chunk would cross "
          "the watermark), absent, or the step preempted.",
-         plan_check=work_conserving),
+         plan_check=paged(work_conserving)),
 )
 PAGED_RULE_IDS: tuple[str, ...] = tuple(r.id for r in PAGED_RULES)
 PAGED_BY_ID: dict[str, Rule] = {r.id: r for r in PAGED_RULES}

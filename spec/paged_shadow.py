@@ -337,10 +337,10 @@ def apply(shadow: PagedShadow, facts: PagedFacts) -> None:
         shadow.end(track)
         facts.ended.append(track)
     for rid in sorted(shadow.cancelling):
-        track = shadow.tracks.get(rid)
-        if track is not None:
+        cancelled = shadow.tracks.get(rid)
+        if cancelled is not None:
             shadow.cancelled.add(rid)
-            shadow.end(track)
-            facts.ended.append(track)
+            shadow.end(cancelled)
+            facts.ended.append(cancelled)
     shadow.cancelling.clear()
     shadow.step = step + 1
