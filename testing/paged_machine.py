@@ -75,6 +75,12 @@ class PagedMachine(RuleBasedStateMachine):
         max_new = data.draw(st.integers(1, peak), label="max_new")
         self.offer(peak - max_new + 1, max_new, expect=True)
 
+    @rule(data=st.data(), n=st.integers(2, 4))
+    def add_burst(self, data: st.DataObject, n: int) -> None:
+        """`n` fitting requests before the same step: several waiting behind a preempted one."""
+        for _ in range(n):
+            self.add_fitting(data)
+
     @rule(over=st.integers(1, 8))
     def add_never_fit(self, over: int) -> None:
         """A request whose peak exceeds the pool less the watermark: it must be refused."""

@@ -6,9 +6,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from stallfree.spec import RunStats, Workload, play
+from stallfree.spec.designs import MONITORS, design_of
 
 
 def check_workload(workload: Workload, factory: Callable[..., Any], rules: Iterable[str] | None = None) -> RunStats:
     """Play `workload` through a fresh `factory(token_budget=, max_seqs=, kv_tokens=)`, checking `rules`
-    (all when None). Raises RuleViolation naming the first broken rule."""
-    return play(workload, factory, rules)
+    (all when None) under the monitor of the design the factory declares (`design`; the reservation's
+    when it declares none). Raises RuleViolation naming the first broken rule."""
+    return play(workload, factory, rules, monitor=MONITORS[design_of(factory)])
