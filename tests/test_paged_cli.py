@@ -64,3 +64,28 @@ def test_prove_scheduler_paged_holds_and_its_fault_breaks(capsys: pytest.Capture
     assert "RECOMPUTE" in out and "BROKEN" in out
     code, _, err = run(["prove", "--scheduler", "paged", "--fault", "KV"], capsys)
     assert code == 2 and "no paged fault breaks KV" in err
+
+
+def test_campaign_over_the_paged_scheduler_and_a_paged_fault(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["campaign", "--sims", "20", "--jobs", "1", "--quiet",
+                        "--scheduler", "stallfree.paged:small_blocks"], capsys)
+    assert code == 0 and "no rule broken" in out
+    code, out, _ = run(["campaign", "--sims", "40", "--jobs", "1", "--quiet",
+                        "--scheduler", "stallfree.faults.paged:PreemptOldest"], capsys)
+    assert code == 1 and "PREEMPT-BOUND broken" in out
+
+
+def test_simulate_scheduler_paged_reports_the_memory_design(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["simulate", "--scheduler", "paged", "--trace", "code", "--limit", "300", "--quiet"], capsys)
+    assert code == 0, out
+    assert "policy paged" in out and "memory (paged)" in out and "preemptions:" in out
+    code, _, err = run(["simulate", "--scheduler", "paged", "--trace", "code", "--limit", "10", "--check"], capsys)
+    assert code == 2 and "conform --profile paged" in err
+
+
+def test_the_python_example_of_docs_paged_runs() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "paged.md").read_text()
+    block = text.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(block, "docs/paged.md", "exec"), {})
