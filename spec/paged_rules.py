@@ -162,12 +162,17 @@ def cancel_shown(s: PagedShadow, f: PagedFacts) -> str | None:
 
 def preempt_bound(s: PagedShadow, f: PagedFacts) -> str | None:
     """PREEMPT-BOUND, judged on the plan (before its preemptions apply): the oldest running request is
-    never preempted, and nothing is preempted while every running request's peak fits the pool."""
+    never preempted, no request more often than the work ahead of it when it arrived (the steps before
+    it is the oldest), and nothing is preempted while every running request's peak fits the pool."""
     if not f.preempted:
         return None
     oldest = next(iter(s.running))
     if any(t.rid == oldest for t in f.preempted):
         return f"the oldest running request, rid {oldest}, was preempted"
+    for t in f.preempted:
+        if t.num_preemptions + 1 > t.ahead_work:
+            return (f"rid {t.rid} is preempted for the {t.num_preemptions + 1}th time; the requests ahead of it "
+                    f"when it arrived held {t.ahead_work} steps of work, the most times it can be preempted")
     peaks = sum(s.pool.peak(t.request) for t in s.running.values())
     if peaks <= s.pool.num_blocks:
         return (f"rid(s) {[t.rid for t in f.preempted]} were preempted while the running requests' peaks, "
@@ -292,9 +297,9 @@ AFTER_STEP: dict[str, PagedCheck] = {"CANCEL": cancel_shown, "TOKENS-KEPT": toke
 
 PAGED_RULES: tuple[Rule, ...] = (
     Rule("PREEMPT-BOUND", Kind.LIVENESS,
-         "the oldest running request is never preempted, and nothing is preempted while every running "
-         "request's peak, ceil((prompt_len + max_new - 1) / block_size) blocks, fits the pool together: so a "
-         "request is preempted only while an older one runs, and each finishes.",
+         "the oldest running request is never preempted; a request is preempted at most sum(prompt_len + "
+         "max_new) times over the live requests ahead of it when it arrived; nothing is preempted while every "
+         "running request's peak, ceil((prompt_len + max_new - 1) / block_size) blocks, fits the pool together.",
          design=DESIGN),
     Rule("PREEMPT-ORDER", Kind.POLICY,
          "when a step's decodes need more new blocks than are free, the newest running requests are preempted, "

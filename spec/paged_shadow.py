@@ -47,6 +47,7 @@ class PagedTrack:
     is_ready: bool = False
     admitted_at: int | None = None  # step of the current admission; None while waiting
     num_preemptions: int = 0
+    ahead_work: int = 0  # sum(prompt_len + max_new) of the live requests ahead of it when it arrived
 
     def __post_init__(self) -> None:
         self.target = self.request.prompt_len
@@ -103,6 +104,8 @@ class PagedShadow:
 
     def accept(self, request: Request) -> None:
         track = PagedTrack(request)
+        live = [*self.waiting, *self.running.values()]
+        track.ahead_work = sum(t.request.prompt_len + t.request.max_new for t in live)
         self.tracks[request.rid] = track
         self.waiting.append(track)
 
