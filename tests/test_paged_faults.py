@@ -37,7 +37,7 @@ def test_every_new_rule_and_NEVER_FIT_has_a_fault() -> None:
 @pytest.mark.parametrize("fault", PAGED_FAULTS, ids=lambda f: f.breaks)
 def test_the_paged_monitor_names_each_faults_rule(fault: type) -> None:
     seen: collections.Counter[str] = collections.Counter()
-    for seed in range(120):
+    for seed in range(80):
         try:
             drive(fault, seed, stops=fault.breaks != "RECOMPUTE")
         except RuleViolation as violation:
@@ -46,7 +46,7 @@ def test_the_paged_monitor_names_each_faults_rule(fault: type) -> None:
 
 
 def test_the_correct_scheduler_on_the_faults_pool_passes_the_same_runs() -> None:
-    for seed in range(120):
+    for seed in range(80):
         drive(small, seed)
 
 
