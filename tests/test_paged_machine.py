@@ -4,7 +4,7 @@ stops, cancels (pending ones too) and drains; each paged fault is found by it, i
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from stallfree.faults.paged import PAGED_FAULTS
@@ -15,6 +15,8 @@ from stallfree.testing.paged_machine import paged_machine_for
 FAST = settings(max_examples=50, stateful_step_count=25, deadline=None, derandomize=True,
                 suppress_health_check=list(HealthCheck))
 
+FIND = settings(FAST, report_multiple_bugs=False, database=None, phases=[Phase.explicit, Phase.generate])  # no shrinking
+
 TestPagedScheduler = paged_machine_for(Scheduler).TestCase
 TestPagedScheduler.settings = FAST
 
@@ -24,7 +26,7 @@ TestPagedScheduler.settings = FAST
 def test_the_machine_finds_each_paged_fault_under_its_rule(fault: type) -> None:
     machine = paged_machine_for(fault, fixed_pool=True)
     with pytest.raises(RuleViolation) as found:
-        run_state_machine_as_test(machine, settings=settings(FAST, max_examples=200, report_multiple_bugs=False))
+        run_state_machine_as_test(machine, settings=settings(FIND, max_examples=200))
     assert found.value.rule == fault.breaks, str(found.value)
 
 
@@ -33,5 +35,5 @@ def test_the_machine_is_not_vacuous_it_finds_a_late_finish_quickly() -> None:
     (over_run,) = [f for f in PAGED_FAULTS if f.breaks == "TOKENS-KEPT"]
     with pytest.raises(RuleViolation) as found:
         run_state_machine_as_test(paged_machine_for(over_run, fixed_pool=True),
-                                  settings=settings(FAST, report_multiple_bugs=False))
+                                  settings=FIND)
     assert found.value.rule == "TOKENS-KEPT"
