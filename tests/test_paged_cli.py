@@ -89,3 +89,10 @@ def test_the_python_example_of_docs_paged_runs() -> None:
     text = (Path(__file__).resolve().parents[1] / "docs" / "paged.md").read_text()
     block = text.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(block, "docs/paged.md", "exec"), {})
+
+
+def test_prove_a_paged_model_check_where_nothing_runs_is_not_called_holding(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["prove", "--scheduler", "stallfree.faults.paged:small", "--bound", "1,1,1,1,1,1",
+                        "--methods", "model"], capsys)
+    assert "n/a (vacuous)" in out and "holds" not in out.split("\n")[1]
+    assert "0 of 0 claims hold; 1 not applicable" in out

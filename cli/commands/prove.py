@@ -89,15 +89,15 @@ def paged_rows(args: argparse.Namespace, say):  # type: ignore[no-untyped-def]
     from stallfree.proofs import paged_suite
     from stallfree.proofs.explicit.bounds import Bounds
 
+    from stallfree.paged import Scheduler, small_blocks
+
     factory = load_scheduler(args.scheduler)
     bound = Bounds.parse(args.bound or paged_suite.DEFAULT_BOUND)
     if args.fault is not None:
         rule = args.fault.upper()
         factory = paged_suite.fault(rule)
         bound = Bounds.parse(args.bound) if args.bound else paged_suite.control_bound(rule)
-    elif args.bound is None and factory.__name__ == "Scheduler":  # 16-token blocks refuse every small request
-        from stallfree.paged import small_blocks
-
+    elif factory is Scheduler:  # 16-token blocks refuse every request of a small bound
         say("the model check runs stallfree.paged with 2-token blocks (small_blocks): 16-token blocks "
             "refuse every request of a small bound")
         factory = small_blocks

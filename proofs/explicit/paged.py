@@ -49,6 +49,7 @@ class PagedResult:
     drain_bound: int | None
     max_preemptions: int  # the most times one request was preempted, over the states explored
     preempting_states: int  # states reached by a step that preempted
+    running_states: int  # states with a request running: 0 means every add was refused (a vacuous check)
     counterexample: Counterexample | None
 
     @property
@@ -96,6 +97,7 @@ class _PagedExplorer:
         self.transitions = 0
         self.max_preemptions = 0
         self.preempting = 0
+        self.running = 0
 
     def root(self) -> tuple[PagedMonitor, tuple[int, int]]:
         cfg = self.bounds.config
@@ -156,6 +158,7 @@ class _PagedExplorer:
                 frontier.append((child, m, child_counts))
                 self.max_preemptions = max(self.max_preemptions, m.shadow.max_preemptions)
                 self.preempting += m.shadow.num_preemptions > preempted_before
+                self.running += bool(m.shadow.running)
             self.graph.succ[base + slot] = child
         return None
 
@@ -206,4 +209,4 @@ def check(
         else:
             longest, drain = live.longest_steps, live.drain_bound
     return PagedResult(bounds, ex.graph.num_states, ex.transitions, depth, time.perf_counter() - start, complete,
-                       longest, drain, ex.max_preemptions, ex.preempting, counterexample)
+                       longest, drain, ex.max_preemptions, ex.preempting, ex.running, counterexample)
