@@ -86,10 +86,9 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def paged_rows(args: argparse.Namespace, say):  # type: ignore[no-untyped-def]
     """The rows of a paged scheduler (`--scheduler paged`, or any factory declaring design "paged")."""
+    from stallfree.paged import Scheduler, small_blocks
     from stallfree.proofs import paged_suite
     from stallfree.proofs.explicit.bounds import Bounds
-
-    from stallfree.paged import Scheduler, small_blocks
 
     factory = load_scheduler(args.scheduler)
     bound = Bounds.parse(args.bound or paged_suite.DEFAULT_BOUND)
