@@ -44,8 +44,8 @@ def model_rows(bound: Bounds, factory: Callable[..., Any], max_states: int | Non
     if not result.complete:
         return [Row("ALL PAGED RULES", "model check (paged)", label, UNKNOWN, result.seconds, "stopped at max_states")]
     if result.running_states == 0:
-        return [Row("ALL PAGED RULES", "model check (paged)", label, "n/a (vacuous)", result.seconds,
-                    "no request ever ran at this bound: the scheduler's pool refuses every shape (NEVER-FIT); use "
+        return [Row("ALL PAGED RULES", "model check (paged)", label, UNKNOWN, result.seconds,
+                    "vacuous: no request ever ran at this bound: the scheduler's pool refuses every shape (NEVER-FIT); use "
                     "smaller blocks (stallfree.paged:small_blocks) or a larger K")]
     return [
         Row("ALL PAGED RULES", "model check (paged)", label, HOLDS, result.seconds,
