@@ -45,8 +45,8 @@ def model_rows(bound: Bounds, factory: Callable[..., Any], max_states: int | Non
         return [Row("ALL PAGED RULES", "model check (paged)", label, UNKNOWN, result.seconds, "stopped at max_states")]
     if result.running_states == 0:
         return [Row("ALL PAGED RULES", "model check (paged)", label, UNKNOWN, result.seconds,
-                    "vacuous: no request ever ran at this bound: the scheduler's pool refuses every shape (NEVER-FIT); use "
-                    "smaller blocks (stallfree.paged:small_blocks) or a larger K")]
+                    "vacuous: no request ever ran at this bound: the scheduler's pool refuses every shape "
+                    "(NEVER-FIT); use smaller blocks (stallfree.paged:small_blocks) or a larger K")]
     return [
         Row("ALL PAGED RULES", "model check (paged)", label, HOLDS, result.seconds,
             f"{len(PAGED_RULE_IDS)} paged rules on every transition (adds, steps, a stop or cancel), "

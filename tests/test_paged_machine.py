@@ -15,7 +15,8 @@ from stallfree.testing.paged_machine import paged_machine_for
 FAST = settings(max_examples=50, stateful_step_count=25, deadline=None, derandomize=True,
                 suppress_health_check=list(HealthCheck))
 
-FIND = settings(FAST, report_multiple_bugs=False, database=None, phases=[Phase.explicit, Phase.generate])  # no shrinking
+# To find a fault: no shrinking, no example database (the same run everywhere).
+FIND = settings(FAST, report_multiple_bugs=False, database=None, phases=[Phase.explicit, Phase.generate])
 
 TestPagedScheduler = paged_machine_for(Scheduler).TestCase
 TestPagedScheduler.settings = FAST
