@@ -14,7 +14,7 @@ from stallfree.spec.paged_rules import PAGED_RULE_IDS
 
 from .explicit import paged
 from .explicit.bounds import Bounds
-from .suite import BROKEN, HOLDS, UNKNOWN, Row
+from .suite import BROKEN, HOLDS, NOT_REFUTED, UNKNOWN, Row
 
 DEFAULT_BOUND = "2,2,6,3,3,3"  # preempts, with one stop or cancel per behaviour
 FAULT_BOUNDS = {"PREEMPT-ORDER": "2,3,6,3,2,3"}  # a preempted request and a later arrival both waiting
@@ -76,7 +76,37 @@ def z3_rows(fault_rule: str | None = None) -> list[Row]:
     return rows
 
 
+CONTRACTS = "stallfree.proofs.contracts.paged_contracts"
+CONTRACT_CLAIMS = {"paged_add_accepts_exactly_what_fits": "NEVER-FIT",
+                   "paged_lone_request_runs_to_its_end": "LONE-BLOCK, BLOCKS"}
+PLANTED = {"NEVER-FIT": "planted_never_fit", "BLOCKS": "planted_blocks"}  # a paged fault under the same asserts
+CROSSHAIR_S = 4.0
+
+
+def crosshair_rows(fault_rule: str | None = None, seconds: float = CROSSHAIR_S) -> list[Row]:
+    """CrossHair on the paged contracts (never a proof: not refuted within the limit); with a fault,
+    on the same postconditions run on that paged fault, which it must break."""
+    from .contracts import run as crosshair_run
+
+    if fault_rule is not None and fault_rule not in PLANTED:
+        return [Row(fault_rule, "CrossHair (paged)", "-", f"n/a (no paged contract for {fault_rule})", 0.0,
+                    f"the paged contracts state {', '.join(PLANTED)}")]
+    targets = {PLANTED[fault_rule]: fault_rule} if fault_rule else CONTRACT_CLAIMS
+    rows = []
+    for function, claim in targets.items():
+        result = crosshair_run.check(f"{CONTRACTS}.{function}", seconds)
+        bound = f"{seconds:g} s/condition"
+        if result.error is not None:
+            rows.append(Row(claim, "CrossHair (paged)", bound, UNKNOWN, result.seconds, result.error))
+        elif result.found:
+            rows.append(Row(claim, "CrossHair (paged)", bound, BROKEN, result.seconds, "; ".join(result.found)))
+        else:
+            rows.append(Row(claim, "CrossHair (paged)", bound, NOT_REFUTED, result.seconds,
+                            f"{function}: no counterexample within the limit (CrossHair never proves)"))
+    return rows
+
+
 def not_applicable(methods: tuple[str, ...]) -> list[Row]:
     return [Row(m.upper(), m, "-", "n/a (states the reservation design's step)", 0.0,
-                "the differential check and the CrossHair contracts are written for the reference's step; none is "
-                "written for the paged design yet") for m in methods if m not in ("model", "z3")]
+                "the differential check ties the Z3 step to the reference's; none is written for the paged design")
+            for m in methods if m not in ("model", "z3", "crosshair")]

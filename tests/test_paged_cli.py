@@ -54,7 +54,7 @@ def test_conform_profile_paged_passes_the_paged_scheduler_and_fails_a_fault(caps
 
 
 def test_prove_scheduler_paged_holds_and_its_fault_breaks(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["prove", "--scheduler", "paged", "--bound", "2,2,6,2,3,3", "--methods", "model,z3,crosshair"],
+    code, out, _ = run(["prove", "--scheduler", "paged", "--bound", "2,2,6,2,3,3", "--methods", "model,z3,differential"],
                        capsys)
     assert code == 0, out
     assert "ALL PAGED RULES" in out and "LONE-BLOCK" in out and "n/a (states the reservation" in out

@@ -102,8 +102,11 @@ def paged_rows(args: argparse.Namespace, say):  # type: ignore[no-untyped-def]
         factory = small_blocks
     methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
     rows = paged_suite.model_rows(bound, factory, args.max_states) if "model" in methods else []
+    fault_rule = args.fault.upper() if args.fault else None
     if "z3" in methods:
-        rows += paged_suite.z3_rows(args.fault.upper() if args.fault else None)
+        rows += paged_suite.z3_rows(fault_rule)
+    if "crosshair" in methods:
+        rows += paged_suite.crosshair_rows(fault_rule, args.crosshair_seconds or paged_suite.CROSSHAIR_S)
     return rows + paged_suite.not_applicable(methods)
 
 
