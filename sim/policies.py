@@ -11,7 +11,6 @@ POLICIES: dict[str, str] = {
     "reference": "stallfree.reference:Scheduler",  # decodes first, chunked prefill (the contract)
     "prefill-first": "stallfree.variants.prefill_first:PrefillFirst",  # chunked, prompts before decodes
     "unchunked": "stallfree.variants.unchunked:UnchunkedPrefillFirst",  # whole prompts in their own steps
-    "paged": "stallfree.paged:Scheduler",  # the paged design: simulated by sim.designs (preemption priced)
 }
 
 
