@@ -2,16 +2,22 @@
 
 Each command module has NAME, HELP, `configure(parser)` and `run(args) -> int`; modules import
 heavy extras (torch, z3) inside `run`, so `stallfree --help` needs only the standard library.
+Every command exits with the statuses of `exits` (listed in each --help); whatever escapes a command
+is one line on stderr and status 3, never a traceback read as a broken rule.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import io
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-from . import __version__
+from . import __version__, exits
+from .commands.args import STDOUT
 
 COMMANDS = (
     "trace",
@@ -22,6 +28,7 @@ COMMANDS = (
     "simulate",
     "campaign",
     "prove",
+    "exercise",
 )
 
 
@@ -29,12 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="stallfree",
         description="A formally specified reference scheduler for continuous batching with chunked prefill.",
+        epilog=exits.EPILOG,
     )
     parser.add_argument("--version", action="version", version=f"stallfree {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"stallfree.commands.{name}")
-        command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP, epilog=exits.EPILOG)
         module.configure(command)
         command.set_defaults(run=module.run)
     return parser
@@ -45,14 +53,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
-        return 2
+        return exits.USAGE
+    # --json -: the JSON is all that goes to stdout; the report for people is dropped.
+    args.stdout = sys.stdout
+    quiet = contextlib.redirect_stdout(io.StringIO()) if getattr(args, "json", None) == STDOUT else None
+    guard = no_exit() if args.command in IN_PROCESS else contextlib.nullcontext()
     try:
-        return int(args.run(args))
+        with quiet or contextlib.nullcontext(), guard:
+            return int(args.run(args))
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        print(f"stallfree {args.command}: interrupted", file=sys.stderr)
+        return exits.INTERRUPTED
     except BrokenPipeError:
-        return 0
+        return exits.HOLDS
+    except SystemExit as error:  # commands return their status: this came from the code they ran
+        call = error.call if isinstance(error, ProcessExit) else f"sys.exit({error.code!r})"
+        print(f"stallfree {args.command}: the checked code called {call} before a verdict", file=sys.stderr)
+        return exits.CRASHED
+    except Exception as error:  # a bug, in stallfree or in what it ran: one line, its own status
+        from stallfree.testing.campaign import where_raised
+
+        print(f"stallfree {args.command}: internal error: {type(error).__name__}: {str(error)[:300]} "
+              f"(raised at {where_raised(error)})", file=sys.stderr)
+        return exits.CRASHED
+
+
+# Commands that run the checked scheduler in this process, and start no process that must end with
+# os._exit (the campaign's and the executor's forked workers do; conform's worker is a fresh interpreter).
+IN_PROCESS = {"trace", "simulate", "prove", "check-trace", "budget"}
+
+
+class ProcessExit(SystemExit):
+    """The checked code called os._exit: it may not end stallfree with a status that reads as a verdict."""
+
+    def __init__(self, code: object) -> None:
+        super().__init__(code)
+        self.call = f"os._exit({code!r})"
+
+
+@contextlib.contextmanager
+def no_exit() -> Iterator[None]:
+    real = os._exit
+
+    def refused(code: int) -> None:
+        raise ProcessExit(code)
+
+    os._exit = refused  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os._exit = real
 
 
 if __name__ == "__main__":

@@ -1,61 +1,118 @@
-"""Printing a run as a step table and a verdict per rule, for people reading a trace."""
+"""Printing a run as a step table and a verdict per rule, for people reading a trace.
+
+A row says what arrived before the step, what the plan ran (each entry named: `r3 decode`,
+`r1 chunk 7-14`, `r2 chunk 0-5 (admitted)`), its tokens of the budget, optionally its milliseconds
+on the cost model, what it emitted and finished, the free KV after it, and why each request still
+waiting waits (`no slot`, `not enough free KV`, `no budget left`, `behind r4`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from stallfree.spec import RULES, Rule, RuleViolation, StepFacts
+from stallfree.spec import RULES, Rule, RuleViolation
+from stallfree.spec.verdict import CRASH, Judgement, Verdict
+from stallfree.view import StepView
 
 NEVER_FIT = "NEVER-FIT"  # judged on add() as well as on steps
+WAITING_SHOWN = 3  # waiting requests named in a row; the rest are counted
+ARRIVED_SHOWN = 2  # arrivals named in a row when more than three arrive at once; the rest are counted
+NOT_RUN = "(not run)"  # the emitted column of a plan that broke a rule before it ran
 
 
-def describe(facts: StepFacts) -> str:
-    """The plan in order, each entry named: `r3 decode`, `r1 chunk 7-14`, `r2 chunk 0-5 (admitted)`."""
-    kinds: dict[int, str] = {}
-    for track, _ in facts.decodes:
-        kinds[track.rid] = "decode"
-    for c in facts.chunks:
-        kinds[c.track.rid] = f"chunk {c.start}-{c.start + c.n}"
-    for c in facts.admitted:
-        kinds[c.track.rid] = f"chunk 0-{c.n} (admitted)"
-    return ", ".join(f"r{rid} {kinds.get(rid, f'n={n}')}" for rid, n in facts.plan) or "(empty)"
+def tokens_width(budget: int) -> int:
+    return max(len("tokens"), 2 * len(str(budget)) + 1)
 
 
-HEADER = f"{'step':>5}  {'entries':<44} {'tokens':>9}  {'emitted':<14} {'finished':<10} {'free KV':>8}"
+def header(budget: int, with_ms: bool = False) -> str:
+    ms = f" {'ms':>7}" if with_ms else ""
+    width = tokens_width(budget)
+    return (f"{'step':>5}  {'arrived':<9} {'entries':<44} {'tokens':>{width}}{ms}  {'emitted':<14} "
+            f"{'finished':<10} {'free KV':>7}  waiting")
 
 
-def row(facts: StepFacts, budget: int, free_kv: int) -> str:
-    emitted = " ".join(f"r{r}" for r in facts.emitted) or "-"
-    finished = " ".join(f"r{t.rid}" for t in facts.finished) or "-"
-    entries = describe(facts)
+def rids(values: Iterable[int]) -> str:
+    return " ".join(f"r{r}" for r in values) or "-"
+
+
+def arrived(view: StepView) -> str:
+    if len(view.arrived) <= ARRIVED_SHOWN + 1:
+        return rids(view.arrived)
+    return f"{rids(view.arrived[:ARRIVED_SHOWN])} +{len(view.arrived) - ARRIVED_SHOWN}"
+
+
+def waiting(view: StepView) -> str:
+    """Why each request still waits after the plan; requests waiting behind the same one counted."""
+    why = view.waiting
+    if not why:
+        return "-"
+    named = [f"r{rid} {reason}" for rid, reason in list(why.items())[:WAITING_SHOWN]]
+    rest = len(why) - WAITING_SHOWN
+    if rest > 0:
+        named.append(f"+{rest} more")
+    return ", ".join(named)
+
+
+def row(view: StepView, kv_tokens: int, ms: float | None = None) -> str:
+    emitted = rids(view.emitted) if view.completed else NOT_RUN
+    finished = rids(view.finished) if view.completed else "-"
+    free_kv = f"{kv_tokens - view.kv_after}" if view.kv_after is not None else "-"
+    ms_cell = "" if ms is None else f" {ms:>7.1f}"
+    tokens = f"{view.num_tokens}/{view.budget}"
     return (
-        f"{facts.step:>5}  {entries:<44} {f'{facts.num_tokens}/{budget}':>9}  {emitted:<14} "
-        f"{finished:<10} {free_kv:>8}"
+        f"{view.step:>5}  {arrived(view):<9} {view.describe():<44} {tokens:>{tokens_width(view.budget)}}"
+        f"{ms_cell}  {emitted:<14} {finished:<10} {free_kv:>7}  {waiting(view)}"
     )
+
+
+def broken_line(violation: RuleViolation) -> str:
+    """The line under the row of the step that broke a rule (or in which the scheduler raised)."""
+    if violation.rule == CRASH:
+        return f"{'':>5}  ^ the scheduler raised at step {violation.step}: {violation.message}"
+    return f"{'':>5}  ^ {violation.rule} broken at step {violation.step}: {violation.message}"
 
 
 def verdicts(
     checked: Iterable[str], steps: int, violation: RuleViolation | None, adds: int = 0,
+    broken_before: Sequence[RuleViolation] = (), crash: str | None = None, stopped_by: str = CRASH,
     registry: tuple[Rule, ...] = RULES,
-) -> list[str]:
-    """One line per rule: holds, BROKEN (with the facts), not checked, or not exercised when no step
-    ran (every request refused): a rule judged on no step has shown nothing. NEVER-FIT judges add()
-    calls too, so it holds over the `adds` calls judged even then."""
+) -> list[Judgement]:
+    """One verdict per rule: holds (over the steps run), BROKEN (with the facts), not checked, or not
+    judged: the run stopped first (a rule broke, the scheduler crashed), or no step ran (every request
+    refused), and a rule judged on no step has shown nothing. NEVER-FIT judges add() calls too, so it
+    holds over the `adds` calls judged even then. `broken_before` are rules found broken in earlier runs
+    of the same workload, left unchecked in this one to keep going. `crash`: what stopped the run where
+    no rule judged it (what the scheduler raised, or that it did not return), reported under
+    `stopped_by` (CRASH, TIMEOUT); a recorded violation CRASH is the same."""
     checked = set(checked)
-    lines = []
-    for rule in registry:
-        if violation is not None and rule.id == violation.rule:
-            lines.append(f"{rule.id:<16} BROKEN at step {violation.step}: {violation.message}")
+    crash_step = steps
+    if violation is not None and violation.rule == CRASH:
+        crash, crash_step, violation = violation.message, violation.step, None
+    earlier = {v.rule: v for v in broken_before}
+    stopped = None
+    if violation is not None:
+        stopped = f"(held until step {violation.step}, where {violation.rule} broke; nothing judged after)"
+    elif crash is not None:
+        stopped = f"(held until step {crash_step}, where {stopped_by} stopped the run; nothing judged after)"
+    judged = []
+    for rule in registry:  # the reservation design's rules unless a design's registry is given
+        broke = earlier.get(rule.id) or (violation if violation is not None and rule.id == violation.rule else None)
+        if broke is not None:
+            judged.append(Judgement(rule.id, Verdict.BROKEN, f"at step {broke.step}: {broke.message}",
+                                    (("step", broke.step),)))
         elif rule.id not in checked:
-            lines.append(f"{rule.id:<16} not checked")
-        elif violation is not None:
-            lines.append(f"{rule.id:<16} held until step {violation.step}")
+            judged.append(Judgement(rule.id, Verdict.NOT_CHECKED))
+        elif stopped is not None:
+            judged.append(Judgement(rule.id, Verdict.NOT_JUDGED, stopped))
         elif steps > 0:
-            lines.append(f"{rule.id:<16} holds ({steps} steps)")
+            judged.append(Judgement(rule.id, Verdict.HOLDS, f"({steps} steps)", (("steps", steps),)))
         elif rule.id == NEVER_FIT and adds > 0:
-            lines.append(f"{rule.id:<16} holds ({adds} add() call(s) judged; no step ran)")
+            judged.append(Judgement(rule.id, Verdict.HOLDS, f"({adds} add() call(s) judged; no step ran)"))
         else:
-            lines.append(f"{rule.id:<16} not exercised (no step ran)")
-    if violation is not None and violation.rule not in {r.id for r in registry}:
-        lines.append(f"{violation.rule:<16} BROKEN at step {violation.step}: {violation.message}")
-    return lines
+            judged.append(Judgement(rule.id, Verdict.NOT_JUDGED, "(no step ran)"))
+    known = {r.id for r in registry}
+    for v in [*broken_before, *([violation] if violation is not None else [])]:
+        if v.rule not in known:
+            judged.append(Judgement(v.rule, Verdict.BROKEN, f"at step {v.step}: {v.message}", (("step", v.step),)))
+    if crash is not None:
+        judged.append(Judgement(stopped_by, Verdict.BROKEN, f"at step {crash_step}: {crash}", (("step", crash_step),)))
+    return judged

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
-from stallfree.spec import PROTOCOL, RULE_IDS
+from stallfree.spec import MAX_INT, PROTOCOL, RULE_IDS
 
 TEST_IDS = (*RULE_IDS, PROTOCOL)
+MAX_EXAMPLES = 100_000  # per config, as `stallfree conform --examples` takes
 
 
 class Explored:
@@ -75,6 +76,12 @@ def conformance_tests(
     """A test function parametrized over the rule IDs (and PROTOCOL) checking `target` (MODULE:FACTORY).
     `options` go to `stallfree.conformance.kit.conform` (examples, seed, budget, max_seqs, kv_tokens,
     timeout)."""
+    from stallfree.spec.loader import split_target
+
+    from .kit.profiles import checked_rules
+
+    split_target(target)  # a bad target, profile or rule list is one error here, not one per rule's test
+    checked_rules(None if rules is None else list(rules), profile)
     explored = Explored(target, profile=profile, rules=None if rules is None else list(rules), **options)
 
     @pytest.mark.parametrize("rule_id", TEST_IDS)
@@ -112,6 +119,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--stallfree-seed", type=int, default=0, help="seed of the workload generator")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Bad --stallfree-* options are one usage error before any test runs, not the same failure in each."""
+    from stallfree.spec.loader import TargetError, split_target
+
+    from .kit.profiles import PROFILES
+
+    target = config.getoption("--stallfree-target", None)
+    profile = config.getoption("--stallfree-profile", None)
+    examples = config.getoption("--stallfree-examples", None)
+    seed = config.getoption("--stallfree-seed", 0)
+    if target is not None:
+        try:
+            split_target(target)
+        except TargetError as error:
+            raise pytest.UsageError(f"--stallfree-target: {error}") from None
+    elif profile is not None or examples is not None:
+        raise pytest.UsageError("--stallfree-profile and --stallfree-examples need --stallfree-target MODULE:FACTORY")
+    if profile is not None and profile not in PROFILES:
+        raise pytest.UsageError(f"--stallfree-profile {profile!r} is unknown; the profiles are {', '.join(PROFILES)}")
+    if examples is not None and not 1 <= examples <= MAX_EXAMPLES:
+        raise pytest.UsageError(f"--stallfree-examples must be from 1 to {MAX_EXAMPLES:,}, got {examples}")
+    if not 0 <= seed <= MAX_INT:
+        raise pytest.UsageError(f"--stallfree-seed must be from 0 to 2**63-1, got {seed}")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     target = config.getoption("--stallfree-target")
@@ -119,7 +151,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     options: dict[str, Any] = {"profile": config.getoption("--stallfree-profile"),
                                "seed": config.getoption("--stallfree-seed")}
-    if config.getoption("--stallfree-examples"):
+    if config.getoption("--stallfree-examples") is not None:
         options["examples"] = config.getoption("--stallfree-examples")
     explored = Explored(target, **options)
     for test_id in TEST_IDS:

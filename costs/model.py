@@ -19,10 +19,12 @@ class Model:
     name: str
     num_params: float
     num_layers: int
-    hidden_size: int
-    num_heads: int
-    num_kv_heads: int
+    hidden: int
+    num_heads: int  # query heads
+    num_kv_heads: int  # key/value heads
     head_dim: int
+    ffn: int  # SwiGLU inner width
+    vocab: int
     source: str  # where the figures come from
 
     @property

@@ -1,9 +1,17 @@
-"""Deliberately broken executors, one per real-path rule: the negative controls of the checks in
-`checks.py`. Each alters one step of `Executor` and names the rule it breaks in `breaks`; the
-scheduler driving it is correct, so only the real path can catch it."""
+"""Deliberately broken executors: the negative controls of the real-path checks. Each alters one
+step of `Executor` and names what it breaks in `breaks`; the scheduler driving it is correct, so
+only the real path can catch it.
+
+`BROKEN`: one per real-path rule (`checks.py`), caught during the run. `WRONG_OUTPUTS`: bugs the
+step checks cannot see (every slot they read is written, every row finite), caught only by judging
+the model's outputs after the run (`outputs.py`): exactness, isolation, seeded sampling.
+"""
 
 from __future__ import annotations
 
+import torch
+
+from .attention import AttentionPlan
 from .executor import Executor
 from .stream import Stream
 
@@ -50,3 +58,49 @@ class FirstTokenFromFirstRow(Executor):
 BROKEN: dict[str, type[Executor]] = {
     cls.__name__: cls for cls in (LeakOnFinish, RewriteLastPosition, ReadPastWritten, FirstTokenFromFirstRow)
 }
+
+
+class FutureTokenPlan(AttentionPlan):
+    """A causal mask off by one: each query of a chunk also sees the next position of the chunk
+    (written this step, so finite: the poison does not catch it)."""
+
+    def causal(self, n: int, L: int, device: torch.device) -> torch.Tensor:
+        query_pos = torch.arange(L - n, L, device=device)[:, None]
+        return torch.arange(L, device=device)[None, :] <= query_pos + 1
+
+
+class SeeOneFutureToken(Executor):
+    """Chunks attend one position into their future (every chunk not from position 0: a chunk
+    from position 0 runs the unmasked causal kernel)."""
+
+    breaks = "EXACTNESS"
+    plan_type = FutureTokenPlan
+
+
+class ReadOtherRequest(Executor):
+    """A decode's context also holds another running request's last prefilled KV slot (written, so
+    finite): its outputs depend on what it is batched with."""
+
+    breaks = "ISOLATION"
+
+    def context(self, stream: Stream, end: int) -> list[int]:
+        others = [s for rid, s in sorted(self.streams.items()) if rid != stream.rid and s.num_prefilled > 0]
+        is_decode = end - 1 >= stream.prompt_len
+        leak = [others[0].slots[others[0].num_prefilled - 1]] if others and is_decode else []
+        return leak + stream.slots[:end]
+
+
+class DrawsByStep(Executor):
+    """Seeds each draw with the step number instead of the token index: a request's sample then
+    depends on when it ran, and the unbatched replay draws other tokens."""
+
+    breaks = "EXACTNESS"
+
+    def draw(self, logits: torch.Tensor, stream: Stream) -> int:
+        return self.sampler.sample(logits, stream.rid, self.step_index)
+
+
+WRONG_OUTPUTS: dict[str, type[Executor]] = {
+    cls.__name__: cls for cls in (SeeOneFutureToken, ReadOtherRequest, DrawsByStep)
+}
+VARIANTS: dict[str, type[Executor]] = {**BROKEN, **WRONG_OUTPUTS}

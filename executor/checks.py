@@ -11,7 +11,7 @@ from stallfree.spec import RuleViolation
 from .batch import FlatBatch
 from .stream import Stream
 
-REAL_PATH_RULES = ("BUDGET", "PREFILL-ONCE", "FIRST-TOKEN", "KV", "DECODE-FIRST")
+REAL_PATH_RULES = ("BUDGET", "ONE-ENTRY", "PREFILL-ONCE", "FIRST-TOKEN", "KV", "DECODE-FIRST")
 
 
 class RealPathViolation(RuleViolation):
@@ -25,6 +25,17 @@ def check_budget(step: int, batch: FlatBatch, token_budget: int) -> None:
         raise RealPathViolation(
             "BUDGET", step, f"the step's batch holds {batch.num_tokens} tokens; the budget is {token_budget}"
         )
+
+
+def check_entries(step: int, entries: list[tuple[int, int]]) -> None:
+    """ONE-ENTRY: each request appears at most once in the batch, with n >= 1 tokens."""
+    seen: set[int] = set()
+    for rid, n in entries:
+        if type(n) is not int or n < 1:
+            raise RealPathViolation("ONE-ENTRY", step, f"rid {rid!r} is given n={n!r}; every entry needs n >= 1")
+        if rid in seen:
+            raise RealPathViolation("ONE-ENTRY", step, f"rid {rid!r} appears twice in the step's batch")
+        seen.add(rid)
 
 
 def check_decode_first(step: int, streams: dict[int, Stream], planned: set[int]) -> None:

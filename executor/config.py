@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from stallfree.costs import model as costs_model
 from stallfree.spec import InvalidField
 
 
 @dataclass(frozen=True, slots=True)
 class ModelConfig:
     """A Llama-architecture decoder. Heads split across tensor-parallel ranks, so the head counts,
-    the FFN width and the vocab must divide by the world size (see `check_divisible`)."""
+    the FFN width and the vocab must divide by the world size (see `check_divisible`): any world
+    size that divides them runs (SmolLM2's 9 query and 3 KV heads split over 3 ranks, not 4)."""
 
     name: str
     hidden: int
@@ -49,8 +51,8 @@ class ModelConfig:
 
     def check_divisible(self, world_size: int) -> None:
         """Raise naming the field when this shape cannot be split over `world_size` ranks."""
-        if world_size not in (1, 2, 4, 8):
-            raise InvalidField(f"tp must be 1, 2, 4 or 8, got {world_size}")
+        if world_size < 1:
+            raise InvalidField(f"tp must be >= 1, got {world_size}")
         if self.hidden % self.num_heads:
             raise InvalidField(f"{self.name}: hidden={self.hidden} is not a multiple of num_heads={self.num_heads}")
         if self.num_heads % self.num_kv_heads:
@@ -63,6 +65,15 @@ class ModelConfig:
                 raise InvalidField(f"{self.name}: {field}={value} does not divide over tp={world_size} ranks")
 
 
+def from_preset(name: str) -> ModelConfig:
+    """The executor's shape of a model the cost model presets (`stallfree.costs.MODELS`), same fields."""
+    m = costs_model(name)
+    if m.hidden != m.num_heads * m.head_dim:
+        raise InvalidField(f"{name}: hidden={m.hidden} is not num_heads x head_dim = {m.num_heads} x {m.head_dim}")
+    return ModelConfig(name, hidden=m.hidden, num_layers=m.num_layers, num_heads=m.num_heads,
+                       num_kv_heads=m.num_kv_heads, ffn=m.ffn, vocab=m.vocab)
+
+
 MODELS: dict[str, ModelConfig] = {
     m.name: m
     for m in (
@@ -70,10 +81,8 @@ MODELS: dict[str, ModelConfig] = {
         ModelConfig("tiny", hidden=256, num_layers=2, num_heads=8, num_kv_heads=4, ffn=768, vocab=2048),
         # Four times wider than tiny: the "wider one" of the CPU benchmarks.
         ModelConfig("wide", hidden=1024, num_layers=2, num_heads=16, num_kv_heads=4, ffn=3072, vocab=8192),
-        ModelConfig("llama-3.1-8b", hidden=4096, num_layers=32, num_heads=32, num_kv_heads=8, ffn=14336,
-                    vocab=128256),
-        ModelConfig("llama-3.3-70b", hidden=8192, num_layers=80, num_heads=64, num_kv_heads=8, ffn=28672,
-                    vocab=128256),
+        # The published shapes, written once in the cost model's presets.
+        *(from_preset(name) for name in ("llama-3.1-8b", "llama-3.3-70b")),
     )
 }
 

@@ -16,6 +16,7 @@ import torch
 from stallfree.spec import Config, Monitor
 
 from .allocator import SlotAllocator
+from .attention import AttentionPlan
 from .batch import FlatBatch
 from .checks import (
     RealPathViolation,
@@ -24,6 +25,7 @@ from .checks import (
     check_chunk,
     check_decode_first,
     check_emitted,
+    check_entries,
     check_finite,
     check_first_token_row,
     check_kv,
@@ -45,6 +47,7 @@ class StepRecord:
     emitted: list[int]
     finished: list[int]
     free_kv: int
+    tokens: dict[int, int] = field(default_factory=dict)  # rid -> the token it emitted this step
 
 
 @dataclass(slots=True)
@@ -67,12 +70,16 @@ class Built:
 class Executor:
     """Drives `monitor` (and through it the scheduler) step by step on `model`.
 
-    `send` hands each step's batch to the other ranks before the forward (a no-op for one rank)."""
+    `send` hands each step's batch to the other ranks before the forward (a no-op for one rank);
+    `prompts` gives the token ids of requests with real prompts (the others are drawn from the seed)."""
+
+    plan_type: type[AttentionPlan] = AttentionPlan  # how attention is laid out (broken.py alters it)
 
     def __init__(self, model: Transformer, monitor: Monitor, sampler: Sampler, seed: int,
                  device: torch.device | str, send: Callable[[FlatBatch], None] = lambda b: None,
-                 keep_logits: bool = False) -> None:
+                 keep_logits: bool = False, prompts: dict[int, list[int]] | None = None) -> None:
         self.model, self.monitor, self.sampler, self.seed = model, monitor, sampler, seed
+        self.prompts = prompts or {}
         self.config: Config = monitor.config
         self.device, self.send, self.keep_logits = device, send, keep_logits
         self.caches = model.new_caches(self.config.kv_tokens, device)
@@ -104,6 +111,7 @@ class Executor:
         t_plan = time.perf_counter()
         entries = [(rid, n) for rid, n in plan]
         step = self.step_index
+        check_entries(step, entries)
         check_decode_first(step, self.streams, {rid for rid, _ in entries})
         built = self.build(step, entries)
         check_budget(step, built.batch, self.config.token_budget)
@@ -122,7 +130,7 @@ class Executor:
         record = StepRecord(
             step, entries, built.batch.num_tokens, ms=(t_end - t0) * 1e3, forward_ms=(t_run - t_built) * 1e3,
             monitor_ms=((t_plan - t0) + (t_done - t_run)) * 1e3, host_ms=((t_built - t_plan) + (t_end - t_done)) * 1e3,
-            emitted=list(facts.emitted), finished=finished, free_kv=self.allocator.num_free,
+            emitted=list(facts.emitted), finished=finished, free_kv=self.allocator.num_free, tokens=sampled,
         )
         self.records.append(record)
         return record
@@ -135,7 +143,7 @@ class Executor:
         if dev.poison_slots.numel():
             for cache in self.caches:
                 cache.poison(dev.poison_slots)
-        hidden, logits = self.model(dev, self.caches)
+        hidden, logits = self.model(dev, self.caches, self.plan_type)
         check_finite(step, hidden, built.rid_of_row)
         sampled: dict[int, int] = {}
         positions = batch.positions.tolist()
@@ -143,7 +151,7 @@ class Executor:
             if e.is_first:
                 check_first_token_row(step, e.stream, e.rows, e.row, positions[e.row])
             row_logits = logits[i]
-            sampled[e.stream.rid] = self.sampler.sample(row_logits, e.stream.rid, len(e.stream.outputs))
+            sampled[e.stream.rid] = self.draw(row_logits, e.stream)
             if self.keep_logits:
                 e.stream.logits.append(row_logits.cpu())
         return sampled
@@ -217,9 +225,16 @@ class Executor:
         except ValueError as error:
             raise RealPathViolation("KV", step, f"admitting rid {rid}: {error}") from None
         self.ledger.reserve(rid, slots)
-        stream = Stream(rid, prompt_tokens(self.seed, rid, prompt_len, self.model.cfg.vocab), max_new, slots, step)
+        prompt = self.prompts.get(rid) or prompt_tokens(self.seed, rid, prompt_len, self.model.cfg.vocab)
+        if len(prompt) != prompt_len:
+            raise RealPathViolation("TOKENS", step, f"rid {rid}'s prompt has {len(prompt)} tokens, not {prompt_len}")
+        stream = Stream(rid, list(prompt), max_new, slots, step)
         self.streams[rid] = stream
         return stream
+
+    def draw(self, logits: torch.Tensor, stream: Stream) -> int:
+        """The stream's next token from its row's logits [vocab]: seeded by its rid and token index."""
+        return self.sampler.sample(logits, stream.rid, len(stream.outputs))
 
     def write_slots(self, stream: Stream, start: int, n: int) -> list[int]:
         """The KV slots the keys and values of positions [start, start + n) go to."""

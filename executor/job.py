@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,8 +28,10 @@ class Job:
     variant: str | None = None  # a deliberately broken executor (stallfree.executor.broken), by rule ID
     keep_logits: bool = False  # return the logits each token came from (for the equivalence check)
     temperature: float = 0.0
+    prompts: tuple[tuple[int, tuple[int, ...]], ...] = ()  # (rid, token ids): real prompts; others drawn
     label: str = ""
-    crash: tuple[int, int, str] | None = None  # (rank, batch, "raise" | "exit"): a fault the launch tests inject
+    stream: bool = False  # report each step to the launcher as it runs (to print tokens as they come)
+    crash: tuple[int, int, str] | None = None  # (rank, batch, "raise" | "exit" | "stop"): a fault the tests inject
 
 
 @dataclass(slots=True)
@@ -68,8 +71,9 @@ class JobResult:
         return self.violation is None
 
 
-def drive(executor: Executor, job: Job) -> JobResult:
-    """Play `job.workload` on `executor` until every accepted request has finished, or a rule breaks."""
+def drive(executor: Executor, job: Job, on_step: Callable[[StepRecord], None] | None = None) -> JobResult:
+    """Play `job.workload` on `executor` until every accepted request has finished, or a rule breaks.
+    `on_step` sees each step's record as soon as the step has run (to stream its tokens)."""
     result = JobResult(job.label)
     arrivals = sorted(job.workload.requests, key=lambda a: a.arrival_step)
     arrival_step: dict[int, int] = {}
@@ -90,8 +94,10 @@ def drive(executor: Executor, job: Job) -> JobResult:
                 break
             if step >= bound:
                 raise RuleViolation("PROGRESS", step, f"requests pending after {step} steps; all work fits in {bound}")
-            executor.step()
-            if time.perf_counter() - last_report > PROGRESS_EVERY_S:
+            record = executor.step()
+            if on_step is not None:
+                on_step(record)
+            if on_step is None and time.perf_counter() - last_report > PROGRESS_EVERY_S:
                 last_report = time.perf_counter()
                 print(f"  {job.label or 'run'}: step {step}, {len(executor.done)}/{len(executor.requests)} "
                       "requests finished", file=sys.stderr, flush=True)

@@ -34,3 +34,8 @@ class KVCache:
         """Mark `slots` [n] free again: any later read before a write shows up as NaN."""
         self.k[slots] = POISON
         self.v[slots] = POISON
+
+
+def kv_cache_bytes(num_layers: int, kv_tokens: int, num_kv_heads: int, head_dim: int, dtype: torch.dtype) -> int:
+    """Bytes of one rank's caches: keys and values, every layer, `kv_tokens` slots plus the zero slot."""
+    return 2 * num_layers * (kv_tokens + 1) * num_kv_heads * head_dim * dtype.itemsize

@@ -1,16 +1,28 @@
 """Launching a run: one process per rank (world size 1 runs in this process), watched so that a
-rank that raises or dies stops every rank within seconds, and the cause is reported."""
+rank that raises, dies or hangs stops every rank within seconds, and the cause is reported.
+
+Each rank beats a heartbeat from a thread of its own (see worker.py), into shared memory: a rank
+blocked in a collective still beats, a rank that is stopped (SIGSTOP) or wedged in native code that
+holds the interpreter does not, so the launcher names the hung rank itself, not the peers waiting
+for it. Each rank also watches the launcher: when it goes (even by SIGKILL), every rank ends.
+"""
 
 from __future__ import annotations
 
+import os
 import queue
+import signal
 import socket
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Any
 
+from .executor import StepRecord
 from .group import Group
 from .job import JobResult
 from .model import Transformer
@@ -19,6 +31,9 @@ from .runspec import RunSpec
 POLL_S = 0.2  # how often the launcher looks at its ranks
 STOP_GRACE_S = 2.0  # after SIGTERM, how long a rank gets before SIGKILL
 CAUSE_WAIT_S = 1.0  # after a failure, how long to gather every rank's account before blaming one
+HEARTBEAT_S = 0.25  # how often each rank beats
+HUNG_S = 5.0  # a rank silent this long is hung (well above a beat delayed by a loaded machine)
+STARTUP_S = 120.0  # before its first beat a rank is importing torch and loading weights
 
 
 class RankFailure(RuntimeError):
@@ -46,12 +61,46 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run_local(spec: RunSpec, model: Transformer | None = None, threads: int | None = 1) -> Outcome:
+OnStep = Callable[[StepRecord], None]
+
+
+def timed_out(timeout_s: float) -> TimeoutError:
+    return TimeoutError(f"the run took longer than {timeout_s:g} s; all ranks stopped")
+
+
+@contextmanager
+def alarm(timeout_s: float | None) -> Iterator[None]:
+    """Raise TimeoutError in this (main) thread once `timeout_s` has passed; elsewhere, or without
+    a limit, nothing (signals reach the main thread only). An alarm already pending (a test
+    runner's) is left to fire first if it is due sooner, and re-armed with its remaining time after."""
+    outer = signal.getitimer(signal.ITIMER_REAL)[0] if timeout_s is not None else 0.0
+    if timeout_s is None or threading.current_thread() is not threading.main_thread() or 0 < outer <= timeout_s:
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise timed_out(timeout_s)
+
+    start = time.monotonic()
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 1e-3))
+
+
+def run_local(spec: RunSpec, model: Transformer | None = None, threads: int | None = 1,
+              timeout_s: float | None = None, on_step: OnStep | None = None) -> Outcome:
     """World size 1, in this process (on `model` if given: it must be `spec.build(Group())`).
 
     `threads`: torch threads for this process (None leaves the setting alone). One by default, as
     for every rank: on a shared machine OpenMP threads spin while they wait for a core, and two
-    threads ran 2-10x slower than one on the 2-core machine this was written on."""
+    threads ran 2-10x slower than one on the 2-core machine this was written on. `timeout_s`
+    holds here too (a SIGALRM in the main thread)."""
     import torch
 
     from .worker import lead
@@ -59,16 +108,19 @@ def run_local(spec: RunSpec, model: Transformer | None = None, threads: int | No
     if threads is not None:
         torch.set_num_threads(threads)
     start = time.perf_counter()
-    model = spec.build(Group()) if model is None else model
-    results = [lead(spec, Group(), model, job) for job in spec.jobs]
+    with alarm(timeout_s):
+        model = spec.build(Group()) if model is None else model
+        results = [lead(spec, Group(), model, job, on_step) for job in spec.jobs]
     return Outcome(results, time.perf_counter() - start)
 
 
-def launch(spec: RunSpec, timeout_s: float | None = None, threads: int | None = 1) -> Outcome:
-    """Run `spec` on `spec.tp` rank processes. Raises RankFailure (all ranks stopped) if one fails,
-    TimeoutError (all ranks stopped) if the run outlasts `timeout_s`."""
+def launch(spec: RunSpec, timeout_s: float | None = None, threads: int | None = 1,
+           on_step: OnStep | None = None) -> Outcome:
+    """Run `spec` on `spec.tp` rank processes. Raises RankFailure (all ranks stopped) if one fails
+    or hangs, TimeoutError (all ranks stopped) if the run outlasts `timeout_s`. `on_step` sees each
+    step's record on the launcher's side as rank 0 finishes the step."""
     if spec.tp == 1:
-        return run_local(spec, threads=threads)
+        return run_local(spec, threads=threads, timeout_s=timeout_s, on_step=on_step)
     import torch.multiprocessing as mp
 
     from .worker import rank_main
@@ -76,14 +128,16 @@ def launch(spec: RunSpec, timeout_s: float | None = None, threads: int | None = 
     start = time.perf_counter()
     ctx = mp.get_context("spawn")
     messages = ctx.Queue()
+    beats = ctx.Array("d", spec.tp, lock=False)  # each rank's last heartbeat (time.time()); 0 before the first
     port = free_port()
-    procs = [ctx.Process(target=rank_main, args=(r, spec, port, messages), daemon=True) for r in range(spec.tp)]
+    procs = [ctx.Process(target=rank_main, args=(r, spec, port, messages, beats, os.getpid(), on_step is not None),
+                         daemon=True) for r in range(spec.tp)]
     for p in procs:
         p.start()
     results: dict[int, JobResult] = {}
     done: set[int] = set()
     try:
-        return watch(spec, procs, messages, results, done, start, timeout_s)
+        return watch(spec, procs, messages, Watched(results, done, beats, on_step), start, timeout_s)
     except RankFailure as failure:
         stop_all(procs)
         failure.stopped_at = time.time()
@@ -93,48 +147,77 @@ def launch(spec: RunSpec, timeout_s: float | None = None, threads: int | None = 
         stop_all(procs)
 
 
-def watch(spec: RunSpec, procs: list[Any], messages: Any, results: dict[int, JobResult], done: set[int],
-          start: float, timeout_s: float | None) -> Outcome:
-    """Wait for every rank to finish; raise RankFailure as soon as one fails."""
-    failures: dict[int, str] = {}
-    while len(done) < spec.tp:
-        drain(messages, results, done, failures)
-        if failures or any(p.exitcode not in (None, 0) for p in procs):
-            raise root_cause(procs, messages, results, done, failures)
+@dataclass(slots=True)
+class Watched:
+    """What the launcher gathers from its ranks while it watches them."""
+
+    results: dict[int, JobResult]
+    done: set[int]
+    beats: Any  # shared array of each rank's last heartbeat
+    on_step: OnStep | None
+    failures: dict[int, str] = field(default_factory=dict)
+
+
+def watch(spec: RunSpec, procs: list[Any], messages: Any, w: Watched, start: float,
+          timeout_s: float | None) -> Outcome:
+    """Wait for every rank to finish; raise RankFailure as soon as one fails or hangs."""
+    launched_at = time.time()
+    while len(w.done) < spec.tp:
+        drain(messages, w)
+        if w.failures or any(p.exitcode not in (None, 0) for p in procs):
+            raise root_cause(procs, messages, w)
+        hung = hung_rank(procs, w.beats, launched_at)
+        if hung is not None:
+            raise hung
         if timeout_s is not None and time.perf_counter() - start > timeout_s:
-            raise TimeoutError(f"the run took longer than {timeout_s:.0f} s; all ranks stopped")
+            raise timed_out(timeout_s)
         wait([p.sentinel for p in procs], timeout=POLL_S)
-    return Outcome([results[i] for i in sorted(results)], time.perf_counter() - start)
+    return Outcome([w.results[i] for i in sorted(w.results)], time.perf_counter() - start)
 
 
-def drain(messages: Any, results: dict[int, JobResult], done: set[int], failures: dict[int, str]) -> None:
-    """Take every report waiting: results, ranks done, ranks' error reports (their tracebacks)."""
+def hung_rank(procs: list[Any], beats: Any, launched_at: float) -> RankFailure | None:
+    """The first live rank whose heartbeat stopped (HUNG_S; STARTUP_S before its first beat)."""
+    now = time.time()
+    for rank, p in enumerate(procs):
+        last = beats[rank]
+        silent = now - (last or launched_at)
+        if p.is_alive() and silent > (HUNG_S if last else STARTUP_S):
+            return RankFailure(rank, f"stopped responding: no heartbeat for {silent:.1f} s (last at {last:.3f}; "
+                                     "the process is stopped or hung)")
+    return None
+
+
+def drain(messages: Any, w: Watched) -> None:
+    """Take every report waiting: steps, results, ranks done, ranks' error reports (tracebacks)."""
     while True:
         try:
             message = messages.get_nowait()
         except queue.Empty:
             return
-        if message[0] == "result":
-            results[message[1]] = message[2]
+        if message[0] == "step":
+            if w.on_step is not None:
+                w.on_step(message[1])
+        elif message[0] == "result":
+            w.results[message[1]] = message[2]
         elif message[0] == "done":
-            done.add(message[1])
+            w.done.add(message[1])
         else:
-            failures.setdefault(message[1], message[2])
+            w.failures.setdefault(message[1], message[2])
 
 
 # Words of an error that only reports a peer's failure: a collective that lost its partner.
 CONSEQUENCE = ("by peer", "Connection closed", "Connection reset", "remote worker", "Timed out", "timed out")
 
 
-def root_cause(procs: list[Any], messages: Any, results: dict[int, JobResult], done: set[int],
-               failures: dict[int, str]) -> RankFailure:
+def root_cause(procs: list[Any], messages: Any, w: Watched) -> RankFailure:
     """Once one rank fails the others soon fail too, their collectives cut off. Gather every account
     for a moment, then blame the rank that failed on its own: an error that is not a lost peer, else
     a rank that died without a word, else the first report."""
     deadline = time.perf_counter() + CAUSE_WAIT_S
     while time.perf_counter() < deadline:
-        drain(messages, results, done, failures)
+        drain(messages, w)
         time.sleep(0.05)
+    failures = w.failures
     own = [r for r, text in failures.items() if not any(w in text for w in CONSEQUENCE)]
     if own:
         text = failures[own[0]]

@@ -101,7 +101,10 @@ class Layer(nn.Module):
 
 
 class Transformer(nn.Module):
-    """`wdtype`: the matmul weights' dtype (float8_e4m3fn, bfloat16, float32); `adtype`: activations."""
+    """`wdtype`: the decoder layers' matmul weights (float8_e4m3fn, bfloat16, float32); `adtype`:
+    activations, and the embedding, norms and LM head, which stay in it whatever `wdtype` is (as
+    FP8 inference stacks keep them: the embedding is a lookup, not a matmul, and the LM head's
+    rounding lands directly on the logits the tokens are drawn from)."""
 
     def __init__(self, cfg: ModelConfig, group: Group, wdtype: torch.dtype, adtype: torch.dtype) -> None:
         super().__init__()
@@ -110,16 +113,18 @@ class Transformer(nn.Module):
         self.embed_tokens = VocabParallelEmbedding(cfg.vocab, cfg.hidden, group, adtype)
         self.layers = nn.ModuleList(Layer(cfg, group, wdtype, adtype) for _ in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden, cfg.rms_eps, adtype)
-        self.lm_head = ParallelLMHead(cfg.hidden, cfg.vocab, group, wdtype)
+        self.lm_head = ParallelLMHead(cfg.hidden, cfg.vocab, group, adtype)
 
     def new_caches(self, kv_tokens: int, device: torch.device | str) -> list[KVCache]:
         heads = self.cfg.num_kv_heads // self.group.world_size
         return [KVCache(kv_tokens, heads, self.cfg.head_dim, self.adtype, device) for _ in self.layers]
 
     @torch.inference_mode()
-    def forward(self, batch: FlatBatch, caches: list[KVCache]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Run one step. Returns (hidden [T, H] after the final norm, logits [E, vocab] at emit rows)."""
-        plan = AttentionPlan(batch, caches[0].pad_slot)
+    def forward(self, batch: FlatBatch, caches: list[KVCache],
+                plan_type: type[AttentionPlan] = AttentionPlan) -> tuple[torch.Tensor, torch.Tensor]:
+        """Run one step. Returns (hidden [T, H] after the final norm, logits [E, vocab] at emit rows).
+        `plan_type`: how the step's attention is laid out (a broken one is a negative control)."""
+        plan = plan_type(batch, caches[0].pad_slot)
         x = self.embed_tokens(batch.token_ids)  # [T, H]
         for layer, cache in zip(self.layers, caches, strict=True):
             x = layer(x, batch, plan, cache)

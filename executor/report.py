@@ -7,9 +7,11 @@ from dataclasses import asdict
 from typing import Any
 
 from stallfree.spec import RULE_IDS
+from stallfree.spec.verdict import Judgement, Verdict
 
 from .checks import REAL_PATH_RULES
-from .job import JobResult
+from .job import Job, JobResult
+from .runspec import RunSpec
 
 HEADER = f"{'step':>5}  {'entries':<40} {'tokens':>9} {'ms':>8}  {'emitted':<18} {'finished':<10} {'free KV':>7}"
 
@@ -43,43 +45,91 @@ def request_table(result: JobResult) -> list[str]:
 
 
 def verdicts(result: JobResult, monitor_rules: tuple[str, ...] | None) -> list[str]:
-    """One line per rule: on the real path (the five rules checked on tensors and the allocator)
+    """One line per rule: on the real path (the six rules checked on the batch, the tensors and the allocator)
     and in the monitor (every rule it checks, from the plain protocol)."""
     lines = []
+    sections, unlisted = judgements(result, monitor_rules)
+    for where, judged in sections.items():
+        lines.append(f"-- {where}")
+        lines += [j.line() for j in judged]
+    return lines + [j.line() for j in unlisted]
+
+
+def judgements(
+    result: JobResult, monitor_rules: tuple[str, ...] | None
+) -> tuple[dict[str, list[Judgement]], list[Judgement]]:
+    """The verdicts of a run by where they were judged, and a broken rule not listed where it broke; a
+    rule holds only over a run that ended."""
     broken = result.violation
     steps = len(result.steps)
     sections = {"real path": REAL_PATH_RULES, "monitor": monitor_rules or RULE_IDS}
+    judged: dict[str, list[Judgement]] = {}
     for where, rules in sections.items():
-        lines.append(f"-- {where}")
+        judged[where] = []
         for rule in rules:
             if broken is not None and broken[0] == rule and broken[3] == where:
-                lines.append(f"{rule:<16} BROKEN at step {broken[1]}: {broken[2]}")
+                judged[where].append(Judgement(rule, Verdict.BROKEN, f"at step {broken[1]}: {broken[2]}"))
             elif broken is not None:
-                lines.append(f"{rule:<16} held until step {broken[1]}")
+                judged[where].append(Judgement(rule, Verdict.NOT_JUDGED,
+                                               f"(held until step {broken[1]}, where {broken[0]} broke)"))
+            elif steps == 0:
+                judged[where].append(Judgement(rule, Verdict.NOT_JUDGED, "(no step ran)"))
             else:
-                lines.append(f"{rule:<16} holds ({steps} steps)")
+                judged[where].append(Judgement(rule, Verdict.HOLDS, f"({steps} steps)"))
+    unlisted = []
     if broken is not None and broken[0] not in sections.get(broken[3], ()):  # not listed above where it broke
-        lines.append(f"{broken[0]:<16} BROKEN at step {broken[1]} ({broken[3]}): {broken[2]}")
-    return lines
+        unlisted.append(Judgement(broken[0], Verdict.BROKEN, f"at step {broken[1]} ({broken[3]}): {broken[2]}"))
+    return judged, unlisted
 
 
-def as_json(result: JobResult, equivalence: Any = None) -> dict[str, Any]:
+def describe_run(spec: RunSpec, job: Job) -> dict[str, Any]:
+    """What ran, so that two reports can be told apart: the model and where its weights came from
+    (with the file's sha256), the parallelism and dtypes, the contract's configuration, the
+    scheduler, the software and the device."""
+    import os
+    import platform
+
+    import torch
+
+    cfg, model = job.workload.config, spec.model_config()
+    device = (torch.cuda.get_device_name(0) if spec.device == "cuda" else
+              f"cpu ({platform.machine()}, {os.cpu_count()} cores; one torch thread per rank)")
     return {
+        "model": {"name": model.name, "layers": model.num_layers, "hidden": model.hidden, "heads": model.num_heads,
+                  "kv_heads": model.num_kv_heads, "ffn": model.ffn, "vocab": model.vocab},
+        "source": spec.source_description(),
+        "tp": spec.tp, "dtype": spec.dtype, "layer_dtypes": spec.layer_dtypes(),
+        "token_budget": cfg.token_budget, "max_seqs": cfg.max_seqs, "kv_tokens": cfg.kv_tokens,
+        "kv_bytes_per_rank": spec.kv_bytes(cfg.kv_tokens),
+        "scheduler": job.scheduler, "monitor_rules": list(job.monitor_rules) if job.monitor_rules else "all",
+        "temperature": job.temperature, "seed": spec.seed,
+        "torch": torch.__version__, "python": platform.python_version(), "device": spec.device,
+        "device_name": device,
+    }
+
+
+def as_json(result: JobResult, run: dict[str, Any] | None = None, checks: dict[str, Any] | None = None,
+            texts: dict[int, Any] | None = None) -> dict[str, Any]:
+    return {
+        "run": run,
         "label": result.label,
         "violation": None if result.violation is None else dict(zip(("rule", "step", "message", "where"),
                                                                       result.violation, strict=True)),
+        "checks": checks or {},
         "steps": [asdict(s) for s in result.steps],
         "requests": [
             {"rid": r.rid, "prompt_len": len(r.prompt), "outputs": r.outputs, "arrival_step": r.arrival_step,
              "emitted_at": r.emitted_at, "ttft_steps": r.ttft_steps, "ttft_ms": r.ttft_ms,
-             "tpot_steps": r.tpot_steps, "tpot_ms": r.tpot_ms}
+             "tpot_steps": r.tpot_steps, "tpot_ms": r.tpot_ms, **(texts or {}).get(r.rid, {})}
             for _, r in sorted(result.requests.items())
         ],
         "refused": result.refused,
-        "equivalence": None if equivalence is None else {
-            "ok": equivalence.ok, "num_tokens": equivalence.num_tokens, "num_equal": equivalence.num_equal,
-            "max_logit_diff": equivalence.max_logit_diff, "logit_tol": equivalence.logit_tol,
-            "near_ties": [asdict(t) for t in equivalence.near_ties],
-            "mismatches": [asdict(t) for t in equivalence.mismatches],
-        },
     }
+
+
+def check_json(check: Any) -> dict[str, Any]:
+    """A check's result as JSON: its fields and its verdict (`ok`, where it has one)."""
+    data = asdict(check)
+    if hasattr(check, "ok"):
+        data["ok"] = check.ok
+    return data

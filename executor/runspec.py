@@ -2,21 +2,46 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from stallfree.spec import InvalidField
 
+from .checkpoints import GGUF_MODELS, gguf_path
 from .config import ModelConfig, model_config
 from .fp8 import FP8
+from .gguf_file import GGUFCheckpoint
 from .group import COLLECTIVE_TIMEOUT_S, Group
 from .job import Job
+from .kvcache import kv_cache_bytes
 from .model import Transformer
 from .weights import checkpoint_config, load, random_source, safetensors_source
 
 DTYPES = ("fp8", "bf16", "fp32")
+MODEL_NAMES = (*GGUF_MODELS, "tiny", "wide", "llama-3.1-8b", "llama-3.3-70b")
+
+
+def available_memory() -> int:
+    """Bytes of memory available to new allocations (Linux: MemAvailable; elsewhere all of it)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+@lru_cache(maxsize=2)
+def open_gguf(path: Path) -> GGUFCheckpoint:
+    """One reader per file and process (opening parses the whole vocabulary: about 2 s)."""
+    return GGUFCheckpoint(path)
 DEVICES = ("cpu", "cuda")
 
 
@@ -41,11 +66,51 @@ class RunSpec:
         if self.device == "cuda" and torch.cuda.device_count() < self.tp:
             raise InvalidField(f"device cuda with tp={self.tp} needs {self.tp} CUDA device(s); "
                                f"this machine has {torch.cuda.device_count()}")
+        for job in self.jobs:
+            self.check_kv_fits(job.workload.config.kv_tokens)
+
+    def kv_bytes(self, kv_tokens: int) -> int:
+        """Bytes of one rank's KV cache for `kv_tokens` slots."""
+        cfg = self.model_config()
+        return kv_cache_bytes(cfg.num_layers, kv_tokens, cfg.num_kv_heads // self.tp, cfg.head_dim, self.dtypes()[1])
+
+    def check_kv_fits(self, kv_tokens: int) -> None:
+        """Refuse, before anything is allocated, a KV cache larger than the memory it would live in
+        (the host's available memory for all ranks on the CPU; each GPU's free memory on CUDA)."""
+        need = self.kv_bytes(kv_tokens)
+        if self.device == "cuda":
+            have, where, total = torch.cuda.mem_get_info(0)[0], "free on cuda:0", need
+        else:
+            have, where, total = available_memory(), "available on this host", need * self.tp
+        if total > have:
+            raise InvalidField(f"kv_tokens={kv_tokens}: the KV cache needs {need:,} bytes per rank "
+                               f"({total:,} for {self.tp} rank(s)); {have:,} bytes are {where}")
+
+    @property
+    def gguf(self) -> GGUFCheckpoint | None:
+        """The GGUF file of a shipped real model (`GGUF_MODELS`), None for the others."""
+        return open_gguf(gguf_path(self.model)) if self.model in GGUF_MODELS and self.checkpoint is None else None
 
     def model_config(self) -> ModelConfig:
         if self.checkpoint is not None:
             return checkpoint_config(Path(self.checkpoint)).with_layers(self.num_layers)
+        if (gguf := self.gguf) is not None:
+            return gguf.config(self.model).with_layers(self.num_layers)
         return model_config(self.model, self.num_layers)
+
+    def source_description(self) -> dict[str, Any]:
+        """Where the weights come from, for a report: a file and its hash, a folder, or a seed."""
+        if self.checkpoint is not None:
+            return {"kind": "safetensors", "path": str(Path(self.checkpoint).resolve())}
+        if (gguf := self.gguf) is not None:
+            return {"kind": "gguf", "path": str(gguf.path), "sha256": gguf.sha256()}
+        return {"kind": "random", "seed": self.seed}
+
+    def layer_dtypes(self) -> dict[str, str]:
+        """The dtype of each kind of layer, as built (see Transformer)."""
+        wdtype, adtype = self.dtypes()
+        return {"embedding": str(adtype), "attention and MLP matmuls": str(wdtype), "norms": str(adtype),
+                "lm_head": str(adtype), "kv_cache": str(adtype), "activations": str(adtype)}
 
     def dtypes(self) -> tuple[torch.dtype, torch.dtype]:
         """(matmul weights, activations). FP8 activations are quantized per matmul, so between
@@ -64,8 +129,9 @@ class RunSpec:
         device = self.device_for(group.rank)
         with torch.device(device):
             model = Transformer(self.model_config(), group, wdtype, adtype)
+        gguf = self.gguf
         source = (safetensors_source(Path(self.checkpoint)) if self.checkpoint is not None
-                  else random_source(self.seed, device))
+                  else gguf.tensor if gguf is not None else random_source(self.seed, device))
         load(model, source)
         return model
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .seeds import generator
+
 
 @dataclass(slots=True)
 class Stream:
@@ -44,5 +46,5 @@ class Stream:
 
 def prompt_tokens(seed: int, rid: int, prompt_len: int, vocab: int) -> list[int]:
     """A request's prompt, drawn from the seed and its rid (the same whatever the batching)."""
-    gen = torch.Generator().manual_seed(seed * 7919 + rid)
+    gen = generator(seed * 7919 + rid)
     return torch.randint(0, vocab, (prompt_len,), generator=gen).tolist()

@@ -16,6 +16,7 @@ from stallfree.spec import InvalidField
 from .config import ModelConfig
 from .model import RMSNorm, Transformer
 from .parallel import ParallelLinear, VocabParallelEmbedding
+from .seeds import generator
 
 Source = Callable[[str, tuple[int, ...]], torch.Tensor]  # (checkpoint name, shape) -> whole tensor
 
@@ -33,7 +34,7 @@ def random_source(seed: int, device: torch.device | str = "cpu") -> Source:
     def source(name: str, shape: tuple[int, ...]) -> torch.Tensor:
         if name.endswith("norm.weight"):
             return torch.ones(shape, device=device)
-        gen = torch.Generator(device=device).manual_seed(seed * 1_000_003 + zlib.crc32(name.encode()))
+        gen = generator(seed * 1_000_003 + zlib.crc32(name.encode()), device)
         std = 1.0 if "embed_tokens" in name else shape[-1] ** -0.5
         return torch.randn(shape, generator=gen, device=device) * std
 

@@ -4,37 +4,46 @@ batch; the other ranks receive batches and run the same forward until told to st
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from stallfree.spec import Monitor
-from stallfree.spec.loader import load_target
+from stallfree.spec.loader import guarded, load_target
 
 from .batch import HEADER_LEN, OP_RESET, OP_STEP, OP_STOP, FlatBatch, control
-from .broken import BROKEN
-from .executor import Executor
+from .broken import VARIANTS
+from .executor import Executor, StepRecord
 from .group import Group, join, leave
 from .job import Job, JobResult, drive
+from .launch import HEARTBEAT_S
 from .model import Transformer
 from .runspec import RunSpec
 from .sampler import Sampler
 
 
-def rank_main(rank: int, spec: RunSpec, port: int, results: Any) -> None:
-    """Entry point of a rank process: reports ("result", i, JobResult) and ("done",) or ("error", rank, text)."""
+def rank_main(rank: int, spec: RunSpec, port: int, results: Any, beats: Any, launcher_pid: int,
+              stream_steps: bool = False) -> None:
+    """Entry point of a rank process: reports ("step", StepRecord) from rank 0 when `stream_steps`,
+    ("result", i, JobResult), ("done", rank) or ("error", rank, text)."""
     torch.set_num_threads(1)  # ranks share the cores: more threads each only contend
+    end_with_launcher()
+    threading.Thread(target=heartbeat, args=(rank, beats, launcher_pid), daemon=True).start()
     try:
         if spec.device == "cuda":
             torch.cuda.set_device(rank)  # before joining: nccl binds each rank to its current device
         group = join(rank, spec.tp, port, "nccl" if spec.device == "cuda" else "gloo", spec.collective_timeout_s)
         model = spec.build(group)
         if group.is_leader:
+            on_step = (lambda record: results.put(("step", record))) if stream_steps else None
             for i, job in enumerate(spec.jobs):
-                results.put(("result", i, lead(spec, group, model, job)))
+                results.put(("result", i, lead(spec, group, model, job, on_step)))
             stop(spec, group)
         else:
             follow(spec, group, model)
@@ -49,14 +58,34 @@ def rank_main(rank: int, spec: RunSpec, port: int, results: Any) -> None:
         os._exit(1)  # do not wait on collectives or queues: the launcher stops the other ranks
 
 
-def lead(spec: RunSpec, group: Group, model: Transformer, job: Job) -> JobResult:
+def heartbeat(rank: int, beats: Any, launcher_pid: int) -> None:
+    """Beat into shared memory until the process ends; end the process if the launcher is gone
+    (where the parent-death signal below is not available)."""
+    while True:
+        beats[rank] = time.time()
+        if os.getppid() != launcher_pid:
+            os._exit(1)
+        time.sleep(HEARTBEAT_S)
+
+
+def end_with_launcher() -> None:
+    """Linux: have the kernel SIGKILL this rank when the launcher dies (a stopped rank included)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def lead(spec: RunSpec, group: Group, model: Transformer, job: Job,
+         on_step: Callable[[StepRecord], None] | None = None) -> JobResult:
     """Rank 0: play one job; the other ranks follow each step, then reset their caches."""
     cfg = job.workload.config
-    factory = load_target(job.scheduler, "--scheduler")
+    factory = guarded(load_target(job.scheduler, "--scheduler"), job.scheduler)
     scheduler = factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
     monitor = Monitor(scheduler, cfg, job.monitor_rules)
     device = spec.device_for(group.rank)
-    cls = BROKEN[job.variant] if job.variant else Executor
+    cls = VARIANTS[job.variant] if job.variant else Executor
 
     sent = 0
 
@@ -69,8 +98,9 @@ def lead(spec: RunSpec, group: Group, model: Transformer, job: Job) -> JobResult
             group.broadcast(header.to(device))
             group.broadcast(payload.to(device))
 
-    executor = cls(model, monitor, Sampler(job.temperature, spec.seed), spec.seed, device, send, job.keep_logits)
-    result = drive(executor, job)
+    executor = cls(model, monitor, Sampler(job.temperature, spec.seed), spec.seed, device, send, job.keep_logits,
+                   {rid: list(tokens) for rid, tokens in job.prompts})
+    result = drive(executor, job, on_step if job.stream else None)
     if group.world_size > 1:
         group.broadcast(control(OP_RESET).to(device))
     return result
@@ -97,7 +127,8 @@ def follow(spec: RunSpec, group: Group, model: Transformer) -> None:
         if batch.poison_slots.numel():
             for cache in caches:
                 cache.poison(batch.poison_slots)
-        model(batch, caches)
+        job = spec.jobs[job_index]
+        model(batch, caches, VARIANTS[job.variant].plan_type if job.variant else Executor.plan_type)
         batches += 1
 
 
@@ -107,10 +138,12 @@ def stop(spec: RunSpec, group: Group) -> None:
 
 
 def crash_if_due(job: Job, rank: int, batch: int) -> None:
-    """The injected fault of a launch test: this rank raises, or dies without a word, at the job's
-    batch number `batch` (counting from 0)."""
+    """The injected fault of a launch test: this rank raises, dies without a word, or stops (SIGSTOP:
+    hung, alive, silent) at the job's batch number `batch` (counting from 0)."""
     if job.crash is None or job.crash[0] != rank or job.crash[1] != batch:
         return
     if job.crash[2] == "exit":
         os._exit(3)
+    if job.crash[2] == "stop":
+        os.kill(os.getpid(), signal.SIGSTOP)
     raise RuntimeError(f"injected fault: rank {rank} raises at batch {batch} (at {time.time():.3f})")

@@ -93,7 +93,7 @@ class SkipAhead(Stepwise):
         return next((seq for seq in self.waiting if self.fits(seq)), None)
 
 
-class PrefillFirst(Stepwise):
+class PartialsBeforeDecodes(Stepwise):
     """Partial prompts take the budget first; decodes get what is left."""
 
     breaks = "DECODE-FIRST"
@@ -145,7 +145,7 @@ FAULTS: dict[str, type[Stepwise]] = {
     cls.breaks: cls
     for cls in (
         FreeDecodes, SplitChunk, IgnoreSlots, EarlyRelease, RepeatPosition, LateFirstToken, DoubleFirstToken,
-        SkipAhead, PrefillFirst, AdmitBeforePartial, OneAdmissionPerStep, AcceptNeverFit, PeriodicStall,
+        SkipAhead, PartialsBeforeDecodes, AdmitBeforePartial, OneAdmissionPerStep, AcceptNeverFit, PeriodicStall,
     )
 }
 

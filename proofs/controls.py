@@ -15,7 +15,7 @@ from .smt.policy import Policy
 
 CONTROL_BOUND = "3,2,8,3,3,2"  # exposes every fault but one; each fault takes well under a second
 CONTROL_BOUNDS = {
-    # PrefillFirst starves a decode only when a partial prompt's rest covers the whole budget, which
+    # PartialsBeforeDecodes starves a decode only when a partial prompt's rest covers the whole budget, which
     # at budget 3 needs prompts of 5; at budget 2, prompts of 3 do.
     "DECODE-FIRST": "2,2,8,3,3,2",
 }

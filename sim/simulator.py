@@ -13,10 +13,11 @@ import time
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from stallfree.costs import Roofline
-from stallfree.spec import Config, FieldTypeError, InvalidField, Request, admissible
+from stallfree.spec import Config, Shadow, refusal
 
 from .checked import Checked
 from .progress import ProgressBar
@@ -104,7 +105,8 @@ class Simulation:
             self.next_arrival += 1
 
     def offer(self, request: TraceRequest) -> None:
-        reason = refusal(request, self.result.config)
+        why = refusal(Shadow(self.result.config), request.rid, request.prompt_len, request.max_new)
+        reason = None if why is None else f"NEVER-FIT: {why}"
         if reason is None:
             try:
                 self.scheduler.add(request.rid, request.prompt_len, request.max_new)
@@ -124,9 +126,10 @@ class Simulation:
 
     def step(self, clock: float) -> float:
         """Plan, price and complete one step starting at `clock`; return the clock after it."""
-        plan = self.scheduler.schedule()
-        num_tokens = pairs = kv_read = num_decodes = 0
         streams = self.streams
+        given = self.scheduler.schedule()
+        plan = bounded(given, len(streams), "schedule() returned")
+        num_tokens = pairs = kv_read = num_decodes = 0
         for rid, n in plan:
             stream = streams[rid]
             done = stream.num_prefilled
@@ -144,7 +147,7 @@ class Simulation:
             num_tokens += n
         seconds = self.roofline.seconds(num_tokens, pairs, kv_read)
         end = clock + seconds
-        self.emit(self.scheduler.complete(plan), end)
+        self.emit(self.scheduler.complete(given), end)
         if num_tokens:
             self.num_empty_plans = 0
             self.result.busy_seconds += seconds
@@ -160,7 +163,7 @@ class Simulation:
     def emit(self, rids: Any, clock: float) -> None:
         """Each rid emitted a token at `clock`, the end of the step."""
         streams = self.streams
-        for rid in rids:
+        for rid in bounded(rids, len(streams), "complete() returned"):
             stream = streams[rid]
             stream.num_emitted += 1
             last = stream.last_token
@@ -207,15 +210,6 @@ class Simulation:
         return self.result
 
 
-def refusal(request: TraceRequest, config: Config) -> str | None:
-    """Why the contract refuses `request` under `config` (NEVER-FIT, invalid field), or None."""
-    try:
-        admissible(Request(request.rid, request.prompt_len, request.max_new), config)
-    except (InvalidField, FieldTypeError) as error:
-        return f"NEVER-FIT: {error}"
-    return None
-
-
 def simulate(
     trace: Trace,
     factory: Callable[..., Any],
@@ -229,3 +223,13 @@ def simulate(
     """Replay `trace` through `factory(token_budget=, max_seqs=, kv_tokens=)`; see `Simulation`."""
     bar = ProgressBar(f"simulate {trace.name} {policy}".strip(), len(trace.requests)) if progress else None
     return Simulation(trace, factory, config, roofline, policy, check, record, bar).run()
+
+
+def bounded(items: Any, limit: int, what: str) -> list[Any]:
+    """A plan or emitted list as a list of at most `limit` items (one per request known): an endless
+    iterable is cut and refused, never read to exhaustion."""
+    if type(items) is not list:
+        items = list(islice(items, limit + 1))
+    if len(items) > limit:
+        raise ValueError(f"{what} more entries than there are requests ({limit}): not a step")
+    return items  # type: ignore[no-any-return]

@@ -8,6 +8,7 @@ one with columns `arrival_s,prompt_len,max_new`. A row's rid is its index among 
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -26,6 +27,10 @@ Row = tuple[Stamp, int, int, int]  # (arrival as read, rid, prompt_len, max_new)
 
 class TraceError(ValueError):
     """A trace file that cannot be read: the message names the file, the row and the field."""
+
+
+MAX_TOKENS = 10_000_000  # a prompt or an output longer than any model's context is not a request
+MAX_SECONDS = 1e9  # about 30 years: arrival times beyond are not a trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,13 +95,16 @@ def _row(path: Path, i: int, row: list[str], header: tuple[str, ...], parse_time
     values = []
     for column, text in zip(header[1:], row[1:], strict=True):
         try:
-            values.append(int(text))
+            value = int(text)
         except ValueError:
-            raise TraceError(f"{where}: {column} {text!r} is not an int") from None
+            raise TraceError(f"{where}: {column} {text[:40]!r} is not an int") from None
+        if not 0 <= value <= MAX_TOKENS:
+            raise TraceError(f"{where}: {column} {value} must be from 0 to {MAX_TOKENS:,}")
+        values.append(value)
     try:
         time = parse_time(row[0])
     except ValueError:
-        raise TraceError(f"{where}: {header[0]} {row[0]!r} is not a time") from None
+        raise TraceError(f"{where}: {header[0]} {row[0][:40]!r} is not a time") from None
     return time, i, values[0], values[1]
 
 
@@ -105,7 +113,11 @@ def _timestamp(text: str) -> datetime:
 
 
 def _seconds(text: str) -> float:
-    return float(text)
+    """Seconds, finite: nan and inf are not times (an arrival at inf would never come)."""
+    value = float(text)
+    if not math.isfinite(value) or abs(value) > MAX_SECONDS:
+        raise ValueError(text)
+    return value
 
 
 def _from_first_arrival(rows: list[Row]) -> tuple[TraceRequest, ...]:

@@ -1,18 +1,38 @@
 """The stallfree contract as executable code: types, rules (by ID), the monitor, workloads.
 
-Standard library only. Start with `RULES` (every rule, its statement, its predicates) and `Monitor`.
-One module is the exception and is not imported here: `stallfree.testing.machine`, the Hypothesis state
-machine, needs hypothesis (the `dev` or `conform` extra).
+Standard library only. Start with `RULES` (every rule, its kind, its statement, its predicates) and
+`Monitor`. The tools that test a scheduler against it (the state machine, campaigns, random workloads)
+live in `stallfree.testing`; spec/ holds the contract alone.
+
+The map, in the order of a TLA+ specification:
+
+    CONSTANTS        types.Config: B (token_budget), S (max_seqs), K (kv_tokens)
+    VARIABLES        shadow.Shadow: waiting, running (partial ones in prefilling), free_kv, finished;
+                     one shadow.Track per accepted request
+    TYPE INVARIANT   invariants.types (TYPES): every request in one place, its counters in range
+    INIT             Shadow(config): nothing waiting or running, all K free
+    NEXT             the three calls of the plain protocol: Monitor.add (Shadow.accept), Monitor.plan
+                     and Monitor.complete (facts.observe, facts.observe_emitted, then facts.apply)
+    PROPERTIES       rules.RULES: each step rule a predicate over (state, facts of the step); NEVER-FIT
+                     over each add(); kinds input, safety, liveness, policy (rules.Kind)
+    INVARIANTS       invariants.INVARIANTS: stated (TYPES, SLOTS, KV) and derived (READY-WITHIN-BUDGET,
+                     ONE-PARTIAL) facts about a single state
+    FAIRNESS         the executor keeps stepping (weak fairness of the step): play.play steps until
+                     every accepted request has finished, within play.work_bound
+    THEOREMS         what stallfree.proofs establishes of the reference: the model checker
+                     (proofs.explicit), the Z3 theorems (proofs.smt), CrossHair contracts
+                     (proofs.contracts); docs/proofs.md lists each with its bounds and assumptions
 """
 
 from . import invariants
 from .errors import FieldTypeError, InvalidField, ProtocolError, RuleViolation
-from .facts import PROTOCOL, StepFacts
+from .facts import StepFacts
 from .monitor import Monitor, refusal
 from .play import Player, RunStats, play, work_bound
 from .rules import BY_ID, RULE_IDS, RULES, Kind, Rule, of_kind, select
 from .shadow import Shadow, Track
 from .types import MAX_INT, Config, Entry, Plan, Request, admissible, check_int
+from .verdict import PROTOCOL
 from .workload import Arrival, Workload
 
 __all__ = [

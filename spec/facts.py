@@ -7,10 +7,13 @@ request, a chunk for a partial one, an admission for a waiting one) and records 
 
 from __future__ import annotations
 
+from itertools import islice
+
 from .errors import RuleViolation
 from .shadow import Shadow, Track
+from .verdict import PROTOCOL
 
-PROTOCOL = "PROTOCOL"  # not a rule of the contract: the scheduler did not speak the plain protocol
+MAX_ENTRIES = 1_000_000  # a plan or an emitted list longer than this is junk (or endless), not a step
 
 
 class Chunk:
@@ -65,6 +68,11 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _bounded(items: object) -> list:  # type: ignore[type-arg]
+    """At most MAX_ENTRIES + 1 items of an iterable: an endless one is cut, never read to exhaustion."""
+    return list(islice(items, MAX_ENTRIES + 1))  # type: ignore[call-overload]
+
+
 def _protocol(step: int, message: str, rule: str = PROTOCOL) -> RuleViolation:
     return RuleViolation(rule, step, message)
 
@@ -75,9 +83,11 @@ def observe(shadow: Shadow, plan: object) -> StepFacts:
     naming known requests."""
     step = shadow.step
     try:
-        items = list(plan)  # type: ignore[call-overload]
+        items = plan if type(plan) is list else _bounded(plan)
     except TypeError:
         raise _protocol(step, f"schedule() returned {type(plan).__name__} {plan!r:.80}, not a sequence") from None
+    if len(items) > MAX_ENTRIES:
+        raise _protocol(step, f"schedule() returned more than {MAX_ENTRIES:,} entries (an endless iterable?)")
     facts = StepFacts(step)
     pairs, seen = facts.plan, facts.planned
     running, tracks = shadow.running, shadow.tracks
@@ -129,10 +139,12 @@ def observe_emitted(shadow: Shadow, facts: StepFacts, emitted: object, free_kv: 
     """Add what complete() reported to `facts`: the emitted rids, and the scheduler's free KV if it
     shows one. Raises a PROTOCOL violation if `emitted` is not an iterable of known rids."""
     try:
-        rids: list[int] = list(emitted)  # type: ignore[call-overload]
+        rids: list[int] = emitted if type(emitted) is list else _bounded(emitted)
     except TypeError:
         kind = type(emitted).__name__
         raise _protocol(facts.step, f"complete() returned {kind} {emitted!r:.80}, not an iterable of rids") from None
+    if len(rids) > MAX_ENTRIES:
+        raise _protocol(facts.step, f"complete() returned more than {MAX_ENTRIES:,} rids (an endless iterable?)")
     facts.emitted = rids
     emitted_set = facts.emitted_set = set()
     facts.reported_free_kv = free_kv if type(free_kv) is int else None

@@ -48,6 +48,24 @@ def load_target(target: str, name: str = "target") -> Callable[..., Any]:
     return obj  # type: ignore[no-any-return]
 
 
+class FactoryError(Exception):
+    """The scheduler's factory failed when called with the config: a bad --scheduler, not a broken rule."""
+
+
+def guarded(factory: Callable[..., Any], target: str, flag: str = "--scheduler") -> Callable[..., Any]:
+    """`factory`, its failure to build a scheduler turned into a FactoryError naming the flag and value
+    (it is called later, inside the run, with token_budget=, max_seqs=, kv_tokens=)."""
+
+    def make(**config: int) -> Any:
+        try:
+            return factory(**config)
+        except Exception as error:  # whatever a wrong factory raises, the argument is what is wrong
+            raise FactoryError(f"{flag} {target!r}: calling it with token_budget=, max_seqs=, kv_tokens= "
+                               f"raised {type(error).__name__}: {error}") from None
+
+    return make
+
+
 def import_line(target: str) -> tuple[str, str]:
     """The import statement and the expression naming FACTORY, for a pasteable test."""
     module_name, path = split_target(target)

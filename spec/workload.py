@@ -51,6 +51,7 @@ class Workload:
         """Build from parsed JSON; errors name the field path and the value."""
         if not isinstance(data, dict):
             raise InvalidField(f"workload must be a JSON object, got {type(data).__name__}")
+        _no_unknown("workload", data, WORKLOAD_FIELDS)
         config = data.get("config")
         if not isinstance(config, dict):
             raise InvalidField(
@@ -73,6 +74,7 @@ class Workload:
             missing = [k for k in ("rid", "prompt_len", "max_new") if k not in item]
             if missing:
                 raise InvalidField(f"workload.requests[{i}] lacks field(s) {missing}")
+            _no_unknown(f"workload.requests[{i}]", item, REQUEST_FIELDS)  # a typo must not become a default
             try:
                 arrivals.append(Arrival(item["rid"], item["prompt_len"], item["max_new"], item.get("arrival_step", 0)))
             except (InvalidField, FieldTypeError) as error:
@@ -86,3 +88,14 @@ class Workload:
         except json.JSONDecodeError as error:
             raise InvalidField(f"workload is not valid JSON: {error}") from None
         return cls.from_json(data)
+
+
+WORKLOAD_FIELDS = ("config", "requests")
+REQUEST_FIELDS = ("rid", "prompt_len", "max_new", "arrival_step")
+
+
+def _no_unknown(where: str, data: dict[Any, Any], known: tuple[str, ...]) -> None:
+    unknown = [k for k in data if k not in known]
+    if unknown:
+        shown = ", ".join(repr(k)[:40] for k in unknown[:5])
+        raise InvalidField(f"{where} has unknown field(s) {shown}; the fields are {', '.join(known)}")

@@ -14,6 +14,8 @@ import random
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,11 +24,12 @@ from stallfree.spec.designs import MONITORS, PAGED, design_of
 from stallfree.spec.errors import RuleViolation
 from stallfree.spec.play import play
 from stallfree.spec.rules import select
+from stallfree.spec.verdict import CRASH
 from stallfree.spec.workload import Workload
 
 from .generate import random_workload
 
-CRASHED = "CRASHED"  # Violation.rule when a call raised instead of answering (no rule judged it)
+CRASHED = CRASH  # Violation.rule when a call raised, or a worker died, instead of answering (no rule judged it)
 
 BATCH = 50  # simulations a worker runs per task: large enough to amortise the hand-off, small enough for progress
 
@@ -37,7 +40,7 @@ class Violation:
 
     sim: int
     rule: str
-    step: int
+    step: int | None  # None: no step judged it (a crash)
     message: str
     workload: str  # JSON: Workload.dumps()
 
@@ -91,8 +94,8 @@ class Campaign:
 
 
 @dataclass(slots=True)
-class Progress:
-    """Progress of a running campaign, as `run` reports it after each batch."""
+class CampaignStatus:
+    """The status of a running campaign, as `run` reports it after each batch."""
 
     done: Tally
     total_sims: int
@@ -115,8 +118,8 @@ def run_batch(campaign: Campaign, first: int, last: int) -> Tally:
             tally.violation = Violation(sim, error.rule, error.step, error.message, workload.dumps())
             break
         except Exception as error:  # something raised instead of answering: stop there, with the workload
-            message = f"{type(error).__name__}: {error} (raised at {_where(error)})"
-            tally.violation = Violation(sim, CRASHED, -1, message, workload.dumps())
+            message = f"{type(error).__name__}: {error} (raised at {where_raised(error)})"
+            tally.violation = Violation(sim, CRASHED, None, message, workload.dumps())
             break
         tally.sims += 1
         tally.requests += stats.accepted + stats.refused
@@ -129,7 +132,7 @@ def run_batch(campaign: Campaign, first: int, last: int) -> Tally:
     return tally
 
 
-def _where(error: BaseException) -> str:
+def where_raised(error: BaseException) -> str:
     """File, line and function where `error` was raised: the scheduler's code, or else the core's."""
     frames = traceback.extract_tb(error.__traceback__)
     if not frames:
@@ -147,21 +150,49 @@ def batches(campaign: Campaign) -> Iterator[tuple[Campaign, int, int]]:
         yield campaign, first, min(first + BATCH, campaign.sims)
 
 
-def run(campaign: Campaign, on_progress: Callable[[Progress], None] | None = None) -> Tally:
-    """Run `campaign` on `campaign.jobs` processes; batches are merged in simulation order, and the
-    campaign stops at the first batch that found a violation (the lowest simulation index among the
-    batches done)."""
-    progress = Progress(Tally(), campaign.sims)
-    if campaign.jobs <= 1:
+def run(
+    campaign: Campaign, on_progress: Callable[[CampaignStatus], None] | None = None, isolate: bool = False,
+) -> Tally:
+    """Run `campaign` on `campaign.jobs` processes (never more than it has batches); batches are merged
+    in simulation order, and the campaign stops at the first batch that found a violation (the lowest
+    simulation index among the batches done). One job runs in this process unless `isolate`: then a
+    scheduler that ends its process (os._exit) is reported as a crash rather than ending the caller."""
+    progress = CampaignStatus(Tally(), campaign.sims)
+    jobs = min(campaign.jobs, -(-campaign.sims // BATCH))
+    if jobs <= 1 and not isolate:
         results: Iterator[Tally] = map(_run_task, batches(campaign))
         return _collect(results, progress, on_progress)
-    with multiprocessing.get_context(_start_method()).Pool(campaign.jobs) as pool:
-        tally = _collect(pool.imap(_run_task, batches(campaign)), progress, on_progress)
-        pool.terminate()  # stop batches still running after a violation
+    # A worker that dies (os._exit, a signal, the OOM killer) breaks the pool, which then fails every
+    # batch still due instead of waiting for it forever; the first such batch is reported as a crash.
+    pool = ProcessPoolExecutor(max(jobs, 1), mp_context=multiprocessing.get_context(_start_method()))
+    futures: list = []  # type: ignore[type-arg]
+    try:
+        tasks = list(batches(campaign))
+        futures = [pool.submit(_run_task, task) for task in tasks]
+        tally = _collect(_results(futures, tasks), progress, on_progress)
+    finally:
+        for future in futures:
+            future.cancel()
+        for process in list(getattr(pool, "_processes", {}).values()):  # stop batches still running
+            process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
     return tally
 
 
-def _collect(results: Iterator[Tally], progress: Progress, on_progress: Callable[[Progress], None] | None) -> Tally:
+def _results(futures: list, tasks: list[tuple[Campaign, int, int]]) -> Iterator[Tally]:  # type: ignore[type-arg]
+    for future, (campaign, first, last) in zip(futures, tasks, strict=True):
+        try:
+            yield future.result()
+        except BrokenProcessPool:
+            message = (f"a worker process died while running simulations {first} to {last - 1} (did the "
+                       f"scheduler call os._exit, or was it killed?); the workload is simulation {first}'s")
+            yield Tally(violation=Violation(first, CRASHED, None, message, campaign.workload(first).dumps()))
+            return
+
+
+def _collect(
+    results: Iterator[Tally], progress: CampaignStatus, on_progress: Callable[[CampaignStatus], None] | None,
+) -> Tally:
     for tally in results:
         progress.done.merge(tally)
         if on_progress is not None:

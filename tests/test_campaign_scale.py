@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 import pytest
 
@@ -25,7 +26,10 @@ def figure(output: str, label: str) -> int:
     return int(match.group(1).replace(",", ""))
 
 
-def test_campaign_at_seed_scale_keeps_every_rule(capsys: pytest.CaptureFixture[str]) -> None:
+def test_campaign_at_seed_scale_keeps_every_rule(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # the progress bar is drawn on a terminal
     assert main(["campaign", "--sims", "500", "--seed", "0", "--jobs", "2"]) == 0
     out = capsys.readouterr()
     assert figure(out.out, "simulations") >= SEED_SIMS
@@ -74,10 +78,11 @@ def test_campaign_bad_scheduler_is_exit_2_naming_flag_and_value(
 
 def test_campaign_stops_at_a_scheduler_that_raises_with_the_workload(capsys: pytest.CaptureFixture[str]) -> None:
     # Config takes the factory's keywords but has no add(): the first add() raises AttributeError.
-    assert main(["campaign", "--sims", "30", "--jobs", "2", "--quiet", "--scheduler", "stallfree.spec:Config"]) == 1
+    argv = ["campaign", "--sims", "30", "--jobs", "2", "--quiet", "--scheduler", "stallfree.spec:Config"]
+    assert main(argv) == 3  # a crash of the checked scheduler, not a broken rule
     out = capsys.readouterr().out
     crash = "AttributeError: 'Config' object has no attribute 'add'"
-    assert f"a call raised in simulation 0 (seed 0): {crash} (raised at " in out
+    assert f"CRASH in simulation 0 (seed 0): {crash} (raised at " in out
     assert "spec/monitor.py:" in out and " in add)" in out  # where: the monitor's call to the missing add()
     assert Workload.from_json(json.loads(out.strip().splitlines()[-1])) == Campaign(1, 0, Config).workload(0)
 

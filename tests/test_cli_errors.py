@@ -194,11 +194,12 @@ def test_positive_float_refuses(argv: list[str], value: str, capsys: pytest.Capt
     ["campaign"],
 ])
 def test_negative_seed_refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    refused([*argv, "--seed", "-1"], capsys, "--seed", "expected an int >= 0, got -1")
+    refused([*argv, "--seed", "-1"], capsys, "--seed", "expected an int from 0 to 2**63-1, got -1")
 
 
 def test_the_argument_types_are_defined_once() -> None:
-    assert conform.positive_float is simulate.positive_float is run.positive_float is shared.positive_float
+    assert simulate.positive_float is run.positive_float is shared.positive_float
+    assert conform.seconds is shared.seconds
     assert conform.seed is campaign.seed is run.seed is shared.seed
     assert shared.positive_float("0.5") == 0.5 and shared.seed("0") == 0
     with pytest.raises(argparse.ArgumentTypeError):
@@ -219,8 +220,8 @@ def test_NEVER_FIT_only_when_every_request_is_refused(capsys: pytest.CaptureFixt
     out = capsys.readouterr().out
     assert "holds (0 steps)" not in out
     assert re.search(r"^NEVER-FIT\s+holds \(1 add\(\) call\(s\) judged; no step ran\)$", out, re.M)
-    assert re.search(r"^BUDGET\s+not exercised \(no step ran\)$", out, re.M)
-    assert out.count("not exercised (no step ran)") == 12  # every rule but NEVER-FIT
+    assert re.search(r"^BUDGET\s+not judged \(no step ran\)$", out, re.M)
+    assert out.count("not judged (no step ran)") == 12  # every rule but NEVER-FIT
 
 
 # 5. The help says what the executor allows.

@@ -95,7 +95,8 @@ def test_jsonl_of_a_run_stopped_at_the_work_bound_has_no_end_line(capsys: pytest
 
     workload = Workload(Config(8, 2, 64), (Arrival(1, 3, 2, 0),))
     out = io.StringIO()
-    assert trace(argparse.Namespace(scheduler="NeverPlans", rules=["BUDGET"]), workload, NeverPlans, out) == 0
+    args = argparse.Namespace(scheduler="NeverPlans", rules=["BUDGET"], json=None, timeout=60.0)
+    assert trace(args, workload, NeverPlans, out) == 0
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert len(lines) > 2 and not any("end" in line for line in lines)
     capsys.readouterr()

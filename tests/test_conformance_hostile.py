@@ -204,6 +204,6 @@ def test_cli_exit_codes_and_json(hostile: str, tmp_path: Path, capsys: pytest.Ca
     assert {v["verdict"] for v in data["rules"].values()} == {NOT_JUDGED}
     assert main(["conform", "stallfree.reference:Scheduler", *args, "--profile", "safety", "--json", str(out)]) == 0
     data = json.loads(out.read_text())
-    assert data["rules"]["BUDGET"]["verdict"] == "pass" and data["rules"]["FCFS"]["verdict"] == "not checked"
+    assert data["rules"]["BUDGET"]["verdict"] == "holds" and data["rules"]["FCFS"]["verdict"] == "not checked"
     assert main(["conform", "stallfree.reference:Scheduler", "--profile", "fast"]) == 2
     assert "profile 'fast' is unknown" in capsys.readouterr().err

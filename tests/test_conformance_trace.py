@@ -129,7 +129,7 @@ def test_all_finds_every_broken_rule(tmp_path: Path, capsys: pytest.CaptureFixtu
     path.write_bytes(b"".join(lines))
     assert main(["check-trace", str(path), "--quiet", "--all", "--json", str(tmp_path / "v.json")]) == 1
     rules = json.loads((tmp_path / "v.json").read_text())["rules"]
-    assert rules["BUDGET"]["verdict"] == "fail" and rules["ONE-ENTRY"]["verdict"] == "pass"
+    assert rules["BUDGET"]["verdict"] == "broken" and rules["ONE-ENTRY"]["verdict"] == "holds"
     assert main(["check-trace", str(path), "--quiet", "--profile", "safety"]) == 1
     assert "FCFS             not checked" in capsys.readouterr().out
 

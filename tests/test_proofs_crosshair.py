@@ -10,6 +10,7 @@ from stallfree.proofs.contracts import planted_contracts
 from stallfree.proofs.contracts import run as crosshair_run
 from stallfree.proofs.contracts.planted import PLANTED
 from stallfree.proofs.suite import Options, crosshair_rows
+from stallfree.spec.verdict import Verdict
 
 CI_SECONDS = 2.0  # CPU seconds per contract: the three contracts take about 10 s in all
 # CPU seconds per planted copy: each is found in 1 to 7 s on the loaded 2-core machine (docs/proofs.md)
@@ -54,5 +55,5 @@ def test_prove_fault_shows_na_for_a_rule_no_contract_states() -> None:
 def test_prove_fault_runs_crosshair_on_the_FCFS_planted_bug() -> None:
     """--fault FCFS: CrossHair runs the copy with FCFS's bug planted, not another rule's."""
     rows = crosshair_rows(Options(fault_rule="FCFS", crosshair_seconds=PLANTED_SECONDS), lambda _: None)
-    assert [(r.claim, r.method, r.result) for r in rows] == [("FCFS", "CrossHair (PlantedFCFS)", "BROKEN")]
+    assert [(r.claim, r.method, r.result) for r in rows] == [("FCFS", "CrossHair (PlantedFCFS)", Verdict.BROKEN)]
     assert "schedule_FCFS(" in rows[0].detail and "reference keeps the contract; planted copy FCFS" in rows[0].detail

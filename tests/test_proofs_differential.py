@@ -38,7 +38,7 @@ def test_z3_step_is_what_the_reference_does(workload: Workload) -> None:
 KNOWN = Workload(Config(3, 2, 32), (Arrival(0, 1, 4, 0), Arrival(1, 9, 2, 1), Arrival(2, 2, 2, 1)))
 
 
-@pytest.mark.parametrize("name", ["FreeDecodes", "PrefillFirst", "AdmitBeforePartial", "LateFirstToken"])
+@pytest.mark.parametrize("name", ["FreeDecodes", "PartialsBeforeDecodes", "AdmitBeforePartial", "LateFirstToken"])
 def test_a_wrong_z3_policy_is_told_apart(name: str) -> None:
     assert not list(compare(KNOWN, EVALUATOR))
     assert list(compare(KNOWN, Evaluator(SLOTS, MUTANTS[name]())))

@@ -39,8 +39,11 @@ def test_attribution_and_licence_ship_beside_the_data() -> None:
 
 
 def test_pyproject_ships_the_data_as_package_data() -> None:
-    pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text()
-    assert '"stallfree.sim" = ["data/*.csv", "data/*.md"]' in pyproject
+    import tomllib
+
+    tools = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "stallfree.sim.data" in tools["packages"]
+    assert tools["package-data"]["stallfree.sim.data"] == ["*.csv", "*.md"]
 
 
 def test_rate_scale_divides_arrivals() -> None:

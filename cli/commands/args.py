@@ -3,45 +3,83 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import math
 import os
+import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from stallfree.spec import RULE_IDS, Arrival, Workload
-from stallfree.spec.loader import load_target
+from stallfree.spec import MAX_INT, RULE_IDS, Arrival, Workload
+
+# FactoryError and guarded live in the loader (every layer builds schedulers); named here for the commands.
+from stallfree.spec.loader import FactoryError, guarded, load_target
 from stallfree.spec.paged_rules import PAGED_RULE_IDS
 
+__all__ = ["FactoryError", "guarded"]
 
-def _int_at_least(text: str, minimum: int, expected: str) -> int:
+STDOUT = Path("-")  # --json -: write the JSON to stdout
+MAX_WORKLOAD_BYTES = 64 << 20  # a workload is a test: far fewer requests than this holds
+MAX_DIGITS = 30  # an int argument longer than this is not a count: refused before int() reads it
+
+
+def _int_at_least(text: str, minimum: int, expected: str, maximum: int = MAX_INT) -> int:
     try:
+        if len(text.strip()) > MAX_DIGITS:
+            raise ValueError(text)
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
-    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text[:40]!r}") from None
+    if not minimum <= value <= maximum:
         raise argparse.ArgumentTypeError(f"expected {expected}, got {value}")
     return value
 
 
 def positive_int(text: str) -> int:
-    return _int_at_least(text, 1, "a positive int")
+    """An int from 1 to 2**63-1: counts and sizes the contract takes."""
+    return _int_at_least(text, 1, "a positive int <= 2**63-1")
 
 
-def positive_float(text: str) -> float:
+def non_negative_int(text: str) -> int:
+    """An int from 0 to 2**63-1: counts that may be none."""
+    return _int_at_least(text, 0, "an int from 0 to 2**63-1")
+
+
+def bounded_int(maximum: int) -> Callable[[str], int]:
+    """An int from 1 to `maximum`: for counts that cost a process or a line each."""
+
+    def parse(text: str) -> int:
+        return _int_at_least(text, 1, f"an int from 1 to {maximum:,}", maximum)
+
+    return parse
+
+
+def positive_float(text: str, maximum: float = math.inf) -> float:
     """A finite number > 0: seconds, scales."""
+    expected = "a positive number" + (f" <= {maximum:g}" if maximum < math.inf else "")
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0 or math.isinf(value):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text[:40]!r}") from None
+    if not value > 0 or math.isinf(value) or value > maximum:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text[:40]}")
     return value
+
+
+MAX_SECONDS = 86_400.0  # a timeout longer than a day is a typo, and overflows some clocks
+
+
+def seconds(text: str) -> float:
+    """A timeout in seconds: > 0 and at most a day."""
+    return positive_float(text, MAX_SECONDS)
 
 
 def seed(text: str) -> int:
     """A seed: an int >= 0 (generators take any, but one spelling per run keeps runs reproducible)."""
-    return _int_at_least(text, 0, "an int >= 0")
+    return non_negative_int(text)
 
 
 def request_spec(text: str) -> Arrival:
@@ -59,7 +97,10 @@ def request_spec(text: str) -> Arrival:
 
 
 def rule_list(text: str) -> list[str]:
+    """ID,ID: at least one rule ID. An empty selection would check nothing, so it is refused."""
     ids = [t.strip().upper() for t in text.split(",") if t.strip()]
+    if not ids:
+        raise argparse.ArgumentTypeError(f"no rule ID in {text!r}: give at least one of {', '.join(RULE_IDS)}")
     known = (*RULE_IDS, *(i for i in PAGED_RULE_IDS if i not in RULE_IDS))
     unknown = [i for i in ids if i not in known]
     if unknown:
@@ -78,32 +119,25 @@ def load_scheduler(target: str, flag: str = "--scheduler") -> Callable[..., Any]
     return load_target(SCHEDULERS.get(target, target), flag)
 
 
-class FactoryError(Exception):
-    """The scheduler's factory failed when called with the config: a bad --scheduler, not a broken rule."""
-
-
-def guarded(factory: Callable[..., Any], target: str, flag: str = "--scheduler") -> Callable[..., Any]:
-    """`factory`, its failure to build a scheduler turned into a FactoryError naming the flag and value
-    (it is called later, inside the run, with token_budget=, max_seqs=, kv_tokens=)."""
-
-    def make(**config: int) -> Any:
-        try:
-            return factory(**config)
-        except Exception as error:  # whatever a wrong factory raises, the argument is what is wrong
-            raise FactoryError(f"{flag} {target!r}: calling it with token_budget=, max_seqs=, kv_tokens= "
-                               f"raised {type(error).__name__}: {error}") from None
-
-    return make
 
 
 def read_workload(path: Path, flag: str = "--workload") -> Workload:
     """A JSON workload file; unreadable or malformed, a ValueError naming the flag and the path."""
     try:
-        return Workload.loads(path.read_text())
+        with path.open("rb") as stream:
+            data = stream.read(MAX_WORKLOAD_BYTES + 1)  # /dev/zero or an endless pipe: cut, not read forever
     except OSError as error:
         raise path_error(flag, path, error) from None
+    if len(data) > MAX_WORKLOAD_BYTES:
+        raise _named(flag, path, f"longer than {MAX_WORKLOAD_BYTES:,} bytes: not a workload")
+    try:
+        return Workload.loads(data.decode())
+    except UnicodeDecodeError as error:
+        raise _named(flag, path, f"not UTF-8 text: {error}") from None
     except (ValueError, TypeError, KeyError, AttributeError) as error:  # malformed JSON or fields
         raise _named(flag, path, str(error)) from None
+    except RecursionError:  # JSON nested deeper than the parser goes
+        raise _named(flag, path, "JSON nested too deeply to read") from None
 
 
 # Output paths are checked before a run, so a long run never ends in a write that cannot happen.
@@ -145,11 +179,56 @@ def _check_folder(flag: str, path: Path, folder: Path) -> None:
 
 
 def write_output(flag: str, path: Path, text: str) -> None:
-    """Write an output FILE; an OSError becomes a ValueError naming the flag and the path."""
+    """Write an output FILE whole or not at all (a temporary file beside it, then renamed over it);
+    an OSError becomes a ValueError naming the flag and the path."""
+    temporary = None
     try:
-        path.write_text(text)
+        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)  # the mode a plain open() would have given it
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+        os.replace(temporary, path)
+        temporary = None
     except OSError as error:
         raise path_error(flag, path, error) from None
+    finally:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+
+
+def add_output_arguments(p: argparse.ArgumentParser, what: str) -> None:
+    """--json FILE (or - for stdout) and --quiet: the same on every command."""
+    p.add_argument("--json", type=Path, default=None, metavar="FILE",
+                   help=f"also write {what} as JSON to FILE ('-': to stdout, instead of the report)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress lines on stderr (they are shown only when stderr is a terminal)")
+
+
+def check_json(args: argparse.Namespace) -> None:
+    """--json FILE can be written (checked before a run); '-' always can."""
+    if args.json is not None and args.json != STDOUT:
+        check_output_file("--json", args.json)
+
+
+def write_json(args: argparse.Namespace, data: Any) -> None:
+    """The --json output, if asked for: to FILE whole, or to stdout."""
+    if args.json is None:
+        return
+    text = json.dumps(data, indent=2, default=str) + "\n"
+    if args.json == STDOUT:
+        out = getattr(args, "stdout", None) or sys.stdout
+        out.write(text)
+        out.flush()
+        return
+    write_output("--json", args.json, text)
+
+
+def shows_progress(args: argparse.Namespace) -> bool:
+    """Progress lines go to stderr when it is a terminal and --quiet is not given."""
+    return not getattr(args, "quiet", False) and sys.stderr.isatty()
 
 
 def _named(flag: str, path: Path, problem: str) -> ValueError:

@@ -19,7 +19,8 @@ from stallfree.costs import (
     model,
 )
 
-from .args import positive_int
+from .. import exits
+from .args import add_output_arguments, check_json, non_negative_int, positive_int, write_json
 
 NAME = "budget"
 HELP = "turn token budgets into step milliseconds, the decode floor and steps to a long prompt's first token"
@@ -30,18 +31,20 @@ DEFAULT_BUDGETS = (512, 2048, 8192)
 DEFAULT_PROMPT_LEN = 32_768
 DEFAULT_DECODES = 64
 DEFAULT_DECODE_CONTEXT = 1_024
+MAX_CHAIN_STEPS = 1_000_000  # steps walked to a first token: a chain longer than this is a typo, not a plan
+MAX_BUDGETS = 64
 
 
 def budget_list(text: str) -> list[int]:
+    parts = [part.strip() for part in text.split(",")]
+    if len(parts) > MAX_BUDGETS:
+        raise argparse.ArgumentTypeError(f"--budgets: {len(parts)} budgets; at most {MAX_BUDGETS}")
     values = []
-    for part in text.split(","):
+    for part in parts:
         try:
-            value = int(part.strip())
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"--budgets {text!r}: {part.strip()!r} is not an int") from None
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"--budgets {text!r}: budget {value} must be >= 1")
-        values.append(value)
+            values.append(positive_int(part))
+        except argparse.ArgumentTypeError as error:
+            raise argparse.ArgumentTypeError(f"--budgets {text[:80]!r}: budget {part[:40]!r}: {error}") from None
     return values
 
 
@@ -67,10 +70,11 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="token budgets (default 512,2048,8192)")
     p.add_argument("--prompt-len", type=positive_int, default=DEFAULT_PROMPT_LEN,
                    help=f"the long prompt's tokens (default {DEFAULT_PROMPT_LEN})")
-    p.add_argument("--decodes", type=int, default=DEFAULT_DECODES,
+    p.add_argument("--decodes", type=non_negative_int, default=DEFAULT_DECODES,
                    help=f"streams decoding when it arrives (default {DEFAULT_DECODES})")
     p.add_argument("--decode-context", type=positive_int, default=DEFAULT_DECODE_CONTEXT,
                    help=f"their cached positions, priced in full mode only (default {DEFAULT_DECODE_CONTEXT})")
+    add_output_arguments(p, "the table")
 
 
 def sci(value: float) -> str:
@@ -123,20 +127,36 @@ def run(args: argparse.Namespace) -> int:
     try:
         deployment = deployment_from(args)
         roofline = Roofline(deployment, args.mode)
-        if args.decodes < 0:
-            raise ValueError(f"--decodes must be >= 0, got {args.decodes}")
+        for budget in args.budgets:
+            if budget > args.decodes and -(-args.prompt_len // (budget - args.decodes)) > MAX_CHAIN_STEPS:
+                raise ValueError(f"--prompt-len {args.prompt_len}: at budget {budget} beside {args.decodes} decodes "
+                                 f"its first token is more than {MAX_CHAIN_STEPS:,} steps away; give a shorter prompt "
+                                 "or a larger budget")
+        check_json(args)
     except ValueError as error:
         print(f"stallfree budget: {error}", file=sys.stderr)
-        return 2
+        return exits.USAGE
     for line in header(deployment, roofline):
         print(line)
     print()
     print(f"a {args.prompt_len:,}-token prompt arriving beside {args.decodes} running decodes "
           "(a step: every decode, then a chunk of what is left):")
     print("  ".join(COLUMNS))
+    rows = []
     for budget in args.budgets:
         chain = None
         if budget > args.decodes:
             chain = first_token(roofline, budget, args.prompt_len, args.decodes, args.decode_context)
-        print(table_row(budget, full_step(roofline, budget), chain))
-    return 0
+        step_seconds = full_step(roofline, budget)
+        print(table_row(budget, step_seconds, chain))
+        rows.append({"budget": budget, "step_ms": step_seconds * MS, "tokens_per_second": budget / step_seconds,
+                     "steps_to_first_token": None if chain is None else chain.num_steps,
+                     "first_token_ms": None if chain is None else chain.seconds * MS,
+                     "stream_gap_ms": None if chain is None else chain.worst_step_seconds * MS})
+    try:
+        write_json(args, {"deployment": deployment.describe(), "mode": roofline.mode, "prompt_len": args.prompt_len,
+                          "decodes": args.decodes, "decode_context": args.decode_context, "rows": rows})
+    except ValueError as error:
+        print(f"stallfree budget: {error}", file=sys.stderr)
+        return exits.USAGE
+    return exits.HOLDS

@@ -5,6 +5,7 @@ workload that replays it."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -12,16 +13,31 @@ from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 import stallfree.spec.monitor as monitor
-from stallfree.testing.campaign import CRASHED, Campaign, Progress, Tally
+from stallfree.spec import RULE_IDS
+from stallfree.testing.campaign import CRASHED, Campaign, CampaignStatus, Tally
 from stallfree.testing.campaign import run as run_campaign
 
-from .args import FactoryError, guarded, load_scheduler, positive_int, rule_list, seed
+from .. import exits
+from .args import (
+    FactoryError,
+    add_output_arguments,
+    bounded_int,
+    check_json,
+    guarded,
+    load_scheduler,
+    positive_int,
+    rule_list,
+    seed,
+    shows_progress,
+    write_json,
+)
 
 NAME = "campaign"
 HELP = "randomized simulations under the monitor: counts, rules checked per step, steps per second"
 
 BAR_WIDTH = 30
 DEFAULT_SIMS = 500  # enough for our base scale: >= 400 simulations and >= 366,724 steps
+MAX_JOBS = 256  # worker processes; a campaign never starts more than it has batches of simulations
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -29,15 +45,15 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help=f"simulations to run (default {DEFAULT_SIMS})")
     p.add_argument("--seed", type=seed, default=0,
                    help="campaign seed; simulation i plays workload (seed, i) (default 0)")
-    p.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1,
-                   help="worker processes (default: every core)")
+    p.add_argument("--jobs", type=bounded_int(MAX_JOBS), default=min(os.cpu_count() or 1, MAX_JOBS),
+                   help=f"worker processes, at most {MAX_JOBS} (default: every core)")
     p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="MODULE:FACTORY",
                    help="the scheduler to check (default: the reference)")
     p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_output_arguments(p, "the figures and the first violation")
 
 
-def show_progress(progress: Progress) -> None:
+def show_progress(progress: CampaignStatus) -> None:
     done = progress.done
     share = done.sims / progress.total_sims
     filled = int(share * BAR_WIDTH)
@@ -74,30 +90,43 @@ def run(args: argparse.Namespace) -> int:
     try:
         factory = load_scheduler(args.scheduler)
         guarded(factory, args.scheduler)(token_budget=8, max_seqs=2, kv_tokens=64)  # fails here, not in a worker
+        check_json(args)
     except (ValueError, FactoryError) as error:
         print(f"stallfree campaign: {error}", file=sys.stderr)
-        return 2
+        return exits.USAGE
     campaign = Campaign(args.sims, args.seed, factory, None if args.rules is None else tuple(args.rules), args.jobs)
     print(f"campaign: {args.sims:,} simulations, seed {args.seed}, {args.jobs} job(s), scheduler {args.scheduler}")
     print(f"core: {core_build()}")
-    progress = None if args.quiet else show_progress
+    progress = show_progress if shows_progress(args) else None
     started = time.perf_counter()
-    tally = run_campaign(campaign, progress)
+    tally = run_campaign(campaign, progress, isolate=True)  # a scheduler that ends its process is a crash
     wall = time.perf_counter() - started
     if progress is not None:
         print(file=sys.stderr)
     for line in report(campaign, tally, wall):
         print(line)
     violation = tally.violation
+    data = {"scheduler": args.scheduler, "seed": args.seed, "sims": tally.sims, "requests": tally.requests,
+            "refused": tally.refused, "steps": tally.steps, "busy_steps": tally.busy_steps, "tokens": tally.tokens,
+            "checks": tally.checks, "wall_seconds": round(wall, 3), "cpu_seconds": round(tally.cpu_seconds, 3),
+            "rules": list(campaign.rules or RULE_IDS),
+            "violation": None if violation is None else {
+                "rule": violation.rule, "sim": violation.sim, "step": violation.step, "message": violation.message,
+                "workload": json.loads(violation.workload)}}
+    try:
+        write_json(args, data)
+    except ValueError as error:  # checked before the run, yet the write failed
+        print(f"stallfree campaign: {error}", file=sys.stderr)
+        return exits.USAGE
     if violation is None:
-        print("no rule broken")
-        return 0
+        print(f"no rule broken (checked: {', '.join(campaign.rules or RULE_IDS)})")
+        return exits.HOLDS
     if violation.rule == CRASHED:
-        print(f"\na call raised in simulation {violation.sim} (seed {args.seed}): {violation.message}")
+        print(f"\n{CRASHED} in simulation {violation.sim} (seed {args.seed}): {violation.message}")
     else:
         print(f"\n{violation.rule} broken at step {violation.step} of simulation {violation.sim} "
               f"(seed {args.seed}): {violation.message}")
     print("replay it: save the workload below to a file and run "
           f"stallfree trace --workload FILE --scheduler {args.scheduler}")
     print(violation.workload)
-    return 1
+    return exits.CRASHED if violation.rule == CRASHED else exits.BROKEN

@@ -4,18 +4,19 @@ stallfree.conformance.trace.tracefile) against every rule, from the trace alone,
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 from typing import IO, Any
 
 from stallfree.spec import RULE_IDS, RuleViolation
+from stallfree.spec.verdict import Judgement, Verdict, any_broken, as_json, lines
 
-from .args import check_output_file, rule_list, write_output
+from .. import exits
+from .args import add_output_arguments, check_json, rule_list, shows_progress, write_json
 
 NAME = "check-trace"
 HELP = "check a JSON Lines trace of any engine against the rules (streaming; '-' reads stdin)"
 RULE_WIDTH = 16
+PROGRESS = "PROGRESS"
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -25,8 +26,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     claim.add_argument("--profile", default=None, help="check a profile: safety or full (the default)")
     p.add_argument("--all", action="store_true",
                    help="after a broken rule, read the trace again without it, to find every broken rule")
-    p.add_argument("--json", type=Path, metavar="FILE", help="also write the verdicts as JSON to FILE")
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_output_arguments(p, "the verdicts")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,14 +40,14 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--profile: {error}")
     if args.all and args.file == "-":
         return fail("--all reads the trace more than once: give a file, not '-'")
-    if args.json is not None:
-        try:
-            check_output_file("--json", args.json)
-        except ValueError as error:
-            return fail(str(error))
+    try:
+        check_json(args)
+    except ValueError as error:
+        return fail(str(error))
+    show = shows_progress(args)
 
     def progress(line: str) -> None:
-        if not args.quiet:
+        if show:
             print(f"check-trace: {line}", file=sys.stderr, flush=True)
 
     verdicts: list[TraceVerdict] = []
@@ -67,14 +67,16 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"{args.file}: {error}")
     except OSError as error:
         return fail(f"{args.file}: {error.strerror or error}")
-    report = summarise(args.file, checked, verdicts)
-    print(render(report))
-    if args.json is not None:
-        try:
-            write_output("--json", args.json, json.dumps(report, indent=2) + "\n")
-        except ValueError as error:  # checked before the run, yet the write failed
-            return fail(str(error))
-    return 0 if report["ok"] else 1
+    except UnicodeDecodeError as error:
+        return fail(f"{args.file}: not UTF-8 text: {error}")
+    judged = judge(checked, verdicts)
+    report = summarise(args.file, judged, verdicts)
+    print(render(report, judged))
+    try:
+        write_json(args, report)
+    except ValueError as error:  # checked before the run, yet the write failed
+        return fail(str(error))
+    return exits.HOLDS if report["ok"] else exits.BROKEN
 
 
 def open_trace(name: str) -> IO[bytes]:
@@ -83,59 +85,67 @@ def open_trace(name: str) -> IO[bytes]:
     return open(name, "rb")
 
 
-def summarise(name: str, checked: tuple[str, ...], verdicts: list[Any]) -> dict[str, Any]:
-    """Every rule: holds (with the steps read), broken (first violation, its step and line), or not checked."""
-    first = verdicts[0]
+def judge(checked: tuple[str, ...], verdicts: list[Any]) -> list[Judgement]:
+    """Every rule: holds (with the steps read), broken (first violation, its step and line), not checked,
+    or not judged: a rule the trace stopped being read for (an unlisted problem came first), or
+    PROGRESS on a trace without its end line, which may have been cut off mid-run."""
     broken: dict[str, tuple[RuleViolation, int | None]] = {}
     for v in verdicts:
         if v.violation is not None:
             broken[v.violation.rule] = (v.violation, v.violation_line)
     last = verdicts[-1]
-    rules: dict[str, Any] = {}
+    judged = []
     for rule in (*RULE_IDS, *[r for r in broken if r not in RULE_IDS]):
         if rule in broken:
             violation, line = broken[rule]
-            rules[rule] = {"verdict": "fail", "step": violation.step, "line": line, "happened": violation.message}
+            facts = (("step", violation.step), ("line", line), ("happened", violation.message))
+            detail = f"at step {violation.step} (line {line}): {violation.message}"
+            judged.append(Judgement(rule, Verdict.BROKEN, detail, facts))
         elif rule not in checked:
-            rules[rule] = {"verdict": "not checked"}
+            judged.append(Judgement(rule, Verdict.NOT_CHECKED))
         elif last.violation is not None and last.violation.rule not in checked:
-            rules[rule] = {"verdict": "not judged", "until_step": last.violation.step}
+            until = last.violation.step
+            detail = f"(held until step {until}, where {last.violation.rule} stopped the reading)"
+            judged.append(Judgement(rule, Verdict.NOT_JUDGED, detail, (("until_step", until),)))
+        elif rule == PROGRESS and not last.ended and last.violation is None:
+            why = (f"(no end line: the engine may have stopped mid-run, so whether every request finished is "
+                   f"unknown; no stall in {last.steps} steps)")
+            judged.append(Judgement(rule, Verdict.NOT_JUDGED, why, (("steps", last.steps),)))
+        elif last.violation is not None:
+            judged.append(Judgement(rule, Verdict.NOT_JUDGED, f"(held until step {last.violation.step}, where "
+                                    f"{last.violation.rule} broke; read again without it, give --all)",
+                                    (("until_step", last.violation.step),)))
+        elif last.steps == 0:  # a rule judged on no step has shown nothing
+            judged.append(Judgement(rule, Verdict.NOT_JUDGED, "(the trace has no step)", (("steps", 0),)))
         else:
-            rules[rule] = {"verdict": "pass", "steps": last.steps}
+            judged.append(Judgement(rule, Verdict.HOLDS, f"({last.steps} steps)", (("steps", last.steps),)))
+    return judged
+
+
+def summarise(name: str, judged: list[Judgement], verdicts: list[Any]) -> dict[str, Any]:
+    first = verdicts[0]
     cfg = first.config
     seconds = sum(v.seconds for v in verdicts)
     steps = sum(v.steps for v in verdicts)
     return {
-        "trace": name, "ok": not broken,
+        "trace": name, "ok": not any_broken(judged),
+        "not_judged": [j.claim for j in judged if j.verdict is Verdict.NOT_JUDGED],
         "config": {"token_budget": cfg.token_budget, "max_seqs": cfg.max_seqs, "kv_tokens": cfg.kv_tokens},
-        "steps": max(v.steps for v in verdicts), "lines": max(v.lines for v in verdicts), "ended": last.ended,
+        "steps": max(v.steps for v in verdicts), "lines": max(v.lines for v in verdicts), "ended": verdicts[-1].ended,
         "seconds": round(seconds, 3), "steps_per_second": round(steps / seconds) if seconds else None,
-        "rules": rules,
+        "rules": as_json(judged),
     }
 
 
-def render(report: dict[str, Any]) -> str:
+def render(report: dict[str, Any], judged: list[Judgement]) -> str:
     cfg = report["config"]
     rate = f" ({report['steps_per_second']:,} steps/s)" if report["steps_per_second"] else ""
     end = "with its end line" if report["ended"] else "no end line: PROGRESS at the end not judged"
-    lines = [
-        f"trace {report['trace']}: budget {cfg['token_budget']}, max_seqs {cfg['max_seqs']}, "
-        f"kv_tokens {cfg['kv_tokens']}; {report['steps']} steps, {end}; "
-        f"{report['seconds']:.2f} s{rate}",
-        "",
-    ]
-    for rule, v in report["rules"].items():
-        if v["verdict"] == "fail":
-            lines.append(f"{rule:<{RULE_WIDTH}} BROKEN at step {v['step']} (line {v['line']}): {v['happened']}")
-        elif v["verdict"] == "pass":
-            lines.append(f"{rule:<{RULE_WIDTH}} holds ({v['steps']} steps)")
-        elif v["verdict"] == "not judged":
-            lines.append(f"{rule:<{RULE_WIDTH}} not judged (held until step {v['until_step']})")
-        else:
-            lines.append(f"{rule:<{RULE_WIDTH}} not checked")
-    return "\n".join(lines)
+    head = (f"trace {report['trace']}: budget {cfg['token_budget']}, max_seqs {cfg['max_seqs']}, "
+            f"kv_tokens {cfg['kv_tokens']}; {report['steps']} steps, {end}; {report['seconds']:.2f} s{rate}")
+    return "\n".join([head, "", *lines(judged, RULE_WIDTH)])
 
 
 def fail(message: str) -> int:
     print(f"stallfree check-trace: {message}", file=sys.stderr)
-    return 2
+    return exits.USAGE

@@ -4,16 +4,26 @@ rule with a minimal counterexample (JSON workload and pytest test)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
-from .args import check_output_file, positive_float, positive_int, rule_list, seed, write_output
+from .. import exits
+from .args import (
+    add_output_arguments,
+    bounded_int,
+    check_json,
+    positive_int,
+    rule_list,
+    seconds,
+    seed,
+    shows_progress,
+    write_json,
+)
 
 NAME = "conform"
 HELP = "check a scheduler (MODULE:FACTORY) against the rules; shrink what breaks to a minimal workload"
 
 GRID = "grid"
+MAX_EXAMPLES = 100_000  # per config: more is a run of days, not a check
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -24,36 +34,40 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kv", type=positive_int, help="hold the KV capacity K (tokens) at this value")
     p.add_argument("--configs", choices=[GRID], default=GRID,
                    help="explore the grid of configs with its edges (the default); the fields given above are held")
-    p.add_argument("--examples", type=positive_int, default=None, metavar="N",
+    p.add_argument("--examples", type=bounded_int(MAX_EXAMPLES), default=None, metavar="N",
                    help="generated workloads per config (default 25)")
     p.add_argument("--seed", type=seed, default=0, help="seed of the workload generator (default 0)")
     claim = p.add_mutually_exclusive_group()
     claim.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
     claim.add_argument("--profile", default=None,
                        help="check a profile: safety, full (the default), or paged (the paged design's rules)")
-    p.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON to FILE")
-    p.add_argument("--timeout", type=positive_float, default=None, metavar="SECONDS",
+    p.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
                    help="per-call timeout for the scheduler (default 2)")
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_output_arguments(p, "the report")
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        from stallfree.conformance.kit import DEFAULT_EXAMPLES, conform
+    except ImportError as error:  # hypothesis generates the workloads: the conform extra
+        return fail(f"needs hypothesis ({error}): pip install 'stallfree[conform]'")
+    from stallfree.conformance.isolation.outcome import CRASH, KIT_ERROR, TIMEOUT
     from stallfree.conformance.isolation.sandbox import DEFAULT_TIMEOUT
-    from stallfree.conformance.kit import DEFAULT_EXAMPLES, conform
     from stallfree.conformance.kit.profiles import PROFILES
     from stallfree.conformance.kit.report import render
     from stallfree.spec.loader import TargetError
 
     if args.profile is not None and args.profile not in PROFILES:
         return fail(f"--profile {args.profile!r} is unknown; the profiles are {', '.join(PROFILES)}")
-    if args.json is not None:
-        try:
-            check_output_file("--json", args.json)
-        except ValueError as error:
-            return fail(str(error))
+    try:
+        check_json(args)
+    except ValueError as error:
+        return fail(str(error))
+
+    show = shows_progress(args)
 
     def progress(line: str) -> None:
-        if not args.quiet:
+        if show:
             print(f"conform: {line}", file=sys.stderr, flush=True)
 
     try:
@@ -62,17 +76,20 @@ def run(args: argparse.Namespace) -> int:
             kv_tokens=args.kv, examples=args.examples or DEFAULT_EXAMPLES, seed=args.seed,
             timeout=args.timeout or DEFAULT_TIMEOUT, progress=progress,
         )
-    except TargetError as error:
+    except (TargetError, ValueError) as error:
         return fail(str(error))
     print(render(report))
-    if args.json is not None:
-        try:
-            write_output("--json", args.json, json.dumps(report.to_json(), indent=2) + "\n")
-        except ValueError as error:  # checked before the run, yet the write failed
-            return fail(str(error))
-    return 0 if report.ok else 1
+    try:
+        write_json(args, report.to_json())
+    except ValueError as error:  # checked before the run, yet the write failed
+        return fail(str(error))
+    if report.ok:
+        return exits.HOLDS
+    if set(report.counterexamples) <= {CRASH, TIMEOUT, KIT_ERROR}:
+        return exits.CRASHED  # the target crashed or hung (or the kit failed): no rule was found broken
+    return exits.BROKEN
 
 
 def fail(message: str) -> int:
     print(f"stallfree conform: {message}", file=sys.stderr)
-    return 2
+    return exits.USAGE

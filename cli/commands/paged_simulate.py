@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
-from .args import write_output
+from stallfree import exits
+
+from .args import write_json
 
 
 def design_lines(stats: Any) -> list[str]:
@@ -27,17 +28,15 @@ def simulate_paged(args: argparse.Namespace, trace: Any, config: Any, roofline: 
     if args.check or args.plot is not None:
         print("stallfree simulate: --check and --plot are not available with --scheduler paged; "
               "check it with `stallfree conform --profile paged`", file=sys.stderr)
-        return 2
+        return exits.USAGE
     run = run_design("paged", trace, config, roofline)
     for line in report(run.summary):
         print(line)
     for line in design_lines(run.stats):
         print(line)
-    if args.json is not None:
-        try:
-            figures = {**run.summary.to_json(), "design": run.stats.to_json()}
-            write_output("--json", args.json, json.dumps(figures, indent=1))
-        except ValueError as error:
-            print(f"stallfree simulate: {error}", file=sys.stderr)
-            return 2
-    return 0
+    try:
+        write_json(args, {**run.summary.to_json(), "design": run.stats.to_json()})
+    except ValueError as error:
+        print(f"stallfree simulate: {error}", file=sys.stderr)
+        return exits.USAGE
+    return exits.HOLDS

@@ -9,14 +9,34 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from stallfree import exits
 from stallfree.spec import RuleViolation, Workload, play
+from stallfree.spec.loader import FactoryError
 from stallfree.spec.paged_monitor import PagedMonitor
 from stallfree.spec.paged_rules import PAGED_RULES, select
+from stallfree.spec.verdict import Verdict, lines
 
-from ..steptable import row, verdicts
-from .args import FactoryError
+from ..steptable import verdicts
 
-HEADER_PAGED = f"{'step':>5}  {'entries':<44} {'tokens':>9}  {'emitted':<14} {'finished':<10} {'free blk':>8}"
+HEADER = f"{'step':>5}  {'entries':<48} {'tokens':>9}  {'emitted':<14} {'finished':<10} {'free blk':>8}"
+
+
+def describe(facts: Any) -> str:
+    """The plan in order: `r3 decode`, `r1 chunk 7-14`, `r2 chunk 0-5 (admitted)`, `(recompute)` on a
+    re-admitted request's chunks."""
+    kinds: dict[int, str] = {t.rid: "decode" for t, _ in facts.decodes}
+    for c in facts.chunks + facts.admitted:
+        tail = " (admitted)" if c in facts.admitted else ""
+        tail += " (recompute)" if c.is_recompute else ""
+        kinds[c.track.rid] = f"chunk {c.start}-{c.start + c.n}{tail}"
+    return ", ".join(f"r{rid} {kinds.get(rid, f'n={n}')}" for rid, n in facts.plan) or "(empty)"
+
+
+def row(facts: Any, budget: int, free_blocks: int) -> str:
+    emitted = " ".join(f"r{r}" for r in facts.emitted) or "-"
+    ended = " ".join(f"r{t.rid}" for t in facts.ended) or "-"
+    return (f"{facts.step:>5}  {describe(facts):<48} {f'{facts.num_tokens}/{budget}':>9}  {emitted:<14} "
+            f"{ended:<10} {free_blocks:>8}")
 
 
 def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any]) -> int:
@@ -26,7 +46,7 @@ def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[
     cfg = workload.config
     print(f"budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, kv_tokens {cfg.kv_tokens}; "
           f"scheduler {args.scheduler} (paged design)")
-    print(HEADER_PAGED)
+    print(HEADER)
 
     def on_step(monitor: PagedMonitor, facts: Any) -> None:
         print(row(facts, cfg.token_budget, monitor.shadow.free_blocks))
@@ -47,10 +67,12 @@ def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[
         violation = error
     except FactoryError as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
-        return 2
+        return exits.USAGE
     print()
-    for line in verdicts(checked, steps, violation, adds, PAGED_RULES):
-        if line.startswith("CANCEL") and " holds " in line:
-            line = f"{'CANCEL':<16} not exercised (a workload carries no cancels)"
+    judged = verdicts(checked, steps, violation, adds, registry=PAGED_RULES)
+    for i, j in enumerate(judged):  # a workload carries no cancels: CANCEL was judged on none
+        if j.claim == "CANCEL" and j.verdict is Verdict.HOLDS:
+            judged[i] = type(j)("CANCEL", Verdict.NOT_JUDGED, "(no cancel in a workload)")
+    for line in lines(judged):
         print(line)
-    return 1 if violation else 0
+    return exits.BROKEN if violation else exits.HOLDS

@@ -1,40 +1,59 @@
 """`stallfree prove`: the model checker, the Z3 theorems, the differential check and CrossHair, as one
-table (claim, method, bound, result, seconds). Exit 0 only if every claim holds; 1 if one is broken
-or undecided; 2 on bad arguments. `--fault RULE` runs the same checks on that rule's negative
-controls, which must fail."""
+table (claim, method, bound, result, seconds). Exit 0 only if no claim is broken or unknown (CrossHair's
+"not refuted" is counted apart: searched, nothing found, nothing proved); 1 if one is broken or
+undecided; 2 on bad arguments; 3 if the scheduler checked crashed. `--fault RULE` runs the same
+checks on that rule's negative controls: the checks that judge RULE must then fail."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
-from .args import check_output_file, load_scheduler, write_output
+from stallfree.spec.verdict import Verdict
+
+from .. import exits
+from .args import (
+    add_output_arguments,
+    bounded_int,
+    check_json,
+    load_scheduler,
+    positive_float,
+    shows_progress,
+    write_json,
+)
 
 NAME = "prove"
 HELP = "prove the rules: model check the reference, Z3 theorems, CrossHair contracts; print the table"
 
 METHODS = ("model", "z3", "differential", "crosshair")
+MAX_REQUESTS = 64  # symbolic requests per Z3 theorem: past this a proof takes hours
+MAX_STATES = 10**9
+MAX_CROSSHAIR_SECONDS = 3600.0
+
+
+def crosshair_seconds(text: str) -> float:
+    return positive_float(text, MAX_CROSSHAIR_SECONDS)
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bound", default=None, metavar="B,S,K,R,P,M",
                    help="model-check bound: budget, slots, KV, adds, max prompt, max max_new (default 3,2,8,4,3,2)")
-    p.add_argument("--requests", type=int, default=None, metavar="N",
-                   help="symbolic requests in each Z3 step theorem (default 12)")
-    p.add_argument("--crosshair-seconds", type=float, default=None, metavar="S",
+    p.add_argument("--requests", type=bounded_int(MAX_REQUESTS), default=None, metavar="N",
+                   help=f"symbolic requests in each Z3 step theorem, at most {MAX_REQUESTS} (default 12)")
+    p.add_argument("--crosshair-seconds", type=crosshair_seconds, default=None, metavar="S",
                    help="CPU seconds CrossHair spends on each contract (default 4; 15 with --fault)")
-    p.add_argument("--methods", default=",".join(METHODS), metavar="M,M",
-                   help=f"which checks to run, of {','.join(METHODS)} (default all)")
+    p.add_argument("--methods", default=None, metavar="M,M",
+                   help=f"which checks to run, of {','.join(METHODS)} (default all; model alone with --scheduler)")
     p.add_argument("--fault", default=None, metavar="RULE",
                    help="run the negative controls of RULE instead: its faulty scheduler, its wrong Z3 policy, "
-                        "its planted CrossHair bug; every check must then fail")
+                        "its planted CrossHair bug; the checks that judge RULE must then fail (the others may hold)")
     p.add_argument("--scheduler", default=None, metavar="MODULE:FACTORY",
-                   help="model-check this scheduler instead; `paged` (or any factory of the paged design) runs the "
-                        "paged model check, and --fault then names a paged rule")
-    p.add_argument("--max-states", type=int, default=None, metavar="N", help="stop the model check past N states")
-    p.add_argument("--json", type=Path, default=None, metavar="FILE", help="also write the rows as JSON")
+                   help="model-check this scheduler instead (the model check only: the Z3 theorems, the "
+                        "differential check and CrossHair are about the reference's own code); `paged` (or any "
+                        "factory of the paged design) runs the paged rows, and --fault then names a paged rule")
+    p.add_argument("--max-states", type=bounded_int(MAX_STATES), default=None, metavar="N",
+                   help="stop the model check past N states")
+    add_output_arguments(p, "the rows")
 
 
 def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -44,10 +63,15 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from stallfree.proofs.suite import Options
 
     options = Options()
-    methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
+    text = args.methods if args.methods is not None else "model" if args.scheduler is not None else ",".join(METHODS)
+    methods = tuple(m.strip() for m in text.split(",") if m.strip())
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
-        raise ValueError(f"--methods {args.methods!r}: expected some of {','.join(METHODS)}")
+        raise ValueError(f"--methods {text!r}: expected some of {','.join(METHODS)}")
+    if args.scheduler is not None and methods != ("model",):
+        others = ",".join(m for m in methods if m != "model")
+        raise ValueError(f"--scheduler {args.scheduler!r} is model-checked only; --methods {others} would prove "
+                         "the reference instead: give --methods model")
     options.methods = methods
     if args.fault is not None:
         rule = args.fault.upper()
@@ -68,19 +92,12 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     if args.scheduler is not None:
         options.factory = load_scheduler(args.scheduler)
     if args.requests is not None:
-        if args.requests < 1:
-            raise ValueError(f"--requests must be >= 1, got {args.requests}")
         options.num_requests = args.requests
     if args.crosshair_seconds is not None:
-        if args.crosshair_seconds <= 0:
-            raise ValueError(f"--crosshair-seconds must be > 0, got {args.crosshair_seconds}")
         options.crosshair_seconds = args.crosshair_seconds
     if args.max_states is not None:
-        if args.max_states < 1:
-            raise ValueError(f"--max-states must be >= 1, got {args.max_states}")
         options.max_states = args.max_states
-    if args.json is not None:
-        check_output_file("--json", args.json)
+    check_json(args)
     return options
 
 
@@ -121,40 +138,67 @@ def run(args: argparse.Namespace) -> int:
         from stallfree.proofs import suite
     except ImportError as error:  # z3 or crosshair missing: the proofs extra is not installed
         print(f"stallfree prove: {error}; install the extra: pip install 'stallfree[proofs]'", file=sys.stderr)
-        return 2
+        return exits.USAGE
     from stallfree.spec import FieldTypeError, InvalidField
-
-    def say(message: str) -> None:
-        print(f"  {message}", file=sys.stderr, flush=True)
 
     try:
         paged = is_paged(args)
-        if paged:
-            rows = paged_rows(args, say)
-        else:
-            options = _options(args)
+        options = None if paged else _options(args)
+        if paged and args.fault is not None:
+            from stallfree.proofs import paged_suite
+
+            paged_suite.fault(args.fault.upper())  # an unknown paged rule is a bad argument, found here
+        if paged and args.bound is not None:
+            from stallfree.proofs.explicit.bounds import Bounds
+
+            Bounds.parse(args.bound)
     except (InvalidField, FieldTypeError, ValueError, ImportError, AttributeError) as error:
         print(f"stallfree prove: {error}", file=sys.stderr)
-        return 2
+        return exits.USAGE
 
-    if not paged:
-        rows = suite.run(options, say)
+    show = shows_progress(args)
+
+    def say(message: str) -> None:
+        if show:
+            print(f"  {message}", file=sys.stderr, flush=True)
+
+    try:
+        rows = paged_rows(args, say) if paged else suite.run(options, say)
+    except KeyboardInterrupt:
+        raise
+    except Exception as error:  # the scheduler model-checked raised, or is not a plain-protocol object
+        who = f"--scheduler {args.scheduler!r}" if args.scheduler else "the proof suite"
+        print(f"stallfree prove: {who} failed: {type(error).__name__}: {str(error)[:300]}", file=sys.stderr)
+        return exits.CRASHED
     print(f"{'claim':<20} {'method':<36} {'bound':<28} {'result':<12} {'seconds':>8}")
     for row in rows:
-        print(f"{row.claim:<20} {row.method:<36} {row.bound:<28} {row.result:<12} {row.seconds:>8.2f}")
+        result = row.result.label if isinstance(row.result, Verdict) else row.result
+        print(f"{row.claim:<20} {row.method:<36} {row.bound:<28} {result:<12} {row.seconds:>8.2f}")
     failed = [row for row in rows if row.failed]
     for row in failed:
-        print(f"\n{row.claim} ({row.method}): {row.result}\n{row.detail}")
-    if args.json is not None:
-        try:
-            write_output("--json", args.json, json.dumps([row.to_json() for row in rows], indent=2, default=str))
-        except ValueError as error:  # checked before the run, yet the write failed
-            print(f"stallfree prove: {error}", file=sys.stderr)
-            return 2
-    not_applicable = [row for row in rows if row.result.startswith("n/a")]
-    judged = len(rows) - len(not_applicable)
-    summary = f"\n{judged - len(failed)} of {judged} claims hold"
-    summary += f"; {len(failed)} do not" if failed else ""
-    summary += f"; {len(not_applicable)} not applicable" if not_applicable else ""
-    print(summary)
-    return 1 if failed else 0
+        print(f"\n{row.claim} ({row.method}): {row.result.label}\n{row.detail}")
+    try:
+        write_json(args, [row.to_json() for row in rows])
+    except ValueError as error:  # checked before the run, yet the write failed
+        print(f"stallfree prove: {error}", file=sys.stderr)
+        return exits.USAGE
+    print("\n" + summary(rows))
+    return exits.BROKEN if failed else exits.HOLDS
+
+
+def summary(rows: list) -> str:  # type: ignore[type-arg]
+    """How many claims hold, are not refuted (searched, nothing found: not proved), do not hold or are
+    undecided, and are not applicable; only proved claims are counted as holding."""
+    counts = {verdict: sum(row.result == verdict for row in rows) for verdict in Verdict}
+    not_applicable = sum(str(row.result).startswith("n/a") for row in rows)
+    judged = len(rows) - not_applicable
+    text = f"{counts[Verdict.HOLDS]} of {judged} claims hold"
+    if counts[Verdict.NOT_REFUTED]:
+        text += f"; {counts[Verdict.NOT_REFUTED]} not refuted (searched, no counterexample, nothing proved)"
+    if counts[Verdict.BROKEN]:
+        text += f"; {counts[Verdict.BROKEN]} broken"
+    if counts[Verdict.UNKNOWN]:
+        text += f"; {counts[Verdict.UNKNOWN]} unknown"
+    if not_applicable:
+        text += f"; {not_applicable} not applicable"
+    return text

@@ -1,110 +1,177 @@
-"""`stallfree run`: run a workload on the executor (a Llama-architecture model, tensor parallel,
-FP8), checking the rules on the real step path, and print steps, latencies, verdicts and the
-equivalence check against an unbatched one-rank run."""
+"""`stallfree run`: run a workload on the executor (a Llama-architecture model, tensor parallel, in
+fp32, bf16 or FP8), checking the rules on the real step path, then the model's outputs: exactness
+against an unbatched one-rank fp32 run, request isolation, and bf16/FP8 accuracy as measurements.
+`--model smollm2` runs a real checkpoint on real prompts and prints the text as it is generated."""
 
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from stallfree.spec import Config, FieldTypeError, InvalidField, Workload
 
+from .. import exits
 from .args import (
-    check_output_file,
+    FactoryError,
+    add_output_arguments,
+    check_json,
+    guarded,
     load_scheduler,
     positive_float,
     positive_int,
     read_workload,
     rule_list,
     seed,
-    write_output,
+    shows_progress,
+    write_json,
 )
 
 if TYPE_CHECKING:  # torch stays out of `stallfree --help`
-    from stallfree.executor.job import Job
+    from stallfree.executor.job import Job, JobResult
     from stallfree.executor.runspec import RunSpec
+    from stallfree.executor.tokenizer import TextCodec
 
 NAME = "run"
-HELP = "run a workload on the tensor-parallel FP8 executor; check the rules on the real step path"
+HELP = "run a workload on the tensor-parallel executor; check the rules on the real step path and its outputs"
+DEFAULT_TP = {"smollm2": 3}  # 9 query heads and 3 KV heads split over 3 ranks, not 4
+CHAT_MAX_NEW = 32  # tokens per chat answer
+CHAT_CONFIG = Config(16, 8, 2048)  # budget 16: prompts of ~40 tokens are prefilled in chunks while others decode
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default="tiny", help="tiny, wide, llama-3.1-8b, llama-3.3-70b (default tiny)")
+    p.add_argument("--model", default="tiny",
+                   help="smollm2 (a real checkpoint, real prompts), tiny, wide, llama-3.1-8b, llama-3.3-70b "
+                        "(random weights; default tiny)")
+    p.add_argument("--prompt", action="append", default=None, metavar="TEXT",
+                   help="a user prompt for a real model (repeatable; default: the shipped prompt set)")
+    p.add_argument("--max-new", type=positive_int, default=CHAT_MAX_NEW, help="tokens per answer (real model)")
     p.add_argument("--layers", type=positive_int, default=None, help="use only this many layers (for timing)")
     p.add_argument("--checkpoint", type=Path, default=None, metavar="DIR",
                    help="a Llama checkpoint folder (config.json, *.safetensors) instead of random weights")
-    p.add_argument("--tp", type=positive_int, default=4, help="tensor-parallel ranks: 1, 2, 4 or 8 (default 4)")
-    p.add_argument("--dtype", default="fp8", choices=("fp8", "bf16", "fp32"), help="matmul weights (default fp8)")
+    p.add_argument("--tp", type=positive_int, default=None,
+                   help="tensor-parallel ranks: 1, 2, 4 or 8 (default 4) for the Llama shapes; 1 or 3 for smollm2 "
+                        "(default 3); any count that divides the heads, KV heads, FFN and vocab")
+    p.add_argument("--dtype", default="fp32", choices=("fp32", "bf16", "fp8"),
+                   help="decoder matmul weights (default fp32, where exactness is judged)")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="default cpu (gloo); cuda uses nccl")
     p.add_argument("--workload", type=Path, default=None, metavar="FILE", help="a JSON workload (see `trace`)")
-    p.add_argument("--budget", type=positive_int, default=None, help="token budget B (default 64)")
+    p.add_argument("--budget", type=positive_int, default=None, help="token budget B (default 64; 16 for chat)")
     p.add_argument("--max-seqs", type=positive_int, default=None, help="slots S (default 8)")
     p.add_argument("--kv", type=positive_int, default=None, help="KV capacity K in tokens (default 2048)")
     p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="MODULE:FACTORY",
                    help="any scheduler speaking the plain protocol (default: the reference)")
     p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID",
                    help="rules the monitor checks before each plan runs (default all)")
-    p.add_argument("--seed", type=seed, default=0, help="weights and prompts (default 0)")
-    p.add_argument("--temperature", type=float, default=0.0, help="0 for greedy (default), else seeded sampling")
-    p.add_argument("--no-equivalence", action="store_true", help="skip the unbatched one-rank comparison")
+    p.add_argument("--seed", type=seed, default=0, help="random weights, prompts and sampling (default 0)")
+    p.add_argument("--temperature", type=float, default=0.0,
+                   help="0 for greedy (default), else seeded sampling (replayed by the exactness check)")
+    p.add_argument("--no-equivalence", action="store_true",
+                   help="skip the output checks (exactness, isolation, accuracy)")
     p.add_argument("--timeout", type=positive_float, default=600.0, help="stop every rank after this many seconds")
-    p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the run as JSON")
+    add_output_arguments(p, "the run")
 
 
-def workload_from(args: argparse.Namespace) -> Workload:
+def workload_from(args: argparse.Namespace, codec: TextCodec | None) -> tuple[Workload, Any]:
+    """The workload, and for a real model the chat requests it was made from (None otherwise)."""
+    from stallfree.executor.prompts import PROMPTS, chat_requests
     from stallfree.executor.workloads import long_prompt_amid_decodes
 
-    workload = read_workload(args.workload) if args.workload else long_prompt_amid_decodes()
+    chat = None
+    if codec is not None and args.workload is None:
+        chat = chat_requests(codec, tuple(args.prompt or PROMPTS), args.max_new, CHAT_CONFIG)
+        workload = chat.workload
+    elif args.prompt:
+        raise InvalidField("--prompt needs a real model (--model smollm2) and no --workload")
+    else:
+        workload = read_workload(args.workload) if args.workload else long_prompt_amid_decodes()
     c = workload.config
     config = Config(args.budget or c.token_budget, args.max_seqs or c.max_seqs, args.kv or c.kv_tokens)
-    return replace(workload, config=config)
+    return replace(workload, config=config), chat
 
 
 def run(args: argparse.Namespace) -> int:
     try:
+        from stallfree.executor.checkpoints import GGUF_MODELS
         from stallfree.executor.job import Job
-        from stallfree.executor.runspec import RunSpec
+        from stallfree.executor.runspec import MODEL_NAMES, RunSpec
+        from stallfree.executor.tokenizer import text_codec
     except ImportError as error:
         print(f"stallfree run: needs the executor extra (pip install 'stallfree[executor]'): {error}", file=sys.stderr)
-        return 2
+        return exits.USAGE
     try:
-        workload = workload_from(args)
-        load_scheduler(args.scheduler)
-        if args.json is not None:
-            check_output_file("--json", args.json)
-        if args.temperature < 0:
-            raise InvalidField(f"--temperature must be >= 0, got {args.temperature}")
+        if not math.isfinite(args.temperature) or args.temperature < 0:
+            raise InvalidField(f"--temperature must be a finite number >= 0, got {args.temperature}")
+        if args.model not in MODEL_NAMES:
+            raise InvalidField(f"--model must be one of {', '.join(MODEL_NAMES)}, got {args.model!r}")
+        tp = args.tp or DEFAULT_TP.get(args.model, 4)
+        probe = RunSpec((), args.model, args.layers, args.dtype, tp, args.device, args.seed,
+                        str(args.checkpoint) if args.checkpoint else None)
+        codec = text_codec(probe.gguf) if args.model in GGUF_MODELS and args.checkpoint is None else None
+        workload, chat = workload_from(args, codec)
+        codec = codec if chat is not None else None  # a --workload's prompts are drawn ids, not text
+        c = workload.config
+        guarded(load_scheduler(args.scheduler), args.scheduler)(
+            token_budget=c.token_budget, max_seqs=c.max_seqs, kv_tokens=c.kv_tokens)
+        check_json(args)
         job = Job(workload, args.scheduler, tuple(args.rules) if args.rules else None,
-                  keep_logits=not args.no_equivalence, temperature=args.temperature, label="run")
-        spec = RunSpec((job,), args.model, args.layers, args.dtype, args.tp, args.device, args.seed,
-                       str(args.checkpoint) if args.checkpoint else None)
-    except (InvalidField, FieldTypeError, OSError, ValueError, ImportError, AttributeError) as error:
+                  keep_logits=not args.no_equivalence, temperature=args.temperature,
+                  prompts=chat.prompts if chat else (), label="run", stream=codec is not None)
+        spec = replace(probe, jobs=(job,))
+    except (InvalidField, FieldTypeError, FactoryError, OSError, ValueError, ImportError, AttributeError) as error:
         print(f"stallfree run: {error}", file=sys.stderr)
-        return 2
-    return execute(spec, job, args)
+        return exits.USAGE
+    return execute(spec, job, args, codec, chat)
 
 
-def execute(spec: RunSpec, job: Job, args: argparse.Namespace) -> int:
-    from stallfree.executor.equivalence import compare
+def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec | None, chat: Any) -> int:
+    from stallfree.executor.isolation import perturbed
     from stallfree.executor.launch import RankFailure, launch
-    from stallfree.executor.report import as_json, request_table, step_table, verdicts
+    from stallfree.executor.report import describe_run, request_table, step_table, verdicts
+    from stallfree.executor.text import TextStream, answers
 
     cfg = job.workload.config
     model = spec.model_config()
-    print(f"model {model.name} ({model.num_layers} layers), tp {spec.tp}, {spec.dtype} on {spec.device}; "
-          f"budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, kv_tokens {cfg.kv_tokens}; "
-          f"scheduler {args.scheduler}", flush=True)
-    print(f"launching {spec.tp} rank(s) ...", file=sys.stderr, flush=True)
+    run_info = describe_run(spec, job)
+    print(f"model {model.name} ({model.num_layers} layers, {run_info['source']['kind']} weights), tp {spec.tp}, "
+          f"{spec.dtype} on {spec.device}; budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, "
+          f"kv_tokens {cfg.kv_tokens}; scheduler {args.scheduler}", flush=True)
+    # Isolation: the same workload again with one prompt token of the first request changed.
+    first = min(a.rid for a in job.workload.requests)
+    jobs = (job, replace(perturbed(job, first, spec.seed, model.vocab), stream=False)) if job.keep_logits else (job,)
+    stream = TextStream(codec) if codec is not None else None
+
+    def on_step(record: Any) -> None:
+        line = stream.line(record) if stream is not None else None
+        if line is not None:
+            print(line, flush=True)
+
+    show = shows_progress(args)
+    if show:
+        print(f"launching {spec.tp} rank(s) ...", file=sys.stderr, flush=True)
     try:
-        outcome = launch(spec, timeout_s=args.timeout)
-    except (RankFailure, TimeoutError) as error:
+        outcome = launch(replace(spec, jobs=jobs), timeout_s=args.timeout, on_step=on_step)
+    except TimeoutError as error:  # a rank hung: no verdict past it
+        print(f"stallfree run: --timeout {args.timeout:g}: {error}", file=sys.stderr)
+        return exits.CRASHED
+    except RankFailure as error:  # a rank crashed: no verdict past it
         print(f"stallfree run: {error}", file=sys.stderr)
-        return 1
+        return exits.CRASHED
+    except FactoryError as error:
+        print(f"stallfree run: {error}", file=sys.stderr)
+        return exits.USAGE
     result = outcome.results[0]
+    texts: dict[int, Any] = {}
+    if codec is not None:
+        print()
+        print("\n".join(answers(codec, chat.texts, {rid: r.outputs for rid, r in result.requests.items()},
+                                args.max_new)))
+        texts = {rid: {"prompt_text": chat.texts[rid], "text": codec.decode(r.outputs)}
+                 for rid, r in result.requests.items()}
+    print()
     print("\n".join(step_table(result, cfg.token_budget)))
     print()
     print("\n".join(request_table(result)))
@@ -112,16 +179,62 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace) -> int:
         print(f"refused by add() (rule NEVER-FIT: prompt_len + max_new > kv_tokens, or invalid): {result.refused}")
     print()
     print("\n".join(verdicts(result, job.monitor_rules)))
-    equivalence = None
+    checks: dict[str, Any] = {}
+    failed = not result.ok
     if job.keep_logits and result.ok:
-        print("checking equivalence against an unbatched one-rank run ...", file=sys.stderr, flush=True)
-        equivalence = compare(spec, result)
-        print(equivalence.summary())
+        failed = output_checks(spec, job, outcome.results, first, checks) or failed
+    elif job.keep_logits:
+        print("EXACTNESS        not judged: a rule broke, the run did not finish")
     if args.json is not None:
+        from stallfree.executor.report import as_json, judgements
+        from stallfree.spec.verdict import as_json as verdicts_json
+
+        sections, unlisted = judgements(result, job.monitor_rules)
+        report = as_json(result, run_info, checks, texts) | {
+            "verdicts": {where: verdicts_json(judged) for where, judged in sections.items()}
+            | ({"unlisted": verdicts_json(unlisted)} if unlisted else {})}
         try:
-            write_output("--json", args.json, json.dumps(as_json(result, equivalence), indent=1))
+            write_json(args, report)
         except ValueError as error:  # checked before the run, yet the write failed
             print(f"stallfree run: {error}", file=sys.stderr)
-            return 2
-    failed = not result.ok or (equivalence is not None and not equivalence.ok)
-    return 1 if failed else 0
+            return exits.USAGE
+    return exits.BROKEN if failed else exits.HOLDS
+
+
+def output_checks(spec: RunSpec, job: Job, results: list[JobResult], first: int, checks: dict[str, Any]) -> bool:
+    """Exactness (fp32 runs), isolation, and accuracy as measurements; True when a check fails."""
+    from stallfree.executor.accuracy import dtype_accuracy, measure
+    from stallfree.executor.equivalence import compare, reference_logits, reference_model, run_logits
+    from stallfree.executor.isolation import isolation
+    from stallfree.executor.report import check_json
+    from stallfree.executor.sampler import Sampler
+
+    result = results[0]
+    if not result.requests:
+        print("EXACTNESS        not judged: no request ran (every one was refused)")
+        checks["exactness"] = {"ok": None, "why": "no request ran"}
+        return False
+    fp32 = reference_logits(reference_model(spec), result)
+    failed = False
+    if spec.dtype == "fp32":
+        exact = compare(spec, result, sampler=Sampler(job.temperature, spec.seed), reference=fp32)
+        print(exact.summary())
+        checks["exactness"] = check_json(exact)
+        failed = exact.ok is False
+        measured = dtype_accuracy(spec, result, fp32)
+    else:
+        print(f"EXACTNESS        not judged: {spec.dtype} weights round (exactness is judged in fp32: --dtype fp32)")
+        checks["exactness"] = {"ok": None, "why": f"not judged for {spec.dtype}"}
+        measured = [measure(f"{spec.dtype} (this run)", run_logits(result), fp32)]
+    if results[1].ok:
+        iso = isolation(result, results[1], first)
+        print(iso.summary())
+        checks["isolation"] = check_json(iso)
+        failed = failed or iso.ok is False
+    else:
+        print(f"ISOLATION        not judged: the perturbed run broke {results[1].violation}")
+        checks["isolation"] = {"ok": None, "why": "the perturbed run broke a rule"}
+    for a in measured:
+        print(a.summary())
+    checks["accuracy"] = [check_json(a) for a in measured]
+    return failed

@@ -4,22 +4,24 @@ model; print TTFT, TPOT, end-to-end and queueing spreads, throughput and budget 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from stallfree.costs import MODES
 
+from .. import exits
 from .args import (
     FactoryError,
+    add_output_arguments,
+    check_json,
     check_output_dir,
-    check_output_file,
     guarded,
     load_scheduler,
     path_error,
     positive_float,
     positive_int,
-    write_output,
+    shows_progress,
+    write_json,
 )
 from .budget import add_deployment_arguments, deployment_from
 
@@ -46,13 +48,19 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheduler", default="reference", metavar="NAME|MODULE:FACTORY",
                    help="reference (default), prefill-first, unchunked, paged (the paged design, preemption "
                         "priced), or any plain-protocol MODULE:FACTORY")
-    p.add_argument("--rate-scale", type=positive_float, default=1.0, metavar="X",
+    p.add_argument("--rate-scale", type=rate_scale, default=1.0, metavar="X",
                    help="arrivals X times as fast as the trace (default 1)")
     p.add_argument("--limit", type=positive_int, default=None, metavar="N", help="only the first N requests")
     p.add_argument("--check", action="store_true", help="run the monitor: stop at the first broken rule")
-    p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the summary as JSON")
     p.add_argument("--plot", type=Path, default=None, metavar="DIR", help="write PNG plots of the run into DIR")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_output_arguments(p, "the summary")
+
+
+MAX_RATE_SCALE = 1e6  # arrivals a million times as fast: all at once, for any trace
+
+
+def rate_scale(text: str) -> float:
+    return positive_float(text, MAX_RATE_SCALE)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,40 +81,46 @@ def run(args: argparse.Namespace) -> int:
             trace = trace.head(args.limit)
         trace = trace.scaled(args.rate_scale)
         make = guarded(load_scheduler(POLICIES.get(args.scheduler, args.scheduler)), args.scheduler)
-        if args.json is not None:
-            check_output_file("--json", args.json)
+        check_json(args)
         if args.plot is not None:
             check_output_dir("--plot", args.plot)
             needs_matplotlib()
     except (TraceError, InvalidField, OSError, ValueError, ImportError, AttributeError) as error:
-        print(f"stallfree simulate: {error}", file=sys.stderr)
-        return 2
+        flag = "--trace: " if isinstance(error, TraceError) else ""
+        print(f"stallfree simulate: {flag}{error}", file=sys.stderr)
+        return exits.USAGE
     if args.scheduler == "paged":
         from .paged_simulate import simulate_paged
 
         return simulate_paged(args, trace, config, roofline)
+    shown = shows_progress(args)
     try:
-        result = simulate(trace, make, config, roofline, args.scheduler, check=args.check, progress=not args.quiet)
+        result = simulate(trace, make, config, roofline, args.scheduler, check=args.check, progress=shown)
     except RuleViolation as violation:
-        print(f"{NEWLINE[args.quiet]}stallfree simulate: {args.scheduler} broke {violation}", file=sys.stderr)
-        return 1
+        print(f"{NEWLINE[not shown]}stallfree simulate: {args.scheduler} broke {violation}", file=sys.stderr)
+        return exits.BROKEN
     except FactoryError as error:
         print(f"stallfree simulate: {error}", file=sys.stderr)
-        return 2
-    except (Stalled, KeyError) as error:
-        print(f"{NEWLINE[args.quiet]}stallfree simulate: {args.scheduler} failed: {error}", file=sys.stderr)
-        return 1
+        return exits.USAGE
+    except Stalled as error:  # no rule judged it (no --check), but the scheduler stopped making progress
+        print(f"{NEWLINE[not shown]}stallfree simulate: {args.scheduler} failed: {error}", file=sys.stderr)
+        return exits.BROKEN
+    except Exception as error:  # the scheduler raised (or answered what the simulator cannot follow)
+        print(f"{NEWLINE[not shown]}stallfree simulate: {args.scheduler} crashed: {type(error).__name__}: "
+              f"{str(error)[:300]}", file=sys.stderr)
+        return exits.CRASHED
     summary = summarise(result)
     for line in report(summary):
         print(line)
     if args.check:
         print("rules: all held on every step (monitor)")
+    else:
+        print("rules: not checked (give --check to run the monitor)")
     try:
-        if args.json is not None:
-            write_output("--json", args.json, json.dumps(summary.to_json(), indent=1))
+        write_json(args, summary.to_json())
     except ValueError as error:  # checked before the run, yet the write failed
         print(f"stallfree simulate: {error}", file=sys.stderr)
-        return 2
+        return exits.USAGE
     if args.plot is not None:
         from stallfree.sim.plots import plot_run
 
@@ -114,10 +128,10 @@ def run(args: argparse.Namespace) -> int:
             paths = plot_run(result, args.plot)
         except OSError as error:  # checked before the run, yet a write failed
             print(f"stallfree simulate: {path_error('--plot', args.plot, error)}", file=sys.stderr)
-            return 2
+            return exits.USAGE
         for path in paths:
             print(f"plot: {path}")
-    return 0
+    return exits.HOLDS
 
 
 def needs_matplotlib() -> None:

@@ -4,7 +4,12 @@ and print the step table and a verdict per rule."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
+import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -15,19 +20,20 @@ from stallfree.spec import (
     Config,
     FieldTypeError,
     InvalidField,
-    Monitor,
-    Request,
-    RuleViolation,
-    Shadow,
     StepFacts,
     Workload,
-    play,
-    refusal,
 )
+from stallfree.spec.verdict import CRASH, TIMEOUT, as_json, lines
+from stallfree.view.record import Offer
 
-from ..steptable import HEADER, row, verdicts
+from .. import exits
+from ..explain import Nondeterministic, explain
+from ..steptable import header, verdicts
+from ..stepviews import add_view_arguments, check_view_arguments, pricing, wants_views, write_views
 from .args import (
     FactoryError,
+    add_output_arguments,
+    check_json,
     check_output_file,
     guarded,
     load_scheduler,
@@ -36,6 +42,8 @@ from .args import (
     read_workload,
     request_spec,
     rule_list,
+    seconds,
+    write_json,
 )
 
 NAME = "trace"
@@ -49,6 +57,20 @@ HAND_TRACE = Workload(
 EXAMPLES = {"hand": HAND_TRACE}
 
 
+DEFAULTS = {"budget": 8, "max_seqs": 4, "kv": 256}  # of a workload given as --request flags
+DEFAULT_TIMEOUT = 60.0  # seconds for one step of the scheduler: the reference takes microseconds
+MAX_STEPS = 1_000_000  # a step table longer than this is for `campaign` or `check-trace`, not for reading
+
+
+def steps_needed(workload: Workload) -> int:
+    """The work bound (rule PROGRESS) over the requests the contract accepts: no run of a scheduler
+    that keeps PROGRESS takes more steps, and the run is stopped there if PROGRESS is not checked."""
+    cfg = workload.config
+    fits = [a for a in workload.requests if type(a.prompt_len) is int and type(a.max_new) is int
+            and a.prompt_len >= 1 and a.max_new >= 1 and a.prompt_len + a.max_new <= cfg.kv_tokens]
+    return max((a.arrival_step for a in workload.requests), default=0) + sum(a.prompt_len + a.max_new for a in fits)
+
+
 def configure(p: argparse.ArgumentParser) -> None:
     source = p.add_mutually_exclusive_group()
     source.add_argument("--example", choices=sorted(EXAMPLES),
@@ -56,25 +78,37 @@ def configure(p: argparse.ArgumentParser) -> None:
     source.add_argument("--workload", type=Path, metavar="FILE", help="a JSON workload (see stallfree.spec.workload)")
     p.add_argument("--request", type=request_spec, action="append", default=[], metavar="RID:PROMPT:MAX_NEW[@STEP]",
                    help="a request arriving before step STEP (default 0); repeatable")
-    p.add_argument("--budget", type=positive_int, default=8, help="token budget B (default 8)")
-    p.add_argument("--max-seqs", type=positive_int, default=4, help="slots S (default 4)")
-    p.add_argument("--kv", type=positive_int, default=256, help="KV capacity K in tokens (default 256)")
-    p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="MODULE:FACTORY",
-                   help="the scheduler to trace (default: the reference; `paged` for stallfree.paged:Scheduler, "
-                        "judged by the paged monitor)")
+    p.add_argument("--budget", type=positive_int, default=None, help="token budget B (default 8)")
+    p.add_argument("--max-seqs", type=positive_int, default=None, help="slots S (default 4)")
+    p.add_argument("--kv", type=positive_int, default=None, help="KV capacity K in tokens (default 256)")
+    p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="NAME|MODULE:FACTORY",
+                   help="the scheduler to trace: the reference (default), a policy `simulate` names "
+                   "(reference, prefill-first, unchunked) or any plain-protocol MODULE:FACTORY; `paged` for "
+                   "stallfree.paged:Scheduler, judged by the paged monitor")
     p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
     p.add_argument("--jsonl", type=Path, metavar="FILE",
                    help="also write the run as a JSON Lines trace, the format `stallfree check-trace` reads")
+    add_view_arguments(p)
+    p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"a step or add of the scheduler taking longer is a TIMEOUT (default {DEFAULT_TIMEOUT:g})")
+    add_output_arguments(p, "the verdicts")
 
 
 def workload_from(args: argparse.Namespace) -> Workload:
+    if args.example or args.workload:
+        given = [flag for flag, value in (("--request", args.request), ("--budget", args.budget),
+                                          ("--max-seqs", args.max_seqs), ("--kv", args.kv)) if value]
+        if given:
+            source = f"--example {args.example}" if args.example else "--workload"
+            raise InvalidField(f"{', '.join(given)} would be ignored: {source} brings its own config and requests")
     if args.example:
         return EXAMPLES[args.example]
     if args.workload:
         return read_workload(args.workload)
     if not args.request:
         raise InvalidField("give --example hand, --workload FILE or at least one --request")
-    return Workload(Config(args.budget, args.max_seqs, args.kv), tuple(args.request))
+    config = {k: DEFAULTS[k] if getattr(args, k) is None else getattr(args, k) for k in DEFAULTS}
+    return Workload(Config(config["budget"], config["max_seqs"], config["kv"]), tuple(args.request))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,27 +116,68 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         workload = workload_from(args)
-        loaded = load_scheduler(args.scheduler)
+        if steps_needed(workload) > MAX_STEPS:
+            source = f"--workload {str(args.workload)!r}" if args.workload else "--request"
+            raise InvalidField(f"{source}: its requests may take up to {steps_needed(workload):,} steps; "
+                               f"trace runs at most {MAX_STEPS:,} (check more with stallfree campaign or check-trace)")
+        loaded = load_scheduler(policy_target(args.scheduler))
         factory = guarded(loaded, args.scheduler)
         if args.jsonl:
             check_output_file("--jsonl", args.jsonl)
+        check_json(args)
+        check_view_arguments(args)
         if design_of(loaded) == PAGED:
             from .paged_trace import trace_paged
 
             return trace_paged(args, workload, factory)
-    except (InvalidField, FieldTypeError, ValueError) as error:
+    except (InvalidField, FieldTypeError, ValueError, ImportError) as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
-        return 2
+        return exits.USAGE
     try:
-        jsonl = args.jsonl.open("w") if args.jsonl else None
-    except OSError as error:
-        print(f"stallfree trace: {path_error('--jsonl', args.jsonl, error)}", file=sys.stderr)
-        return 2
+        jsonl = PendingFile("--jsonl", args.jsonl) if args.jsonl else None
+    except ValueError as error:
+        print(f"stallfree trace: {error}", file=sys.stderr)
+        return exits.USAGE
+    keep = False
     try:
-        return trace(args, workload, factory, jsonl)
+        status = trace(args, workload, factory, jsonl.out if jsonl else None)
+        keep = status != exits.USAGE
+        return status
     finally:
         if jsonl is not None:
-            jsonl.close()
+            jsonl.close(keep)
+
+
+class PendingFile:
+    """An output file written as a run goes, under a temporary name beside it: renamed into place when
+    the run has been judged, removed when it never was, so no half-written FILE is left."""
+
+    def __init__(self, flag: str, path: Path) -> None:
+        self.flag, self.path = flag, path
+        try:
+            fd, self.temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        except OSError as error:
+            raise path_error(flag, path, error) from None
+        self.out: IO[str] = os.fdopen(fd, "w")
+
+    def close(self, keep: bool) -> None:
+        self.out.close()
+        if keep:
+            try:
+                os.chmod(self.temporary, 0o644)
+                os.replace(self.temporary, self.path)
+                return
+            except OSError as error:
+                print(f"stallfree trace: {path_error(self.flag, self.path, error)}", file=sys.stderr)
+        with contextlib.suppress(OSError):
+            os.unlink(self.temporary)
+
+
+def policy_target(name: str) -> str:
+    """A policy `stallfree simulate` names (reference, prefill-first, unchunked) as MODULE:FACTORY."""
+    from stallfree.sim.policies import POLICIES
+
+    return POLICIES.get(name, name)
 
 
 def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any], jsonl: IO[str] | None) -> int:
@@ -110,41 +185,113 @@ def trace(args: argparse.Namespace, workload: Workload, factory: Callable[..., A
 
     cfg = workload.config
     writer = TraceWriter(jsonl, cfg, {"scheduler": args.scheduler}) if jsonl is not None else None
+    price = pricing(args)
     print(f"budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, kv_tokens {cfg.kv_tokens}; "
           f"scheduler {args.scheduler}")
-    print(HEADER)
-    # The requests as the contract knows them, so a refusal is explained by what the spec says.
-    offered = Shadow(cfg)
+    if price is not None:
+        print(f"ms: {price.describe()}")
+    print(header(cfg.token_budget, with_ms=price is not None))
 
-    def on_add(a: Arrival, accepted: bool) -> None:
+    def on_offer(offer: Offer) -> None:
+        watchdog.rearm()
         if writer is not None:
-            writer.offered(a.rid, a.prompt_len, a.max_new, accepted)
-        if accepted:
-            offered.accept(Request(a.rid, a.prompt_len, a.max_new))
-            return
-        why = refusal(offered, a.rid, a.prompt_len, a.max_new) or "the contract would accept it (NEVER-FIT not checked)"
-        print(f"{'':>5}  refused: add({a.rid}, {a.prompt_len}, {a.max_new}): {why}")
+            a = offer.arrival
+            writer.offered(a.rid, a.prompt_len, a.max_new, offer.accepted)
 
-    def on_step(monitor: Monitor, facts: StepFacts) -> None:
-        print(row(facts, cfg.token_budget, monitor.shadow.free_kv))
+    def on_step(_view: object, facts: StepFacts) -> None:
+        watchdog.rearm()
+        steps_done[0] = facts.step + 1
         if writer is not None:
             writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished])
 
-    violation = None
-    steps = adds = 0
+    steps_done = [0]  # steps judged, for a run stopped by the watchdog
+    watchdog = Watchdog(args.timeout)
     try:
-        stats = play(workload, factory, args.rules, on_step=on_step, on_add=on_add)
-        steps, adds = stats.steps, stats.accepted + stats.refused
-        # A run stopped by a broken rule, or still pending at the work bound, has no end line: it did
-        # not end (as record_trace writes it).
-        if writer is not None and stats.stopped_at_bound is None:
-            writer.end()
-    except RuleViolation as error:
-        violation = error
-    except FactoryError as error:
+        with watchdog:
+            done = explain(workload, factory, args.rules, args.scheduler, print, price,
+                           getattr(args, "keep_going", False), on_step, on_offer, keep=wants_views(args))
+    except (FactoryError, Nondeterministic) as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
-        return 2
+        return exits.USAGE
+    except Hung as error:  # the scheduler did not answer: no rule judged it, and the run cannot go on
+        judged = verdicts(args.rules or RULE_IDS, steps_done[0], None, 0, (), str(error), TIMEOUT)
+        print()
+        for line in lines(judged):
+            print(line)
+        write_json(args, {"scheduler": args.scheduler, "config": workload.to_json()["config"],
+                          "rules": as_json(judged)})
+        print(f"stallfree trace: {args.scheduler} did not answer: {error}", file=sys.stderr)
+        return exits.CRASHED
+    recording = done.recording
+    stats, violation = recording.stats, recording.violation
+    crash = violation if violation is not None and violation.rule == CRASH else None
+    # A run stopped by a broken rule, or still pending at the work bound, has no end line: it did
+    # not end (as record_trace writes it).
+    if writer is not None and stats is not None and stats.stopped_at_bound is None:
+        writer.end()
+    steps = stats.steps if stats is not None else recording.num_steps
+    adds = stats.adds if stats is not None else len(recording.offers)
+    judged = verdicts(done.checked, steps, violation, adds, done.broken)
     print()
-    for line in verdicts(args.rules or RULE_IDS, steps, violation, adds):
+    for line in lines(judged):
         print(line)
-    return 1 if violation else 0
+    note = free_kv_note(recording.target)
+    if note:
+        print(f"note: {note}")
+    if stats is not None and stats.stopped_at_bound is not None:
+        print(f"note: work still pending after {stats.stopped_at_bound} steps (PROGRESS not checked)")
+    try:
+        for line in write_views(args, recording, price, done.broken):
+            print(line)
+    except ValueError as error:  # checked before the run, yet a write failed
+        print(f"stallfree trace: {error}", file=sys.stderr)
+        return exits.USAGE
+    write_json(args, {"scheduler": args.scheduler, "config": workload.to_json()["config"],
+                      "rules": as_json(judged)})
+    if crash is not None:
+        print(f"stallfree trace: {args.scheduler} raised: {crash.message}", file=sys.stderr)
+        return exits.CRASHED
+    return exits.BROKEN if violation or done.broken else exits.HOLDS
+
+
+def free_kv_note(scheduler: object) -> str:
+    """A `free_kv` the monitor cannot read is said, not silently passed over (rule KV then checks only
+    the reservations it follows itself)."""
+    free_kv = getattr(scheduler, "free_kv", None)
+    if free_kv is None or type(free_kv) is int:
+        return ""
+    return f"the scheduler's free_kv is {type(free_kv).__name__} {free_kv!r:.40}, not an int: not compared"
+
+
+class Hung(BaseException):
+    """No step (or add) of the scheduler finished within the timeout. A BaseException, so that no
+    handler for the scheduler's own errors (which are Exceptions) takes it for one of them."""
+
+
+class Watchdog:
+    """SIGALRM after `seconds` without a step or an add: a scheduler stuck in Python code (a loop, a
+    sleep) is stopped there and reported as TIMEOUT, not waited for. Rearmed by each step and add."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.previous: Any = None
+        self.started = 0.0
+        self.outer = 0.0
+
+    def _fire(self, *_: object) -> None:
+        raise Hung(f"no step finished within {self.seconds:g} s (--timeout)")
+
+    def rearm(self) -> None:
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def __enter__(self) -> Watchdog:
+        self.previous = signal.signal(signal.SIGALRM, self._fire)
+        self.started = time.monotonic()
+        self.outer = signal.setitimer(signal.ITIMER_REAL, self.seconds)[0]  # a caller's own alarm, if any
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self.previous)
+        if self.outer:  # give the caller's alarm back, less the time spent here
+            signal.setitimer(signal.ITIMER_REAL, max(self.outer - (time.monotonic() - self.started), 0.001))

@@ -9,9 +9,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-CRASH = "CRASH"  # the target raised where the protocol has no place for an exception
-TIMEOUT = "TIMEOUT"  # a call to the target did not return within the per-call timeout
-KIT_ERROR = "KIT-ERROR"  # a bug in stallfree itself, never the target's fault: reported, not hidden
+# CRASH: the target raised where the protocol has no place for an exception; TIMEOUT: a call to the
+# target did not return within the per-call timeout; KIT_ERROR: a bug in stallfree itself, never the
+# target's fault: reported, not hidden.
+from stallfree.spec.verdict import CRASH, KIT_ERROR, TIMEOUT
+
+__all__ = ["CRASH", "KIT_ERROR", "TIMEOUT", "Outcome"]
 
 
 @dataclass(frozen=True, slots=True)

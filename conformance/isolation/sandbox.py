@@ -72,8 +72,12 @@ class Sandbox:
         self._send({"target": self.target, "sys_path": [p if p else os.getcwd() for p in sys.path]})
         reply = self._receive(LOAD_TIMEOUT)
         if reply is None or "ready" not in reply:
-            why = (reply or {}).get("load_error") or self._ended_why(LOAD_TIMEOUT, "importing the target")
-            self.close()
+            why = (reply or {}).get("load_error")
+            if why is None:  # it hung or died: name the target, and where it was stuck
+                ended = self._ended_why(LOAD_TIMEOUT, "importing it").partition(" (stopped from outside")[0]
+                stuck = _innermost_frame(self._stderr_tail())
+                why = f"target {self.target!r}: {ended}" + (f"; it was at {stuck}" if stuck else "")
+            self._kill()
             raise TargetError(str(why))
 
     def close(self) -> None:
@@ -161,3 +165,12 @@ class Sandbox:
         size = self._stderr.tell()
         self._stderr.seek(max(0, size - STDERR_TAIL))
         return self._stderr.read().decode(errors="replace")
+
+
+def _innermost_frame(dump: str) -> str:
+    """The first `File "...", line N in f` of a faulthandler dump (most recent call first)."""
+    for line in dump.splitlines():
+        line = line.strip()
+        if line.startswith("File "):
+            return line
+    return ""

@@ -9,8 +9,9 @@ from typing import Any
 
 from stallfree.spec import Workload
 from stallfree.spec.designs import REGISTRIES, statement
+from stallfree.spec.verdict import NOT_RULES, Verdict
 
-from ..isolation.outcome import CRASH, KIT_ERROR, TIMEOUT, Outcome
+from ..isolation.outcome import TIMEOUT, Outcome
 from ..isolation.sandbox import DEFAULT_TIMEOUT, Sandbox
 from .explore import Explorer, Finding, is_rule
 from .grid import Shape, shapes
@@ -20,19 +21,11 @@ from .shrink import MAX_RUNS, MAX_SECONDS, Shrinker
 DEFAULT_EXAMPLES = 25  # per grid point; the default grid has 60 points
 HANG_SHRINK_RUNS = 6
 
-PASS = "pass"
-FAIL = "fail"
-NOT_CHECKED = "not checked"
-NOT_JUDGED = "not judged"  # checked, but a PROTOCOL, CRASH or TIMEOUT stopped the exploration first
-
-WHAT_IT_MEANS = {
-    "PROTOCOL": "the scheduler speaks the plain protocol: add() returns or refuses with ValueError/TypeError, "
-                "schedule() returns (rid, n) pairs of ints for added requests, complete(plan) returns the rids "
-                "that emitted a token",
-    CRASH: "no call of the plain protocol raises, except add() refusing a request with ValueError or TypeError",
-    TIMEOUT: "every call of the plain protocol returns",
-    KIT_ERROR: "(a bug in stallfree itself, not in the target: please report it)",
-}
+PASS = Verdict.HOLDS
+FAIL = Verdict.BROKEN
+NOT_CHECKED = Verdict.NOT_CHECKED
+NOT_JUDGED = Verdict.NOT_JUDGED  # checked, but a PROTOCOL, CRASH or TIMEOUT stopped the exploration first
+WHAT_IT_MEANS = NOT_RULES
 
 
 def requirement(rule: str) -> str:
@@ -66,7 +59,7 @@ class Report:
     target: str
     profile: str | None
     checked: tuple[str, ...]
-    verdicts: dict[str, str]
+    verdicts: dict[str, Verdict]
     counterexamples: dict[str, Counterexample]
     runs: int
     steps: int

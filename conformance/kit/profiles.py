@@ -29,9 +29,13 @@ def design_of_profile(profile: str | None) -> str:
 
 def checked_rules(rules: Iterable[str] | None = None, profile: str | None = None) -> tuple[str, ...]:
     """The rule IDs to check, in registry order: `rules` if given, else the profile's (default: full).
-    Raises ValueError naming an unknown profile or rule ID."""
+    Raises ValueError naming an unknown profile or rule ID, or an empty selection."""
     if rules is not None and profile is not None:
         raise ValueError("give rules or a profile, not both")
+    if rules is not None:
+        rules = list(rules)
+        if not rules:  # checking nothing would report every rule as held by nobody: refused
+            raise ValueError(f"no rule given: name at least one of {', '.join(RULE_IDS)}")
     if rules is None:
         name = profile or "full"
         if name not in PROFILES:

@@ -7,9 +7,10 @@ import json
 
 from stallfree.spec import Workload
 from stallfree.spec.loader import import_line
+from stallfree.spec.verdict import Judgement, Verdict
 
 from ..isolation.outcome import TIMEOUT
-from .check import FAIL, Counterexample, Report
+from .check import FAIL, NOT_JUDGED, PASS, Counterexample, Report
 
 RULE_WIDTH = 16
 
@@ -20,7 +21,7 @@ def render(report: Report) -> str:
         lines.append(verdict_line(report, rule, verdict))
     for rule, c in report.counterexamples.items():
         if rule not in report.verdicts:
-            lines.append(f"{rule:<{RULE_WIDTH}} at step {c.step}: {c.message}")
+            lines.append(Judgement(rule, Verdict.BROKEN, f"at step {c.step}: {c.message}").line(RULE_WIDTH))
     if report.ended_early:
         lines.append(f"\nexploration ended early: {report.ended_early}")
     for c in report.counterexamples.values():
@@ -37,13 +38,15 @@ def header(report: Report) -> str:
     )
 
 
-def verdict_line(report: Report, rule: str, verdict: str) -> str:
+def verdict_line(report: Report, rule: str, verdict: Verdict) -> str:
     if verdict == FAIL:
         c = report.counterexamples[rule]
-        return f"{rule:<{RULE_WIDTH}} FAIL  at step {c.step}: {c.message}"
-    if verdict == "pass":
-        return f"{rule:<{RULE_WIDTH}} pass"
-    return f"{rule:<{RULE_WIDTH}} {verdict}"
+        return Judgement(rule, verdict, f"at step {c.step}: {c.message}").line(RULE_WIDTH)
+    if verdict == NOT_JUDGED:
+        return Judgement(rule, verdict, f"({report.ended_early or 'the exploration stopped first'})").line(RULE_WIDTH)
+    if verdict == PASS:
+        return Judgement(rule, verdict, f"({report.runs} runs)").line(RULE_WIDTH)
+    return Judgement(rule, verdict).line(RULE_WIDTH)
 
 
 def summary(report: Report) -> str:

@@ -59,7 +59,10 @@ class TraceEnd:
 
 
 def _show(value: object) -> str:
-    text = json.dumps(value) if not isinstance(value, float) else repr(value)
+    try:
+        text = json.dumps(value) if not isinstance(value, float) else repr(value)
+    except RecursionError:
+        return f"a {type(value).__name__} nested too deeply to show"
     return text if len(text) <= SHOWN else text[:SHOWN] + "..."
 
 
@@ -87,11 +90,13 @@ def _load(line: int, text: str | bytes) -> dict[str, Any]:
         data, end = _scan(text, 0)
         if end != len(text) and not text[end:].isspace():
             raise ValueError("extra data after the value")
-    except (StopIteration, ValueError):
+    except (StopIteration, ValueError, RecursionError):
         try:
             data = json.loads(text)
         except ValueError as error:  # JSONDecodeError, bad UTF-8, an int of more than 4300 digits
             raise TraceError(line, f"not valid JSON: {error}") from None
+        except RecursionError:
+            raise TraceError(line, "JSON nested too deeply to read") from None
     if type(data) is not dict:
         raise TraceError(line, f"must be a JSON object, got {_show(data)}")
     return data
@@ -149,7 +154,7 @@ def parse_line(line: int, text: str | bytes, expected_step: int) -> TraceStep | 
         _rids(line, "finished", finished)
         _add(line, add)
     refuse = data.get("refuse", EMPTY)
-    if refuse:
+    if refuse is not EMPTY:  # present: checked even when falsy (false, 0, "" are not lists)
         _refuse(line, refuse)
     return TraceStep(step, plan, emitted, finished, add, refuse)
 

@@ -1,6 +1,6 @@
 """The reachable state graph a model check builds, and its liveness: livelock, termination bound.
 
-Edges are actions: slot 0 of a state is its step, slot 1 + u the add of universe shape u (-1 where
+Edges are actions: action 0 of a state is its step, action 1 + u the add of universe shape u (-1 where
 the action is not enabled). Adds only ever raise the count of adds, so a cycle can only be made of
 steps; a cycle through states with work pending is a livelock: requests that never finish.
 """
@@ -10,15 +10,15 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, field
 
-STEP = 0  # the action slot of a step; adds follow
+STEP = 0  # the action index of a step; adds follow
 
 
 @dataclass(slots=True)
 class Graph:
     num_actions: int
-    succ: array = field(default_factory=lambda: array("q"))  # state * num_actions + slot -> state
+    succ: array = field(default_factory=lambda: array("q"))  # state * num_actions + action -> state
     parent: array = field(default_factory=lambda: array("q"))  # the state BFS first reached it from
-    via: array = field(default_factory=lambda: array("h"))  # the action slot it was reached by
+    via: array = field(default_factory=lambda: array("h"))  # the action index it was reached by
     idle: bytearray = field(default_factory=bytearray)  # nothing waiting or running
     work: array = field(default_factory=lambda: array("q"))  # remaining work (PROGRESS's ranking)
 
@@ -35,21 +35,21 @@ class Graph:
         return len(self.parent)
 
     def path_to(self, state: int) -> list[int]:
-        """The action slots from the initial state to `state`."""
-        slots: list[int] = []
+        """The action indexes from the initial state to `state`."""
+        actions: list[int] = []
         while state > 0:
-            slots.append(self.via[state])
+            actions.append(self.via[state])
             state = self.parent[state]
-        return slots[::-1]
+        return actions[::-1]
 
     def edges(self, state: int) -> list[tuple[int, int]]:
-        """(slot, successor) of `state`, leaving out the step of an idle state (time passing)."""
+        """(action, successor) of `state`, leaving out the step of an idle state (time passing)."""
         base = state * self.num_actions
         out = []
-        for slot in range(self.num_actions):
-            child = self.succ[base + slot]
-            if child >= 0 and not (slot == STEP and self.idle[state]):
-                out.append((slot, child))
+        for action in range(self.num_actions):
+            child = self.succ[base + action]
+            if child >= 0 and not (action == STEP and self.idle[state]):
+                out.append((action, child))
         return out
 
 
@@ -84,9 +84,9 @@ def analyse(graph: Graph) -> Liveness:
         stack.pop()
         colour[state] = 2
         best = 0
-        for slot, child in out:
-            best = max(best, longest[child] + (slot == STEP))
-            if slot == STEP:
+        for action, child in out:
+            best = max(best, longest[child] + (action == STEP))
+            if action == STEP:
                 drain[state] = drain[child] + 1
         longest[state] = best
     over = next(((s, drain[s], graph.work[s]) for s in range(n) if drain[s] > graph.work[s]), None)

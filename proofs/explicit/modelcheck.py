@@ -84,30 +84,30 @@ class _Explorer:
         The last action runs on `node` itself, the others on copies."""
         num_enabled = len(self.actions) if key[0] < self.bounds.num_requests else 1
         base = state * len(self.actions)
-        for slot in range(num_enabled):
-            action = self.actions[slot]
-            monitor = node if slot == num_enabled - 1 else fork(node)
+        for index in range(num_enabled):
+            action = self.actions[index]
+            monitor = node if index == num_enabled - 1 else fork(node)
             self.transitions += 1
             try:
                 act(monitor, action)
             except RuleViolation as violation:
-                return self.fail(state, slot, violation.rule, violation.message)
+                return self.fail(state, index, violation.rule, violation.message)
             except Exception as error:  # a scheduler that crashes has not spoken the protocol
-                return self.fail(state, slot, PROTOCOL, f"{type(error).__name__}: {error}")
+                return self.fail(state, index, PROTOCOL, f"{type(error).__name__}: {error}")
             broken = invariants.broken(monitor.shadow, invariants.shown(monitor.scheduler))
             if broken is not None:
-                return self.fail(state, slot, *broken)
+                return self.fail(state, index, *broken)
             child_key = encode(monitor, self.hidden)
             child = self.index.get(child_key)
             if child is None:
-                child = self.graph.add_state(state, slot, is_idle(child_key), remaining_work(child_key))
+                child = self.graph.add_state(state, index, is_idle(child_key), remaining_work(child_key))
                 self.index[child_key] = child
                 frontier.append((child, monitor, child_key))
-            self.graph.succ[base + slot] = child
+            self.graph.succ[base + index] = child
         return None
 
-    def fail(self, state: int, slot: int, rule: str, message: str) -> Counterexample:
-        path = [self.actions[s] for s in self.graph.path_to(state)] + [self.actions[slot]]
+    def fail(self, state: int, index: int, rule: str, message: str) -> Counterexample:
+        path = [self.actions[s] for s in self.graph.path_to(state)] + [self.actions[index]]
         return build(self.bounds.config, path, rule, message, self.factory)
 
     def livelock(self, cycle: list[int]) -> Counterexample:

@@ -143,7 +143,7 @@ def partial_next(t: SymStep) -> z3.BoolRef:
 
 def work_conserving(t: SymStep) -> z3.BoolRef:
     """WORK-CONSERVING: budget goes unused only when every ready request is decoded, every prompt
-    given a chunk gets all of it, and the oldest request still waiting has no slot or not enough KV."""
+    given a chunk gets all of it, and the oldest request still waiting has no free slot or not enough KV."""
     s = t.before
     names = Names("work_conserving")
     unused = s.config.token_budget - t.num_tokens > 0

@@ -6,7 +6,6 @@ free_kv, progress), never its private fields."""
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -14,15 +13,15 @@ from functools import partial
 import z3
 
 from stallfree.reference import Phase, Scheduler
-from stallfree.spec import Arrival, Config, Workload
+from stallfree.spec import Config, Workload
 
 from .policy import Policy, SymStep
-from .symbolic import SymConfig, SymState, value
+from .symbolic import SymConfig, SymState, check, value
 
 
 @dataclass(frozen=True, slots=True)
-class Slot:
-    """One request as both sides see it; `arrived` False pads the slots past the last arrival."""
+class RequestView:
+    """One request as both sides see it; `arrived` False pads the requests past the last arrival."""
 
     arrived: bool
     admitted: bool
@@ -33,50 +32,50 @@ class Slot:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
-    """What a step did: the plan as (slot, n) in order, the slots that emitted, the state after."""
+class StepResult:
+    """What a step did: the plan as (request index, n) in order, the indexes that emitted, the state after."""
 
     plan: tuple[tuple[int, int], ...]
     emitted: frozenset[int]
-    slots: tuple[Slot, ...]
+    requests: tuple[RequestView, ...]
     free_kv: int
 
 
-EMPTY = Slot(False, False, 1, 1, 0, 0)
+EMPTY = RequestView(False, False, 1, 1, 0, 0)
 
 
-def read_reference(scheduler: Scheduler, num_slots: int, num_added: int) -> tuple[tuple[Slot, ...], int]:
-    """The reference's state as slots (rid i is slot i), through its public views only."""
-    slots = []
+def read_reference(scheduler: Scheduler, num_requests: int, num_added: int) -> tuple[tuple[RequestView, ...], int]:
+    """The reference's state as request views (rid i is request index i), through its public views only."""
+    views = []
     for rid in range(num_added):
         p = scheduler.progress(rid)
         admitted = p.phase not in (Phase.WAITING,)
-        slots.append(Slot(True, admitted, p.prompt_len, p.max_new, p.num_prefilled, p.num_emitted))
-    slots += [EMPTY] * (num_slots - num_added)
-    return tuple(slots), scheduler.free_kv
+        views.append(RequestView(True, admitted, p.prompt_len, p.max_new, p.num_prefilled, p.num_emitted))
+    views += [EMPTY] * (num_requests - num_added)
+    return tuple(views), scheduler.free_kv
 
 
 class Evaluator:
-    """The Z3 step for `num_slots` slots, built once, evaluated on any concrete state."""
+    """The Z3 step for `num_requests` requests, built once, evaluated on any concrete state."""
 
-    def __init__(self, num_slots: int, policy: Policy | None = None) -> None:
+    def __init__(self, num_requests: int, policy: Policy | None = None) -> None:
         self.config = SymConfig.fresh()
-        self.state = SymState.fresh("c", num_slots, self.config)
+        self.state = SymState.fresh("c", num_requests, self.config)
         self.step: SymStep = (Policy() if policy is None else policy).step(self.state)
 
-    def bind(self, config: Config, slots: tuple[Slot, ...], free_kv: int) -> list[z3.BoolRef]:
+    def bind(self, config: Config, views: tuple[RequestView, ...], free_kv: int) -> list[z3.BoolRef]:
         c = self.config
         facts = [c.token_budget == config.token_budget, c.max_seqs == config.max_seqs,
                  c.kv_tokens == config.kv_tokens, self.state.free_kv == free_kv]
-        for r, v in zip(self.state.requests, slots, strict=True):
+        for r, v in zip(self.state.requests, views, strict=True):
             facts += [r.arrived == v.arrived, r.admitted == v.admitted, r.prompt_len == v.prompt_len,
                       r.max_new == v.max_new, r.num_prefilled == v.num_prefilled, r.num_emitted == v.num_emitted]
         return facts
 
-    def evaluate(self, config: Config, slots: tuple[Slot, ...], free_kv: int) -> Outcome:
+    def evaluate(self, config: Config, views: tuple[RequestView, ...], free_kv: int) -> StepResult:
         solver = z3.Solver()
-        solver.add(self.step.defs, *self.bind(config, slots, free_kv))
-        if solver.check() != z3.sat:
+        solver.add(self.step.defs, *self.bind(config, views, free_kv))
+        if check(solver) != z3.sat:
             raise AssertionError("the Z3 step has no value on this state: its definitions contradict")
         model = solver.model()
         val = partial(value, model)
@@ -86,11 +85,11 @@ class Evaluator:
         admits = [(i, int(val(e.first_chunk))) for i, e in enumerate(plan) if val(e.admit)]
         emitted = frozenset(i for i, flag in enumerate(self.step.emits) if val(flag))
         after = tuple(
-            Slot(bool(val(r.arrived)), bool(val(r.admitted)), int(val(r.prompt_len)), int(val(r.max_new)),
+            RequestView(bool(val(r.arrived)), bool(val(r.admitted)), int(val(r.prompt_len)), int(val(r.max_new)),
                  int(val(r.num_prefilled)), int(val(r.num_emitted)))
             for r in self.step.after.requests
         )
-        return Outcome(tuple(decodes + chunks + admits), emitted, after, int(val(self.step.after.free_kv)))
+        return StepResult(tuple(decodes + chunks + admits), emitted, after, int(val(self.step.after.free_kv)))
 
 
 def compare(workload: Workload, evaluator: Evaluator) -> Iterator[str]:
@@ -98,7 +97,7 @@ def compare(workload: Workload, evaluator: Evaluator) -> Iterator[str]:
     evaluate the Z3 step on the reference's state and yield every difference from what the reference
     then did. Yields nothing when model and code agree on every step."""
     cfg = workload.config
-    num_slots = len(evaluator.state.requests)
+    num_requests = len(evaluator.state.requests)
     scheduler = Scheduler(cfg.token_budget, cfg.max_seqs, cfg.kv_tokens)
     arrivals = sorted(workload.requests, key=lambda a: a.arrival_step)
     added = 0
@@ -108,30 +107,20 @@ def compare(workload: Workload, evaluator: Evaluator) -> Iterator[str]:
             a = arrivals[added]
             scheduler.add(a.rid, a.prompt_len, a.max_new)
             added += 1
-        slots, free_kv = read_reference(scheduler, num_slots, added)
-        expected = evaluator.evaluate(cfg, slots, free_kv)
+        views, free_kv = read_reference(scheduler, num_requests, added)
+        expected = evaluator.evaluate(cfg, views, free_kv)
         plan = scheduler.schedule()
         emitted = scheduler.complete(plan)
-        after, free_after = read_reference(scheduler, num_slots, added)
-        got = Outcome(tuple((rid, n) for rid, n in plan), frozenset(emitted), after, free_after)
+        after, free_after = read_reference(scheduler, num_requests, added)
+        got = StepResult(tuple((rid, n) for rid, n in plan), frozenset(emitted), after, free_after)
         where = f"step {step} of {workload.dumps()}"
         if got.plan != expected.plan:
             yield f"{where}: the reference planned {list(got.plan)}, the Z3 step {list(expected.plan)}"
         if got.emitted != expected.emitted or len(emitted) != len(got.emitted):
             yield f"{where}: the reference emitted {sorted(emitted)}, the Z3 step {sorted(expected.emitted)}"
-        for i, (g, e) in enumerate(zip(got.slots, expected.slots, strict=True)):
+        for i, (g, e) in enumerate(zip(got.requests, expected.requests, strict=True)):
             if g != e:
-                yield f"{where}: slot {i} after the step is {g} in the reference, {e} in the Z3 step"
+                yield f"{where}: request {i} after the step is {g} in the reference, {e} in the Z3 step"
         if got.free_kv != expected.free_kv:
             yield f"{where}: free KV after the step is {got.free_kv} in the reference, {expected.free_kv} in Z3"
         step += 1
-
-
-def random_workload(rng: random.Random, num_slots: int) -> Workload:
-    """A small workload whose requests all fit: the sizes where the policy's branches all occur."""
-    budget, max_seqs = rng.randint(1, 8), rng.randint(1, 4)
-    sizes = [(rng.randint(1, 12), rng.randint(1, 5)) for _ in range(rng.randint(1, num_slots))]
-    kv = rng.randint(max(p + m for p, m in sizes), sum(p + m for p, m in sizes) + 1)
-    steps = sorted(rng.randint(0, 6) for _ in sizes)
-    return Workload(Config(budget, max_seqs, kv), tuple(Arrival(i, p, m, s) for i, ((p, m), s)
-                                                       in enumerate(zip(sizes, steps, strict=True))))

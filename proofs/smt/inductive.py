@@ -42,7 +42,7 @@ def never_fit(s: SymState) -> z3.BoolRef:
 
 
 def fcfs(s: SymState) -> z3.BoolRef:
-    """FCFS: arrived slots are a prefix of the slots, and admitted slots a prefix of those."""
+    """FCFS: the arrived requests are a prefix of the request indexes, and the admitted a prefix of those."""
     rs = s.requests
     return z3.And(
         [z3.And(z3.Implies(rs[i + 1].arrived, rs[i].arrived), z3.Implies(rs[i + 1].admitted, rs[i].admitted))

@@ -1,5 +1,5 @@
-"""Stepping stones for the whole-step theorems: facts about each slot that the solver proves first,
-one at a time under the same hypothesis, and may then assume. Each is small (one slot, or one sum
+"""Stepping stones for the whole-step theorems: facts about each request that the solver proves first,
+one at a time under the same hypothesis, and may then assume. Each is small (one request, or one sum
 bounded by another), so it proves in well under a second; given them, the global claim is linear
 arithmetic over named terms. Without them, KV and READY-WITHIN-BUDGET time out past ~8 requests."""
 
@@ -19,7 +19,7 @@ def held(running: z3.BoolRef, reservation: z3.ArithRef) -> z3.ArithRef:
 
 
 def kv_per_slot(t: SymStep) -> list[z3.BoolRef]:
-    """Each slot's reservation is held after the step iff it was held before or admitted now, and it
+    """Each request's reservation is held after the step iff it was held before or admitted now, and it
     has not just emitted its last token; and free KV moves by exactly those reservations."""
     facts = []
     for e, b, a, emits in zip(t.plan, t.before.requests, t.after.requests, t.emits, strict=True):

@@ -22,8 +22,8 @@ import z3
 
 from .inductive import first_token, never_fit, types
 from .policy import Draft, Policy
-from .symbolic import SymConfig, SymState
-from .theorems import Outcome
+from .symbolic import SymConfig, SymState, check
+from .theorems import TheoremResult
 
 Body = Callable[[Policy, SymState, Draft], z3.BoolRef]  # (goal) for one iteration
 
@@ -111,22 +111,22 @@ LOOP_THEOREMS: tuple[LoopTheorem, ...] = (
 )
 
 
-def prove_loop(theorem: LoopTheorem, policy: Policy | None = None, timeout_ms: int = 60_000) -> Outcome:
+def prove_loop(theorem: LoopTheorem, policy: Policy | None = None, timeout_ms: int = 60_000) -> TheoremResult:
     policy = Policy() if policy is None else policy
     began = time.perf_counter()
-    s = SymState.fresh("slot", 1, SymConfig.fresh())
+    s = SymState.fresh("req", 1, SymConfig.fresh())
     d = _entered(s)
     context = _context(s, d)
     goal = theorem.body(policy, s, d)
     solver = z3.SolverFor("QF_LIA")
     solver.set("timeout", timeout_ms)
     solver.add(context, z3.And(d.defs), z3.Not(goal))
-    verdict = solver.check()
+    verdict = check(solver)
     seconds = time.perf_counter() - began
     if verdict == z3.unsat:
-        return Outcome(theorem.name, policy.name, 0, "holds", seconds)
+        return TheoremResult(theorem.name, policy.name, 0, "holds", seconds)
     if verdict == z3.sat:
         model = solver.model()
-        values = {str(decl): str(model[decl]) for decl in model.decls() if not str(decl).startswith("slot.free")}
-        return Outcome(theorem.name, policy.name, 0, "counterexample", seconds, {"one iteration": values})
-    return Outcome(theorem.name, policy.name, 0, "unknown", seconds)
+        values = {str(decl): str(model[decl]) for decl in model.decls() if not str(decl).startswith("req.free")}
+        return TheoremResult(theorem.name, policy.name, 0, "counterexample", seconds, {"one iteration": values})
+    return TheoremResult(theorem.name, policy.name, 0, "unknown", seconds)

@@ -96,7 +96,7 @@ class SkipAhead(Policy):
         return stopped
 
 
-class PrefillFirst(Policy):
+class PartialsBeforeDecodes(Policy):
     """Partial prompts take the budget first; decodes get what is left."""
 
     breaks = "DECODE-FIRST"
@@ -164,7 +164,7 @@ MUTANTS: dict[str, type[Policy]] = {
     cls.__name__: cls
     for cls in (
         FreeDecodes, AdmitWithoutBudget, IgnoreSlots, IgnoreKV, EarlyRelease, RepeatPosition, LateFirstToken,
-        DoubleFirstToken, SkipAhead, PrefillFirst, AdmitBeforePartial, OneAdmissionPerStep, StrictFit,
+        DoubleFirstToken, SkipAhead, PartialsBeforeDecodes, AdmitBeforePartial, OneAdmissionPerStep, StrictFit,
         AcceptNeverFit, ChangingBudget, LeakyStart,
     )
 }

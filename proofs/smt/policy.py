@@ -22,7 +22,7 @@ def smin(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
 
 @dataclass(frozen=True, slots=True)
 class SymEntry:
-    """What one slot gets in the plan: a decode, a chunk of its partial prompt, or admission with its
+    """What one request gets in the plan: a decode, a chunk of its partial prompt, or admission with its
     first chunk (at most one of these for the reference; the plan lists it once)."""
 
     decode: z3.BoolRef
@@ -47,7 +47,7 @@ class SymEntry:
 class SymStep:
     before: SymState
     plan: tuple[SymEntry, ...]
-    emits: tuple[z3.BoolRef, ...]  # slot i emitted a token this step
+    emits: tuple[z3.BoolRef, ...]  # request i emitted a token this step
     after: SymState
     free_after_admission: z3.ArithRef
     defs: z3.BoolRef  # the definitions of the named intermediate terms (`Draft.let`)
@@ -59,7 +59,7 @@ class SymStep:
 
 
 class Draft:
-    """The plan as the phases build it: per slot what it got, and the budget, slots, KV left."""
+    """The plan as the phases build it: per request what it got, and the budget, slots, KV left."""
 
     def __init__(self, state: SymState) -> None:
         n = len(state.requests)
@@ -92,7 +92,7 @@ class Policy:
     # -- the environment ---------------------------------------------------------------------------
 
     def arrive(self, before: SymState, name: str) -> tuple[SymState, z3.BoolRef]:
-        """Any requests may arrive, in slot order; add() accepts only those that fit K (NEVER-FIT).
+        """Any requests may arrive, in index order; add() accepts only those that fit K (NEVER-FIT).
         Returns the state after the adds and what the adds assume."""
         arrived = [z3.Bool(f"{name}.r{i}.arrived") for i in range(len(before.requests))]
         requests = tuple(
@@ -149,7 +149,7 @@ class Policy:
     # -- complete -----------------------------------------------------------------------------------
 
     def emitted(self, entry: SymEntry, r: SymRequest, num_prefilled: z3.ArithRef) -> z3.ArithRef:
-        """Tokens slot `r` emits: one when its prompt is done after the step (a decode, or the chunk
+        """Tokens request `r` emits: one when its prompt is done after the step (a decode, or the chunk
         that completes it)."""
         return z3.If(z3.And(entry.planned, num_prefilled == r.prompt_len), 1, 0)
 

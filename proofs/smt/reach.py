@@ -1,7 +1,7 @@
 """From a Z3 counterexample to a workload: a bounded search from a new scheduler (the invariant is
 not assumed, every state is reached), unrolling up to `max_steps` steps of a policy with any adds
 before each, for a step that breaks a theorem. The model is then read back as a
-`stallfree.spec.Workload`: the slots that arrived before step k are requests with arrival_step k.
+`stallfree.spec.Workload`: the request indexes that arrived before step k are requests with arrival_step k.
 
 An inductive counterexample is a state satisfying the invariant, which need not be reachable; this
 finds one that is, when there is one within the bound, so a wrong policy's failure can be replayed
@@ -17,7 +17,7 @@ from stallfree.spec import Arrival, Config, Workload
 
 from .inductive import PARTS
 from .policy import Policy
-from .symbolic import SymConfig, SymState, smallest, value
+from .symbolic import SymConfig, SymState, check, smallest, value
 from .theorems import Theorem
 
 REACH_STEPS = 5
@@ -56,7 +56,7 @@ def _workload(solver: z3.Solver, goal: z3.BoolRef, config: SymConfig,
     solver.push()
     solver.add(z3.Not(goal))
     try:
-        if solver.check() != z3.sat:
+        if check(solver) != z3.sat:
             return None
         model = smallest(solver, config, history[-1][1].requests) if history else solver.model()
     finally:

@@ -1,10 +1,10 @@
-"""The scheduler's state as Z3 terms: N request slots in arrival order, with unbounded integer lengths,
+"""The scheduler's state as Z3 terms: N requests indexed in arrival order, with unbounded integer lengths,
 budget and capacity. This is the state the Z3 theorems quantify over.
 
-Slot i is the i-th request to arrive. Running requests are kept in admission order by the reference
-and, since admission is first come first served (FCFS), admission order is arrival order: the slots'
-order serves for both, and the invariant states that the admitted slots are a prefix of the arrived.
-A finished request keeps its slot (admitted, every token emitted); its reservation is back.
+Request index i is the i-th request to arrive. Running requests are kept in admission order by the reference
+and, since admission is first come first served (FCFS), admission order is arrival order: the
+indexes' order serves for both, and the invariant states that the admitted are a prefix of the arrived.
+A finished request keeps its index (admitted, every token emitted); its reservation is back.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class SymConfig:
 
 @dataclass(frozen=True, slots=True)
 class SymRequest:
-    """One slot: whether its request has arrived and been admitted, its lengths, its progress."""
+    """One request index: whether its request has arrived and been admitted, its lengths, its progress."""
 
     arrived: z3.BoolRef
     admitted: z3.BoolRef  # admitted at some step (it may have finished since)
@@ -76,7 +76,7 @@ class SymRequest:
 
     @property
     def work(self) -> z3.ArithRef:
-        """Prompt positions left to run plus tokens left to emit (0 for a slot not yet arrived)."""
+        """Prompt positions left to run plus tokens left to emit (0 for a request not yet arrived)."""
         return z3.If(self.arrived, self.prompt_len - self.num_prefilled + self.max_new - self.num_emitted, 0)
 
 
@@ -92,7 +92,7 @@ class SymState:
         return cls(config, requests, z3.Int(f"{name}.free_kv"))
 
     def count(self, predicate: str) -> z3.ArithRef:
-        """How many slots satisfy the named property (running, waiting, ready, partial ...)."""
+        """How many requests satisfy the named property (running, waiting, ready, partial ...)."""
         return z3.Sum([z3.If(getattr(r, predicate), 1, 0) for r in self.requests])
 
     @property
@@ -125,3 +125,17 @@ def smallest(solver: z3.Solver, config: SymConfig, requests: Iterable[SymRequest
     optimizer.minimize(z3.Sum([config.token_budget, config.max_seqs, config.kv_tokens]
                               + [z3.If(r.arrived, r.reservation, 0) for r in requests]))
     return optimizer.model() if optimizer.check() == z3.sat else found
+
+
+# Z3's reason_unknown() when a Ctrl-C stopped check() (it takes the signal while it searches); a solver
+# that ran out of time says "timeout" instead.
+CTRL_C = ("interrupted from keyboard", "canceled")
+
+
+def check(solver: z3.Solver) -> z3.CheckSatResult:
+    """`solver.check()`, except that a Ctrl-C, which Z3 takes to stop the search and answer unknown,
+    is raised as KeyboardInterrupt: an interrupted proof is not a solver that ran out of time."""
+    verdict = solver.check()
+    if verdict == z3.unknown and solver.reason_unknown() in CTRL_C:
+        raise KeyboardInterrupt
+    return verdict

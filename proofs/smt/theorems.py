@@ -20,7 +20,7 @@ from .claims import Claim
 from .inductive import PARTS, invariant
 from .lemmas import Lemmas
 from .policy import Policy, SymStep
-from .symbolic import SymConfig, SymState, smallest, value
+from .symbolic import SymConfig, SymState, check, smallest, value
 
 DEFAULT_N = 12  # symbolic requests per theorem
 TIMEOUT_MS = 120_000  # per theorem: past it the result is `unknown`, never `holds`
@@ -50,7 +50,7 @@ THEOREMS: tuple[Theorem, ...] = (
     Theorem("FIRST-TOKEN", claims.first_token, ("FIRST-TOKEN",), "LateFirstToken"),
     Theorem("TOKENS", claims.tokens, ("TYPES",), "DoubleFirstToken"),
     Theorem("FCFS", claims.fcfs, ("FCFS",), "SkipAhead"),
-    Theorem("DECODE-FIRST", claims.decode_first, (), "PrefillFirst"),
+    Theorem("DECODE-FIRST", claims.decode_first, (), "PartialsBeforeDecodes"),
     Theorem("PARTIAL-NEXT", claims.partial_next, (), "AdmitBeforePartial", (lemmas.decodes_then_partials,)),
     Theorem("WORK-CONSERVING", claims.work_conserving, (), "OneAdmissionPerStep"),
     Theorem("NEVER-FIT", _state_only, ("NEVER-FIT",), "AcceptNeverFit"),
@@ -62,7 +62,7 @@ THEOREMS: tuple[Theorem, ...] = (
 
 
 @dataclass(slots=True)
-class Outcome:
+class TheoremResult:
     theorem: str
     policy: str
     num_requests: int
@@ -91,7 +91,7 @@ def obligation(theorem: Theorem, policy: Policy, num_requests: int) -> tuple[z3.
 
 
 def prove(theorem: Theorem, policy: Policy | None = None, num_requests: int = DEFAULT_N,
-          timeout_ms: int = TIMEOUT_MS) -> Outcome:
+          timeout_ms: int = TIMEOUT_MS) -> TheoremResult:
     """Ask Z3 for a state where the hypothesis holds and the goal fails: none means proved."""
     policy = Policy() if policy is None else policy
     began = time.perf_counter()
@@ -102,16 +102,16 @@ def prove(theorem: Theorem, policy: Policy | None = None, num_requests: int = DE
     for fact in _split(goal, solver):
         solver.push()
         solver.add(z3.Not(fact))
-        verdict = solver.check()
+        verdict = check(solver)
         if verdict != z3.unsat:
             seconds = time.perf_counter() - began
             if verdict == z3.sat:
-                return Outcome(theorem.name, policy.name, num_requests, "counterexample", seconds,
+                return TheoremResult(theorem.name, policy.name, num_requests, "counterexample", seconds,
                                describe(smallest(solver, step.before.config, step.before.requests), step))
-            return Outcome(theorem.name, policy.name, num_requests, "unknown", seconds)
+            return TheoremResult(theorem.name, policy.name, num_requests, "unknown", seconds)
         solver.pop()
         solver.add(fact)
-    return Outcome(theorem.name, policy.name, num_requests, "holds", time.perf_counter() - began)
+    return TheoremResult(theorem.name, policy.name, num_requests, "holds", time.perf_counter() - began)
 
 
 def _solver(hypothesis: z3.BoolRef, timeout_ms: int) -> z3.Solver:
@@ -123,7 +123,7 @@ def _solver(hypothesis: z3.BoolRef, timeout_ms: int) -> z3.Solver:
 
 def _split(goal: z3.BoolRef, solver: z3.Solver) -> list[z3.BoolRef]:
     """The goal's conjuncts, to prove one at a time in order, each assumed once proved (a long
-    conjunction of per-slot facts is far easier so). The definitions of a claim's named terms
+    conjunction of per-request facts is far easier so). The definitions of a claim's named terms
     (`defs -> body`, see `claims.Names`) go to the solver; they only name terms, so this is sound."""
     if z3.is_implies(goal) and z3.is_and(goal.arg(0)) and _only_definitions(goal.arg(0)):
         solver.add(goal.arg(0))
@@ -144,7 +144,7 @@ def _assume_lemmas(solver: z3.Solver, theorem: Theorem, step: SymStep) -> bool:
         for fact in lemma(step):
             solver.push()
             solver.add(z3.Not(fact))
-            proved = solver.check() == z3.unsat
+            proved = check(solver) == z3.unsat
             solver.pop()
             if not proved:
                 return False

@@ -1,0 +1,14 @@
+"""Exit statuses, the same for every command, and the line that lists them in every --help."""
+
+from __future__ import annotations
+
+HOLDS = 0  # every claim checked holds (and nothing was claimed that was not checked)
+BROKEN = 1  # a rule (or the plain protocol) is broken
+USAGE = 2  # a bad argument or input file: nothing was judged
+CRASHED = 3  # the checked scheduler crashed or hung, or stallfree itself failed: nothing was judged past it
+INTERRUPTED = 130  # Ctrl-C
+
+EPILOG = (
+    "exit status: 0 every checked claim holds; 1 a rule broken; 2 usage or input error; "
+    "3 the checked scheduler crashed or hung, or an internal error; 130 interrupted"
+)

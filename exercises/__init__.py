@@ -1,0 +1,1 @@
+"""Exercises graded by stallfree: `stallfree exercise N FILE`."""

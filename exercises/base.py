@@ -1,0 +1,47 @@
+"""An exercise: its task, hints given one at a time, an answer shown only when asked, and a grader
+that reads the learner's FILE and says whether it is right, and if not, what is wrong without
+giving the answer away."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class AnswerError(ValueError):
+    """The answer file cannot be graded (missing, unreadable, not in the form the task asks for)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Grade:
+    correct: bool
+    lines: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Exercise:
+    number: int
+    title: str
+    task: str  # what to do and what FILE must hold
+    hints: tuple[str, ...]
+    answer: str  # shown only with --answer
+    grade: Callable[[Path], Grade]
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError as error:
+        raise AnswerError(f"FILE {str(path)!r}: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise AnswerError(f"FILE {str(path)!r}: not a text file") from None
+
+
+def read_int(path: Path) -> int:
+    """The whole number FILE holds (commas and underscores allowed between digits)."""
+    text = read_text(path).strip().replace(",", "").replace("_", "")
+    try:
+        return int(text)
+    except ValueError:
+        raise AnswerError(f"FILE {str(path)!r}: expected a whole number, got {text[:40]!r}") from None

@@ -1,0 +1,74 @@
+"""Schedulers that attack the checker instead of scheduling: they raise, hang, end the process, return
+garbage or endless iterables. The hostile-input tests load them as `hostile_schedulers:NAME` (this
+folder is on sys.path under pytest, and on PYTHONPATH for the subprocess cases)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import time
+from typing import Any
+
+from stallfree.reference import Scheduler
+
+
+class RaisesInSchedule(Scheduler):
+    def schedule(self) -> Any:
+        raise RuntimeError("schedule exploded")
+
+
+class RaisesInComplete(Scheduler):
+    def complete(self, plan: Any) -> Any:
+        raise RuntimeError("complete exploded")
+
+
+class EndlessPlan(Scheduler):
+    def schedule(self) -> Any:
+        super().schedule()
+        return itertools.repeat((0, 1))
+
+
+class EndlessEmitted(Scheduler):
+    def complete(self, plan: Any) -> Any:
+        super().complete(plan)
+        return itertools.repeat(0)
+
+
+class GarbagePlan(Scheduler):
+    def schedule(self) -> Any:
+        return [("a", None)]
+
+
+class ExitsInSchedule(Scheduler):
+    def schedule(self) -> Any:
+        os._exit(0)  # a status of 0, to show it is not read as a pass
+
+
+class SysExitInSchedule(Scheduler):
+    def schedule(self) -> Any:
+        sys.exit(0)
+
+
+class HangsInSchedule(Scheduler):
+    def schedule(self) -> Any:
+        time.sleep(3600)
+
+
+class TextFreeKV(Scheduler):
+    @property  # type: ignore[override]
+    def free_kv(self) -> Any:
+        return "plenty"
+
+
+class NotProtocol:
+    def __init__(self, **config: int) -> None:
+        self.config = config
+
+
+def factory_raises(**config: int) -> Any:
+    raise ValueError("no scheduler today")
+
+
+def returns_int(**config: int) -> Any:
+    return 42
