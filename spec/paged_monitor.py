@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from .errors import InvalidField, RuleViolation
-from .facts import PROTOCOL
+from .verdict import PROTOCOL
 from .paged_rules import AFTER_STEP, BEFORE_PREEMPTION, PagedCheck, Rule, select
 from .paged_shadow import (
     PagedFacts,

@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from .errors import RuleViolation
-from .facts import PROTOCOL
+from .verdict import PROTOCOL
 from .types import Config, Request
 
 
