@@ -97,3 +97,14 @@ def test_prove_a_paged_model_check_where_nothing_runs_is_not_called_holding(caps
                         "--methods", "model"], capsys)
     assert code == 1  # undecided: a check that saw no request run decided nothing
     assert "unknown" in out and "vacuous: no request ever ran" in out and "0 of 1 claims hold" in out
+
+
+def test_prove_scheduler_paged_runs_every_method_unless_told() -> None:
+    import argparse
+
+    from stallfree.commands.prove import METHODS, paged_methods
+
+    assert paged_methods(argparse.Namespace(methods=None)) == METHODS
+    assert paged_methods(argparse.Namespace(methods="z3")) == ("z3",)
+    with pytest.raises(ValueError, match="expected some of"):
+        paged_methods(argparse.Namespace(methods="nope"))

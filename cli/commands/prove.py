@@ -117,7 +117,7 @@ def paged_rows(args: argparse.Namespace, say):  # type: ignore[no-untyped-def]
         say("the model check runs stallfree.paged with 2-token blocks (small_blocks): 16-token blocks "
             "refuse every request of a small bound")
         factory = small_blocks
-    methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
+    methods = paged_methods(args)
     rows = paged_suite.model_rows(bound, factory, args.max_states) if "model" in methods else []
     fault_rule = args.fault.upper() if args.fault else None
     if "z3" in methods:
@@ -125,6 +125,17 @@ def paged_rows(args: argparse.Namespace, say):  # type: ignore[no-untyped-def]
     if "crosshair" in methods:
         rows += paged_suite.crosshair_rows(fault_rule, args.crosshair_seconds or paged_suite.CROSSHAIR_S)
     return rows + paged_suite.not_applicable(methods)
+
+
+def paged_methods(args: argparse.Namespace) -> tuple[str, ...]:
+    """The methods a paged scheduler is proved by: all of them unless --methods names some (each has
+    paged rows: the paged model check, the paged Z3 theorems, the paged CrossHair contracts)."""
+    text = args.methods if args.methods is not None else ",".join(METHODS)
+    methods = tuple(m.strip() for m in text.split(",") if m.strip())
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise ValueError(f"--methods {text!r}: expected some of {','.join(METHODS)}")
+    return methods
 
 
 def is_paged(args: argparse.Namespace) -> bool:
@@ -144,6 +155,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         paged = is_paged(args)
         options = None if paged else _options(args)
+        if paged:
+            paged_methods(args)
         if paged and args.fault is not None:
             from stallfree.proofs import paged_suite
 
