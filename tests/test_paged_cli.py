@@ -108,3 +108,16 @@ def test_prove_scheduler_paged_runs_every_method_unless_told() -> None:
     assert paged_methods(argparse.Namespace(methods="z3")) == ("z3",)
     with pytest.raises(ValueError, match="expected some of"):
         paged_methods(argparse.Namespace(methods="nope"))
+
+
+def test_trace_paged_writes_its_verdicts_as_json_and_refuses_the_views(capsys: pytest.CaptureFixture[str],
+                                                                       tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    out_file = tmp_path / "verdicts.json"
+    code, _, _ = run(["trace", "--scheduler", "paged", *PREEMPTING, "--json", str(out_file)], capsys)
+    assert code == 0
+    data = json.loads(out_file.read_text())
+    assert data["design"] == "paged" and data["rules"]["BLOCKS"]["verdict"] == "holds"
+    code, _, err = run(["trace", "--scheduler", "paged", *PREEMPTING, "--html", str(tmp_path / "t.html")], capsys)
+    assert code == 2 and "--html" in err and "paged trace" in err

@@ -1,6 +1,8 @@
 """`stallfree trace` of a paged scheduler (one whose factory declares design "paged"): the run under
 the paged monitor, a step table with the free blocks and each step's preemptions, a verdict per
-paged rule."""
+paged rule (and --json of them). The step views (--plot, --html, --invariants, --ms) and the
+--timeout watchdog are the reservation design's trace's; a paged trace refuses the views and runs
+without the watchdog."""
 
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ from stallfree.spec import RuleViolation, Workload, play
 from stallfree.spec.loader import FactoryError
 from stallfree.spec.paged_monitor import PagedMonitor
 from stallfree.spec.paged_rules import PAGED_RULES, select
-from stallfree.spec.verdict import Verdict, lines
+from stallfree.spec.verdict import Verdict, as_json, lines
 
 from ..steptable import verdicts
+from .args import write_json
 
 HEADER = f"{'step':>5}  {'entries':<48} {'tokens':>9}  {'emitted':<14} {'finished':<10} {'free blk':>8}"
 
@@ -42,6 +45,10 @@ def row(facts: Any, budget: int, free_blocks: int) -> str:
 def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any]) -> int:
     if args.jsonl:
         raise ValueError("--jsonl: the trace format has no preemption events; it records the reservation design only")
+    drawn = [f"--{name}" for name in ("plot", "html", "invariants", "ms") if getattr(args, name, None)]
+    if drawn:
+        raise ValueError(f"{', '.join(drawn)}: the step views draw the reservation design; a paged trace prints its "
+                         "step table only")
     checked = [r.id for r in select(args.rules)]  # raises naming an ID the paged registry does not hold
     cfg = workload.config
     print(f"budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, kv_tokens {cfg.kv_tokens}; "
@@ -75,4 +82,10 @@ def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[
             judged[i] = type(j)("CANCEL", Verdict.NOT_JUDGED, "(no cancel in a workload)")
     for line in lines(judged):
         print(line)
+    try:
+        write_json(args, {"scheduler": args.scheduler, "design": "paged", "config": workload.to_json()["config"],
+                          "rules": as_json(judged)})
+    except ValueError as error:  # checked before the run, yet the write failed
+        print(f"stallfree trace: {error}", file=sys.stderr)
+        return exits.USAGE
     return exits.BROKEN if violation else exits.HOLDS
