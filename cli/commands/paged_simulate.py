@@ -34,6 +34,7 @@ def simulate_paged(args: argparse.Namespace, trace: Any, config: Any, roofline: 
         print(line)
     for line in design_lines(run.stats):
         print(line)
+    print("rules: not checked (check the paged design with stallfree conform --profile paged)")
     try:
         write_json(args, {**run.summary.to_json(), "design": run.stats.to_json()})
     except ValueError as error:
