@@ -29,6 +29,7 @@ def paged(check: PagedCheck) -> StepCheck:
     share with the reservation design's (config, running, waiting, prefilling, ready(), the entries)."""
     return cast(StepCheck, check)
 
+
 DESIGN = "paged"
 
 
