@@ -60,8 +60,9 @@ class RunStats:
 
 class Player:
     """One run of `workload` through a fresh `factory(token_budget=, max_seqs=, kv_tokens=)`, checking
-    `rules` (all when None). Keeps its monitor, so that when the run ends in an exception the step
-    and the adds so far are known (`monitor`, `step`)."""
+    `rules` (all when None) under `monitor` (the reservation design's Monitor unless told). Keeps
+    its monitor, so that when the run ends in an exception the step and the adds so far are known
+    (`monitor`, `step`)."""
 
     def __init__(
         self, workload: Workload, factory: Callable[..., Any], rules: Iterable[str] | None = None,
@@ -69,9 +70,11 @@ class Player:
         on_add: Callable[[Arrival, bool], None] | None = None,
         contract: Any = None,
         on_cancel: Callable[[Cancel, bool, bool], None] | None = None,
+        monitor: Callable[..., Any] = Monitor,
     ) -> None:
         self.workload = workload
         self.contract = contract  # a stallfree.spec.contract.Contract; None: the reference's RULES
+        self.monitor_class = monitor  # Monitor, or a design's sibling with its face (PagedMonitor)
         self.factory = factory
         self.rules = None if rules is None else tuple(rules)
         self.on_step = on_step
@@ -88,7 +91,7 @@ class Player:
         cfg = self.workload.config
         scheduler = self.factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
         if self.contract is None:
-            monitor = self.monitor = Monitor(scheduler, cfg, self.rules)
+            monitor = self.monitor = self.monitor_class(scheduler, cfg, self.rules)
         else:
             monitor = self.monitor = self.contract.watch(scheduler, cfg, self.rules)
         budgets = self.workload.budgets
@@ -96,6 +99,9 @@ class Player:
             raise InvalidField("the workload has a budget schedule; its contract has no set_budget (use budget-change)")
         if any(a.priority is not None for a in self.workload.requests) and not hasattr(monitor.shadow, "priority"):
             raise InvalidField("the workload gives priorities; its contract has none (use aging or priority)")
+        if (self.workload.has_stops or self.workload.cancels) and not hasattr(monitor, "require"):
+            raise InvalidField("the workload stops or cancels requests; this design's monitor judges those in its "
+                               "own tests, not in a played workload")
         if self.workload.has_stops:  # refuse up front, not halfway through the run
             monitor.require("stop")
         if self.workload.cancels:
@@ -104,7 +110,7 @@ class Player:
         arrivals = sorted(self.workload.requests, key=lambda a: a.arrival_step)  # stable: list order
         cancels = sorted(self.workload.cancels, key=lambda c: (c.step, c.pending))
         stop_after: dict[int, int] = {}  # rid -> the token it stops on, for accepted requests
-        bound = work_bound(self.workload)
+        bound = getattr(self.monitor_class, "work_bound", work_bound)(self.workload)
         stats = RunStats()
         i = j = b = 0  # the next arrival, cancel and budget change
         while True:
@@ -183,8 +189,9 @@ def play(
     on_add: Callable[[Arrival, bool], None] | None = None,
     contract: Any = None,
     on_cancel: Callable[[Cancel, bool, bool], None] | None = None,
+    monitor: Callable[..., Any] = Monitor,
 ) -> RunStats:
     """Play `workload` through a fresh `factory(token_budget=, max_seqs=, kv_tokens=)` under the
-    monitor (of `contract`, when given) until every accepted request has ended. Raises RuleViolation
-    on the first broken rule."""
-    return Player(workload, factory, rules, on_step, on_add, contract, on_cancel).play()
+    monitor (`monitor`, a design's; of `contract`, when given) until every accepted request has ended.
+    Raises RuleViolation on the first broken rule."""
+    return Player(workload, factory, rules, on_step, on_add, contract, on_cancel, monitor).play()

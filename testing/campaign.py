@@ -20,6 +20,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
+from stallfree.spec import paged_rules
+from stallfree.spec.designs import MONITORS, PAGED, design_of
 from stallfree.spec.errors import RuleViolation
 from stallfree.spec.play import play
 from stallfree.spec.rules import select
@@ -93,7 +95,8 @@ class Campaign:
     @property
     def checks_per_step(self) -> int:
         """Rule predicates that judge each step (a rule may judge the plan and the step done)."""
-        return sum((r.plan_check is not None) + (r.done_check is not None) for r in select(self.rules))
+        chosen = paged_rules.select(self.rules) if design_of(self.factory) == PAGED else select(self.rules)
+        return sum((r.plan_check is not None) + (r.done_check is not None) for r in chosen)
 
     def workload(self, sim: int) -> Workload:
         return random_workload(random.Random(f"{self.seed}:{sim}"), LIFECYCLE if self.lifecycle else Ranges())
@@ -119,7 +122,7 @@ def run_batch(campaign: Campaign, first: int, last: int) -> Tally:
     for sim in range(first, last):
         workload = campaign.workload(sim)
         try:
-            stats = play(workload, campaign.factory, campaign.rules)
+            stats = play(workload, campaign.factory, campaign.rules, monitor=MONITORS[design_of(campaign.factory)])
         except RuleViolation as error:
             tally.violation = Violation(sim, error.rule, error.step, error.message, workload.dumps())
             break

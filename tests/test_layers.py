@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Each folder's layer: a module may import its own layer's folders and lower ones, never higher.
 LAYERS: dict[str, int] = {
     "spec": 0,  # the contract
-    "reference": 1, "variants": 1,  # schedulers that keep it
+    "reference": 1, "paged": 1, "variants": 1,  # schedulers that keep it
     "faults": 2, "testing": 2,  # wrong schedulers built on a variant; the tools that test schedulers
     "conformance": 3, "proofs": 3, "costs": 3,  # checking and pricing
     "sim": 4, "executor": 4, "view": 4,  # running plans (simulated or on a model) and drawing them

@@ -17,6 +17,7 @@ from stallfree.spec import MAX_INT, RULE_IDS, Arrival, Workload
 
 # FactoryError and guarded live in the loader (every layer builds schedulers); named here for the commands.
 from stallfree.spec.loader import FactoryError, guarded, load_target
+from stallfree.spec.paged_rules import PAGED_RULE_IDS
 from stallfree.spec.workload import BudgetChange
 
 __all__ = ["FactoryError", "guarded"]
@@ -117,16 +118,22 @@ def rule_list(text: str) -> list[str]:
     ids = [t.strip().upper() for t in text.split(",") if t.strip()]
     if not ids:
         raise argparse.ArgumentTypeError(f"no rule ID in {text!r}: give at least one of {', '.join(RULE_IDS)}")
-    unknown = [i for i in ids if i not in RULE_IDS and i not in variant_rule_ids()]
+    known = (*RULE_IDS, *(i for i in PAGED_RULE_IDS if i not in RULE_IDS), *variant_rule_ids())
+    unknown = [i for i in ids if i not in known]
     if unknown:
-        raise argparse.ArgumentTypeError(f"unknown rule ID(s) {unknown}; the rules are {', '.join(RULE_IDS)}")
+        raise argparse.ArgumentTypeError(f"unknown rule ID(s) {unknown}; the rules are {', '.join(known)}")
     return ids
 
 
+# Short names for the schedulers stallfree ships, accepted wherever a MODULE:FACTORY is.
+SCHEDULERS = {"reference": "stallfree.reference:Scheduler", "paged": "stallfree.paged:Scheduler"}
+
+
 def load_scheduler(target: str, flag: str = "--scheduler") -> Callable[..., Any]:
-    """`stallfree.spec.loader.load_target` for a command line: any failure, the module's own import
-    errors included, is a ValueError (TargetError) naming the flag and the value."""
-    return load_target(target, flag)
+    """`stallfree.spec.loader.load_target` for a command line (or a short name of SCHEDULERS): any
+    failure, the module's own import errors included, is a ValueError (TargetError) naming the flag
+    and the value."""
+    return load_target(SCHEDULERS.get(target, target), flag)
 
 
 

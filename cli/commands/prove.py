@@ -55,7 +55,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "its planted CrossHair bug; the checks that judge RULE must then fail (the others may hold)")
     p.add_argument("--scheduler", default=None, metavar="MODULE:FACTORY",
                    help="model-check this scheduler instead (the model check only: the Z3 theorems, the "
-                        "differential check and CrossHair are about the reference's own code)")
+                        "differential check and CrossHair are about the reference's own code); `paged` (or any "
+                        "factory of the paged design) runs the paged rows, and --fault then names a paged rule")
     p.add_argument("--hidden", default=None, metavar="MODULE:FUNCTION",
                    help="with --scheduler: the function giving the scheduler's state that the model checker's "
                         "key leaves out (a step counter, a cache), or 'none'; without it the model-check claims "
@@ -131,6 +132,49 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return options
 
 
+def paged_rows(args: argparse.Namespace, say):  # type: ignore[no-untyped-def]
+    """The rows of a paged scheduler (`--scheduler paged`, or any factory declaring design "paged")."""
+    from stallfree.paged import Scheduler, small_blocks
+    from stallfree.proofs import paged_suite
+    from stallfree.proofs.explicit.bounds import Bounds
+
+    factory = load_scheduler(args.scheduler)
+    bound = Bounds.parse(args.bound or paged_suite.DEFAULT_BOUND)
+    if args.fault is not None:
+        rule = args.fault.upper()
+        factory = paged_suite.fault(rule)
+        bound = Bounds.parse(args.bound) if args.bound else paged_suite.control_bound(rule)
+    elif factory is Scheduler:  # 16-token blocks refuse every request of a small bound
+        say("the model check runs stallfree.paged with 2-token blocks (small_blocks): 16-token blocks "
+            "refuse every request of a small bound")
+        factory = small_blocks
+    methods = paged_methods(args)
+    rows = paged_suite.model_rows(bound, factory, args.max_states) if "model" in methods else []
+    fault_rule = args.fault.upper() if args.fault else None
+    if "z3" in methods:
+        rows += paged_suite.z3_rows(fault_rule)
+    if "crosshair" in methods:
+        rows += paged_suite.crosshair_rows(fault_rule, args.crosshair_seconds or paged_suite.CROSSHAIR_S)
+    return rows + paged_suite.not_applicable(methods)
+
+
+def paged_methods(args: argparse.Namespace) -> tuple[str, ...]:
+    """The methods a paged scheduler is proved by: all of them unless --methods names some (each has
+    paged rows: the paged model check, the paged Z3 theorems, the paged CrossHair contracts)."""
+    text = args.methods if args.methods is not None else ",".join(METHODS)
+    methods = tuple(m.strip() for m in text.split(",") if m.strip())
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise ValueError(f"--methods {text!r}: expected some of {','.join(METHODS)}")
+    return methods
+
+
+def is_paged(args: argparse.Namespace) -> bool:
+    from stallfree.spec.designs import PAGED, design_of
+
+    return args.scheduler is not None and design_of(load_scheduler(args.scheduler)) == PAGED
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         from stallfree.proofs import suite
@@ -140,7 +184,18 @@ def run(args: argparse.Namespace) -> int:
     from stallfree.spec import FieldTypeError, InvalidField
 
     try:
-        options = _options(args)
+        paged = is_paged(args)
+        options = None if paged else _options(args)
+        if paged:
+            paged_methods(args)
+        if paged and args.fault is not None:
+            from stallfree.proofs import paged_suite
+
+            paged_suite.fault(args.fault.upper())  # an unknown paged rule is a bad argument, found here
+        if paged and args.bound is not None:
+            from stallfree.proofs.explicit.bounds import Bounds
+
+            Bounds.parse(args.bound)
     except (InvalidField, FieldTypeError, ValueError, ImportError, AttributeError) as error:
         print(f"stallfree prove: {error}", file=sys.stderr)
         return exits.USAGE
@@ -152,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {message}", file=sys.stderr, flush=True)
 
     try:
-        rows = suite.run(options, say)
+        rows = paged_rows(args, say) if paged else suite.run(options, say)
     except KeyboardInterrupt:
         raise
     except Exception as error:  # the scheduler model-checked raised, or is not a plain-protocol object

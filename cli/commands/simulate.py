@@ -48,8 +48,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kv", type=positive_int, default=None,
                    help="KV capacity K in tokens (default: what the GPUs' memory holds beside the weights)")
     p.add_argument("--scheduler", default="reference", metavar="NAME|MODULE:FACTORY",
-                   help="reference (default), prefill-first, unchunked, a variant of docs/variants.md (aligned-16 .. "
-                        "aligned-256, resizable, rotating, aging, aging-4, no-aging), or any MODULE:FACTORY")
+                   help="reference (default), prefill-first, unchunked, paged (the paged design, preemption "
+                        "priced), a variant of docs/variants.md (aligned-16 .. aligned-256, resizable, rotating, "
+                        "aging, aging-4, no-aging), or any MODULE:FACTORY")
     p.add_argument("--budget-at", type=budget_at, action="append", default=[], metavar="SECONDS:B",
                    help="set_budget(B) before the first step at or after SECONDS (a budget-change variant); repeatable")
     p.add_argument("--priority-mix", type=priority_mix, default=None, metavar="P0,P1,P2,P3",
@@ -107,6 +108,10 @@ def run(args: argparse.Namespace) -> int:
         flag = "--trace: " if isinstance(error, TraceError) else ""
         print(f"stallfree simulate: {flag}{error}", file=sys.stderr)
         return exits.USAGE
+    if args.scheduler == "paged":
+        from .paged_simulate import simulate_paged
+
+        return simulate_paged(args, trace, config, roofline)
     shown = shows_progress(args)
     try:
         check_variant_arguments(args, make, config)

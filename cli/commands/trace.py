@@ -119,7 +119,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kv", type=positive_int, default=None, help="KV capacity K in tokens (default 256)")
     p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="NAME|MODULE:FACTORY",
                    help="the scheduler to trace: the reference (default), a policy or variant `simulate` names "
-                   "(reference, prefill-first, unchunked, docs/variants.md) or any plain-protocol MODULE:FACTORY")
+                   "(reference, prefill-first, unchunked, docs/variants.md) or any plain-protocol MODULE:FACTORY; "
+                   "`paged` for stallfree.paged:Scheduler, judged by the paged monitor")
     p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
     p.add_argument("--jsonl", type=Path, metavar="FILE",
                    help="also write the run as a JSON Lines trace, the format `stallfree check-trace` reads")
@@ -148,13 +149,16 @@ def workload_from(args: argparse.Namespace) -> Workload:
 
 
 def run(args: argparse.Namespace) -> int:
+    from stallfree.spec.designs import PAGED, design_of
+
     try:
         workload = workload_from(args)
         if steps_needed(workload) > MAX_STEPS:
             source = f"--workload {str(args.workload)!r}" if args.workload else "--request"
             raise InvalidField(f"{source}: its requests may take up to {steps_needed(workload):,} steps; "
                                f"trace runs at most {MAX_STEPS:,} (check more with stallfree campaign or check-trace)")
-        factory = guarded(load_scheduler(policy_target(args.scheduler)), args.scheduler)
+        loaded = load_scheduler(policy_target(args.scheduler))
+        factory = guarded(loaded, args.scheduler)
         if args.budget_at and (args.example or args.workload):
             workload = replace(workload, budgets=tuple(sorted(args.budget_at, key=lambda c: c.step)))
         name = args.contract or VARIANT_CONTRACTS.get(args.scheduler)
@@ -163,6 +167,10 @@ def run(args: argparse.Namespace) -> int:
             check_output_file("--jsonl", args.jsonl)
         check_json(args)
         check_view_arguments(args)
+        if design_of(loaded) == PAGED:
+            from .paged_trace import trace_paged
+
+            return trace_paged(args, workload, factory)
     except (InvalidField, FieldTypeError, ValueError, ImportError) as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
         return exits.USAGE

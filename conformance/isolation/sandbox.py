@@ -39,10 +39,12 @@ class Sandbox:
     def __init__(
         self, target: str, timeout: float = DEFAULT_TIMEOUT, run_timeout: float | None = None,
         contract: str | None = None,
+        design: str = "reservation",
     ) -> None:
         split_target(target)  # a malformed target is an argument error, before any process starts
         self.target = target
         self.contract = contract  # a variant's contract by name (stallfree.spec.contracts); None: RULES
+        self.design = design  # whose monitor the worker judges with (stallfree.spec.designs)
         self.timeout = timeout
         self.run_timeout = default_run_timeout(timeout) if run_timeout is None else run_timeout
         self.num_restarts = 0
@@ -108,7 +110,8 @@ class Sandbox:
             self.start()
             self.num_restarts += 1
         self._clear_stderr()
-        self._send({"workload": workload.to_json(), "rules": rules, "known": known or [], "timeout": self.timeout})
+        self._send({"workload": workload.to_json(), "rules": rules, "known": known or [], "timeout": self.timeout,
+                    "design": self.design})
         reply = self._receive(self.run_timeout)
         if reply is not None:
             return Outcome.from_json(reply)

@@ -19,17 +19,19 @@ from typing import Any, BinaryIO
 from stallfree.spec import PROTOCOL, Config, Player, RuleViolation, Workload, supports
 from stallfree.spec.contract import Contract
 from stallfree.spec.contracts import by_name
+from stallfree.spec.designs import MONITORS, PAGED, RESERVATION
 from stallfree.spec.loader import TargetError, load_target
 
 from .guard import CallTimeout, Guard, JunkReturn, install_alarm, target_traceback
 from .outcome import CRASH, KIT_ERROR, REFUSED, TIMEOUT, Outcome
+from .paged_guard import PagedGuard
 
 DUMP_SIGNAL = signal.SIGUSR1  # the parent's watchdog asks for a traceback with it, then kills
 
 
 def run_one(
     factory: Callable[..., Any], workload: Workload, rules: list[str], timeout: float, known: list[str] | None = None,
-    contract: Contract | None = None,
+    contract: Contract | None = None, design: str = RESERVATION,
 ) -> Outcome:
     """Play one workload through the target; every way it can end becomes an Outcome.
 
@@ -39,11 +41,11 @@ def run_one(
     known = [r for r in known or () if r not in rules]
 
     def make(**config: int) -> Guard:
-        guard = Guard(timeout)
+        guard = (PagedGuard if design == PAGED else Guard)(timeout)
         guards.append(guard)
         return guard.start(factory, Config(**config))
 
-    player = Player(workload, make, [*rules, *(known or [])], contract=contract)
+    player = Player(workload, make, [*rules, *(known or [])], contract=contract, monitor=MONITORS[design])
     try:
         counts = player.play()
         return Outcome(steps=counts.steps, adds=counts.adds, stopped_at_bound=counts.stopped_at_bound is not None,
@@ -120,7 +122,8 @@ def serve(requests: BinaryIO, out: BinaryIO) -> None:
     for line in requests:
         request = json.loads(line)
         workload = Workload.from_json(request["workload"])
-        outcome = run_one(factory, workload, request["rules"], request["timeout"], request.get("known"), contract)
+        outcome = run_one(factory, workload, request["rules"], request["timeout"], request.get("known"), contract,
+                          request.get("design", RESERVATION))
         send(out, outcome.to_json())
 
 

@@ -7,8 +7,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stallfree.spec import BY_ID, CANCEL, CAPABILITIES, RULE_IDS, STOP, Workload
+from stallfree.spec import CANCEL, CAPABILITIES, STOP, Workload
 from stallfree.spec.contract import Contract
+from stallfree.spec.designs import REGISTRIES, RESERVATION, statement
 from stallfree.spec.loader import TargetError
 from stallfree.spec.verdict import NOT_RULES, Verdict
 
@@ -16,7 +17,7 @@ from ..isolation.outcome import TIMEOUT, Outcome
 from ..isolation.sandbox import DEFAULT_TIMEOUT, Sandbox
 from .explore import Exploration, Explorer, Finding, is_rule
 from .grid import Shape, shapes
-from .profiles import checked_rules, contract_of
+from .profiles import checked_rules, contract_of, design_of_profile
 from .shrink import MAX_RUNS, MAX_SECONDS, Shrinker
 
 DEFAULT_EXAMPLES = 25  # per grid point; the default grid has 60 points
@@ -40,10 +41,11 @@ NEEDS = {"CANCEL": CANCEL}  # a rule judged only through a capability: without i
 
 
 def requirement(rule: str, contract: Contract | None = None) -> str:
-    """What `rule` requires, in one sentence (under `contract`, when a variant's)."""
+    """What `rule` requires, in one sentence (under `contract`, when a variant's; else as the design
+    that names it states it)."""
     if contract is not None and rule in contract.ids:
         return contract.statement(rule)
-    return BY_ID[rule].statement if rule in BY_ID else WHAT_IT_MEANS.get(rule, "")
+    return statement(rule) or WHAT_IT_MEANS.get(rule, "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +138,7 @@ def conform(
     Raises TargetError if the target cannot be loaded, ValueError for bad arguments."""
     checked = checked_rules(rules, profile)
     contract = contract_of(profile)
+    design = design_of_profile(profile if rules is None else None)
     if type(examples) is not int or examples < 1:
         raise ValueError(f"examples must be an int >= 1, got {examples!r}")
     if not timeout > 0:
@@ -147,14 +150,16 @@ def conform(
             least = contract.min_budget
             raise ValueError(f"--budget {budget} is below {least}, the least the {profile} profile allows")
     started = time.monotonic()
-    with Sandbox(target, timeout, run_timeout, profile if contract is not None else None) as sandbox:
-        registry = RULE_IDS if contract is None else contract.ids
+    with Sandbox(target, timeout, run_timeout, profile if contract is not None else None, design=design) as sandbox:
+        registry = contract.ids if contract is not None else tuple(r.id for r in REGISTRIES[design])
         not_applicable = {r: why for r, why in sandbox.not_applicable.items() if r in checked}
         unknown = [r for r in sandbox.not_applicable if r not in registry]
         if unknown:
             raise TargetError(f"{target}: stallfree_not_applicable names {unknown}, which are not rule IDs "
                               f"({sandbox.not_applicable.get('?', 'the rules are ' + ', '.join(registry))})")
         checked = tuple(r for r in checked if r not in not_applicable)
+        if design != RESERVATION:  # a design's own monitor judges stops and cancels in its own tests only
+            sandbox.capabilities = frozenset()
         supported = sandbox.capabilities
         unsupported = {rule for rule, capability in NEEDS.items() if capability not in supported}
         explored = Explorer(sandbox, examples, seed, progress, contract).explore(
@@ -170,12 +175,14 @@ def conform(
             verdicts[rule] = NOT_APPLICABLE
         elif rule not in checked:
             verdicts[rule] = NOT_CHECKED
-        elif rule in unsupported:
-            verdicts[rule] = NOT_SUPPORTED
         elif rule in counterexamples and is_rule(rule, checked):
             verdicts[rule] = FAIL
+        elif explored.shapes_judged == 0:  # nothing ran to the end: not even what the target lacks is known
+            verdicts[rule] = NOT_JUDGED
+        elif rule in unsupported:
+            verdicts[rule] = NOT_SUPPORTED
         else:
-            verdicts[rule] = NOT_JUDGED if explored.shapes_judged == 0 else PASS
+            verdicts[rule] = PASS
     runs = explored.runs + sum(c.shrink_runs for c in counterexamples.values())
     ended_early = explored.ended_early
     if ended_early is None and explored.shapes_judged == 0 and explored.shapes_refused:

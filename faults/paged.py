@@ -1,0 +1,114 @@
+"""Deliberately wrong paged schedulers: each breaks one rule of the paged design, named in `breaks`,
+by overriding one decision of `stallfree.paged.Scheduler`. The negative controls of the paged
+monitor, the kit's `paged` profile, the paged state machine and the paged model check.
+
+They run on blocks of 2 tokens with a watermark of one block (where the pool has one), so that small
+workloads preempt and admission meets the watermark."""
+
+from __future__ import annotations
+
+from stallfree.paged import Scheduler
+from stallfree.paged.progress import Phase
+from stallfree.paged.scheduler import Seq
+
+
+class PagedFault(Scheduler):
+    """The paged scheduler on a small pool: 2-token blocks, a watermark of one block."""
+
+    breaks = ""
+
+    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
+        super().__init__(token_budget, max_seqs, kv_tokens, block_size=2, watermark=min(1, kv_tokens // 2))
+
+
+def small(token_budget: int, max_seqs: int, kv_tokens: int) -> Scheduler:
+    """The correct paged scheduler on the faults' pool: the control they are measured against."""
+    return Scheduler(token_budget, max_seqs, kv_tokens, block_size=2, watermark=min(1, kv_tokens // 2))
+
+
+small.design = "paged"  # type: ignore[attr-defined]
+
+
+class LeakOnEnd(PagedFault):
+    """A request that finishes, stops or is cancelled keeps its last block: it never returns to the pool."""
+
+    breaks = "BLOCKS"
+
+    def end(self, seq: Seq, phase: Phase) -> None:
+        held = min(seq.num_blocks, 1)
+        super().end(seq, phase)
+        self._free_blocks -= held
+
+
+class IgnoreWatermark(PagedFault):
+    """Admits the head whenever its first chunk fits the free blocks, the watermark forgotten."""
+
+    breaks = "WATERMARK"
+
+    def admits(self, seq: Seq, n: int) -> bool:
+        return self._free_blocks - -(-n // self.block_size) >= 0
+
+
+class RecomputeOneMore(PagedFault):
+    """A re-admitted request's prefill counts its last emitted token twice: one position past its prompt
+    and emitted tokens is run."""
+
+    breaks = "RECOMPUTE"
+
+    def preempt(self, seq: Seq) -> None:
+        super().preempt(seq)
+        seq.target += 1
+
+
+class OverRun(PagedFault):
+    """Finishes a request one token late: it emits max_new + 1 tokens."""
+
+    breaks = "TOKENS-KEPT"
+
+    def last_token(self, seq: Seq) -> int:
+        return seq.request.max_new + 1
+
+
+class CancelIgnored(PagedFault):
+    """A cancel between steps is accepted and forgotten: the request runs on."""
+
+    breaks = "CANCEL"
+
+    def cancel(self, rid: object) -> None:
+        if self._planned is not None or rid not in self._sequences:
+            super().cancel(rid)
+
+
+class RequeueAtBack(PagedFault):
+    """A preempted request goes to the back of the waiting line, behind later arrivals."""
+
+    breaks = "PREEMPT-ORDER"
+
+    def preempt(self, seq: Seq) -> None:
+        super().preempt(seq)
+        self._waiting.remove(seq)
+        self._waiting.append(seq)
+
+
+class PreemptOldest(PagedFault):
+    """Preempts the oldest running request instead of the newest."""
+
+    breaks = "PREEMPT-BOUND"
+
+    def victim(self) -> Seq:
+        return self._running[next(iter(self._running))]
+
+
+class AcceptTooLarge(PagedFault):
+    """Accepts a request whose peak exceeds the pool less the watermark."""
+
+    breaks = "NEVER-FIT"
+
+    def fits_alone(self, peak: int) -> bool:
+        return True
+
+
+PAGED_FAULTS: tuple[type[PagedFault], ...] = (
+    LeakOnEnd, IgnoreWatermark, RecomputeOneMore, OverRun, CancelIgnored, RequeueAtBack, PreemptOldest,
+    AcceptTooLarge,
+)

@@ -1,0 +1,112 @@
+"""What `stallfree prove --scheduler paged` runs: the model check of a paged scheduler under the paged
+monitor and invariants, as rows of the same table. With a paged rule's fault, the same check must
+fail naming that rule. The Z3 theorems and the CrossHair contracts state the reservation design's
+step; for the paged design they are rows marked not applicable, never rows that hold."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from stallfree.faults.paged import PAGED_FAULTS, PagedFault
+from stallfree.spec.paged_invariants import PAGED_INVARIANTS
+from stallfree.spec.paged_rules import PAGED_RULE_IDS
+
+from .explicit import paged
+from .explicit.bounds import Bounds
+from .suite import BROKEN, HOLDS, NOT_REFUTED, UNKNOWN, Row
+
+DEFAULT_BOUND = "2,2,6,3,3,3"  # preempts, with one stop or cancel per behaviour
+FAULT_BOUNDS = {"PREEMPT-ORDER": "2,3,6,3,2,3"}  # a preempted request and a later arrival both waiting
+FAULT_DEFAULT_BOUND = "2,2,6,2,3,3"
+
+
+def fault(rule: str) -> type[PagedFault]:
+    """The paged scheduler that breaks `rule`; ValueError naming the rules that have one."""
+    for f in PAGED_FAULTS:
+        if f.breaks == rule:
+            return f
+    broken = ", ".join(f.breaks for f in PAGED_FAULTS)
+    raise ValueError(f"no paged fault breaks {rule}; the paged faults break {broken}")
+
+
+def control_bound(rule: str) -> Bounds:
+    return Bounds.parse(FAULT_BOUNDS.get(rule, FAULT_DEFAULT_BOUND))
+
+
+def model_rows(bound: Bounds, factory: Callable[..., Any], max_states: int | None = None) -> list[Row]:
+    result = paged.check(bound, factory, max_states=max_states)
+    label = f"{bound.label()}: {result.states:,} states"
+    if result.counterexample is not None:
+        ce = result.counterexample
+        return [Row(ce.rule, "model check (paged)", label, BROKEN, result.seconds, ce.describe(),
+                    {"workload": ce.workload.to_json(), "replayed": ce.replayed})]
+    if not result.complete:
+        return [Row("ALL PAGED RULES", "model check (paged)", label, UNKNOWN, result.seconds, "stopped at max_states")]
+    if result.running_states == 0:
+        return [Row("ALL PAGED RULES", "model check (paged)", label, UNKNOWN, result.seconds,
+                    "vacuous: no request ever ran at this bound: the scheduler's pool refuses every shape "
+                    "(NEVER-FIT); use smaller blocks (stallfree.paged:small_blocks) or a larger K")]
+    return [
+        Row("ALL PAGED RULES", "model check (paged)", label, HOLDS, result.seconds,
+            f"{len(PAGED_RULE_IDS)} paged rules on every transition (adds, steps, a stop or cancel), "
+            f"{len(PAGED_INVARIANTS)} paged invariants (LONE-BLOCK among them) in every state; "
+            f"{result.transitions:,} transitions, {result.preempting_states} states reached by a preempting step"),
+        Row("PREEMPT-BOUND", "model check (liveness)", label, HOLDS, 0.0,
+            f"no cycle with work pending; every state drains within sum(prompt_len + max_new + 1) steps over its "
+            f"live requests (at most {result.drain_bound} here); at most {result.max_preemptions} preemption(s) "
+            "of one request seen"),
+    ]
+
+
+def z3_rows(fault_rule: str | None = None) -> list[Row]:
+    """The paged design's Z3 theorems (any block size, pool, watermark, request); with the NEVER-FIT
+    fault, the same theorems under a weakened NEVER-FIT, which Z3 must refute."""
+    from .smt import paged as smt
+
+    if fault_rule not in (None, "NEVER-FIT"):
+        return [Row(fault_rule, "Z3", "-", f"n/a (no Z3 control for {fault_rule})", 0.0,
+                    "the paged Z3 theorems are arithmetic lemmas of NEVER-FIT; its fault is their control")]
+    outcomes = smt.controls() if fault_rule else smt.theorems()
+    rows = []
+    for o in outcomes:
+        result = UNKNOWN if o.holds is None else HOLDS if o.holds else BROKEN
+        detail = "any block size, pool, watermark, prompt_len, max_new" if o.holds else o.counterexample
+        rows.append(Row(o.claim, "Z3 (paged arithmetic)", "unbounded", result, o.seconds, detail))
+    return rows
+
+
+CONTRACTS = "stallfree.proofs.contracts.paged_contracts"
+CONTRACT_CLAIMS = {"paged_add_accepts_exactly_what_fits": "NEVER-FIT",
+                   "paged_lone_request_runs_to_its_end": "LONE-BLOCK, BLOCKS"}
+PLANTED = {"NEVER-FIT": "planted_never_fit", "BLOCKS": "planted_blocks"}  # a paged fault under the same asserts
+CROSSHAIR_S = 4.0
+
+
+def crosshair_rows(fault_rule: str | None = None, seconds: float = CROSSHAIR_S) -> list[Row]:
+    """CrossHair on the paged contracts (never a proof: not refuted within the limit); with a fault,
+    on the same postconditions run on that paged fault, which it must break."""
+    from .contracts import run as crosshair_run
+
+    if fault_rule is not None and fault_rule not in PLANTED:
+        return [Row(fault_rule, "CrossHair (paged)", "-", f"n/a (no paged contract for {fault_rule})", 0.0,
+                    f"the paged contracts state {', '.join(PLANTED)}")]
+    targets = {PLANTED[fault_rule]: fault_rule} if fault_rule else CONTRACT_CLAIMS
+    rows = []
+    for function, claim in targets.items():
+        result = crosshair_run.check(f"{CONTRACTS}.{function}", seconds)
+        bound = f"{seconds:g} s/condition"
+        if result.error is not None:
+            rows.append(Row(claim, "CrossHair (paged)", bound, UNKNOWN, result.seconds, result.error))
+        elif result.found:
+            rows.append(Row(claim, "CrossHair (paged)", bound, BROKEN, result.seconds, "; ".join(result.found)))
+        else:
+            rows.append(Row(claim, "CrossHair (paged)", bound, NOT_REFUTED, result.seconds,
+                            f"{function}: no counterexample within the limit (CrossHair never proves)"))
+    return rows
+
+
+def not_applicable(methods: tuple[str, ...]) -> list[Row]:
+    return [Row(m.upper(), m, "-", "n/a (states the reservation design's step)", 0.0,
+                "the differential check ties the Z3 step to the reference's; none is written for the paged design")
+            for m in methods if m not in ("model", "z3", "crosshair")]

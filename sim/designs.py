@@ -1,0 +1,216 @@
+"""The two memory designs on one trace, one cost model and one KV pool, under the cap model.
+
+The cap model: every request is sent with `max_tokens = cap` and stops at its real output length
+from the trace (truncated at the cap where the trace's is longer). The reservation design must
+reserve prompt_len + cap at admission and returns it when the request stops; the paged design takes
+blocks as tokens are computed and so never looks at the cap, except to refuse a request whose
+prompt_len + cap could never fit the pool. Both designs are offered the same requests: any whose
+prompt_len + cap exceeds K is skipped for both.
+
+The reservation side is the reference itself, with each request's reservation widened to the cap
+(`CappedReference`): stopping at the real length is then what the reference does at max_new. The
+paged side is `stallfree.paged.Scheduler` (16-token blocks, the default watermark). A run is priced
+step by step by the same roofline as `simulate`, with preemption followed: a preempted request's KV
+is forgotten, and its recompute prefill is priced like any prompt chunk.
+
+Per run: requests running at once, KV held against KV used (time-weighted over busy time), the
+latency spreads and throughput of `summary`, preemptions, recomputed tokens and the step time they
+took (each step's seconds shared among its tokens).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from stallfree.costs import Roofline
+from stallfree.paged import Scheduler as Paged
+from stallfree.reference import Scheduler as Reference
+from stallfree.spec import Config, InvalidField, Request
+
+from .simulator import SimResult, Simulation, StepRecord
+from .summary import Summary, summarise
+from .trace import Trace, TraceRequest
+
+DESIGNS = ("reservation", "paged")
+
+
+@dataclass(frozen=True, slots=True)
+class CappedRequest(Request):
+    """A request that stops at `max_new` but was sent with max_tokens `cap`: it reserves the cap."""
+
+    cap: int = 1
+
+    @property
+    def reservation(self) -> int:
+        return self.prompt_len + self.cap
+
+
+class CappedReference(Reference):
+    """The reference, each request reserving prompt_len + cap (the cap model's reservation design)."""
+
+    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int, cap: int) -> None:
+        super().__init__(token_budget, max_seqs, kv_tokens)
+        self.cap = cap
+
+    def add(self, rid: int, prompt_len: int, max_new: int) -> None:
+        if type(prompt_len) is int and prompt_len + self.cap > self.config.kv_tokens:
+            kv = self.config.kv_tokens
+            raise InvalidField(f"prompt_len + cap = {prompt_len} + {self.cap} exceeds kv_tokens={kv}")
+        super().add(rid, prompt_len, max_new)
+        seq = self._live[rid]
+        seq.request = CappedRequest(rid, prompt_len, max_new, self.cap)
+
+
+def capped(trace: Trace, cap: int | None) -> Trace:
+    """`trace` with each output truncated at `cap` (None: as it is, the exact max_new)."""
+    if cap is None:
+        return trace
+    requests = tuple(TraceRequest(r.rid, r.arrival, r.prompt_len, min(r.max_new, cap)) for r in trace.requests)
+    return Trace(trace.name, requests)
+
+
+@dataclass(slots=True)
+class DesignStats:
+    """What the memory design did over a run."""
+
+    design: str
+    cap: int | None
+    rate_scale: float
+    busy_seconds: float = 0.0
+    running_seconds: float = 0.0  # integral of requests running over busy time
+    held_seconds: float = 0.0  # integral of KV tokens held (reserved or in blocks)
+    used_seconds: float = 0.0  # integral of KV tokens computed
+    max_running: int = 0
+    preemptions: int = 0
+    recomputed_tokens: int = 0
+    recompute_seconds: float = 0.0
+    kv_tokens: int = 0
+
+    @property
+    def mean_running(self) -> float:
+        return self.running_seconds / self.busy_seconds if self.busy_seconds else 0.0
+
+    @property
+    def kv_held(self) -> float:
+        """Mean share of K held while steps ran."""
+        return self.held_seconds / self.busy_seconds / self.kv_tokens if self.busy_seconds else 0.0
+
+    @property
+    def kv_used(self) -> float:
+        """Mean share of K holding computed tokens while steps ran."""
+        return self.used_seconds / self.busy_seconds / self.kv_tokens if self.busy_seconds else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.update(mean_running=self.mean_running, kv_held=self.kv_held, kv_used=self.kv_used)
+        return out
+
+
+class DesignSimulation(Simulation):
+    """`Simulation`, following each request's KV itself (so a preemption is priced) and measuring
+    the memory design: running requests, KV held and used."""
+
+    def __init__(self, trace: Trace, factory: Callable[..., Any], config: Config, roofline: Roofline,
+                 stats: DesignStats, held: Callable[[Any], int]) -> None:
+        super().__init__(trace, factory, config, roofline, stats.design)
+        self.stats = stats
+        self.held = held
+        self.computed: dict[int, int] = {}  # rid -> tokens in KV
+        self.target: dict[int, int] = {}  # rid -> its residency's prefill (prompt, plus emitted after a preemption)
+        self.used = 0  # tokens in KV over running requests
+
+    def step(self, clock: float) -> float:
+        plan = self.scheduler.schedule()
+        streams, computed, target = self.streams, self.computed, self.target
+        for rid in getattr(plan, "preempted", ()):
+            self.used -= computed.pop(rid, 0)
+            stream = streams[rid]
+            target[rid] = stream.prompt_len + stream.num_emitted
+            self.stats.preemptions += 1
+        num_tokens = pairs = kv_read = num_decodes = recompute = 0
+        for rid, n in plan:
+            stream = streams[rid]
+            done = computed.get(rid, 0)
+            goal = target.get(rid, stream.prompt_len)
+            if done < goal:  # a chunk: positions [done, done + n) of this residency's prefill
+                if stream.admitted is None:
+                    stream.admitted = clock
+                if goal > stream.prompt_len:
+                    recompute += n
+                else:
+                    stream.num_prefilled = done + n
+                pairs += n * done + n * (n + 1) // 2
+                kv_read += done
+            else:  # a decode: the last token in, attending to every position so far
+                pairs += done + 1
+                kv_read += done
+                num_decodes += 1
+            computed[rid] = done + n
+            self.used += n
+            num_tokens += n
+        seconds = self.roofline.seconds(num_tokens, pairs, kv_read)
+        end = clock + seconds
+        st = self.stats
+        if num_tokens:
+            running = len(self.scheduler.running)
+            st.busy_seconds += seconds
+            st.running_seconds += running * seconds
+            st.held_seconds += self.held(self.scheduler) * seconds
+            st.used_seconds += self.used * seconds
+            st.max_running = max(st.max_running, running)
+            st.recomputed_tokens += recompute
+            st.recompute_seconds += seconds * recompute / num_tokens
+            self.num_empty_plans = 0
+            self.result.busy_seconds += seconds
+            self.result.longest_step = max(self.result.longest_step, seconds)
+            self.result.step_tokens.append(num_tokens)
+            if self.result.steps is not None:
+                self.result.steps.append(StepRecord(clock, seconds, num_decodes, num_tokens - num_decodes))
+        else:
+            self.num_empty_plans += 1
+        self.emit(self.scheduler.complete(plan), end)
+        return end
+
+    def emit(self, rids: Any, clock: float) -> None:
+        super().emit(rids, clock)
+        for rid in rids:
+            stream = self.streams[rid]
+            if stream.num_emitted == stream.max_new:
+                self.used -= self.computed.pop(rid, 0)
+                self.target.pop(rid, None)
+
+
+@dataclass(slots=True)
+class DesignRun:
+    stats: DesignStats
+    summary: Summary
+    result: SimResult = field(repr=False)
+
+
+def run_design(design: str, trace: Trace, config: Config, roofline: Roofline, cap: int | None = None,
+               rate_scale: float = 1.0) -> DesignRun:
+    """One run of `design` ("reservation" or "paged") over `trace` with outputs capped at `cap`
+    (requests reserving it under the reservation design; None: the exact max_new)."""
+    if design not in DESIGNS:
+        raise ValueError(f"design {design!r} is unknown; the designs are {', '.join(DESIGNS)}")
+    shaped = capped(trace, cap).scaled(rate_scale)
+    if cap is not None:  # both designs skip what could never fit the cap's reservation
+        fits = tuple(r for r in shaped.requests if r.prompt_len + cap <= config.kv_tokens)
+        shaped = Trace(shaped.name, fits)
+    stats = DesignStats(design, cap, rate_scale, kv_tokens=config.kv_tokens)
+    factory: Callable[..., Any]
+    if design == "paged":
+        factory = Paged
+
+        def held(s: Any) -> int:
+            return (s.num_blocks - s.free_blocks) * s.block_size
+    else:
+        factory = Reference if cap is None else (lambda **c: CappedReference(cap=cap, **c))
+
+        def held(s: Any) -> int:
+            return config.kv_tokens - s.free_kv  # type: ignore[no-any-return]
+    sim = DesignSimulation(shaped, factory, config, roofline, stats, held)
+    result = sim.run()
+    return DesignRun(stats, summarise(result), result)

@@ -1,0 +1,40 @@
+"""The memory designs the contract covers, by name: each with its monitor and its rule registry.
+
+"reservation" (the reference's: prompt_len + max_new taken at admission) is judged by `Monitor`
+against `rules.RULES`; "paged" (blocks taken as tokens are computed, recompute preemption) by
+`PagedMonitor` against `paged_rules.PAGED_RULES`. A scheduler (or its factory) names its design in
+a `design` attribute; one that names none is the reservation design's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .monitor import Monitor
+from .paged_monitor import PagedMonitor
+from .paged_rules import PAGED_RULES
+from .rules import RULES, Rule
+
+RESERVATION = "reservation"
+PAGED = "paged"
+MONITORS: dict[str, Callable[..., Any]] = {RESERVATION: Monitor, PAGED: PagedMonitor}
+REGISTRIES: dict[str, tuple[Rule, ...]] = {RESERVATION: RULES, PAGED: PAGED_RULES}
+
+
+def design_of(obj: object) -> str:
+    """The design a scheduler or factory declares (its `design` attribute), the reservation's if none.
+    Raises ValueError naming an unknown design."""
+    design = getattr(obj, "design", RESERVATION)
+    if design not in MONITORS:
+        raise ValueError(f"design {design!r} is unknown; the designs are {', '.join(MONITORS)}")
+    return str(design)
+
+
+def statement(rule_id: str) -> str | None:
+    """The statement of `rule_id` in whichever registry holds it (the reservation's first)."""
+    for registry in REGISTRIES.values():
+        for rule in registry:
+            if rule.id == rule_id:
+                return rule.statement
+    return None

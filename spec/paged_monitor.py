@@ -1,0 +1,226 @@
+"""The paged monitor: an independent shadow model that watches a paged scheduler through the plain
+protocol, plus what the paged design adds to it (the plan's `preempted` rids; the pool the scheduler
+declares: `block_size` and `watermark`; `free_blocks` where it is shown; `complete(plan, stopped)`
+and `cancel(rid)`), and raises `RuleViolation` on the first broken rule of `paged_rules`.
+
+The sibling of `Monitor`, with the same face (add, plan, complete, step, shadow, counters), so the run
+loop (`play.Player`), the kit and the model checker drive either. It shares no decision logic with
+the paged scheduler: it judges what the scheduler did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, cast
+
+from .errors import InvalidField, RuleViolation
+from .paged_rules import AFTER_STEP, BEFORE_PREEMPTION, PagedCheck, Rule, select
+from .paged_shadow import (
+    PagedFacts,
+    PagedShadow,
+    Pool,
+    apply,
+    observe,
+    observe_emitted,
+    read_live,
+    read_preempted,
+    read_view,
+)
+from .rules import never_fit
+from .types import Config, Request
+from .verdict import PROTOCOL
+from .workload import Workload
+
+
+def pool_of(scheduler: Any, config: Config) -> Pool:
+    """The pool a paged scheduler declares: its `block_size` and `watermark` (ints), over K tokens."""
+    block_size = getattr(scheduler, "block_size", None)
+    watermark = getattr(scheduler, "watermark", None)
+    if type(block_size) is not int or block_size < 1 or type(watermark) is not int or watermark < 0:
+        raise RuleViolation(PROTOCOL, 0, f"a paged scheduler declares int block_size >= 1 and watermark >= 0; "
+                            f"got block_size={block_size!r:.40}, watermark={watermark!r:.40}")
+    return Pool(block_size, config.kv_tokens // block_size, watermark)
+
+
+def refusal(shadow: PagedShadow, rid: object, prompt_len: object, max_new: object) -> str | None:
+    """Why the paged contract refuses add(rid, prompt_len, max_new) in this state, or None to accept."""
+    try:
+        request = Request(rid, prompt_len, max_new)  # type: ignore[arg-type]
+    except (InvalidField, TypeError) as error:
+        return str(error)
+    if shadow.is_taken(request.rid):
+        return f"rid {request.rid} is already taken by an earlier request"
+    pool = shadow.pool
+    if pool.peak(request) > pool.num_blocks - pool.watermark:
+        return (f"its peak of {pool.peak(request)} blocks exceeds the pool of {pool.num_blocks} less the "
+                f"watermark {pool.watermark}")
+    return None
+
+
+class PagedMonitor:
+    """Drives a paged `scheduler` under `config`, checking the paged `rules` (all when None)."""
+
+    def __init__(self, scheduler: Any, config: Config, rules: Iterable[str] | None = None) -> None:
+        self.scheduler = scheduler
+        self.config = config
+        self.shadow = PagedShadow(config, pool_of(scheduler, config))
+        self.rules: tuple[Rule, ...] = select(rules)
+        ids = {r.id for r in self.rules}
+        # Every check reads the paged shadow and facts (the shared rules by the names both designs use).
+        self._before: list[tuple[str, PagedCheck]] = [(i, c) for i, c in BEFORE_PREEMPTION.items() if i in ids]
+        self._plan_checks = [(r.id, cast(PagedCheck, r.plan_check)) for r in self.rules if r.plan_check]
+        self._done_checks = [(r.id, cast(PagedCheck, r.done_check)) for r in self.rules if r.done_check]
+        self._after: list[tuple[str, PagedCheck]] = [(i, c) for i, c in AFTER_STEP.items() if i in ids]
+        self._checks_add = "NEVER-FIT" in ids
+        self._checks_cancel = "CANCEL" in ids
+        self.num_steps = 0
+        self.num_busy_steps = 0
+        self.num_adds = 0
+        self.num_cancels = 0
+        self._pending: tuple[object, PagedFacts] | None = None
+
+    @staticmethod
+    def work_bound(workload: Workload) -> int:
+        """Steps within which every request must have finished (PROGRESS under preemption): the
+        oldest live request is never preempted (PREEMPT-BOUND) and gains a token every step it runs,
+        so once it is the oldest it is admitted within a step and finishes within prompt_len + max_new
+        more; requests become the oldest in arrival order. Recompute is inside that count."""
+        last_arrival = max((a.arrival_step for a in workload.requests), default=0)
+        work = 0
+        for a in workload.requests:
+            if type(a.prompt_len) is int and type(a.max_new) is int:
+                work += max(a.prompt_len, 0) + max(a.max_new, 0) + 1
+        return last_arrival + work + 1
+
+    @staticmethod
+    def work_bound_of(shadow: PagedShadow) -> int:
+        """The same bound for the live requests of `shadow`, with no more arrivals."""
+        live = [*shadow.waiting, *shadow.running.values()]
+        return sum(t.request.prompt_len + t.request.max_new + 1 for t in live) + 1
+
+    @property
+    def checks_per_step(self) -> int:
+        return len(self._before) + len(self._plan_checks) + len(self._done_checks) + len(self._after)
+
+    @property
+    def is_idle(self) -> bool:
+        return self.shadow.is_idle
+
+    def add(self, rid: object, prompt_len: object, max_new: object) -> bool:
+        """Offer a request: True if accepted, False if (rightly) refused; NEVER-FIT raised otherwise."""
+        shadow = self.shadow
+        verdict = refusal(shadow, rid, prompt_len, max_new)
+        raised: BaseException | None = None
+        try:
+            self.scheduler.add(rid, prompt_len, max_new)
+        except Exception as error:
+            if verdict is None and not isinstance(error, ValueError | TypeError):
+                raise
+            raised = error
+        self.num_adds += 1
+        if self._checks_add:
+            message = never_fit(verdict, raised)
+            if message is not None:
+                raise RuleViolation("NEVER-FIT", shadow.step, f"add({rid!r}, {prompt_len!r}, {max_new!r}): {message}")
+        if raised is None:
+            try:
+                shadow.accept(Request(rid, prompt_len, max_new))  # type: ignore[arg-type]
+            except (InvalidField, TypeError) as error:
+                raise RuleViolation(PROTOCOL, shadow.step, f"add({rid!r}, {prompt_len!r}, {max_new!r}) was "
+                                    f"accepted but the request cannot be followed: {error}") from None
+            return True
+        if type(rid) is int:
+            shadow.rejected.add(rid)
+        return False
+
+    def cancel(self, rid: object) -> bool:
+        """Cancel `rid`. True if it was live (the scheduler must accept the cancel), False if the
+        scheduler rightly refused; raises RuleViolation('CANCEL') if it did the other."""
+        shadow = self.shadow
+        track = shadow.tracks.get(rid) if type(rid) is int else None
+        live = track is not None and rid not in shadow.cancelling
+        raised: BaseException | None = None
+        try:
+            self.scheduler.cancel(rid)
+        except (KeyError, ValueError, TypeError) as error:
+            raised = error
+        self.num_cancels += 1
+        if self._checks_cancel and live == (raised is not None):
+            message = (f"refused: {type(raised).__name__}: {raised}" if raised is not None
+                       else "accepted, though the request is not live (never accepted, ended, or being cancelled)")
+            raise RuleViolation("CANCEL", shadow.step, f"cancel({rid!r}) was {message}")
+        if not live or raised is not None:
+            return False
+        assert track is not None
+        if self._pending is not None:
+            shadow.cancelling.add(track.rid)
+        else:
+            shadow.cancelled.add(track.rid)
+            shadow.end(track)
+            shown = read_live(self.scheduler) if self._checks_cancel else None
+            if shown is not None and track.rid in shown:
+                message = f"cancel({rid!r}) returned, but the scheduler still holds it"
+                raise RuleViolation("CANCEL", shadow.step, message)
+        return True
+
+    def plan(self) -> object:
+        """Ask for a plan; judge its preemptions, apply them to the shadow, then judge the plan."""
+        if self._pending is not None:
+            raise RuntimeError("PagedMonitor.plan() called twice without complete()")
+        shadow = self.shadow
+        plan = self.scheduler.schedule()
+        facts = PagedFacts(shadow.step)
+        facts.preempted = read_preempted(shadow, plan)
+        for rule_id, check in self._before:
+            message = check(shadow, facts)
+            if message is not None:
+                raise RuleViolation(rule_id, shadow.step, message)
+        for track in facts.preempted:
+            shadow.preempt(track)
+        observe(shadow, plan, facts)
+        for rule_id, check in self._plan_checks:
+            message = check(shadow, facts)
+            if message is not None:
+                raise RuleViolation(rule_id, shadow.step, message)
+        self._pending = (plan, facts)
+        return plan
+
+    def emitters(self) -> list[int]:
+        """The rids the pending plan must make emit (decodes and completing chunks): where a caller may stop."""
+        if self._pending is None:
+            return []
+        facts = self._pending[1]
+        rids = [t.rid for t, _ in facts.decodes]
+        return rids + [c.track.rid for c in facts.chunks + facts.admitted if c.completes]
+
+    def complete(self, stopped: Iterable[int] = ()) -> PagedFacts:
+        """Tell the scheduler the pending plan ran (with the rids in `stopped` ending on their token),
+        judge what it reports, and advance the shadow."""
+        if self._pending is None:
+            raise RuntimeError("PagedMonitor.complete() called without a pending plan")
+        plan, facts = self._pending
+        self._pending = None
+        shadow = self.shadow
+        stops = list(stopped)
+        emitted = self.scheduler.complete(plan, stops) if stops else self.scheduler.complete(plan)
+        observe_emitted(shadow, facts, emitted, stops, getattr(self.scheduler, "free_blocks", None))
+        for rule_id, check in self._done_checks:
+            message = check(shadow, facts)
+            if message is not None:
+                raise RuleViolation(rule_id, shadow.step, message)
+        apply(shadow, facts)
+        if self._after:
+            facts.reported_live = read_live(self.scheduler)
+            facts.reported_line = read_view(self.scheduler, "waiting")
+        for rule_id, check in self._after:
+            message = check(shadow, facts)
+            if message is not None:
+                raise RuleViolation(rule_id, facts.step, message)
+        self.num_steps += 1
+        if facts.plan:
+            self.num_busy_steps += 1
+        return facts
+
+    def step(self, stopped: Iterable[int] = ()) -> PagedFacts:
+        self.plan()
+        return self.complete(stopped)

@@ -1,0 +1,349 @@
+"""The paged monitor's shadow: the contract's account of a paged scheduler's state, read only off the
+protocol (adds, plans with their preempted rids, emitted rids, stops, cancels), and the facts of
+one step. The sibling of `shadow` and `facts` for the paged design: blocks instead of reservations,
+and requests that go back to waiting.
+
+A running request holds exactly ceil(num_computed / block_size) blocks (rule BLOCKS), so the shadow
+keeps the tokens in KV and derives the blocks; `free_blocks` is the pool less what running requests hold.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from .errors import RuleViolation
+from .types import Config, Request
+from .verdict import PROTOCOL
+
+
+def blocks_for(num_tokens: int, block_size: int) -> int:
+    """ceil(num_tokens / block_size): the blocks that hold `num_tokens` tokens."""
+    return -(-num_tokens // block_size)
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    """The paged design's memory: `num_blocks` blocks of `block_size` tokens (kv_tokens // block_size),
+    and the `watermark` of blocks admission keeps free."""
+
+    block_size: int
+    num_blocks: int
+    watermark: int
+
+    def peak(self, request: Request) -> int:
+        """Blocks `request` holds at most: its prompt and all but its last token in KV."""
+        return blocks_for(request.prompt_len + request.max_new - 1, self.block_size)
+
+
+@dataclass(slots=True)
+class PagedTrack:
+    """The shadow of one accepted request."""
+
+    request: Request
+    num_computed: int = 0  # tokens in KV in this residency
+    num_emitted: int = 0  # over all residencies
+    target: int = 0  # the prefill of this residency: prompt_len, plus the emitted tokens after a preemption
+    is_ready: bool = False
+    admitted_at: int | None = None  # step of the current admission; None while waiting
+    num_preemptions: int = 0
+    ahead_work: int = 0  # sum(prompt_len + max_new) of the live requests ahead of it when it arrived
+
+    def __post_init__(self) -> None:
+        self.target = self.request.prompt_len
+
+    @property
+    def rid(self) -> int:
+        return self.request.rid
+
+    @property
+    def num_remaining_prompt(self) -> int:
+        """Prefill positions this residency still has to run."""
+        return self.target - self.num_computed
+
+
+@dataclass(slots=True)
+class PagedShadow:
+    """Everything the paged rules need to judge the next step."""
+
+    config: Config
+    pool: Pool
+    step: int = 0
+    waiting: deque[PagedTrack] = field(default_factory=deque)  # the line: preempted first, arrival order
+    running: dict[int, PagedTrack] = field(default_factory=dict)  # admission order
+    prefilling: dict[int, PagedTrack] = field(default_factory=dict)
+    tracks: dict[int, PagedTrack] = field(default_factory=dict)  # accepted, not ended
+    finished: dict[int, int] = field(default_factory=dict)  # rid -> step it finished or stopped
+    cancelled: set[int] = field(default_factory=set)
+    rejected: set[int] = field(default_factory=set)
+    cancelling: set[int] = field(default_factory=set)  # cancelled while a plan was pending
+    free_blocks: int = 0
+    num_ready: int = 0
+    num_preemptions: int = 0
+    max_preemptions: int = 0  # the most times one request was preempted
+
+    def __post_init__(self) -> None:
+        self.free_blocks = self.pool.num_blocks
+
+    @property
+    def is_idle(self) -> bool:
+        return not self.waiting and not self.running
+
+    def ready(self) -> list[PagedTrack]:
+        return [t for t in self.running.values() if t.is_ready]
+
+    def is_taken(self, rid: int) -> bool:
+        return rid in self.tracks or rid in self.finished or rid in self.cancelled
+
+    def held(self, track: PagedTrack) -> int:
+        return blocks_for(track.num_computed, self.pool.block_size)
+
+    def needs_block(self, track: PagedTrack) -> bool:
+        """A decode of the ready `track` computes into a new block."""
+        return track.num_computed % self.pool.block_size == 0
+
+    def accept(self, request: Request) -> None:
+        track = PagedTrack(request)
+        live = [*self.waiting, *self.running.values()]
+        track.ahead_work = sum(t.request.prompt_len + t.request.max_new for t in live)
+        self.tracks[request.rid] = track
+        self.waiting.append(track)
+
+    def preempt(self, track: PagedTrack) -> None:
+        """Action: `track` is preempted: blocks freed, KV forgotten, emitted tokens kept, head of the line."""
+        self.free_blocks += self.held(track)
+        del self.running[track.rid]
+        if track.is_ready:
+            self.num_ready -= 1
+        else:
+            del self.prefilling[track.rid]
+        track.num_computed = 0
+        track.target = track.request.prompt_len + track.num_emitted
+        track.is_ready = False
+        track.admitted_at = None
+        track.num_preemptions += 1
+        self.num_preemptions += 1
+        self.max_preemptions = max(self.max_preemptions, track.num_preemptions)
+        self.waiting.appendleft(track)
+
+    def end(self, track: PagedTrack) -> None:
+        """Action: `track` finished, stopped or was cancelled: its blocks return now."""
+        del self.tracks[track.rid]
+        if track.rid in self.running:
+            self.free_blocks += self.held(track)
+            del self.running[track.rid]
+            if track.is_ready:
+                self.num_ready -= 1
+            else:
+                del self.prefilling[track.rid]
+        else:
+            self.waiting.remove(track)
+
+
+class PagedChunk:
+    """Prefill positions [start, start + n) of `track` in this residency."""
+
+    __slots__ = ("n", "start", "track")
+
+    def __init__(self, track: PagedTrack, n: int, start: int) -> None:
+        self.track = track
+        self.n = n
+        self.start = start
+
+    @property
+    def completes(self) -> bool:
+        return self.start + self.n >= self.track.target
+
+    @property
+    def is_recompute(self) -> bool:
+        return self.track.num_preemptions > 0
+
+
+class PagedFacts:
+    """One step as the paged rules see it. `prefills` holds the chunks of first residencies (the ones
+    FIRST-TOKEN judges), `recomputes` those of re-admitted requests (RECOMPUTE's)."""
+
+    __slots__ = (
+        "admitted", "chunks", "decodes", "duplicates", "emitted", "emitted_set", "ended", "finished",
+        "first_bad_n", "num_decode_tokens", "num_tokens", "plan", "planned", "preempted", "prefills",
+        "recomputes", "reported_free_blocks", "reported_line", "reported_live", "step", "stopped",
+    )
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+        self.preempted: list[PagedTrack] = []  # as the plan names them, newest first
+        self.plan: list[tuple[int, int]] = []
+        self.planned: set[int] = set()
+        self.num_tokens = 0
+        self.decodes: list[tuple[PagedTrack, int]] = []
+        self.num_decode_tokens = 0
+        self.chunks: list[PagedChunk] = []  # for running requests in prefill
+        self.admitted: list[PagedChunk] = []  # for waiting requests
+        self.prefills: list[PagedChunk] = []  # chunks and admissions of first residencies, plan order
+        self.recomputes: list[PagedChunk] = []  # chunks and admissions of re-admitted requests
+        self.duplicates: list[int] = []
+        self.first_bad_n: tuple[int, int] | None = None
+        self.emitted: list[int] = []
+        self.emitted_set: set[int] = set()
+        self.finished: list[PagedTrack] = []  # emit their max_new-th token now
+        self.stopped: list[PagedTrack] = []  # stopped now by the caller
+        self.ended: list[PagedTrack] = []  # finished, stopped or cancelled with this step
+        self.reported_free_blocks: int | None = None
+        self.reported_live: set[int] | None = None  # the rids the scheduler shows waiting or running, if shown
+        self.reported_line: list[int] | None = None  # the rids it shows waiting, in its order
+
+
+def _protocol(step: int, message: str, rule: str = PROTOCOL) -> RuleViolation:
+    return RuleViolation(rule, step, message)
+
+
+def read_preempted(shadow: PagedShadow, plan: object) -> list[PagedTrack]:
+    """The running tracks the plan says it preempted (its `preempted` rids), newest first as named."""
+    rids = getattr(plan, "preempted", ())
+    try:
+        rids = list(rids)
+    except TypeError:
+        raise _protocol(shadow.step, f"the plan's preempted is {rids!r:.80}, not a sequence of rids") from None
+    out = []
+    for rid in rids:
+        track = shadow.running.get(rid) if type(rid) is int else None
+        if track is None or track in out:
+            raise _protocol(shadow.step, f"the plan says it preempted rid {rid!r}, which is not a running request "
+                            "(or is named twice)", rule="PREEMPT-ORDER")
+        out.append(track)
+    return out
+
+
+def observe(shadow: PagedShadow, plan: object, facts: PagedFacts) -> None:
+    """Classify each plan entry against `shadow` (the state after this step's preemptions)."""
+    step = shadow.step
+    try:
+        items = list(plan)  # type: ignore[call-overload]
+    except TypeError:
+        raise _protocol(step, f"schedule() returned {type(plan).__name__} {plan!r:.80}, not a sequence") from None
+    running, tracks = shadow.running, shadow.tracks
+    num_tokens = 0
+    for i, entry in enumerate(items):
+        try:
+            rid, n = entry
+        except (TypeError, ValueError):
+            raise _protocol(step, f"plan entry {i} is {entry!r:.80}, which does not unpack as (rid, n)") from None
+        if type(rid) is not int or type(n) is not int:
+            raise _protocol(step, f"plan entry {i} is ({rid!r:.40}, {n!r:.40}): rid and n must be ints")
+        facts.plan.append((rid, n))
+        num_tokens += n
+        if n < 1 and facts.first_bad_n is None:
+            facts.first_bad_n = (rid, n)
+        if rid in facts.planned:
+            facts.duplicates.append(rid)
+            continue
+        facts.planned.add(rid)
+        track = running.get(rid)
+        if track is not None:
+            if track.is_ready:
+                facts.decodes.append((track, n))
+                facts.num_decode_tokens += n
+            else:
+                chunk = PagedChunk(track, n, track.num_computed)
+                facts.chunks.append(chunk)
+                (facts.recomputes if chunk.is_recompute else facts.prefills).append(chunk)
+            continue
+        track = tracks.get(rid)
+        if track is None:
+            if rid in shadow.cancelled:
+                raise _protocol(step, f"plan names rid {rid}, which was cancelled", rule="CANCEL")
+            if rid in shadow.finished:
+                raise _protocol(step, f"plan names rid {rid}, which ended at step {shadow.finished[rid]} "
+                                "(all max_new tokens emitted, or stopped)", rule="TOKENS-KEPT")
+            if rid in shadow.rejected:
+                raise _protocol(step, f"rid {rid} was refused by add() yet is planned", rule="NEVER-FIT")
+            raise _protocol(step, f"plan names rid {rid}, which was never added")
+        chunk = PagedChunk(track, n, 0)
+        facts.admitted.append(chunk)
+        (facts.recomputes if chunk.is_recompute else facts.prefills).append(chunk)
+    facts.num_tokens = num_tokens
+
+
+def observe_emitted(shadow: PagedShadow, facts: PagedFacts, emitted: object, stopped: list[int],
+                    free_blocks: object) -> None:
+    """Add what complete() reported: the emitted rids, the stops the caller gave, the free blocks shown."""
+    try:
+        rids: list[int] = list(emitted)  # type: ignore[call-overload]
+    except TypeError:
+        kind = type(emitted).__name__
+        raise _protocol(facts.step, f"complete() returned {kind} {emitted!r:.80}, not an iterable of rids") from None
+    facts.emitted = rids
+    facts.reported_free_blocks = free_blocks if type(free_blocks) is int else None
+    for rid in rids:
+        if type(rid) is not int:
+            raise _protocol(facts.step, f"complete() returned {rid!r:.40} among the emitted rids: rids are ints")
+        if rid in facts.emitted_set:
+            continue
+        facts.emitted_set.add(rid)
+        track = shadow.tracks.get(rid)
+        if track is None:
+            raise _protocol(facts.step, f"complete() says rid {rid} emitted a token, but it is not a live request",
+                            rule="TOKENS-KEPT")
+        if rid in facts.planned and track.num_emitted + 1 == track.request.max_new:
+            facts.finished.append(track)
+        elif rid in stopped and rid in facts.planned:
+            facts.stopped.append(track)
+
+
+def read_view(scheduler: object, name: str) -> list[int] | None:
+    """The rids a scheduler shows in its `name` view (`waiting` or `running`: requests with a `rid`), or None."""
+    view = getattr(scheduler, name, None)
+    try:
+        return [r.rid for r in view]  # type: ignore[union-attr]
+    except (TypeError, AttributeError):
+        return None
+
+
+def read_live(scheduler: object) -> set[int] | None:
+    """The rids a scheduler shows waiting or running, or None where it shows neither view."""
+    waiting, running = read_view(scheduler, "waiting"), read_view(scheduler, "running")
+    return None if waiting is None or running is None else {*waiting, *running}
+
+
+def apply(shadow: PagedShadow, facts: PagedFacts) -> None:
+    """Action: the step ran. Admissions, computed tokens, emitted tokens, then ends (finished, stopped,
+    and cancels that waited for this step)."""
+    step = facts.step
+    for chunk in facts.admitted:
+        track = chunk.track
+        if shadow.waiting and shadow.waiting[0] is track:
+            shadow.waiting.popleft()
+        else:
+            shadow.waiting.remove(track)
+        track.admitted_at = step
+        shadow.running[track.rid] = shadow.prefilling[track.rid] = track
+    bs = shadow.pool.block_size
+    for track, n in facts.decodes:
+        before = blocks_for(track.num_computed, bs)
+        track.num_computed += n
+        shadow.free_blocks -= blocks_for(track.num_computed, bs) - before
+    for chunk in facts.chunks + facts.admitted:
+        track = chunk.track
+        before = blocks_for(track.num_computed, bs)
+        track.num_computed = min(track.target, track.num_computed + chunk.n)
+        shadow.free_blocks -= blocks_for(track.num_computed, bs) - before
+        if track.num_computed == track.target:
+            track.is_ready = True
+            shadow.num_ready += 1
+            del shadow.prefilling[track.rid]
+    for rid in facts.emitted_set:
+        live = shadow.running.get(rid)
+        if live is not None:
+            live.num_emitted += 1
+    for track in facts.finished + facts.stopped:
+        shadow.finished[track.rid] = step
+        shadow.end(track)
+        facts.ended.append(track)
+    for rid in sorted(shadow.cancelling):
+        cancelled = shadow.tracks.get(rid)
+        if cancelled is not None:
+            shadow.cancelled.add(rid)
+            shadow.end(cancelled)
+            facts.ended.append(cancelled)
+    shadow.cancelling.clear()
+    shadow.step = step + 1

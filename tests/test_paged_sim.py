@@ -1,0 +1,64 @@
+"""The two memory designs in the simulator under the cap model: reservation holds the cap and runs
+fewer requests at once; paged holds what is computed, and where the pool runs short it preempts and
+pays for recompute; both finish every request with its real output length."""
+
+from __future__ import annotations
+
+import pytest
+
+from stallfree.costs import Deployment, Roofline
+from stallfree.costs.presets import gpu, model
+from stallfree.sim.designs import CappedReference, run_design
+from stallfree.sim.trace import Trace, TraceRequest
+from stallfree.spec import Config, InvalidField
+
+ROOFLINE = Roofline(Deployment(model("llama-3.3-70b"), gpu("h100-sxm"), 4, "fp8", "bf16"), "full")
+
+
+def burst(n: int, prompt: int, output: int) -> Trace:
+    return Trace("burst", tuple(TraceRequest(i, 0.0, prompt, output) for i in range(n)))
+
+
+def test_the_cap_holds_kv_under_reservation_and_not_under_paged() -> None:
+    trace = burst(40, 100, 20)  # real outputs of 20 tokens, sent with max_tokens 400
+    config = Config(token_budget=512, max_seqs=64, kv_tokens=5_000)
+    res = run_design("reservation", trace, config, ROOFLINE, cap=400)
+    pag = run_design("paged", trace, config, ROOFLINE, cap=400)
+    assert res.summary.num_finished == pag.summary.num_finished == 40
+    assert res.summary.output_tokens == pag.summary.output_tokens == 40 * 20  # stopped at the real length
+    assert res.stats.max_running <= 5_000 // 500  # prompt + cap = 500 tokens reserved each
+    assert pag.stats.max_running > 2 * res.stats.max_running
+    assert res.stats.kv_held > 3 * res.stats.kv_used  # reserved, unused
+    assert pag.stats.kv_held < 1.2 * pag.stats.kv_used + 16 * 64 / 5_000  # blocks: at most one partial block each
+    assert pag.summary.clock < res.summary.clock
+
+
+def test_paged_preempts_when_the_pool_runs_short_and_the_recompute_is_priced() -> None:
+    trace = burst(30, 64, 200)
+    config = Config(token_budget=512, max_seqs=64, kv_tokens=4_096)
+    pag = run_design("paged", trace, config, ROOFLINE)
+    assert pag.summary.num_finished == 30 and pag.summary.output_tokens == 30 * 200  # no token lost or repeated
+    assert pag.stats.preemptions > 0 and pag.stats.recomputed_tokens > 0 and pag.stats.recompute_seconds > 0
+    res = run_design("reservation", trace, config, ROOFLINE)
+    assert res.stats.preemptions == 0 and res.stats.recomputed_tokens == 0
+
+
+def test_without_memory_pressure_the_designs_schedule_alike() -> None:
+    trace = burst(10, 50, 10)
+    config = Config(token_budget=256, max_seqs=16, kv_tokens=100_000)
+    res = run_design("reservation", trace, config, ROOFLINE)
+    pag = run_design("paged", trace, config, ROOFLINE)
+    assert res.summary.clock == pytest.approx(pag.summary.clock)
+    assert res.summary.latency["ttft"] == pag.summary.latency["ttft"]
+
+
+def test_capped_reference_refuses_what_the_cap_cannot_fit() -> None:
+    s = CappedReference(token_budget=8, max_seqs=2, kv_tokens=100, cap=90)
+    s.add(0, 10, 5)
+    assert s.free_kv == 100 and s.running == ()
+    s.complete(s.schedule())
+    assert s.free_kv == 0  # prompt + cap reserved, not prompt + 5
+    with pytest.raises(InvalidField, match="prompt_len \\+ cap = 11 \\+ 90 exceeds kv_tokens=100"):
+        s.add(1, 11, 1)
+    with pytest.raises(ValueError, match="design 'x' is unknown"):
+        run_design("x", burst(1, 1, 1), Config(1, 1, 10), ROOFLINE)
