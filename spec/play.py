@@ -116,14 +116,14 @@ class Player:
         while True:
             step = monitor.shadow.step
             while b < len(budgets) and budgets[b].step <= step:
-                monitor.set_budget(budgets[b].token_budget)  # type: ignore[attr-defined]
+                monitor.set_budget(budgets[b].token_budget)
                 b += 1
             while i < len(arrivals) and arrivals[i].arrival_step <= step:
                 a = arrivals[i]
                 if a.priority is None:
                     accepted = monitor.add(a.rid, a.prompt_len, a.max_new)
                 else:
-                    accepted = monitor.add(a.rid, a.prompt_len, a.max_new, a.priority)  # type: ignore[call-arg]
+                    accepted = monitor.add(a.rid, a.prompt_len, a.max_new, a.priority)
                 stats.accepted += accepted
                 stats.refused += not accepted
                 if accepted:
