@@ -64,7 +64,9 @@ def test_reference_traces_hold_every_rule_under_the_engine_checker(seed: int) ->
     assert verdict.steps == check_workload(workload, Scheduler).steps
 
 
-@pytest.mark.parametrize("rule", [r for r in RULE_IDS if r != "KV"])
+# KV: the trace's "finished", below. CANCEL: the v2 engine checker reads a cancel only as a finish
+# reason; a cancelled request planned again is judged by the v1 checker (tests/test_lifecycle_trace.py).
+@pytest.mark.parametrize("rule", [r for r in RULE_IDS if r not in ("KV", "CANCEL")])
 def test_a_faults_trace_breaks_its_rule_at_the_same_step_under_the_engine_checker(rule: str) -> None:
     _, live, lines = live_violation(rule)
     assert broken(lines, [rule]) == {rule: live.step}

@@ -98,6 +98,7 @@ def judge(checked: tuple[str, ...], verdicts: list[Any], registry: tuple[str, ..
         for rule, found in getattr(v, "violations", {}).items():  # a v2 trace: every rule's first break
             broken.setdefault(rule, found)
     last = verdicts[-1]
+    stops_at_first = not hasattr(last, "violations")  # v1: the reading stops at the first break
     judged = []
     for rule in (*registry, *[r for r in broken if r not in registry]):
         if rule in broken:
@@ -107,15 +108,15 @@ def judge(checked: tuple[str, ...], verdicts: list[Any], registry: tuple[str, ..
             judged.append(Judgement(rule, Verdict.BROKEN, detail, facts))
         elif rule not in checked:
             judged.append(Judgement(rule, Verdict.NOT_CHECKED))
-        elif last.violation is not None and last.violation.rule not in checked:
+        elif stops_at_first and last.violation is not None and last.violation.rule not in checked:
             until = last.violation.step
             detail = f"(held until step {until}, where {last.violation.rule} stopped the reading)"
             judged.append(Judgement(rule, Verdict.NOT_JUDGED, detail, (("until_step", until),)))
-        elif rule == PROGRESS and not last.ended and last.violation is None:
+        elif rule == PROGRESS and not last.ended and (last.violation is None or not stops_at_first):
             why = (f"(no end line: the engine may have stopped mid-run, so whether every request finished is "
                    f"unknown; no stall in {last.steps} steps)")
             judged.append(Judgement(rule, Verdict.NOT_JUDGED, why, (("steps", last.steps),)))
-        elif last.violation is not None:
+        elif stops_at_first and last.violation is not None:
             judged.append(Judgement(rule, Verdict.NOT_JUDGED, f"(held until step {last.violation.step}, where "
                                     f"{last.violation.rule} broke; read again without it, give --all)",
                                     (("until_step", last.violation.step),)))

@@ -141,7 +141,7 @@ def check(
     while frontier:
         next_frontier = []
         for state, node in frontier:
-            for index, action in enumerate(actions):
+            for number, action in enumerate(actions):
                 if not enabled(node, vb, action):
                     continue
                 monitor = fork(node)
@@ -163,10 +163,10 @@ def check(
                     shadow = monitor.shadow
                     work = sum(t.request.prompt_len - t.num_prefilled + t.request.max_new - t.num_emitted
                                for t in (*shadow.waiting, *shadow.running.values()))
-                    child = graph.add_state(state, index, shadow.is_idle, work)
+                    child = graph.add_state(state, number, shadow.is_idle, work)
                     index[child_key] = child
                     next_frontier.append((child, monitor))
-                graph.succ[state * len(actions) + index] = child
+                graph.succ[state * len(actions) + number] = child
             if max_states is not None and graph.num_states > max_states:
                 complete = False
                 return result()
