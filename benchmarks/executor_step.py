@@ -1,6 +1,6 @@
 """Step time against tokens in the step, on the CPU, through the real step path (monitor, checks).
 
-Each step is one request's whole prompt of T tokens (prompt T, one token out, budget T, one slot),
+Each step is one request's whole prompt of T tokens (prompt T, one token out, budget T, one cell),
 so every step carries exactly T tokens from position 0. Prints, per model and tensor-parallel size:
 the median step time and forward time per T, a least-squares line ms = a + b*T with its residuals,
 the monitor's share of the step (target < 5%) and the real-path checks' share; then TP=N against

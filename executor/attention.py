@@ -2,7 +2,7 @@
 their position, causal within the chunk and over the whole prefix before it.
 
 Chunks run one sequence at a time (their context is the prefix plus the chunk); decodes, the
-common case while streams run, run together, their contexts padded with the cache's zero slot and
+common case while streams run, run together, their contexts padded with the cache's zero cell and
 masked out.
 """
 
@@ -28,10 +28,10 @@ def paged_attention(q: torch.Tensor, cache: KVCache, batch: FlatBatch, plan: Att
     """q [T, Hq, D] (keys and values of this step already written) -> [T, Hq, D]."""
     out = torch.empty_like(q)
     for row, n, ctx in plan.chunks:
-        slots = plan.ctx_slots[ctx]
+        cells = plan.ctx_cells[ctx]
         qi = q[row:row + n].transpose(0, 1).unsqueeze(0)  # [1, Hq, n, D]
-        k = cache.k[slots].transpose(0, 1).unsqueeze(0)  # [1, Hkv, L, D]
-        v = cache.v[slots].transpose(0, 1).unsqueeze(0)
+        k = cache.k[cells].transpose(0, 1).unsqueeze(0)  # [1, Hkv, L, D]
+        v = cache.v[cells].transpose(0, 1).unsqueeze(0)
         L = k.shape[2]
         # A chunk from position 0 is plain causal attention (no mask); else query i sits at L - n + i.
         mask = None if n == L else plan.causal(n, L, q.device)[None, None]
@@ -39,8 +39,8 @@ def paged_attention(q: torch.Tensor, cache: KVCache, batch: FlatBatch, plan: Att
         out[row:row + n] = o.squeeze(0).transpose(0, 1)
     if plan.decode_rows.numel():
         qd = q[plan.decode_rows].unsqueeze(2)  # [B, Hq, 1, D]
-        k = cache.k[plan.decode_slots].transpose(1, 2)  # [B, Hkv, Lmax, D]
-        v = cache.v[plan.decode_slots].transpose(1, 2)
+        k = cache.k[plan.decode_cells].transpose(1, 2)  # [B, Hkv, Lmax, D]
+        v = cache.v[plan.decode_cells].transpose(1, 2)
         out[plan.decode_rows] = sdpa(qd, k, v, plan.decode_mask[:, None, None, :]).squeeze(2)
     return out
 
@@ -48,12 +48,12 @@ def paged_attention(q: torch.Tensor, cache: KVCache, batch: FlatBatch, plan: Att
 class AttentionPlan:
     """Index arithmetic of one batch, done once per step and shared by every layer."""
 
-    def __init__(self, batch: FlatBatch, pad_slot: int) -> None:
+    def __init__(self, batch: FlatBatch, pad_cell: int) -> None:
         seq_lens = batch.seq_lens.tolist()
         ctx_lens = batch.ctx_lens.tolist()
         device = batch.token_ids.device
-        self.ctx_slots = batch.ctx_slots
-        self.chunks: list[tuple[int, int, slice]] = []  # (first row, n, its slice of ctx_slots)
+        self.ctx_cells = batch.ctx_cells
+        self.chunks: list[tuple[int, int, slice]] = []  # (first row, n, its slice of ctx_cells)
         decode_rows: list[int] = []
         decode_ctx: list[tuple[int, int]] = []
         row = ctx = 0
@@ -67,12 +67,12 @@ class AttentionPlan:
             ctx += L
         self.decode_rows = torch.tensor(decode_rows, dtype=torch.long, device=device)
         width = max((L for _, L in decode_ctx), default=0)
-        slots = torch.full((len(decode_ctx), width), pad_slot, dtype=torch.long, device=device)
+        cells = torch.full((len(decode_ctx), width), pad_cell, dtype=torch.long, device=device)
         mask = torch.zeros((len(decode_ctx), width), dtype=torch.bool, device=device)
         for i, (start, L) in enumerate(decode_ctx):
-            slots[i, :L] = batch.ctx_slots[start:start + L]
+            cells[i, :L] = batch.ctx_cells[start:start + L]
             mask[i, :L] = True
-        self.decode_slots, self.decode_mask = slots, mask  # [B, Lmax] each
+        self.decode_cells, self.decode_mask = cells, mask  # [B, Lmax] each
         self._causal: dict[tuple[int, int], torch.Tensor] = {}
 
     def causal(self, n: int, L: int, device: torch.device) -> torch.Tensor:

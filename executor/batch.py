@@ -19,12 +19,12 @@ HEADER_LEN = 12  # op, then the length of each packed part (room to spare)
 class FlatBatch:
     token_ids: torch.Tensor  # [T]: the tokens of every entry, concatenated in plan order
     positions: torch.Tensor  # [T]: each token's position in its request
-    write_slots: torch.Tensor  # [T]: the KV slot each token's key and value go to
+    write_cells: torch.Tensor  # [T]: the KV cell each token's key and value go to
     seq_lens: torch.Tensor  # [S]: tokens of each entry (n)
     ctx_lens: torch.Tensor  # [S]: positions each entry's queries may see (start + n)
-    ctx_slots: torch.Tensor  # [sum ctx_lens]: each entry's KV slots for positions 0..ctx_len-1
+    ctx_cells: torch.Tensor  # [sum ctx_lens]: each entry's KV cells for positions 0..ctx_len-1
     emit_rows: torch.Tensor  # [E]: rows whose logits are sampled (last prompt position; decodes)
-    poison_slots: torch.Tensor  # [P]: slots freed since the last step, to poison before running
+    poison_cells: torch.Tensor  # [P]: cells freed since the last step, to poison before running
 
     @property
     def num_tokens(self) -> int:

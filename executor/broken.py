@@ -3,7 +3,7 @@ step of `Executor` and names what it breaks in `breaks`; the scheduler driving i
 only the real path can catch it.
 
 `BROKEN`: one per real-path rule (`checks.py`), caught during the run. `WRONG_OUTPUTS`: bugs the
-step checks cannot see (every slot they read is written, every row finite), caught only by judging
+step checks cannot see (every cell they read is written, every row finite), caught only by judging
 the model's outputs after the run (`outputs.py`): exactness, isolation, seeded sampling.
 """
 
@@ -17,7 +17,7 @@ from .stream import Stream
 
 
 class LeakOnFinish(Executor):
-    """Never returns a finished request's KV slots to the allocator."""
+    """Never returns a finished request's KV cells to the allocator."""
 
     breaks = "KV"
 
@@ -28,22 +28,22 @@ class LeakOnFinish(Executor):
 
 
 class RewriteLastPosition(Executor):
-    """Each later chunk writes its keys and values one slot early, over the previous chunk's last."""
+    """Each later chunk writes its keys and values one cell early, over the previous chunk's last."""
 
     breaks = "PREFILL-ONCE"
 
-    def write_slots(self, stream: Stream, start: int, n: int) -> list[int]:
+    def write_cells(self, stream: Stream, start: int, n: int) -> list[int]:
         shift = 1 if 0 < start < stream.prompt_len else 0
-        return stream.slots[start - shift:start + n - shift]
+        return stream.cells[start - shift:start + n - shift]
 
 
 class ReadPastWritten(Executor):
-    """Lets each query see one slot past its own position: memory not yet written (NaN)."""
+    """Lets each query see one cell past its own position: memory not yet written (NaN)."""
 
     breaks = "PREFILL-ONCE"
 
     def context(self, stream: Stream, end: int) -> list[int]:
-        return stream.slots[:end + 1]
+        return stream.cells[:end + 1]
 
 
 class FirstTokenFromFirstRow(Executor):
@@ -78,7 +78,7 @@ class SeeOneFutureToken(Executor):
 
 
 class ReadOtherRequest(Executor):
-    """A decode's context also holds another running request's last prefilled KV slot (written, so
+    """A decode's context also holds another running request's last prefilled KV cell (written, so
     finite): its outputs depend on what it is batched with."""
 
     breaks = "ISOLATION"
@@ -86,8 +86,8 @@ class ReadOtherRequest(Executor):
     def context(self, stream: Stream, end: int) -> list[int]:
         others = [s for rid, s in sorted(self.streams.items()) if rid != stream.rid and s.num_prefilled > 0]
         is_decode = end - 1 >= stream.prompt_len
-        leak = [others[0].slots[others[0].num_prefilled - 1]] if others and is_decode else []
-        return leak + stream.slots[:end]
+        leak = [others[0].cells[others[0].num_prefilled - 1]] if others and is_decode else []
+        return leak + stream.cells[:end]
 
 
 class DrawsByStep(Executor):

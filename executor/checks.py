@@ -56,7 +56,7 @@ def check_chunk(step: int, stream: Stream, n: int) -> None:
 
 
 def check_finite(step: int, hidden: torch.Tensor, rid_of_row: list[int]) -> None:
-    """PREFILL-ONCE (reads): free KV slots hold NaN, so a step whose attention read a slot never
+    """PREFILL-ONCE (reads): free KV cells hold NaN, so a step whose attention read a cell never
     written, or already freed, has non-finite hidden states in the rows that read it."""
     bad = (~torch.isfinite(hidden)).any(dim=-1)
     if bool(bad.any()):
@@ -94,12 +94,12 @@ def check_emitted(step: int, firsts: set[int], sampled: set[int], emitted: set[i
 
 
 def check_kv(step: int, allocator_free: int, shadow_free: int, scheduler_free: int | None) -> None:
-    """KV: the allocator's free slots equal the free KV the contract derives (K minus the reservations
+    """KV: the allocator's free cells equal the free KV the contract derives (K minus the reservations
     of running requests) and, where the scheduler shows one, the scheduler's free KV."""
     if allocator_free != shadow_free:
         raise RealPathViolation(
             "KV", step,
-            f"the allocator has {allocator_free} free KV slots; the running requests' reservations leave {shadow_free}",
+            f"the allocator has {allocator_free} free KV cells; the running requests' reservations leave {shadow_free}",
         )
     if scheduler_free is not None and scheduler_free != allocator_free:
         raise RealPathViolation(
@@ -108,16 +108,16 @@ def check_kv(step: int, allocator_free: int, shadow_free: int, scheduler_free: i
 
 
 class WriteLedger:
-    """PREFILL-ONCE and KV (writes): each KV slot of a request is written once, in position order, into
-    the slot reserved for that position; freed slots must be reserved again before a write."""
+    """PREFILL-ONCE and KV (writes): each KV cell of a request is written once, in position order, into
+    the cell reserved for that position; freed cells must be reserved again before a write."""
 
     def __init__(self) -> None:
-        self.reserved: dict[int, list[int]] = {}  # rid -> its slots, by position
+        self.reserved: dict[int, list[int]] = {}  # rid -> its cells, by position
         self.num_written: dict[int, int] = {}  # rid -> positions written so far
-        self.written: set[int] = set()  # slots written since their reservation
+        self.written: set[int] = set()  # cells written since their reservation
 
-    def reserve(self, rid: int, slots: list[int]) -> None:
-        self.reserved[rid] = slots
+    def reserve(self, rid: int, cells: list[int]) -> None:
+        self.reserved[rid] = cells
         self.num_written[rid] = 0
 
     def release(self, rid: int) -> None:
@@ -126,23 +126,23 @@ class WriteLedger:
 
     def check(self, step: int, batch: FlatBatch, rid_of_row: list[int]) -> None:
         positions = batch.positions.tolist()
-        slots = batch.write_slots.tolist()
-        for rid, position, slot in zip(rid_of_row, positions, slots, strict=True):
+        cells = batch.write_cells.tolist()
+        for rid, position, cell in zip(rid_of_row, positions, cells, strict=True):
             expected = self.num_written.get(rid)
             if expected is None:
-                raise RealPathViolation("KV", step, f"rid {rid} writes KV slot {slot} without a reservation")
+                raise RealPathViolation("KV", step, f"rid {rid} writes KV cell {cell} without a reservation")
             if position >= len(self.reserved[rid]):
                 raise RealPathViolation(
-                    "KV", step, f"rid {rid} writes position {position}, past its {len(self.reserved[rid])} slots"
+                    "KV", step, f"rid {rid} writes position {position}, past its {len(self.reserved[rid])} cells"
                 )
-            if slot in self.written:
+            if cell in self.written:
                 raise RealPathViolation(
-                    "PREFILL-ONCE", step, f"rid {rid} writes KV slot {slot} (position {position}) a second time"
+                    "PREFILL-ONCE", step, f"rid {rid} writes KV cell {cell} (position {position}) a second time"
                 )
-            if position != expected or self.reserved[rid][position] != slot:
+            if position != expected or self.reserved[rid][position] != cell:
                 raise RealPathViolation(
-                    "PREFILL-ONCE", step, f"rid {rid} writes position {position} into slot {slot}; next in order "
-                    f"is position {expected} into its slot {self.reserved[rid][expected]}",
+                    "PREFILL-ONCE", step, f"rid {rid} writes position {position} into cell {cell}; next in order "
+                    f"is position {expected} into its cell {self.reserved[rid][expected]}",
                 )
-            self.written.add(slot)
+            self.written.add(cell)
             self.num_written[rid] = expected + 1

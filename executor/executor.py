@@ -15,7 +15,7 @@ import torch
 
 from stallfree.spec import Config, Monitor
 
-from .allocator import SlotAllocator
+from .allocator import CellAllocator
 from .attention import AttentionPlan
 from .batch import FlatBatch
 from .checks import (
@@ -83,12 +83,12 @@ class Executor:
         self.config: Config = monitor.config
         self.device, self.send, self.keep_logits = device, send, keep_logits
         self.caches = model.new_caches(self.config.kv_tokens, device)
-        self.allocator = SlotAllocator(self.config.kv_tokens)
+        self.allocator = CellAllocator(self.config.kv_tokens)
         self.ledger = WriteLedger()
         self.requests: dict[int, tuple[int, int]] = {}  # accepted rid -> (prompt_len, max_new)
         self.streams: dict[int, Stream] = {}  # admitted, unfinished
         self.done: dict[int, Stream] = {}  # finished
-        self.to_poison: list[int] = []  # slots freed since the last batch
+        self.to_poison: list[int] = []  # cells freed since the last batch
         self.records: list[StepRecord] = []
         self.added_at: dict[int, float] = {}  # rid -> wall time of add()
 
@@ -140,9 +140,9 @@ class Executor:
         batch = built.batch
         self.send(batch)
         dev = batch.to(self.device)
-        if dev.poison_slots.numel():
+        if dev.poison_cells.numel():
             for cache in self.caches:
-                cache.poison(dev.poison_slots)
+                cache.poison(dev.poison_cells)
         hidden, logits = self.model(dev, self.caches, self.plan_type)
         check_finite(step, hidden, built.rid_of_row)
         sampled: dict[int, int] = {}
@@ -174,9 +174,9 @@ class Executor:
     def build(self, step: int, entries: list[tuple[int, int]]) -> Built:
         token_ids: list[int] = []
         positions: list[int] = []
-        write_slots: list[int] = []
+        write_cells: list[int] = []
         ctx_lens: list[int] = []
-        ctx_slots: list[int] = []
+        ctx_cells: list[int] = []
         rid_of_row: list[int] = []
         emitters: list[Emitter] = []
         for rid, n in entries:
@@ -196,10 +196,10 @@ class Executor:
                 if stream.num_prefilled == stream.prompt_len:
                     emitters.append(Emitter(stream, self.emit_row(rows), rows, is_first=True))
             positions.extend(range(start, start + n))
-            write_slots.extend(self.write_slots(stream, start, n))
+            write_cells.extend(self.write_cells(stream, start, n))
             context = self.context(stream, start + n)
             ctx_lens.append(len(context))
-            ctx_slots.extend(context)
+            ctx_cells.extend(context)
             rid_of_row.extend([rid] * n)
         poison, self.to_poison = self.to_poison, []
 
@@ -207,7 +207,7 @@ class Executor:
             return torch.tensor(values, dtype=torch.int64)
 
         batch = FlatBatch(
-            t(token_ids), t(positions), t(write_slots), t([n for _, n in entries]), t(ctx_lens), t(ctx_slots),
+            t(token_ids), t(positions), t(write_cells), t([n for _, n in entries]), t(ctx_lens), t(ctx_cells),
             t([e.row for e in emitters]), t(poison),
         )
         return Built(batch, rid_of_row, emitters)
@@ -215,20 +215,20 @@ class Executor:
     # -- the steps a broken executor may alter (see broken.py) -------------------------------------
 
     def admit(self, step: int, rid: int) -> Stream:
-        """A request's first appearance in a plan is its admission: reserve prompt_len + max_new slots."""
+        """A request's first appearance in a plan is its admission: reserve prompt_len + max_new cells."""
         if rid not in self.requests or rid in self.done:
             why = "has finished" if rid in self.done else "was never accepted"
             raise RealPathViolation("TOKENS", step, f"the plan names rid {rid}, which {why}")
         prompt_len, max_new = self.requests[rid]
         try:
-            slots = self.allocator.reserve(prompt_len + max_new)
+            cells = self.allocator.reserve(prompt_len + max_new)
         except ValueError as error:
             raise RealPathViolation("KV", step, f"admitting rid {rid}: {error}") from None
-        self.ledger.reserve(rid, slots)
+        self.ledger.reserve(rid, cells)
         prompt = self.prompts.get(rid) or prompt_tokens(self.seed, rid, prompt_len, self.model.cfg.vocab)
         if len(prompt) != prompt_len:
             raise RealPathViolation("TOKENS", step, f"rid {rid}'s prompt has {len(prompt)} tokens, not {prompt_len}")
-        stream = Stream(rid, list(prompt), max_new, slots, step)
+        stream = Stream(rid, list(prompt), max_new, cells, step)
         self.streams[rid] = stream
         return stream
 
@@ -236,28 +236,28 @@ class Executor:
         """The stream's next token from its row's logits [vocab]: seeded by its rid and token index."""
         return self.sampler.sample(logits, stream.rid, len(stream.outputs))
 
-    def write_slots(self, stream: Stream, start: int, n: int) -> list[int]:
-        """The KV slots the keys and values of positions [start, start + n) go to."""
-        return stream.slots[start:start + n]
+    def write_cells(self, stream: Stream, start: int, n: int) -> list[int]:
+        """The KV cells the keys and values of positions [start, start + n) go to."""
+        return stream.cells[start:start + n]
 
     def context(self, stream: Stream, end: int) -> list[int]:
-        """The KV slots a query at position end - 1 may read: positions 0 .. end - 1."""
-        return stream.slots[:end]
+        """The KV cells a query at position end - 1 may read: positions 0 .. end - 1."""
+        return stream.cells[:end]
 
     def emit_row(self, rows: range) -> int:
         """The row of a completing chunk whose logits give the first token: its last prompt position."""
         return rows[-1]
 
     def finish(self, stream: Stream) -> None:
-        """Return the stream's reservation; its slots are poisoned before the next forward."""
+        """Return the stream's reservation; its cells are poisoned before the next forward."""
         del self.streams[stream.rid]
         self.done[stream.rid] = stream
-        self.allocator.release(stream.slots)
+        self.allocator.release(stream.cells)
         self.ledger.release(stream.rid)
-        self.to_poison.extend(stream.slots)
+        self.to_poison.extend(stream.cells)
 
     def check_drained(self) -> None:
-        """KV at the end: every slot free, nothing running."""
+        """KV at the end: every cell free, nothing running."""
         step = self.step_index
         if self.streams:
             raise RealPathViolation("KV", step, f"the run ended with rid(s) {sorted(self.streams)[:5]} holding KV")

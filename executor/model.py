@@ -62,7 +62,7 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor, batch: FlatBatch, plan: AttentionPlan, cache: KVCache) -> torch.Tensor:
         q, k, v = self.qkv(x, batch.positions)
-        cache.write(batch.write_slots, k, v)
+        cache.write(batch.write_cells, k, v)
         o = paged_attention(q, cache, batch, plan)  # [T, Hq, D]
         return self.o_proj(o.reshape(x.shape[0], -1))
 
@@ -124,7 +124,7 @@ class Transformer(nn.Module):
                 plan_type: type[AttentionPlan] = AttentionPlan) -> tuple[torch.Tensor, torch.Tensor]:
         """Run one step. Returns (hidden [T, H] after the final norm, logits [E, vocab] at emit rows).
         `plan_type`: how the step's attention is laid out (a broken one is a negative control)."""
-        plan = plan_type(batch, caches[0].pad_slot)
+        plan = plan_type(batch, caches[0].pad_cell)
         x = self.embed_tokens(batch.token_ids)  # [T, H]
         for layer, cache in zip(self.layers, caches, strict=True):
             x = layer(x, batch, plan, cache)

@@ -70,7 +70,7 @@ class RunSpec:
             self.check_kv_fits(job.workload.config.kv_tokens)
 
     def kv_bytes(self, kv_tokens: int) -> int:
-        """Bytes of one rank's KV cache for `kv_tokens` slots."""
+        """Bytes of one rank's KV cache for `kv_tokens` cells."""
         cfg = self.model_config()
         return kv_cache_bytes(cfg.num_layers, kv_tokens, cfg.num_kv_heads // self.tp, cfg.head_dim, self.dtypes()[1])
 

@@ -46,7 +46,7 @@ class StepShape:
 
     @property
     def kv_tokens(self) -> int:
-        """Slots the batch touches: each decode's context, the chunk's prefix and itself."""
+        """Cells the batch touches: each decode's context, the chunk's prefix and itself."""
         return self.num_decodes * self.decode_context + self.chunk_start + self.chunk
 
     def load(self) -> StepLoad:
@@ -55,39 +55,39 @@ class StepShape:
 
     def batch(self, vocab: int) -> FlatBatch:
         """The flat batch: decodes first (each at the last position of its context), then the chunk;
-        slots laid out one sequence after another."""
+        cells laid out one sequence after another."""
         ids: list[int] = []
         positions: list[int] = []
         writes: list[int] = []
         lens: list[int] = []
         ctx_lens: list[int] = []
-        ctx_slots: list[int] = []
+        ctx_cells: list[int] = []
         emit: list[int] = []
-        slot = 0
+        cell = 0
         for _ in range(self.num_decodes):
             L = self.decode_context
             emit.append(len(ids))
             ids.append(len(ids) % vocab)
             positions.append(L - 1)
-            writes.append(slot + L - 1)
+            writes.append(cell + L - 1)
             lens.append(1)
             ctx_lens.append(L)
-            ctx_slots.extend(range(slot, slot + L))
-            slot += L
+            ctx_cells.extend(range(cell, cell + L))
+            cell += L
         if self.chunk:
             end = self.chunk_start + self.chunk
             ids.extend(i % vocab for i in range(self.chunk))
             positions.extend(range(self.chunk_start, end))
-            writes.extend(range(slot + self.chunk_start, slot + end))
+            writes.extend(range(cell + self.chunk_start, cell + end))
             lens.append(self.chunk)
             ctx_lens.append(end)
-            ctx_slots.extend(range(slot, slot + end))
+            ctx_cells.extend(range(cell, cell + end))
             emit.append(len(ids) - 1)
 
         def t(values: list[int]) -> torch.Tensor:
             return torch.tensor(values, dtype=torch.int64)
 
-        return FlatBatch(t(ids), t(positions), t(writes), t(lens), t(ctx_lens), t(ctx_slots), t(emit), t([]))
+        return FlatBatch(t(ids), t(positions), t(writes), t(lens), t(ctx_lens), t(ctx_cells), t(emit), t([]))
 
 
 def shapes(budget: int, context: int) -> list[StepShape]:

@@ -1,4 +1,4 @@
-"""What the executor knows of one admitted request: its prompt tokens, its KV slots, how far its
+"""What the executor knows of one admitted request: its prompt tokens, its KV cells, how far its
 prompt has run, the tokens it has emitted. The executor's own account, kept apart from the
 scheduler's, so that the two can be compared on the real path."""
 
@@ -16,7 +16,7 @@ class Stream:
     rid: int
     prompt: list[int]  # the prompt's token ids
     max_new: int
-    slots: list[int]  # KV slot of each position: prompt_len + max_new of them, from admission
+    cells: list[int]  # KV cell of each position: prompt_len + max_new of them, from admission
     admitted_at: int  # step
     num_prefilled: int = 0  # prompt positions run so far
     outputs: list[int] = field(default_factory=list)  # emitted token ids

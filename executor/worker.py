@@ -124,9 +124,9 @@ def follow(spec: RunSpec, group: Group, model: Transformer) -> None:
         crash_if_due(spec.jobs[job_index], group.rank, batches)
         payload = group.broadcast(torch.zeros(int(header[1:].sum()), dtype=torch.int64, device=device))
         batch = FlatBatch.unpack(header, payload)
-        if batch.poison_slots.numel():
+        if batch.poison_cells.numel():
             for cache in caches:
-                cache.poison(batch.poison_slots)
+                cache.poison(batch.poison_cells)
         job = spec.jobs[job_index]
         model(batch, caches, VARIANTS[job.variant].plan_type if job.variant else Executor.plan_type)
         batches += 1

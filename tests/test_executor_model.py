@@ -40,7 +40,7 @@ def t(*values: int) -> torch.Tensor:
 
 def test_prefill_once_chunked_prefill_matches_whole_prompt() -> None:
     """PREFILL-ONCE, FIRST-TOKEN: a prompt run in chunks of 6 and 4 through the KV cache gives the
-    logits of the whole sequence run at once; the cache's unwritten slots (NaN) are never read."""
+    logits of the whole sequence run at once; the cache's unwritten cells (NaN) are never read."""
     m, tokens = model(), ids(10)
     dense = m.dense(tokens)
     caches = m.new_caches(32, "cpu")
@@ -54,8 +54,8 @@ def test_prefill_once_chunked_prefill_matches_whole_prompt() -> None:
     assert (logits2 - dense[6:]).abs().max() < 1e-4
 
 
-def test_prefill_once_reading_unwritten_slot_poisons_output() -> None:
-    """PREFILL-ONCE (negative control of the poison): a context that reaches one unwritten slot
+def test_prefill_once_reading_unwritten_cell_poisons_output() -> None:
+    """PREFILL-ONCE (negative control of the poison): a context that reaches one unwritten cell
     turns that row's hidden state NaN."""
     m, tokens = model(), ids(4)
     caches = m.new_caches(32, "cpu")

@@ -38,7 +38,7 @@ def job(variant: str | None = None, temperature: float = 0.0) -> Job:
 
 def test_isolation_holds_and_fails_on_a_leaking_executor(model) -> None:  # type: ignore[no-untyped-def]
     """ISOLATION: the correct executor keeps every other request's logits bit-for-bit when rid 0's
-    prompt changes; one whose decodes read another request's KV slot (finite: no step check sees
+    prompt changes; one whose decodes read another request's KV cell (finite: no step check sees
     it) lets the change through."""
     base, changed, leaky, leaky_changed = run(
         model, job(), perturbed(job(), 0, 0, VOCAB), job("ReadOtherRequest"),

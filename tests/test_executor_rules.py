@@ -41,7 +41,7 @@ def fault(rule: str) -> str:
 
 
 def test_real_path_rules_hold_for_the_reference() -> None:
-    """BUDGET, PREFILL-ONCE, FIRST-TOKEN, KV, DECODE-FIRST hold on every step, every KV slot is free
+    """BUDGET, PREFILL-ONCE, FIRST-TOKEN, KV, DECODE-FIRST hold on every step, every KV cell is free
     at the end, and a stream decoding when the long prompt arrives gets a token every step."""
     (hand,) = play(Job(HAND), dtype="fp8")
     (default,) = play(Job(long_prompt_amid_decodes()))

@@ -90,7 +90,7 @@ def test_exactness_tp4_batched_equals_unbatched_one_rank(tp4, reference, budget:
 
 def test_exactness_fails_on_future_token_mask_at_tp4(tp4, reference) -> None:  # type: ignore[no-untyped-def]
     """Causality (negative control): chunks that see one future position break no step check (the
-    slot is written, finite) but move the logits far past fp32 rounding."""
+    cell is written, finite) but move the logits far past fp32 rounding."""
     result = by_label(tp4, "future")
     assert result.ok, result.violation
     report = compare(tp4[0], result, reference)
