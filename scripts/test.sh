@@ -1,8 +1,20 @@
 #!/usr/bin/env bash
-# Run the test suite (the CI profile). Sets up ./.venv first. Extra arguments go to pytest,
-# e.g. `scripts/test.sh --deep` for the slow, deep runs.
+# Run the tests (the CI profile): the suite in ./.venv, then, for the whole suite, the vLLM
+# conformance tests in ./.venv-vllm (scripts/test-vllm.sh; vLLM's pins need not match ours). Sets up
+# both venvs first. Extra arguments go to the suite's pytest alone, e.g. `scripts/test.sh --deep` for
+# the slow, deep runs, or a test file (then the vLLM part is left to scripts/test-vllm.sh).
 set -euo pipefail
-. "$(dirname "$0")/venv.sh"
-export HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}"
-export STALLFREE_REQUIRE_EXTRAS=1  # every extra was just installed: a missing one is a failure, not a skip
-python -m pytest -q "$@"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+(
+  . "$root/scripts/venv.sh"
+  export HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}"
+  export STALLFREE_REQUIRE_EXTRAS=1  # every extra was just installed: a missing one is a failure, not a skip
+  python -m pytest -q "$@"
+)
+only_options=1
+for arg in "$@"; do
+  case "$arg" in -*) ;; *) only_options=0 ;; esac
+done
+if [ "$only_options" = 1 ]; then
+  bash "$root/scripts/test-vllm.sh"
+fi
