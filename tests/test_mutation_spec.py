@@ -585,6 +585,7 @@ def test_a_rid_is_taken_while_waiting_or_running_and_free_once_its_request_ended
     assert refusal(m.shadow, 2, 2, 1) == "rid 2 is already taken by an earlier request"
     assert refusal(m.shadow, 1, 2, 1) is None and refusal(m.shadow, 3, 2, 1) is None
     assert m.add(1, 2, 1) is True  # ended: free again
+    # deliberate: the monitor follows the reused rid as a new request (a shadow that kept it as ended fails)
     assert 1 in m.shadow.tracks and 1 not in m.shadow.ended
 
 
