@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
+
+from steptiming import time_steps
 
 from stallfree.paged import Scheduler as Paged
 from stallfree.reference import Scheduler as Reference
@@ -36,15 +37,6 @@ def loaded(factory, num_waiting: int):  # type: ignore[no-untyped-def]
         s.add(NUM_DECODES + 1 + rid, 100, 100)
     return s
 
-
-def time_steps(s, steps: int) -> list[float]:  # type: ignore[no-untyped-def]
-    out = []
-    clock = time.perf_counter_ns
-    for _ in range(steps):
-        t0 = clock()
-        s.complete(s.schedule())
-        out.append((clock() - t0) / 1000)
-    return out
 
 
 def main() -> None:

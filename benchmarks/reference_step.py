@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
+
+from steptiming import time_steps
 
 from stallfree.reference import Scheduler
 
@@ -32,15 +33,6 @@ def loaded(num_waiting: int) -> Scheduler:
         s.add(NUM_DECODES + 1 + rid, 100, 100)
     return s
 
-
-def time_steps(s: Scheduler, steps: int) -> list[float]:
-    out = []
-    clock = time.perf_counter_ns
-    for _ in range(steps):
-        t0 = clock()
-        s.complete(s.schedule())
-        out.append((clock() - t0) / 1000)
-    return out
 
 
 def main() -> None:

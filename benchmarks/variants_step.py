@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from collections.abc import Callable
 from typing import Any
+
+from steptiming import time_steps
 
 from stallfree.reference import Scheduler
 from stallfree.variants.aligned import Aligned, BatchedAligned
@@ -53,15 +54,6 @@ def dropped(factory: type, num_waiting: int) -> Any:
     s.set_budget(DROPPED)
     return s
 
-
-def time_steps(s: Any, steps: int) -> list[float]:
-    out = []
-    clock = time.perf_counter_ns
-    for _ in range(steps):
-        t0 = clock()
-        s.complete(s.schedule())
-        out.append((clock() - t0) / 1000)
-    return out
 
 
 def main() -> None:
