@@ -61,9 +61,7 @@ class Aligned(Blocks, Stepwise):
         return left
 
     def start(self, seq: Seq, plan: list[tuple[int, int]], left: int) -> int:
-        self.waiting.remove(seq)
-        self.running[seq.rid] = seq
-        self.free_kv -= seq.request.reservation
+        self.take(seq)
         n = self.chunk(seq, left)
         plan.append((seq.rid, n))
         return left - n if n == seq.request.prompt_len else 0

@@ -99,12 +99,16 @@ class Stepwise:
 
     def start(self, seq: Seq, plan: list[tuple[int, int]], left: int) -> int:
         """Admit `seq`: take its slot and reservation, give it its first chunk."""
-        self.waiting.remove(seq)
-        self.running[seq.rid] = seq
-        self.free_kv -= seq.request.reservation
+        self.take(seq)
         n = min(seq.request.prompt_len, left)
         plan.append((seq.rid, n))
         return left - n
+
+    def take(self, seq: Seq) -> None:
+        """Move `seq` from the waiting line to the running set, with its slot and reservation."""
+        self.waiting.remove(seq)
+        self.running[seq.rid] = seq
+        self.free_kv -= seq.request.reservation
 
     def next_admission(self) -> Seq | None:
         head = self.waiting[0]
