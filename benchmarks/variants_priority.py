@@ -19,6 +19,7 @@ from typing import Any
 from stallfree.costs import Deployment, Roofline, gpu, model
 from stallfree.faults.priority import NoAging
 from stallfree.reference import Scheduler
+from stallfree.sim.priorities import hashed_priority
 from stallfree.sim.simulator import Variant, simulate
 from stallfree.sim.stats import spread
 from stallfree.sim.trace import load
@@ -33,15 +34,7 @@ TRACES = ("conv", "code")
 MS = 1e3
 
 
-def priority_of(rid: int) -> int:
-    """A fixed pseudo-random priority with the SHARES mix."""
-    bucket = (rid * 2654435761) % 2**32 * 100 // 2**32
-    edge = 0
-    for level, share in enumerate(SHARES):
-        edge += share
-        if bucket < edge:
-            return level
-    return len(SHARES) - 1
+priority_of = hashed_priority(SHARES)
 
 
 def run(point: tuple[str, str, float, int, int | None]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from stallfree.costs import MODES
+from stallfree.sim.priorities import hashed_priority
 
 from .. import exits
 from .args import (
@@ -198,17 +199,7 @@ def priority_mix(text: str) -> Callable[[int], int]:
             raise ValueError("expected up to 4 percentages >= 0 that sum to 100")
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"--priority-mix {text!r}: {error}") from None
-
-    def priority_of(rid: int) -> int:
-        bucket = (rid * 2654435761) % 2**32 * 100 // 2**32
-        edge = 0
-        for level, share in enumerate(shares):
-            edge += share
-            if bucket < edge:
-                return level
-        return len(shares) - 1
-
-    return priority_of
+    return hashed_priority(shares)
 
 
 def needs_matplotlib() -> None:
