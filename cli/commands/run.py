@@ -153,7 +153,7 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
     if show:
         print(f"launching {spec.tp} rank(s) ...", file=sys.stderr, flush=True)
     try:
-        outcome = launch(replace(spec, jobs=jobs), timeout_s=args.timeout, on_step=on_step)
+        launched = launch(replace(spec, jobs=jobs), timeout_s=args.timeout, on_step=on_step)
     except TimeoutError as error:  # a rank hung: no verdict past it
         print(f"stallfree run: --timeout {args.timeout:g}: {error}", file=sys.stderr)
         return exits.CRASHED
@@ -163,7 +163,7 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
     except FactoryError as error:
         print(f"stallfree run: {error}", file=sys.stderr)
         return exits.USAGE
-    result = outcome.results[0]
+    result = launched.results[0]
     texts: dict[int, Any] = {}
     if codec is not None:
         print()
@@ -182,7 +182,7 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
     checks: dict[str, Any] = {}
     failed = not result.ok
     if job.keep_logits and result.ok:
-        failed = output_checks(spec, job, outcome.results, first, checks) or failed
+        failed = output_checks(spec, job, launched.results, first, checks) or failed
     elif job.keep_logits:
         print("EXACTNESS        not judged: a rule broke, the run did not finish")
     if args.json is not None:
