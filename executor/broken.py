@@ -9,10 +9,12 @@ the model's outputs after the run (`outputs.py`): exactness, isolation, seeded s
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from .attention import AttentionPlan
-from .executor import Executor
+from .executor import Executor, StepRecord
 from .stream import Stream
 
 
@@ -60,6 +62,45 @@ BROKEN: dict[str, type[Executor]] = {
 }
 
 
+class ReturnLate(Executor):
+    """Returns an ended request's KV cells (finished, stopped or cancelled) one step late."""
+
+    breaks = "KV"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.owed: list[int] = []
+
+    def finish(self, stream: Stream) -> None:
+        del self.streams[stream.rid]
+        self.done[stream.rid] = stream
+        self.ledger.release(stream.rid, "ended", self.step_index)
+        self.owed.extend(stream.cells)
+        self.to_poison.extend(stream.cells)
+
+    def step(self) -> StepRecord:
+        owed, self.owed = self.owed, []
+        self.allocator.release(owed)  # the cells of the step before come back only now
+        return super().step()
+
+
+class ReadFreedCell(Executor):
+    """Each decode's context also names a cell an ended request returned (and nobody holds again):
+    the stale KV of a finished, stopped or cancelled request."""
+
+    breaks = "KV"
+
+    def context(self, stream: Stream, end: int) -> list[int]:
+        freed = self.ledger.freed  # cell -> (rid, how it ended, step): read the latest returned
+        stale = max(freed, key=lambda cell: (freed[cell][2], -cell), default=None)
+        is_decode = end - 1 >= stream.prompt_len
+        return stream.cells[:end] + ([stale] if stale is not None and is_decode else [])
+
+
+# Caught on the real path in runs where requests end early (stops, cancels): tests/test_executor_ends.py.
+BROKEN_ENDS: dict[str, type[Executor]] = {cls.__name__: cls for cls in (ReturnLate, ReadFreedCell)}
+
+
 class FutureTokenPlan(AttentionPlan):
     """A causal mask off by one: each query of a chunk also sees the next position of the chunk
     (written this step, so finite: the poison does not catch it)."""
@@ -103,4 +144,4 @@ class DrawsByStep(Executor):
 WRONG_OUTPUTS: dict[str, type[Executor]] = {
     cls.__name__: cls for cls in (SeeOneFutureToken, ReadOtherRequest, DrawsByStep)
 }
-VARIANTS: dict[str, type[Executor]] = {**BROKEN, **WRONG_OUTPUTS}
+VARIANTS: dict[str, type[Executor]] = {**BROKEN, **BROKEN_ENDS, **WRONG_OUTPUTS}

@@ -12,6 +12,9 @@ from .batch import FlatBatch
 from .stream import Stream
 
 REAL_PATH_RULES = ("BUDGET", "ONE-ENTRY", "PREFILL-ONCE", "FIRST-TOKEN", "KV", "DECODE-FIRST")
+# Judged on the real path too in runs where requests stop or are cancelled: no plan names a request
+# that ended (TOKENS: finished or stopped; CANCEL: cancelled), so nothing is computed for it after.
+REAL_PATH_END_RULES = ("TOKENS", "CANCEL")
 
 
 class RealPathViolation(RuleViolation):
@@ -115,14 +118,49 @@ class WriteLedger:
         self.reserved: dict[int, list[int]] = {}  # rid -> its cells, by position
         self.num_written: dict[int, int] = {}  # rid -> positions written so far
         self.written: set[int] = set()  # cells written since their reservation
+        self.freed: dict[int, tuple[int, str, int]] = {}  # free cell -> (rid, how it ended, step) of its last holder
 
     def reserve(self, rid: int, cells: list[int]) -> None:
-        self.reserved[rid] = cells
+        self.reserved[rid] = list(cells)
         self.num_written[rid] = 0
+        for cell in cells:
+            self.freed.pop(cell, None)
 
-    def release(self, rid: int) -> None:
-        self.written.difference_update(self.reserved.pop(rid, []))
+    def extend(self, rid: int, cells: list[int]) -> None:
+        """`rid` takes `cells` for its next positions (a paged request's new block)."""
+        if cells:
+            self.reserved[rid].extend(cells)
+            for cell in cells:
+                self.freed.pop(cell, None)
+
+    def release(self, rid: int, why: str = "finished", step: int = -1) -> None:
+        cells = self.reserved.pop(rid, [])
+        self.written.difference_update(cells)
         self.num_written.pop(rid, None)
+        for cell in cells:
+            self.freed[cell] = (rid, why, step)
+
+    def check_reads(self, step: int, batch: FlatBatch, entries: list[tuple[int, int]]) -> None:
+        """KV (reads): no entry's context names a free cell, one whose holder finished, stopped, was
+        cancelled or preempted and that no request holds again. (A read the batch does not declare
+        still meets the poison: free cells hold NaN, see check_finite.)"""
+        if not self.freed:
+            return
+        ctx = batch.ctx_cells.tolist()
+        stale = self.freed.keys() & set(ctx)
+        if not stale:
+            return
+        offsets = batch.ctx_lens.tolist()
+        start = 0
+        for (rid, _), length in zip(entries, offsets, strict=True):
+            for cell in ctx[start:start + length]:
+                if cell in stale:
+                    holder, why, at = self.freed[cell]
+                    raise RealPathViolation(
+                        "KV", step, f"rid {rid} reads KV cell {cell}, which is free: returned when rid {holder} "
+                        f"{why} at step {at}",
+                    )
+            start += length
 
     def check(self, step: int, batch: FlatBatch, rid_of_row: list[int]) -> None:
         positions = batch.positions.tolist()

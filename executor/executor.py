@@ -34,6 +34,8 @@ from .model import Transformer
 from .sampler import Sampler
 from .stream import Stream, prompt_tokens
 
+ENDED = {"length": "finished", "stop": "stopped", "cancel": "was cancelled"}  # a finish reason, as a verb
+
 
 @dataclass(slots=True)
 class StepRecord:
@@ -77,9 +79,14 @@ class Executor:
 
     def __init__(self, model: Transformer, monitor: Monitor, sampler: Sampler, seed: int,
                  device: torch.device | str, send: Callable[[FlatBatch], None] = lambda b: None,
-                 keep_logits: bool = False, prompts: dict[int, list[int]] | None = None) -> None:
+                 keep_logits: bool = False, prompts: dict[int, list[int]] | None = None,
+                 stop_token: int | None = None, stop_after: dict[int, int] | None = None) -> None:
         self.model, self.monitor, self.sampler, self.seed = model, monitor, sampler, seed
         self.prompts = prompts or {}
+        self.stop_token = stop_token  # a request that samples it stops (the model's end token)
+        self.stop_after = stop_after or {}  # rid -> stop on its n-th token whatever it is (a replayed stop)
+        self.cancelled_waiting: dict[int, int] = {}  # rid -> step: cancelled before it was ever admitted
+        self.cancels: list[tuple[int, int, bool]] = []  # (rid, step, accepted) of every cancel offered
         self.config: Config = monitor.config
         self.device, self.send, self.keep_logits = device, send, keep_logits
         self.caches = model.new_caches(self.config.kv_tokens, device)
@@ -117,13 +124,15 @@ class Executor:
         check_budget(step, built.batch, self.config.token_budget)
         self.ledger.check(step, built.batch, built.rid_of_row)
         t_built = time.perf_counter()
+        self.ledger.check_reads(step, built.batch, entries)
         sampled = self.run(step, built) if entries else {}
         t_run = time.perf_counter()
-        facts = self.monitor.complete()
+        stops = self.stops(sampled)
+        facts = self.monitor.complete(stops) if stops else self.monitor.complete()
         t_done = time.perf_counter()
         firsts = {e.stream.rid for e in built.emitters if e.is_first}
         check_emitted(step, firsts, set(sampled), set(facts.emitted))
-        finished = self.record(sampled, t_done)
+        finished = self.record(sampled, set(stops), t_done)
         free_kv = getattr(self.monitor.scheduler, "free_kv", None)
         check_kv(step, self.allocator.num_free, self.monitor.shadow.free_kv, free_kv if type(free_kv) is int else None)
         t_end = time.perf_counter()
@@ -156,18 +165,45 @@ class Executor:
                 e.stream.logits.append(row_logits.cpu())
         return sampled
 
-    def record(self, sampled: dict[int, int], now: float) -> list[int]:
-        """Give each stream its token; finish the streams that have all theirs."""
+    def stops(self, sampled: dict[int, int]) -> list[int]:
+        """The rids whose token this step ends them: the end token, or a replayed stop. Only rids the
+        contract says emit now may be named (a token the scheduler does not owe is judged by
+        check_emitted, not passed on as a stop)."""
+        ending = [rid for rid, token in sampled.items()
+                  if token == self.stop_token or len(self.streams[rid].outputs) + 1 == self.stop_after.get(rid)]
+        if not ending:
+            return []
+        due = set(self.monitor.due() if hasattr(self.monitor, "due") else self.monitor.emitters())
+        return [rid for rid in ending if rid in due]
+
+    def record(self, sampled: dict[int, int], stops: set[int], now: float) -> list[int]:
+        """Give each stream its token; end the streams that stopped or have all theirs."""
         finished = []
         for rid, token in sampled.items():
             stream = self.streams[rid]
             stream.outputs.append(token)
             stream.emitted_at.append(self.step_index - 1)
             stream.times.append(now)
-            if stream.is_finished:
+            if rid in stops or stream.is_finished:
+                stream.finish_reason = "stop" if rid in stops else "length"
                 self.finish(stream)
                 finished.append(rid)
         return finished
+
+    def cancel(self, rid: int) -> bool:
+        """The client of `rid` went away: the scheduler is told (through the monitor); a running
+        request's cells come back now (poisoned before the next forward), a waiting one is never
+        admitted. Returns whether the cancel was accepted (a rid not waiting or running is refused)."""
+        step = self.step_index
+        accepted = self.monitor.cancel(rid)
+        self.cancels.append((rid, step, accepted))
+        if accepted and rid in self.streams:
+            stream = self.streams[rid]
+            stream.finish_reason = "cancel"
+            self.finish(stream)
+        elif accepted:
+            self.cancelled_waiting[rid] = step
+        return accepted
 
     # -- the flat batch ---------------------------------------------------------------------------
 
@@ -216,8 +252,12 @@ class Executor:
 
     def admit(self, step: int, rid: int) -> Stream:
         """A request's first appearance in a plan is its admission: reserve prompt_len + max_new cells."""
+        if rid in self.cancelled_waiting or (rid in self.done and self.done[rid].finish_reason == "cancel"):
+            at = self.cancelled_waiting.get(rid, step)
+            raise RealPathViolation("CANCEL", step, f"the plan names rid {rid}, which was cancelled"
+                                    + (f" at step {at}" if rid in self.cancelled_waiting else ""))
         if rid not in self.requests or rid in self.done:
-            why = "has finished" if rid in self.done else "was never accepted"
+            why = f"has ended ({self.done[rid].finish_reason})" if rid in self.done else "was never accepted"
             raise RealPathViolation("TOKENS", step, f"the plan names rid {rid}, which {why}")
         prompt_len, max_new = self.requests[rid]
         try:
@@ -253,7 +293,9 @@ class Executor:
         del self.streams[stream.rid]
         self.done[stream.rid] = stream
         self.allocator.release(stream.cells)
-        self.ledger.release(stream.rid)
+        reason = stream.finish_reason or "length"
+        at = stream.emitted_at[-1] if reason != "cancel" and stream.emitted_at else self.step_index
+        self.ledger.release(stream.rid, ENDED[reason], at)
         self.to_poison.extend(stream.cells)
 
     def check_drained(self) -> None:

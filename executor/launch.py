@@ -110,7 +110,9 @@ def run_local(spec: RunSpec, model: Transformer | None = None, threads: int | No
     start = time.perf_counter()
     with alarm(timeout_s):
         model = spec.build(Group()) if model is None else model
-        results = [lead(spec, Group(), model, job, on_step) for job in spec.jobs]
+        results: list[JobResult] = []
+        for job in spec.jobs:
+            results.append(lead(spec, Group(), model, job.replaying(results[-1] if results else None), on_step))
     return LaunchResult(results, time.perf_counter() - start)
 
 

@@ -23,6 +23,7 @@ class Stream:
     logits: list[torch.Tensor] = field(default_factory=list)  # the logits each output came from (kept on request)
     emitted_at: list[int] = field(default_factory=list)  # step of each output
     times: list[float] = field(default_factory=list)  # wall time (perf_counter) of each output
+    finish_reason: str | None = None  # once ended: "length" (max_new), "stop" (end token) or "cancel"
 
     @property
     def prompt_len(self) -> int:

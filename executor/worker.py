@@ -42,8 +42,10 @@ def rank_main(rank: int, spec: RunSpec, port: int, results: Any, beats: Any, lau
         model = spec.build(group)
         if group.is_leader:
             on_step = (lambda record: results.put(("step", record))) if stream_steps else None
+            before: JobResult | None = None
             for i, job in enumerate(spec.jobs):
-                results.put(("result", i, lead(spec, group, model, job, on_step)))
+                before = lead(spec, group, model, job.replaying(before), on_step)
+                results.put(("result", i, before))
             stop(spec, group)
         else:
             follow(spec, group, model)
@@ -99,7 +101,7 @@ def lead(spec: RunSpec, group: Group, model: Transformer, job: Job,
             group.broadcast(payload.to(device))
 
     executor = cls(model, monitor, Sampler(job.temperature, spec.seed), spec.seed, device, send, job.keep_logits,
-                   {rid: list(tokens) for rid, tokens in job.prompts})
+                   {rid: list(tokens) for rid, tokens in job.prompts}, job.stop_token, dict(job.stop_after))
     result = drive(executor, job, on_step if job.stream else None)
     if group.world_size > 1:
         group.broadcast(control(OP_RESET).to(device))
