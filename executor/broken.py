@@ -15,6 +15,7 @@ import torch
 
 from .attention import AttentionPlan
 from .executor import Executor, StepRecord
+from .paged import PagedExecutor
 from .stream import Stream
 
 
@@ -97,8 +98,30 @@ class ReadFreedCell(Executor):
         return stream.cells[:end] + ([stale] if stale is not None and is_decode else [])
 
 
-# Caught on the real path in runs where requests end early (stops, cancels): tests/test_executor_ends.py.
+class ReadFreedBlock(PagedExecutor):
+    """The paged executor whose decodes also read a cell of the latest block given back (by a
+    request that ended or was preempted) that no request holds again."""
+
+    breaks = "BLOCKS"
+    context = ReadFreedCell.context
+
+
+class RecomputeDropsOne(PagedExecutor):
+    """Recompute after a preemption prefills the prompt and the emitted tokens less the first, the
+    last one repeated to keep the length: every step check holds, the recomputed KV is wrong."""
+
+    breaks = "RECOMPUTE"
+
+    def prefill(self, stream: Stream, start: int, n: int) -> list[int]:
+        if not stream.num_preemptions or len(stream.outputs) < 2:
+            return super().prefill(stream, start, n)
+        return (stream.prompt + stream.outputs[1:] + stream.outputs[-1:])[start:start + n]
+
+
+# Caught on the real path in runs where requests end early (stops, cancels): tests/test_executor_ends.py;
+# and, under a paged scheduler, where blocks are given back: tests/test_executor_paged.py.
 BROKEN_ENDS: dict[str, type[Executor]] = {cls.__name__: cls for cls in (ReturnLate, ReadFreedCell)}
+BROKEN_BLOCKS: dict[str, type[Executor]] = {cls.__name__: cls for cls in (ReadFreedBlock,)}
 
 
 class FutureTokenPlan(AttentionPlan):
@@ -142,6 +165,6 @@ class DrawsByStep(Executor):
 
 
 WRONG_OUTPUTS: dict[str, type[Executor]] = {
-    cls.__name__: cls for cls in (SeeOneFutureToken, ReadOtherRequest, DrawsByStep)
+    cls.__name__: cls for cls in (SeeOneFutureToken, ReadOtherRequest, DrawsByStep, RecomputeDropsOne)
 }
-VARIANTS: dict[str, type[Executor]] = {**BROKEN, **BROKEN_ENDS, **WRONG_OUTPUTS}
+VARIANTS: dict[str, type[Executor]] = {**BROKEN, **BROKEN_ENDS, **BROKEN_BLOCKS, **WRONG_OUTPUTS}

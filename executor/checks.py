@@ -50,11 +50,11 @@ def check_decode_first(step: int, streams: dict[int, Stream], planned: set[int])
 
 def check_chunk(step: int, stream: Stream, n: int) -> None:
     """PREFILL-ONCE: a chunk covers the next n prompt positions and never runs past the prompt."""
-    remaining = stream.prompt_len - stream.num_prefilled
+    remaining = stream.target - stream.num_prefilled
     if n > remaining:
         raise RealPathViolation(
             "PREFILL-ONCE", step, f"rid {stream.rid} is given a chunk of {n} at position {stream.num_prefilled}; "
-            f"only {remaining} of its {stream.prompt_len} prompt positions remain",
+            f"only {remaining} of its {stream.target} prefill positions remain",
         )
 
 
@@ -73,10 +73,11 @@ def check_finite(step: int, hidden: torch.Tensor, rid_of_row: list[int]) -> None
 def check_first_token_row(step: int, stream: Stream, rows: range, row: int, position: int) -> None:
     """FIRST-TOKEN: the first token is sampled from the logits of the last prompt position, in the
     chunk that completes the prompt."""
-    if row not in rows or position != stream.prompt_len - 1:
+    if row not in rows or position != stream.target - 1:
         raise RealPathViolation(
-            "FIRST-TOKEN", step, f"rid {stream.rid}'s first token is sampled from row {row} (position {position}); "
-            f"it must come from its last prompt position {stream.prompt_len - 1} (rows {rows.start}-{rows.stop - 1})",
+            "FIRST-TOKEN", step, f"rid {stream.rid}'s token after its prefill is sampled from row {row} (position "
+            f"{position}); it must come from its last prefill position {stream.target - 1} "
+            f"(rows {rows.start}-{rows.stop - 1})",
         )
 
 
@@ -119,6 +120,7 @@ class WriteLedger:
         self.num_written: dict[int, int] = {}  # rid -> positions written so far
         self.written: set[int] = set()  # cells written since their reservation
         self.freed: dict[int, tuple[int, str, int]] = {}  # free cell -> (rid, how it ended, step) of its last holder
+        self.rule = "KV"  # the rule a read of free memory breaks (BLOCKS in the paged design)
 
     def reserve(self, rid: int, cells: list[int]) -> None:
         self.reserved[rid] = list(cells)
@@ -157,7 +159,7 @@ class WriteLedger:
                 if cell in stale:
                     holder, why, at = self.freed[cell]
                     raise RealPathViolation(
-                        "KV", step, f"rid {rid} reads KV cell {cell}, which is free: returned when rid {holder} "
+                        self.rule, step, f"rid {rid} reads KV cell {cell}, which is free: returned when rid {holder} "
                         f"{why} at step {at}",
                     )
             start += length

@@ -50,6 +50,7 @@ class StepRecord:
     finished: list[int]
     free_kv: int
     tokens: dict[int, int] = field(default_factory=dict)  # rid -> the token it emitted this step
+    preempted: list[int] = field(default_factory=list)  # rids whose KV the plan took back (paged design)
 
 
 @dataclass(slots=True)
@@ -59,7 +60,7 @@ class Emitter:
     stream: Stream
     row: int
     rows: range  # the entry's rows in the flat batch
-    is_first: bool  # the chunk completes the prompt: this is the request's first token
+    is_first: bool  # the chunk completes the prefill: its token is the first (or, recomputed, the next)
 
 
 @dataclass(slots=True)
@@ -118,6 +119,7 @@ class Executor:
         t_plan = time.perf_counter()
         entries = [(rid, n) for rid, n in plan]
         step = self.step_index
+        self.take_back(step, plan)
         check_entries(step, entries)
         check_decode_first(step, self.streams, {rid for rid, _ in entries})
         built = self.build(step, entries)
@@ -133,13 +135,13 @@ class Executor:
         firsts = {e.stream.rid for e in built.emitters if e.is_first}
         check_emitted(step, firsts, set(sampled), set(facts.emitted))
         finished = self.record(sampled, set(stops), t_done)
-        free_kv = getattr(self.monitor.scheduler, "free_kv", None)
-        check_kv(step, self.allocator.num_free, self.monitor.shadow.free_kv, free_kv if type(free_kv) is int else None)
+        self.check_memory(step)
         t_end = time.perf_counter()
         record = StepRecord(
             step, entries, built.batch.num_tokens, ms=(t_end - t0) * 1e3, forward_ms=(t_run - t_built) * 1e3,
             monitor_ms=((t_plan - t0) + (t_done - t_run)) * 1e3, host_ms=((t_built - t_plan) + (t_end - t_done)) * 1e3,
-            emitted=list(facts.emitted), finished=finished, free_kv=self.allocator.num_free, tokens=sampled,
+            emitted=list(facts.emitted), finished=finished, free_kv=self.free_memory, tokens=sampled,
+            preempted=list(getattr(plan, "preempted", ())),
         )
         self.records.append(record)
         return record
@@ -227,10 +229,11 @@ class Executor:
                 emitters.append(Emitter(stream, first_row, rows, is_first=False))
             else:
                 check_chunk(step, stream, n)
-                token_ids.extend(stream.prompt[start:start + n])
+                token_ids.extend(self.prefill(stream, start, n))
                 stream.num_prefilled += n
-                if stream.num_prefilled == stream.prompt_len:
+                if stream.num_prefilled == stream.target:
                     emitters.append(Emitter(stream, self.emit_row(rows), rows, is_first=True))
+            self.grow(step, stream, start + n)
             positions.extend(range(start, start + n))
             write_cells.extend(self.write_cells(stream, start, n))
             context = self.context(stream, start + n)
@@ -260,10 +263,7 @@ class Executor:
             why = f"has ended ({self.done[rid].finish_reason})" if rid in self.done else "was never accepted"
             raise RealPathViolation("TOKENS", step, f"the plan names rid {rid}, which {why}")
         prompt_len, max_new = self.requests[rid]
-        try:
-            cells = self.allocator.reserve(prompt_len + max_new)
-        except ValueError as error:
-            raise RealPathViolation("KV", step, f"admitting rid {rid}: {error}") from None
+        cells = self.reserve(step, rid, prompt_len + max_new)
         self.ledger.reserve(rid, cells)
         prompt = self.prompts.get(rid) or prompt_tokens(self.seed, rid, prompt_len, self.model.cfg.vocab)
         if len(prompt) != prompt_len:
@@ -271,6 +271,33 @@ class Executor:
         stream = Stream(rid, list(prompt), max_new, cells, step)
         self.streams[rid] = stream
         return stream
+
+    def reserve(self, step: int, rid: int, num_cells: int) -> list[int]:
+        """The cells a request holds from its admission: all prompt_len + max_new of them (rule KV)."""
+        try:
+            return self.allocator.reserve(num_cells)
+        except ValueError as error:
+            raise RealPathViolation("KV", step, f"admitting rid {rid}: {error}") from None
+
+    def grow(self, step: int, stream: Stream, num_positions: int) -> None:
+        """Make room for positions 0 .. num_positions - 1 (a reservation holds them from admission)."""
+
+    def prefill(self, stream: Stream, start: int, n: int) -> list[int]:
+        """The tokens of a chunk: prefill positions [start, start + n)."""
+        return stream.prefill(start, n)
+
+    def take_back(self, step: int, plan: object) -> None:
+        """Memory the plan takes back before it runs (the reservation design takes back none)."""
+
+    @property
+    def free_memory(self) -> int:
+        """Free KV, as the step table shows it: cells here, blocks in the paged design."""
+        return self.allocator.num_free
+
+    def check_memory(self, step: int) -> None:
+        """KV after a step: the allocator, the contract and the scheduler agree on what is free."""
+        free_kv = getattr(self.monitor.scheduler, "free_kv", None)
+        check_kv(step, self.allocator.num_free, self.monitor.shadow.free_kv, free_kv if type(free_kv) is int else None)
 
     def draw(self, logits: torch.Tensor, stream: Stream) -> int:
         """The stream's next token from its row's logits [vocab]: seeded by its rid and token index."""

@@ -59,6 +59,7 @@ class RequestResult:
     logits: Any = None  # [max_new, vocab] float32 numpy array, when kept
     finish_reason: str = "length"  # "length" (all max_new), "stop" (its end token) or "cancel"
     cells: list[int] = field(default_factory=list)  # the KV cells it held (the last residency's, if preempted)
+    num_preemptions: int = 0  # times its KV was taken back and recomputed (paged design)
 
     @property
     def ttft_steps(self) -> int:
@@ -80,6 +81,7 @@ class JobResult:
     refused: list[int] = field(default_factory=list)
     violation: tuple[str, int, str, str] | None = None  # (rule, step, message, where) of the first broken rule
     cancels: list[tuple[int, int, bool]] = field(default_factory=list)  # (rid, step, accepted) of each cancel
+    design: str = "reservation"  # the scheduler's memory design (stallfree.spec.designs): its rules judged it
     cancelled_silent: list[int] = field(default_factory=list)  # cancelled before their first token
 
     @property
@@ -139,7 +141,7 @@ def drive(executor: Executor, job: Job, on_step: Callable[[StepRecord], None] | 
         result.requests[rid] = RequestResult(
             rid, s.prompt, s.outputs, arrival_step[rid], s.admitted_at, s.emitted_at, ttft * 1e3,
             None if tpot is None else tpot * 1e3, _stack(s.logits) if s.logits else None,
-            s.finish_reason or "length", list(s.cells),
+            s.finish_reason or "length", list(s.cells), s.num_preemptions,
         )
     return result
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from stallfree.spec import RULE_IDS
+from stallfree.spec.designs import REGISTRIES
 from stallfree.spec.verdict import Judgement, Verdict
 
 from .checks import REAL_PATH_END_RULES, REAL_PATH_RULES
@@ -16,8 +16,8 @@ from .runspec import RunSpec
 HEADER = f"{'step':>5}  {'entries':<40} {'tokens':>9} {'ms':>8}  {'emitted':<18} {'finished':<10} {'free KV':>7}"
 
 
-def describe(plan: list[tuple[int, int]]) -> str:
-    text = " ".join(f"r{rid}:{n}" for rid, n in plan) or "(empty)"
+def describe(preempted: str, plan: list[tuple[int, int]]) -> str:
+    text = preempted + (" ".join(f"r{rid}:{n}" for rid, n in plan) or "(empty)")
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -26,8 +26,9 @@ def step_table(result: JobResult, budget: int) -> list[str]:
     for s in result.steps:
         emitted = " ".join(f"r{r}" for r in s.emitted) or "-"
         finished = " ".join(f"r{r}" for r in s.finished) or "-"
+        preempted = "".join(f"-r{r} " for r in s.preempted)  # the plan took their KV back first
         lines.append(
-            f"{s.step:>5}  {describe(s.plan):<40} {f'{s.num_tokens}/{budget}':>9} {s.ms:>8.1f}  "
+            f"{s.step:>5}  {describe(preempted, s.plan):<40} {f'{s.num_tokens}/{budget}':>9} {s.ms:>8.1f}  "
             f"{emitted[:18]:<18} {finished[:10]:<10} {s.free_kv:>7}"
         )
     return lines
@@ -40,7 +41,8 @@ def request_table(result: JobResult) -> list[str]:
         tpot_steps = "-" if r.tpot_steps is None else f"{r.tpot_steps:.2f}"
         tpot_ms = "-" if r.tpot_ms is None else f"{r.tpot_ms:.1f}"
         lines.append(f"{rid:>4} {len(r.prompt):>7} {len(r.outputs):>7} {r.arrival_step:>8}  {r.ttft_steps:>10} "
-                     f"{r.ttft_ms:>9.1f}  {tpot_steps:>10} {tpot_ms:>8}  {r.finish_reason} at step {r.emitted_at[-1]}")
+                     f"{r.ttft_ms:>9.1f}  {tpot_steps:>10} {tpot_ms:>8}  {r.finish_reason} at step {r.emitted_at[-1]}"
+                     + (f", preempted {r.num_preemptions}x" if r.num_preemptions else ""))
     for rid in result.cancelled_silent:
         lines.append(f"{rid:>4} {'-':>7} {0:>7} {'-':>8}  {'-':>10} {'-':>9}  {'-':>10} {'-':>8}  cancel "
                      "before its first token")
@@ -51,10 +53,10 @@ def request_table(result: JobResult) -> list[str]:
     return lines
 
 
-def verdicts(result: JobResult, monitor_rules: tuple[str, ...] | None, ends: bool = False) -> list[str]:
+def verdicts(result: JobResult, monitor_rules: tuple[str, ...] | None, ends: tuple[str, ...] = ()) -> list[str]:
     """One line per rule: on the real path (the six rules checked on the batch, the tensors and the allocator,
-    and with `ends`, stops or cancels in the run, TOKENS and CANCEL) and in the monitor (every rule it checks,
-    from the plain protocol)."""
+    and `ends`: TOKENS in a run with a stop token, CANCEL in one with cancels) and in the monitor (every rule
+    it checks, from the plain protocol)."""
     lines = []
     sections, unlisted = judgements(result, monitor_rules, ends)
     for where, judged in sections.items():
@@ -64,14 +66,16 @@ def verdicts(result: JobResult, monitor_rules: tuple[str, ...] | None, ends: boo
 
 
 def judgements(
-    result: JobResult, monitor_rules: tuple[str, ...] | None, ends: bool = False
+    result: JobResult, monitor_rules: tuple[str, ...] | None, ends: tuple[str, ...] = ()
 ) -> tuple[dict[str, list[Judgement]], list[Judgement]]:
     """The verdicts of a run by where they were judged, and a broken rule not listed where it broke; a
     rule holds only over a run that ended."""
     broken = result.violation
     steps = len(result.steps)
-    real = REAL_PATH_RULES + (REAL_PATH_END_RULES if ends else ())
-    sections = {"real path": real, "monitor": monitor_rules or RULE_IDS}
+    real = REAL_PATH_RULES + tuple(rule for rule in REAL_PATH_END_RULES if rule in ends)
+    if result.design == "paged":  # its memory rule is BLOCKS, and a plan's preemptions are checked
+        real = tuple("BLOCKS" if rule == "KV" else rule for rule in real)
+    sections = {"real path": real, "monitor": monitor_rules or tuple(r.id for r in REGISTRIES[result.design])}
     judged: dict[str, list[Judgement]] = {}
     for where, rules in sections.items():
         judged[where] = []
@@ -130,6 +134,7 @@ def as_json(result: JobResult, run: dict[str, Any] | None = None, checks: dict[s
             {"rid": r.rid, "prompt_len": len(r.prompt), "outputs": r.outputs, "arrival_step": r.arrival_step,
              "emitted_at": r.emitted_at, "ttft_steps": r.ttft_steps, "ttft_ms": r.ttft_ms,
              "tpot_steps": r.tpot_steps, "tpot_ms": r.tpot_ms, "finish_reason": r.finish_reason,
+             "num_preemptions": r.num_preemptions,
              **(texts or {}).get(r.rid, {})}
             for _, r in sorted(result.requests.items())
         ] + [{"rid": rid, "outputs": [], "finish_reason": "cancel"} for rid in result.cancelled_silent],

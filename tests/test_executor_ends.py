@@ -11,13 +11,12 @@ import pytest
 
 pytest.importorskip("torch")
 
+from tiny_runs import model, play
+
 from stallfree.executor.broken import BROKEN_ENDS
 from stallfree.executor.equivalence import compare
-from stallfree.executor.group import Group
 from stallfree.executor.isolation import isolation, perturbed
-from stallfree.executor.job import Job, JobResult
-from stallfree.executor.launch import run_local
-from stallfree.executor.model import Transformer
+from stallfree.executor.job import Job
 from stallfree.executor.runspec import RunSpec
 from stallfree.spec import Arrival, Config, Workload
 
@@ -28,14 +27,6 @@ TIGHT = Workload(Config(8, 4, 64), (Arrival(0, 10, 20, 0), Arrival(1, 6, 20, 0),
 ROOMY = Workload(Config(8, 4, 128), TIGHT.requests)  # returned cells stay free a while (no reuse at once)
 STOP = 1175
 NO_MONITOR: tuple[str, ...] = ()
-MODELS: dict[str, Transformer] = {}
-
-
-def play(*jobs: Job) -> list[JobResult]:
-    spec = RunSpec(tuple(jobs), tp=1, dtype="fp32")
-    if "fp32" not in MODELS:
-        MODELS["fp32"] = spec.build(Group())
-    return run_local(spec, MODELS["fp32"]).results
 
 
 def test_stop_on_the_end_token_returns_kv_that_the_next_admission_reuses() -> None:
@@ -111,12 +102,12 @@ def test_exactness_with_stops_compares_like_with_like() -> None:
     where the run stopped; a run that went on past its end token, or stopped without one, fails."""
     (result,) = play(Job(TIGHT, stop_token=STOP, keep_logits=True))
     spec = RunSpec((), tp=1, dtype="fp32")
-    report = compare(spec, result, MODELS["fp32"], stop_token=STOP)
+    report = compare(spec, result, model(), stop_token=STOP)
     assert report.ok is True and report.num_stops == 1, report.summary()
     (ignored,) = play(Job(TIGHT, keep_logits=True))  # the same run with nobody told of the stop
-    late = compare(spec, ignored, MODELS["fp32"], stop_token=STOP)
+    late = compare(spec, ignored, model(), stop_token=STOP)
     assert late.ok is False and "went on" in late.wrong_ends[0], late.summary()
-    wrong = compare(spec, result, MODELS["fp32"], stop_token=result.requests[0].outputs[0])
+    wrong = compare(spec, result, model(), stop_token=result.requests[0].outputs[0])
     assert wrong.ok is False, wrong.summary()
 
 

@@ -17,6 +17,7 @@ from stallfree.spec.capability import Unsupported, supports
 
 from .. import exits
 from .args import (
+    SCHEDULERS,
     FactoryError,
     add_output_arguments,
     check_json,
@@ -169,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
             flag = {"stop": "--stop-token (use --stop-token none)", "cancel": "--cancel"}[lacking[0]]
             raise InvalidField(f"{flag}: {Unsupported(lacking[0], scheduler).args[0]}")
         check_json(args)
-        job = Job(workload, args.scheduler, tuple(args.rules) if args.rules else None,
+        job = Job(workload, SCHEDULERS.get(args.scheduler, args.scheduler), tuple(args.rules) if args.rules else None,
                   keep_logits=not args.no_equivalence, temperature=args.temperature,
                   prompts=chat.prompts if chat else (), label="run", stream=codec is not None,
                   stop_token=stop, cancels=tuple(args.cancel))
@@ -197,6 +198,9 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
     # Its stops are those of the first run, replayed (the same plans), whatever rid 0 now samples.
     twin = replace(perturbed(job, first, spec.seed, model.vocab), stream=False, replay_ends=True)
     jobs = (job, twin) if job.keep_logits else (job,)
+    roomy = unpreempted(job)
+    if roomy is not None and job.keep_logits:  # recompute exactness: the same workload on a pool that never preempts
+        jobs = (*jobs, roomy)
     stream = TextStream(codec) if codec is not None else None
 
     def on_step(record: Any) -> None:
@@ -233,7 +237,7 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
     if result.refused:
         print(f"refused by add() (rule NEVER-FIT: prompt_len + max_new > kv_tokens, or invalid): {result.refused}")
     print()
-    ends = job.stop_token is not None or bool(job.cancels)
+    ends = (("TOKENS",) if job.stop_token is not None else ()) + (("CANCEL",) if job.cancels else ())
     print("\n".join(verdicts(result, job.monitor_rules, ends)))
     checks: dict[str, Any] = {}
     failed = not result.ok
@@ -255,6 +259,23 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
             print(f"stallfree run: {error}", file=sys.stderr)
             return exits.USAGE
     return exits.BROKEN if failed else exits.HOLDS
+
+
+def unpreempted(job: Job) -> Job | None:
+    """For a paged scheduler, `job` on a pool that holds every request's peak at once (so nothing is
+    ever preempted); None for the reservation design."""
+    from stallfree.spec.designs import PAGED, design_of
+
+    factory = load_scheduler(job.scheduler)
+    if design_of(factory) != PAGED:
+        return None
+    c = job.workload.config
+    scheduler = factory(token_budget=c.token_budget, max_seqs=c.max_seqs, kv_tokens=c.kv_tokens)
+    block_size = scheduler.block_size
+    need = sum(-(-(a.prompt_len + a.max_new - 1) // block_size) for a in job.workload.requests)
+    num_blocks = need + need // 99 + 1 + scheduler.watermark  # above the default 1% watermark too
+    config = Config(c.token_budget, c.max_seqs, max(c.kv_tokens, num_blocks * block_size))
+    return replace(job, workload=replace(job.workload, config=config), stream=False, label="unpreempted")
 
 
 def output_checks(spec: RunSpec, job: Job, results: list[JobResult], first: int, checks: dict[str, Any]) -> bool:
@@ -283,15 +304,31 @@ def output_checks(spec: RunSpec, job: Job, results: list[JobResult], first: int,
         print(f"EXACTNESS        not judged: {spec.dtype} weights round (exactness is judged in fp32: --dtype fp32)")
         checks["exactness"] = {"ok": None, "why": f"not judged for {spec.dtype}"}
         measured = [measure(f"{spec.dtype} (this run)", run_logits(result), fp32)]
-    if results[1].ok:
-        iso = isolation(result, results[1], first)
-        print(iso.summary())
-        checks["isolation"] = check_json(iso)
-        failed = failed or iso.ok is False
-    else:
-        print(f"ISOLATION        not judged: the perturbed run broke {results[1].violation}")
-        checks["isolation"] = {"ok": None, "why": "the perturbed run broke a rule"}
+    failed = judged(checks, "isolation", isolation(result, results[1], first) if results[1].ok else None,
+                    f"ISOLATION        not judged: the perturbed run broke {results[1].violation}") or failed
+    if len(results) > 2:  # the paged design: the same workload on a pool that never preempts
+        from stallfree.executor.recompute import recompute_exactness
+
+        if spec.dtype != "fp32":
+            why = f"RECOMPUTE        not judged: {spec.dtype} weights round (judged in fp32: --dtype fp32)"
+        else:
+            why = f"RECOMPUTE        not judged: the unpreempted run broke {results[2].violation}"
+        recompute = recompute_exactness(result, results[2]) if spec.dtype == "fp32" and results[2].ok else None
+        failed = judged(checks, "recompute", recompute, why) or failed
     for a in measured:
         print(a.summary())
     checks["accuracy"] = [check_json(a) for a in measured]
     return failed
+
+
+def judged(checks: dict[str, Any], name: str, check: Any, why_not: str) -> bool:
+    """Print `check` and keep it in `checks[name]`; None: print why it was not judged. True when it failed."""
+    from stallfree.executor.report import check_json
+
+    if check is None:
+        print(why_not)
+        checks[name] = {"ok": None, "why": why_not.split("not judged: ", 1)[1]}
+        return False
+    print(check.summary())
+    checks[name] = check_json(check)
+    return check.ok is False
