@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from .attention import AttentionPlan
+from .batch import FlatBatch
 from .executor import Executor, StepRecord
 from .paged import PagedExecutor
 from .stream import Stream
@@ -118,9 +119,28 @@ class RecomputeDropsOne(PagedExecutor):
         return (stream.prompt + stream.outputs[1:] + stream.outputs[-1:])[start:start + n]
 
 
+class JustFreedPlan(AttentionPlan):
+    """Each decode also attends to the first cell the batch poisons (returned on the step before):
+    a read the batch's contexts do not declare, so only the poison can show it."""
+
+    def __init__(self, batch: FlatBatch, pad_cell: int) -> None:
+        super().__init__(batch, pad_cell)
+        if batch.poison_cells.numel() and self.decode_rows.numel():
+            stale = batch.poison_cells[:1].expand(self.decode_cells.shape[0], 1)
+            self.decode_cells = torch.cat((self.decode_cells, stale), dim=1)
+            self.decode_mask = torch.cat((self.decode_mask, torch.ones_like(stale, dtype=torch.bool)), dim=1)
+
+
+class ReadsJustFreed(Executor):
+    """Attention reads a cell returned on the step before, behind the batch's back (see JustFreedPlan)."""
+
+    breaks = "PREFILL-ONCE"  # check_finite: a row read freed memory (NaN)
+    plan_type = JustFreedPlan
+
+
 # Caught on the real path in runs where requests end early (stops, cancels): tests/test_executor_ends.py;
 # and, under a paged scheduler, where blocks are given back: tests/test_executor_paged.py.
-BROKEN_ENDS: dict[str, type[Executor]] = {cls.__name__: cls for cls in (ReturnLate, ReadFreedCell)}
+BROKEN_ENDS: dict[str, type[Executor]] = {cls.__name__: cls for cls in (ReturnLate, ReadFreedCell, ReadsJustFreed)}
 BROKEN_BLOCKS: dict[str, type[Executor]] = {cls.__name__: cls for cls in (ReadFreedBlock,)}
 
 

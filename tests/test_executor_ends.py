@@ -69,14 +69,17 @@ def test_cancel_of_a_waiting_request_admits_it_never() -> None:
 @pytest.mark.parametrize("name", sorted(BROKEN_ENDS))
 def test_kv_read_check_catches_a_broken_executor(name: str) -> None:
     """Negative controls: an executor that returns an ended request's cells a step late (KV: the
-    allocator disagrees with the contract), and one whose decodes read a returned cell (KV: the read
-    check names the cell and how its holder ended)."""
+    allocator disagrees with the contract), one whose decodes read a returned cell (KV: the read
+    check names the cell and how its holder ended), and one whose attention reads a cell returned
+    the step before without the batch naming it (the NaN poison: non-finite rows)."""
     (result,) = play(Job(ROOMY, stop_token=STOP, variant=name))
     assert result.violation is not None
     rule, _, message, where = result.violation
     assert (rule, where) == (BROKEN_ENDS[name].breaks, "real path"), result.violation
     if name == "ReadFreedCell":
         assert "which is free: returned when rid 1 stopped at step 3" in message, message
+    if name == "ReadsJustFreed":  # a read the batch does not declare: the NaN poison shows it
+        assert "already freed (NaN in their hidden states)" in message, result.violation
 
 
 def test_read_of_a_cancelled_request_cell_is_caught() -> None:
