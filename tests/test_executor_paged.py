@@ -51,6 +51,8 @@ def test_preemption_gives_blocks_back_and_recompute_is_exact() -> None:
     assert r2.num_preemptions == 1 and len(r2.outputs) == 24
     assert (2, 33) in small.steps[24].plan and small.steps[24].plan[0] == (2, 33)  # ahead of rid 3
     assert small.steps[-1].free_kv == 6  # every block back at the end
+    held = set(small.requests[0].cells) | set(small.requests[1].cells)
+    assert set(small.requests[3].cells) <= held and set(r2.cells) & held  # their blocks, reused
     report = recompute_exactness(small, roomy)
     assert report.ok is True and report.num_preempted == 1, report.summary()
     assert report.max_logit_diff <= report.logit_tol
