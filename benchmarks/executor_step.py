@@ -46,8 +46,8 @@ def measure(model: str, tp: int, dtype: str, token_counts: list[int], reps: int,
             threads: int) -> dict[int, dict[str, float]]:
     print(f"  {model} tp={tp}: launching ...", file=sys.stderr, flush=True)
     spec = RunSpec(tuple(prefill_job(t, reps) for t in token_counts), model=model, dtype=dtype, tp=tp)
-    outcome = launch(spec, timeout_s=3000, threads=threads)
-    return {t: medians(r) for t, r in zip(token_counts, outcome.results, strict=True)}
+    launched = launch(spec, timeout_s=3000, threads=threads)
+    return {t: medians(r) for t, r in zip(token_counts, launched.results, strict=True)}
 
 
 def report(model: str, tp: int, rows: dict[int, dict[str, float]]) -> None:

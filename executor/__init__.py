@@ -6,6 +6,7 @@ Read in this order: `config` (shapes), `model` (the transformer), `parallel` and
 is built from), `weights`, `checkpoints`, `gguf_file` and `tokenizer` (where weights and text come
 from), `batch` (a step's flat batch), `executor` (one step: plan, batch, forward, sample, complete,
 check), `checks` (the rules on the real path), `broken` (negative controls), `equivalence`,
-`isolation` and `accuracy` (the outputs judged), `launch` and `worker` (ranks, heartbeats), `job`,
+`isolation` and `accuracy` (the outputs judged), `paged` and `blocks` (the paged design's block table,
+preemption and recompute) and `recompute` (its exactness), `launch` and `worker` (ranks, heartbeats), `job`,
 `prompts`, `text` and `report`. See docs/executor.md.
 """

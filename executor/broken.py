@@ -9,10 +9,14 @@ the model's outputs after the run (`outputs.py`): exactness, isolation, seeded s
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from .attention import AttentionPlan
-from .executor import Executor
+from .batch import FlatBatch
+from .executor import Executor, StepRecord
+from .paged import PagedExecutor
 from .stream import Stream
 
 
@@ -60,6 +64,86 @@ BROKEN: dict[str, type[Executor]] = {
 }
 
 
+class ReturnLate(Executor):
+    """Returns an ended request's KV cells (finished, stopped or cancelled) one step late."""
+
+    breaks = "KV"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.owed: list[int] = []
+
+    def finish(self, stream: Stream) -> None:
+        del self.streams[stream.rid]
+        self.done[stream.rid] = stream
+        self.ledger.release(stream.rid, "ended", self.step_index)
+        self.owed.extend(stream.cells)
+        self.to_poison.extend(stream.cells)
+
+    def step(self) -> StepRecord:
+        owed, self.owed = self.owed, []
+        self.allocator.release(owed)  # the cells of the step before come back only now
+        return super().step()
+
+
+class ReadFreedCell(Executor):
+    """Each decode's context also names a cell an ended request returned (and nobody holds again):
+    the stale KV of a finished, stopped or cancelled request."""
+
+    breaks = "KV"
+
+    def context(self, stream: Stream, end: int) -> list[int]:
+        freed = self.ledger.freed  # cell -> (rid, how it ended, step): read the latest returned
+        stale = max(freed, key=lambda cell: (freed[cell][2], -cell), default=None)
+        is_decode = end - 1 >= stream.prompt_len
+        return stream.cells[:end] + ([stale] if stale is not None and is_decode else [])
+
+
+class ReadFreedBlock(PagedExecutor):
+    """The paged executor whose decodes also read a cell of the latest block given back (by a
+    request that ended or was preempted) that no request holds again."""
+
+    breaks = "BLOCKS"
+    context = ReadFreedCell.context
+
+
+class RecomputeDropsOne(PagedExecutor):
+    """Recompute after a preemption prefills the prompt and the emitted tokens less the first, the
+    last one repeated to keep the length: every step check holds, the recomputed KV is wrong."""
+
+    breaks = "RECOMPUTE"
+
+    def prefill(self, stream: Stream, start: int, n: int) -> list[int]:
+        if not stream.num_preemptions or len(stream.outputs) < 2:
+            return super().prefill(stream, start, n)
+        return (stream.prompt + stream.outputs[1:] + stream.outputs[-1:])[start:start + n]
+
+
+class JustFreedPlan(AttentionPlan):
+    """Each decode also attends to the first cell the batch poisons (returned on the step before):
+    a read the batch's contexts do not declare, so only the poison can show it."""
+
+    def __init__(self, batch: FlatBatch, pad_cell: int) -> None:
+        super().__init__(batch, pad_cell)
+        if batch.poison_cells.numel() and self.decode_rows.numel():
+            stale = batch.poison_cells[:1].expand(self.decode_cells.shape[0], 1)
+            self.decode_cells = torch.cat((self.decode_cells, stale), dim=1)
+            self.decode_mask = torch.cat((self.decode_mask, torch.ones_like(stale, dtype=torch.bool)), dim=1)
+
+
+class ReadsJustFreed(Executor):
+    """Attention reads a cell returned on the step before, behind the batch's back (see JustFreedPlan)."""
+
+    breaks = "PREFILL-ONCE"  # check_finite: a row read freed memory (NaN)
+    plan_type = JustFreedPlan
+
+
+# Caught on the real path in runs where requests end early (stops, cancels): tests/test_executor_ends.py;
+# and, under a paged scheduler, where blocks are given back: tests/test_executor_paged.py.
+BROKEN_ENDS: dict[str, type[Executor]] = {cls.__name__: cls for cls in (ReturnLate, ReadFreedCell, ReadsJustFreed)}
+BROKEN_BLOCKS: dict[str, type[Executor]] = {cls.__name__: cls for cls in (ReadFreedBlock,)}
+
+
 class FutureTokenPlan(AttentionPlan):
     """A causal mask off by one: each query of a chunk also sees the next position of the chunk
     (written this step, so finite: the poison does not catch it)."""
@@ -101,6 +185,6 @@ class DrawsByStep(Executor):
 
 
 WRONG_OUTPUTS: dict[str, type[Executor]] = {
-    cls.__name__: cls for cls in (SeeOneFutureToken, ReadOtherRequest, DrawsByStep)
+    cls.__name__: cls for cls in (SeeOneFutureToken, ReadOtherRequest, DrawsByStep, RecomputeDropsOne)
 }
-VARIANTS: dict[str, type[Executor]] = {**BROKEN, **WRONG_OUTPUTS}
+VARIANTS: dict[str, type[Executor]] = {**BROKEN, **BROKEN_ENDS, **BROKEN_BLOCKS, **WRONG_OUTPUTS}

@@ -12,6 +12,9 @@ from .batch import FlatBatch
 from .stream import Stream
 
 REAL_PATH_RULES = ("BUDGET", "ONE-ENTRY", "PREFILL-ONCE", "FIRST-TOKEN", "KV", "DECODE-FIRST")
+# Judged on the real path too in runs where requests stop or are cancelled: no plan names a request
+# that ended (TOKENS: finished or stopped; CANCEL: cancelled), so nothing is computed for it after.
+REAL_PATH_END_RULES = ("TOKENS", "CANCEL")
 
 
 class RealPathViolation(RuleViolation):
@@ -47,11 +50,11 @@ def check_decode_first(step: int, streams: dict[int, Stream], planned: set[int])
 
 def check_chunk(step: int, stream: Stream, n: int) -> None:
     """PREFILL-ONCE: a chunk covers the next n prompt positions and never runs past the prompt."""
-    remaining = stream.prompt_len - stream.num_prefilled
+    remaining = stream.target - stream.num_prefilled
     if n > remaining:
         raise RealPathViolation(
             "PREFILL-ONCE", step, f"rid {stream.rid} is given a chunk of {n} at position {stream.num_prefilled}; "
-            f"only {remaining} of its {stream.prompt_len} prompt positions remain",
+            f"only {remaining} of its {stream.target} prefill positions remain",
         )
 
 
@@ -70,10 +73,11 @@ def check_finite(step: int, hidden: torch.Tensor, rid_of_row: list[int]) -> None
 def check_first_token_row(step: int, stream: Stream, rows: range, row: int, position: int) -> None:
     """FIRST-TOKEN: the first token is sampled from the logits of the last prompt position, in the
     chunk that completes the prompt."""
-    if row not in rows or position != stream.prompt_len - 1:
+    if row not in rows or position != stream.target - 1:
         raise RealPathViolation(
-            "FIRST-TOKEN", step, f"rid {stream.rid}'s first token is sampled from row {row} (position {position}); "
-            f"it must come from its last prompt position {stream.prompt_len - 1} (rows {rows.start}-{rows.stop - 1})",
+            "FIRST-TOKEN", step, f"rid {stream.rid}'s token after its prefill is sampled from row {row} (position "
+            f"{position}); it must come from its last prefill position {stream.target - 1} "
+            f"(rows {rows.start}-{rows.stop - 1})",
         )
 
 
@@ -115,14 +119,50 @@ class WriteLedger:
         self.reserved: dict[int, list[int]] = {}  # rid -> its cells, by position
         self.num_written: dict[int, int] = {}  # rid -> positions written so far
         self.written: set[int] = set()  # cells written since their reservation
+        self.freed: dict[int, tuple[int, str, int]] = {}  # free cell -> (rid, how it ended, step) of its last holder
+        self.rule = "KV"  # the rule a read of free memory breaks (BLOCKS in the paged design)
 
     def reserve(self, rid: int, cells: list[int]) -> None:
-        self.reserved[rid] = cells
+        self.reserved[rid] = list(cells)
         self.num_written[rid] = 0
+        for cell in cells:
+            self.freed.pop(cell, None)
 
-    def release(self, rid: int) -> None:
-        self.written.difference_update(self.reserved.pop(rid, []))
+    def extend(self, rid: int, cells: list[int]) -> None:
+        """`rid` takes `cells` for its next positions (a paged request's new block)."""
+        if cells:
+            self.reserved[rid].extend(cells)
+            for cell in cells:
+                self.freed.pop(cell, None)
+
+    def release(self, rid: int, why: str = "finished", step: int = -1) -> None:
+        cells = self.reserved.pop(rid, [])
+        self.written.difference_update(cells)
         self.num_written.pop(rid, None)
+        for cell in cells:
+            self.freed[cell] = (rid, why, step)
+
+    def check_reads(self, step: int, batch: FlatBatch, entries: list[tuple[int, int]]) -> None:
+        """KV (reads): no entry's context names a free cell, one whose holder finished, stopped, was
+        cancelled or preempted and that no request holds again. (A read the batch does not declare
+        still meets the poison: free cells hold NaN, see check_finite.)"""
+        if not self.freed:
+            return
+        ctx = batch.ctx_cells.tolist()
+        stale = self.freed.keys() & set(ctx)
+        if not stale:
+            return
+        offsets = batch.ctx_lens.tolist()
+        start = 0
+        for (rid, _), length in zip(entries, offsets, strict=True):
+            for cell in ctx[start:start + length]:
+                if cell in stale:
+                    holder, why, at = self.freed[cell]
+                    raise RealPathViolation(
+                        self.rule, step, f"rid {rid} reads KV cell {cell}, which is free: returned when rid {holder} "
+                        f"{why} at step {at}",
+                    )
+            start += length
 
     def check(self, step: int, batch: FlatBatch, rid_of_row: list[int]) -> None:
         positions = batch.positions.tolist()

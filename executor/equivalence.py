@@ -53,13 +53,16 @@ class Exactness:
     logit_tol: float = 0.0
     near_ties: list[Divergence] = field(default_factory=list)
     mismatches: list[Divergence] = field(default_factory=list)  # differ by more than a near tie
+    stop_token: int | None = None  # the end token the run stopped on, when it stopped on one
+    num_stops: int = 0  # requests that ended on the end token, where the reference also samples it
+    wrong_ends: list[str] = field(default_factory=list)  # requests whose end is not where the reference's is
 
     @property
     def ok(self) -> bool | None:
         """True: exact; False: broken; None: not judged (no token was emitted)."""
         if not self.num_tokens:
             return None
-        return not self.mismatches and self.max_logit_diff <= self.logit_tol
+        return not self.mismatches and not self.wrong_ends and self.max_logit_diff <= self.logit_tol
 
     def summary(self) -> str:
         if self.ok is None:
@@ -70,6 +73,11 @@ class Exactness:
             f"requests equal the unbatched one-rank fp32 run; max |logit diff| {self.max_logit_diff:.2e} "
             f"(tolerance {self.logit_tol:.2e}, fp32 rounding); {len(self.near_ties)} near tie(s)"
         )
+        if self.stop_token is not None:
+            text += (f"; {self.num_stops} request(s) stopped on end token {self.stop_token}, each where the "
+                     "reference samples it, none past it")
+        for why in self.wrong_ends[:5]:
+            text += f"\n  WRONG END: {why}"
         for t in self.near_ties[:5]:
             text += f"\n  near tie: rid {t.rid} token {t.index}: {t.token} vs {t.reference}, margin {t.margin:.2e}"
         for t in self.mismatches[:5]:
@@ -101,9 +109,14 @@ def run_logits(result: JobResult) -> dict[int, torch.Tensor]:
 
 
 def compare(spec: RunSpec, result: JobResult, model: Transformer | None = None, logit_tol: float | None = None,
-            sampler: Sampler | None = None, reference: dict[int, torch.Tensor] | None = None) -> Exactness:
+            sampler: Sampler | None = None, reference: dict[int, torch.Tensor] | None = None,
+            stop_token: int | None = None) -> Exactness:
     """Judge every request of `result` (an fp32 run, kept logits) against the one-rank dense reference.
-    `sampler`: the run's (its temperature and seed); greedy by default."""
+    `sampler`: the run's (its temperature and seed); greedy by default. With `stop_token`, the run
+    is compared like with like: the reference's tokens are the run's (so it samples the end token
+    where the run did), and each request must end exactly there: stopped on its first end token,
+    never emitting one before, never stopped without one (a request cancelled or at max_new ends
+    for its own reason)."""
     sampler = Sampler(0.0, spec.seed) if sampler is None else sampler
     if reference is None:
         reference = reference_logits(reference_model(spec) if model is None else model, result)
@@ -111,8 +124,11 @@ def compare(spec: RunSpec, result: JobResult, model: Transformer | None = None, 
     scale = max((float(r.abs().max()) for r in reference.values()), default=1.0)
     report = Exactness(logit_tol=EXACT_RTOL * max(1.0, scale) if logit_tol is None else logit_tol)
     unit = sampler.temperature or 1.0  # scores are logits / T: a margin in scores times T is in logits
+    report.stop_token = stop_token
     for rid, r in sorted(result.requests.items()):
         report.num_requests += 1
+        if stop_token is not None:
+            judge_end(report, rid, r.outputs, r.finish_reason, stop_token)
         report.max_logit_diff = max(report.max_logit_diff, float((batched[rid] - reference[rid]).abs().max()))
         for i, token in enumerate(r.outputs):
             scores = sampler.scores(reference[rid][i], rid, i)
@@ -125,3 +141,17 @@ def compare(spec: RunSpec, result: JobResult, model: Transformer | None = None, 
             near = margin <= 2 * report.logit_tol
             (report.near_ties if near else report.mismatches).append(Divergence(rid, i, token, best, margin))
     return report
+
+
+def judge_end(report: Exactness, rid: int, outputs: list[int], finish_reason: str, stop_token: int) -> None:
+    """A request under a stop token ends on its first end token and nowhere else."""
+    first = outputs.index(stop_token) if stop_token in outputs else None
+    if first is not None and first < len(outputs) - 1:
+        report.wrong_ends.append(f"rid {rid} sampled the end token at output {first} and went on to "
+                                 f"{len(outputs)} tokens")
+    elif finish_reason == "stop" and first is None:
+        report.wrong_ends.append(f"rid {rid} stopped at output {len(outputs) - 1} without the end token")
+    elif first is not None and finish_reason != "stop":
+        report.wrong_ends.append(f"rid {rid} sampled the end token last but ended by {finish_reason}")
+    elif first is not None:
+        report.num_stops += 1

@@ -34,6 +34,8 @@ from .model import Transformer
 from .sampler import Sampler
 from .stream import Stream, prompt_tokens
 
+ENDED = {"length": "finished", "stop": "stopped", "cancel": "was cancelled"}  # a finish reason, as a verb
+
 
 @dataclass(slots=True)
 class StepRecord:
@@ -48,6 +50,7 @@ class StepRecord:
     finished: list[int]
     free_kv: int
     tokens: dict[int, int] = field(default_factory=dict)  # rid -> the token it emitted this step
+    preempted: list[int] = field(default_factory=list)  # rids whose KV the plan took back (paged design)
 
 
 @dataclass(slots=True)
@@ -57,7 +60,7 @@ class Emitter:
     stream: Stream
     row: int
     rows: range  # the entry's rows in the flat batch
-    is_first: bool  # the chunk completes the prompt: this is the request's first token
+    is_first: bool  # the chunk completes the prefill: its token is the first (or, recomputed, the next)
 
 
 @dataclass(slots=True)
@@ -77,9 +80,14 @@ class Executor:
 
     def __init__(self, model: Transformer, monitor: Monitor, sampler: Sampler, seed: int,
                  device: torch.device | str, send: Callable[[FlatBatch], None] = lambda b: None,
-                 keep_logits: bool = False, prompts: dict[int, list[int]] | None = None) -> None:
+                 keep_logits: bool = False, prompts: dict[int, list[int]] | None = None,
+                 stop_token: int | None = None, stop_after: dict[int, int] | None = None) -> None:
         self.model, self.monitor, self.sampler, self.seed = model, monitor, sampler, seed
         self.prompts = prompts or {}
+        self.stop_token = stop_token  # a request that samples it stops (the model's end token)
+        self.stop_after = stop_after or {}  # rid -> stop on its n-th token whatever it is (a replayed stop)
+        self.cancelled_waiting: dict[int, int] = {}  # rid -> step: cancelled before it was ever admitted
+        self.cancels: list[tuple[int, int, bool]] = []  # (rid, step, accepted) of every cancel offered
         self.config: Config = monitor.config
         self.device, self.send, self.keep_logits = device, send, keep_logits
         self.caches = model.new_caches(self.config.kv_tokens, device)
@@ -111,26 +119,29 @@ class Executor:
         t_plan = time.perf_counter()
         entries = [(rid, n) for rid, n in plan]
         step = self.step_index
+        self.take_back(step, plan)
         check_entries(step, entries)
         check_decode_first(step, self.streams, {rid for rid, _ in entries})
         built = self.build(step, entries)
         check_budget(step, built.batch, self.config.token_budget)
         self.ledger.check(step, built.batch, built.rid_of_row)
         t_built = time.perf_counter()
+        self.ledger.check_reads(step, built.batch, entries)
         sampled = self.run(step, built) if entries else {}
         t_run = time.perf_counter()
-        facts = self.monitor.complete()
+        stops = self.stops(sampled)
+        facts = self.monitor.complete(stops) if stops else self.monitor.complete()
         t_done = time.perf_counter()
         firsts = {e.stream.rid for e in built.emitters if e.is_first}
         check_emitted(step, firsts, set(sampled), set(facts.emitted))
-        finished = self.record(sampled, t_done)
-        free_kv = getattr(self.monitor.scheduler, "free_kv", None)
-        check_kv(step, self.allocator.num_free, self.monitor.shadow.free_kv, free_kv if type(free_kv) is int else None)
+        finished = self.record(sampled, set(stops), t_done)
+        self.check_memory(step)
         t_end = time.perf_counter()
         record = StepRecord(
             step, entries, built.batch.num_tokens, ms=(t_end - t0) * 1e3, forward_ms=(t_run - t_built) * 1e3,
             monitor_ms=((t_plan - t0) + (t_done - t_run)) * 1e3, host_ms=((t_built - t_plan) + (t_end - t_done)) * 1e3,
-            emitted=list(facts.emitted), finished=finished, free_kv=self.allocator.num_free, tokens=sampled,
+            emitted=list(facts.emitted), finished=finished, free_kv=self.free_memory, tokens=sampled,
+            preempted=list(getattr(plan, "preempted", ())),
         )
         self.records.append(record)
         return record
@@ -156,18 +167,45 @@ class Executor:
                 e.stream.logits.append(row_logits.cpu())
         return sampled
 
-    def record(self, sampled: dict[int, int], now: float) -> list[int]:
-        """Give each stream its token; finish the streams that have all theirs."""
+    def stops(self, sampled: dict[int, int]) -> list[int]:
+        """The rids whose token this step ends them: the end token, or a replayed stop. Only rids the
+        contract says emit now may be named (a token the scheduler does not owe is judged by
+        check_emitted, not passed on as a stop)."""
+        ending = [rid for rid, token in sampled.items()
+                  if token == self.stop_token or len(self.streams[rid].outputs) + 1 == self.stop_after.get(rid)]
+        if not ending:
+            return []
+        due = set(self.monitor.due() if hasattr(self.monitor, "due") else self.monitor.emitters())
+        return [rid for rid in ending if rid in due]
+
+    def record(self, sampled: dict[int, int], stops: set[int], now: float) -> list[int]:
+        """Give each stream its token; end the streams that stopped or have all theirs."""
         finished = []
         for rid, token in sampled.items():
             stream = self.streams[rid]
             stream.outputs.append(token)
             stream.emitted_at.append(self.step_index - 1)
             stream.times.append(now)
-            if stream.is_finished:
+            if rid in stops or stream.is_finished:
+                stream.finish_reason = "stop" if rid in stops else "length"
                 self.finish(stream)
                 finished.append(rid)
         return finished
+
+    def cancel(self, rid: int) -> bool:
+        """The client of `rid` went away: the scheduler is told (through the monitor); a running
+        request's cells come back now (poisoned before the next forward), a waiting one is never
+        admitted. Returns whether the cancel was accepted (a rid not waiting or running is refused)."""
+        step = self.step_index
+        accepted = self.monitor.cancel(rid)
+        self.cancels.append((rid, step, accepted))
+        if accepted and rid in self.streams:
+            stream = self.streams[rid]
+            stream.finish_reason = "cancel"
+            self.finish(stream)
+        elif accepted:
+            self.cancelled_waiting[rid] = step
+        return accepted
 
     # -- the flat batch ---------------------------------------------------------------------------
 
@@ -191,10 +229,11 @@ class Executor:
                 emitters.append(Emitter(stream, first_row, rows, is_first=False))
             else:
                 check_chunk(step, stream, n)
-                token_ids.extend(stream.prompt[start:start + n])
+                token_ids.extend(self.prefill(stream, start, n))
                 stream.num_prefilled += n
-                if stream.num_prefilled == stream.prompt_len:
+                if stream.num_prefilled == stream.target:
                     emitters.append(Emitter(stream, self.emit_row(rows), rows, is_first=True))
+            self.grow(step, stream, start + n)
             positions.extend(range(start, start + n))
             write_cells.extend(self.write_cells(stream, start, n))
             context = self.context(stream, start + n)
@@ -216,14 +255,15 @@ class Executor:
 
     def admit(self, step: int, rid: int) -> Stream:
         """A request's first appearance in a plan is its admission: reserve prompt_len + max_new cells."""
+        if rid in self.cancelled_waiting or (rid in self.done and self.done[rid].finish_reason == "cancel"):
+            at = self.cancelled_waiting.get(rid, step)
+            raise RealPathViolation("CANCEL", step, f"the plan names rid {rid}, which was cancelled"
+                                    + (f" at step {at}" if rid in self.cancelled_waiting else ""))
         if rid not in self.requests or rid in self.done:
-            why = "has finished" if rid in self.done else "was never accepted"
+            why = f"has ended ({self.done[rid].finish_reason})" if rid in self.done else "was never accepted"
             raise RealPathViolation("TOKENS", step, f"the plan names rid {rid}, which {why}")
         prompt_len, max_new = self.requests[rid]
-        try:
-            cells = self.allocator.reserve(prompt_len + max_new)
-        except ValueError as error:
-            raise RealPathViolation("KV", step, f"admitting rid {rid}: {error}") from None
+        cells = self.reserve(step, rid, prompt_len + max_new)
         self.ledger.reserve(rid, cells)
         prompt = self.prompts.get(rid) or prompt_tokens(self.seed, rid, prompt_len, self.model.cfg.vocab)
         if len(prompt) != prompt_len:
@@ -231,6 +271,33 @@ class Executor:
         stream = Stream(rid, list(prompt), max_new, cells, step)
         self.streams[rid] = stream
         return stream
+
+    def reserve(self, step: int, rid: int, num_cells: int) -> list[int]:
+        """The cells a request holds from its admission: all prompt_len + max_new of them (rule KV)."""
+        try:
+            return self.allocator.reserve(num_cells)
+        except ValueError as error:
+            raise RealPathViolation("KV", step, f"admitting rid {rid}: {error}") from None
+
+    def grow(self, step: int, stream: Stream, num_positions: int) -> None:
+        """Make room for positions 0 .. num_positions - 1 (a reservation holds them from admission)."""
+
+    def prefill(self, stream: Stream, start: int, n: int) -> list[int]:
+        """The tokens of a chunk: prefill positions [start, start + n)."""
+        return stream.prefill(start, n)
+
+    def take_back(self, step: int, plan: object) -> None:
+        """Memory the plan takes back before it runs (the reservation design takes back none)."""
+
+    @property
+    def free_memory(self) -> int:
+        """Free KV, as the step table shows it: cells here, blocks in the paged design."""
+        return self.allocator.num_free
+
+    def check_memory(self, step: int) -> None:
+        """KV after a step: the allocator, the contract and the scheduler agree on what is free."""
+        free_kv = getattr(self.monitor.scheduler, "free_kv", None)
+        check_kv(step, self.allocator.num_free, self.monitor.shadow.free_kv, free_kv if type(free_kv) is int else None)
 
     def draw(self, logits: torch.Tensor, stream: Stream) -> int:
         """The stream's next token from its row's logits [vocab]: seeded by its rid and token index."""
@@ -253,7 +320,9 @@ class Executor:
         del self.streams[stream.rid]
         self.done[stream.rid] = stream
         self.allocator.release(stream.cells)
-        self.ledger.release(stream.rid)
+        reason = stream.finish_reason or "length"
+        at = stream.emitted_at[-1] if reason != "cancel" and stream.emitted_at else self.step_index
+        self.ledger.release(stream.rid, ENDED[reason], at)
         self.to_poison.extend(stream.cells)
 
     def check_drained(self) -> None:

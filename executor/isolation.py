@@ -1,6 +1,7 @@
 """Request isolation: changing one request's prompt never changes another request's logits in the
 same steps. Two jobs run the same workload under the same scheduler (so the same plans: a plan
-depends on lengths, never on token ids); in the second, one prompt token of one request differs.
+depends on lengths, never on token ids, and the second job replays the first's stops:
+`Job.replay_ends`); in the second, one prompt token of one request differs.
 Every other request's logits must be bit-for-bit those of the first run, in fp32: each row of a
 matmul, each request's attention, each element of an all-reduce is computed from that request's
 numbers alone. An executor that lets one request read another's KV memory breaks it."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from stallfree.spec import RuleViolation, Workload, work_bound
@@ -32,6 +32,18 @@ class Job:
     label: str = ""
     stream: bool = False  # report each step to the launcher as it runs (to print tokens as they come)
     crash: tuple[int, int, str] | None = None  # (rank, batch, "raise" | "exit" | "stop"): a fault the tests inject
+    stop_token: int | None = None  # a request that samples this token stops on it (the model's end token)
+    stop_after: tuple[tuple[int, int], ...] = ()  # (rid, n): stop on its n-th token, whatever it is
+    replay_ends: bool = False  # stop each request where it stopped in the job before (stop_after from it)
+    cancels: tuple[tuple[int, int], ...] = ()  # (rid, step): cancel rid before step `step` is planned
+
+    def replaying(self, before: JobResult | None) -> Job:
+        """This job, its stops taken from `before` when it replays ends: each request that stopped
+        there stops here on the same token index, so both runs make the same plans."""
+        if not self.replay_ends or before is None:
+            return self
+        ends = tuple((rid, len(r.outputs)) for rid, r in sorted(before.requests.items()) if r.finish_reason == "stop")
+        return replace(self, stop_token=None, stop_after=ends)
 
 
 @dataclass(slots=True)
@@ -45,6 +57,9 @@ class RequestResult:
     ttft_ms: float  # from add() to the end of the step that emitted the first token
     tpot_ms: float | None  # mean time between later tokens (None for max_new == 1)
     logits: Any = None  # [max_new, vocab] float32 numpy array, when kept
+    finish_reason: str = "length"  # "length" (all max_new), "stop" (its end token) or "cancel"
+    cells: list[int] = field(default_factory=list)  # the KV cells it held (the last residency's, if preempted)
+    num_preemptions: int = 0  # times its KV was taken back and recomputed (paged design)
 
     @property
     def ttft_steps(self) -> int:
@@ -65,6 +80,9 @@ class JobResult:
     requests: dict[int, RequestResult] = field(default_factory=dict)
     refused: list[int] = field(default_factory=list)
     violation: tuple[str, int, str, str] | None = None  # (rule, step, message, where) of the first broken rule
+    cancels: list[tuple[int, int, bool]] = field(default_factory=list)  # (rid, step, accepted) of each cancel
+    design: str = "reservation"  # the scheduler's memory design (stallfree.spec.designs): its rules judged it
+    cancelled_silent: list[int] = field(default_factory=list)  # cancelled before their first token
 
     @property
     def ok(self) -> bool:
@@ -77,10 +95,11 @@ def drive(executor: Executor, job: Job, on_step: Callable[[StepRecord], None] | 
     result = JobResult(job.label)
     arrivals = sorted(job.workload.requests, key=lambda a: a.arrival_step)
     arrival_step: dict[int, int] = {}
-    bound = work_bound(job.workload)
+    bound = getattr(executor.monitor, "work_bound", work_bound)(job.workload)
+    cancels = sorted(job.cancels, key=lambda c: c[1])
     last_report = time.perf_counter()
     try:
-        i = 0
+        i = j = 0
         while True:
             step = executor.step_index
             while i < len(arrivals) and arrivals[i].arrival_step <= step:
@@ -90,7 +109,12 @@ def drive(executor: Executor, job: Job, on_step: Callable[[StepRecord], None] | 
                 else:
                     result.refused.append(a.rid)
                 i += 1
+            while j < len(cancels) and cancels[j][1] <= step:
+                executor.cancel(cancels[j][0])
+                j += 1
             if i == len(arrivals) and executor.monitor.is_idle:
+                for rid, _ in cancels[j:]:  # nothing is left to cancel: each is refused, and recorded
+                    executor.cancel(rid)
                 break
             if step >= bound:
                 raise RuleViolation("PROGRESS", step, f"requests pending after {step} steps; all work fits in {bound}")
@@ -106,12 +130,18 @@ def drive(executor: Executor, job: Job, on_step: Callable[[StepRecord], None] | 
         where = "real path" if isinstance(error, RealPathViolation) else "monitor"
         result.violation = (error.rule, error.step, error.message, where)
     result.steps = executor.records
+    result.cancels = executor.cancels
+    result.cancelled_silent = sorted(executor.cancelled_waiting)
     for rid, s in executor.done.items():
+        if not s.times:  # cancelled after admission, before its first token: nothing to time
+            result.cancelled_silent.append(rid)
+            continue
         ttft = s.times[0] - executor.added_at[rid]
         tpot = (s.times[-1] - s.times[0]) / (len(s.times) - 1) if len(s.times) > 1 else None
         result.requests[rid] = RequestResult(
             rid, s.prompt, s.outputs, arrival_step[rid], s.admitted_at, s.emitted_at, ttft * 1e3,
             None if tpot is None else tpot * 1e3, _stack(s.logits) if s.logits else None,
+            s.finish_reason or "length", list(s.cells), s.num_preemptions,
         )
     return result
 

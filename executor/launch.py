@@ -50,7 +50,7 @@ class RankFailure(RuntimeError):
 
 
 @dataclass(slots=True)
-class Outcome:
+class LaunchResult:
     results: list[JobResult] = field(default_factory=list)
     wall_s: float = 0.0
 
@@ -94,7 +94,7 @@ def alarm(timeout_s: float | None) -> Iterator[None]:
 
 
 def run_local(spec: RunSpec, model: Transformer | None = None, threads: int | None = 1,
-              timeout_s: float | None = None, on_step: OnStep | None = None) -> Outcome:
+              timeout_s: float | None = None, on_step: OnStep | None = None) -> LaunchResult:
     """World size 1, in this process (on `model` if given: it must be `spec.build(Group())`).
 
     `threads`: torch threads for this process (None leaves the setting alone). One by default, as
@@ -110,12 +110,14 @@ def run_local(spec: RunSpec, model: Transformer | None = None, threads: int | No
     start = time.perf_counter()
     with alarm(timeout_s):
         model = spec.build(Group()) if model is None else model
-        results = [lead(spec, Group(), model, job, on_step) for job in spec.jobs]
-    return Outcome(results, time.perf_counter() - start)
+        results: list[JobResult] = []
+        for job in spec.jobs:
+            results.append(lead(spec, Group(), model, job.replaying(results[-1] if results else None), on_step))
+    return LaunchResult(results, time.perf_counter() - start)
 
 
 def launch(spec: RunSpec, timeout_s: float | None = None, threads: int | None = 1,
-           on_step: OnStep | None = None) -> Outcome:
+           on_step: OnStep | None = None) -> LaunchResult:
     """Run `spec` on `spec.tp` rank processes. Raises RankFailure (all ranks stopped) if one fails
     or hangs, TimeoutError (all ranks stopped) if the run outlasts `timeout_s`. `on_step` sees each
     step's record on the launcher's side as rank 0 finishes the step."""
@@ -159,7 +161,7 @@ class Watched:
 
 
 def watch(spec: RunSpec, procs: list[Any], messages: Any, w: Watched, start: float,
-          timeout_s: float | None) -> Outcome:
+          timeout_s: float | None) -> LaunchResult:
     """Wait for every rank to finish; raise RankFailure as soon as one fails or hangs."""
     launched_at = time.time()
     while len(w.done) < spec.tp:
@@ -172,7 +174,7 @@ def watch(spec: RunSpec, procs: list[Any], messages: Any, w: Watched, start: flo
         if timeout_s is not None and time.perf_counter() - start > timeout_s:
             raise timed_out(timeout_s)
         wait([p.sentinel for p in procs], timeout=POLL_S)
-    return Outcome([w.results[i] for i in sorted(w.results)], time.perf_counter() - start)
+    return LaunchResult([w.results[i] for i in sorted(w.results)], time.perf_counter() - start)
 
 
 def hung_rank(procs: list[Any], beats: Any, launched_at: float) -> RankFailure | None:

@@ -6,18 +6,18 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from stallfree.spec import RULE_IDS
+from stallfree.spec.designs import REGISTRIES
 from stallfree.spec.verdict import Judgement, Verdict
 
-from .checks import REAL_PATH_RULES
+from .checks import REAL_PATH_END_RULES, REAL_PATH_RULES
 from .job import Job, JobResult
 from .runspec import RunSpec
 
 HEADER = f"{'step':>5}  {'entries':<40} {'tokens':>9} {'ms':>8}  {'emitted':<18} {'finished':<10} {'free KV':>7}"
 
 
-def describe(plan: list[tuple[int, int]]) -> str:
-    text = " ".join(f"r{rid}:{n}" for rid, n in plan) or "(empty)"
+def describe(preempted: str, plan: list[tuple[int, int]]) -> str:
+    text = preempted + (" ".join(f"r{rid}:{n}" for rid, n in plan) or "(empty)")
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -26,8 +26,9 @@ def step_table(result: JobResult, budget: int) -> list[str]:
     for s in result.steps:
         emitted = " ".join(f"r{r}" for r in s.emitted) or "-"
         finished = " ".join(f"r{r}" for r in s.finished) or "-"
+        preempted = "".join(f"-r{r} " for r in s.preempted)  # the plan took their KV back first
         lines.append(
-            f"{s.step:>5}  {describe(s.plan):<40} {f'{s.num_tokens}/{budget}':>9} {s.ms:>8.1f}  "
+            f"{s.step:>5}  {describe(preempted, s.plan):<40} {f'{s.num_tokens}/{budget}':>9} {s.ms:>8.1f}  "
             f"{emitted[:18]:<18} {finished[:10]:<10} {s.free_kv:>7}"
         )
     return lines
@@ -35,20 +36,29 @@ def step_table(result: JobResult, budget: int) -> list[str]:
 
 def request_table(result: JobResult) -> list[str]:
     lines = [f"{'rid':>4} {'prompt':>7} {'tokens':>7} {'arrived':>8}  {'TTFT steps':>10} {'TTFT ms':>9}  "
-             f"{'TPOT steps':>10} {'TPOT ms':>8}"]
+             f"{'TPOT steps':>10} {'TPOT ms':>8}  ended"]
     for rid, r in sorted(result.requests.items()):
         tpot_steps = "-" if r.tpot_steps is None else f"{r.tpot_steps:.2f}"
         tpot_ms = "-" if r.tpot_ms is None else f"{r.tpot_ms:.1f}"
         lines.append(f"{rid:>4} {len(r.prompt):>7} {len(r.outputs):>7} {r.arrival_step:>8}  {r.ttft_steps:>10} "
-                     f"{r.ttft_ms:>9.1f}  {tpot_steps:>10} {tpot_ms:>8}")
+                     f"{r.ttft_ms:>9.1f}  {tpot_steps:>10} {tpot_ms:>8}  {r.finish_reason} at step {r.emitted_at[-1]}"
+                     + (f", preempted {r.num_preemptions}x" if r.num_preemptions else ""))
+    for rid in result.cancelled_silent:
+        lines.append(f"{rid:>4} {'-':>7} {0:>7} {'-':>8}  {'-':>10} {'-':>9}  {'-':>10} {'-':>8}  cancel "
+                     "before its first token")
+    for rid, step, accepted in result.cancels:
+        if not accepted:
+            lines.append(f"cancel({rid}) before step {step} refused: rid {rid} was not waiting or running "
+                         "then (not yet arrived, or already ended)")
     return lines
 
 
-def verdicts(result: JobResult, monitor_rules: tuple[str, ...] | None) -> list[str]:
-    """One line per rule: on the real path (the six rules checked on the batch, the tensors and the allocator)
-    and in the monitor (every rule it checks, from the plain protocol)."""
+def verdicts(result: JobResult, monitor_rules: tuple[str, ...] | None, ends: tuple[str, ...] = ()) -> list[str]:
+    """One line per rule: on the real path (the six rules checked on the batch, the tensors and the allocator,
+    and `ends`: TOKENS in a run with a stop token, CANCEL in one with cancels) and in the monitor (every rule
+    it checks, from the plain protocol)."""
     lines = []
-    sections, unlisted = judgements(result, monitor_rules)
+    sections, unlisted = judgements(result, monitor_rules, ends)
     for where, judged in sections.items():
         lines.append(f"-- {where}")
         lines += [j.line() for j in judged]
@@ -56,13 +66,16 @@ def verdicts(result: JobResult, monitor_rules: tuple[str, ...] | None) -> list[s
 
 
 def judgements(
-    result: JobResult, monitor_rules: tuple[str, ...] | None
+    result: JobResult, monitor_rules: tuple[str, ...] | None, ends: tuple[str, ...] = ()
 ) -> tuple[dict[str, list[Judgement]], list[Judgement]]:
     """The verdicts of a run by where they were judged, and a broken rule not listed where it broke; a
     rule holds only over a run that ended."""
     broken = result.violation
     steps = len(result.steps)
-    sections = {"real path": REAL_PATH_RULES, "monitor": monitor_rules or RULE_IDS}
+    real = REAL_PATH_RULES + tuple(rule for rule in REAL_PATH_END_RULES if rule in ends)
+    if result.design == "paged":  # its memory rule is BLOCKS, and a plan's preemptions are checked
+        real = tuple("BLOCKS" if rule == "KV" else rule for rule in real)
+    sections = {"real path": real, "monitor": monitor_rules or tuple(r.id for r in REGISTRIES[result.design])}
     judged: dict[str, list[Judgement]] = {}
     for where, rules in sections.items():
         judged[where] = []
@@ -102,7 +115,7 @@ def describe_run(spec: RunSpec, job: Job) -> dict[str, Any]:
         "token_budget": cfg.token_budget, "max_seqs": cfg.max_seqs, "kv_tokens": cfg.kv_tokens,
         "kv_bytes_per_rank": spec.kv_bytes(cfg.kv_tokens),
         "scheduler": job.scheduler, "monitor_rules": list(job.monitor_rules) if job.monitor_rules else "all",
-        "temperature": job.temperature, "seed": spec.seed,
+        "temperature": job.temperature, "seed": spec.seed, "stop_token": job.stop_token,
         "torch": torch.__version__, "python": platform.python_version(), "device": spec.device,
         "device_name": device,
     }
@@ -120,9 +133,12 @@ def as_json(result: JobResult, run: dict[str, Any] | None = None, checks: dict[s
         "requests": [
             {"rid": r.rid, "prompt_len": len(r.prompt), "outputs": r.outputs, "arrival_step": r.arrival_step,
              "emitted_at": r.emitted_at, "ttft_steps": r.ttft_steps, "ttft_ms": r.ttft_ms,
-             "tpot_steps": r.tpot_steps, "tpot_ms": r.tpot_ms, **(texts or {}).get(r.rid, {})}
+             "tpot_steps": r.tpot_steps, "tpot_ms": r.tpot_ms, "finish_reason": r.finish_reason,
+             "num_preemptions": r.num_preemptions,
+             **(texts or {}).get(r.rid, {})}
             for _, r in sorted(result.requests.items())
-        ],
+        ] + [{"rid": rid, "outputs": [], "finish_reason": "cancel"} for rid in result.cancelled_silent],
+        "cancels": [{"rid": rid, "before_step": step, "accepted": accepted} for rid, step, accepted in result.cancels],
         "refused": result.refused,
     }
 

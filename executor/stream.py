@@ -23,6 +23,12 @@ class Stream:
     logits: list[torch.Tensor] = field(default_factory=list)  # the logits each output came from (kept on request)
     emitted_at: list[int] = field(default_factory=list)  # step of each output
     times: list[float] = field(default_factory=list)  # wall time (perf_counter) of each output
+    finish_reason: str | None = None  # once ended: "length" (max_new), "stop" (end token) or "cancel"
+    target: int = 0  # positions this residency prefills: the prompt, plus the outputs after a preemption
+    num_preemptions: int = 0
+
+    def __post_init__(self) -> None:
+        self.target = self.target or len(self.prompt)
 
     @property
     def prompt_len(self) -> int:
@@ -30,8 +36,8 @@ class Stream:
 
     @property
     def is_ready(self) -> bool:
-        """Prompt done, tokens still owed: it must get a decode this step (rule DECODE-FIRST)."""
-        return self.num_prefilled == self.prompt_len and len(self.outputs) < self.max_new
+        """Prefill done, tokens still owed: it must get a decode this step (rule DECODE-FIRST)."""
+        return self.num_prefilled == self.target and len(self.outputs) < self.max_new
 
     @property
     def is_finished(self) -> bool:
@@ -39,9 +45,21 @@ class Stream:
 
     @property
     def next_position(self) -> int:
-        """The position of this stream's next input token: a prompt position, or after the prompt
+        """The position of this stream's next input token: a prefill position, or after the prefill
         the position of the latest output (fed back as the next decode input)."""
-        return self.num_prefilled if self.num_prefilled < self.prompt_len else self.prompt_len + len(self.outputs) - 1
+        return self.num_prefilled if self.num_prefilled < self.target else self.prompt_len + len(self.outputs) - 1
+
+    def prefill(self, start: int, n: int) -> list[int]:
+        """The tokens of prefill positions [start, start + n): the prompt, then the emitted tokens
+        (a request recomputed after a preemption prefills both)."""
+        return (self.prompt + self.outputs)[start:start + n]
+
+    def forget(self) -> None:
+        """Preempted: its KV is gone; it prefills its prompt and its outputs again when re-admitted."""
+        self.cells = []
+        self.num_prefilled = 0
+        self.target = self.prompt_len + len(self.outputs)
+        self.num_preemptions += 1
 
 
 def prompt_tokens(seed: int, rid: int, prompt_len: int, vocab: int) -> list[int]:

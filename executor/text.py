@@ -42,12 +42,17 @@ class TextStream:
         return f"step {record.step:>3}  " + " ".join(pieces) if pieces else None
 
 
-def answers(codec: TextCodec, texts: tuple[str, ...], outputs: dict[int, list[int]], max_new: int) -> list[str]:
-    """Each request's prompt and its answer up to (not including) the end token."""
+def answers(codec: TextCodec, texts: tuple[str, ...], outputs: dict[int, list[int]], max_new: int,
+            reasons: dict[int, str] | None = None) -> list[str]:
+    """Each request's prompt and its answer up to (not including) the end token; `reasons`: how each
+    request ended (length, stop, cancel)."""
     lines = []
     for rid, tokens in sorted(outputs.items()):
         end = end_index(tokens, codec.end_token)
         answer = codec.decode(tokens if end is None else tokens[:end])
-        how = (f"end token at output {end}" if end is not None else f"no end token in {max_new} tokens")
+        reason = (reasons or {}).get(rid, "length")
+        how = (f"end token at output {end}" if end is not None else
+               f"cancelled after {len(tokens)} tokens" if reason == "cancel" else f"no end token in {max_new} tokens")
+        how += "; stopped there" if reason == "stop" else ""
         lines.append(f"r{rid} > {texts[rid]}\n   {answer!r}  ({how})")
     return lines

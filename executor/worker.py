@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from stallfree.spec import Monitor
+from stallfree.spec.designs import MONITORS, PAGED, design_of
 from stallfree.spec.loader import guarded, load_target
 
 from .batch import HEADER_LEN, OP_RESET, OP_STEP, OP_STOP, FlatBatch, control
@@ -24,6 +24,7 @@ from .group import Group, join, leave
 from .job import Job, JobResult, drive
 from .launch import HEARTBEAT_S
 from .model import Transformer
+from .paged import PagedExecutor
 from .runspec import RunSpec
 from .sampler import Sampler
 
@@ -42,8 +43,10 @@ def rank_main(rank: int, spec: RunSpec, port: int, results: Any, beats: Any, lau
         model = spec.build(group)
         if group.is_leader:
             on_step = (lambda record: results.put(("step", record))) if stream_steps else None
+            before: JobResult | None = None
             for i, job in enumerate(spec.jobs):
-                results.put(("result", i, lead(spec, group, model, job, on_step)))
+                before = lead(spec, group, model, job.replaying(before), on_step)
+                results.put(("result", i, before))
             stop(spec, group)
         else:
             follow(spec, group, model)
@@ -81,11 +84,13 @@ def lead(spec: RunSpec, group: Group, model: Transformer, job: Job,
          on_step: Callable[[StepRecord], None] | None = None) -> JobResult:
     """Rank 0: play one job; the other ranks follow each step, then reset their caches."""
     cfg = job.workload.config
-    factory = guarded(load_target(job.scheduler, "--scheduler"), job.scheduler)
+    target = load_target(job.scheduler, "--scheduler")
+    factory = guarded(target, job.scheduler)
     scheduler = factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
-    monitor = Monitor(scheduler, cfg, job.monitor_rules)
+    design = design_of(target)
+    monitor = MONITORS[design](scheduler, cfg, job.monitor_rules)
     device = spec.device_for(group.rank)
-    cls = VARIANTS[job.variant] if job.variant else Executor
+    cls = VARIANTS[job.variant] if job.variant else PagedExecutor if design == PAGED else Executor
 
     sent = 0
 
@@ -99,8 +104,9 @@ def lead(spec: RunSpec, group: Group, model: Transformer, job: Job,
             group.broadcast(payload.to(device))
 
     executor = cls(model, monitor, Sampler(job.temperature, spec.seed), spec.seed, device, send, job.keep_logits,
-                   {rid: list(tokens) for rid, tokens in job.prompts})
+                   {rid: list(tokens) for rid, tokens in job.prompts}, job.stop_token, dict(job.stop_after))
     result = drive(executor, job, on_step if job.stream else None)
+    result.design = design
     if group.world_size > 1:
         group.broadcast(control(OP_RESET).to(device))
     return result

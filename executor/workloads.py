@@ -26,3 +26,13 @@ def one_prompt_per_step(tokens: int, reps: int) -> Workload:
     requests = tuple(Arrival(rid, tokens, 1, 0) for rid in range(reps + 1))
     return Workload(Config(tokens, 1, tokens + 1), requests)
 
+
+
+def preempting(token_budget: int = 64, max_seqs: int = 8, kv_tokens: int = 96) -> Workload:
+    """For the paged design (blocks of 16, so 6 blocks): three streams with 20-token prompts and 24
+    tokens each start at step 0 and take 2 blocks each; at position 32 every stream needs a third
+    block and none is free, so the newest (rid 2) is preempted at step 13 after emitting 13 tokens,
+    waits, and is recomputed at step 24 (its prompt and those 13 tokens: a 33-token chunk) ahead of
+    rid 3, which arrived after it. docs/examples/preempting.json is this workload."""
+    streams = tuple(Arrival(rid, 20, 24, 0) for rid in range(3))
+    return Workload(Config(token_budget, max_seqs, kv_tokens), (*streams, Arrival(3, 8, 8, 2)))

@@ -4,6 +4,7 @@ breaks (a wrong scheduler's plan refused with its rule ID), 2 on bad arguments, 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,7 @@ from stallfree.spec import Arrival, Config, Workload
 
 torch = pytest.importorskip("torch")
 
+EXAMPLE = Path(__file__).parents[1] / "docs" / "examples" / "preempting.json"
 SMALL = Workload(Config(16, 4, 256), (Arrival(0, 6, 5, 0), Arrival(1, 30, 3, 1), Arrival(2, 4, 2, 2)))
 
 
@@ -150,3 +152,49 @@ def test_run_where_every_request_is_refused_judges_nothing(capsys) -> None:  # t
     out = capsys.readouterr().out
     assert " holds" not in out and "BUDGET           not judged (no step ran)" in out
     assert "EXACTNESS        not judged" in out
+
+
+def test_run_with_stops_and_cancels_reports_how_each_request_ended(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The default workload with the stop token 1447 (rid 2 samples it as its 19th token, rid 4 as
+    its 5th) and rid 1 cancelled before step 10: the JSON and the table say length, stop or cancel."""
+    out_json = tmp_path / "run.json"
+    code = main(["run", "--tp", "1", "--stop-token", "1447", "--cancel", "1@10", "--cancel", "9@2",
+                 "--json", str(out_json)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    data = json.loads(out_json.read_text())
+    ends = {r["rid"]: (r["finish_reason"], len(r["outputs"])) for r in data["requests"]}
+    assert ends == {0: ("length", 24), 1: ("cancel", 10), 2: ("stop", 19), 3: ("length", 24), 4: ("stop", 5)}
+    assert data["cancels"] == [{"rid": 9, "before_step": 2, "accepted": False},
+                               {"rid": 1, "before_step": 10, "accepted": True}]
+    assert data["checks"]["exactness"]["num_stops"] == 2 and data["checks"]["exactness"]["ok"]
+    assert "stop at step" in out and "cancel(9) before step 2 refused" in out
+    assert "CANCEL           holds" in out.split("-- monitor")[0]  # judged on the real path too
+
+
+def test_run_paged_at_tp2_preempts_and_recomputes_exactly(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """`--scheduler paged` on the documented preempting workload, two ranks: rid 2 is preempted and
+    recomputed, every paged rule holds on the real path and in the paged monitor, and RECOMPUTE holds."""
+    out_json = tmp_path / "run.json"
+    code = main(["run", "--tp", "2", "--scheduler", "paged", "--workload", str(EXAMPLE),
+                 "--json", str(out_json)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "BLOCKS           holds" in out.split("-- monitor")[0] and "PREEMPT-ORDER    holds" in out
+    data = json.loads(out_json.read_text())
+    assert [r["num_preemptions"] for r in data["requests"]] == [0, 0, 1, 0]
+    assert data["checks"]["recompute"]["ok"] is True and data["checks"]["exactness"]["ok"] is True
+    assert any(s["preempted"] == [2] for s in data["steps"])
+
+
+@pytest.mark.parametrize(("argv", "named"), [
+    (["--stop-token", "-3"], "--stop-token"), (["--stop-token", "4096"], "--stop-token 4096"),
+    (["--cancel", "1"], "--cancel"), (["--cancel", "a@2"], "--cancel"),
+])
+def test_run_refuses_bad_stops_and_cancels(argv: list[str], named: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    try:
+        code = main(["run", "--tp", "1", *argv])
+    except SystemExit as exit_:  # argparse's own usage error: the same status
+        code = exit_.code
+    err = capsys.readouterr().err
+    assert code == 2 and named in err and "Traceback" not in err, err

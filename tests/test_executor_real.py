@@ -117,8 +117,8 @@ def test_exactness_real_model_tp3_equals_one_rank(base_job: Job, one_rank) -> No
 
 @pytest.mark.deep
 def test_run_smollm2_streams_text_and_reports_what_ran(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    """`stallfree run --model smollm2`: text as it is generated, the answer up to the end token, the
-    output checks, and a JSON report naming the checkpoint by its hash."""
+    """`stallfree run --model smollm2`: text as it is generated, the answer stopped at the end token,
+    the output checks, and a JSON report naming the checkpoint by its hash."""
     import json
 
     from stallfree.main import main
@@ -128,8 +128,10 @@ def test_run_smollm2_streams_text_and_reports_what_ran(tmp_path, capsys) -> None
                  "--max-new", "10", "--json", str(out_json)])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "r0 ' Paris'" in out and "'The capital of France is Paris.'  (end token at output 7)" in out
+    assert "r0 ' Paris'" in out and "'The capital of France is Paris.'  (end token at output 7; stopped there)" in out
     assert "EXACTNESS        holds" in out and "ISOLATION        holds" in out and "ACCURACY fp8" in out
-    run = json.loads(out_json.read_text())["run"]
+    data = json.loads(out_json.read_text())
+    assert data["requests"][0]["finish_reason"] == "stop" and len(data["requests"][0]["outputs"]) == 8
+    run = data["run"]
     assert run["source"]["kind"] == "gguf" and len(run["source"]["sha256"]) == 64
     assert run["layer_dtypes"]["lm_head"] == "torch.float32" and run["model"]["heads"] == 9

@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stallfree.spec import Config, FieldTypeError, InvalidField, Workload
+from stallfree.spec.capability import Unsupported, supports
 
 from .. import exits
 from .args import (
+    SCHEDULERS,
     FactoryError,
     add_output_arguments,
     check_json,
@@ -69,10 +71,55 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=seed, default=0, help="random weights, prompts and sampling (default 0)")
     p.add_argument("--temperature", type=float, default=0.0,
                    help="0 for greedy (default), else seeded sampling (replayed by the exactness check)")
+    p.add_argument("--stop-token", type=stop_token, default=None, metavar="ID|none",
+                   help="a request that samples this token id stops on it (default: a real model's end token, "
+                        "none for random weights; none: every request runs to max_new)")
+    p.add_argument("--cancel", type=cancel_at, action="append", default=[], metavar="RID@STEP",
+                   help="cancel request RID before step STEP is planned (repeatable)")
     p.add_argument("--no-equivalence", action="store_true",
                    help="skip the output checks (exactness, isolation, accuracy)")
     p.add_argument("--timeout", type=positive_float, default=600.0, help="stop every rank after this many seconds")
     add_output_arguments(p, "the run")
+
+
+NO_STOP = -1  # `--stop-token none`: no stop token, even on a real model
+
+
+def stop_token(text: str) -> int:
+    """`--stop-token`: a token id (an int >= 0) or `none`."""
+    if text.strip().lower() == "none":
+        return NO_STOP
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a token id (an int >= 0) or none, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a token id (an int >= 0) or none, got {text!r}")
+    return value
+
+
+def cancel_at(text: str) -> tuple[int, int]:
+    """`--cancel RID@STEP`: two ints >= 0."""
+    rid, at, step = text.partition("@")
+    try:
+        pair = int(rid), int(step)
+    except ValueError:
+        pair = (-1, -1)
+    if not at or min(pair) < 0:
+        raise argparse.ArgumentTypeError(f"expected RID@STEP (two ints >= 0, e.g. 2@10), got {text!r}")
+    return pair
+
+
+def chosen_stop(args: argparse.Namespace, codec: TextCodec | None, vocab: int) -> int | None:
+    """The stop token of the run: --stop-token, else a real model's end token; None for no stop."""
+    if args.stop_token == NO_STOP:
+        return None
+    if args.stop_token is None:
+        return codec.end_token if codec is not None else None
+    if args.stop_token >= vocab:
+        raise InvalidField(f"--stop-token {args.stop_token}: the model's vocabulary has {vocab} tokens "
+                           f"(0..{vocab - 1})")
+    return int(args.stop_token)
 
 
 def workload_from(args: argparse.Namespace, codec: TextCodec | None) -> tuple[Workload, Any]:
@@ -114,12 +161,19 @@ def run(args: argparse.Namespace) -> int:
         workload, chat = workload_from(args, codec)
         codec = codec if chat is not None else None  # a --workload's prompts are drawn ids, not text
         c = workload.config
-        guarded(load_scheduler(args.scheduler), args.scheduler)(
+        scheduler = guarded(load_scheduler(args.scheduler), args.scheduler)(
             token_budget=c.token_budget, max_seqs=c.max_seqs, kv_tokens=c.kv_tokens)
+        stop = chosen_stop(args, codec if chat is not None else None, probe.model_config().vocab)
+        needs = ({"stop"} if stop is not None else set()) | ({"cancel"} if args.cancel else set())
+        lacking = sorted(needs - supports(scheduler))
+        if lacking:
+            flag = {"stop": "--stop-token (use --stop-token none)", "cancel": "--cancel"}[lacking[0]]
+            raise InvalidField(f"{flag}: {Unsupported(lacking[0], scheduler).args[0]}")
         check_json(args)
-        job = Job(workload, args.scheduler, tuple(args.rules) if args.rules else None,
+        job = Job(workload, SCHEDULERS.get(args.scheduler, args.scheduler), tuple(args.rules) if args.rules else None,
                   keep_logits=not args.no_equivalence, temperature=args.temperature,
-                  prompts=chat.prompts if chat else (), label="run", stream=codec is not None)
+                  prompts=chat.prompts if chat else (), label="run", stream=codec is not None,
+                  stop_token=stop, cancels=tuple(args.cancel))
         spec = replace(probe, jobs=(job,))
     except (InvalidField, FieldTypeError, FactoryError, OSError, ValueError, ImportError, AttributeError) as error:
         print(f"stallfree run: {error}", file=sys.stderr)
@@ -141,7 +195,12 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
           f"kv_tokens {cfg.kv_tokens}; scheduler {args.scheduler}", flush=True)
     # Isolation: the same workload again with one prompt token of the first request changed.
     first = min(a.rid for a in job.workload.requests)
-    jobs = (job, replace(perturbed(job, first, spec.seed, model.vocab), stream=False)) if job.keep_logits else (job,)
+    # Its stops are those of the first run, replayed (the same plans), whatever rid 0 now samples.
+    twin = replace(perturbed(job, first, spec.seed, model.vocab), stream=False, replay_ends=True)
+    jobs = (job, twin) if job.keep_logits else (job,)
+    roomy = unpreempted(job)
+    if roomy is not None and job.keep_logits:  # recompute exactness: the same workload on a pool that never preempts
+        jobs = (*jobs, roomy)
     stream = TextStream(codec) if codec is not None else None
 
     def on_step(record: Any) -> None:
@@ -153,7 +212,7 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
     if show:
         print(f"launching {spec.tp} rank(s) ...", file=sys.stderr, flush=True)
     try:
-        outcome = launch(replace(spec, jobs=jobs), timeout_s=args.timeout, on_step=on_step)
+        launched = launch(replace(spec, jobs=jobs), timeout_s=args.timeout, on_step=on_step)
     except TimeoutError as error:  # a rank hung: no verdict past it
         print(f"stallfree run: --timeout {args.timeout:g}: {error}", file=sys.stderr)
         return exits.CRASHED
@@ -163,12 +222,12 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
     except FactoryError as error:
         print(f"stallfree run: {error}", file=sys.stderr)
         return exits.USAGE
-    result = outcome.results[0]
+    result = launched.results[0]
     texts: dict[int, Any] = {}
     if codec is not None:
         print()
         print("\n".join(answers(codec, chat.texts, {rid: r.outputs for rid, r in result.requests.items()},
-                                args.max_new)))
+                                args.max_new, {rid: r.finish_reason for rid, r in result.requests.items()})))
         texts = {rid: {"prompt_text": chat.texts[rid], "text": codec.decode(r.outputs)}
                  for rid, r in result.requests.items()}
     print()
@@ -178,18 +237,19 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
     if result.refused:
         print(f"refused by add() (rule NEVER-FIT: prompt_len + max_new > kv_tokens, or invalid): {result.refused}")
     print()
-    print("\n".join(verdicts(result, job.monitor_rules)))
+    ends = (("TOKENS",) if job.stop_token is not None else ()) + (("CANCEL",) if job.cancels else ())
+    print("\n".join(verdicts(result, job.monitor_rules, ends)))
     checks: dict[str, Any] = {}
     failed = not result.ok
     if job.keep_logits and result.ok:
-        failed = output_checks(spec, job, outcome.results, first, checks) or failed
+        failed = output_checks(spec, job, launched.results, first, checks) or failed
     elif job.keep_logits:
         print("EXACTNESS        not judged: a rule broke, the run did not finish")
     if args.json is not None:
         from stallfree.executor.report import as_json, judgements
         from stallfree.spec.verdict import as_json as verdicts_json
 
-        sections, unlisted = judgements(result, job.monitor_rules)
+        sections, unlisted = judgements(result, job.monitor_rules, ends)
         report = as_json(result, run_info, checks, texts) | {
             "verdicts": {where: verdicts_json(judged) for where, judged in sections.items()}
             | ({"unlisted": verdicts_json(unlisted)} if unlisted else {})}
@@ -199,6 +259,23 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
             print(f"stallfree run: {error}", file=sys.stderr)
             return exits.USAGE
     return exits.BROKEN if failed else exits.HOLDS
+
+
+def unpreempted(job: Job) -> Job | None:
+    """For a paged scheduler, `job` on a pool that holds every request's peak at once (so nothing is
+    ever preempted); None for the reservation design."""
+    from stallfree.spec.designs import PAGED, design_of
+
+    factory = load_scheduler(job.scheduler)
+    if design_of(factory) != PAGED:
+        return None
+    c = job.workload.config
+    scheduler = factory(token_budget=c.token_budget, max_seqs=c.max_seqs, kv_tokens=c.kv_tokens)
+    block_size = scheduler.block_size
+    need = sum(-(-(a.prompt_len + a.max_new - 1) // block_size) for a in job.workload.requests)
+    num_blocks = need + need // 99 + 1 + scheduler.watermark  # above the default 1% watermark too
+    config = Config(c.token_budget, c.max_seqs, max(c.kv_tokens, num_blocks * block_size))
+    return replace(job, workload=replace(job.workload, config=config), stream=False, label="unpreempted")
 
 
 def output_checks(spec: RunSpec, job: Job, results: list[JobResult], first: int, checks: dict[str, Any]) -> bool:
@@ -217,7 +294,8 @@ def output_checks(spec: RunSpec, job: Job, results: list[JobResult], first: int,
     fp32 = reference_logits(reference_model(spec), result)
     failed = False
     if spec.dtype == "fp32":
-        exact = compare(spec, result, sampler=Sampler(job.temperature, spec.seed), reference=fp32)
+        exact = compare(spec, result, sampler=Sampler(job.temperature, spec.seed), reference=fp32,
+                        stop_token=job.stop_token)
         print(exact.summary())
         checks["exactness"] = check_json(exact)
         failed = exact.ok is False
@@ -226,15 +304,31 @@ def output_checks(spec: RunSpec, job: Job, results: list[JobResult], first: int,
         print(f"EXACTNESS        not judged: {spec.dtype} weights round (exactness is judged in fp32: --dtype fp32)")
         checks["exactness"] = {"ok": None, "why": f"not judged for {spec.dtype}"}
         measured = [measure(f"{spec.dtype} (this run)", run_logits(result), fp32)]
-    if results[1].ok:
-        iso = isolation(result, results[1], first)
-        print(iso.summary())
-        checks["isolation"] = check_json(iso)
-        failed = failed or iso.ok is False
-    else:
-        print(f"ISOLATION        not judged: the perturbed run broke {results[1].violation}")
-        checks["isolation"] = {"ok": None, "why": "the perturbed run broke a rule"}
+    failed = judged(checks, "isolation", isolation(result, results[1], first) if results[1].ok else None,
+                    f"ISOLATION        not judged: the perturbed run broke {results[1].violation}") or failed
+    if len(results) > 2:  # the paged design: the same workload on a pool that never preempts
+        from stallfree.executor.recompute import recompute_exactness
+
+        if spec.dtype != "fp32":
+            why = f"RECOMPUTE        not judged: {spec.dtype} weights round (judged in fp32: --dtype fp32)"
+        else:
+            why = f"RECOMPUTE        not judged: the unpreempted run broke {results[2].violation}"
+        recompute = recompute_exactness(result, results[2]) if spec.dtype == "fp32" and results[2].ok else None
+        failed = judged(checks, "recompute", recompute, why) or failed
     for a in measured:
         print(a.summary())
     checks["accuracy"] = [check_json(a) for a in measured]
     return failed
+
+
+def judged(checks: dict[str, Any], name: str, check: Any, why_not: str) -> bool:
+    """Print `check` and keep it in `checks[name]`; None: print why it was not judged. True when it failed."""
+    from stallfree.executor.report import check_json
+
+    if check is None:
+        print(why_not)
+        checks[name] = {"ok": None, "why": why_not.split("not judged: ", 1)[1]}
+        return False
+    print(check.summary())
+    checks[name] = check_json(check)
+    return check.ok is False
