@@ -20,7 +20,7 @@ from .explicit import modelcheck, starvation
 from .explicit.bounds import Bounds
 from .explicit.counterexample import replay
 from .explicit.snapshot import Hidden
-from .smt import ends, refinement
+from .smt import cancel_refinement, cancels, ends, refinement
 from .smt.induction import INDUCTIONS, prove_induction
 from .smt.loops import LOOP_THEOREMS, prove_loop
 from .smt.policy import Policy
@@ -33,8 +33,10 @@ METHODS = ("model", "z3", "differential", "crosshair", "variants")
 DEFAULT_BOUND = "2,3,8,4,3,3"  # S > B, so READY-WITHIN-BUDGET can fail; M = 3
 LIVENESS_BOUND = "2,2,8,2,3,2"  # B,S,K, at most 2 waiting at once (arrivals never stop), P, M
 RANDOM_STATES = 10_000  # states of random workloads the differential compares (see smt.refinement)
+RANDOM_CANCELS = 300  # cancels of random workloads the cancel differential compares (smt.cancel_refinement)
 # `stallfree prove --profile deep`: every figure a step up (several minutes)
 DEEP_BOUND, DEEP_LIVENESS_BOUND, DEEP_REQUESTS, DEEP_RANDOM_STATES = "2,3,8,5,3,3", "2,3,8,2,3,3", 16, 100_000
+DEEP_CANCEL_REQUESTS, DEEP_RANDOM_CANCELS = 12, 3_000
 
 Say = Callable[[str], None]
 
@@ -76,6 +78,8 @@ class Options:
     rules: tuple[str, ...] | None = None  # the rules the model check judges (None: all)
     liveness_bound: Bounds = field(default_factory=lambda: Bounds.parse(LIVENESS_BOUND))
     random_states: int = RANDOM_STATES
+    cancel_requests: int = cancels.CANCEL_N  # symbolic requests in each cancel theorem
+    random_cancels: int = RANDOM_CANCELS
 
 
 def model_rows(o: Options, say: Say) -> list[Row]:
@@ -177,6 +181,7 @@ def z3_rows(o: Options, say: Say) -> list[Row]:
                             ends.prove_end(o.num_requests)))
         rows.append(_z3_row("STOP-READY", "Z3 inductive step", f"N={o.num_requests}",
                             ends.prove_stops_end_ready(o.num_requests)))
+    rows += cancel_rows(o, say)
     for induction in INDUCTIONS:
         say(f"z3: {induction.name} ({o.policy.name})")
         outcome = prove_induction(induction, o.policy)
@@ -184,6 +189,20 @@ def z3_rows(o: Options, say: Say) -> list[Row]:
         row.detail = f"{induction.rules}: initiation, consecution, exit" + (f"; {row.detail}" if row.detail else "")
         rows.append(row)
     return rows
+
+
+def cancel_rows(o: Options, say: Say) -> list[Row]:
+    """The cancel theorems (`smt.cancels`) of the reference; with `--fault RULE`, their negative
+    controls made to break RULE (a wrong cancel step or a wrong policy), which must be refuted."""
+    n = o.cancel_requests
+    if o.fault_rule is None:
+        if o.policy.name != "reference":
+            return []
+        say(f"z3: the cancel theorems (N={n})")
+        outcomes = cancels.theorems(n)
+    else:
+        outcomes = cancels.controls(n, o.fault_rule)
+    return [_z3_row(x.theorem, f"Z3 cancel ({x.policy})", f"N={n}", x) for x in outcomes]
 
 
 def _z3_row(claim: str, method: str, bound: str, outcome: Any) -> Row:
@@ -213,7 +232,29 @@ def differential_rows(o: Options, say: Say) -> list[Row]:
     found = refinement.on_random_states(o.random_states, factory, o.policy, say=say)
     bound = f"{found.states:,} random states"
     rows.append(_differential_row(claim, f"{method} (random states)", bound, found))
-    return rows
+    return rows + cancel_differential_rows(o, say)
+
+
+def cancel_differential_rows(o: Options, say: Say) -> list[Row]:
+    """The Z3 cancel step against the code's cancel(rid) on random cancels; with `--fault RULE`, the
+    wrong cancel step made to break RULE, which must differ (none for a rule no cancel step breaks)."""
+    wrong = None if o.fault_rule is None else cancels.CANCEL_CONTROLS.get(o.fault_rule)
+    if o.fault_rule is not None and wrong is None:
+        return []
+    factory = Scheduler if o.fault_rule is not None else o.factory
+    if CANCEL not in supports(factory(token_budget=1, max_seqs=1, kv_tokens=1)):
+        return []
+    step = cancels.CancelStep() if wrong is None else wrong()
+    name = "REFERENCE" if factory is Scheduler else getattr(factory, "__name__", str(factory))
+    method = "differential (random cancels)" if wrong is None else f"differential, {step.name} (random cancels)"
+    say(f"differential: the Z3 cancel step on {o.random_cancels:,} random cancels")
+    found = cancel_refinement.on_random_cancels(o.random_cancels, factory, step)
+    bound = f"{found.cancels:,} random cancels"
+    if found.difference is not None:
+        return [Row(f"Z3 CANCEL = {name}", method, bound, BROKEN, found.seconds, found.difference)]
+    return [Row(f"Z3 CANCEL = {name}", method, bound, HOLDS, found.seconds,
+                f"the Z3 cancel step left what the code's cancel did in {found.cancels:,} cancels of "
+                f"{found.workloads} workloads (waiting, partial and ready requests)")]
 
 
 def _differential_row(claim: str, method: str, bound: str, found: refinement.Outcome) -> Row:
