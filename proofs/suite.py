@@ -13,7 +13,7 @@ from stallfree.spec import CANCEL, RULE_IDS, STOP, supports
 from stallfree.spec.invariants import INVARIANTS
 from stallfree.spec.verdict import Verdict
 
-from .contracts import planted, planted_contracts
+from .contracts import planted, planted_contracts, planted_lifecycle
 from .contracts import run as crosshair_run
 from .controls import twin_fault
 from .explicit import modelcheck, starvation
@@ -274,12 +274,18 @@ def _differential_row(claim: str, method: str, bound: str, found: refinement.Out
 def crosshair_rows(o: Options, say: Say) -> list[Row]:
     """One row per contract: each `crosshair check`ed on its own (with `--fault`, the planted copy)."""
     if o.fault_rule is not None:
-        return [planted_row(o.fault_rule, o.crosshair_seconds, say)]
+        lifecycle = [planted_lifecycle_row(contract, o.crosshair_seconds, say)
+                     for contract in planted_lifecycle.CONTRACTS if contract[4] == o.fault_rule]
+        if lifecycle and o.fault_rule not in planted_contracts.TARGETS:
+            return lifecycle
+        return [planted_row(o.fault_rule, o.crosshair_seconds, say), *lifecycle]
     if o.crosshair_target != crosshair_run.CONTRACTS:  # one target named by the caller
         return [_crosshair_row("CONTRACTS", o.crosshair_target, o.crosshair_seconds, say)]
-    return [_crosshair_row(f"{kind} contract", f"{o.crosshair_target}.{contract.__name__}", o.crosshair_seconds, say,
+    rows = [_crosshair_row(f"{kind} contract", f"{o.crosshair_target}.{contract.__name__}", o.crosshair_seconds, say,
                            rules)
             for kind, contract, rules in planted_contracts.KINDS]
+    return rows + [_crosshair_row(claim, planted_lifecycle.target(contract), o.crosshair_seconds, say, rules)
+                   for claim, contract, rules, _, _ in planted_lifecycle.CONTRACTS]
 
 
 def _crosshair_row(claim: str, target: str, seconds: float, say: Say, rules: tuple[str, ...] = ()) -> Row:
@@ -302,17 +308,33 @@ def planted_row(rule: str, seconds: float, say: Say) -> Row:
     if target is None:
         return Row(rule, "CrossHair", "-", f"n/a (no contract for {rule})", 0.0,
                    "no CrossHair contract states this rule")
+    return _planted_found(rule, f"CrossHair ({planted.PLANTED[rule].__name__})", target,
+                          planted_contracts.FUNCTIONS[rule], lambda args: planted_contracts.replay(rule, args),
+                          seconds, say)
+
+
+def planted_lifecycle_row(contract: tuple[Any, ...], seconds: float, say: Say) -> Row:
+    """CrossHair on a stop or cancel contract run on its planted copy: it must be broken, by a
+    counterexample that the reference's own contract keeps."""
+    claim, reference, _, function, rule = contract
+    return _planted_found(rule, f"CrossHair ({planted_lifecycle.PLANTED[rule].__name__}, {claim})",
+                          planted_lifecycle.target(function), function.__name__,
+                          lambda args: planted_contracts.replay_on((reference, function), args), seconds, say)
+
+
+def _planted_found(rule: str, method: str, target: str, function: str,
+                   replay: Callable[[tuple[int, ...]], tuple[str | None, str | None]], seconds: float,
+                   say: Say) -> Row:
     say(f"crosshair: {target}, {seconds:g} s per condition")
     result = crosshair_run.check(target, seconds)
     bound = f"{seconds:g} s/condition"
-    method = f"CrossHair ({planted.PLANTED[rule].__name__})"
     if result.error is not None:
         return Row(rule, method, bound, UNKNOWN, result.seconds, result.error)
     if not result.found:
         return Row(rule, method, bound, NOT_REFUTED, result.seconds, "the planted bug was not found within the limit")
     detail = "; ".join(result.found)
-    for args in result.calls(planted_contracts.FUNCTIONS[rule]):
-        on_reference, on_planted = planted_contracts.replay(rule, args)
+    for args in result.calls(function):
+        on_reference, on_planted = replay(args)
         detail += (f"\nreplayed {args}: reference {on_reference or 'keeps the contract'}; "
                    f"planted copy {on_planted or 'keeps the contract'}")
     return Row(rule, method, bound, BROKEN, result.seconds, detail)
