@@ -71,7 +71,7 @@ class Options:
     crosshair_seconds: float = crosshair_run.PER_CONDITION_S
     methods: tuple[str, ...] = METHODS
     max_states: int | None = None
-    model_states: refinement.Outcome | None = None  # the differential on the model check's states, once run
+    model_states: refinement.DifferentialResult | None = None  # the differential on the model check's states, once run
     # Whether the scheduler's state outside the checker's key is declared (`hidden`, or none). The
     # reference is shown to have none (tests); another scheduler must say, or its claims are refused.
     hidden_declared: bool = True
@@ -257,7 +257,7 @@ def cancel_differential_rows(o: Options, say: Say) -> list[Row]:
                 f"{found.workloads} workloads (waiting, partial and ready requests)")]
 
 
-def _differential_row(claim: str, method: str, bound: str, found: refinement.Outcome) -> Row:
+def _differential_row(claim: str, method: str, bound: str, found: refinement.DifferentialResult) -> Row:
     if not found.complete:
         return Row(claim, method, bound, UNKNOWN, found.seconds,
                    f"partial: the model check stopped at max_states; {found.states:,} states agreed")
