@@ -56,3 +56,22 @@ def test_the_hypothesis_reaches_preemption_and_readmission(bs: int) -> None:
 def test_prove_fault_PREEMPT_BOUND_refutes_TERMINATION_through_the_paged_rows() -> None:
     rows = z3_rows("PREEMPT-BOUND")
     assert {(r.claim, r.result) for r in rows} == {("PREEMPT-BOUND", Verdict.BROKEN), ("TERMINATION", Verdict.BROKEN)}
+
+
+def test_Z3_PAGED_STEP_equals_the_paged_scheduler_on_random_states_with_preemption() -> None:
+    from stallfree.proofs.smt import paged_refinement
+
+    found = paged_refinement.on_random_states(200)
+    assert found.difference is None, found.difference
+    assert found.states >= 200 and found.preempting >= 5  # preempting steps are compared, not only calm ones
+
+
+@pytest.mark.parametrize("wrong", ["PreemptOldest", "RecomputeOneMore", "LeakOnEnd", "OverRun", "RequeueAtBack"])
+def test_the_paged_differential_tells_a_wrong_policy_or_fault_apart(wrong: str) -> None:
+    """Both ways: the Z3 policy making the fault's mistake against the code, and the fault's code
+    against the Z3 paged step."""
+    from stallfree.faults import paged as faults
+    from stallfree.proofs.smt import paged_refinement
+
+    assert paged_refinement.on_random_states(600, policy=getattr(paged_step, wrong)()).difference is not None
+    assert paged_refinement.on_random_states(600, factory=getattr(faults, wrong)).difference is not None

@@ -157,6 +157,8 @@ def paged_rows(args: argparse.Namespace, say):  # type: ignore[no-untyped-def]
         rows += paged_suite.z3_rows(fault_rule)
     if "crosshair" in methods:
         rows += paged_suite.crosshair_rows(fault_rule, args.crosshair_seconds or paged_suite.CROSSHAIR_S)
+    if "differential" in methods:
+        rows += paged_suite.differential_rows(factory)
     return rows + paged_suite.not_applicable(methods)
 
 
