@@ -16,7 +16,8 @@ N = 5  # symbolic requests: every phase of a cancelled request and one behind it
 
 
 @pytest.mark.parametrize("theorem", [cancels.cancel_invariant, cancels.cancel_rule, cancels.fcfs_cancels,
-                                     cancels.ready_within_budget_composed, cancels.one_partial_composed])
+                                     cancels.ready_within_budget_composed, cancels.one_partial_composed,
+                                     cancels.progress_composed])
 def test_CANCEL_theorems_hold_for_the_reference(theorem) -> None:  # type: ignore[no-untyped-def]
     outcome = theorem(N)
     assert outcome.result == "holds", outcome

@@ -24,13 +24,15 @@ free of symbolic indexing, so each is small. A cancel while a plan is pending ta
   step, any stops (each request that emitted in the step and still runs may end) and a cancel of
   any waiting or running request (or none), the part holds: proved of that composed transition,
   with the step's own lemmas and parts as stepping stones, not assumed from the other theorems.
+- PROGRESS (stops, cancels): over the same composed transition, with work pending after the adds,
+  the remaining work falls and is never negative: stops and cancels only take work away.
 
 **The negative controls**, each a wrong cancel step or a wrong policy that must be refuted:
 `KeepsKV` (the reservation never comes back: CANCEL-INVARIANT on KV, CANCEL), `LeftInLine` (the
 cancel changes nothing: the request is still planned and still blocks the line: CANCEL, FCFS),
 `SwapRemove` (a cancelled waiting request's place goes to the last one waiting, as an O(1)
-removal would: FCFS), and the mutants `ChangingBudget` and `AdmitBeforePartial` for the composed
-READY-WITHIN-BUDGET and ONE-PARTIAL.
+removal would: FCFS), and the mutants `ChangingBudget`, `AdmitBeforePartial` and `StrictFit` for
+the composed READY-WITHIN-BUDGET, ONE-PARTIAL and PROGRESS.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ import z3
 from . import lemmas
 from .ends import end_early
 from .inductive import PARTS, invariant, one_partial, ready_within_budget
-from .mutants import AdmitBeforePartial, ChangingBudget
+from .mutants import AdmitBeforePartial, ChangingBudget, StrictFit
 from .policy import Policy, SymStep
 from .symbolic import SymConfig, SymRequest, SymState, check, value
 from .theorems import TIMEOUT_MS, TheoremResult
@@ -228,9 +230,12 @@ def step_obligations(num_requests: int, cancel: CancelStep, claim: Callable[[Sym
             yield Obligation(hypothesis, ((about, z3.BoolVal(True), claim(s, after, t)),), s)
 
 
-def composed_obligations(num_requests: int, part: Callable[[SymState], z3.BoolRef],
-                         policy: Policy | None = None) -> Iterator[Obligation]:
-    """Adds, one step, any stops, then a cancel of index c (or none): `part` holds after."""
+Composed = Callable[[SymState, SymState], z3.BoolRef]  # (the state after the adds, the state at the end)
+
+
+def composed_obligations(num_requests: int, part: Composed, policy: Policy | None = None) -> Iterator[Obligation]:
+    """Adds, one step, any stops, then a cancel of index c (or none): `part` holds of the state after
+    the adds and the state at the end."""
     policy = Policy() if policy is None else policy
     config, s = _start(num_requests)
     arrived, adds = policy.arrive(s, "s1")
@@ -238,24 +243,19 @@ def composed_obligations(num_requests: int, part: Callable[[SymState], z3.BoolRe
     stopped = end_early(t.after, [z3.And(e, r.running) for e, r in zip(t.emits, t.after.requests, strict=True)],
                         "stop")
     base = z3.And(config.valid(), invariant(s), adds, t.defs, t.after.config.valid(), stopped.may_end)
-    stones = (*lemmas.planned_per_slot(t), part(t.after), part(stopped.state))
-    goals = [("adds, a step and stops, no cancel", z3.BoolVal(True), part(stopped.state))]
+    stones = (*lemmas.planned_per_slot(t), part(arrived, t.after), part(arrived, stopped.state))
+    goals = [("adds, a step and stops, no cancel", z3.BoolVal(True), part(arrived, stopped.state))]
     cancel = CancelStep()
     for c in range(num_requests):
         for case in cancel.cases(stopped.state, c):
             after = cancel.apply(stopped.state, case, f"x{c}")
             goals.append((f"adds, a step, stops, then a cancel of request index {c}",
-                          z3.And(cancellable(stopped.state.requests[c]), case.guard, after.facts), part(after.state)))
-    yield Obligation(base, tuple(goals), s, stones)
+                          z3.And(cancellable(stopped.state.requests[c]), case.guard, after.facts),
+                          part(arrived, after.state)))
+    yield Obligation(base, tuple(goals), arrived, stones)
 
 
 # -- proving ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CancelTheorem:
-    name: str
-    obligations: Callable[[int], Iterator[Obligation]]
 
 
 def _refute(solver: z3.Solver, fact: z3.BoolRef) -> z3.CheckSatResult:
@@ -346,19 +346,34 @@ def fcfs_cancels(num_requests: int = CANCEL_N, cancel: CancelStep | None = None)
 def ready_within_budget_composed(num_requests: int = CANCEL_N, policy: Policy | None = None) -> TheoremResult:
     name = "reference" if policy is None else policy.name
     return prove_cancel("READY-WITHIN-BUDGET (stops, cancels)",
-                        composed_obligations(num_requests, ready_within_budget, policy), name, num_requests)
+                        composed_obligations(num_requests, lambda _, end: ready_within_budget(end), policy), name,
+                        num_requests)
 
 
 def one_partial_composed(num_requests: int = CANCEL_N, policy: Policy | None = None) -> TheoremResult:
     name = "reference" if policy is None else policy.name
-    return prove_cancel("ONE-PARTIAL (stops, cancels)", composed_obligations(num_requests, one_partial, policy),
-                        name, num_requests)
+    return prove_cancel("ONE-PARTIAL (stops, cancels)",
+                        composed_obligations(num_requests, lambda _, end: one_partial(end), policy), name,
+                        num_requests)
+
+
+def work_falls(arrived: SymState, end: SymState) -> z3.BoolRef:
+    """PROGRESS: with work pending after the adds, the remaining work at the end is less, and never
+    negative (stops and cancels only take work away)."""
+    return z3.And(z3.Implies(z3.Not(arrived.idle), end.work < arrived.work), end.work >= 0)
+
+
+def progress_composed(num_requests: int = CANCEL_N, policy: Policy | None = None) -> TheoremResult:
+    name = "reference" if policy is None else policy.name
+    return prove_cancel("PROGRESS (stops, cancels)", composed_obligations(num_requests, work_falls, policy), name,
+                        num_requests)
 
 
 def theorems(num_requests: int = CANCEL_N) -> list[TheoremResult]:
     """The cancel theorems of the reference, in the order `stallfree prove` lists them."""
     return [cancel_invariant(num_requests), cancel_rule(num_requests), fcfs_cancels(num_requests),
-            ready_within_budget_composed(num_requests), one_partial_composed(num_requests)]
+            ready_within_budget_composed(num_requests), one_partial_composed(num_requests),
+            progress_composed(num_requests)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,6 +392,7 @@ CONTROLS: tuple[Control, ...] = (
     Control("FCFS", lambda n: fcfs_cancels(n, LeftInLine())),
     Control("READY-WITHIN-BUDGET", lambda n: ready_within_budget_composed(n, ChangingBudget())),
     Control("ONE-PARTIAL", lambda n: one_partial_composed(n, AdmitBeforePartial())),
+    Control("PROGRESS", lambda n: progress_composed(n, StrictFit())),
 )
 CANCEL_CONTROLS = {"CANCEL": LeftInLine, "KV": KeepsKV, "FCFS": SwapRemove}  # for the cancel differential
 
