@@ -13,14 +13,14 @@ from stallfree.spec import CANCEL, RULE_IDS, STOP, supports
 from stallfree.spec.invariants import INVARIANTS
 from stallfree.spec.verdict import Verdict
 
-from .contracts import planted, planted_contracts
+from .contracts import planted, planted_contracts, planted_lifecycle
 from .contracts import run as crosshair_run
 from .controls import twin_fault
 from .explicit import modelcheck, starvation
 from .explicit.bounds import Bounds
 from .explicit.counterexample import replay
 from .explicit.snapshot import Hidden
-from .smt import ends, refinement
+from .smt import cancel_refinement, cancels, ends, refinement
 from .smt.induction import INDUCTIONS, prove_induction
 from .smt.loops import LOOP_THEOREMS, prove_loop
 from .smt.policy import Policy
@@ -33,8 +33,10 @@ METHODS = ("model", "z3", "differential", "crosshair", "variants")
 DEFAULT_BOUND = "2,3,8,4,3,3"  # S > B, so READY-WITHIN-BUDGET can fail; M = 3
 LIVENESS_BOUND = "2,2,8,2,3,2"  # B,S,K, at most 2 waiting at once (arrivals never stop), P, M
 RANDOM_STATES = 10_000  # states of random workloads the differential compares (see smt.refinement)
+RANDOM_CANCELS = 300  # cancels of random workloads the cancel differential compares (smt.cancel_refinement)
 # `stallfree prove --profile deep`: every figure a step up (several minutes)
 DEEP_BOUND, DEEP_LIVENESS_BOUND, DEEP_REQUESTS, DEEP_RANDOM_STATES = "2,3,8,5,3,3", "2,3,8,2,3,3", 16, 100_000
+DEEP_CANCEL_REQUESTS, DEEP_RANDOM_CANCELS = 12, 3_000
 
 Say = Callable[[str], None]
 
@@ -69,13 +71,15 @@ class Options:
     crosshair_seconds: float = crosshair_run.PER_CONDITION_S
     methods: tuple[str, ...] = METHODS
     max_states: int | None = None
-    model_states: refinement.Outcome | None = None  # the differential on the model check's states, once run
+    model_states: refinement.DifferentialResult | None = None  # the differential on the model check's states, once run
     # Whether the scheduler's state outside the checker's key is declared (`hidden`, or none). The
     # reference is shown to have none (tests); another scheduler must say, or its claims are refused.
     hidden_declared: bool = True
     rules: tuple[str, ...] | None = None  # the rules the model check judges (None: all)
     liveness_bound: Bounds = field(default_factory=lambda: Bounds.parse(LIVENESS_BOUND))
     random_states: int = RANDOM_STATES
+    cancel_requests: int = cancels.CANCEL_N  # symbolic requests in each cancel theorem
+    random_cancels: int = RANDOM_CANCELS
 
 
 def model_rows(o: Options, say: Say) -> list[Row]:
@@ -177,6 +181,7 @@ def z3_rows(o: Options, say: Say) -> list[Row]:
                             ends.prove_end(o.num_requests)))
         rows.append(_z3_row("STOP-READY", "Z3 inductive step", f"N={o.num_requests}",
                             ends.prove_stops_end_ready(o.num_requests)))
+    rows += cancel_rows(o, say)
     for induction in INDUCTIONS:
         say(f"z3: {induction.name} ({o.policy.name})")
         outcome = prove_induction(induction, o.policy)
@@ -184,6 +189,20 @@ def z3_rows(o: Options, say: Say) -> list[Row]:
         row.detail = f"{induction.rules}: initiation, consecution, exit" + (f"; {row.detail}" if row.detail else "")
         rows.append(row)
     return rows
+
+
+def cancel_rows(o: Options, say: Say) -> list[Row]:
+    """The cancel theorems (`smt.cancels`) of the reference; with `--fault RULE`, their negative
+    controls made to break RULE (a wrong cancel step or a wrong policy), which must be refuted."""
+    n = o.cancel_requests
+    if o.fault_rule is None:
+        if o.policy.name != "reference":
+            return []
+        say(f"z3: the cancel theorems (N={n})")
+        outcomes = cancels.theorems(n)
+    else:
+        outcomes = cancels.controls(n, o.fault_rule)
+    return [_z3_row(x.theorem, f"Z3 cancel ({x.policy})", f"N={n}", x) for x in outcomes]
 
 
 def _z3_row(claim: str, method: str, bound: str, outcome: Any) -> Row:
@@ -213,10 +232,32 @@ def differential_rows(o: Options, say: Say) -> list[Row]:
     found = refinement.on_random_states(o.random_states, factory, o.policy, say=say)
     bound = f"{found.states:,} random states"
     rows.append(_differential_row(claim, f"{method} (random states)", bound, found))
-    return rows
+    return rows + cancel_differential_rows(o, say)
 
 
-def _differential_row(claim: str, method: str, bound: str, found: refinement.Outcome) -> Row:
+def cancel_differential_rows(o: Options, say: Say) -> list[Row]:
+    """The Z3 cancel step against the code's cancel(rid) on random cancels; with `--fault RULE`, the
+    wrong cancel step made to break RULE, which must differ (none for a rule no cancel step breaks)."""
+    wrong = None if o.fault_rule is None else cancels.CANCEL_CONTROLS.get(o.fault_rule)
+    if o.fault_rule is not None and wrong is None:
+        return []
+    factory = Scheduler if o.fault_rule is not None else o.factory
+    if CANCEL not in supports(factory(token_budget=1, max_seqs=1, kv_tokens=1)):
+        return []
+    step = cancels.CancelStep() if wrong is None else wrong()
+    name = "REFERENCE" if factory is Scheduler else getattr(factory, "__name__", str(factory))
+    method = "differential (random cancels)" if wrong is None else f"differential, {step.name} (random cancels)"
+    say(f"differential: the Z3 cancel step on {o.random_cancels:,} random cancels")
+    found = cancel_refinement.on_random_cancels(o.random_cancels, factory, step)
+    bound = f"{found.cancels:,} random cancels"
+    if found.difference is not None:
+        return [Row(f"Z3 CANCEL = {name}", method, bound, BROKEN, found.seconds, found.difference)]
+    return [Row(f"Z3 CANCEL = {name}", method, bound, HOLDS, found.seconds,
+                f"the Z3 cancel step left what the code's cancel did in {found.cancels:,} cancels of "
+                f"{found.workloads} workloads (waiting, partial and ready requests)")]
+
+
+def _differential_row(claim: str, method: str, bound: str, found: refinement.DifferentialResult) -> Row:
     if not found.complete:
         return Row(claim, method, bound, UNKNOWN, found.seconds,
                    f"partial: the model check stopped at max_states; {found.states:,} states agreed")
@@ -233,12 +274,18 @@ def _differential_row(claim: str, method: str, bound: str, found: refinement.Out
 def crosshair_rows(o: Options, say: Say) -> list[Row]:
     """One row per contract: each `crosshair check`ed on its own (with `--fault`, the planted copy)."""
     if o.fault_rule is not None:
-        return [planted_row(o.fault_rule, o.crosshair_seconds, say)]
+        lifecycle = [planted_lifecycle_row(contract, o.crosshair_seconds, say)
+                     for contract in planted_lifecycle.CONTRACTS if contract[4] == o.fault_rule]
+        if lifecycle and o.fault_rule not in planted_contracts.TARGETS:
+            return lifecycle
+        return [planted_row(o.fault_rule, o.crosshair_seconds, say), *lifecycle]
     if o.crosshair_target != crosshair_run.CONTRACTS:  # one target named by the caller
         return [_crosshair_row("CONTRACTS", o.crosshair_target, o.crosshair_seconds, say)]
-    return [_crosshair_row(f"{kind} contract", f"{o.crosshair_target}.{contract.__name__}", o.crosshair_seconds, say,
+    rows = [_crosshair_row(f"{kind} contract", f"{o.crosshair_target}.{contract.__name__}", o.crosshair_seconds, say,
                            rules)
             for kind, contract, rules in planted_contracts.KINDS]
+    return rows + [_crosshair_row(claim, planted_lifecycle.target(contract), o.crosshair_seconds, say, rules)
+                   for claim, contract, rules, _, _ in planted_lifecycle.CONTRACTS]
 
 
 def _crosshair_row(claim: str, target: str, seconds: float, say: Say, rules: tuple[str, ...] = ()) -> Row:
@@ -261,17 +308,33 @@ def planted_row(rule: str, seconds: float, say: Say) -> Row:
     if target is None:
         return Row(rule, "CrossHair", "-", f"n/a (no contract for {rule})", 0.0,
                    "no CrossHair contract states this rule")
+    return _planted_found(rule, f"CrossHair ({planted.PLANTED[rule].__name__})", target,
+                          planted_contracts.FUNCTIONS[rule], lambda args: planted_contracts.replay(rule, args),
+                          seconds, say)
+
+
+def planted_lifecycle_row(contract: tuple[Any, ...], seconds: float, say: Say) -> Row:
+    """CrossHair on a stop or cancel contract run on its planted copy: it must be broken, by a
+    counterexample that the reference's own contract keeps."""
+    claim, reference, _, function, rule = contract
+    return _planted_found(rule, f"CrossHair ({planted_lifecycle.PLANTED[rule].__name__}, {claim})",
+                          planted_lifecycle.target(function), function.__name__,
+                          lambda args: planted_contracts.replay_on((reference, function), args), seconds, say)
+
+
+def _planted_found(rule: str, method: str, target: str, function: str,
+                   replay: Callable[[tuple[int, ...]], tuple[str | None, str | None]], seconds: float,
+                   say: Say) -> Row:
     say(f"crosshair: {target}, {seconds:g} s per condition")
     result = crosshair_run.check(target, seconds)
     bound = f"{seconds:g} s/condition"
-    method = f"CrossHair ({planted.PLANTED[rule].__name__})"
     if result.error is not None:
         return Row(rule, method, bound, UNKNOWN, result.seconds, result.error)
     if not result.found:
         return Row(rule, method, bound, NOT_REFUTED, result.seconds, "the planted bug was not found within the limit")
     detail = "; ".join(result.found)
-    for args in result.calls(planted_contracts.FUNCTIONS[rule]):
-        on_reference, on_planted = planted_contracts.replay(rule, args)
+    for args in result.calls(function):
+        on_reference, on_planted = replay(args)
         detail += (f"\nreplayed {args}: reference {on_reference or 'keeps the contract'}; "
                    f"planted copy {on_planted or 'keeps the contract'}")
     return Row(rule, method, bound, BROKEN, result.seconds, detail)

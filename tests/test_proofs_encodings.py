@@ -1,6 +1,6 @@
-"""The rules' two encodings in code, the monitor's predicates (spec/rules.py) and the Z3 claims
-(proofs/smt/claims.py), agree on concrete steps of the reference and of every fault; a weakened
-encoding of either disagrees."""
+"""The rules' three encodings in code, the monitor's predicates (spec/rules.py), the Z3 claims
+(proofs/smt/claims.py) and the CrossHair contracts' postconditions (proofs/contracts/contracts.py),
+agree on concrete steps of the reference and of every fault; a weakened encoding of any disagrees."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ def test_the_monitor_and_the_z3_claims_agree_on_every_step() -> None:
     # Each is seen broken, by both encodings alike, on well-formed steps; ONE-ENTRY and TOKENS only
     # on ill-formed ones (a rid twice, a token out of turn), which the per-request Z3 plan cannot list.
     seen_broken = {rule for rule, tally in tallies.items() if tally.both_broken}
-    assert seen_broken == set(tallies) - {"ONE-ENTRY", "TOKENS"}, seen_broken
+    assert seen_broken == set(tallies) - {"ONE-ENTRY", "TOKENS", "ONE-ENTRY" + encodings.CROSSHAIR}, seen_broken
+    assert {r + encodings.CROSSHAIR for r in encodings.CROSSHAIR_RULES} <= set(tallies)
 
 
 def fcfs_head_only(t):  # type: ignore[no-untyped-def]
@@ -57,3 +58,17 @@ def test_a_weakened_monitor_predicate_disagrees() -> None:
     tallies = encodings.compare(WEAKENED_WORKLOADS, spec={**encodings.SPEC, "BUDGET": (budget_plus_one,)})
     assert tallies["BUDGET"].disagreements
     assert encodings.SPEC["BUDGET"] == (rules.budget,)
+
+
+def test_a_weakened_crosshair_postcondition_disagrees(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The contracts' own postconditions are what is compared: weakened where the contracts define
+    them (FCFS and WORK-CONSERVING never broken), the comparison disagrees on both."""
+    from stallfree.proofs.contracts import contracts
+
+    limits, policy = contracts.limits, contracts.policy
+    monkeypatch.setattr(contracts, "limits", lambda *a: {**limits(*a), "FCFS": True})
+    monkeypatch.setattr(contracts, "policy", lambda *a: {**policy(*a), "WORK-CONSERVING": True})
+    tallies = encodings.compare(WEAKENED_WORKLOADS)
+    for rule in ("FCFS", "WORK-CONSERVING"):
+        assert tallies[rule + encodings.CROSSHAIR].disagreements, f"the weakened {rule} postcondition agreed"
+        assert not tallies[rule].disagreements  # the Z3 claim, unchanged, still agrees

@@ -44,7 +44,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="the LIVENESS model check's bound: Q is the most requests waiting at once, arrivals never "
                         "stop (default 2,2,8,2,3,2)")
     p.add_argument("--requests", type=bounded_int(MAX_REQUESTS), default=None, metavar="N",
-                   help=f"symbolic requests in each Z3 step theorem, at most {MAX_REQUESTS} (default 12)")
+                   help=f"symbolic requests in each Z3 step theorem, at most {MAX_REQUESTS} (default 12; 8 for the "
+                        "cancel theorems)")
     p.add_argument("--crosshair-seconds", type=crosshair_seconds, default=None, metavar="S",
                    help="CPU seconds CrossHair spends on each contract (default 4; 15 with --fault)")
     p.add_argument("--methods", default=None, metavar="M,M",
@@ -93,6 +94,7 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
         options.bound, options.liveness_bound = Bounds.parse(suite.DEEP_BOUND), Bounds.parse(suite.DEEP_LIVENESS_BOUND)
         options.num_requests, options.random_states = suite.DEEP_REQUESTS, suite.DEEP_RANDOM_STATES
+        options.cancel_requests, options.random_cancels = suite.DEEP_CANCEL_REQUESTS, suite.DEEP_RANDOM_CANCELS
     if args.fault is not None:
         rule = args.fault.upper()
         try:
@@ -123,7 +125,7 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
             raise ValueError(f"--hidden {args.hidden!r} needs --scheduler: the reference has no hidden state")
         options.hidden = None if args.hidden == "none" else load_scheduler(args.hidden, "--hidden")
     if args.requests is not None:
-        options.num_requests = args.requests
+        options.num_requests = options.cancel_requests = args.requests
     if args.crosshair_seconds is not None:
         options.crosshair_seconds = args.crosshair_seconds
     if args.max_states is not None:
@@ -155,6 +157,8 @@ def paged_rows(args: argparse.Namespace, say):  # type: ignore[no-untyped-def]
         rows += paged_suite.z3_rows(fault_rule)
     if "crosshair" in methods:
         rows += paged_suite.crosshair_rows(fault_rule, args.crosshair_seconds or paged_suite.CROSSHAIR_S)
+    if "differential" in methods:
+        rows += paged_suite.differential_rows(factory)
     return rows + paged_suite.not_applicable(methods)
 
 

@@ -11,10 +11,10 @@ stops at its time limit having found nothing), so each check is shown failing th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 
 from stallfree.reference import Phase, Scheduler
-from stallfree.spec import InvalidField
+from stallfree.spec import InvalidField, Request
 
 LIMIT = 64  # sizes stay small: CrossHair's search is over paths, and small ints keep them few
 MAX_BUDGET = 16
@@ -79,56 +79,85 @@ def keeps_never_fit(factory: Factory, kv_tokens: int, prompt_len: int, max_new: 
 
 
 def keeps_the_limits(factory: Factory, config: tuple[int, int, int], sizes: tuple[tuple[int, int], ...]) -> None:
-    token_budget, max_seqs, kv_tokens = config
-    scheduler = factory(token_budget, max_seqs, kv_tokens)
+    scheduler = factory(*config)
     for rid, (p, m) in enumerate(sizes):
         scheduler.add(rid, p, m)
     for _ in range(STEPS):
         plan = scheduler.schedule()
-        rids = [rid for rid, _ in plan]
-        assert sum(n for _, n in plan) <= token_budget, "BUDGET"
-        assert len(set(rids)) == len(rids) and all(n >= 1 for _, n in plan), "ONE-ENTRY"
-        assert len(scheduler.running) <= max_seqs, "SLOTS"
-        reserved = sum(r.prompt_len + r.max_new for r in scheduler.running)
-        assert scheduler.free_kv == kv_tokens - reserved and scheduler.free_kv >= 0, "KV"
-        admitted = [r.rid for r in scheduler.running]
-        waiting = [r.rid for r in scheduler.waiting]
-        # rids are arrival order: every admitted request came before every one still waiting
-        assert admitted == sorted(admitted) and max(admitted, default=-1) < min(waiting, default=len(sizes)), "FCFS"
+        # rids are arrival order here
+        kept = limits(config, plan, scheduler.running, scheduler.waiting, scheduler.free_kv, lambda rid: rid)
+        for rule, ok in kept.items():
+            assert ok, rule
         scheduler.complete(plan)
 
 
+def limits(config: tuple[int, int, int], plan: Iterable[tuple[int, int]], running: Sequence[Request],
+           waiting: Sequence[Request], free_kv: int, arrival: Callable[[int], int]) -> dict[str, bool]:
+    """BUDGET, ONE-ENTRY, SLOTS, KV, FCFS, as the schedule contract states them, each true where kept:
+    of `plan`, the running and waiting requests and the free KV right after schedule(); `arrival`
+    gives a rid's place in arrival order."""
+    token_budget, max_seqs, kv_tokens = config
+    entries = list(plan)
+    rids = [rid for rid, _ in entries]
+    reserved = sum(r.prompt_len + r.max_new for r in running)
+    admitted = [arrival(r.rid) for r in running]
+    queued = [arrival(r.rid) for r in waiting]
+    return {
+        "BUDGET": sum(n for _, n in entries) <= token_budget,
+        "ONE-ENTRY": len(set(rids)) == len(rids) and all(n >= 1 for _, n in entries),
+        "SLOTS": len(running) <= max_seqs,
+        "KV": free_kv == kv_tokens - reserved and free_kv >= 0,
+        # every admitted request came before every one still waiting (those admitted in one step
+        # are admitted together: the spec reads no order among them)
+        "FCFS": max(admitted, default=-1) < min(queued, default=1 << 62),
+    }
+
+
 def keeps_the_policy(factory: Factory, config: tuple[int, int, int], sizes: tuple[tuple[int, int], ...]) -> None:
-    token_budget, max_seqs, _ = config
     scheduler = factory(*config)
     for rid, (p, m) in enumerate(sizes):
         scheduler.add(rid, p, m)
     for _ in range(STEPS):
         progress = {r.rid: scheduler.progress(r.rid) for r in scheduler.running}
         ready = [rid for rid, p in progress.items() if p.phase is Phase.READY]  # admission order
-        partial = [rid for rid, p in progress.items() if p.phase is Phase.PARTIAL]
+        remaining = {rid: p.prompt_len - p.num_prefilled for rid, p in progress.items() if p.phase is Phase.PARTIAL}
         waiting = scheduler.waiting
         plan = scheduler.schedule()
-        given = {rid: n for rid, n in plan}
-        decoded = [rid for rid in ready if rid in given]
-        prefill = [rid for rid, _ in plan if rid not in ready]
-        assert set(ready[:token_budget]) <= set(decoded) and all(given[r] == 1 for r in decoded), "DECODE-FIRST"
-        assert not prefill or len(decoded) == len(ready), "DECODE-FIRST: prefill while a ready request goes without"
-        left = token_budget - len(decoded)
-        for rid in partial:  # oldest first
-            owed = min(progress[rid].prompt_len - progress[rid].num_prefilled, left) if left > 0 else 0
-            assert given.get(rid, 0) == owed, "PARTIAL-NEXT"
-            left -= owed
-        if sum(given.values()) < token_budget:
-            remaining = {r: progress[r].prompt_len - progress[r].num_prefilled for r in partial}
-            completes = all(given[r] == remaining[r] for r in partial if r in given)
-            admitted = [r for r in waiting if r.rid in given]
-            assert len(decoded) == len(ready) and completes, "WORK-CONSERVING: budget left unused"
-            assert all(given[r.rid] == r.prompt_len for r in admitted), "WORK-CONSERVING: budget left unused"
-            head = next((r for r in waiting if r.rid not in given), None)
-            assert head is None or len(scheduler.running) >= max_seqs or head.prompt_len + head.max_new > \
-                scheduler.free_kv, "WORK-CONSERVING: the head fits, yet budget is left unused"
+        kept = policy(config, ready, remaining, waiting, plan, len(scheduler.running), scheduler.free_kv)
+        for rule, ok in kept.items():
+            assert ok, rule
         scheduler.complete(plan)
+
+
+def policy(config: tuple[int, int, int], ready: Sequence[int], remaining: dict[int, int], waiting: Sequence[Request],
+           plan: Iterable[tuple[int, int]], num_running: int, free_kv: int) -> dict[str, bool]:
+    """DECODE-FIRST, PARTIAL-NEXT, WORK-CONSERVING, as the policy contract states them, each true
+    where kept: of the ready requests (admission order), the partial ones' remaining prompts (oldest
+    first), the waiting requests before the step, its plan, and the running count and free KV right
+    after schedule()."""
+    token_budget, max_seqs, _ = config
+    given: dict[int, int] = {}
+    for rid, n in plan:
+        given[rid] = n
+    decoded = [rid for rid in ready if rid in given]
+    prefill = [rid for rid in given if rid not in ready]
+    decode_first = (set(ready[:token_budget]) <= set(decoded) and all(given[r] == 1 for r in decoded)
+                    and (not prefill or len(decoded) == len(ready)))
+    left = token_budget - len(decoded)
+    partial_next = True
+    for rid, rest in remaining.items():  # oldest first
+        owed = min(rest, left) if left > 0 else 0
+        partial_next = partial_next and given.get(rid, 0) == owed
+        left -= owed
+    work_conserving = True
+    if sum(given.values()) < token_budget:
+        completes = all(given.get(r, 0) == rest for r, rest in remaining.items())  # every partial served in full
+        admitted = [r for r in waiting if r.rid in given]
+        head = next((r for r in waiting if r.rid not in given), None)
+        work_conserving = (len(decoded) == len(ready) and completes
+                           and all(given[r.rid] == r.prompt_len for r in admitted)
+                           and (head is None or num_running >= max_seqs or head.prompt_len + head.max_new > free_kv))
+    return {"DECODE-FIRST": decode_first, "PARTIAL-NEXT": partial_next, "WORK-CONSERVING": work_conserving}
 
 
 def keeps_time(factory: Factory, token_budget: int, prompt_len: int, max_new: int) -> None:

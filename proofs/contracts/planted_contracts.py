@@ -142,8 +142,14 @@ def replay(rule: str, args: tuple[int, ...]) -> tuple[str | None, str | None]:
     """Run a counterexample concretely: on the reference's contract and on the planted copy. Returns
     the assertion each broke (None where it held): a genuine one breaks only the planted copy, naming
     `rule`."""
+    return replay_on((REFERENCE[rule], globals()[FUNCTIONS[rule]]), args)
+
+
+def replay_on(contracts: tuple[Callable[..., None], Callable[..., None]],
+              args: tuple[int, ...]) -> tuple[str | None, str | None]:
+    """(the reference's contract, the planted copy's) run on `args`: the assertion each broke, or None."""
     outcomes: list[str | None] = []
-    for contract in (REFERENCE[rule], globals()[FUNCTIONS[rule]]):
+    for contract in contracts:
         try:
             contract(*args)
             outcomes.append(None)

@@ -189,6 +189,19 @@ def step_bound(workload: Workload) -> int:
     return last + sum(a.prompt_len + a.max_new for a in workload.requests) + 1
 
 
+def arrive(monitor: Monitor, arrivals: Sequence[Any], added: int, step: int) -> tuple[int, str | None]:
+    """Add the `arrivals` (sorted by step) due by `step`, from index `added` on: (arrivals added so
+    far, the rule the scheduler broke in an add, or None)."""
+    while added < len(arrivals) and arrivals[added].arrival_step <= step:
+        a = arrivals[added]
+        added += 1
+        try:
+            monitor.add(a.rid, a.prompt_len, a.max_new)
+        except RuleViolation as violation:
+            return added, f"the scheduler broke {violation.rule}: {violation}"
+    return added, None
+
+
 def compare(workload: Workload, model: StepModel, factory: Callable[..., Any] = Scheduler,
             max_states: int | None = None) -> Iterator[str]:
     """Play `workload` (rid i is the i-th add) through `factory` under the monitor; before each step
@@ -203,14 +216,10 @@ def compare(workload: Workload, model: StepModel, factory: Callable[..., Any] = 
     for step in range(bound):
         if max_states is not None and step >= max_states:
             return
-        while added < len(arrivals) and arrivals[added].arrival_step <= step:
-            a = arrivals[added]
-            added += 1
-            try:
-                monitor.add(a.rid, a.prompt_len, a.max_new)
-            except RuleViolation as violation:
-                yield f"step {step}: the scheduler broke {violation.rule}: {violation}; workload: {workload.dumps()}"
-                return
+        added, broken = arrive(monitor, arrivals, added, step)
+        if broken is not None:
+            yield f"step {step}: {broken}; workload: {workload.dumps()}"
+            return
         if added == len(arrivals) and monitor.is_idle:
             return
         differences = step_differences(monitor, model, f"step {step}")

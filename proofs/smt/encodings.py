@@ -1,6 +1,9 @@
-"""The rules are written twice in code: as the monitor's predicates (`spec.rules`) and as the Z3
-theorems' claims (`claims`). This compares the two on concrete steps, so that a weakened encoding
-of either is caught: for each rule, on each step, the rule's predicates and its claim must agree.
+"""The rules are written three times in code: as the monitor's predicates (`spec.rules`), as the Z3
+theorems' claims (`claims`) and as the CrossHair contracts' postconditions (`contracts.contracts`:
+`limits` and `policy`). This compares them on concrete steps, so that a weakened encoding of any is
+caught: for each rule, on each step, the rule's predicates and its claim must agree, and so must the
+contracts' postcondition where one states the rule of a step (the plan rules below; KV's contract
+part reads the free KV right after schedule(), a narrower fact than the rule's, so it is left out).
 
 The steps come from the reference and from every scheduler of `stallfree.faults`, on random
 workloads, each played until its first step that one encoding judges broken (so every state
@@ -28,6 +31,7 @@ from stallfree.spec.shadow import Shadow
 from stallfree.spec.types import Entry, Plan, Request
 from stallfree.testing.generate import Ranges, random_workload
 
+from ..contracts import contracts
 from ..explicit.clone import clone
 from .compiled import compile_terms
 from .policy import SymEntry, SymStep
@@ -228,52 +232,86 @@ def perturbed(step: Step, rng: random.Random, spec: dict[str, tuple[SpecCheck, .
     return Step(shadow, facts, shadow, step.free_before, step.free_before, by_spec)
 
 
+CrossHairEncoding = Callable[[Step], dict[str, bool]]
+CROSSHAIR_RULES = ("BUDGET", "ONE-ENTRY", "SLOTS", "FCFS", "DECODE-FIRST", "PARTIAL-NEXT", "WORK-CONSERVING")
+CROSSHAIR = " (CrossHair)"  # the suffix of a CrossHair encoding's tally
+
+
+def crosshair_verdicts(step: Step) -> dict[str, bool]:
+    """The CrossHair contracts' postconditions (`contracts.limits`, `contracts.policy`) of `step`,
+    read from the shadow before it and its plan: the running and waiting requests and the free KV
+    right after schedule() are the ones before, with the plan's admissions moved across."""
+    s, f = step.before, step.facts
+    config = (s.config.token_budget, s.config.max_seqs, s.config.kv_tokens)
+    admitted = [rid for rid, _ in f.plan if rid in s.tracks and s.tracks[rid].admitted_at is None]
+    running = [t.request for t in s.running.values()] + [s.tracks[rid].request for rid in dict.fromkeys(admitted)]
+    waiting_before = [t.request for t in s.waiting]
+    waiting = [r for r in waiting_before if r.rid not in set(admitted)]
+    free_kv = step.free_before - f.admitted_reservation
+    arrival = {rid: i for i, rid in enumerate(s.tracks)}
+    ready = [rid for rid, t in s.running.items() if t.is_ready]
+    remaining = {rid: t.num_remaining_prompt for rid, t in s.prefilling.items()}
+    kept = contracts.limits(config, f.plan, running, waiting, free_kv, arrival.__getitem__)
+    kept |= contracts.policy(config, ready, remaining, waiting_before, f.plan, len(running), free_kv)
+    return {rule: kept[rule] for rule in CROSSHAIR_RULES}
+
+
 def compare(num_workloads: int, z3_claims: dict[str, ZClaim] | None = None,
-            spec: dict[str, tuple[SpecCheck, ...]] | None = None, seed: int = 7) -> dict[str, Tally]:
+            spec: dict[str, tuple[SpecCheck, ...]] | None = None, seed: int = 7,
+            crosshair: CrossHairEncoding = crosshair_verdicts) -> dict[str, Tally]:
     """Judge every step (until the first one judged broken) of every scheduler on `num_workloads`
-    random workloads with both encodings; per rule, how often they agree and where they do not, on
-    steps that break none of the other WELL_FORMED rules (by either encoding)."""
+    random workloads with every encoding; per rule, how often the Z3 claim and the spec agree and
+    where they do not, on steps that break none of the other WELL_FORMED rules (by either encoding);
+    and likewise for the CrossHair postcondition against the spec (tallies named RULE (CrossHair))."""
     compiled = CompiledClaims(Z3_CLAIMS if z3_claims is None else z3_claims)
     spec = SPEC if spec is None else spec
     tallies = {rule: Tally() for rule in compiled.rules}
+    tallies |= {rule + CROSSHAIR: Tally() for rule in CROSSHAIR_RULES}
     rng = random.Random(seed)
     for _ in range(num_workloads):
         workload = random_workload(rng, RANGES)
         bound = sum(a.prompt_len + a.max_new for a in workload.requests) + 20
         for factory in SCHEDULERS:
             for step in steps(factory, workload.config, workload.requests, bound, spec):
-                if not _judge(compiled, step, tallies, factory, workload, compiled.rules):
+                if not _judge(compiled, step, tallies, factory, workload, compiled.rules, crosshair):
                     break
                 if factory is Scheduler:
                     for _ in range(PERTURBATIONS):
                         changed = perturbed(step, rng, spec)
                         if changed is not None:
                             _judge(compiled, changed, tallies, "the reference, plan perturbed", workload,
-                                   [r for r in PLAN_RULES if r in tallies])
+                                   [r for r in PLAN_RULES if r in tallies], crosshair)
     return tallies
 
 
 def _judge(compiled: CompiledClaims, step: Step, tallies: dict[str, Tally], source: Any, workload: Any,
-           rules: list[str]) -> bool:
-    """Judge `step` by both encodings for `rules` and tally. False when the step is not expressible
+           rules: list[str], crosshair: CrossHairEncoding) -> bool:
+    """Judge `step` by every encoding for `rules` and tally. False when the step is not expressible
     or one encoding judged it broken (the run it came from goes no further)."""
     inputs = values(step)
     if inputs is None:
         return False
-    by_z3, by_spec = compiled.judge(inputs), step.by_spec
+    by_z3, by_spec, by_crosshair = compiled.judge(inputs), step.by_spec, crosshair(step)
     for rule in rules:
-        tally = tallies[rule]
-        if not all(by_spec[r] and by_z3[r] for r in WELL_FORMED if r != rule and r in rules):
-            tally.confounded += 1  # an ill-formed step: how a claim reads it is not what it is about
-        elif by_z3[rule] == by_spec[rule]:
-            if by_z3[rule]:
-                tally.both_hold += 1
-            else:
-                tally.both_broken += 1
-        elif len(tally.disagreements) < 3:
-            tally.disagreements.append(
-                f"{getattr(source, '__name__', source)}, step {step.facts.step} of {workload.dumps()}: the Z3 "
-                f"claim says {'holds' if by_z3[rule] else 'broken'}, spec.rules "
-                f"{'holds' if by_spec[rule] else 'broken'}")
-    return all(by_z3[r] for r in rules) and all(by_spec[r] for r in rules)
+        well_formed = all(by_spec[r] and by_z3[r] for r in WELL_FORMED if r != rule and r in rules)
+        where = f"{getattr(source, '__name__', source)}, step {step.facts.step} of {workload.dumps()}"
+        _tally(tallies[rule], well_formed, by_z3[rule], by_spec[rule], f"{where}: the Z3 claim")
+        if rule in by_crosshair:
+            _tally(tallies[rule + CROSSHAIR], well_formed, by_crosshair[rule], by_spec[rule],
+                   f"{where}: the CrossHair postcondition")
+    judged = [by_z3[r] and by_spec[r] and by_crosshair.get(r, True) for r in rules]
+    return all(judged)
+
+
+def _tally(tally: Tally, well_formed: bool, encoded: bool, by_spec: bool, what: str) -> None:
+    if not well_formed:
+        tally.confounded += 1  # an ill-formed step: how an encoding reads it is not what it is about
+    elif encoded == by_spec:
+        if encoded:
+            tally.both_hold += 1
+        else:
+            tally.both_broken += 1
+    elif len(tally.disagreements) < 3:
+        tally.disagreements.append(f"{what} says {'holds' if encoded else 'broken'}, spec.rules "
+                                   f"{'holds' if by_spec else 'broken'}")
 

@@ -14,9 +14,8 @@ With the step theorems, which hold from any state satisfying the invariant, ever
 interleaves adds, steps, stops and cancels of ready requests keeps the invariant and obeys every
 step rule: READY-WITHIN-BUDGET and ONE-PARTIAL among them, proved, not assumed.
 
-Not covered here: cancels of waiting and partial requests (the symbolic state keeps arrived and
-admitted slots as prefixes; a hole in the line needs another state shape), and CANCEL's own
-statement (never planned after). The model checker and the state machine check those.
+Cancels of waiting and partial requests, and CANCEL's own statement (never planned after), are
+proved in `cancels`, where a cancel removes the request and renumbers those behind it.
 
 The negative controls: END with the reservation not returned (`returns_kv=False`) must fail, on
 KV; STOP-READY must fail for `EarlyFirstToken`, a policy whose every chunk emits a token.

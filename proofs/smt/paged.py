@@ -25,7 +25,7 @@ import z3
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class ArithmeticResult:
     claim: str
     holds: bool | None  # None: unknown (the solver gave up)
     seconds: float
@@ -45,7 +45,8 @@ def accepted(p: z3.ArithRef, m: z3.ArithRef, bs: z3.ArithRef, n: z3.ArithRef, w:
     return z3.And(blocks(peak, tokens, bs), peak <= limit)
 
 
-def _prove(claim: str, hypothesis: z3.BoolRef, conclusion: z3.BoolRef, names: dict[str, z3.ArithRef]) -> Outcome:
+def _prove(claim: str, hypothesis: z3.BoolRef, conclusion: z3.BoolRef,
+           names: dict[str, z3.ArithRef]) -> ArithmeticResult:
     solver = z3.Solver()
     solver.set("timeout", 20_000)
     solver.add(hypothesis, z3.Not(conclusion))
@@ -53,15 +54,15 @@ def _prove(claim: str, hypothesis: z3.BoolRef, conclusion: z3.BoolRef, names: di
     verdict = solver.check()
     seconds = time.perf_counter() - start
     if verdict == z3.unsat:
-        return Outcome(claim, True, seconds)
+        return ArithmeticResult(claim, True, seconds)
     if verdict == z3.sat:
         model = solver.model()
         values = ", ".join(f"{k}={model.eval(v, model_completion=True)}" for k, v in names.items())
-        return Outcome(claim, False, seconds, values)
-    return Outcome(claim, None, seconds, str(solver.reason_unknown()))
+        return ArithmeticResult(claim, False, seconds, values)
+    return ArithmeticResult(claim, None, seconds, str(solver.reason_unknown()))
 
 
-def lone_block(weak: str | None = None) -> Outcome:
+def lone_block(weak: str | None = None) -> ArithmeticResult:
     p, m, e, bs, n, w, peak, h = z3.Ints("prompt_len max_new emitted block_size num_blocks watermark peak h")
     hyp = z3.And(p >= 1, m >= 1, e >= 0, e <= m - 1, bs >= 1, w >= 0, w <= n,
                  accepted(p, m, bs, n, w, peak, weak), blocks(h, p + e, bs))
@@ -69,7 +70,7 @@ def lone_block(weak: str | None = None) -> Outcome:
                                                "num_blocks": n, "watermark": w, "blocks needed": h})
 
 
-def alone_admits(weak: str | None = None) -> Outcome:
+def alone_admits(weak: str | None = None) -> ArithmeticResult:
     p, m, e, bs, n, w, peak, c, budget = z3.Ints("prompt_len max_new emitted block_size num_blocks watermark peak c B")
     chunk = z3.If(p + e < budget, p + e, budget)
     hyp = z3.And(p >= 1, m >= 1, e >= 0, e <= m - 1, bs >= 1, w >= 0, w <= n, budget >= 1,
@@ -78,7 +79,7 @@ def alone_admits(weak: str | None = None) -> Outcome:
                                                      "num_blocks": n, "watermark": w, "B": budget, "chunk blocks": c})
 
 
-def no_preemption() -> Outcome:
+def no_preemption() -> ArithmeticResult:
     """Two running requests whose peaks fit the pool together: their next tokens' blocks fit it too."""
     bs, n = z3.Ints("block_size num_blocks")
     hyp = [bs >= 1, n >= 0]
@@ -93,10 +94,10 @@ def no_preemption() -> Outcome:
     return _prove("NO-PREEMPTION", z3.And(hyp), z3.Sum(need) <= n, names)
 
 
-def theorems() -> list[Outcome]:
+def theorems() -> list[ArithmeticResult]:
     return [lone_block(), alone_admits(), no_preemption()]
 
 
-def controls() -> list[Outcome]:
+def controls() -> list[ArithmeticResult]:
     """The theorems with NEVER-FIT weakened: each must be refuted."""
     return [lone_block("peak-is-prompt"), alone_admits("no-watermark")]

@@ -50,7 +50,7 @@ _SOLVED: dict[str, dict[int, Evaluator]] = {}
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class DifferentialResult:
     states: int  # states compared
     workloads: int
     most_admitted: int  # the most admissions the Z3 step planned in one of the states compared
@@ -87,7 +87,7 @@ class Models:
 
 
 def on_random_states(count: int, factory: Callable[..., Any] = Scheduler, policy: Policy | None = None,
-                     seed: int = 14, say: Say | None = None) -> Outcome:
+                     seed: int = 14, say: Say | None = None) -> DifferentialResult:
     """Compare the Z3 step with `factory` on at least `count` states of random workloads."""
     began = time.perf_counter()
     models = Models(policy)
@@ -97,10 +97,11 @@ def on_random_states(count: int, factory: Callable[..., Any] = Scheduler, policy
         workload = random_workload(rng, SHAPES[workloads % len(SHAPES)])
         workloads += 1
         for difference in compare(workload, models, factory, PER_WORKLOAD):
-            return Outcome(models.evaluated, workloads, models.most_admitted, time.perf_counter() - began, difference)
+            return DifferentialResult(models.evaluated, workloads, models.most_admitted, time.perf_counter() - began,
+                                      difference)
         if say is not None and workloads % 50 == 0:
             say(f"differential: {models.evaluated:,} random states, {workloads} workloads")
-    return Outcome(models.evaluated, workloads, models.most_admitted, time.perf_counter() - began, None)
+    return DifferentialResult(models.evaluated, workloads, models.most_admitted, time.perf_counter() - began, None)
 
 
 class OnModelStates:
@@ -116,20 +117,22 @@ class OnModelStates:
         self.seconds += time.perf_counter() - began
         return found[0] if found else None
 
-    def outcome(self, result: modelcheck.CheckResult) -> Outcome:
+    def outcome(self, result: modelcheck.CheckResult) -> DifferentialResult:
         """What the check `result` (run with this inspector) says of the differential."""
         models, ce = self.models, result.inspected
         if ce is None and result.counterexample is not None:  # the code broke a rule: the Z3 step keeps them all
             ce = result.counterexample
-            return Outcome(models.evaluated, 0, models.most_admitted, self.seconds,
-                           f"the code broke {ce.rule}, which the Z3 step keeps: {ce.message}", ce)
+            return DifferentialResult(models.evaluated, 0, models.most_admitted, self.seconds,
+                                      f"the code broke {ce.rule}, which the Z3 step keeps: {ce.message}", ce)
         if ce is None and not result.complete:
-            return Outcome(models.evaluated, 0, models.most_admitted, self.seconds, None, None, complete=False)
-        return Outcome(models.evaluated, 0, models.most_admitted, self.seconds, None if ce is None else ce.message, ce)
+            return DifferentialResult(models.evaluated, 0, models.most_admitted, self.seconds, None, None,
+                                      complete=False)
+        return DifferentialResult(models.evaluated, 0, models.most_admitted, self.seconds,
+                                  None if ce is None else ce.message, ce)
 
 
 def on_model_states(bounds: Bounds, factory: Callable[..., Any] = Scheduler, hidden: Hidden | None = None,
-                    policy: Policy | None = None, max_states: int | None = None) -> Outcome:
+                    policy: Policy | None = None, max_states: int | None = None) -> DifferentialResult:
     """Compare the Z3 step with `factory` on every state the model checker reaches within `bounds`."""
     inspector = OnModelStates(policy)
     return inspector.outcome(modelcheck.check(bounds, factory, hidden, max_states, inspect=inspector, compact=True))

@@ -27,14 +27,14 @@ Claim = Callable[[], tuple[z3.BoolRef, list[z3.BoolRef]]]  # (conclusion, premis
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class VariantLemmaResult:
     name: str
     result: str  # "holds", "counterexample", "unknown"
     seconds: float
     counterexample: str | None = None
 
 
-def decide(name: str, claim: Claim, timeout_ms: int = 20_000) -> Outcome:
+def decide(name: str, claim: Claim, timeout_ms: int = 20_000) -> VariantLemmaResult:
     """Prove `claim` for all values: its premises and the negated conclusion must be unsatisfiable."""
     started = time.perf_counter()
     conclusion, premises = claim()
@@ -44,10 +44,10 @@ def decide(name: str, claim: Claim, timeout_ms: int = 20_000) -> Outcome:
     verdict = solver.check()
     seconds = time.perf_counter() - started
     if verdict == z3.unsat:
-        return Outcome(name, "holds", seconds)
+        return VariantLemmaResult(name, "holds", seconds)
     if verdict == z3.sat:
-        return Outcome(name, "counterexample", seconds, str(solver.model()))
-    return Outcome(name, "unknown", seconds)
+        return VariantLemmaResult(name, "counterexample", seconds, str(solver.model()))
+    return VariantLemmaResult(name, "unknown", seconds)
 
 
 def aligned_unused(slack: int = 1) -> Claim:

@@ -1,0 +1,149 @@
+"""Refinement for the paged design: the symbolic paged step (`paged_step.PagedPolicy`), as its
+theorems state it, is what `stallfree.paged`'s code does, on states of random workloads.
+
+Each state is read through the scheduler's own views (`running`, `waiting`, `progress(rid)`,
+`free_blocks`): request index i is the i-th of the running requests (admission order) then the
+waiting ones (line order), which the paged design keeps in arrival order. The Z3 step is evaluated
+on it by Z3 itself (block size the scheduler's); the code then runs `schedule()` and `complete()`;
+the plan (decodes, chunks, admissions), the preempted requests, the emitted ones, every request's
+phase, tokens in KV, emitted tokens and blocks, and the free blocks after the step must agree.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import z3
+
+from stallfree.paged import small_blocks
+from stallfree.testing.generate import Ranges, random_workload
+
+from .paged_step import PagedPolicy, PagedState
+from .symbolic import check, value
+
+SHAPE = Ranges(max_budget=6, max_seqs=4, max_prompt=3, max_new=8, max_requests=6, max_gap=1, never_fit_share=0.0)
+PER_WORKLOAD = 60
+
+
+@dataclass(frozen=True, slots=True)
+class PagedDifferentialResult:
+    states: int
+    preempting: int  # states whose step preempted
+    workloads: int
+    seconds: float
+    difference: str | None
+
+
+View = tuple[bool, bool, int, int, int, int, int, int]  # arrived, running, p, m, computed, emitted, target, held
+
+
+def read(scheduler: Any, arrival: list[int]) -> tuple[list[int], list[View]]:
+    """The live requests in arrival order (`arrival`: the rids accepted, in order), as the Z3 state."""
+    live = {r.rid for r in scheduler.running} | {r.rid for r in scheduler.waiting}
+    rids = [rid for rid in arrival if rid in live]
+    views = []
+    for rid in rids:
+        g = scheduler.progress(rid)
+        running = g.phase.value in ("partial", "ready")
+        target = g.num_computed if g.phase.value == "ready" else g.prompt_len + g.num_emitted
+        views.append((True, running, g.prompt_len, g.max_new, g.num_computed, g.num_emitted, target, g.num_blocks))
+    return rids, views
+
+
+def evaluate(policy: PagedPolicy, scheduler: Any, views: list[View]) -> dict[str, Any]:
+    """The Z3 paged step's value on the state `views` of `scheduler`'s config and pool."""
+    n = max(len(views), 1)
+    s = PagedState.fresh("k", n, scheduler.block_size)
+    t = policy.step(s)
+    solver = z3.Solver()
+    cfg = scheduler.config
+    solver.add(t.facts, s.token_budget == cfg.token_budget, s.max_seqs == cfg.max_seqs,
+               s.num_blocks == scheduler.num_blocks, s.watermark == scheduler.watermark,
+               s.free == scheduler.free_blocks)
+    padded = views + [(False, False, 1, 1, 0, 0, 1, 0)] * (n - len(views))
+    for r, v in zip(s.requests, padded, strict=True):
+        solver.add(r.arrived == v[0], r.running == v[1], r.prompt_len == v[2], r.max_new == v[3],
+                   r.computed == v[4], r.emitted == v[5], r.target == v[6], r.held == v[7])
+    if check(solver) != z3.sat:
+        raise AssertionError("the Z3 paged step has no value on this state")
+    m = solver.model()
+    out: dict[str, Any] = {"free": value(m, t.after.free), "requests": []}
+    for i in range(len(views)):
+        a = t.after.requests[i]
+        n_i = value(m, t.chunk[i]) + value(m, t.first_chunk[i]) + (1 if value(m, t.decode[i]) else 0)
+        out["requests"].append({
+            "preempted": value(m, t.preempted[i]), "n": n_i, "admitted": value(m, t.admit[i]),
+            "emitted_now": value(m, t.emits[i]), "live": value(m, a.live), "running": value(m, a.running),
+            "computed": value(m, a.computed), "emitted": value(m, a.emitted), "held": value(m, a.held),
+            "target": value(m, a.target) if value(m, z3.Or(a.waiting, a.partial)) else None})
+    return out
+
+
+def step_difference(policy: PagedPolicy, scheduler: Any, arrival: list[int]) -> tuple[str | None, bool]:
+    """(the first difference between the Z3 paged step and the code's step, or None; whether it preempted)."""
+    rids, views = read(scheduler, arrival)
+    want = evaluate(policy, scheduler, views)
+    plan = scheduler.schedule()
+    emitted = set(scheduler.complete(plan))
+    given = dict(plan.entries)
+    preempted = set(plan.preempted)
+    for i, rid in enumerate(rids):
+        w = want["requests"][i]
+        try:
+            g = scheduler.progress(rid)
+            waits_or_prefills = g.phase.value in ("waiting", "partial")
+            got = {"live": True, "running": g.phase.value in ("partial", "ready"), "computed": g.num_computed,
+                   "emitted": g.num_emitted, "held": g.num_blocks,
+                   "target": g.prompt_len + g.num_emitted if waits_or_prefills else None}
+        except KeyError:  # ended on this step
+            got = {"live": False, "running": False, "computed": 0, "emitted": views[i][3], "held": 0, "target": None}
+        got |= {"preempted": rid in preempted, "n": given.get(rid, 0), "emitted_now": rid in emitted,
+                "admitted": not views[i][1] and rid in given}
+        for key, expected in w.items():
+            if got[key] != expected:
+                return (f"request index {i} (rid {rid}): {key} is {got[key]} in the code, {expected} in the Z3 "
+                        f"paged step; state before {views}, plan {list(plan.entries)}, preempted {sorted(preempted)}",
+                        bool(preempted))
+    if scheduler.free_blocks != want["free"]:
+        return (f"free blocks after the step: {scheduler.free_blocks} in the code, {want['free']} in the Z3 "
+                f"paged step; state before {views}", bool(preempted))
+    return None, bool(preempted)
+
+
+def on_random_states(count: int, factory: Callable[..., Any] = small_blocks, policy: PagedPolicy | None = None,
+                     seed: int = 16) -> PagedDifferentialResult:
+    """Compare the Z3 paged step with `factory` before every step of random workloads, `count` states."""
+    policy = PagedPolicy() if policy is None else policy
+    began = time.perf_counter()
+    rng = random.Random(seed)
+    states = preempting = workloads = 0
+    while states < count:
+        workload = random_workload(rng, SHAPE)
+        workloads += 1
+        cfg = workload.config
+        arrivals = sorted(workload.requests, key=lambda a: a.arrival_step)
+        # a scarce pool, so that decodes outgrow it and the step preempts
+        kv = max(a.prompt_len + a.max_new for a in arrivals) + rng.randint(0, 3)
+        scheduler = factory(token_budget=max(cfg.token_budget, 2), max_seqs=max(cfg.max_seqs, 2), kv_tokens=kv)
+        arrival: list[int] = []
+        bound = sum(a.prompt_len + a.max_new + 1 for a in arrivals) * 2 + arrivals[-1].arrival_step + 1
+        for step in range(min(bound, PER_WORKLOAD)):
+            for a in [a for a in arrivals if a.arrival_step == step]:
+                try:
+                    scheduler.add(a.rid, a.prompt_len, a.max_new)
+                    arrival.append(a.rid)
+                except ValueError:  # NEVER-FIT refuses it: it never arrives in the Z3 state either
+                    pass
+            if scheduler.is_idle and step > arrivals[-1].arrival_step:
+                break
+            difference, preempted = step_difference(policy, scheduler, arrival)
+            states += 1
+            preempting += preempted
+            if difference is not None:
+                return PagedDifferentialResult(states, preempting, workloads, time.perf_counter() - began,
+                                               f"{difference}; workload: {workload.dumps()}")
+    return PagedDifferentialResult(states, preempting, workloads, time.perf_counter() - began, None)

@@ -1,0 +1,505 @@
+"""Z3 step theorems of the paged design (`stallfree.paged`), over a symbolic step of N requests.
+
+**The symbolic state** (request index i = arrival order): per request `arrived`, `running`,
+`prompt_len`, `max_new`, `computed` (tokens in KV in this residency), `emitted` (kept across
+preemptions), `target` (this residency's prefill: prompt_len plus the tokens emitted before it was
+preempted), `held` (blocks); and the pool: `free` blocks of `num_blocks`, the watermark, B and S.
+Lengths, budget, slots, pool and watermark are unbounded integers; the block size is each of
+`BLOCK_SIZES` in turn (a concrete block size keeps ceil(t / bs) linear: h with (h - 1) * bs < t <= h * bs).
+
+**The step** (`PagedPolicy`) is the paged scheduler's, phase by phase: decodes whose KV has filled
+its last block need a new one; while they need more than are free, the newest running request is
+preempted (blocks freed, KV forgotten, emitted tokens kept, target = prompt_len + emitted); every
+ready request is decoded; the partial prefill (at most one) gets min(target - computed, budget
+left, room in its blocks and the free ones); then, unless the step preempted, the waiting head is
+admitted while budget, a slot and the watermark allow, in arrival order, stopping at the first
+refused; then completion: a chunk that reaches its target emits, a request that emits its max_new-th
+token ends and frees its blocks. The environment's adds come first (what NEVER-FIT accepts).
+
+**The theorems** (each from any state satisfying `invariant`, after any adds, one step):
+
+- BLOCKS: free + held == num_blocks, free >= 0, each running request holds ceil(computed / bs)
+  blocks and nothing else holds any (so all blocks are free when nothing runs).
+- TOKENS-KEPT: a request's emitted count never falls (a preemption keeps it), grows by at most one
+  a step and only when planned, never passes max_new, and the request ends on its max_new-th token.
+- RECOMPUTE: a preempted request's KV is forgotten (computed 0, no blocks) and its target becomes
+  prompt_len + emitted; every chunk stays within its target and emits exactly when it reaches it.
+- PREEMPT-ORDER: the preempted requests are the newest running ones; a step that preempts admits
+  nothing; admission takes the line in arrival order (a preempted request, older than every later
+  arrival, is re-admitted before any of them).
+- PREEMPT-BOUND: the oldest running request is never preempted; nothing is preempted while the
+  running requests' peaks fit the pool.
+- TERMINATION (a ranking function under preemption): the oldest live request's work (prefill left
+  in this residency, plus tokens left) falls by at least one every busy step, and every live
+  request's work is at most prompt_len + max_new, recompute included. So the lexicographic ranking
+  (work of each live request, oldest first) falls every busy step: the oldest ends within its work,
+  then the next oldest within prompt_len + max_new; a request ends within the sum of prompt_len +
+  max_new over itself and the requests ahead of it, whatever arrives after it.
+- PAGED-INVARIANT: the whole invariant holds after the step (INIT: it holds of a new scheduler).
+
+**Negative controls**, Z3 policies named after the faults in `stallfree.faults.paged` whose mistake
+they make: PreemptOldest (TERMINATION, PREEMPT-BOUND: the oldest request, preempted, has its work
+raised, so it can be pushed back forever), LeakOnEnd (BLOCKS, PAGED-INVARIANT), RecomputeOneMore
+(RECOMPUTE), OverRun (TOKENS-KEPT), RequeueAtBack (PREEMPT-ORDER).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import z3
+
+from .symbolic import check
+
+BLOCK_SIZES = (1, 2, 3, 16)  # each theorem is proved for each
+PAGED_N = 3  # symbolic requests
+TIMEOUT_MS = 60_000
+
+
+@dataclass(frozen=True, slots=True)
+class PagedRequest:
+    arrived: z3.BoolRef
+    running: z3.BoolRef
+    prompt_len: z3.ArithRef
+    max_new: z3.ArithRef
+    computed: z3.ArithRef
+    emitted: z3.ArithRef
+    target: z3.ArithRef
+    held: z3.ArithRef
+
+    @classmethod
+    def fresh(cls, name: str) -> PagedRequest:
+        ints = [z3.Int(f"{name}.{f}") for f in ("prompt_len", "max_new", "computed", "emitted", "target", "held")]
+        return cls(z3.Bool(f"{name}.arrived"), z3.Bool(f"{name}.running"), *ints)
+
+    @property
+    def finished(self) -> z3.BoolRef:
+        return z3.And(self.arrived, self.emitted >= self.max_new)
+
+    @property
+    def live(self) -> z3.BoolRef:
+        return z3.And(self.arrived, self.emitted < self.max_new)
+
+    @property
+    def waiting(self) -> z3.BoolRef:
+        return z3.And(self.live, z3.Not(self.running))
+
+    @property
+    def ready(self) -> z3.BoolRef:
+        return z3.And(self.running, self.computed >= self.target)
+
+    @property
+    def partial(self) -> z3.BoolRef:
+        return z3.And(self.running, self.computed < self.target)
+
+    @property
+    def work(self) -> z3.ArithRef:
+        """Prefill left in this residency plus tokens left (0 for a request that is not live)."""
+        return z3.If(self.live, z3.If(self.ready, 0, self.target - self.computed) + self.max_new - self.emitted, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class PagedState:
+    token_budget: z3.ArithRef
+    max_seqs: z3.ArithRef
+    num_blocks: z3.ArithRef
+    watermark: z3.ArithRef
+    block_size: int
+    free: z3.ArithRef
+    requests: tuple[PagedRequest, ...]
+
+    @classmethod
+    def fresh(cls, name: str, n: int, block_size: int) -> PagedState:
+        return cls(z3.Int("B"), z3.Int("S"), z3.Int("num_blocks"), z3.Int("watermark"), block_size,
+                   z3.Int(f"{name}.free"), tuple(PagedRequest.fresh(f"{name}.r{i}") for i in range(n)))
+
+    def count(self, predicate: str) -> z3.ArithRef:
+        return z3.Sum([z3.If(getattr(r, predicate), 1, 0) for r in self.requests])
+
+
+class Defs:
+    """Fresh constants with their defining facts: ceil(t / bs) as h with (h - 1) * bs < t <= h * bs."""
+
+    def __init__(self, prefix: str, block_size: int) -> None:
+        self.prefix, self.bs, self.facts = prefix, block_size, []  # type: ignore[var-annotated]
+
+    def int(self, term: z3.ArithRef) -> z3.ArithRef:
+        const = z3.Int(f"{self.prefix}.{len(self.facts)}")
+        self.facts.append(const == term)
+        return const
+
+    def blocks(self, tokens: z3.ArithRef) -> z3.ArithRef:
+        h = z3.Int(f"{self.prefix}.{len(self.facts)}")
+        self.facts.append(is_blocks(h, tokens, self.bs))
+        return h
+
+
+def is_blocks(h: z3.ArithRef, tokens: z3.ArithRef, bs: int) -> z3.BoolRef:
+    return z3.And(h >= 0, (h - 1) * bs < tokens, tokens <= h * bs)
+
+
+def smin(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
+    return z3.If(a <= b, a, b)
+
+
+# -- the invariant ---------------------------------------------------------------------------------
+
+
+def invariant_parts(s: PagedState) -> dict[str, z3.BoolRef]:
+    rs, bs = s.requests, s.block_size
+    types, blocks, line, never_fit = [], [], [], []
+    for i, r in enumerate(rs):
+        types += [r.prompt_len >= 1, r.max_new >= 1, r.emitted >= 0, r.emitted <= r.max_new,
+                  z3.Implies(r.running, r.live),
+                  z3.Implies(z3.Not(r.running), z3.And(r.computed == 0, r.held == 0)),
+                  z3.Implies(z3.Or(r.waiting, r.partial), r.target == r.prompt_len + r.emitted),
+                  z3.Implies(r.partial, z3.And(r.computed >= 1, r.emitted < r.max_new)),
+                  z3.Implies(r.ready, z3.And(r.computed == r.prompt_len + r.emitted - 1, r.emitted >= 1)),
+                  z3.Implies(r.ready, r.target <= r.computed),
+                  z3.Implies(z3.Not(r.arrived), z3.And(r.emitted == 0, z3.Not(r.running)))]
+        blocks.append(z3.Implies(r.running, is_blocks(r.held, r.computed, bs)))
+        peak = z3.Int(f"{r.prompt_len}.peak")
+        never_fit.append(z3.Implies(r.arrived, z3.And(is_blocks(peak, r.prompt_len + r.max_new - 1, bs),
+                                                      peak <= s.num_blocks - s.watermark)))
+        if i + 1 < len(rs):
+            later = rs[i + 1]
+            line += [z3.Implies(later.arrived, r.arrived),
+                     z3.Implies(r.partial, z3.Not(z3.Or([q.running for q in rs[i + 1:]])))]
+            # the running requests are the head of the live ones, in arrival order
+            line += [z3.Implies(z3.And(q.running, r.live), r.running) for q in rs[i + 1:]]
+    blocks += [s.free + z3.Sum([r.held for r in rs]) == s.num_blocks, s.free >= 0]
+    return {
+        "TYPES": z3.And(types), "BLOCKS": z3.And(blocks), "LINE": z3.And(line), "NEVER-FIT": z3.And(never_fit),
+        "READY-WITHIN-BUDGET": s.count("ready") <= s.token_budget, "SLOTS": s.count("running") <= s.max_seqs,
+        "POOL": z3.And(s.token_budget >= 1, s.max_seqs >= 1, s.watermark >= 0, s.watermark <= s.num_blocks),
+    }
+
+
+def invariant(s: PagedState) -> z3.BoolRef:
+    return z3.And(list(invariant_parts(s).values()))
+
+
+# -- the step --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PagedStep:
+    before: PagedState  # after the adds
+    preempted: tuple[z3.BoolRef, ...]
+    decode: tuple[z3.BoolRef, ...]
+    chunk: tuple[z3.ArithRef, ...]  # partial prefill tokens (0: none)
+    admit: tuple[z3.BoolRef, ...]
+    first_chunk: tuple[z3.ArithRef, ...]
+    emits: tuple[z3.BoolRef, ...]
+    after: PagedState
+    facts: z3.BoolRef
+
+    def planned(self, i: int) -> z3.BoolRef:
+        return z3.Or(self.decode[i], self.chunk[i] > 0, self.admit[i])
+
+
+class PagedPolicy:
+    """The paged scheduler's step."""
+
+    @property
+    def name(self) -> str:
+        return "paged" if type(self) is PagedPolicy else type(self).__name__
+
+    def arrive(self, s: PagedState, name: str) -> tuple[PagedState, z3.BoolRef]:
+        """Any requests may arrive, after every one already there, each fresh and within NEVER-FIT."""
+        requests, facts = [], []
+        for i, r in enumerate(s.requests):
+            a = z3.Bool(f"{name}.r{i}.arrived")
+            facts += [z3.Implies(r.arrived, a), z3.Implies(z3.And(a, z3.Not(r.arrived)), r.target == r.prompt_len)]
+            requests.append(replace(r, arrived=a))
+        facts += [z3.Implies(requests[i + 1].arrived, requests[i].arrived) for i in range(len(requests) - 1)]
+        after = replace(s, requests=tuple(requests))
+        facts.append(invariant_parts(after)["NEVER-FIT"])
+        return after, z3.And(facts)
+
+    def victims_order(self, n: int) -> list[int]:
+        """PREEMPT-ORDER: newest running first."""
+        return list(reversed(range(n)))
+
+    def recompute_target(self, r: PagedRequest) -> z3.ArithRef:
+        return r.prompt_len + r.emitted
+
+    def admission_order(self, s: PagedState) -> list[tuple[int, z3.BoolRef]]:
+        """(request index, whether it is in the line at this place): the line in arrival order."""
+        return [(i, z3.BoolVal(True)) for i in range(len(s.requests))]
+
+    def last_token(self, r: PagedRequest) -> z3.ArithRef:
+        return r.max_new
+
+    def returned(self, held: z3.ArithRef) -> z3.ArithRef:
+        """Blocks an ending request gives back."""
+        return held
+
+    def step(self, s: PagedState) -> PagedStep:
+        n, bs = len(s.requests), s.block_size
+        d = Defs(f"{s.free}.d", bs)
+        rs = list(s.requests)
+        need = [z3.And(r.ready, r.computed == r.held * bs) for r in rs]
+        # 1. preemption, newest first, while the decodes need more new blocks than are free
+        preempted: list[z3.BoolRef] = [z3.BoolVal(False)] * n
+        free, needs = s.free, d.int(z3.Sum([z3.If(x, 1, 0) for x in need]))
+        for i in self.victims_order(n):
+            go = z3.And(rs[i].running, needs > free)
+            preempted[i] = go
+            free = d.int(free + z3.If(go, rs[i].held, 0))
+            needs = d.int(needs - z3.If(z3.And(go, need[i]), 1, 0))
+        any_preempted = z3.Or(preempted)
+        cur = [replace(r, running=z3.And(r.running, z3.Not(p)), computed=z3.If(p, 0, r.computed),
+                       held=z3.If(p, 0, r.held), target=z3.If(p, self.recompute_target(r), r.target))
+               for r, p in zip(rs, preempted, strict=True)]
+        # 2. decodes: every ready request; those at a block boundary take a block
+        decode = [c.ready for c in cur]
+        held = [d.int(c.held + z3.If(z3.And(decode[i], need[i]), 1, 0)) for i, c in enumerate(cur)]
+        free = d.int(free - z3.Sum([z3.If(z3.And(decode[i], need[i]), 1, 0) for i in range(n)]))
+        left = d.int(s.token_budget - z3.Sum([z3.If(x, 1, 0) for x in decode]))
+        # 3. the partial prefill: min(target - computed, left, room)
+        chunk: list[z3.ArithRef] = []
+        for i, c in enumerate(cur):
+            room = (held[i] + free) * bs - c.computed
+            k = d.int(z3.If(c.partial, z3.If(smin(smin(c.target - c.computed, left), room) > 0,
+                                             smin(smin(c.target - c.computed, left), room), 0), 0))
+            h = d.blocks(c.computed + k)
+            more = d.int(z3.If(k > 0, z3.If(h > held[i], h - held[i], 0), 0))
+            held[i] = d.int(held[i] + more)
+            free = d.int(free - more)
+            left = d.int(left - k)
+            chunk.append(k)
+        # 4. admission, never in a step that preempted
+        admit: list[z3.BoolRef] = [z3.BoolVal(False)] * n
+        first: list[z3.ArithRef] = [z3.IntVal(0)] * n
+        stopped: z3.BoolRef = any_preempted
+        running = d.int(z3.Sum([z3.If(c.running, 1, 0) for c in cur]))
+        for i, placed in self.admission_order(s):
+            c = cur[i]
+            in_line = z3.And(c.waiting, placed)
+            k = d.int(smin(c.target, left))
+            h = d.blocks(k)
+            go = z3.And(in_line, z3.Not(stopped), left > 0, running < s.max_seqs, free - h >= s.watermark)
+            admit[i] = z3.Or(admit[i], go)
+            first[i] = d.int(first[i] + z3.If(go, k, 0))
+            held[i] = d.int(held[i] + z3.If(go, h, 0))
+            free = d.int(free - z3.If(go, h, 0))
+            left = d.int(left - z3.If(go, k, 0))
+            running = d.int(running + z3.If(go, 1, 0))
+            stopped = z3.Or(stopped, z3.And(in_line, z3.Not(go)))
+        # 5. completion
+        after, emits = [], []
+        for i, c in enumerate(cur):
+            computed = d.int(c.computed + z3.If(decode[i], 1, 0) + chunk[i] + first[i])
+            emit = z3.Or(decode[i], z3.And(chunk[i] + first[i] > 0, computed >= c.target))
+            emitted = d.int(c.emitted + z3.If(emit, 1, 0))
+            ends = z3.And(emit, emitted >= self.last_token(c))
+            free = d.int(free + z3.If(ends, self.returned(held[i]), 0))
+            is_running = z3.And(z3.Or(c.running, admit[i]), z3.Not(ends))
+            after.append(replace(c, running=is_running, computed=z3.If(ends, 0, computed), emitted=emitted,
+                                 held=z3.If(ends, 0, held[i])))
+            emits.append(emit)
+        state = replace(s, free=free, requests=tuple(after))
+        return PagedStep(s, tuple(preempted), tuple(decode), tuple(chunk), tuple(admit), tuple(first),
+                         tuple(emits), state, z3.And(d.facts))
+
+
+# -- the negative controls --------------------------------------------------------------------------
+
+
+class PreemptOldest(PagedPolicy):
+    """Preempts the oldest running request first."""
+
+    def victims_order(self, n: int) -> list[int]:
+        return list(range(n))
+
+
+class LeakOnEnd(PagedPolicy):
+    """An ending request keeps its last block."""
+
+    def returned(self, held: z3.ArithRef) -> z3.ArithRef:
+        return z3.If(held > 0, held - 1, 0)
+
+
+class RecomputeOneMore(PagedPolicy):
+    """A re-admitted request's prefill runs one position past its prompt and emitted tokens."""
+
+    def recompute_target(self, r: PagedRequest) -> z3.ArithRef:
+        return r.prompt_len + r.emitted + 1
+
+
+class OverRun(PagedPolicy):
+    """A request ends one token late."""
+
+    def last_token(self, r: PagedRequest) -> z3.ArithRef:
+        return r.max_new + 1
+
+
+class RequeueAtBack(PagedPolicy):
+    """A preempted request waits behind every later arrival: admission takes fresh requests first."""
+
+    def admission_order(self, s: PagedState) -> list[tuple[int, z3.BoolRef]]:
+        rs = s.requests
+        fresh = [(i, r.target == r.prompt_len) for i, r in enumerate(rs)]
+        requeued = [(i, r.target != r.prompt_len) for i, r in enumerate(rs)]
+        return fresh + requeued
+
+
+# -- the claims --------------------------------------------------------------------------------------
+
+Claim = Callable[[PagedState, PagedStep], z3.BoolRef]
+
+
+def blocks_claim(s0: PagedState, t: PagedStep) -> z3.BoolRef:
+    return invariant_parts(t.after)["BLOCKS"]
+
+
+def tokens_kept_claim(s0: PagedState, t: PagedStep) -> z3.BoolRef:
+    facts = []
+    for i, (b, a) in enumerate(zip(t.before.requests, t.after.requests, strict=True)):
+        delta = a.emitted - b.emitted
+        facts += [delta >= 0, delta <= 1, z3.Implies(delta > 0, t.planned(i)), a.emitted <= a.max_new,
+                  z3.Implies(a.emitted >= a.max_new, z3.Not(a.running))]  # it ends on its max_new-th token
+    return z3.And(facts)
+
+
+def recompute_claim(s0: PagedState, t: PagedStep) -> z3.BoolRef:
+    facts = []
+    for i, (b, a) in enumerate(zip(t.before.requests, t.after.requests, strict=True)):
+        p = t.preempted[i]
+        facts += [z3.Implies(p, z3.And(a.computed == 0, a.held == 0, a.target == b.prompt_len + b.emitted,
+                                       a.emitted == b.emitted))]
+        k = t.chunk[i] + t.first_chunk[i]
+        start = z3.If(t.admit[i], 0, b.computed)
+        facts += [z3.Implies(k > 0, start + k <= a.target),
+                  z3.Implies(k > 0, t.emits[i] == (start + k == a.target))]
+    return z3.And(facts)
+
+
+def preempt_order_claim(s0: PagedState, t: PagedStep) -> z3.BoolRef:
+    rs, n = t.before.requests, len(t.before.requests)
+    facts = [z3.Implies(z3.And(t.preempted[i], rs[j].running), t.preempted[j])
+             for i in range(n) for j in range(i + 1, n)]
+    facts += [z3.Implies(z3.Or(t.preempted), z3.Not(z3.Or(t.admit)))]
+    facts += [z3.Implies(z3.And(t.admit[j], rs[i].waiting), t.admit[i]) for j in range(n) for i in range(j)]
+    return z3.And(facts)
+
+
+def preempt_bound_claim(s0: PagedState, t: PagedStep) -> z3.BoolRef:
+    rs, n = t.before.requests, len(t.before.requests)
+    facts = [z3.Implies(z3.And(rs[i].running, *[z3.Not(rs[j].live) for j in range(i)]), z3.Not(t.preempted[i]))
+             for i in range(n)]
+    peaks = [z3.Int(f"{r.prompt_len}.peak") for r in rs]  # defined by NEVER-FIT in the invariant
+    fit = z3.Sum([z3.If(r.running, pk, 0) for r, pk in zip(rs, peaks, strict=True)]) <= t.before.num_blocks
+    facts.append(z3.Implies(fit, z3.Not(z3.Or(t.preempted))))
+    return z3.And(facts)
+
+
+def rank_claim(s0: PagedState, t: PagedStep) -> z3.BoolRef:
+    rs, after = t.before.requests, t.after.requests
+    facts = []
+    for i, (b, a) in enumerate(zip(rs, after, strict=True)):
+        oldest = z3.And(b.live, *[z3.Not(q.live) for q in rs[:i]])
+        facts.append(z3.Implies(oldest, a.work <= b.work - 1))
+        facts.append(z3.Implies(a.live, a.work <= a.prompt_len + a.max_new))
+    return z3.And(facts)
+
+
+def whole_invariant(s0: PagedState, t: PagedStep) -> z3.BoolRef:
+    return invariant(t.after)
+
+
+@dataclass(frozen=True, slots=True)
+class PagedTheorem:
+    name: str
+    claim: Claim
+    control: type[PagedPolicy]
+
+
+THEOREMS: tuple[PagedTheorem, ...] = (
+    PagedTheorem("BLOCKS", blocks_claim, LeakOnEnd),
+    PagedTheorem("TOKENS-KEPT", tokens_kept_claim, OverRun),
+    PagedTheorem("RECOMPUTE", recompute_claim, RecomputeOneMore),
+    PagedTheorem("PREEMPT-ORDER", preempt_order_claim, RequeueAtBack),
+    PagedTheorem("PREEMPT-BOUND", preempt_bound_claim, PreemptOldest),
+    PagedTheorem("TERMINATION", rank_claim, PreemptOldest),
+    PagedTheorem("PAGED-INVARIANT", whole_invariant, LeakOnEnd),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PagedStepResult:
+    theorem: str
+    policy: str
+    result: str  # "holds", "counterexample", "unknown"
+    seconds: float
+    counterexample: str = ""
+
+
+def prove(theorem: PagedTheorem, policy: PagedPolicy | None = None, num_requests: int = PAGED_N,
+          block_sizes: tuple[int, ...] = BLOCK_SIZES, timeout_ms: int = TIMEOUT_MS) -> PagedStepResult:
+    """For each block size: invariant before, any adds, one step => the claim; each conjunct proved in
+    turn and then assumed."""
+    policy = PagedPolicy() if policy is None else policy
+    began = time.perf_counter()
+    for bs in block_sizes:
+        s0 = PagedState.fresh("s0", num_requests, bs)
+        arrived, adds = policy.arrive(s0, "s1")
+        t = policy.step(arrived)
+        solver = z3.SolverFor("QF_LIA")
+        solver.set("timeout", timeout_ms)
+        solver.add(invariant(s0), adds, t.facts)
+        goal = theorem.claim(s0, t)
+        for fact in goal.children() if z3.is_and(goal) else [goal]:
+            solver.push()
+            solver.add(z3.Not(fact))
+            verdict = check(solver)
+            if verdict == z3.sat:
+                return PagedStepResult(theorem.name, policy.name, "counterexample", time.perf_counter() - began,
+                                       f"block_size {bs}: {shown(solver.model(), arrived)}")
+            if verdict != z3.unsat:
+                return PagedStepResult(theorem.name, policy.name, "unknown", time.perf_counter() - began)
+            solver.pop()
+            solver.add(fact)
+    return PagedStepResult(theorem.name, policy.name, "holds", time.perf_counter() - began)
+
+
+def prove_init(num_requests: int = PAGED_N, block_sizes: tuple[int, ...] = BLOCK_SIZES) -> PagedStepResult:
+    """INIT: a new scheduler (nothing arrived, every block free) satisfies the invariant."""
+    began = time.perf_counter()
+    for bs in block_sizes:
+        s = PagedState.fresh("s0", num_requests, bs)
+        new = z3.And(s.free == s.num_blocks, s.token_budget >= 1, s.max_seqs >= 1, s.watermark >= 0,
+                     s.watermark <= s.num_blocks,
+                     *[z3.And(z3.Not(r.arrived), z3.Not(r.running), r.computed == 0, r.emitted == 0, r.held == 0,
+                              r.prompt_len >= 1, r.max_new >= 1) for r in s.requests])
+        solver = z3.SolverFor("QF_LIA")
+        solver.add(new, z3.Not(invariant(s)))
+        if check(solver) != z3.unsat:
+            return PagedStepResult("PAGED-INIT", "paged", "counterexample", time.perf_counter() - began,
+                                   f"block_size {bs}")
+    return PagedStepResult("PAGED-INIT", "paged", "holds", time.perf_counter() - began)
+
+
+def shown(model: z3.ModelRef, s: PagedState) -> str:
+    def val(term: z3.ExprRef) -> object:
+        v = model.eval(term, model_completion=True)
+        return z3.is_true(v) if z3.is_bool(v) else v.as_long()  # type: ignore[attr-defined]
+
+    rows = [f"{i}: {'running' if val(r.running) else 'waiting' if val(r.waiting) else 'ended'} "
+            f"prompt_len={val(r.prompt_len)} max_new={val(r.max_new)} computed={val(r.computed)} "
+            f"emitted={val(r.emitted)} target={val(r.target)} held={val(r.held)}"
+            for i, r in enumerate(s.requests) if val(r.arrived)]
+    return (f"B={val(s.token_budget)} S={val(s.max_seqs)} num_blocks={val(s.num_blocks)} "
+            f"watermark={val(s.watermark)} free={val(s.free)}; requests {'; '.join(rows) or 'none'}")
+
+
+def theorems(num_requests: int = PAGED_N) -> list[PagedStepResult]:
+    return [prove_init(num_requests), *(prove(t, None, num_requests) for t in THEOREMS)]
+
+
+def controls(num_requests: int = PAGED_N) -> list[PagedStepResult]:
+    """Each theorem on its control policy: every one must be refuted."""
+    return [prove(t, t.control(), num_requests) for t in THEOREMS]
