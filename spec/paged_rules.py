@@ -136,10 +136,11 @@ def tokens_shown(s: PagedShadow, f: PagedFacts) -> str | None:
     if f.reported_live is None:
         return None
     live = set(s.tracks)
-    extra = sorted(f.reported_live - live - s.cancelled)
+    extra = sorted(r for r in f.reported_live - live if not s.was_cancelled(r))
     if extra:
         rid = extra[0]
-        return (f"the scheduler still holds rid {rid}, which ended at step {s.finished.get(rid)} "
+        ending = s.ended.get(rid)
+        return (f"the scheduler still holds rid {rid}, which ended at step {ending and ending.step} "
                 "(every token emitted, or stopped)")
     missing = sorted(live - f.reported_live)
     if missing:
@@ -152,7 +153,7 @@ def cancel_shown(s: PagedShadow, f: PagedFacts) -> str | None:
     """CANCEL, once the step is applied: a scheduler that shows its requests holds no cancelled one."""
     if f.reported_live is None:
         return None
-    held = sorted(f.reported_live & s.cancelled)
+    held = sorted(r for r in f.reported_live - set(s.tracks) if s.was_cancelled(r))
     if held:
         return f"the scheduler still holds rid {held[0]} after its cancel took effect"
     return None
@@ -333,8 +334,9 @@ PAGED_RULES: tuple[Rule, ...] = (
          design=DESIGN),
     Rule("NEVER-FIT", Kind.INPUT,
          "add() rejects a request whose peak ceil((prompt_len + max_new - 1) / block_size) exceeds the pool "
-         "less the watermark, or whose fields are invalid or rid taken, with ValueError or TypeError, and "
-         "nothing else changes; it accepts every other request."),
+         "less the watermark, or whose fields are invalid (or whose rid is taken by a request that has not "
+         "ended), with ValueError or TypeError, and nothing else changes; it accepts every other request (the "
+         "rid of an ended request it may accept or refuse)."),
     shared.BY_ID["PROGRESS"],
     shared.BY_ID["FCFS"],
     shared.BY_ID["DECODE-FIRST"],
