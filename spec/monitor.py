@@ -48,6 +48,9 @@ def cancel_refusal(shadow: Shadow, pending: StepFacts | None, rid: object) -> st
 class Monitor(Watch):
     """Drives `scheduler` (plain protocol) under `config`, checking `rules` (all when None)."""
 
+    shadow: Shadow
+    _pending: tuple[object, StepFacts] | None
+
     def __init__(self, scheduler: Any, config: Config, rules: Iterable[str] | None = None) -> None:
         self._start(scheduler)
         self.config = config
@@ -63,7 +66,7 @@ class Monitor(Watch):
     @property
     def pending(self) -> StepFacts | None:
         """The facts of the plan awaiting complete(), or None."""
-        return None if self._pending is None else self._pending[1]  # type: ignore[no-any-return]
+        return None if self._pending is None else self._pending[1]
 
     @property
     def checks_per_step(self) -> int:

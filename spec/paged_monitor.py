@@ -61,6 +61,9 @@ def refusal(shadow: PagedShadow, rid: object, prompt_len: object, max_new: objec
 class PagedMonitor(Watch):
     """Drives a paged `scheduler` under `config`, checking the paged `rules` (all when None)."""
 
+    shadow: PagedShadow
+    _pending: tuple[object, PagedFacts] | None
+
     def __init__(self, scheduler: Any, config: Config, rules: Iterable[str] | None = None) -> None:
         self._start(scheduler)
         self.config = config
@@ -102,7 +105,7 @@ class PagedMonitor(Watch):
     @property
     def pending(self) -> PagedFacts | None:
         """The facts of the plan awaiting complete(), or None."""
-        return None if self._pending is None else self._pending[1]  # type: ignore[no-any-return]
+        return None if self._pending is None else self._pending[1]
 
     def refusal(self, rid: object, prompt_len: object, max_new: object) -> str | None:
         return refusal(self.shadow, rid, prompt_len, max_new)
