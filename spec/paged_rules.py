@@ -358,10 +358,4 @@ NEW_IDS: tuple[str, ...] = tuple(r.id for r in PAGED_RULES if r.design == DESIGN
 
 def select(ids: object = None) -> tuple[Rule, ...]:
     """The paged rules named in `ids` (all when None), in registry order; unknown IDs raise naming them."""
-    if ids is None:
-        return PAGED_RULES
-    wanted = [ids] if isinstance(ids, str) else list(ids)  # type: ignore[call-overload]
-    unknown = [i for i in wanted if i not in PAGED_BY_ID]
-    if unknown:
-        raise ValueError(f"unknown paged rule ID(s) {unknown}; the paged rules are {', '.join(PAGED_RULE_IDS)}")
-    return tuple(r for r in PAGED_RULES if r.id in wanted)
+    return shared.select_from(PAGED_RULES, ids, "paged rule")

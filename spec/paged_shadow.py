@@ -118,12 +118,7 @@ class PagedShadow:
 
     def preempt(self, track: PagedTrack) -> None:
         """Action: `track` is preempted: blocks freed, KV forgotten, emitted tokens kept, head of the line."""
-        self.free_blocks += self.held(track)
-        del self.running[track.rid]
-        if track.is_ready:
-            self.num_ready -= 1
-        else:
-            del self.prefilling[track.rid]
+        self._leave_running(track)
         track.num_computed = 0
         track.target = track.request.prompt_len + track.num_emitted
         track.is_ready = False
@@ -139,14 +134,18 @@ class PagedShadow:
         del self.tracks[track.rid]
         self.ended[track.rid] = Ending(self.step, reason)
         if track.rid in self.running:
-            self.free_blocks += self.held(track)
-            del self.running[track.rid]
-            if track.is_ready:
-                self.num_ready -= 1
-            else:
-                del self.prefilling[track.rid]
+            self._leave_running(track)
         else:
             self.waiting.remove(track)
+
+    def _leave_running(self, track: PagedTrack) -> None:
+        """`track` stops running: its blocks return to the pool."""
+        self.free_blocks += self.held(track)
+        del self.running[track.rid]
+        if track.is_ready:
+            self.num_ready -= 1
+        else:
+            del self.prefilling[track.rid]
 
 
 class PagedChunk:

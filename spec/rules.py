@@ -396,12 +396,20 @@ def of_kind(*kinds: Kind, design: str | None = None) -> tuple[str, ...]:
     return tuple(r.id for r in RULES if r.kind in kinds and (r.design is None or r.design == design))
 
 
+def select_from(registry: tuple[Rule, ...], ids: object = None, what: str = "rule") -> tuple[Rule, ...]:
+    """The rules of `registry` named in `ids` (all when None), in registry order; unknown IDs raise
+    naming them (`what` names the registry in the message: "rule", "paged rule")."""
+    if ids is None:
+        return registry
+    wanted = [ids] if isinstance(ids, str) else list(ids)  # type: ignore[call-overload]
+    known = {r.id for r in registry}
+    unknown = [i for i in wanted if i not in known]
+    if unknown:
+        names = ", ".join(r.id for r in registry)
+        raise ValueError(f"unknown {what} ID(s) {unknown}; the {what}s are {names}")
+    return tuple(r for r in registry if r.id in wanted)
+
+
 def select(ids: object = None) -> tuple[Rule, ...]:
     """The rules named in `ids` (all when None), in registry order; unknown IDs raise naming them."""
-    if ids is None:
-        return RULES
-    wanted = [ids] if isinstance(ids, str) else list(ids)  # type: ignore[call-overload]
-    unknown = [i for i in wanted if i not in BY_ID]
-    if unknown:
-        raise ValueError(f"unknown rule ID(s) {unknown}; the rules are {', '.join(RULE_IDS)}")
-    return tuple(r for r in RULES if r.id in wanted)
+    return select_from(RULES, ids)
