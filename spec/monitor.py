@@ -49,19 +49,13 @@ class Monitor(Watch):
     """Drives `scheduler` (plain protocol) under `config`, checking `rules` (all when None)."""
 
     shadow: Shadow
+    rules: tuple[Rule, ...]
     _pending: tuple[object, StepFacts] | None
 
     def __init__(self, scheduler: Any, config: Config, rules: Iterable[str] | None = None) -> None:
-        self._start(scheduler)
+        self._start(scheduler, select(rules))
         self.config = config
         self.shadow = Shadow(config)
-        self.rules: tuple[Rule, ...] = select(rules)
-        self._plan_checks = [(r.id, r.plan_check) for r in self.rules if r.plan_check]
-        # Once a step is done, the token rules are judged before KV's return check: a wrong token
-        # count makes a reservation come back on the wrong step, and the token rule is the cause.
-        done = [(r.id, r.done_check) for r in self.rules if r.done_check]
-        self._done_checks = sorted(done, key=lambda check: check[0] == "KV")
-        self._checks_add = any(r.id == "NEVER-FIT" for r in self.rules)
 
     @property
     def pending(self) -> StepFacts | None:

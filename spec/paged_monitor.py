@@ -11,7 +11,7 @@ the paged scheduler: it judges what the scheduler did.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Any
 
 from .errors import InvalidField, RuleViolation
 from .paged_rules import AFTER_STEP, BEFORE_PREEMPTION, PagedCheck, Rule, select
@@ -62,20 +62,17 @@ class PagedMonitor(Watch):
     """Drives a paged `scheduler` under `config`, checking the paged `rules` (all when None)."""
 
     shadow: PagedShadow
+    rules: tuple[Rule, ...]
     _pending: tuple[object, PagedFacts] | None
 
     def __init__(self, scheduler: Any, config: Config, rules: Iterable[str] | None = None) -> None:
-        self._start(scheduler)
+        # Every check reads the paged shadow and facts (the shared rules by the names both designs use).
+        self._start(scheduler, select(rules))
         self.config = config
         self.shadow = PagedShadow(config, pool_of(scheduler, config))
-        self.rules: tuple[Rule, ...] = select(rules)
         ids = {r.id for r in self.rules}
-        # Every check reads the paged shadow and facts (the shared rules by the names both designs use).
         self._before: list[tuple[str, PagedCheck]] = [(i, c) for i, c in BEFORE_PREEMPTION.items() if i in ids]
-        self._plan_checks = [(r.id, cast(PagedCheck, r.plan_check)) for r in self.rules if r.plan_check]
-        self._done_checks = [(r.id, cast(PagedCheck, r.done_check)) for r in self.rules if r.done_check]
         self._after: list[tuple[str, PagedCheck]] = [(i, c) for i, c in AFTER_STEP.items() if i in ids]
-        self._checks_add = "NEVER-FIT" in ids
         self._checks_cancel = "CANCEL" in ids
         self.num_cancels = 0
 

@@ -116,18 +116,7 @@ def tokens_kept(s: PagedShadow, f: PagedFacts) -> str | None:
     rid a step, none from a rid not planned (the count per request, exactly max_new unless it stops
     or is cancelled, is kept by the shadow across preemptions: a request planned after it ended is
     reported under this rule by the observer)."""
-    if len(f.emitted) != len(f.emitted_set):
-        dup = next(r for r in f.emitted if f.emitted.count(r) > 1)
-        return f"rid {dup} emitted more than one token in one step"
-    for track, n in f.decodes:
-        if n != 1:
-            return f"rid {track.rid} has its prefill done and is given n={n}; a decode is exactly 1 token"
-        if track.rid not in f.emitted_set:
-            return f"rid {track.rid} was decoded but emitted no token"
-    for rid in f.emitted:
-        if rid not in f.planned:
-            return f"rid {rid} emitted a token but was not in the plan"
-    return None
+    return shared.step_tokens(f)
 
 
 def tokens_shown(s: PagedShadow, f: PagedFacts) -> str | None:

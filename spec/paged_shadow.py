@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from .errors import RuleViolation
-from .shadow import Ending, Reason
+from .shadow import Ending, Lines, Reason
 from .types import Config, Request
 from .verdict import PROTOCOL
 
@@ -64,7 +64,7 @@ class PagedTrack:
 
 
 @dataclass(slots=True)
-class PagedShadow:
+class PagedShadow(Lines[PagedTrack]):
     """Everything the paged rules need to judge the next step."""
 
     config: Config
@@ -84,17 +84,6 @@ class PagedShadow:
 
     def __post_init__(self) -> None:
         self.free_blocks = self.pool.num_blocks
-
-    @property
-    def is_idle(self) -> bool:
-        return not self.waiting and not self.running
-
-    def ready(self) -> list[PagedTrack]:
-        return [t for t in self.running.values() if t.is_ready]
-
-    def is_taken(self, rid: int) -> bool:
-        """True if a request that has not ended holds `rid` (an ended one's rid may be reused)."""
-        return rid in self.tracks
 
     def was_cancelled(self, rid: int) -> bool:
         """True if `rid`'s request ended by a cancel (and its rid was not taken again since)."""

@@ -38,13 +38,24 @@ class Watch:
     shadow: Any
     _checks_add: bool
 
-    def _start(self, scheduler: Any) -> None:
+    def _start(self, scheduler: Any, rules: tuple[Any, ...] = ()) -> None:
         self.scheduler = scheduler
+        self._watch(rules)
         self.num_steps = 0  # steps checked
         self.num_busy_steps = 0  # of which with a non-empty plan
         self.num_adds = 0  # add() calls judged
         self._pending: tuple[object, Any] | None = None  # (the plan as given, its facts) until complete()
         self._capabilities: frozenset[str] | None = None
+
+    def _watch(self, rules: tuple[Any, ...]) -> None:
+        """Judge `rules` (the design's `Rule`s): their plan checks, their done checks and NEVER-FIT."""
+        self.rules = rules
+        self._plan_checks: list[Check] = [(r.id, r.plan_check) for r in rules if r.plan_check]
+        # Once a step is done, the token rules are judged before KV's return check: a wrong token
+        # count makes a reservation come back on the wrong step, and the token rule is the cause.
+        done = [(r.id, r.done_check) for r in rules if r.done_check]
+        self._done_checks: list[Check] = sorted(done, key=lambda check: check[0] == "KV")
+        self._checks_add = any(r.id == "NEVER-FIT" for r in rules)
 
     @property
     def capabilities(self) -> frozenset[str]:
