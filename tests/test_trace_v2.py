@@ -183,9 +183,9 @@ def test_CANCEL_a_cancelled_request_planned_or_emitting_after_its_cancel_is_caug
     assert "plan names rid 1, which was cancelled at step 1" in v.message
     emitting = [*lines[:3], lines[3].replace('"emitted": [0]', '"emitted": [0, 1]'), *lines[4:]]
     assert broken(emitting, ["CANCEL"]) == {"CANCEL": 2}
-    finished = [*lines[:2], lines[2].replace('[[1, "cancel"]]', "[]"), lines[3],
-                lines[4].replace('"plan": [[0, 1]]', '"plan": [[0, 1], [1, 1]]').replace('"emitted": [0]', '"emitted": [0, 1]')
-                .replace('"finished": [0]', '"finished": [0, [1, "stop"]]'), lines[5]]
+    last = (lines[4].replace('"plan": [[0, 1]]', '"plan": [[0, 1], [1, 1]]')
+            .replace('"emitted": [0]', '"emitted": [0, 1]').replace('"finished": [0]', '"finished": [0, [1, "stop"]]'))
+    finished = [*lines[:2], lines[2].replace('[[1, "cancel"]]', "[]"), lines[3], last, lines[5]]
     planned_after_stop = [*finished[:4], finished[4], '{"step": 4, "plan": [[1, 1]], "emitted": [1], "finished": []}',
                           finished[5]]
     assert "CANCEL" not in broken(planned_after_stop)  # a stopped request planned again is TOKENS', not CANCEL's
