@@ -13,6 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from .errors import RuleViolation
+from .facts import Chunk
 from .shadow import Ending, Lines, Reason
 from .types import Config, Request
 from .verdict import PROTOCOL
@@ -137,19 +138,10 @@ class PagedShadow(Lines[PagedTrack]):
             del self.prefilling[track.rid]
 
 
-class PagedChunk:
+class PagedChunk(Chunk[PagedTrack]):
     """Prefill positions [start, start + n) of `track` in this residency."""
 
-    __slots__ = ("n", "start", "track")
-
-    def __init__(self, track: PagedTrack, n: int, start: int) -> None:
-        self.track = track
-        self.n = n
-        self.start = start
-
-    @property
-    def completes(self) -> bool:
-        return self.start + self.n >= self.track.target
+    __slots__ = ()
 
     @property
     def is_recompute(self) -> bool:

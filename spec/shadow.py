@@ -48,6 +48,11 @@ class Track:
     def num_remaining_prompt(self) -> int:
         return self.request.prompt_len - self.num_prefilled
 
+    @property
+    def target(self) -> int:
+        """The prefill it owes: its prompt (this design never preempts)."""
+        return self.request.prompt_len
+
 
 class Tracked(Protocol):
     @property
