@@ -10,7 +10,7 @@ import pytest
 from stallfree.conformance.kit import FAIL, PASS, conform
 from stallfree.conformance.kit.report import render
 from stallfree.faults.paged import PAGED_FAULTS
-from stallfree.spec.paged_rules import PAGED_RULE_IDS
+from stallfree.spec.paged_rules import PAGED_BY_ID, PAGED_RULE_IDS
 
 EXAMPLES = 5
 BUDGET = 4  # one budget: 12 configs, a few seconds a target
@@ -29,5 +29,6 @@ def test_the_kit_names_each_paged_faults_rule(fault: type) -> None:
     report = conform(f"stallfree.faults.paged:{fault.__name__}", profile="paged", examples=EXAMPLES, budget=BUDGET)
     assert report.verdicts[fault.breaks] == FAIL, report.verdicts
     assert fault.breaks in report.counterexamples
+    assert report.counterexamples[fault.breaks].requires == PAGED_BY_ID[fault.breaks].statement  # the paged rule's
     if fault.breaks == "CANCEL":  # only a workload with a cancel can show it
         assert report.counterexamples["CANCEL"].workload.cancels

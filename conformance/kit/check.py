@@ -43,12 +43,12 @@ CAPABILITY_RULES = {  # the rules of the paged design the same tests judge
 NEEDS = {"CANCEL": CANCEL}  # a rule judged only through a capability: without it, not supported
 
 
-def requirement(rule: str, contract: Contract | None = None) -> str:
-    """What `rule` requires, in one sentence (under `contract`, when a variant's; else as the design
-    that names it states it)."""
+def requirement(rule: str, contract: Contract | None = None, design: str | None = None) -> str:
+    """What `rule` requires, in one sentence (under `contract`, when a variant's; else as `design`, or
+    the design that names it, states it)."""
     if contract is not None and rule in contract.ids:
         return contract.statement(rule)
-    return statement(rule) or WHAT_IT_MEANS.get(rule, "")
+    return statement(rule, design) or WHAT_IT_MEANS.get(rule, "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +171,7 @@ def conform(
         for rule, finding in explored.findings.items():
             if progress:
                 progress(f"shrinking the {rule} counterexample ({len(finding.workload.requests)} requests)")
-            counterexamples[rule] = minimal_counterexample(sandbox, finding, contract=contract)
+            counterexamples[rule] = minimal_counterexample(sandbox, finding, contract=contract, design=design)
     verdicts = {}
     for rule in registry:
         if rule in not_applicable:
@@ -239,6 +239,7 @@ def label_partial(report: Report, explored: Exploration) -> None:
 
 def minimal_counterexample(
     sandbox: Sandbox, finding: Finding, max_seconds: float = MAX_SECONDS, contract: Contract | None = None,
+    design: str | None = None,
 ) -> Counterexample:
     """Shrink with only the broken rule checked (PROTOCOL and the like: with none but the protocol's own
     checks): the counterexample is then minimal for that rule alone, as the pasted test replays it. The
@@ -255,11 +256,13 @@ def minimal_counterexample(
         o = finding.outcome
         message = f"{o.message} (replayed, the same workload did not break {finding.rule} again: the target " \
                   "is not deterministic)"
-        return Counterexample(finding.rule, o.step, message, requirement(finding.rule, contract), finding.workload,
+        requires = requirement(finding.rule, contract, design)
+        return Counterexample(finding.rule, o.step, message, requires, finding.workload,
                               o.call, o.traceback, False, 1, tuple(rules), contract and contract.name)
     shrunk = Shrinker(run, finding.rule, max_runs, max_seconds).shrink(finding.workload, start)
     o = shrunk.outcome
     return Counterexample(
-        finding.rule, o.step, o.message, requirement(finding.rule, contract), shrunk.workload, o.call, o.traceback,
+        finding.rule, o.step, o.message, requirement(finding.rule, contract, design), shrunk.workload, o.call,
+        o.traceback,
         shrunk.minimal, shrunk.runs, tuple(rules), contract and contract.name,
     )
