@@ -124,13 +124,20 @@ def rss_mb() -> float:
         return int(f.read().split()[1]) * 4096 / 2**20
 
 
-def soak(num_requests: int, seed: int = 0) -> None:
+def emits(p: Any, n: int) -> bool:
+    """Whether the reference request of progress `p`, planned `n` tokens, emits a token in the step."""
+    return bool(p.num_prefilled + (n if p.num_prefilled < p.prompt_len else 0) >= p.prompt_len)
+
+
+def soak(num_requests: int, seed: int = 0, make: Any = None, emits: Any = emits, name: str = "reference") -> Any:
     """Requests of 1..32 prompt tokens and 1..16 new ones through 256 slots, the queue kept at 512;
     a third stop before max_new, one in forty is cancelled while waiting, and every tenth step a
     running one is cancelled. The harness keeps only bounded state of its own (the time of every
-    sixteenth step), so that the RSS growth is the scheduler's."""
+    sixteenth step), so that the RSS growth is the scheduler's. `make()` builds the scheduler (the
+    reference by default); `emits(progress, n)` says whether a planned request emits. Returns the
+    scheduler at the end."""
     rng = random.Random(seed)
-    s = Scheduler(token_budget=512, max_seqs=NUM_RUNNING, kv_tokens=NUM_RUNNING * 64)
+    s = make() if make is not None else Scheduler(token_budget=512, max_seqs=NUM_RUNNING, kv_tokens=NUM_RUNNING * 64)
     next_rid = stops = cancels = 0
     stop_at: dict[int, int] = {}  # rid -> the token it stops on, for requests not ended
     sampled: list[float] = []  # microseconds of every SAMPLE-th step
@@ -158,8 +165,7 @@ def soak(num_requests: int, seed: int = 0) -> None:
             due = stop_at.get(rid)
             if due is not None:
                 p = s.progress(rid)
-                if p.num_prefilled + (n if p.num_prefilled < p.prompt_len else 0) >= p.prompt_len \
-                        and p.num_emitted + 1 == due:
+                if emits(p, n) and p.num_emitted + 1 == due:
                     stopped.append(rid)
         s.complete(plan, stopped)
         t1 = time.perf_counter_ns()
@@ -176,10 +182,11 @@ def soak(num_requests: int, seed: int = 0) -> None:
     rss_end = rss_mb()
     tenth = max(1, len(sampled) // 10)
     first, last = statistics.median(sampled[:tenth]), statistics.median(sampled[-tenth:])
-    print(f"soak: {num_requests:,} requests, {step:,} steps, {stops:,} stops, {cancels:,} cancels; RSS "
+    print(f"soak ({name}): {num_requests:,} requests, {step:,} steps, {stops:,} stops, {cancels:,} cancels; RSS "
           f"{rss_start:.1f} MB after {WARMUP:,} steps -> {rss_end:.1f} MB at the end (growth "
           f"{rss_end - rss_start:+.1f} MB, target < 5 MB); median step (schedule + complete with stops) "
           f"{first:.1f} us in the first tenth, {last:.1f} us in the last tenth")
+    return s
 
 
 SAMPLE = 16

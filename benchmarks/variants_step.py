@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-from collections.abc import Callable
 from typing import Any
 
-from steptiming import time_steps
+from steptiming import BUDGET, NUM_DECODES, loaded, time_steps
 
 from stallfree.reference import Scheduler
 from stallfree.variants.aligned import Aligned, BatchedAligned
@@ -28,25 +27,7 @@ from stallfree.variants.priority import BatchedPrioritized, Prioritized
 from stallfree.variants.rotating import BatchedRotating, Rotating
 from stallfree.variants.stepwise import Stepwise
 
-BUDGET = 8192
-NUM_DECODES = 256
-LONG = 10**12  # a prompt and max_new that outlast the benchmark
 DROPPED = 64
-
-
-def loaded(factory: Callable[..., Any], num_waiting: int, priorities: bool = False) -> Any:
-    s = factory(token_budget=BUDGET, max_seqs=NUM_DECODES + 1, kv_tokens=2**62)
-    for rid in range(NUM_DECODES):
-        s.add(rid, 1, LONG)
-    s.complete(s.schedule())
-    s.add(NUM_DECODES, LONG, 1)
-    s.complete(s.schedule())
-    for rid in range(num_waiting):
-        if priorities:
-            s.add(NUM_DECODES + 1 + rid, 100, 100, rid % 4)
-        else:
-            s.add(NUM_DECODES + 1 + rid, 100, 100)
-    return s
 
 
 def dropped(factory: type, num_waiting: int) -> Any:

@@ -3,19 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
+from stallfree.spec.phase import Phase
 
-class Phase(Enum):
-    """Where a request is. Unlike the reference's phases these may go back: a preempted request is
-    WAITING again, with its emitted tokens kept and its KV forgotten."""
-
-    WAITING = "waiting"
-    PARTIAL = "partial"  # prefilling its prompt (plus, after a preemption, the tokens it emitted)
-    READY = "ready"
-    FINISHED = "finished"  # emitted max_new tokens
-    STOPPED = "stopped"  # its token ended it early (complete(plan, stopped=...))
-    CANCELLED = "cancelled"
+__all__ = ["PagedProgress", "Phase"]  # Phase is the spec's, shared with the reservation design
 
 
 @dataclass(frozen=True, slots=True)

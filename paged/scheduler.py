@@ -20,6 +20,9 @@ The decisions, each named by the rule that states it:
 
 State: `_running` holds admitted requests in admission order (oldest first); each is in `_partial`
 or `_ready`. The running requests, then the waiting ones, are always in arrival order (one line).
+An ended request is dropped, as the reference drops it: memory is bounded by what waits and runs, and
+a rid is free again once its request ended. `_ended` keeps the final progress of the requests that
+ended in the last completed step (or were cancelled since), and no older record.
 """
 
 from __future__ import annotations
@@ -100,7 +103,7 @@ class Scheduler:
         if watermark > self.num_blocks:
             raise InvalidField(f"watermark must be <= the pool's {self.num_blocks} blocks, got {watermark}")
         self._sequences: dict[int, Seq] = {}  # accepted and not ended, by rid
-        self._ended: dict[int, Phase] = {}  # rid -> FINISHED, STOPPED or CANCELLED
+        self._ended: dict[int, PagedProgress] = {}  # ended in the last completed step or cancelled since
         self._waiting: deque[Seq] = deque()  # preempted ones first, then arrivals; arrival order
         self._running: dict[int, Seq] = {}  # admitted; admission order
         self._partial: dict[int, Seq] = {}  # running, prefill not done
@@ -118,9 +121,10 @@ class Scheduler:
 
     def add(self, rid: int, prompt_len: int, max_new: int) -> None:
         """Queue a request at the back of the waiting line. Raises (state unchanged) if it is invalid,
-        if its rid is taken, or if its peak KV could never fit the pool less the watermark (NEVER-FIT)."""
+        if its rid is taken by a request that has not ended, or if its peak KV could never fit the pool
+        less the watermark (NEVER-FIT)."""
         request = Request(rid, prompt_len, max_new)
-        if rid in self._sequences or rid in self._ended:
+        if rid in self._sequences:
             raise InvalidField(f"rid {rid} is already taken by an earlier request")
         peak = blocks_for(prompt_len + max_new - 1, self.block_size)
         if not self.fits_alone(peak):
@@ -131,6 +135,7 @@ class Scheduler:
             )
         seq = Seq(request)
         self._sequences[rid] = seq
+        self._ended.pop(rid, None)
         self._waiting.append(seq)
 
     def schedule(self) -> PagedPlan:
@@ -201,12 +206,16 @@ class Scheduler:
         chunks = plan.entries[len(emitted):]
         completing = [rid for rid, n in chunks if self._partial[rid].stored_computed + n >= self._partial[rid].target]
         stops = self._stops(stopped, emitted, completing) if stopped else ()
+        if self._ended:
+            self._ended = {}
         for rid, n in chunks:  # the prefill chunks, after the decodes
             seq = self._partial[rid]
             seq.stored_computed += n
             if seq.stored_computed >= seq.target:
                 emitted.append(rid)
                 self._become_ready(seq, step)
+        self._planned = None
+        self._num_steps += 1  # the ends below see the step's tokens counted
         for seq in self._finishing.pop(step, {}).values():
             self.end(seq, Phase.FINISHED)
         for rid in stops:
@@ -216,21 +225,20 @@ class Scheduler:
             if rid in self._sequences:
                 self.end(self._sequences[rid], Phase.CANCELLED)
         self._cancelling.clear()
-        self._planned = None
-        self._num_steps += 1
         return tuple(emitted)
 
     def cancel(self, rid: object) -> None:
         """Withdraw request `rid`: a waiting one leaves the line, a running one is never planned again
         and its blocks are freed. With a plan pending it takes effect when complete() runs (the
         pending step still runs it). Raises KeyError, naming the rid and its state, for a rid never
-        accepted, already ended (a second cancel among them) or already being cancelled."""
+        accepted, ended (a second cancel among them) or already being cancelled."""
         if type(rid) is not int:
             raise TypeError(f"cancel(rid): rid must be an int, got {type(rid).__name__} {rid!r:.40}")
         seq = self._sequences.get(rid)
         if seq is None:
-            state = self._ended.get(rid)
-            raise KeyError(f"cancel({rid!r}): " + (f"it is {state.value}" if state else "it was never accepted"))
+            ended = self._ended.get(rid)
+            raise KeyError(f"cancel({rid!r}): " + (f"it is {ended.phase.value}" if ended else
+                                                   "it is not waiting or running (never accepted, or ended)"))
         if rid in self._cancelling:
             raise KeyError(f"cancel({rid!r}): it is already being cancelled (when the pending plan completes)")
         if self._planned is not None:
@@ -280,13 +288,16 @@ class Scheduler:
             self._free_blocks -= more
 
     def end(self, seq: Seq, phase: Phase) -> None:
-        """`seq` finished, stopped or was cancelled: its blocks return now."""
+        """`seq` finished, stopped or was cancelled: its blocks return now, and its record goes (its final
+        progress readable until the next complete())."""
         if seq.rid in self._running:
             self._remove_running(seq)
         else:
             self._waiting.remove(seq)
         del self._sequences[seq.rid]
-        self._ended[seq.rid] = phase
+        r = seq.request
+        self._ended[seq.rid] = PagedProgress(seq.rid, phase, r.prompt_len, r.max_new, seq.stored_computed,
+                                             seq.stored_emitted, 0, seq.num_preemptions)
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -361,12 +372,22 @@ class Scheduler:
     def is_idle(self) -> bool:
         return not self._waiting and not self._running
 
+    @property
+    def ended(self) -> tuple[int, ...]:
+        """Rids of the requests that ended in the last completed step (or were cancelled since)."""
+        return tuple(self._ended)
+
     def progress(self, rid: int) -> PagedProgress:
-        """Where request `rid` is. Raises KeyError naming the rid if it was never accepted, or ended."""
+        """Where request `rid` is: waiting or running, or how it ended if that was in the last completed
+        step (or a cancel since). Raises KeyError naming the rid for any other: no record of requests
+        that ended before is kept, so that memory stays bounded by what waits and runs."""
         seq = self._sequences.get(rid)
         if seq is None:
-            state = self._ended.get(rid)
-            raise KeyError(f"rid {rid!r} " + (f"is {state.value}" if state else "was never accepted"))
+            ended = self._ended.get(rid)
+            if ended is not None:
+                return ended
+            raise KeyError(f"rid {rid!r} is not waiting or running, and did not end in the last step "
+                           "(never accepted, or ended earlier: no record of it is kept)")
         if rid in self._partial:
             phase = Phase.PARTIAL
         elif rid in self._ready:

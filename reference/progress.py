@@ -3,22 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
+from stallfree.spec.phase import Phase
 
-class Phase(Enum):
-    """Where a request is. Allowed moves: WAITING -> PARTIAL | READY | FINISHED | STOPPED (a prompt
-    done in one chunk may end on its admission step); PARTIAL -> READY | FINISHED | STOPPED;
-    READY -> FINISHED | STOPPED; any of WAITING, PARTIAL, READY -> CANCELLED. FINISHED, STOPPED and
-    CANCELLED are ends (the finish reasons length, stop, cancel). Never backwards: this version does
-    not preempt."""
-
-    WAITING = "waiting"
-    PARTIAL = "partial"
-    READY = "ready"
-    FINISHED = "finished"  # emitted its max_new tokens
-    STOPPED = "stopped"  # its token ended it (complete()'s `stopped`)
-    CANCELLED = "cancelled"
+__all__ = ["Phase", "Progress"]  # Phase is the spec's, shared with the paged design
 
 
 @dataclass(frozen=True, slots=True)

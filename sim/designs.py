@@ -1,15 +1,14 @@
 """The two memory designs on one trace, one cost model and one KV pool, under the cap model.
 
-The cap model: every request is sent with `max_tokens = cap` and stops at its real output length
-from the trace (truncated at the cap where the trace's is longer). The reservation design must
-reserve prompt_len + cap at admission and returns it when the request stops; the paged design takes
-blocks as tokens are computed and so never looks at the cap, except to refuse a request whose
-prompt_len + cap could never fit the pool. Both designs are offered the same requests: any whose
+The cap model is the simulator's (`caps`, as `stallfree simulate --max-new-cap` runs it): every
+request is added with max_new = cap and stops (complete(plan, stopped)) at its real output length
+from the trace (it runs to the cap where the trace's is longer). The reservation design, the
+reference itself, reserves prompt_len + cap at admission and returns it when the request stops; the
+paged design takes blocks as tokens are computed and so never looks at the cap, except to refuse a
+request whose peak could never fit the pool. Both designs are offered the same requests: any whose
 prompt_len + cap exceeds K is skipped for both.
 
-The reservation side is the reference itself, with each request's reservation widened to the cap
-(`CappedReference`): stopping at the real length is then what the reference does at max_new. The
-paged side is `stallfree.paged.Scheduler` (16-token blocks, the default watermark). A run is priced
+The paged side is `stallfree.paged.Scheduler` (16-token blocks, the default watermark). A run is priced
 step by step by the same roofline as `simulate`, with preemption followed: a preempted request's KV
 is forgotten, and its recompute prefill is priced like any prompt chunk.
 
@@ -27,48 +26,14 @@ from typing import Any
 from stallfree.costs import Roofline
 from stallfree.paged import Scheduler as Paged
 from stallfree.reference import Scheduler as Reference
-from stallfree.spec import Config, InvalidField, Request
+from stallfree.spec import Config
 
+from .caps import stops
 from .simulator import SimResult, Simulation, StepRecord
 from .summary import Summary, summarise
-from .trace import Trace, TraceRequest
+from .trace import Trace
 
 DESIGNS = ("reservation", "paged")
-
-
-@dataclass(frozen=True, slots=True)
-class CappedRequest(Request):
-    """A request that stops at `max_new` but was sent with max_tokens `cap`: it reserves the cap."""
-
-    cap: int = 1
-
-    @property
-    def reservation(self) -> int:
-        return self.prompt_len + self.cap
-
-
-class CappedReference(Reference):
-    """The reference, each request reserving prompt_len + cap (the cap model's reservation design)."""
-
-    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int, cap: int) -> None:
-        super().__init__(token_budget, max_seqs, kv_tokens)
-        self.cap = cap
-
-    def add(self, rid: int, prompt_len: int, max_new: int) -> None:
-        if type(prompt_len) is int and prompt_len + self.cap > self.config.kv_tokens:
-            kv = self.config.kv_tokens
-            raise InvalidField(f"prompt_len + cap = {prompt_len} + {self.cap} exceeds kv_tokens={kv}")
-        super().add(rid, prompt_len, max_new)
-        seq = self._live[rid]
-        seq.request = CappedRequest(rid, prompt_len, max_new, self.cap)
-
-
-def capped(trace: Trace, cap: int | None) -> Trace:
-    """`trace` with each output truncated at `cap` (None: as it is, the exact max_new)."""
-    if cap is None:
-        return trace
-    requests = tuple(TraceRequest(r.rid, r.arrival, r.prompt_len, min(r.max_new, cap)) for r in trace.requests)
-    return Trace(trace.name, requests)
 
 
 @dataclass(slots=True)
@@ -114,7 +79,7 @@ class DesignSimulation(Simulation):
 
     def __init__(self, trace: Trace, factory: Callable[..., Any], config: Config, roofline: Roofline,
                  stats: DesignStats, held: Callable[[Any], int]) -> None:
-        super().__init__(trace, factory, config, roofline, stats.design)
+        super().__init__(trace, factory, config, roofline, stats.design, max_new_cap=stats.cap)
         self.stats = stats
         self.held = held
         self.computed: dict[int, int] = {}  # rid -> tokens in KV
@@ -130,6 +95,7 @@ class DesignSimulation(Simulation):
             target[rid] = stream.prompt_len + stream.num_emitted
             self.stats.preemptions += 1
         num_tokens = pairs = kv_read = num_decodes = recompute = 0
+        stopped = []
         for rid, n in plan:
             stream = streams[rid]
             done = computed.get(rid, 0)
@@ -143,10 +109,14 @@ class DesignSimulation(Simulation):
                     stream.num_prefilled = done + n
                 pairs += n * done + n * (n + 1) // 2
                 kv_read += done
+                emits = done + n == goal
             else:  # a decode: the last token in, attending to every position so far
                 pairs += done + 1
                 kv_read += done
                 num_decodes += 1
+                emits = True
+            if emits and stops(stream):
+                stopped.append(rid)
             computed[rid] = done + n
             self.used += n
             num_tokens += n
@@ -170,7 +140,7 @@ class DesignSimulation(Simulation):
                 self.result.steps.append(StepRecord(clock, seconds, num_decodes, num_tokens - num_decodes))
         else:
             self.num_empty_plans += 1
-        self.emit(self.scheduler.complete(plan), end)
+        self.emit(self.scheduler.complete(plan, stopped) if stopped else self.scheduler.complete(plan), end)
         return end
 
     def emit(self, rids: Any, clock: float) -> None:
@@ -195,7 +165,7 @@ def run_design(design: str, trace: Trace, config: Config, roofline: Roofline, ca
     (requests reserving it under the reservation design; None: the exact max_new)."""
     if design not in DESIGNS:
         raise ValueError(f"design {design!r} is unknown; the designs are {', '.join(DESIGNS)}")
-    shaped = capped(trace, cap).scaled(rate_scale)
+    shaped = trace.scaled(rate_scale)
     if cap is not None:  # both designs skip what could never fit the cap's reservation
         fits = tuple(r for r in shaped.requests if r.prompt_len + cap <= config.kv_tokens)
         shaped = Trace(shaped.name, fits)
@@ -207,7 +177,7 @@ def run_design(design: str, trace: Trace, config: Config, roofline: Roofline, ca
         def held(s: Any) -> int:
             return (s.num_blocks - s.free_blocks) * s.block_size
     else:
-        factory = Reference if cap is None else (lambda **c: CappedReference(cap=cap, **c))
+        factory = Reference
 
         def held(s: Any) -> int:
             return config.kv_tokens - s.free_kv  # type: ignore[no-any-return]

@@ -6,18 +6,14 @@ which nothing is waiting or running straight to the next arrival. Requests that 
 are added before the next plan, as a server would queue them. A request the contract refuses (its
 reservation exceeds the KV capacity: rule NEVER-FIT) is skipped and reported, never dropped silently.
 
-With `max_new_cap`, a request's reserved max_new (its max_tokens) and its real output length are two
-things: each is added with max_new = the cap and stops (complete(plan, stopped)) on its real length
-from the trace, or runs to the cap if that is shorter. Without it max_new is the real length: the
-oracle that knows every output length in advance. `max_new_caps` instead gives a distribution: each
-request reserves one of the caps listed, drawn uniformly (seeded by its rid, so a run is repeatable),
-as clients asking for different max_tokens would. Each step records the KV reserved (the running
+With `max_new_cap` (or a distribution, `max_new_caps`), requests follow the cap model (`caps`): each
+is added with max_new = its cap and stops (complete(plan, stopped)) on its real length from the
+trace. Without either max_new is the real length: the oracle. Each step records the KV reserved (the running
 requests' prompt_len + max_new) and the KV used (positions already computed) to compare the two.
 """
 
 from __future__ import annotations
 
-import random
 import time
 from array import array
 from collections.abc import Callable
@@ -28,6 +24,7 @@ from typing import Any
 from stallfree.costs import Roofline
 from stallfree.spec import STOP, Config, Shadow, Unsupported, refusal, supports
 
+from .caps import CapModel, stops
 from .checked import Checked
 from .progress import ProgressBar
 from .stream import Stream
@@ -113,12 +110,9 @@ class Simulation:
         max_new_cap: int | None = None,
         max_new_caps: tuple[int, ...] = (),
     ) -> None:
-        self.max_new_cap = max_new_cap
-        self.max_new_caps = max_new_caps
-        self.max_new_cap = max_new_cap
-        self.max_new_caps = max_new_caps
+        self.caps = CapModel(max_new_cap, max_new_caps)
         scheduler = factory(token_budget=config.token_budget, max_seqs=config.max_seqs, kv_tokens=config.kv_tokens)
-        if (max_new_cap is not None or max_new_caps) and STOP not in supports(scheduler):
+        if self.caps.is_capped and STOP not in supports(scheduler):
             raise Unsupported(STOP, scheduler)  # it could not be told that a request stopped
         self.variant = variant or Variant()
         self.scheduler = Checked(scheduler, config, self.variant.contract) if check else scheduler
@@ -145,7 +139,7 @@ class Simulation:
             self.next_arrival += 1
 
     def offer(self, request: TraceRequest) -> None:
-        reserved = self.reserved_new(request)
+        reserved = self.caps.max_new(request)
         why = refusal(Shadow(self.result.config), request.rid, request.prompt_len, reserved)
         reason = None if why is None else f"NEVER-FIT: {why}"
         priority = self.variant.priority_of
@@ -166,12 +160,6 @@ class Simulation:
         self.streams[request.rid] = stream
         self.result.streams.append(stream)
         self.num_pending += 1
-
-    def reserved_new(self, request: TraceRequest) -> int:
-        """The max_new `request` is added with: the cap, one of the caps, or its real length."""
-        if self.max_new_caps:
-            return random.Random(request.rid).choice(self.max_new_caps)
-        return request.max_new if self.max_new_cap is None else self.max_new_cap
 
     # -- steps -----------------------------------------------------------------------------------
 
@@ -200,7 +188,7 @@ class Simulation:
                 num_decodes += 1
                 emits = True
                 kv_used += context + 1
-            if emits and stream.num_emitted + 1 == stream.max_new < stream.reserved_new:  # type: ignore[operator]
+            if emits and stops(stream):
                 stopped.append(rid)  # its real last token: the model's end token, before the cap
             kv_reserved += stream.prompt_len + stream.reserved_new  # type: ignore[operator]
             num_tokens += n

@@ -58,11 +58,7 @@ class ContractMonitor(Monitor):
     def __init__(self, scheduler: Any, config: Config, rules: Iterable[str] | None, contract: Contract) -> None:
         super().__init__(scheduler, config, ())
         self.contract = contract
-        self.rules = contract.select(rules)
-        self._plan_checks = [(r.id, r.plan_check) for r in self.rules if r.plan_check]
-        done = [(r.id, r.done_check) for r in self.rules if r.done_check]
-        self._done_checks = sorted(done, key=lambda check: check[0] == "KV")
-        self._checks_add = any(r.id == "NEVER-FIT" for r in self.rules)
+        self._watch(contract.select(rules))
 
 
 def keeping(*left_out: str, extra: Iterable[Rule] = ()) -> tuple[Rule, ...]:

@@ -31,9 +31,11 @@ def design_of(obj: object) -> str:
     return str(design)
 
 
-def statement(rule_id: str) -> str | None:
-    """The statement of `rule_id` in whichever registry holds it (the reservation's first)."""
-    for registry in REGISTRIES.values():
+def statement(rule_id: str, design: str | None = None) -> str | None:
+    """The statement of `rule_id` in `design`'s registry, else in whichever registry holds it (the
+    reservation's first)."""
+    first = [REGISTRIES[design]] if design in REGISTRIES else []
+    for registry in (*first, *REGISTRIES.values()):
         for rule in registry:
             if rule.id == rule_id:
                 return rule.statement

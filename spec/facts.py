@@ -8,6 +8,7 @@ request, a chunk for a partial one, an admission for a waiting one) and records 
 from __future__ import annotations
 
 from itertools import islice
+from typing import Generic, Protocol, TypeVar
 
 from .errors import RuleViolation
 from .shadow import Ending, Reason, Shadow, Track
@@ -17,19 +18,28 @@ MAX_ENTRIES = 1_000_000  # a plan or an emitted list longer than this is junk (o
 NO_STOPS: frozenset[int] = frozenset()  # a step's stops, when there are none (shared: never mutated)
 
 
-class Chunk:
-    """Prompt positions [start, start + n) of `track`, run this step."""
+class Prefilled(Protocol):
+    @property
+    def target(self) -> int: ...
+
+
+T = TypeVar("T", bound=Prefilled)
+
+
+class Chunk(Generic[T]):
+    """Prefill positions [start, start + n) of `track`, run this step (for either design's track: its
+    `target` is the prefill it owes, the prompt, plus the tokens it emitted after a preemption)."""
 
     __slots__ = ("n", "start", "track")
 
-    def __init__(self, track: Track, n: int, start: int) -> None:
+    def __init__(self, track: T, n: int, start: int) -> None:
         self.track = track
         self.n = n
         self.start = start
 
     @property
     def completes(self) -> bool:
-        return self.start + self.n >= self.track.request.prompt_len
+        return self.start + self.n >= self.track.target
 
 
 class StepFacts:
@@ -51,9 +61,9 @@ class StepFacts:
         self.num_tokens = 0
         self.decodes: list[tuple[Track, int]] = []  # entries for ready requests
         self.num_decode_tokens = 0
-        self.chunks: list[Chunk] = []  # entries for partial requests
-        self.admitted: list[Chunk] = []  # entries for waiting requests: admissions
-        self.prefills: list[Chunk] = []  # chunks and admissions, in plan order
+        self.chunks: list[Chunk[Track]] = []  # entries for partial requests
+        self.admitted: list[Chunk[Track]] = []  # entries for waiting requests: admissions
+        self.prefills: list[Chunk[Track]] = []  # chunks and admissions, in plan order
         self.admitted_reservation = 0  # KV reserved by this step's admissions
         self.duplicates: list[int] = []  # rids listed more than once
         self.first_bad_n: tuple[int, int] | None = None  # the first entry with n < 1

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .capability import Unsupported, supports
 from .errors import InvalidField, RuleViolation
 from .facts import StepFacts, apply, due, observe, observe_emitted
 from .invariants import visible
-from .rules import ENDED, Rule, call_judged, never_fit, select
+from .rules import ENDED, Rule, call_judged, select
 from .shadow import Reason, Shadow
 from .types import Config, Request, admissible
+from .watch import Watch, judge
 
 
 def refusal(shadow: Shadow, rid: object, prompt_len: object, max_new: object) -> str | None:
@@ -45,37 +45,17 @@ def cancel_refusal(shadow: Shadow, pending: StepFacts | None, rid: object) -> st
     return f"rid {rid} {ENDED[ending.reason]} at step {ending.step}"
 
 
-class Monitor:
+class Monitor(Watch):
     """Drives `scheduler` (plain protocol) under `config`, checking `rules` (all when None)."""
 
+    shadow: Shadow
+    rules: tuple[Rule, ...]
+    _pending: tuple[object, StepFacts] | None
+
     def __init__(self, scheduler: Any, config: Config, rules: Iterable[str] | None = None) -> None:
-        self.scheduler = scheduler
+        self._start(scheduler, select(rules))
         self.config = config
         self.shadow = Shadow(config)
-        self.rules: tuple[Rule, ...] = select(rules)
-        self._plan_checks = [(r.id, r.plan_check) for r in self.rules if r.plan_check]
-        # Once a step is done, the token rules are judged before KV's return check: a wrong token
-        # count makes a reservation come back on the wrong step, and the token rule is the cause.
-        done = [(r.id, r.done_check) for r in self.rules if r.done_check]
-        self._done_checks = sorted(done, key=lambda check: check[0] == "KV")
-        self._checks_add = any(r.id == "NEVER-FIT" for r in self.rules)
-        self.num_steps = 0  # steps checked
-        self.num_busy_steps = 0  # of which with a non-empty plan
-        self.num_adds = 0  # add() calls judged
-        self._pending: tuple[object, StepFacts] | None = None
-        self._capabilities: frozenset[str] | None = None
-
-    @property
-    def capabilities(self) -> frozenset[str]:
-        """What the scheduler supports beyond the plain protocol: "stop", "cancel" (`capability`)."""
-        if self._capabilities is None:
-            self._capabilities = supports(self.scheduler)
-        return self._capabilities
-
-    def require(self, capability: str) -> None:
-        """Raise Unsupported if the scheduler lacks `capability`."""
-        if capability not in self.capabilities:
-            raise Unsupported(capability, self.scheduler)
 
     @property
     def pending(self) -> StepFacts | None:
@@ -86,40 +66,8 @@ class Monitor:
     def checks_per_step(self) -> int:
         return len(self._plan_checks) + len(self._done_checks)
 
-    @property
-    def is_idle(self) -> bool:
-        """Nothing waiting or running, by the contract's account."""
-        return self.shadow.is_idle
-
-    def add(self, rid: object, prompt_len: object, max_new: object) -> bool:
-        """Offer a request. Returns True if accepted, False if (rightly) refused; raises
-        RuleViolation('NEVER-FIT') if the scheduler accepts what it must refuse or the reverse."""
-        shadow = self.shadow
-        verdict = refusal(shadow, rid, prompt_len, max_new)
-        raised: BaseException | None = None
-        try:
-            self.scheduler.add(rid, prompt_len, max_new)
-        except Exception as error:  # judged below; anything but ValueError/TypeError on a valid
-            if verdict is None and not isinstance(error, ValueError | TypeError):
-                raise  # request is a crash of the scheduler, not a refusal
-            raised = error
-        self.num_adds += 1
-        if self._checks_add:
-            message = never_fit(verdict, raised, may_refuse=type(rid) is int and rid in shadow.ended)
-            if message is not None:
-                raise RuleViolation("NEVER-FIT", shadow.step, f"add({rid!r}, {prompt_len!r}, {max_new!r}): {message}")
-        if raised is None:
-            try:
-                shadow.accept(Request(rid, prompt_len, max_new))  # type: ignore[arg-type]
-            except (InvalidField, TypeError) as error:
-                raise RuleViolation(
-                    "PROTOCOL", shadow.step, f"add({rid!r}, {prompt_len!r}, {max_new!r}) was accepted "
-                    f"but the request cannot be followed: {error}",
-                ) from None
-            return True
-        if type(rid) is int:
-            shadow.rejected.add(rid)
-        return False
+    def refusal(self, rid: object, prompt_len: object, max_new: object) -> str | None:
+        return refusal(self.shadow, rid, prompt_len, max_new)
 
     def plan(self) -> object:
         """Ask the scheduler for a plan and judge it before it runs. Returns the plan as given."""
@@ -128,10 +76,7 @@ class Monitor:
         shadow = self.shadow
         plan = self.scheduler.schedule()
         facts = observe(shadow, plan)
-        for rule_id, check in self._plan_checks:
-            message = check(shadow, facts)
-            if message is not None:
-                raise RuleViolation(rule_id, shadow.step, message)
+        judge(self._plan_checks, shadow, facts, shadow.step)
         self._pending = (plan, facts)
         return plan
 
@@ -235,10 +180,7 @@ class Monitor:
         shadow = self.shadow
         emitted = self.scheduler.complete(plan, stopped) if stopped else self.scheduler.complete(plan)
         observe_emitted(shadow, facts, emitted, getattr(self.scheduler, "free_kv", None))
-        for rule_id, check in self._done_checks:
-            message = check(shadow, facts)
-            if message is not None:
-                raise RuleViolation(rule_id, shadow.step, message)
+        judge(self._done_checks, shadow, facts, shadow.step)
         apply(shadow, facts)
         self.num_steps += 1
         if facts.plan:
@@ -247,5 +189,4 @@ class Monitor:
 
     def step(self, stopped: Iterable[int] = ()) -> StepFacts:
         """One step: plan, judge, complete (with `stopped`), judge."""
-        self.plan()
-        return self.complete(stopped)
+        return super().step(stopped)  # type: ignore[no-any-return]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
+from . import invariants
 from .invariants import Invariant, Origin
 from .paged_shadow import PagedShadow, blocks_for
 
@@ -63,19 +64,12 @@ def line(s: PagedShadow, v: Any) -> str | None:
 
 
 def one_partial(s: PagedShadow, v: Any) -> str | None:
-    """ONE-PARTIAL: at most one request is in prefill, and it is the newest running one."""
-    if len(s.prefilling) > 1:
-        return f"requests {list(s.prefilling)} are all partially prefilled"
-    if s.prefilling and next(iter(s.prefilling)) != next(reversed(s.running)):
+    """ONE-PARTIAL: at most one request is in prefill (as in the reservation design), and it is the
+    newest running one."""
+    found = invariants.one_partial(cast(Any, s), v)
+    if found is None and s.prefilling and next(iter(s.prefilling)) != next(reversed(s.running)):
         return f"partial rid {next(iter(s.prefilling))} is not the newest running request"
-    return None
-
-
-def ready_within_budget(s: PagedShadow, v: Any) -> str | None:
-    """READY-WITHIN-BUDGET: ready requests never outnumber the budget."""
-    if s.num_ready > s.config.token_budget:
-        return f"{s.num_ready} requests are ready; the budget is {s.config.token_budget}"
-    return None
+    return found
 
 
 def lone_block(s: PagedShadow, v: Any) -> str | None:
@@ -105,7 +99,7 @@ PAGED_INVARIANTS: tuple[Invariant, ...] = (
     Invariant("ONE-PARTIAL", Origin.DERIVED, "at most one request is in prefill, the newest running one.",
               paged(one_partial), premises=("PARTIAL-NEXT", "WORK-CONSERVING", "WATERMARK")),
     Invariant("READY-WITHIN-BUDGET", Origin.DERIVED, "ready requests never outnumber the budget.",
-              paged(ready_within_budget), premises=("BUDGET", "DECODE-FIRST", "TOKENS-KEPT")),
+              invariants.ready_within_budget, premises=("BUDGET", "DECODE-FIRST", "TOKENS-KEPT")),
     Invariant("LONE-BLOCK", Origin.DERIVED, "the oldest running request's next block always fits the pool.",
               paged(lone_block), premises=("NEVER-FIT", "BLOCKS")),
 )

@@ -11,7 +11,7 @@ the paged scheduler: it judges what the scheduler did.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Any
 
 from .errors import InvalidField, RuleViolation
 from .paged_rules import AFTER_STEP, BEFORE_PREEMPTION, PagedCheck, Rule, select
@@ -26,9 +26,10 @@ from .paged_shadow import (
     read_preempted,
     read_view,
 )
-from .rules import never_fit
+from .shadow import Reason
 from .types import Config, Request
 from .verdict import PROTOCOL
+from .watch import Watch, judge
 from .workload import Workload
 
 
@@ -57,27 +58,23 @@ def refusal(shadow: PagedShadow, rid: object, prompt_len: object, max_new: objec
     return None
 
 
-class PagedMonitor:
+class PagedMonitor(Watch):
     """Drives a paged `scheduler` under `config`, checking the paged `rules` (all when None)."""
 
+    shadow: PagedShadow
+    rules: tuple[Rule, ...]
+    _pending: tuple[object, PagedFacts] | None
+
     def __init__(self, scheduler: Any, config: Config, rules: Iterable[str] | None = None) -> None:
-        self.scheduler = scheduler
+        # Every check reads the paged shadow and facts (the shared rules by the names both designs use).
+        self._start(scheduler, select(rules))
         self.config = config
         self.shadow = PagedShadow(config, pool_of(scheduler, config))
-        self.rules: tuple[Rule, ...] = select(rules)
         ids = {r.id for r in self.rules}
-        # Every check reads the paged shadow and facts (the shared rules by the names both designs use).
         self._before: list[tuple[str, PagedCheck]] = [(i, c) for i, c in BEFORE_PREEMPTION.items() if i in ids]
-        self._plan_checks = [(r.id, cast(PagedCheck, r.plan_check)) for r in self.rules if r.plan_check]
-        self._done_checks = [(r.id, cast(PagedCheck, r.done_check)) for r in self.rules if r.done_check]
         self._after: list[tuple[str, PagedCheck]] = [(i, c) for i, c in AFTER_STEP.items() if i in ids]
-        self._checks_add = "NEVER-FIT" in ids
         self._checks_cancel = "CANCEL" in ids
-        self.num_steps = 0
-        self.num_busy_steps = 0
-        self.num_adds = 0
         self.num_cancels = 0
-        self._pending: tuple[object, PagedFacts] | None = None
 
     @staticmethod
     def work_bound(workload: Workload) -> int:
@@ -103,39 +100,17 @@ class PagedMonitor:
         return len(self._before) + len(self._plan_checks) + len(self._done_checks) + len(self._after)
 
     @property
-    def is_idle(self) -> bool:
-        return self.shadow.is_idle
+    def pending(self) -> PagedFacts | None:
+        """The facts of the plan awaiting complete(), or None."""
+        return None if self._pending is None else self._pending[1]
 
-    def add(self, rid: object, prompt_len: object, max_new: object) -> bool:
-        """Offer a request: True if accepted, False if (rightly) refused; NEVER-FIT raised otherwise."""
-        shadow = self.shadow
-        verdict = refusal(shadow, rid, prompt_len, max_new)
-        raised: BaseException | None = None
-        try:
-            self.scheduler.add(rid, prompt_len, max_new)
-        except Exception as error:
-            if verdict is None and not isinstance(error, ValueError | TypeError):
-                raise
-            raised = error
-        self.num_adds += 1
-        if self._checks_add:
-            message = never_fit(verdict, raised)
-            if message is not None:
-                raise RuleViolation("NEVER-FIT", shadow.step, f"add({rid!r}, {prompt_len!r}, {max_new!r}): {message}")
-        if raised is None:
-            try:
-                shadow.accept(Request(rid, prompt_len, max_new))  # type: ignore[arg-type]
-            except (InvalidField, TypeError) as error:
-                raise RuleViolation(PROTOCOL, shadow.step, f"add({rid!r}, {prompt_len!r}, {max_new!r}) was "
-                                    f"accepted but the request cannot be followed: {error}") from None
-            return True
-        if type(rid) is int:
-            shadow.rejected.add(rid)
-        return False
+    def refusal(self, rid: object, prompt_len: object, max_new: object) -> str | None:
+        return refusal(self.shadow, rid, prompt_len, max_new)
 
     def cancel(self, rid: object) -> bool:
         """Cancel `rid`. True if it was live (the scheduler must accept the cancel), False if the
         scheduler rightly refused; raises RuleViolation('CANCEL') if it did the other."""
+        self.require("cancel")
         shadow = self.shadow
         track = shadow.tracks.get(rid) if type(rid) is int else None
         live = track is not None and rid not in shadow.cancelling
@@ -155,8 +130,7 @@ class PagedMonitor:
         if self._pending is not None:
             shadow.cancelling.add(track.rid)
         else:
-            shadow.cancelled.add(track.rid)
-            shadow.end(track)
+            shadow.end(track, Reason.CANCEL)
             shown = read_live(self.scheduler) if self._checks_cancel else None
             if shown is not None and track.rid in shown:
                 message = f"cancel({rid!r}) returned, but the scheduler still holds it"
@@ -171,25 +145,19 @@ class PagedMonitor:
         plan = self.scheduler.schedule()
         facts = PagedFacts(shadow.step)
         facts.preempted = read_preempted(shadow, plan)
-        for rule_id, check in self._before:
-            message = check(shadow, facts)
-            if message is not None:
-                raise RuleViolation(rule_id, shadow.step, message)
+        judge(self._before, shadow, facts, shadow.step)
         for track in facts.preempted:
             shadow.preempt(track)
         observe(shadow, plan, facts)
-        for rule_id, check in self._plan_checks:
-            message = check(shadow, facts)
-            if message is not None:
-                raise RuleViolation(rule_id, shadow.step, message)
+        judge(self._plan_checks, shadow, facts, shadow.step)
         self._pending = (plan, facts)
         return plan
 
-    def emitters(self) -> list[int]:
-        """The rids the pending plan must make emit (decodes and completing chunks): where a caller may stop."""
-        if self._pending is None:
-            return []
-        facts = self._pending[1]
+    def due(self) -> list[int]:
+        """The rids the pending plan must make emit (decodes and completing chunks): those a stop may name."""
+        facts = self.pending
+        if facts is None:
+            raise RuntimeError("PagedMonitor.due() called without a pending plan")
         rids = [t.rid for t, _ in facts.decodes]
         return rids + [c.track.rid for c in facts.chunks + facts.admitted if c.completes]
 
@@ -202,25 +170,21 @@ class PagedMonitor:
         self._pending = None
         shadow = self.shadow
         stops = list(stopped)
+        if stops:
+            self.require("stop")
         emitted = self.scheduler.complete(plan, stops) if stops else self.scheduler.complete(plan)
         observe_emitted(shadow, facts, emitted, stops, getattr(self.scheduler, "free_blocks", None))
-        for rule_id, check in self._done_checks:
-            message = check(shadow, facts)
-            if message is not None:
-                raise RuleViolation(rule_id, shadow.step, message)
+        judge(self._done_checks, shadow, facts, shadow.step)
         apply(shadow, facts)
         if self._after:
             facts.reported_live = read_live(self.scheduler)
             facts.reported_line = read_view(self.scheduler, "waiting")
-        for rule_id, check in self._after:
-            message = check(shadow, facts)
-            if message is not None:
-                raise RuleViolation(rule_id, facts.step, message)
+        judge(self._after, shadow, facts, facts.step)
         self.num_steps += 1
         if facts.plan:
             self.num_busy_steps += 1
         return facts
 
     def step(self, stopped: Iterable[int] = ()) -> PagedFacts:
-        self.plan()
-        return self.complete(stopped)
+        """One step: plan, judge, complete (with `stopped`), judge."""
+        return super().step(stopped)  # type: ignore[no-any-return]

@@ -116,18 +116,7 @@ def tokens_kept(s: PagedShadow, f: PagedFacts) -> str | None:
     rid a step, none from a rid not planned (the count per request, exactly max_new unless it stops
     or is cancelled, is kept by the shadow across preemptions: a request planned after it ended is
     reported under this rule by the observer)."""
-    if len(f.emitted) != len(f.emitted_set):
-        dup = next(r for r in f.emitted if f.emitted.count(r) > 1)
-        return f"rid {dup} emitted more than one token in one step"
-    for track, n in f.decodes:
-        if n != 1:
-            return f"rid {track.rid} has its prefill done and is given n={n}; a decode is exactly 1 token"
-        if track.rid not in f.emitted_set:
-            return f"rid {track.rid} was decoded but emitted no token"
-    for rid in f.emitted:
-        if rid not in f.planned:
-            return f"rid {rid} emitted a token but was not in the plan"
-    return None
+    return shared.step_tokens(f)
 
 
 def tokens_shown(s: PagedShadow, f: PagedFacts) -> str | None:
@@ -136,10 +125,11 @@ def tokens_shown(s: PagedShadow, f: PagedFacts) -> str | None:
     if f.reported_live is None:
         return None
     live = set(s.tracks)
-    extra = sorted(f.reported_live - live - s.cancelled)
+    extra = sorted(r for r in f.reported_live - live if not s.was_cancelled(r))
     if extra:
         rid = extra[0]
-        return (f"the scheduler still holds rid {rid}, which ended at step {s.finished.get(rid)} "
+        ending = s.ended.get(rid)
+        return (f"the scheduler still holds rid {rid}, which ended at step {ending and ending.step} "
                 "(every token emitted, or stopped)")
     missing = sorted(live - f.reported_live)
     if missing:
@@ -152,7 +142,7 @@ def cancel_shown(s: PagedShadow, f: PagedFacts) -> str | None:
     """CANCEL, once the step is applied: a scheduler that shows its requests holds no cancelled one."""
     if f.reported_live is None:
         return None
-    held = sorted(f.reported_live & s.cancelled)
+    held = sorted(r for r in f.reported_live - set(s.tracks) if s.was_cancelled(r))
     if held:
         return f"the scheduler still holds rid {held[0]} after its cancel took effect"
     return None
@@ -333,8 +323,9 @@ PAGED_RULES: tuple[Rule, ...] = (
          design=DESIGN),
     Rule("NEVER-FIT", Kind.INPUT,
          "add() rejects a request whose peak ceil((prompt_len + max_new - 1) / block_size) exceeds the pool "
-         "less the watermark, or whose fields are invalid or rid taken, with ValueError or TypeError, and "
-         "nothing else changes; it accepts every other request."),
+         "less the watermark, or whose fields are invalid (or whose rid is taken by a request that has not "
+         "ended), with ValueError or TypeError, and nothing else changes; it accepts every other request (the "
+         "rid of an ended request it may accept or refuse)."),
     shared.BY_ID["PROGRESS"],
     shared.BY_ID["FCFS"],
     shared.BY_ID["DECODE-FIRST"],
@@ -356,10 +347,4 @@ NEW_IDS: tuple[str, ...] = tuple(r.id for r in PAGED_RULES if r.design == DESIGN
 
 def select(ids: object = None) -> tuple[Rule, ...]:
     """The paged rules named in `ids` (all when None), in registry order; unknown IDs raise naming them."""
-    if ids is None:
-        return PAGED_RULES
-    wanted = [ids] if isinstance(ids, str) else list(ids)  # type: ignore[call-overload]
-    unknown = [i for i in wanted if i not in PAGED_BY_ID]
-    if unknown:
-        raise ValueError(f"unknown paged rule ID(s) {unknown}; the paged rules are {', '.join(PAGED_RULE_IDS)}")
-    return tuple(r for r in PAGED_RULES if r.id in wanted)
+    return shared.select_from(PAGED_RULES, ids, "paged rule")

@@ -13,6 +13,8 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from .errors import RuleViolation
+from .facts import Chunk
+from .shadow import Ending, Lines, Reason
 from .types import Config, Request
 from .verdict import PROTOCOL
 
@@ -63,7 +65,7 @@ class PagedTrack:
 
 
 @dataclass(slots=True)
-class PagedShadow:
+class PagedShadow(Lines[PagedTrack]):
     """Everything the paged rules need to judge the next step."""
 
     config: Config
@@ -73,8 +75,7 @@ class PagedShadow:
     running: dict[int, PagedTrack] = field(default_factory=dict)  # admission order
     prefilling: dict[int, PagedTrack] = field(default_factory=dict)
     tracks: dict[int, PagedTrack] = field(default_factory=dict)  # accepted, not ended
-    finished: dict[int, int] = field(default_factory=dict)  # rid -> step it finished or stopped
-    cancelled: set[int] = field(default_factory=set)
+    ended: dict[int, Ending] = field(default_factory=dict)  # rid -> how it ended (records dropped)
     rejected: set[int] = field(default_factory=set)
     cancelling: set[int] = field(default_factory=set)  # cancelled while a plan was pending
     free_blocks: int = 0
@@ -85,15 +86,10 @@ class PagedShadow:
     def __post_init__(self) -> None:
         self.free_blocks = self.pool.num_blocks
 
-    @property
-    def is_idle(self) -> bool:
-        return not self.waiting and not self.running
-
-    def ready(self) -> list[PagedTrack]:
-        return [t for t in self.running.values() if t.is_ready]
-
-    def is_taken(self, rid: int) -> bool:
-        return rid in self.tracks or rid in self.finished or rid in self.cancelled
+    def was_cancelled(self, rid: int) -> bool:
+        """True if `rid`'s request ended by a cancel (and its rid was not taken again since)."""
+        ending = self.ended.get(rid)
+        return ending is not None and ending.reason is Reason.CANCEL
 
     def held(self, track: PagedTrack) -> int:
         return blocks_for(track.num_computed, self.pool.block_size)
@@ -107,16 +103,12 @@ class PagedShadow:
         live = [*self.waiting, *self.running.values()]
         track.ahead_work = sum(t.request.prompt_len + t.request.max_new for t in live)
         self.tracks[request.rid] = track
+        self.ended.pop(request.rid, None)
         self.waiting.append(track)
 
     def preempt(self, track: PagedTrack) -> None:
         """Action: `track` is preempted: blocks freed, KV forgotten, emitted tokens kept, head of the line."""
-        self.free_blocks += self.held(track)
-        del self.running[track.rid]
-        if track.is_ready:
-            self.num_ready -= 1
-        else:
-            del self.prefilling[track.rid]
+        self._leave_running(track)
         track.num_computed = 0
         track.target = track.request.prompt_len + track.num_emitted
         track.is_ready = False
@@ -126,33 +118,30 @@ class PagedShadow:
         self.max_preemptions = max(self.max_preemptions, track.num_preemptions)
         self.waiting.appendleft(track)
 
-    def end(self, track: PagedTrack) -> None:
-        """Action: `track` finished, stopped or was cancelled: its blocks return now."""
+    def end(self, track: PagedTrack, reason: Reason) -> None:
+        """Action: `track` finished, stopped or was cancelled: its blocks return now. The step is the
+        shadow's current one: call before it advances."""
         del self.tracks[track.rid]
+        self.ended[track.rid] = Ending(self.step, reason)
         if track.rid in self.running:
-            self.free_blocks += self.held(track)
-            del self.running[track.rid]
-            if track.is_ready:
-                self.num_ready -= 1
-            else:
-                del self.prefilling[track.rid]
+            self._leave_running(track)
         else:
             self.waiting.remove(track)
 
+    def _leave_running(self, track: PagedTrack) -> None:
+        """`track` stops running: its blocks return to the pool."""
+        self.free_blocks += self.held(track)
+        del self.running[track.rid]
+        if track.is_ready:
+            self.num_ready -= 1
+        else:
+            del self.prefilling[track.rid]
 
-class PagedChunk:
+
+class PagedChunk(Chunk[PagedTrack]):
     """Prefill positions [start, start + n) of `track` in this residency."""
 
-    __slots__ = ("n", "start", "track")
-
-    def __init__(self, track: PagedTrack, n: int, start: int) -> None:
-        self.track = track
-        self.n = n
-        self.start = start
-
-    @property
-    def completes(self) -> bool:
-        return self.start + self.n >= self.track.target
+    __slots__ = ()
 
     @property
     def is_recompute(self) -> bool:
@@ -250,10 +239,11 @@ def observe(shadow: PagedShadow, plan: object, facts: PagedFacts) -> None:
             continue
         track = tracks.get(rid)
         if track is None:
-            if rid in shadow.cancelled:
+            ending = shadow.ended.get(rid)
+            if ending is not None and ending.reason is Reason.CANCEL:
                 raise _protocol(step, f"plan names rid {rid}, which was cancelled", rule="CANCEL")
-            if rid in shadow.finished:
-                raise _protocol(step, f"plan names rid {rid}, which ended at step {shadow.finished[rid]} "
+            if ending is not None:
+                raise _protocol(step, f"plan names rid {rid}, which ended at step {ending.step} "
                                 "(all max_new tokens emitted, or stopped)", rule="TOKENS-KEPT")
             if rid in shadow.rejected:
                 raise _protocol(step, f"rid {rid} was refused by add() yet is planned", rule="NEVER-FIT")
@@ -335,15 +325,14 @@ def apply(shadow: PagedShadow, facts: PagedFacts) -> None:
         live = shadow.running.get(rid)
         if live is not None:
             live.num_emitted += 1
-    for track in facts.finished + facts.stopped:
-        shadow.finished[track.rid] = step
-        shadow.end(track)
-        facts.ended.append(track)
+    for tracks, reason in ((facts.finished, Reason.LENGTH), (facts.stopped, Reason.STOP)):
+        for track in tracks:
+            shadow.end(track, reason)
+            facts.ended.append(track)
     for rid in sorted(shadow.cancelling):
         cancelled = shadow.tracks.get(rid)
         if cancelled is not None:
-            shadow.cancelled.add(rid)
-            shadow.end(cancelled)
+            shadow.end(cancelled, Reason.CANCEL)
             facts.ended.append(cancelled)
     shadow.cancelling.clear()
     shadow.step = step + 1

@@ -8,10 +8,11 @@ one call to add(). Rules never change state.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from enum import Enum
 from itertools import islice
+from typing import Any
 
 from .facts import StepFacts
 from .shadow import Ending, Reason, Shadow
@@ -134,13 +135,20 @@ def tokens(s: Shadow, f: StepFacts) -> str | None:
         late = _first_ended(f.ended_emitted, cancelled=False)
         if late is not None:
             return _emitted_after(*late)
+    return step_tokens(f, f.cancelled)
+
+
+def step_tokens(f: Any, excused: Container[int] = ()) -> str | None:
+    """The part of TOKENS judged within one step, shared by both designs (`f` is either design's facts):
+    at most one token a rid, a decode is n=1 and emits (unless its rid is `excused`: a cancel took
+    it, and its token may be reported or not), and no token from a rid not planned."""
     if len(f.emitted) != len(f.emitted_set):
         dup = next(r for r in f.emitted if f.emitted.count(r) > 1)
         return f"rid {dup} emitted more than one token in one step"
     for track, n in f.decodes:
         if n != 1:
-            return f"rid {track.rid} has its prompt done and is given n={n}; a decode is exactly 1 token"
-        if track.rid not in f.emitted_set and track.rid not in f.cancelled:
+            return f"rid {track.rid} has its prefill done and is given n={n}; a decode is exactly 1 token"
+        if track.rid not in f.emitted_set and track.rid not in excused:
             return f"rid {track.rid} was decoded but emitted no token"
     for rid in f.emitted:
         if rid not in f.planned:
@@ -396,12 +404,20 @@ def of_kind(*kinds: Kind, design: str | None = None) -> tuple[str, ...]:
     return tuple(r.id for r in RULES if r.kind in kinds and (r.design is None or r.design == design))
 
 
+def select_from(registry: tuple[Rule, ...], ids: object = None, what: str = "rule") -> tuple[Rule, ...]:
+    """The rules of `registry` named in `ids` (all when None), in registry order; unknown IDs raise
+    naming them (`what` names the registry in the message: "rule", "paged rule")."""
+    if ids is None:
+        return registry
+    wanted = [ids] if isinstance(ids, str) else list(ids)  # type: ignore[call-overload]
+    known = {r.id for r in registry}
+    unknown = [i for i in wanted if i not in known]
+    if unknown:
+        names = ", ".join(r.id for r in registry)
+        raise ValueError(f"unknown {what} ID(s) {unknown}; the {what}s are {names}")
+    return tuple(r for r in registry if r.id in wanted)
+
+
 def select(ids: object = None) -> tuple[Rule, ...]:
     """The rules named in `ids` (all when None), in registry order; unknown IDs raise naming them."""
-    if ids is None:
-        return RULES
-    wanted = [ids] if isinstance(ids, str) else list(ids)  # type: ignore[call-overload]
-    unknown = [i for i in wanted if i not in BY_ID]
-    if unknown:
-        raise ValueError(f"unknown rule ID(s) {unknown}; the rules are {', '.join(RULE_IDS)}")
-    return tuple(r for r in RULES if r.id in wanted)
+    return select_from(RULES, ids)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import NamedTuple
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from .types import Config, Request
 
@@ -48,9 +48,50 @@ class Track:
     def num_remaining_prompt(self) -> int:
         return self.request.prompt_len - self.num_prefilled
 
+    @property
+    def target(self) -> int:
+        """The prefill it owes: its prompt (this design never preempts)."""
+        return self.request.prompt_len
+
+
+class Tracked(Protocol):
+    @property
+    def is_ready(self) -> bool: ...
+
+
+T = TypeVar("T", bound=Tracked)
+
+
+class Lines(Generic[T]):
+    """What every design's shadow derives from its lines (`waiting`, `running`, `prefilling`, `tracks`
+    by rid), whatever a request's track holds."""
+
+    __slots__ = ()
+    waiting: deque[T]
+    running: dict[int, T]
+    prefilling: dict[int, T]
+    tracks: dict[int, T]
+
+    @property
+    def is_idle(self) -> bool:
+        return not self.waiting and not self.running
+
+    def ready(self) -> list[T]:
+        """Running requests with their prompt done, oldest admitted first."""
+        return [t for t in self.running.values() if t.is_ready]
+
+    def partial(self) -> list[T]:
+        """Running requests still in prefill, oldest admitted first."""
+        return list(self.prefilling.values())
+
+    def is_taken(self, rid: int) -> bool:
+        """True if a request that has not ended holds `rid`. The rid of an ended request may be
+        reused; a scheduler may also refuse it (it need not remember ended requests)."""
+        return rid in self.tracks
+
 
 @dataclass(slots=True)
-class Shadow:
+class Shadow(Lines[Track]):
     """Everything the rules need to judge the next step."""
 
     config: Config
@@ -66,23 +107,6 @@ class Shadow:
 
     def __post_init__(self) -> None:
         self.free_kv = self.config.kv_tokens
-
-    @property
-    def is_idle(self) -> bool:
-        return not self.waiting and not self.running
-
-    def ready(self) -> list[Track]:
-        """Running requests with their prompt done, oldest admitted first."""
-        return [t for t in self.running.values() if t.is_ready]
-
-    def partial(self) -> list[Track]:
-        """Running requests still in prefill, oldest admitted first."""
-        return list(self.prefilling.values())
-
-    def is_taken(self, rid: int) -> bool:
-        """True if a request that has not ended holds `rid`. The rid of an ended request may be
-        reused; a scheduler may also refuse it (it need not remember ended requests)."""
-        return rid in self.tracks
 
     def accept(self, request: Request) -> None:
         """Action: a request arrives and is queued."""

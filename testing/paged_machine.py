@@ -107,7 +107,7 @@ class PagedMachine(RuleBasedStateMachine):
     def step(self, data: st.DataObject) -> None:
         """One step; each token it emits may end its request (a stop)."""
         self.m.plan()
-        stops = [rid for rid in self.m.emitters() if data.draw(st.integers(0, 4), label=f"stop r{rid}?") == 0]
+        stops = [rid for rid in self.m.due() if data.draw(st.integers(0, 4), label=f"stop r{rid}?") == 0]
         note(f"step {self.m.shadow.step}" + (f", stopped {stops}" if stops else ""))
         self.m.complete(stops)
 
@@ -133,7 +133,7 @@ class PagedMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def cancel_not_live(self, data: st.DataObject) -> None:
         """Cancel a rid that was never accepted or has ended: it must be refused, nothing changing."""
-        ended = sorted(set(self.m.shadow.finished) | self.m.shadow.cancelled)
+        ended = sorted(self.m.shadow.ended)
         rid = data.draw(st.sampled_from([self.next_rid + 100, *ended]), label="rid")
         note(f"cancel({rid})  # not live")
         assert self.m.cancel(rid) is False

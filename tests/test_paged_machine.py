@@ -9,7 +9,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from stallfree.faults.paged import PAGED_FAULTS
 from stallfree.paged import Scheduler
-from stallfree.spec import RuleViolation
+from stallfree.spec import Reason, RuleViolation
 from stallfree.testing.paged_machine import paged_machine_for
 
 FAST = settings(max_examples=150, stateful_step_count=50, deadline=None, derandomize=True,
@@ -26,7 +26,8 @@ def test_the_paged_scheduler_keeps_every_paged_rule_and_the_machine_preempts() -
     class Counting(paged_machine_for(Scheduler)):  # type: ignore[misc, valid-type]
         def teardown(self) -> None:
             if self.monitor is not None:
-                seen.append((self.monitor.shadow.num_preemptions, len(self.monitor.shadow.cancelled)))
+                shadow = self.monitor.shadow
+                seen.append((shadow.num_preemptions, sum(e.reason is Reason.CANCEL for e in shadow.ended.values())))
 
     run_state_machine_as_test(Counting, settings=FAST)
     assert sum(p for p, _ in seen) > 20, "few runs preempted: the preemption rules were hardly exercised"

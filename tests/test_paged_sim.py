@@ -8,9 +8,11 @@ import pytest
 
 from stallfree.costs import Deployment, Roofline
 from stallfree.costs.presets import gpu, model
-from stallfree.sim.designs import CappedReference, run_design
+from stallfree.reference import Scheduler as Reference
+from stallfree.sim.designs import run_design
+from stallfree.sim.simulator import simulate
 from stallfree.sim.trace import Trace, TraceRequest
-from stallfree.spec import Config, InvalidField
+from stallfree.spec import Config
 
 ROOFLINE = Roofline(Deployment(model("llama-3.3-70b"), gpu("h100-sxm"), 4, "fp8", "bf16"), "full")
 
@@ -52,13 +54,22 @@ def test_without_memory_pressure_the_designs_schedule_alike() -> None:
     assert res.summary.latency["ttft"] == pag.summary.latency["ttft"]
 
 
-def test_capped_reference_refuses_what_the_cap_cannot_fit() -> None:
-    s = CappedReference(token_budget=8, max_seqs=2, kv_tokens=100, cap=90)
-    s.add(0, 10, 5)
-    assert s.free_kv == 100 and s.running == ()
-    s.complete(s.schedule())
-    assert s.free_kv == 0  # prompt + cap reserved, not prompt + 5
-    with pytest.raises(InvalidField, match="prompt_len \\+ cap = 11 \\+ 90 exceeds kv_tokens=100"):
-        s.add(1, 11, 1)
+def test_the_design_comparison_and_simulate_max_new_cap_are_one_cap_model() -> None:
+    """The reservation side of the comparison is `simulate --max-new-cap` on the reference: the same run."""
+    trace = burst(40, 100, 20)
+    config = Config(token_budget=512, max_seqs=64, kv_tokens=5_000)
+    res = run_design("reservation", trace, config, ROOFLINE, cap=400)
+    alone = simulate(trace, Reference, config, ROOFLINE, max_new_cap=400)
+    assert res.summary.clock == alone.clock and res.summary.output_tokens == 40 * 20
+    assert [s.first_token for s in res.result.streams] == [s.first_token for s in alone.streams]
+    assert res.stats.max_running == alone.max_running <= 5_000 // 500  # prompt + cap reserved, not + 20
+
+
+def test_a_cap_that_cannot_fit_skips_the_request_for_both_designs() -> None:
+    trace = Trace("t", (TraceRequest(0, 0.0, 10, 5), TraceRequest(1, 0.0, 111, 1)))
+    for design in ("reservation", "paged"):
+        run = run_design(design, trace, Config(8, 2, 200), ROOFLINE, cap=90)
+        assert [s.request.rid for s in run.result.streams] == [0]  # 111 + 90 > 200: skipped
+        assert run.summary.output_tokens == 5  # stopped at its real length, not run to the cap
     with pytest.raises(ValueError, match="design 'x' is unknown"):
         run_design("x", burst(1, 1, 1), Config(1, 1, 10), ROOFLINE)

@@ -64,8 +64,8 @@ def test_reference_traces_hold_every_rule_under_the_engine_checker(seed: int) ->
     assert verdict.steps == check_workload(workload, Scheduler).steps
 
 
-# KV: the trace's "finished", below. CANCEL: the v2 engine checker reads a cancel only as a finish
-# reason; a cancelled request planned again is judged by the v1 checker (tests/test_lifecycle_trace.py).
+# KV: the trace's "finished", below. CANCEL: a v1 trace's cancel events are not read as finishes by the
+# engine checker (the v1 checker judges them: tests/test_lifecycle_trace.py); a v2 trace's, below.
 @pytest.mark.parametrize("rule", [r for r in RULE_IDS if r not in ("KV", "CANCEL")])
 def test_a_faults_trace_breaks_its_rule_at_the_same_step_under_the_engine_checker(rule: str) -> None:
     _, live, lines = live_violation(rule)
@@ -166,6 +166,37 @@ def test_a_cancel_outside_the_plan_is_a_withdrawal_before_the_step() -> None:
     assert "DECODE-FIRST" in broken(kept)  # not cancelled: rid 1 was ready and got no token
 
 
+def test_CANCEL_a_cancelled_request_planned_or_emitting_after_its_cancel_is_caught() -> None:
+    lines = [
+        HEADER,
+        '{"step": 0, "add": [[0, 2, 4], [1, 2, 4]], "plan": [[0, 2], [1, 2]], "emitted": [0, 1], "finished": []}',
+        '{"step": 1, "plan": [[0, 1], [1, 1]], "emitted": [0, 1], "finished": [[1, "cancel"]]}',
+        '{"step": 2, "plan": [[0, 1]], "emitted": [0], "finished": []}',
+        '{"step": 3, "plan": [[0, 1]], "emitted": [0], "finished": [0]}',
+        '{"end": true}',
+    ]
+    verdict = check_engine_trace(lines)
+    assert verdict.ok and "CANCEL" in verdict.partial and "CANCEL" not in verdict.not_judged
+    planned = [*lines[:3], lines[3].replace('"plan": [[0, 1]]', '"plan": [[0, 1], [1, 1]]'), *lines[4:]]
+    assert broken(planned) == {"CANCEL": 2}  # the engine planned rid 1 after its cancel took effect
+    v = check_engine_trace(planned).violations["CANCEL"][0]
+    assert "plan names rid 1, which was cancelled at step 1" in v.message
+    emitting = [*lines[:3], lines[3].replace('"emitted": [0]', '"emitted": [0, 1]'), *lines[4:]]
+    assert broken(emitting, ["CANCEL"]) == {"CANCEL": 2}
+    last = (lines[4].replace('"plan": [[0, 1]]', '"plan": [[0, 1], [1, 1]]')
+            .replace('"emitted": [0]', '"emitted": [0, 1]').replace('"finished": [0]', '"finished": [0, [1, "stop"]]'))
+    finished = [*lines[:2], lines[2].replace('[[1, "cancel"]]', "[]"), lines[3], last, lines[5]]
+    planned_after_stop = [*finished[:4], finished[4], '{"step": 4, "plan": [[1, 1]], "emitted": [1], "finished": []}',
+                          finished[5]]
+    assert "CANCEL" not in broken(planned_after_stop)  # a stopped request planned again is TOKENS', not CANCEL's
+    assert "TOKENS" in broken(planned_after_stop)
+
+
+def test_CANCEL_is_not_judged_on_a_trace_that_cancels_nothing() -> None:
+    verdict = check_engine_trace(imported("w4_kv_pressure_preempt"))
+    assert verdict.not_judged == {"CANCEL": "(the trace cancels no request)"}
+
+
 def test_a_runtime_config_change_is_in_force_from_its_step() -> None:
     lines = [
         HEADER,
@@ -208,6 +239,7 @@ def test_check_trace_judges_v2_and_v1_alike(tmp_path: Path, capsys: pytest.Captu
     out = capsys.readouterr().out
     assert "KV               BROKEN at step 1 (line 3)" in out and "this engine pages its KV" in out
     assert "TOKENS           holds (31 steps)" in out
+    assert "CANCEL           not judged (the trace cancels no request)" in out
     assert "NEVER-FIT        holds (31 steps; partial: the trace lists no refusals" in out
     assert main(["check-trace", str(path), "--quiet", "--profile", "safety"]) == 0
     assert check_trace(hand_lines()).ok  # v1 goes to the monitor, as before

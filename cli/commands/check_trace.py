@@ -120,6 +120,8 @@ def judge(checked: tuple[str, ...], verdicts: list[Any], registry: tuple[str, ..
             judged.append(Judgement(rule, Verdict.NOT_JUDGED, f"(held until step {last.violation.step}, where "
                                     f"{last.violation.rule} broke; read again without it, give --all)",
                                     (("until_step", last.violation.step),)))
+        elif rule in getattr(last, "not_judged", {}):  # the trace holds no fact the rule speaks of
+            judged.append(Judgement(rule, Verdict.NOT_JUDGED, last.not_judged[rule]))
         elif last.steps == 0:  # a rule judged on no step has shown nothing
             judged.append(Judgement(rule, Verdict.NOT_JUDGED, "(the trace has no step)", (("steps", 0),)))
         else:

@@ -26,30 +26,9 @@ class PagedGuard(Guard):
         plan.preempted = tuple(self._call("schedule()", self._read, raw, "schedule().preempted", lambda r: r))  # type: ignore[arg-type]
         return plan
 
-    def complete(self, plan: object, stopped: object = ()) -> object:
-        if not stopped:
-            return super().complete(plan)
-        emitted = self._call(f"complete(plan, stopped={stopped!r:.60})", self.target.complete, self._raw_plan, stopped)
-        return self._call("complete(plan)", self._read, emitted, "complete()", lambda r: r)
-
-    def cancel(self, rid: object) -> None:
-        self._call(f"cancel({rid!r})", self.target.cancel, rid)
-
     def _attr(self, name: str) -> object:
         value = self._call(self.call or f"getattr(scheduler, {name!r})", getattr, self.target, name, None)
         return value if type(value) is int else None
-
-    @property
-    def block_size(self) -> object:
-        return self._attr("block_size")
-
-    @property
-    def watermark(self) -> object:
-        return self._attr("watermark")
-
-    @property
-    def free_blocks(self) -> object:
-        return self._attr("free_blocks")
 
     def _line(self, name: str) -> object:
         def read() -> object:
@@ -60,10 +39,9 @@ class PagedGuard(Guard):
 
         return self._call(self.call or name, read)
 
-    @property
-    def waiting(self) -> object:
-        return self._line("waiting")
-
-    @property
-    def running(self) -> object:
-        return self._line("running")
+    # The pool it declares and shows (ints, or None), and its lines (requests with a rid, or None).
+    block_size = property(lambda self: self._attr("block_size"))
+    watermark = property(lambda self: self._attr("watermark"))
+    free_blocks = property(lambda self: self._attr("free_blocks"))
+    waiting = property(lambda self: self._line("waiting"))
+    running = property(lambda self: self._line("running"))

@@ -9,7 +9,7 @@ from typing import Any
 
 from stallfree.spec import CANCEL, CAPABILITIES, STOP, Workload
 from stallfree.spec.contract import Contract
-from stallfree.spec.designs import REGISTRIES, RESERVATION, statement
+from stallfree.spec.designs import PAGED, REGISTRIES, RESERVATION, statement
 from stallfree.spec.loader import TargetError
 from stallfree.spec.verdict import NOT_RULES, Verdict
 
@@ -31,21 +31,24 @@ NOT_JUDGED = Verdict.NOT_JUDGED  # checked, but no config was explored to the en
 NOT_SUPPORTED = Verdict.NOT_SUPPORTED  # the rule is about a capability the target lacks: skipped, not judged
 WHAT_IT_MEANS = NOT_RULES
 
-# The tests each capability adds, and the rules they judge, for the report of what was skipped.
+# The tests each capability adds, and the rules they judge (by design), for the report of what was skipped.
 CAPABILITY_TESTS = {
     STOP: ("workloads in which requests stop before max_new (complete(plan, stopped))", ("TOKENS", "KV", "PROGRESS")),
     CANCEL: ("workloads with cancels: of waiting, running and ended requests, between steps and while a plan "
              "is pending (cancel(rid))", ("CANCEL", "FCFS", "KV", "PROGRESS")),
 }
+CAPABILITY_RULES = {  # the rules of the paged design the same tests judge
+    PAGED: {STOP: ("TOKENS-KEPT", "BLOCKS", "PROGRESS"), CANCEL: ("CANCEL", "FCFS", "BLOCKS", "PROGRESS")},
+}
 NEEDS = {"CANCEL": CANCEL}  # a rule judged only through a capability: without it, not supported
 
 
-def requirement(rule: str, contract: Contract | None = None) -> str:
-    """What `rule` requires, in one sentence (under `contract`, when a variant's; else as the design
-    that names it states it)."""
+def requirement(rule: str, contract: Contract | None = None, design: str | None = None) -> str:
+    """What `rule` requires, in one sentence (under `contract`, when a variant's; else as `design`, or
+    the design that names it, states it)."""
     if contract is not None and rule in contract.ids:
         return contract.statement(rule)
-    return statement(rule) or WHAT_IT_MEANS.get(rule, "")
+    return statement(rule, design) or WHAT_IT_MEANS.get(rule, "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,11 +94,13 @@ class Report:
     not_applicable: dict[str, str] = field(default_factory=dict)  # rule -> the target's reason
     refused: dict[str, str] = field(default_factory=dict)  # config refused by the factory -> its message
     capabilities: frozenset[str] = frozenset(CAPABILITIES)  # what the target supports beyond the plain protocol
+    design: str = RESERVATION  # whose monitor judged it (stallfree.spec.designs)
 
     @property
     def skipped(self) -> list[str]:
         """The capability tests left out, each with the rules they would have judged."""
-        return [f"{c}: {CAPABILITY_TESTS[c][0]}, judging {', '.join(CAPABILITY_TESTS[c][1])}"
+        rules = CAPABILITY_RULES.get(self.design, {})
+        return [f"{c}: {CAPABILITY_TESTS[c][0]}, judging {', '.join(rules.get(c, CAPABILITY_TESTS[c][1]))}"
                 for c in CAPABILITIES if c not in self.capabilities]
 
     @property
@@ -158,8 +163,6 @@ def conform(
             raise TargetError(f"{target}: stallfree_not_applicable names {unknown}, which are not rule IDs "
                               f"({sandbox.not_applicable.get('?', 'the rules are ' + ', '.join(registry))})")
         checked = tuple(r for r in checked if r not in not_applicable)
-        if design != RESERVATION:  # a design's own monitor judges stops and cancels in its own tests only
-            sandbox.capabilities = frozenset()
         supported = sandbox.capabilities
         unsupported = {rule for rule, capability in NEEDS.items() if capability not in supported}
         explored = Explorer(sandbox, examples, seed, progress, contract).explore(
@@ -168,7 +171,7 @@ def conform(
         for rule, finding in explored.findings.items():
             if progress:
                 progress(f"shrinking the {rule} counterexample ({len(finding.workload.requests)} requests)")
-            counterexamples[rule] = minimal_counterexample(sandbox, finding, contract=contract)
+            counterexamples[rule] = minimal_counterexample(sandbox, finding, contract=contract, design=design)
     verdicts = {}
     for rule in registry:
         if rule in not_applicable:
@@ -197,6 +200,7 @@ def conform(
     report.not_applicable = not_applicable
     report.refused = dict(explored.shapes_refused)
     report.capabilities = supported
+    report.design = design
     label_partial(report, explored)
     return report
 
@@ -235,6 +239,7 @@ def label_partial(report: Report, explored: Exploration) -> None:
 
 def minimal_counterexample(
     sandbox: Sandbox, finding: Finding, max_seconds: float = MAX_SECONDS, contract: Contract | None = None,
+    design: str | None = None,
 ) -> Counterexample:
     """Shrink with only the broken rule checked (PROTOCOL and the like: with none but the protocol's own
     checks): the counterexample is then minimal for that rule alone, as the pasted test replays it. The
@@ -251,11 +256,13 @@ def minimal_counterexample(
         o = finding.outcome
         message = f"{o.message} (replayed, the same workload did not break {finding.rule} again: the target " \
                   "is not deterministic)"
-        return Counterexample(finding.rule, o.step, message, requirement(finding.rule, contract), finding.workload,
+        requires = requirement(finding.rule, contract, design)
+        return Counterexample(finding.rule, o.step, message, requires, finding.workload,
                               o.call, o.traceback, False, 1, tuple(rules), contract and contract.name)
     shrunk = Shrinker(run, finding.rule, max_runs, max_seconds).shrink(finding.workload, start)
     o = shrunk.outcome
     return Counterexample(
-        finding.rule, o.step, o.message, requirement(finding.rule, contract), shrunk.workload, o.call, o.traceback,
+        finding.rule, o.step, o.message, requirement(finding.rule, contract, design), shrunk.workload, o.call,
+        o.traceback,
         shrunk.minimal, shrunk.runs, tuple(rules), contract and contract.name,
     )

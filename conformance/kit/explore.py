@@ -37,8 +37,12 @@ NEVER_FIT = "NEVER-FIT"
 # does not go, and a request accepted or refused against the contract makes the two disagree on which
 # requests exist. After one of these breaks, the rules judged later in the same run could report
 # consequences of it, not breaks of their own. (SLOTS, KV, BUDGET and the policy rules leave the model
-# in step: it follows admissions and tokens whatever they are.)
-TRACKING = ("ONE-ENTRY", "PREFILL-ONCE", "FIRST-TOKEN", "TOKENS", NEVER_FIT)
+# in step: it follows admissions and tokens whatever they are.) A request planned after its cancel took
+# effect is one the model has ended. In the paged design a block held that the model freed (BLOCKS),
+# a recompute the model does not run (RECOMPUTE) and a token the model does not count (TOKENS-KEPT)
+# move the scheduler's later preemptions where the model's do not go.
+TRACKING = ("ONE-ENTRY", "PREFILL-ONCE", "FIRST-TOKEN", "TOKENS", NEVER_FIT, "CANCEL", "BLOCKS", "RECOMPUTE",
+            "TOKENS-KEPT")
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,11 @@ beyond the contract's design, the rule reads them as follows:
   the contract's account (a free slot, its reservation within K minus those running).
 - PROGRESS: a plan is empty only when nothing waits or runs; with the end line, every accepted request
   finished, and none was left preempted.
+- CANCEL: a request finished for "cancel" is never planned again and emits nothing after the step its
+  cancel took effect in (before the step's plan when it is not in it, else with that step). The trace
+  records no cancel() calls, only their effect, so that a cancel of an ended or unknown rid is refused
+  is not judged here (the kit and the monitor judge it); a trace that cancels nothing leaves CANCEL
+  vacuous, and the verdict says so.
 - NEVER-FIT: an accepted request fits K (prompt_len + max_new <= K) and its rid is not taken; a refused
   one (`refuse`) is refused for a reason the contract gives.
 
@@ -89,6 +94,7 @@ class EngineVerdict:
     ended: bool = False
     violations: dict[str, tuple[RuleViolation, int]] = field(default_factory=dict)  # rule -> (first break, line)
     partial: dict[str, str] = field(default_factory=dict)  # rule -> what of it was not judged
+    not_judged: dict[str, str] = field(default_factory=dict)  # rule -> why the trace's facts judged nothing of it
     seconds: float = 0.0
 
     @property
@@ -119,6 +125,7 @@ class Judge:
         self._admissions = 0
         self.saw_refusals = False
         self._cancelled_before: set[Rid] = set()  # cancelled before this step's plan (not in it)
+        self.cancelled: set[Rid] = set()  # rids whose request ended by a cancel (rule CANCEL)
         self._kept_kv: set[Rid] = set()  # requests whose KV came back at the wrong step (reported once)
 
     # -- reporting ----------------------------------------------------------------------------------------
@@ -171,6 +178,7 @@ class Judge:
                 del self.reqs[rid]
                 self.finished_at[rid] = s.step
                 self._cancelled_before.add(rid)
+                self.cancelled.add(rid)
         running_before = self._running()
         for rid, kind in s.preempt:
             req = self._req(rid, "preempt")
@@ -219,7 +227,8 @@ class Judge:
                                           "tokens computed: before its prompt (or recompute) was done")
         for rid in s.emitted:
             if rid in self.finished_at:
-                self.broke("TOKENS", f"rid {rid!r} emitted a token after it finished at step {self.finished_at[rid]}")
+                rule, how = ("CANCEL", "was cancelled") if rid in self.cancelled else ("TOKENS", "finished")
+                self.broke(rule, f"rid {rid!r} emitted a token after it {how} at step {self.finished_at[rid]}")
                 continue
             req = self.reqs.get(rid)
             if req is None:
@@ -281,7 +290,8 @@ class Judge:
             req = self.reqs.get(rid)
             if req is None:
                 if rid in self.finished_at:
-                    self.broke("TOKENS", f"plan names rid {rid!r}, which finished at step {self.finished_at[rid]}")
+                    rule, how = ("CANCEL", "was cancelled") if rid in self.cancelled else ("TOKENS", "finished")
+                    self.broke(rule, f"plan names rid {rid!r}, which {how} at step {self.finished_at[rid]}")
                     continue
                 if rid in self.refused:
                     self.broke("NEVER-FIT", f"rid {rid!r} was refused by add() yet is planned")
@@ -361,6 +371,8 @@ class Judge:
                 self.broke("TOKENS", f"rid {rid!r} finished with {req.emitted} tokens; its max_new is {req.max_new}")
             del self.reqs[rid]
             self.finished_at[rid] = s.step
+            if reason == "cancel":
+                self.cancelled.add(rid)
         for req in list(self.reqs.values()):
             if req.emitted < req.max_new or req.rid in finishing:
                 continue
@@ -427,14 +439,19 @@ def check_engine_trace(
             verdict.steps += 1
     except _Stop:
         pass
-    label_partial(verdict, judge.saw_refusals)
+    label_partial(verdict, judge.saw_refusals, bool(judge.cancelled))
     verdict.seconds = time.monotonic() - started
     return verdict
 
 
-def label_partial(verdict: EngineVerdict, saw_refusals: bool) -> None:
+def label_partial(verdict: EngineVerdict, saw_refusals: bool, saw_cancels: bool = False) -> None:
     """What each rule that held could not judge from this trace's facts."""
     gaps = {}
+    if saw_cancels:
+        gaps["CANCEL"] = ("the trace records cancels by their effect, not the cancel() calls: only that a cancelled "
+                          "request is never planned and emits nothing after was judged, not which cancels are refused")
+    elif "CANCEL" in verdict.checked and "CANCEL" not in verdict.violations:
+        verdict.not_judged["CANCEL"] = "(the trace cancels no request)"
     if not saw_refusals:
         gaps["NEVER-FIT"] = "the trace lists no refusals: only that accepted requests fit K was judged"
     if not verdict.ended:

@@ -123,7 +123,7 @@ class _PagedExplorer:
             m.step()
         elif action == STOP:
             m.plan()
-            m.complete(m.emitters()[:1])
+            m.complete(m.due()[:1])
         elif isinstance(action, str):
             s = m.shadow
             order = [*s.running, *(t.rid for t in s.waiting)]
