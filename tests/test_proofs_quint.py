@@ -88,3 +88,24 @@ def test_fcfs_planted_skip_ahead_is_caught_and_its_trace_fails_to_replay(quint: 
 @pytest.mark.parametrize("rule", sorted(simulate.PLANTED))
 def test_each_planted_bug_breaks_its_rule(quint: None, rule: str) -> None:
     _planted(rule)
+
+
+@pytest.mark.deep
+def test_prove_rows_are_not_refuted_never_holds(quint: None) -> None:
+    from stallfree.proofs.quint import rows
+    from stallfree.proofs.suite import Row
+    from stallfree.spec.verdict import Verdict
+
+    found = rows.rows(Row, None, lambda line: None)
+    assert [(r.claim, r.result) for r in found] == [("QUINT SPEC", Verdict.NOT_REFUTED),
+                                                    ("QUINT = REFERENCE", Verdict.NOT_REFUTED)]
+
+
+@pytest.mark.deep
+def test_prove_fault_row_is_broken_with_its_replay(quint: None) -> None:
+    from stallfree.proofs.quint import rows
+    from stallfree.proofs.suite import Row
+    from stallfree.spec.verdict import Verdict
+
+    (row,) = rows.rows(Row, "FCFS", lambda line: None)
+    assert row.result == Verdict.BROKEN and "replayed on the reference: state" in row.detail
