@@ -34,7 +34,8 @@ CONTRACT = "contract"  # the module of checks.qnt with nothing planted
 PLANTED: dict[str, str] = {
     "FCFS": "skip_ahead", "BUDGET": "free_decodes", "READY-WITHIN-BUDGET": "free_decodes",
     "PARTIAL-NEXT": "admit_first", "ONE-PARTIAL": "admit_first", "WORK-CONSERVING": "one_admission",
-    "SLOTS": "ignore_slots", "KV": "stop_keeps_kv",
+    "SLOTS": "ignore_slots", "KV": "stop_keeps_kv", "DECODE-FIRST": "partials_first",
+    "NEVER-FIT": "accept_never_fit", "FIRST-TOKEN": "late_first_token",
 }
 
 
