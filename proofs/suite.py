@@ -29,7 +29,7 @@ from .smt.theorems import DEFAULT_N, THEOREMS, prove
 
 HOLDS, NOT_REFUTED, BROKEN, UNKNOWN = Verdict.HOLDS, Verdict.NOT_REFUTED, Verdict.BROKEN, Verdict.UNKNOWN
 NOT_JUDGED = Verdict.NOT_JUDGED
-METHODS = ("model", "z3", "differential", "crosshair", "variants")
+METHODS = ("model", "z3", "differential", "crosshair", "variants", "quint")
 DEFAULT_BOUND = "2,3,8,4,3,3"  # S > B, so READY-WITHIN-BUDGET can fail; M = 3
 LIVENESS_BOUND = "2,2,8,2,3,2"  # B,S,K, at most 2 waiting at once (arrivals never stop), P, M
 RANDOM_STATES = 10_000  # states of random workloads the differential compares (see smt.refinement)
@@ -348,9 +348,15 @@ def variants_rows(o: Options, say: Say) -> list[Row]:
     return rows(Row, HOLDS, BROKEN, HOLDS, say)  # a negative control caught: its row's claim holds
 
 
+def quint_rows(o: Options, say: Say) -> list[Row]:
+    from .quint import rows  # the Quint spec (proofs/quint/, needs node and Quint)
+
+    return rows.rows(Row, o.fault_rule, say)
+
+
 RUNNERS: dict[str, Callable[[Options, Say], list[Row]]] = {
     "model": model_rows, "z3": z3_rows, "differential": differential_rows, "crosshair": crosshair_rows,
-    "variants": variants_rows,
+    "variants": variants_rows, "quint": quint_rows,
 }
 
 

@@ -7,6 +7,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 (
   . "$root/scripts/venv.sh"
+  bash "$root/scripts/quint.sh"  # Quint (node) for the Quint spec's tests
   export HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}"
   export STALLFREE_REQUIRE_EXTRAS=1  # every extra was just installed: a missing one is a failure, not a skip
   python -m pytest -q "$@"

@@ -25,8 +25,9 @@ from .args import (
 NAME = "prove"
 HELP = "prove the rules: model check the reference, Z3 theorems, CrossHair contracts; print the table"
 
-METHODS = ("model", "z3", "differential", "crosshair", "variants")
-# The reference's claims, in about a minute; the variants' contracts (docs/variants.md) take longer: asked for.
+METHODS = ("model", "z3", "differential", "crosshair", "variants", "quint")
+# The reference's claims, in about a minute; the variants' contracts (docs/variants.md) and the Quint spec
+# (docs/proofs.md; needs node) take longer: asked for.
 DEFAULT_METHODS = ("model", "z3", "differential", "crosshair")
 MAX_REQUESTS = 64  # symbolic requests per Z3 theorem: past this a proof takes hours
 MAX_STATES = 10**9
