@@ -93,14 +93,15 @@ def step_difference(policy: PagedPolicy, scheduler: Any, arrival: list[int]) -> 
     preempted = set(plan.preempted)
     for i, rid in enumerate(rids):
         w = want["requests"][i]
-        try:
-            g = scheduler.progress(rid)
+        g = scheduler.progress(rid)  # a request that ended on this step reports how it ended
+        if g.phase.value in ("waiting", "partial", "ready"):
             waits_or_prefills = g.phase.value in ("waiting", "partial")
             got = {"live": True, "running": g.phase.value in ("partial", "ready"), "computed": g.num_computed,
                    "emitted": g.num_emitted, "held": g.num_blocks,
                    "target": g.prompt_len + g.num_emitted if waits_or_prefills else None}
-        except KeyError:  # ended on this step
-            got = {"live": False, "running": False, "computed": 0, "emitted": views[i][3], "held": 0, "target": None}
+        else:  # ended on this step
+            got = {"live": False, "running": False, "computed": 0, "emitted": g.num_emitted, "held": 0,
+                   "target": None}
         got |= {"preempted": rid in preempted, "n": given.get(rid, 0), "emitted_now": rid in emitted,
                 "admitted": not views[i][1] and rid in given}
         for key, expected in w.items():
