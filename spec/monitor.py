@@ -45,12 +45,10 @@ def cancel_refusal(shadow: Shadow, pending: StepFacts | None, rid: object) -> st
     return f"rid {rid} {ENDED[ending.reason]} at step {ending.step}"
 
 
-class Monitor(Watch):
+class Monitor(Watch[Shadow, StepFacts]):
     """Drives `scheduler` (plain protocol) under `config`, checking `rules` (all when None)."""
 
-    shadow: Shadow
     rules: tuple[Rule, ...]
-    _pending: tuple[object, StepFacts] | None
 
     def __init__(self, scheduler: Any, config: Config, rules: Iterable[str] | None = None) -> None:
         self._start(scheduler, select(rules))

@@ -58,12 +58,10 @@ def refusal(shadow: PagedShadow, rid: object, prompt_len: object, max_new: objec
     return None
 
 
-class PagedMonitor(Watch):
+class PagedMonitor(Watch[PagedShadow, PagedFacts]):
     """Drives a paged `scheduler` under `config`, checking the paged `rules` (all when None)."""
 
-    shadow: PagedShadow
     rules: tuple[Rule, ...]
-    _pending: tuple[object, PagedFacts] | None
 
     def __init__(self, scheduler: Any, config: Config, rules: Iterable[str] | None = None) -> None:
         # Every check reads the paged shadow and facts (the shared rules by the names both designs use).

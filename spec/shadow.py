@@ -91,8 +91,10 @@ class Lines(Generic[T]):
 
 
 @dataclass(slots=True)
-class Shadow(Lines[Track]):
-    """Everything the rules need to judge the next step."""
+class Shadow:
+    """Everything the rules need to judge the next step. It has the methods of `Lines` without
+    subclassing it: mypyc, which compiles this module for long campaigns (scripts/compiled.sh),
+    cannot build a dataclass on a generic base."""
 
     config: Config
     step: int = 0  # index of the next step
@@ -107,6 +109,22 @@ class Shadow(Lines[Track]):
 
     def __post_init__(self) -> None:
         self.free_kv = self.config.kv_tokens
+
+    @property
+    def is_idle(self) -> bool:
+        return not self.waiting and not self.running
+
+    def ready(self) -> list[Track]:
+        """Running requests with their prompt done, oldest admitted first."""
+        return [t for t in self.running.values() if t.is_ready]
+
+    def partial(self) -> list[Track]:
+        """Running requests still in prefill, oldest admitted first."""
+        return list(self.prefilling.values())
+
+    def is_taken(self, rid: int) -> bool:
+        """True if a request that has not ended holds `rid` (the rid of an ended one may be reused)."""
+        return rid in self.tracks
 
     def accept(self, request: Request) -> None:
         """Action: a request arrives and is queued."""

@@ -10,13 +10,16 @@ a list of checks, and one step as plan then complete.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .capability import Unsupported, supports
 from .errors import InvalidField, RuleViolation
 from .rules import never_fit
 from .types import Request
 from .verdict import PROTOCOL
+
+ShadowT = TypeVar("ShadowT")  # the design's shadow
+FactsT = TypeVar("FactsT")  # the design's facts of one step
 
 Check = tuple[str, Any]  # (rule ID, predicate of (shadow, facts) returning a message or None)
 
@@ -29,13 +32,13 @@ def judge(checks: Sequence[Check], shadow: Any, facts: Any, step: int) -> None:
             raise RuleViolation(rule_id, step, message)
 
 
-class Watch:
+class Watch(Generic[ShadowT, FactsT]):
     """The part of a monitor that is the same for every design. A subclass sets `scheduler`, `shadow`
     (with `step`, `tracks`, `ended`, `rejected`, `is_idle`, `accept`), `_checks_add`, and defines
     `refusal`, `plan` and `complete`."""
 
     scheduler: Any
-    shadow: Any
+    shadow: ShadowT
     _checks_add: bool
 
     def _start(self, scheduler: Any, rules: tuple[Any, ...] = ()) -> None:
@@ -44,7 +47,7 @@ class Watch:
         self.num_steps = 0  # steps checked
         self.num_busy_steps = 0  # of which with a non-empty plan
         self.num_adds = 0  # add() calls judged
-        self._pending: tuple[object, Any] | None = None  # (the plan as given, its facts) until complete()
+        self._pending: tuple[object, FactsT] | None = None  # (the plan as given, its facts) until complete()
         self._capabilities: frozenset[str] | None = None
 
     def _watch(self, rules: tuple[Any, ...]) -> None:
@@ -77,7 +80,8 @@ class Watch:
     @property
     def is_idle(self) -> bool:
         """Nothing waiting or running, by the contract's account."""
-        return bool(self.shadow.is_idle)
+        shadow: Any = self.shadow  # every design's shadow has is_idle
+        return bool(shadow.is_idle)
 
     def refusal(self, rid: object, prompt_len: object, max_new: object) -> str | None:
         """Why the design's contract refuses add(rid, prompt_len, max_new) now, or None to accept."""
@@ -86,7 +90,7 @@ class Watch:
     def add(self, rid: object, prompt_len: object, max_new: object) -> bool:
         """Offer a request. Returns True if accepted, False if (rightly) refused; raises
         RuleViolation('NEVER-FIT') if the scheduler accepts what it must refuse or the reverse."""
-        shadow = self.shadow
+        shadow: Any = self.shadow  # the class doc lists what every design's shadow has
         verdict = self.refusal(rid, prompt_len, max_new)
         raised: BaseException | None = None
         try:
