@@ -28,7 +28,7 @@ from . import lifecycle, parallel
 from .bounds import Bounds
 from .counterexample import Action, Counterexample, build
 from .graph import STEP, Graph, analyse
-from .snapshot import Hidden, Key, encode, fork, is_idle, remaining_work
+from .snapshot import Hidden, Key, encode, fork, is_idle, remaining_work, symmetric
 
 Progress = Callable[[int, int, int, float], None]  # states, transitions, depth, seconds
 PROGRESS_EVERY = 50_000  # states between progress reports
@@ -85,9 +85,11 @@ class _Explorer:
     """The search: one per check. A node is the live monitor (and scheduler) of a state."""
 
     def __init__(self, bounds: Bounds, factory: Callable[..., Any], hidden: Hidden | None,
-                 inspect: Inspect | None = None, rules: Iterable[str] | None = None, compact: bool = False) -> None:
+                 inspect: Inspect | None = None, rules: Iterable[str] | None = None, compact: bool = False,
+                 symmetry: bool = False) -> None:
         self.bounds = bounds
         self.compact = compact
+        self.symmetry = symmetry
         self.rules = rules
         self.inspect = inspect
         self.inspected: Counterexample | None = None  # the first state `inspect` reported
@@ -106,6 +108,11 @@ class _Explorer:
         self.reported = 0  # states at the last progress report
         self.deferred: list[tuple[int, int, int]] = []  # revisits (state, action, known) to compare later
 
+    def key(self, monitor: Monitor) -> Key:
+        """The state's key (`snapshot.encode`), its ready requests' order dropped with `symmetry`."""
+        key = encode(monitor, self.hidden)
+        return symmetric(key) if self.symmetry else key
+
     def stored(self, key: Key) -> Hashable:
         """What the visited set keeps of a key: the key, or with `compact` its 64-bit fingerprint, as
         TLC keeps (two keys with one fingerprint would be merged: about n^2 / 2^65 for n states)."""
@@ -118,7 +125,7 @@ class _Explorer:
 
     def root(self) -> tuple[Monitor, Key]:
         monitor = self.fresh()
-        key = encode(monitor, self.hidden)
+        key = self.key(monitor)
         self.index[self.stored(key)] = self.graph.add_state(-1, STEP, True, 0)
         self.keys.append(self.stored(key))
         return monitor, key
@@ -180,7 +187,7 @@ class _Explorer:
             if isinstance(after, tuple):
                 out.append((index, None, *after))
             else:
-                key = encode(after, self.hidden)
+                key = self.key(after)
                 out.append((index, self.stored(key), is_idle(key), remaining_work(key)))
         return out
 
@@ -207,7 +214,7 @@ class _Explorer:
             self.transitions += 1
             if isinstance(after, tuple):
                 return self.fail(state, index, *after)
-            key = encode(after, self.hidden)
+            key = self.key(after)
             found = self.record(state, index, self.stored(key), is_idle(key), remaining_work(key), after)
             if isinstance(found, Counterexample):
                 return found
@@ -262,7 +269,7 @@ class _Explorer:
             return Broken(violation.rule, violation.message)
         except Exception as error:  # a scheduler that crashes has not spoken the protocol
             return Broken(PROTOCOL, f"{type(error).__name__}: {error}")
-        return self.stored(encode(twin, self.hidden))
+        return self.stored(self.key(twin))
 
     def differs(self, twin: Broken | Hashable, known: int) -> tuple[str, str] | None:
         """(rule, what happened) where a twin's step (`twin_step`) from a state with the key of `known`
@@ -300,6 +307,7 @@ def check(
     rules: Iterable[str] | None = None,
     compact: bool = False,
     workers: int = 1,
+    symmetry: bool = False,
 ) -> CheckResult:
     """Explore every state reachable under `bounds` from a fresh `factory(...)`; see the module doc.
     `inspect`, where given, is called on every state before it is expanded, until it first reports
@@ -307,12 +315,13 @@ def check(
     rules the monitor judges: a negative control of a derived invariant leaves out its premises.
     `compact` keeps fingerprints in the visited set and no live scheduler in the frontier (each
     state is rebuilt when it is expanded): far less memory. `workers` > 1 expands each level in that
-    many processes (compact implied; `inspect` runs in this process, so it needs workers=1)."""
+    many processes (compact implied; `inspect` runs in this process, so it needs workers=1).
+    `symmetry` merges states that differ only in the order of their ready requests (`symmetric`)."""
     check_int("workers", workers)
     if workers > 1 and inspect is not None:
         raise InvalidField(f"workers={workers}: inspect runs on every state in this process; use workers=1")
     start = time.perf_counter()
-    explorer = _Explorer(bounds, factory, hidden, inspect, rules, compact or workers > 1)
+    explorer = _Explorer(bounds, factory, hidden, inspect, rules, compact or workers > 1, symmetry)
     if workers > 1:
         counterexample, complete, depth = parallel.search(explorer, workers, start, max_states, on_progress)
     else:
