@@ -3,7 +3,8 @@ stopping after the first bound that takes longer than the time limit; and the co
 reference state with `clone` against `copy.deepcopy`, measured side by side. Memory is the peak
 resident set of the process that ran the bound (each bound and mode runs in its own), plus, with
 workers, that of the largest worker. Modes: `live` (a scheduler kept per frontier state), `compact`
-(fingerprints, frontier rebuilt; one process), `workers=N` (compact, N worker processes); the modes
+(fingerprints, frontier rebuilt; one process), `workers=N` (compact, N worker processes),
+`symmetric` (compact, one process, ready requests' order dropped); the modes
 of a bound run back to back, and the load average (1 minute) is printed beside each, since the
 machine is shared.
 
@@ -60,7 +61,7 @@ def one(label: str, mode: str, max_states: int | None) -> None:
     """One bound in this process (so its peak resident set is its own); prints one table row."""
     workers = int(mode.split("=")[1]) if mode.startswith("workers=") else 1
     result = check(Bounds.parse(label), on_progress=progress, compact=mode != "live", workers=workers,
-                   max_states=max_states)
+                   max_states=max_states, symmetry=mode == "symmetric")
     verdict = "holds" if result.holds else (result.counterexample.rule if result.counterexample else "incomplete")
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KB
     worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 if workers > 1 else 0.0
@@ -76,7 +77,8 @@ def main() -> int:
     parser.add_argument("--bounds", nargs="*", default=list(LADDER), metavar="B,S,K,R,P,M")
     parser.add_argument("--modes", default="compact,workers=2", help="comma-separated: live (a scheduler per "
                         "frontier state), compact (fingerprints, frontier rebuilt, one process), workers=N "
-                        "(compact, N worker processes); each bound and mode in its own process")
+                        "(compact, N worker processes), symmetric (compact, ready requests' order dropped); each bound "
+                        "and mode in its own process")
     parser.add_argument("--max-states", type=int, default=None, help="stop each bound past this many states")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # internal: run one bound:mode here
     args = parser.parse_args()
