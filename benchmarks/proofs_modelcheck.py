@@ -1,15 +1,22 @@
 """Model checker figures: states, transitions, depth, seconds and states/s at a ladder of bounds,
 stopping after the first bound that takes longer than the time limit; and the cost of one copy of a
-reference state with `clone` against `copy.deepcopy`, measured side by side. Memory is the process's
-peak resident set after each bound (the ladder grows, so each peak is that bound's).
+reference state with `clone` against `copy.deepcopy`, measured side by side. Memory is the peak
+resident set of the process that ran the bound (each bound and mode runs in its own), plus, with
+workers, that of the largest worker. Modes: `live` (a scheduler kept per frontier state), `compact`
+(fingerprints, frontier rebuilt; one process), `workers=N` (compact, N worker processes),
+`symmetric` (compact, one process, ready requests' order dropped); the modes
+of a bound run back to back, and the load average (1 minute) is printed beside each, since the
+machine is shared.
 
-    python benchmarks/proofs_modelcheck.py [--limit SECONDS] [--bounds B,S,K,R,P,M ...]
+    python benchmarks/proofs_modelcheck.py [--limit SECONDS] [--bounds B,S,K,R,P,M ...] [--modes ...]
+        [--max-states N]
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import os
 import resource
 import statistics
 import subprocess
@@ -50,38 +57,47 @@ def progress(states: int, transitions: int, depth: int, seconds: float) -> None:
     print(f"  {states:,} states, depth {depth}, {seconds:.0f} s", file=sys.stderr, flush=True)
 
 
-def one(label: str, compact: bool) -> None:
+def one(label: str, mode: str, max_states: int | None) -> None:
     """One bound in this process (so its peak resident set is its own); prints one table row."""
-    result = check(Bounds.parse(label), on_progress=progress, compact=compact)
+    workers = int(mode.split("=")[1]) if mode.startswith("workers=") else 1
+    result = check(Bounds.parse(label), on_progress=progress, compact=mode != "live", workers=workers,
+                   max_states=max_states, symmetry=mode == "symmetric")
     verdict = "holds" if result.holds else (result.counterexample.rule if result.counterexample else "incomplete")
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KB
-    mode = "compact" if compact else "live"
-    print(f"{label:<16} {mode:<8} {result.states:>10,} {result.transitions:>12,} {result.depth:>6} "
-          f"{result.seconds:>8.1f} {result.states_per_second:>9,.0f} {peak_mb:>8,.0f} "
-          f"{peak_mb * 1024 / result.states:>8.2f} {result.longest_steps!s:>8} {result.drain_bound!s:>6}  {verdict}",
-          flush=True)
+    worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 if workers > 1 else 0.0
+    print(f"{label:<16} {mode:<9} {result.states:>10,} {result.transitions:>12,} {result.depth:>6} "
+          f"{result.seconds:>8.1f} {result.states_per_second:>9,.0f} {peak_mb:>8,.0f} {worker_mb:>8,.0f} "
+          f"{peak_mb * 1024 / result.states:>8.2f} {result.longest_steps!s:>8} {result.drain_bound!s:>6} "
+          f"{os.getloadavg()[0]:>5.1f}  {verdict}", flush=True)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=float, default=120.0, help="stop after a bound slower than this (s)")
     parser.add_argument("--bounds", nargs="*", default=list(LADDER), metavar="B,S,K,R,P,M")
-    parser.add_argument("--modes", default="live,compact", help="live (a scheduler per frontier state), compact "
-                        "(fingerprints, frontier rebuilt by replay), or both, each bound in its own process")
+    parser.add_argument("--modes", default="compact,workers=2", help="comma-separated: live (a scheduler per "
+                        "frontier state), compact (fingerprints, frontier rebuilt, one process), workers=N "
+                        "(compact, N worker processes), symmetric (compact, ready requests' order dropped); each bound "
+                        "and mode in its own process")
+    parser.add_argument("--max-states", type=int, default=None, help="stop each bound past this many states")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # internal: run one bound:mode here
     args = parser.parse_args()
     if args.one is not None:
         label, mode = args.one.split(":")
-        one(label, mode == "compact")
+        one(label, mode, args.max_states)
         return 0
     copy_cost()
-    print(f"{'bound B,S,K,R,P,M':<16} {'mode':<8} {'states':>10} {'transitions':>12} {'depth':>6} {'seconds':>8} "
-          f"{'states/s':>9} {'peak MB':>8} {'KB/state':>8} {'longest':>8} {'drain':>6}  result", flush=True)
+    print(f"{'bound B,S,K,R,P,M':<16} {'mode':<9} {'states':>10} {'transitions':>12} {'depth':>6} {'seconds':>8} "
+          f"{'states/s':>9} {'peak MB':>8} {'wkr MB':>8} {'KB/state':>8} {'longest':>8} {'drain':>6} {'load':>5}  "
+          "result", flush=True)
     for label in args.bounds:
         slowest = 0.0
         for mode in args.modes.split(","):  # side by side: both modes of a bound run back to back
             began = time.perf_counter()
-            subprocess.run([sys.executable, __file__, "--one", f"{label}:{mode}"], check=False)
+            command = [sys.executable, __file__, "--one", f"{label}:{mode}"]
+            if args.max_states is not None:
+                command += ["--max-states", str(args.max_states)]
+            subprocess.run(command, check=False)
             slowest = max(slowest, time.perf_counter() - began)
         if slowest > args.limit:
             break

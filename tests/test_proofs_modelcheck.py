@@ -138,3 +138,19 @@ def test_compact_search_finds_what_the_live_one_does() -> None:
     for rule in ("FCFS", "PROGRESS", "TOKENS"):
         found = check(controls.control_bound(rule), controls.fault(rule), controls.hidden_for(rule), compact=True)
         assert found.counterexample is not None and found.counterexample.rule == rule
+
+
+def test_worker_processes_find_what_one_process_does() -> None:
+    """Two workers: the same graph (states, transitions, drain bound) and the same verdicts as the
+    one-process search, an undeclared stall included."""
+    one, two = check(Bounds.parse(CI_BOUND), compact=True), check(Bounds.parse(CI_BOUND), workers=2)
+    assert two.holds and (two.states, two.transitions, two.depth, two.drain_bound, two.longest_steps) == (
+        one.states, one.transitions, one.depth, one.drain_bound, one.longest_steps)
+    for rule in ("FCFS", "PROGRESS", "TOKENS", "KV"):
+        found = check(controls.control_bound(rule), controls.fault(rule), controls.hidden_for(rule), workers=2)
+        assert found.counterexample is not None and found.counterexample.rule == rule
+        assert found.counterexample.replayed is not None or rule == "PROGRESS"
+    undeclared = check(controls.control_bound("PROGRESS"), controls.fault("PROGRESS"), None, workers=2)
+    assert undeclared.counterexample is not None and undeclared.counterexample.rule == "PROGRESS"
+    with pytest.raises(InvalidField, match="workers"):
+        check(Bounds.parse(CI_BOUND), workers=2, inspect=lambda monitor: None)

@@ -20,11 +20,12 @@ STEP = 0  # the action index of a step; adds follow
 class Graph:
     num_actions: int
     step_actions: frozenset[int] = frozenset({STEP})
-    succ: array = field(default_factory=lambda: array("q"))  # state * num_actions + action -> state
-    parent: array = field(default_factory=lambda: array("q"))  # the state BFS first reached it from
+    # 4-byte ints: a graph of up to 2^31 states, at 4 bytes an edge (10 million states at 14 actions: 560 MB)
+    succ: array = field(default_factory=lambda: array("i"))  # state * num_actions + action -> state
+    parent: array = field(default_factory=lambda: array("i"))  # the state BFS first reached it from
     via: array = field(default_factory=lambda: array("h"))  # the action index it was reached by
     idle: bytearray = field(default_factory=bytearray)  # nothing waiting or running
-    work: array = field(default_factory=lambda: array("q"))  # remaining work (PROGRESS's ranking)
+    work: array = field(default_factory=lambda: array("i"))  # remaining work (PROGRESS's ranking)
 
     def add_state(self, parent: int, via: int, idle: bool, work: int) -> int:
         self.parent.append(parent)

@@ -7,28 +7,32 @@ state invariants; states are deduplicated by their canonical key (`snapshot`). O
 state is known, `graph.analyse` checks liveness: no cycle of steps while work is pending, and the
 longest behaviour and the most steps any state needs to finish (the termination bound).
 
-Each new state keeps one live scheduler and monitor; every action runs on a copy of them.
+Each new state keeps one live scheduler and monitor; every action runs on a copy of them. With
+`compact`, the visited set keeps fingerprints and the frontier only state numbers: a state is rebuilt
+from the initial one by replaying its path, or from its parent's rebuilt copy when its siblings
+follow it in the frontier. With `workers` > 1, worker processes rebuild and expand the frontier
+(`workers`); this process keeps the visited set and the graph, numbering states as one process does.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from stallfree.reference import Scheduler
-from stallfree.spec import PROTOCOL, Monitor, RuleViolation, invariants
+from stallfree.spec import PROTOCOL, InvalidField, Monitor, RuleViolation, check_int, invariants
 
-from . import lifecycle
+from . import lifecycle, parallel
 from .bounds import Bounds
 from .counterexample import Action, Counterexample, build
 from .graph import STEP, Graph, analyse
-from .snapshot import Hidden, Key, encode, fork, is_idle, remaining_work
+from .snapshot import Hidden, Key, encode, fork, is_idle, remaining_work, symmetric
 
 Progress = Callable[[int, int, int, float], None]  # states, transitions, depth, seconds
 PROGRESS_EVERY = 50_000  # states between progress reports
-Node = tuple[int, "Monitor | None", "Key"]  # a state's number, its live monitor (None: restore it), its key
+Node = tuple[int, "Monitor | None"]  # a state's number, its live monitor (None: rebuild it)
 Inspect = Callable[[Monitor], "str | None"]  # a check of each state (it must not change it): what is wrong
 INSPECTED = "INSPECTED STATE"  # the rule `CheckResult.inspected` names
 HIDDEN = "HIDDEN STATE"  # the rule a counterexample names when states with one key behave differently
@@ -68,13 +72,24 @@ def act(monitor: Monitor, action: Action) -> None:
         lifecycle.apply(monitor, action)
 
 
+@dataclass(frozen=True, slots=True)
+class Broken:
+    rule: str
+    message: str
+
+
+Outcome = tuple[int, Any, Any, Any]  # (action index, fingerprint, idle, work) or (index, None, rule, message)
+
+
 class _Explorer:
     """The search: one per check. A node is the live monitor (and scheduler) of a state."""
 
     def __init__(self, bounds: Bounds, factory: Callable[..., Any], hidden: Hidden | None,
-                 inspect: Inspect | None = None, rules: Iterable[str] | None = None, compact: bool = False) -> None:
+                 inspect: Inspect | None = None, rules: Iterable[str] | None = None, compact: bool = False,
+                 symmetry: bool = False) -> None:
         self.bounds = bounds
         self.compact = compact
+        self.symmetry = symmetry
         self.rules = rules
         self.inspect = inspect
         self.inspected: Counterexample | None = None  # the first state `inspect` reported
@@ -89,6 +104,14 @@ class _Explorer:
         self.keys: list[Hashable] = []  # stored keys, by state number
         self.revisits_left = REVISITS_CHECKED
         self.transitions = 0
+        self.parent_copy: tuple[int, Monitor] | None = None  # a rebuilt state whose children are being rebuilt
+        self.reported = 0  # states at the last progress report
+        self.deferred: list[tuple[int, int, int]] = []  # revisits (state, action, known) to compare later
+
+    def key(self, monitor: Monitor) -> Key:
+        """The state's key (`snapshot.encode`), its ready requests' order dropped with `symmetry`."""
+        key = encode(monitor, self.hidden)
+        return symmetric(key) if self.symmetry else key
 
     def stored(self, key: Key) -> Hashable:
         """What the visited set keeps of a key: the key, or with `compact` its 64-bit fingerprint, as
@@ -102,84 +125,164 @@ class _Explorer:
 
     def root(self) -> tuple[Monitor, Key]:
         monitor = self.fresh()
-        key = encode(monitor, self.hidden)
+        key = self.key(monitor)
         self.index[self.stored(key)] = self.graph.add_state(-1, STEP, True, 0)
         self.keys.append(self.stored(key))
         return monitor, key
 
-    def restore(self, state: int) -> Monitor:
-        """State `state` rebuilt by replaying its path from a fresh scheduler (with `compact`, the
-        frontier keeps no live scheduler): replay is deterministic, hidden state included."""
+    def replay(self, path: Iterable[int]) -> Monitor:
+        """The state at the end of `path` (action indexes), rebuilt from a fresh scheduler: replay is
+        deterministic, hidden state included, and reads no private field."""
         monitor = self.fresh()
-        for index in self.graph.path_to(state):
+        for index in path:
             act(monitor, self.actions[index])
         return monitor
 
-    def expand(self, state: int, node: Monitor | None, key: Key, frontier: list[Node]) -> Counterexample | None:
-        """Every action of `state`: judge it, record its successor, queue successors not seen before.
-        The last action runs on `node` itself (restored first where the frontier kept none), the
-        others on copies."""
+    def rebuild(self, path: list[int], parent: int, sibling_follows: bool) -> Monitor:
+        """The state at the end of `path`, whose parent is state `parent`: from the parent's rebuilt
+        copy where one is kept (it is kept while siblings follow), else by replaying the path."""
+        kept = self.parent_copy
+        if kept is not None and kept[0] == parent:
+            monitor = fork(kept[1]) if sibling_follows else kept[1]
+            if not sibling_follows:
+                self.parent_copy = None
+        elif sibling_follows:
+            kept_monitor = self.replay(path[:-1])
+            self.parent_copy = (parent, kept_monitor)
+            monitor = fork(kept_monitor)
+        else:
+            return self.replay(path)
+        act(monitor, self.actions[path[-1]])
+        return monitor
+
+    def successors(self, node: Monitor) -> Iterator[tuple[int, Monitor | tuple[str, str]]]:
+        """(action index, the monitor after it) for every enabled action of `node`, the last on `node`
+        itself, the others on copies; a broken rule yields (index, (rule, message)) and ends it."""
+        indexes = list(range(len(self.actions)))
+        if node.num_adds >= self.bounds.num_requests:  # no adds left
+            indexes = [s for s in indexes if not 1 <= s <= self.num_adds]
+        for index in indexes:
+            monitor = node if index == indexes[-1] else fork(node)
+            try:
+                act(monitor, self.actions[index])
+            except lifecycle.Disabled:
+                continue
+            except RuleViolation as violation:
+                yield index, (violation.rule, violation.message)
+                return
+            except Exception as error:  # a scheduler that crashes has not spoken the protocol
+                yield index, (PROTOCOL, f"{type(error).__name__}: {error}")
+                return
+            broken = invariants.broken(monitor.shadow, invariants.shown(monitor.scheduler))
+            if broken is not None:
+                yield index, broken
+                return
+            yield index, monitor
+
+    def outcomes(self, node: Monitor) -> list[Outcome]:
+        """`successors` as plain values a worker process sends back: (index, fingerprint, idle,
+        remaining work), or (index, None, rule, message) for a broken rule."""
+        out: list[Outcome] = []
+        for index, after in self.successors(node):
+            if isinstance(after, tuple):
+                out.append((index, None, *after))
+            else:
+                key = self.key(after)
+                out.append((index, self.stored(key), is_idle(key), remaining_work(key)))
+        return out
+
+    def visit(self, node: Monitor | None, state: int) -> Monitor:
+        """`node`, or state `state` rebuilt; `inspect` runs on it (until it first reports)."""
         if node is None:
-            node = self.restore(state)
+            node = self.replay(self.graph.path_to(state))
         if self.inspect is not None and self.inspected is None:
             message = self.inspect(node)
             if message is not None:  # recorded; the search goes on
                 path = [self.actions[s] for s in self.graph.path_to(state)] + [None]  # and its step
                 self.inspected = build(self.bounds.config, path, INSPECTED, message, self.factory)
-        indexes = list(range(len(self.actions)))
-        if key[0] >= self.bounds.num_requests:  # no adds left
-            indexes = [s for s in indexes if not 1 <= s <= self.num_adds]
-        base = state * len(self.actions)
-        for index in indexes:
-            action = self.actions[index]
-            monitor = node if index == indexes[-1] else fork(node)
+        return node
+
+    def expand(self, state: int, node: Monitor | None, frontier: list[Node], sibling_follows: bool = False
+               ) -> Counterexample | None:
+        """Every action of `state`: judge it, record its successor, queue successors not seen before.
+        A state the frontier kept no copy of is rebuilt first (`rebuild`)."""
+        if node is None and state > 0:
+            path = self.graph.path_to(state)
+            node = self.rebuild(path, self.graph.parent[state], sibling_follows)
+        node = self.visit(node, state)
+        for index, after in self.successors(node):
             self.transitions += 1
-            try:
-                act(monitor, action)
-            except lifecycle.Disabled:
-                self.transitions -= 1
-                continue
-            except RuleViolation as violation:
-                return self.fail(state, index, violation.rule, violation.message)
-            except Exception as error:  # a scheduler that crashes has not spoken the protocol
-                return self.fail(state, index, PROTOCOL, f"{type(error).__name__}: {error}")
-            broken = invariants.broken(monitor.shadow, invariants.shown(monitor.scheduler))
-            if broken is not None:
-                return self.fail(state, index, *broken)
-            child_key = encode(monitor, self.hidden)
-            stored = self.stored(child_key)
-            child = self.index.get(stored)
-            if child is None:
-                child = self.graph.add_state(state, index, is_idle(child_key), remaining_work(child_key))
-                self.index[stored] = child
-                self.keys.append(stored)
-                frontier.append((child, None if self.compact else monitor, child_key))
-            elif child < state and self.revisits_left > 0:
-                differs = self.behaves_otherwise(monitor, child)
-                if differs is not None:
-                    path = [self.actions[s] for s in self.graph.path_to(state)] + [action, None]
-                    return build(self.bounds.config, path, *differs, self.factory)
-            self.graph.succ[base + index] = child
+            if isinstance(after, tuple):
+                return self.fail(state, index, *after)
+            key = self.key(after)
+            found = self.record(state, index, self.stored(key), is_idle(key), remaining_work(key), after)
+            if isinstance(found, Counterexample):
+                return found
+            if found:
+                frontier.append((self.graph.num_states - 1, None if self.compact else after))
         return None
+
+    def record(self, state: int, index: int, stored: Hashable, idle: bool, work: int,
+               after: Monitor | None) -> bool | Counterexample:
+        """Record the transition (state, index) to the key `stored`; True where that key is new. A
+        revisit of a state already expanded is stepped once more and compared (`behaves_otherwise`);
+        `after` is the monitor the transition left, or None to rebuild it."""
+        child = self.index.get(stored)
+        new = child is None
+        if child is None:
+            child = self.graph.add_state(state, index, idle, work)
+            self.index[stored] = child
+            self.keys.append(stored)
+        elif child < state and self.revisits_left > 0:
+            differs = None
+            if after is None:  # compared once the level is recorded (`parallel`)
+                self.revisits_left -= 1
+                self.deferred.append((state, index, child))
+            else:
+                differs = self.behaves_otherwise(after, child)
+            if differs is not None:
+                path = [self.actions[s] for s in self.graph.path_to(state)] + [self.actions[index], None]
+                return build(self.bounds.config, path, *differs, self.factory)
+        self.graph.succ[state * len(self.actions) + index] = child
+        return new
+
+    def past(self, max_states: int | None, on_progress: Progress | None, depth: int, start: float) -> bool:
+        """Report progress every PROGRESS_EVERY states; True once past `max_states`."""
+        num_states = self.graph.num_states
+        if on_progress is not None and num_states - self.reported >= PROGRESS_EVERY:
+            self.reported = num_states
+            on_progress(num_states, self.transitions, depth, time.perf_counter() - start)
+        return max_states is not None and num_states > max_states
 
     def behaves_otherwise(self, monitor: Monitor, known: int) -> tuple[str, str] | None:
         """`monitor` has reached the key of state `known`, already expanded: step a copy of it and
-        compare with `known`'s own step. Returns (rule, what happened) where they differ: the rule
-        the copy's step broke, or HIDDEN where it reached another key, which means the scheduler
-        decides on state outside the key, so merging the two states is unsound; None where alike."""
+        compare with `known`'s own step (`differs`)."""
         self.revisits_left -= 1
+        return self.differs(self.twin_step(monitor), known)
+
+    def twin_step(self, monitor: Monitor) -> Broken | Hashable:
+        """Step a copy of `monitor`: the stored key it reaches, or the rule its step broke."""
         twin = fork(monitor)
         try:
             act(twin, None)
         except RuleViolation as violation:
-            return violation.rule, f"{violation.message} (on a state whose key {self.keys[known]!r} stepped without it)"
+            return Broken(violation.rule, violation.message)
         except Exception as error:  # a scheduler that crashes has not spoken the protocol
-            return PROTOCOL, f"{type(error).__name__}: {error}"
-        got, expected = encode(twin, self.hidden), self.keys[self.graph.succ[known * len(self.actions) + STEP]]
-        if self.stored(got) == expected:
+            return Broken(PROTOCOL, f"{type(error).__name__}: {error}")
+        return self.stored(self.key(twin))
+
+    def differs(self, twin: Broken | Hashable, known: int) -> tuple[str, str] | None:
+        """(rule, what happened) where a twin's step (`twin_step`) from a state with the key of `known`
+        differs from `known`'s own: the rule the twin's step broke, or HIDDEN where it reached another
+        key, which means the scheduler decides on state outside the key, so merging the two states is
+        unsound; None where alike."""
+        if isinstance(twin, Broken):
+            return twin.rule, f"{twin.message} (on a state whose key {self.keys[known]!r} stepped without it)"
+        expected = self.keys[self.graph.succ[known * len(self.actions) + STEP]]
+        if twin == expected:
             return None
         return HIDDEN, (f"two states with the key {self.keys[known]!r} step differently: one to {expected!r}, the "
-                        f"other to {got!r}; the scheduler decides on state the key leaves out (declare it as "
+                        f"other to {twin!r}; the scheduler decides on state the key leaves out (declare it as "
                         "hidden state)")
 
     def fail(self, state: int, index: int, rule: str, message: str) -> Counterexample:
@@ -203,16 +306,26 @@ def check(
     inspect: Inspect | None = None,
     rules: Iterable[str] | None = None,
     compact: bool = False,
+    workers: int = 1,
+    symmetry: bool = False,
 ) -> CheckResult:
     """Explore every state reachable under `bounds` from a fresh `factory(...)`; see the module doc.
     `inspect`, where given, is called on every state before it is expanded, until it first reports
     something (`CheckResult.inspected`); it does not stop the search. `rules` (default all) are the
     rules the monitor judges: a negative control of a derived invariant leaves out its premises.
     `compact` keeps fingerprints in the visited set and no live scheduler in the frontier (each
-    state is rebuilt by replaying its path when expanded): far less memory, more time."""
+    state is rebuilt when it is expanded): far less memory. `workers` > 1 expands each level in that
+    many processes (compact implied; `inspect` runs in this process, so it needs workers=1).
+    `symmetry` merges states that differ only in the order of their ready requests (`symmetric`)."""
+    check_int("workers", workers)
+    if workers > 1 and inspect is not None:
+        raise InvalidField(f"workers={workers}: inspect runs on every state in this process; use workers=1")
     start = time.perf_counter()
-    explorer = _Explorer(bounds, factory, hidden, inspect, rules, compact)
-    counterexample, complete, depth = _search(explorer, start, max_states, on_progress)
+    explorer = _Explorer(bounds, factory, hidden, inspect, rules, compact or workers > 1, symmetry)
+    if workers > 1:
+        counterexample, complete, depth = parallel.search(explorer, workers, start, max_states, on_progress)
+    else:
+        counterexample, complete, depth = _search(explorer, start, max_states, on_progress)
     longest = drain = None
     if counterexample is None and complete:
         counterexample, longest, drain = _liveness(explorer)
@@ -226,25 +339,23 @@ def _search(
     explorer: _Explorer, start: float, max_states: int | None, on_progress: Progress | None
 ) -> tuple[Counterexample | None, bool, int]:
     """Breadth first, level by level. Returns (counterexample, explored everything, depth reached)."""
-    node, key = explorer.root()
-    frontier: list[Node] = [(0, node, key)]
+    node, _ = explorer.root()
+    frontier: list[Node] = [(0, node)]
     depth = 0  # the level of the deepest state found
-    reported = 0
+    parent = explorer.graph.parent
     while frontier:
         next_frontier: list[Node] = []
-        for state, node, key in frontier:
-            counterexample = explorer.expand(state, node, key, next_frontier)
+        for i, (state, node) in enumerate(frontier):
+            sibling_follows = i + 1 < len(frontier) and parent[frontier[i + 1][0]] == parent[state]
+            counterexample = explorer.expand(state, node, next_frontier, sibling_follows)
             if counterexample is not None:
                 return counterexample, True, depth + 1
-            num_states = explorer.graph.num_states
-            if on_progress is not None and num_states - reported >= PROGRESS_EVERY:
-                reported = num_states
-                on_progress(num_states, explorer.transitions, depth + 1, time.perf_counter() - start)
-            if max_states is not None and num_states > max_states:
+            if explorer.past(max_states, on_progress, depth + 1, start):
                 return None, False, depth + 1
         if next_frontier:
             depth += 1
         frontier = next_frontier
+        explorer.parent_copy = None
     return None, True, depth
 
 

@@ -40,6 +40,16 @@ def encode(monitor: Monitor, hidden: Hidden | None = None) -> Key:
     return (monitor.num_adds, None if hidden is None else hidden(monitor.scheduler), waiting, running)
 
 
+def symmetric(key: Key) -> Key:
+    """The representative of `key`'s class under every permutation of its ready requests (prompt
+    done, tokens to emit): those sorted, then the partial ones in admission order. Sound where the
+    order of ready requests decides nothing (docs/proofs.md, Symmetry): every ready request is
+    decoded each step while READY-WITHIN-BUDGET holds, and no rule reads their order then."""
+    count, hidden, waiting, running = key
+    ready = sorted(r for r in running if r[2] == r[0])
+    return count, hidden, waiting, (*ready, *(r for r in running if r[2] < r[0]))
+
+
 def remaining_work(key: Key) -> int:
     """Prompt positions still to run plus tokens still to emit: the ranking function of PROGRESS."""
     _, _, waiting, running = key
