@@ -14,29 +14,10 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from steptiming import time_steps
+from steptiming import BUDGET, loaded, time_steps
 
 from stallfree.paged import Scheduler as Paged
 from stallfree.reference import Scheduler as Reference
-
-BUDGET = 8192
-NUM_DECODES = 256
-LONG = 10**12  # a prompt and max_new that outlast the benchmark
-KV = 2**62
-
-
-def loaded(factory, num_waiting: int):  # type: ignore[no-untyped-def]
-    """256 ready requests, one partial prompt, the rest waiting on a slot."""
-    s = factory(token_budget=BUDGET, max_seqs=NUM_DECODES + 1, kv_tokens=KV)
-    for rid in range(NUM_DECODES):
-        s.add(rid, 1, LONG)
-    s.complete(s.schedule())
-    s.add(NUM_DECODES, LONG, 1)
-    s.complete(s.schedule())
-    for rid in range(num_waiting):
-        s.add(NUM_DECODES + 1 + rid, 100, 100)
-    return s
-
 
 
 def main() -> None:

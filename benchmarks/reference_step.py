@@ -12,27 +12,9 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from steptiming import time_steps
+from steptiming import BUDGET, loaded, time_steps
 
 from stallfree.reference import Scheduler
-
-BUDGET = 8192
-NUM_DECODES = 256
-LONG = 10**12  # a prompt and max_new that outlast the benchmark
-
-
-def loaded(num_waiting: int) -> Scheduler:
-    """A scheduler in the steady state: 256 ready requests, one partial prompt, the rest waiting."""
-    s = Scheduler(token_budget=BUDGET, max_seqs=NUM_DECODES + 1, kv_tokens=2**62)
-    for rid in range(NUM_DECODES):
-        s.add(rid, 1, LONG)
-    s.complete(s.schedule())  # all 256 prompts in one step: now all ready
-    s.add(NUM_DECODES, LONG, 1)  # the long prompt: partial from now on
-    s.complete(s.schedule())
-    for rid in range(num_waiting):
-        s.add(NUM_DECODES + 1 + rid, 100, 100)
-    return s
-
 
 
 def main() -> None:
@@ -41,7 +23,7 @@ def main() -> None:
     parser.add_argument("--waiting", default="100,10000,100000")
     args = parser.parse_args()
     sizes = [int(w) for w in args.waiting.split(",")]
-    schedulers = {w: loaded(w) for w in sizes}
+    schedulers = {w: loaded(Scheduler, w) for w in sizes}
     first = next(iter(schedulers.values()))
     plan = first.schedule()
     print(f"plan: {len(plan)} entries, {plan.num_tokens} tokens (budget {BUDGET})")

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-from collections.abc import Callable
 from typing import Any
 
-from steptiming import time_steps
+from steptiming import BUDGET, NUM_DECODES, loaded, time_steps
 
 from stallfree.reference import Scheduler
 from stallfree.variants.aligned import Aligned, BatchedAligned
@@ -28,25 +27,11 @@ from stallfree.variants.priority import BatchedPrioritized, Prioritized
 from stallfree.variants.rotating import BatchedRotating, Rotating
 from stallfree.variants.stepwise import Stepwise
 
-BUDGET = 8192
-NUM_DECODES = 256
-LONG = 10**12  # a prompt and max_new that outlast the benchmark
 DROPPED = 64
 
 
-def loaded(factory: Callable[..., Any], num_waiting: int, priorities: bool = False) -> Any:
-    s = factory(token_budget=BUDGET, max_seqs=NUM_DECODES + 1, kv_tokens=2**62)
-    for rid in range(NUM_DECODES):
-        s.add(rid, 1, LONG)
-    s.complete(s.schedule())
-    s.add(NUM_DECODES, LONG, 1)
-    s.complete(s.schedule())
-    for rid in range(num_waiting):
-        if priorities:
-            s.add(NUM_DECODES + 1 + rid, 100, 100, rid % 4)
-        else:
-            s.add(NUM_DECODES + 1 + rid, 100, 100)
-    return s
+def with_priority(s: Any, rid: int) -> None:
+    s.add(rid, 100, 100, rid % 4)
 
 
 def dropped(factory: type, num_waiting: int) -> Any:
@@ -68,12 +53,12 @@ def main() -> None:
         "aligned, b=16 (batched)": loaded(BatchedAligned, w),
         "rotating, full budget (batched)": loaded(BatchedRotating, w),
         f"rotating, budget {DROPPED} (batched)": dropped(BatchedRotating, w),
-        "priority with aging (batched)": loaded(BatchedPrioritized, w, priorities=True),
+        "priority with aging (batched)": loaded(BatchedPrioritized, w, with_priority),
         "stepwise (the policy in steps)": loaded(Stepwise, w),
         "aligned, b=16 (stepwise)": loaded(Aligned, w),
         "rotating, full budget (stepwise)": loaded(Rotating, w),
         f"rotating, budget {DROPPED} (stepwise)": dropped(Rotating, w),
-        "priority with aging (stepwise)": loaded(Prioritized, w, priorities=True),
+        "priority with aging (stepwise)": loaded(Prioritized, w, with_priority),
     }
     samples: dict[str, list[float]] = {name: [] for name in schedulers}
     rounds = 10
