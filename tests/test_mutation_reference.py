@@ -62,3 +62,27 @@ def test_ONE_PARTIAL_and_ready_plus_partial_within_budget() -> None:
     for i in range(NUM_WORKLOADS):
         play(random_workload(random.Random(f"partial:{i}")), Scheduler, on_step=check)
     assert seen_partial_beside_ready > 0, "the workloads never had a partial request beside ready ones"
+
+
+def test_cancel_refusals_say_what_was_wrong_with_the_rid() -> None:
+    s = Scheduler(token_budget=4, max_seqs=2, kv_tokens=100)
+    s.add(0, 2, 3)
+    with pytest.raises(TypeError) as raised:
+        s.cancel("0")  # type: ignore[arg-type]
+    assert str(raised.value) == "cancel('0'): rid must be an int, got str"
+    with pytest.raises(ValueError) as raised:
+        s.cancel(5)
+    assert str(raised.value) == "cancel(5): it is not waiting or running (never added, or ended)"
+    s.schedule()
+    s.cancel(0)  # admitted by the pending plan: it ends when that plan completes
+    with pytest.raises(ValueError) as raised:
+        s.cancel(0)
+    assert str(raised.value) == "cancel(0): it is already cancelled and ends when the plan for step 0 completes"
+
+
+def test_progress_of_an_older_ended_rid_says_no_record_is_kept() -> None:
+    s = Scheduler(token_budget=4, max_seqs=2, kv_tokens=100)
+    with pytest.raises(KeyError) as raised:
+        s.progress(3)
+    assert raised.value.args[0] == ("rid 3 is not waiting or running, and did not end in the last step "
+                                    "(never accepted, or ended earlier: no record of it is kept)")
