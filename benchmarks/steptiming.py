@@ -3,6 +3,7 @@ benchmarks (run as `python benchmarks/NAME.py`, which puts this folder on the im
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -42,3 +43,24 @@ def time_steps(s: Any, steps: int, between: Callable[[], None] | None = None) ->
         if between is not None:
             between()
     return out
+
+
+def interleaved(schedulers: dict[Any, Any], steps: int, rounds: int) -> dict[Any, list[float]]:
+    """The step times of each scheduler, `steps` in all, taken in `rounds` rounds that visit every
+    scheduler in turn, so that machine noise hits them alike."""
+    samples: dict[Any, list[float]] = {key: [] for key in schedulers}
+    for _ in range(rounds):
+        for key, s in schedulers.items():
+            samples[key] += time_steps(s, steps // rounds)
+    return samples
+
+
+def print_medians(samples: dict[Any, list[float]], label: str, width: int = 10) -> None:
+    """Median and quartiles of each sample, and its median's ratio to the first's."""
+    base = statistics.median(next(iter(samples.values())))
+    first = next(iter(samples))
+    print(f"{label:<{width}} {'median us':>10} {'p25':>8} {'p75':>8}  vs {first}")
+    for key, values in samples.items():
+        q = statistics.quantiles(values, n=4)
+        med = statistics.median(values)
+        print(f"{key!s:<{width}} {med:>10.1f} {q[0]:>8.1f} {q[2]:>8.1f}  {med / base:.2f}x")
