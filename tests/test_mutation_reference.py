@@ -86,3 +86,22 @@ def test_progress_of_an_older_ended_rid_says_no_record_is_kept() -> None:
         s.progress(3)
     assert raised.value.args[0] == ("rid 3 is not waiting or running, and did not end in the last step "
                                     "(never accepted, or ended earlier: no record of it is kept)")
+
+
+def test_a_running_request_cancelled_between_steps_reads_cancelled() -> None:
+    s = Scheduler(token_budget=4, max_seqs=2, kv_tokens=100)
+    s.add(0, 2, 3)
+    step(s)
+    s.cancel(0)
+    assert s.progress(0) == Progress(0, Phase.CANCELLED, 2, 3, 2, 1) and s.free_kv == 100
+
+
+@pytest.mark.parametrize(("stopped", "shown"), [("01", "str '01'"), (5, "int 5"), (b"0", "bytes b'0'")])
+def test_stopped_that_is_not_an_iterable_of_rids_is_refused_by_name(stopped: object, shown: str) -> None:
+    s = Scheduler(token_budget=4, max_seqs=2, kv_tokens=100)
+    s.add(0, 2, 3)
+    plan = s.schedule()
+    with pytest.raises(TypeError) as raised:
+        s.complete(plan, stopped)  # type: ignore[arg-type]
+    assert str(raised.value) == f"stopped must be an iterable of rids, got {shown}"
+    assert s.complete(plan) == (0,)  # nothing changed: the plan is still pending
