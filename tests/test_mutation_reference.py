@@ -10,6 +10,7 @@ import pytest
 
 from stallfree.reference import Phase, Progress, Scheduler
 from stallfree.spec import Monitor, StepFacts, play
+from stallfree.spec.errors import ProtocolError
 from stallfree.testing.generate import random_workload
 
 NUM_WORKLOADS = 60
@@ -105,3 +106,25 @@ def test_stopped_that_is_not_an_iterable_of_rids_is_refused_by_name(stopped: obj
         s.complete(plan, stopped)  # type: ignore[arg-type]
     assert str(raised.value) == f"stopped must be an iterable of rids, got {shown}"
     assert s.complete(plan) == (0,)  # nothing changed: the plan is still pending
+
+
+def test_each_bad_stop_is_refused_with_its_reason_and_nothing_changes() -> None:
+    s = Scheduler(token_budget=4, max_seqs=3, kv_tokens=100)
+    for rid, prompt_len in ((0, 2), (1, 2), (2, 10)):
+        s.add(rid, prompt_len, 3)
+    step(s)  # rids 0 and 1 ready
+    s.add(3, 1, 1)  # waits: the slots are full once rid 2 is admitted
+    plan = s.schedule()  # decodes 0 and 1, rid 2's first chunk of 2
+    refused = {
+        ("x",): "stopped[0] must be an int rid, got str 'x'",
+        (0, 0): "stopped[1]: rid 0 is listed twice",
+        (0, 2): "stopped[1]: rid 2 emits no token in step 1; it is partial: its chunk in this step leaves 8 "
+                "prompt tokens to run",
+        (3,): "stopped[0]: rid 3 emits no token in step 1; it is waiting",
+        (9,): "stopped[0]: rid 9 emits no token in step 1; it is not waiting or running (never added, or ended)",
+    }
+    for stopped, message in refused.items():
+        with pytest.raises((TypeError, ValueError, ProtocolError)) as raised:
+            s.complete(plan, stopped)
+        assert str(raised.value) == message
+    assert s.complete(plan, (1,)) == (0, 1) and s.progress(1).phase is Phase.STOPPED
