@@ -128,3 +128,33 @@ def test_each_bad_stop_is_refused_with_its_reason_and_nothing_changes() -> None:
             s.complete(plan, stopped)
         assert str(raised.value) == message
     assert s.complete(plan, (1,)) == (0, 1) and s.progress(1).phase is Phase.STOPPED
+
+
+def test_a_rid_added_again_after_it_ended_is_no_longer_listed_as_ended() -> None:
+    s = Scheduler(token_budget=4, max_seqs=2, kv_tokens=100)
+    s.add(0, 2, 1)
+    step(s)
+    assert s.ended == (0,)
+    s.add(0, 3, 1)
+    assert s.ended == () and s.progress(0) == Progress(0, Phase.WAITING, 3, 1, 0, 0)
+
+
+def test_a_cancel_while_pending_reads_cancelled_once_the_plan_completes() -> None:
+    s = Scheduler(token_budget=4, max_seqs=2, kv_tokens=100)
+    s.add(0, 2, 5)
+    step(s)
+    plan = s.schedule()
+    s.cancel(0)
+    assert s.complete(plan) == (0,)
+    assert s.progress(0).phase is Phase.CANCELLED and s.free_kv == 100
+
+
+def test_a_stop_on_a_prompt_completed_now_does_not_end_the_checks_of_the_rids_after_it() -> None:
+    s = Scheduler(token_budget=4, max_seqs=2, kv_tokens=100)
+    s.add(0, 3, 5)
+    plan = s.schedule()  # rid 0's whole prompt: its first token comes out of this step
+    with pytest.raises(ProtocolError) as raised:
+        s.complete(plan, (0, 9))
+    assert str(raised.value) == ("stopped[1]: rid 9 emits no token in step 0; it is not waiting or running "
+                                 "(never added, or ended)")
+    assert s.complete(plan, (0,)) == (0,) and s.progress(0).phase is Phase.STOPPED
