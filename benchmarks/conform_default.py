@@ -6,37 +6,22 @@ reference, and on the two documented examples, side by side.
 
 from __future__ import annotations
 
-import argparse
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
-from stallfree.conformance.kit import DEFAULT_EXAMPLES, conform
+from conformtiming import arguments, time_conform
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "docs" / "examples"
 TARGETS = ("stallfree.reference:Scheduler", "prefill_first:PrefillFirst", "skip_ahead:SkipAhead")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--examples", type=int, default=DEFAULT_EXAMPLES)
-    parser.add_argument("--repeats", type=int, default=1)
-    args = parser.parse_args()
+    args = arguments(__doc__)
     sys.path.insert(0, str(EXAMPLES_DIR))
     os.chdir(EXAMPLES_DIR)
-    times: dict[str, list[float]] = {t: [] for t in TARGETS}
-    for _ in range(args.repeats):
-        for target in TARGETS:
-            started = time.perf_counter()
-            report = conform(target, examples=args.examples)
-            times[target].append(time.perf_counter() - started)
-            broken = ", ".join(report.counterexamples) or "none"
-            print(f"{target:<32} {times[target][-1]:6.1f} s  {report.runs:>5} runs {report.steps:>7} steps  "
-                  f"broken: {broken}", flush=True)
-    for target in TARGETS:
-        print(f"median {target:<32} {statistics.median(times[target]):6.1f} s over {args.repeats} run(s)")
+    time_conform(TARGETS, args, lambda report: f"{report.runs:>5} runs {report.steps:>7} steps  broken: "
+                 f"{', '.join(report.counterexamples) or 'none'}")
 
 
 if __name__ == "__main__":

@@ -8,36 +8,24 @@ Run in the vLLM venv (scripts/vllm-venv.sh):
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import time
+from conformtiming import arguments, time_conform
 
-from stallfree.conformance.kit import DEFAULT_EXAMPLES, NOT_APPLICABLE, PASS, conform
+from stallfree.conformance.kit import NOT_APPLICABLE, PASS
 
 ADAPTER = "stallfree.conformance.engines.vllm_adapter"
 TARGETS = (f"{ADAPTER}:VllmScheduler", f"{ADAPTER}:VllmKvScheduler", "stallfree.reference:Scheduler")
 
 
+def describe(report) -> str:  # type: ignore[no-untyped-def]
+    held = sum(v == PASS for v in report.verdicts.values())
+    na = sum(v == NOT_APPLICABLE for v in report.verdicts.values())
+    broken = ", ".join(report.counterexamples) or "none"
+    return (f"{report.runs:>5} runs  {report.steps:>6} steps  {held} held, {na} not applicable, "
+            f"{len(report.refused)} configs refused; broken: {broken}")
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--examples", type=int, default=DEFAULT_EXAMPLES)
-    parser.add_argument("--repeats", type=int, default=1)
-    args = parser.parse_args()
-    times: dict[str, list[float]] = {t: [] for t in TARGETS}
-    for _ in range(args.repeats):
-        for target in TARGETS:
-            started = time.perf_counter()
-            report = conform(target, examples=args.examples)
-            times[target].append(time.perf_counter() - started)
-            held = sum(v == PASS for v in report.verdicts.values())
-            na = sum(v == NOT_APPLICABLE for v in report.verdicts.values())
-            broken = ", ".join(report.counterexamples) or "none"
-            print(f"{target.rsplit(':', 1)[1]:<16} {times[target][-1]:6.1f} s  {report.runs:>5} runs  "
-                  f"{report.steps:>6} steps  {held} held, {na} not applicable, {len(report.refused)} configs refused; "
-                  f"broken: {broken}", flush=True)
-    for target in TARGETS:
-        name = target.rsplit(":", 1)[1]
-        print(f"median {name:<16} {statistics.median(times[target]):6.1f} s over {args.repeats} run(s)")
+    time_conform(TARGETS, arguments(__doc__), describe, lambda target: target.rsplit(":", 1)[1], 16)
 
 
 if __name__ == "__main__":

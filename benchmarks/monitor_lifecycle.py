@@ -12,46 +12,29 @@ import argparse
 import importlib
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from oldcode import copy_package, git, newest
+
 from stallfree.reference import Scheduler
 from stallfree.spec import play
 from stallfree.testing.generate import random_workload
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def before_lifecycle() -> str:
     """The newest commit whose spec has no capability module: the code before stops and cancels."""
-    revs = subprocess.run(["git", "-C", str(ROOT), "log", "--format=%H", "--", "spec"],
-                          capture_output=True, text=True, check=True).stdout.split()
-    for rev in revs:
-        names = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "--name-only", rev, "spec/"],
-                               capture_output=True, text=True, check=True).stdout.split()
-        if "spec/capability.py" not in names:
-            return rev
-    raise SystemExit("no commit of spec/ without capability.py found")
+    return newest("spec", lambda rev: "spec/capability.py" not in git("ls-tree", "--name-only", rev, "spec/").split())
 
 
 def load_old(rev: str, where: Path) -> tuple[Any, Any]:
     """(play, Scheduler) at `rev`, as the packages old_spec and old_reference under `where` (the old
     reference's absolute imports of stallfree.spec are pointed at old_spec)."""
     for folder, package in (("spec", "old_spec"), ("reference", "old_reference")):
-        target = where / package
-        target.mkdir()
-        names = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "--name-only", rev, f"{folder}/"],
-                               capture_output=True, text=True, check=True).stdout.split()
-        for name in names:
-            if not name.endswith(".py"):
-                continue
-            text = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{name}"],
-                                  capture_output=True, text=True, check=True).stdout
-            (target / Path(name).name).write_text(text.replace("stallfree.spec", "old_spec"))
+        copy_package(rev, folder, where / package, {"stallfree.spec": "old_spec"})
     sys.path.insert(0, str(where))
     return importlib.import_module("old_spec").play, importlib.import_module("old_reference").Scheduler
 

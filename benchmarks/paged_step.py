@@ -12,9 +12,8 @@ one process so machine noise hits them alike; prints medians, quartiles and the 
 from __future__ import annotations
 
 import argparse
-import statistics
 
-from steptiming import BUDGET, loaded, time_steps
+from steptiming import BUDGET, interleaved, loaded, print_medians
 
 from stallfree.paged import Scheduler as Paged
 from stallfree.reference import Scheduler as Reference
@@ -31,17 +30,7 @@ def main() -> None:
         print(f"{name}: plan of {len(plan)} entries, {plan.num_tokens} tokens (budget {BUDGET}); "
               f"{len(s.running)} running, {len(s.waiting)} waiting")
         s.complete(plan)
-    samples: dict[str, list[float]] = {name: [] for name in schedulers}
-    rounds = 20
-    for _ in range(rounds):
-        for name, s in schedulers.items():
-            samples[name] += time_steps(s, args.steps // rounds)
-    base = statistics.median(samples["reference"])
-    print(f"{'scheduler':>10} {'median us':>10} {'p25':>8} {'p75':>8} {'vs reference':>13}")
-    for name in schedulers:
-        q = statistics.quantiles(samples[name], n=4)
-        med = statistics.median(samples[name])
-        print(f"{name:>10} {med:>10.1f} {q[0]:>8.1f} {q[2]:>8.1f} {med / base:>12.2f}x")
+    print_medians(interleaved(schedulers, args.steps, 20), "scheduler")
     paged = schedulers["paged"]
     print(f"paged: {paged.num_preemptions} preemptions, {paged.free_blocks} of {paged.num_blocks} blocks free")
 

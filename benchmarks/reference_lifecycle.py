@@ -19,54 +19,30 @@ import argparse
 import importlib
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from oldcode import copy_package, git, newest
+from steptiming import BUDGET, NUM_DECODES, loaded, time_steps
+
 from stallfree.reference import Scheduler
 
-ROOT = Path(__file__).resolve().parents[1]
-BUDGET = 8192
-NUM_RUNNING = 256
-LONG = 10**12
-FILES = ("__init__.py", "scheduler.py", "sequence.py", "progress.py")
+NUM_RUNNING = NUM_DECODES
 
 
 def before_lifecycle() -> str:
     """The newest commit whose reference has no cancel(): the code before stops and cancels."""
-    revs = subprocess.run(["git", "-C", str(ROOT), "log", "--format=%H", "--", "reference/scheduler.py"],
-                          capture_output=True, text=True, check=True).stdout.split()
-    for rev in revs:
-        text = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:reference/scheduler.py"],
-                              capture_output=True, text=True, check=True).stdout
-        if "def cancel(" not in text:
-            return rev
-    raise SystemExit("no commit of reference/scheduler.py without cancel() found")
+    return newest("reference", lambda rev: "def cancel(" not in git("show", f"{rev}:reference/scheduler.py"))
 
 
 def load_old(rev: str, where: Path) -> Any:
     """The reference at `rev`, as the package `old_reference` under `where`."""
-    package = where / "old_reference"
-    package.mkdir()
-    for name in FILES:
-        text = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:reference/{name}"],
-                              capture_output=True, text=True, check=True).stdout
-        (package / name).write_text(text)
+    copy_package(rev, "reference", where / "old_reference")
     sys.path.insert(0, str(where))
     return importlib.import_module("old_reference").Scheduler
-
-
-def steady(cls: Any) -> tuple[Any, Any]:
-    s = cls(token_budget=BUDGET, max_seqs=NUM_RUNNING + 1, kv_tokens=2**62)
-    for rid in range(NUM_RUNNING):
-        s.add(rid, 1, LONG)
-    s.complete(s.schedule())
-    s.add(NUM_RUNNING, LONG, 1)
-    s.complete(s.schedule())
-    return s, None
 
 
 class Churn:
@@ -87,28 +63,17 @@ class Churn:
             self.next_rid += 1
 
 
-def time_steps(s: Any, steps: int, churn: Churn | None) -> list[float]:
-    out = []
-    clock = time.perf_counter_ns
-    for _ in range(steps):
-        t0 = clock()
-        s.complete(s.schedule())
-        out.append((clock() - t0) / 1000)
-        if churn is not None:
-            churn.refill()  # outside the timed call: add() is not what is measured
-    return out
-
-
 def compare(old_cls: Any, rounds: int, steps: int) -> None:
     states = {}
     for label, cls in (("before", old_cls), ("now", Scheduler)):
-        states[("steady", label)] = (steady(cls)[0], None)
+        states[("steady", label)] = (loaded(cls, 0), None)
         churn = Churn(cls)
         states[("churn", label)] = (churn.s, churn)
     samples: dict[tuple[str, str], list[float]] = {k: [] for k in states}
     for _ in range(rounds):  # interleaved, so that machine noise hits both alike
         for key, (s, churn) in states.items():
-            samples[key] += time_steps(s, steps, churn)
+            # the churn's refill runs outside the timed call: add() is not what is measured
+            samples[key] += time_steps(s, steps, None if churn is None else churn.refill)
     print(f"{'state':>7} {'code':>7} {'median us':>10} {'p25':>8} {'p75':>8}")
     for state in ("steady", "churn"):
         for label in ("before", "now"):

@@ -10,9 +10,8 @@ quartiles per W, measured in one run, interleaved so machine noise hits every W 
 from __future__ import annotations
 
 import argparse
-import statistics
 
-from steptiming import BUDGET, loaded, time_steps
+from steptiming import BUDGET, interleaved, loaded, print_medians
 
 from stallfree.reference import Scheduler
 
@@ -28,17 +27,7 @@ def main() -> None:
     plan = first.schedule()
     print(f"plan: {len(plan)} entries, {plan.num_tokens} tokens (budget {BUDGET})")
     first.complete(plan)
-    samples: dict[int, list[float]] = {w: [] for w in sizes}
-    rounds = 10
-    for _ in range(rounds):  # interleave the sizes so noise is shared
-        for w, s in schedulers.items():
-            samples[w] += time_steps(s, args.steps // rounds)
-    base = statistics.median(samples[sizes[0]])
-    print(f"{'waiting':>8} {'median us':>10} {'p25':>8} {'p75':>8} {'vs first':>9}")
-    for w in sizes:
-        q = statistics.quantiles(samples[w], n=4)
-        med = statistics.median(samples[w])
-        print(f"{w:>8} {med:>10.1f} {q[0]:>8.1f} {q[2]:>8.1f} {med / base:>8.2f}x")
+    print_medians(interleaved(schedulers, args.steps, 10), "waiting", 8)
 
 
 if __name__ == "__main__":

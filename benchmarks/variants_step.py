@@ -15,10 +15,9 @@ hits all alike; medians and the ratio to the reference.
 from __future__ import annotations
 
 import argparse
-import statistics
 from typing import Any
 
-from steptiming import BUDGET, NUM_DECODES, loaded, time_steps
+from steptiming import BUDGET, NUM_DECODES, interleaved, loaded, print_medians
 
 from stallfree.reference import Scheduler
 from stallfree.variants.aligned import Aligned, BatchedAligned
@@ -28,6 +27,10 @@ from stallfree.variants.rotating import BatchedRotating, Rotating
 from stallfree.variants.stepwise import Stepwise
 
 DROPPED = 64
+
+
+def with_priority(s: Any, rid: int) -> None:
+    s.add(rid, 100, 100, rid % 4)
 
 
 def dropped(factory: type, num_waiting: int) -> Any:
@@ -49,25 +52,15 @@ def main() -> None:
         "aligned, b=16 (batched)": loaded(BatchedAligned, w),
         "rotating, full budget (batched)": loaded(BatchedRotating, w),
         f"rotating, budget {DROPPED} (batched)": dropped(BatchedRotating, w),
-        "priority with aging (batched)": loaded(BatchedPrioritized, w, priorities=True),
+        "priority with aging (batched)": loaded(BatchedPrioritized, w, with_priority),
         "stepwise (the policy in steps)": loaded(Stepwise, w),
         "aligned, b=16 (stepwise)": loaded(Aligned, w),
         "rotating, full budget (stepwise)": loaded(Rotating, w),
         f"rotating, budget {DROPPED} (stepwise)": dropped(Rotating, w),
-        "priority with aging (stepwise)": loaded(Prioritized, w, priorities=True),
+        "priority with aging (stepwise)": loaded(Prioritized, w, with_priority),
     }
-    samples: dict[str, list[float]] = {name: [] for name in schedulers}
-    rounds = 10
-    for _ in range(rounds):
-        for name, s in schedulers.items():
-            samples[name] += time_steps(s, args.steps // rounds)
-    base = statistics.median(samples["reference"])
     print(f"{NUM_DECODES} decodes, 1 partial prompt, {w:,} waiting; budget {BUDGET}; {args.steps} steps each")
-    print(f"{'scheduler':<36}{'median us':>10}{'p25':>8}{'p75':>8}{'vs reference':>13}")
-    for name, values in samples.items():
-        q = statistics.quantiles(values, n=4)
-        med = statistics.median(values)
-        print(f"{name:<36}{med:>10.1f}{q[0]:>8.1f}{q[2]:>8.1f}{med / base:>12.2f}x")
+    print_medians(interleaved(schedulers, args.steps, 10), "scheduler", 36)
 
 
 if __name__ == "__main__":

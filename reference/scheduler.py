@@ -3,14 +3,17 @@
 Each scheduling step corresponds to a single forward pass. `schedule()` plans it and admits requests;
 `complete(plan, stopped)` records that it ran (and which requests' tokens ended them) and returns the
 rids that emitted a token; `cancel(rid)` takes a request away. Nothing else moves state. The rules it
-keeps are stated, and checked, in `stallfree.spec`.
+keeps are stated, and checked, in `stallfree.spec`; what it shows (`free_kv`, `running`, `progress`,
+...) is in `views.py`, and the post-conditions its state keeps after every call, each citing the
+spec's invariant or rule, in `invariants.py`.
 
-State: `_live` holds every request that has not ended (waiting or running), by rid; `_running` the
-admitted ones in admission order, each either in `_partial` (prompt not done) or in `_ready` (prompt
-done, tokens to emit), never both. An ended request is dropped: memory is bounded by what waits and
-runs, and a rid is free again once its request ended. `_ended` keeps the final progress of the
-requests that ended in the last completed step (or were cancelled since), so a server can read how
-each of them ended right after the complete() that ended it; no older record is kept.
+State: `_waiting`, the line in arrival order; the running requests, each either `_partial` (prompt
+not done) or `_ready` (prompt done, tokens to emit), never both; `_live`, every request waiting or
+running by rid. The rest are bookkeeping kept for speed or for one call: `_finishing` (the step on
+which each ready request emits its last token), `_free_kv` (K minus the running reservations),
+`_cancelling` (running requests cancelled while a plan is pending), `_ended` (how the requests of
+the last completed step ended), the step count and the pending plan. An ended request is dropped:
+memory is bounded by what waits and runs, and a rid is free again once its request ended.
 """
 
 from __future__ import annotations
@@ -21,13 +24,14 @@ from collections.abc import Iterable
 from stallfree.spec.errors import FieldTypeError, InvalidField, ProtocolError
 from stallfree.spec.types import Config, Entry, Plan, Request, admissible
 
-from .progress import Phase, Progress
+from .progress import Phase
 from .sequence import Sequence
+from .views import Views
 
 NO_STOPS: tuple[int, ...] = ()  # complete()'s default: the plain protocol's call, checked for nothing
 
 
-class Scheduler:
+class Scheduler(Views):
     """Spends a budget of `token_budget` tokens a step: decodes, then partial prompts, then admissions."""
 
     def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
@@ -37,9 +41,10 @@ class Scheduler:
         # cancelled since: rid -> (its sequence, how it ended, steps completed when it ended)
         self._cancelling: dict[int, Sequence] = {}  # running, cancelled while the plan is pending
         self._waiting: deque[Sequence] = deque()  # arrival order
-        self._running: dict[int, Sequence] = {}  # admitted, unfinished; admission order
-        self._partial: dict[int, Sequence] = {}  # running, prompt not done; admission order
-        self._ready: dict[int, Entry] = {}  # running, prompt done: rid -> its decode entry
+        # The running requests, in admission order: the ready ones, then the partial ones (a prompt
+        # completes only after every older one has: PARTIAL-NEXT).
+        self._ready: dict[int, Entry] = {}  # prompt done: rid -> its decode entry
+        self._partial: dict[int, Sequence] = {}  # prompt not done
         self._finishing: dict[int, list[Sequence]] = {}  # step -> running requests due their last token then
         self._free_kv = kv_tokens
         self._num_steps = 0  # plans completed
@@ -72,7 +77,7 @@ class Scheduler:
         if rid in self._cancelling:
             raise InvalidField(f"cancel({rid}): it is already cancelled and ends when the plan for step "
                                f"{self._num_steps} completes")
-        if rid not in self._running:
+        if rid not in self._ready and rid not in self._partial:
             self._waiting.remove(seq)
             del self._live[rid]
             self._ended[rid] = (seq, Phase.CANCELLED, self._num_steps)
@@ -109,12 +114,12 @@ class Scheduler:
         # 3. Then new requests, first come first served, while budget, a slot and the whole
         #    reservation are there. Admission stops at the first that does not fit: skipping ahead
         #    to a smaller one could starve a large request forever.
-        while left and self._waiting and len(self._running) < self.config.max_seqs:
+        while left and self._waiting and len(self._ready) + len(self._partial) < self.config.max_seqs:
             seq = self._waiting[0]
             if seq.request.reservation > self._free_kv:
                 break
             self._waiting.popleft()
-            self._running[seq.rid] = self._partial[seq.rid] = seq
+            self._partial[seq.rid] = seq
             self._free_kv -= seq.request.reservation
             n = min(seq.request.prompt_len, left)
             entries.append(Entry(seq.rid, n))
@@ -158,20 +163,19 @@ class Scheduler:
         # A request ends on the step that emits its max_new-th token, or its stop, or that completes
         # its plan after a cancel, and returns its KV then.
         for rid in stopped:
-            self._end(self._running[rid], Phase.STOPPED)
+            self._end(self._live[rid], Phase.STOPPED)
         finishing = self._finishing.pop(step, None)
         if finishing:  # the common end, written out: it runs for several requests a step under load
             ended, num_steps = self._ended, self._num_steps
             for seq in finishing:
                 rid = seq.rid
-                del self._running[rid]
                 del self._ready[rid]
                 del self._live[rid]
                 self._free_kv += seq.request.reservation
                 ended[rid] = (seq, Phase.FINISHED, num_steps)
         if self._cancelling:
             for rid, seq in self._cancelling.items():
-                if rid in self._running:  # not ended by its last token or a stop on this step
+                if rid in self._live:  # not ended by its last token or a stop on this step
                     self._end(seq, Phase.CANCELLED)
             self._cancelling = {}
         return tuple(emitted)
@@ -205,7 +209,6 @@ class Scheduler:
         """`seq` ends early (stops or is cancelled) once the step count is final: it leaves every
         container and returns its reservation."""
         rid = seq.rid
-        del self._running[rid]
         del self._live[rid]
         if self._ready.pop(rid, None) is None:
             del self._partial[rid]
@@ -217,56 +220,3 @@ class Scheduler:
                 del self._finishing[due]
         self._free_kv += seq.request.reservation
         self._ended[rid] = (seq, phase, self._num_steps)
-
-    # -- read-only views -----------------------------------------------------------------------
-
-    @property
-    def waiting(self) -> tuple[Request, ...]:
-        """Requests not yet admitted, in arrival order."""
-        return tuple(seq.request for seq in self._waiting)
-
-    @property
-    def running(self) -> tuple[Request, ...]:
-        """Admitted, unfinished requests, in admission order."""
-        return tuple(seq.request for seq in self._running.values())
-
-    @property
-    def free_kv(self) -> int:
-        """KV tokens not reserved by a running request."""
-        return self._free_kv
-
-    @property
-    def num_steps(self) -> int:
-        return self._num_steps
-
-    @property
-    def is_idle(self) -> bool:
-        """Nothing waiting and nothing running: the next plan is empty."""
-        return not self._waiting and not self._running
-
-    @property
-    def ended(self) -> tuple[int, ...]:
-        """Rids of the requests that ended in the last completed step (or were cancelled since)."""
-        return tuple(self._ended)
-
-    def progress(self, rid: int) -> Progress:
-        """Where request `rid` is: waiting or running, or how it ended if that was in the last completed
-        step (or a cancel since). Raises KeyError naming the rid for any other: the scheduler keeps
-        no record of requests that ended before, so that its memory stays bounded."""
-        seq = self._live.get(rid)
-        if seq is None:
-            ended = self._ended.get(rid)
-            if ended is not None:
-                seq, phase, num_steps = ended
-                r = seq.request
-                return Progress(rid, phase, r.prompt_len, r.max_new, seq.num_prefilled, seq.num_emitted(num_steps))
-            raise KeyError(f"rid {rid!r} is not waiting or running, and did not end in the last step "
-                           "(never accepted, or ended earlier: no record of it is kept)")
-        if rid in self._partial:
-            phase = Phase.PARTIAL
-        elif rid in self._ready:
-            phase = Phase.READY
-        else:
-            phase = Phase.WAITING
-        r = seq.request
-        return Progress(rid, phase, r.prompt_len, r.max_new, seq.num_prefilled, seq.num_emitted(self._num_steps))

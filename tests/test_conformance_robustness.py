@@ -54,9 +54,10 @@ TARGETS = textwrap.dedent('''
             self._finished_now = []
 
         def complete(self, plan):
-            running = set(self._running)
+            running = [r.rid for r in self.running]
             emitted = list(super().complete(plan)) + self._finished_now
-            self._finished_now = [rid for rid in running if rid not in self._running][:1]
+            still = {r.rid for r in self.running}
+            self._finished_now = [rid for rid in running if rid not in still][:1]
             return emitted
 
 

@@ -1,6 +1,6 @@
 """The contract's state machine over the reference (and the stepwise policy, in deep runs): no rule
-broken, and the drawn configs reach the edges the machine promises (budget 1, one slot, K equal to
-the largest request).
+broken, the reference's post-conditions kept after every action, and the drawn configs reach the
+edges the machine promises (budget 1, one slot, K equal to the largest request).
 
 Examples come from the Hypothesis profile (`ci`: 60, derandomized; `deep`: 3000); the number of
 actions per example from MACHINE_STEPS below."""
@@ -11,9 +11,10 @@ from typing import ClassVar
 
 import pytest
 from hypothesis import settings
-from hypothesis.stateful import initialize, run_state_machine_as_test
+from hypothesis.stateful import initialize, invariant, run_state_machine_as_test
 
 from stallfree.reference import Scheduler
+from stallfree.reference.postconditions import broken
 from stallfree.spec import Config
 from stallfree.testing.machine import configs, machine_for
 from stallfree.variants import Stepwise
@@ -36,6 +37,11 @@ class EdgeRecorder(machine_for(Scheduler)):  # type: ignore[misc]
     def start(self, drawn: tuple[Config, int]) -> None:
         self.seen.append(drawn)
         super().start(drawn)
+
+    @invariant()
+    def postconditions(self) -> None:
+        """The reference's own state after every action (stallfree.reference.postconditions)."""
+        assert broken(self.m.scheduler) is None, broken(self.m.scheduler)
 
 
 def test_reference_keeps_every_rule_in_the_state_machine() -> None:

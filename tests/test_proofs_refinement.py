@@ -31,9 +31,10 @@ SCHEDULER = "reference/scheduler.py"
 PLANTED: dict[str, list[tuple[str, str]]] = {
     # A hard-coded cap of 12 admissions a step: invisible until 13 requests could start at once.
     "cap12": [
-        ("        while left and self._waiting and len(self._running) < self.config.max_seqs:\n",
+        ("        while left and self._waiting and len(self._ready) + len(self._partial) < self.config.max_seqs:\n",
          "        admitted = 0\n"
-         "        while left and self._waiting and len(self._running) < self.config.max_seqs and admitted < 12:\n"),
+         "        while left and self._waiting and len(self._ready) + len(self._partial) < self.config.max_seqs"
+         " and admitted < 12:\n"),
         ("            self._waiting.popleft()\n", "            self._waiting.popleft()\n            admitted += 1\n"),
     ],
     # An off-by-one in a partial prompt's chunk once 3 positions have run: needs prompts of 4 or more.

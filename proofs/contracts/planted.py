@@ -85,7 +85,7 @@ class PlantedKV(_Planted):
     breaks = "KV"
 
     def schedule(self) -> Plan:
-        before = set(self._running)
+        before = {r.rid for r in self.running}
         plan = super().schedule()
         for request in self.running:
             if request.rid not in before and (request.prompt_len, request.max_new) == (PLANTED_PROMPT, PLANTED_MAX_NEW):
@@ -153,8 +153,8 @@ class PlantedProgress(_Planted):
     breaks = "PROGRESS"
 
     def schedule(self) -> Plan:
-        stalls = any(self.is_planted(rid) and seq.first_token_step == self._num_steps - 1
-                     for rid, seq in self._running.items())
+        stalls = any(self.is_planted(rid) and self._live[rid].first_token_step == self._num_steps - 1
+                     for rid in self._ready)
         plan = super().schedule()
         return self.replan([]) if stalls else plan
 

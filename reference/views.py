@@ -1,0 +1,79 @@
+"""What the reference scheduler shows of its state: read-only views, none of which moves it.
+
+`Scheduler` inherits them; they read the state its constructor sets up (declared here by type only).
+`progress(rid)` and `ended` are the bounded record a server reads right after the complete() that
+ended a request (docs/spec.md, "Memory"); the proofs and tests read them too.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from stallfree.spec.types import Entry, Request
+
+from .progress import Phase, Progress
+from .sequence import Sequence
+
+
+class Views:
+    """The read-only views of `Scheduler`."""
+
+    _live: dict[int, Sequence]
+    _ended: dict[int, tuple[Sequence, Phase, int]]
+    _waiting: deque[Sequence]
+    _ready: dict[int, Entry]
+    _partial: dict[int, Sequence]
+    _free_kv: int
+    _num_steps: int
+
+    @property
+    def waiting(self) -> tuple[Request, ...]:
+        """Requests not yet admitted, in arrival order."""
+        return tuple(seq.request for seq in self._waiting)
+
+    @property
+    def running(self) -> tuple[Request, ...]:
+        """Admitted, unfinished requests, in admission order: the ready ones, then the partial ones."""
+        live = self._live
+        return tuple(live[rid].request for rid in self._ready) + tuple(seq.request for seq in self._partial.values())
+
+    @property
+    def free_kv(self) -> int:
+        """KV tokens not reserved by a running request."""
+        return self._free_kv
+
+    @property
+    def num_steps(self) -> int:
+        return self._num_steps
+
+    @property
+    def is_idle(self) -> bool:
+        """Nothing waiting and nothing running: the next plan is empty."""
+        return not self._waiting and not self._ready and not self._partial
+
+    @property
+    def ended(self) -> tuple[int, ...]:
+        """Rids of the requests that ended in the last completed step (or were cancelled since)."""
+        return tuple(self._ended)
+
+    def progress(self, rid: int) -> Progress:
+        """Where request `rid` is: waiting or running, or how it ended if that was in the last completed
+        step (or a cancel since). Raises KeyError naming the rid for any other: the scheduler keeps
+        no record of requests that ended before, so that its memory stays bounded."""
+        seq = self._live.get(rid)
+        if seq is None:
+            ended = self._ended.get(rid)
+            if ended is not None:
+                seq, phase, num_steps = ended
+                r = seq.request
+                return Progress(rid, phase, r.prompt_len, r.max_new, seq.num_prefilled, seq.num_emitted(num_steps))
+            raise KeyError(f"rid {rid!r} is not waiting or running, and did not end in the last step "
+                           "(never accepted, or ended earlier: no record of it is kept)")
+        if rid in self._partial:
+            phase = Phase.PARTIAL
+        elif rid in self._ready:
+            phase = Phase.READY
+        else:
+            phase = Phase.WAITING
+        r = seq.request
+        return Progress(rid, phase, r.prompt_len, r.max_new, seq.num_prefilled, seq.num_emitted(self._num_steps))
