@@ -11,7 +11,7 @@ from itertools import islice
 from typing import Generic, Protocol, TypeVar
 
 from .errors import RuleViolation
-from .shadow import Ending, Reason, Shadow, Track
+from .shadow import Ending, Reason, Shadow, Track, start_running
 from .verdict import PROTOCOL
 
 MAX_ENTRIES = 1_000_000  # a plan or an emitted list longer than this is junk (or endless), not a step
@@ -231,12 +231,7 @@ def apply(shadow: Shadow, facts: StepFacts) -> None:
     step = facts.step
     for chunk in facts.admitted:
         track = chunk.track
-        if shadow.waiting and shadow.waiting[0] is track:
-            shadow.waiting.popleft()
-        else:
-            shadow.waiting.remove(track)
-        track.admitted_at = step
-        shadow.running[track.rid] = shadow.prefilling[track.rid] = track
+        start_running(shadow, track, step)
         shadow.free_kv -= track.request.reservation
     for chunk in facts.prefills:
         track = chunk.track

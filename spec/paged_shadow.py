@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from .errors import RuleViolation
 from .facts import Chunk
-from .shadow import Ending, Lines, Reason
+from .shadow import Ending, Lines, Reason, start_running
 from .types import Config, Request
 from .verdict import PROTOCOL
 
@@ -300,13 +300,7 @@ def apply(shadow: PagedShadow, facts: PagedFacts) -> None:
     and cancels that waited for this step)."""
     step = facts.step
     for chunk in facts.admitted:
-        track = chunk.track
-        if shadow.waiting and shadow.waiting[0] is track:
-            shadow.waiting.popleft()
-        else:
-            shadow.waiting.remove(track)
-        track.admitted_at = step
-        shadow.running[track.rid] = shadow.prefilling[track.rid] = track
+        start_running(shadow, chunk.track, step)
     bs = shadow.pool.block_size
     for track, n in facts.decodes:
         before = blocks_for(track.num_computed, bs)

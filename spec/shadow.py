@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Generic, NamedTuple, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from .types import Config, Request
 
@@ -88,6 +88,17 @@ class Lines(Generic[T]):
         """True if a request that has not ended holds `rid`. The rid of an ended request may be
         reused; a scheduler may also refuse it (it need not remember ended requests)."""
         return rid in self.tracks
+
+
+def start_running(lines: Any, track: Any, step: int) -> None:
+    """Part of a step's action, the same in every design: admitted at `step`, `track` leaves the
+    waiting line (from its head, unless a rule was broken) and runs, still in prefill."""
+    if lines.waiting and lines.waiting[0] is track:
+        lines.waiting.popleft()
+    else:
+        lines.waiting.remove(track)
+    track.admitted_at = step
+    lines.running[track.rid] = lines.prefilling[track.rid] = track
 
 
 @dataclass(slots=True)
