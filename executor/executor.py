@@ -77,6 +77,7 @@ class Executor:
     `prompts` gives the token ids of requests with real prompts (the others are drawn from the seed)."""
 
     plan_type: type[AttentionPlan] = AttentionPlan  # how attention is laid out (broken.py alters it)
+    tokens_rule = "TOKENS"  # the design's rule for what a plan may ask of a request's tokens
 
     def __init__(self, model: Transformer, monitor: Monitor, sampler: Sampler, seed: int,
                  device: torch.device | str, send: Callable[[FlatBatch], None] = lambda b: None,
@@ -224,7 +225,8 @@ class Executor:
             start = stream.next_position
             if stream.is_ready:
                 if n != 1:
-                    raise RealPathViolation("TOKENS", step, f"rid {rid}'s prompt is done, yet n={n}; a decode is 1")
+                    raise RealPathViolation(self.tokens_rule, step,
+                                            f"rid {rid}'s prompt is done, yet n={n}; a decode is 1")
                 token_ids.append(stream.outputs[-1])
                 emitters.append(Emitter(stream, first_row, rows, is_first=False))
             else:
@@ -261,13 +263,14 @@ class Executor:
                                     + (f" at step {at}" if rid in self.cancelled_waiting else ""))
         if rid not in self.requests or rid in self.done:
             why = f"has ended ({self.done[rid].finish_reason})" if rid in self.done else "was never accepted"
-            raise RealPathViolation("TOKENS", step, f"the plan names rid {rid}, which {why}")
+            raise RealPathViolation(self.tokens_rule, step, f"the plan names rid {rid}, which {why}")
         prompt_len, max_new = self.requests[rid]
         cells = self.reserve(step, rid, prompt_len + max_new)
         self.ledger.reserve(rid, cells)
         prompt = self.prompts.get(rid) or prompt_tokens(self.seed, rid, prompt_len, self.model.cfg.vocab)
         if len(prompt) != prompt_len:
-            raise RealPathViolation("TOKENS", step, f"rid {rid}'s prompt has {len(prompt)} tokens, not {prompt_len}")
+            raise RealPathViolation(self.tokens_rule, step,
+                                    f"rid {rid}'s prompt has {len(prompt)} tokens, not {prompt_len}")
         stream = Stream(rid, list(prompt), max_new, cells, step)
         self.streams[rid] = stream
         return stream

@@ -29,6 +29,8 @@ def blocks_for(num_positions: int, block_size: int) -> int:
 class PagedExecutor(Executor):
     """Drives a paged monitor (`stallfree.spec.PagedMonitor`) and its scheduler on the model."""
 
+    tokens_rule = "TOKENS-KEPT"  # the paged registry's TOKENS, widened across preemptions
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         pool = self.monitor.shadow.pool

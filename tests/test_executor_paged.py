@@ -117,3 +117,14 @@ def test_stops_and_cancels_on_the_paged_path() -> None:
     assert r2 is None or (r2.finish_reason == "cancel" and max(r2.emitted_at) < 16)
     changed = replace(job(), stop_token=stop, cancels=((2, 16),))
     assert changed.cancels == ((2, 16),)
+
+
+def test_a_paged_scheduler_that_runs_past_max_new_is_caught_on_the_real_path() -> None:
+    """Negative control: OverRun (stallfree.faults.paged) keeps a request running one token past its
+    max_new; with the monitor silenced, the executor ends the request at max_new and gives its blocks
+    back, so the scheduler's free blocks disagree with the executor's on that step (BLOCKS), before
+    any plan can name the ended request (which the real path refuses under TOKENS-KEPT)."""
+    (result,) = play(Job(SMALL, "stallfree.faults.paged:OverRun", ()))
+    assert result.violation is not None
+    rule, _, message, where = result.violation
+    assert rule == "BLOCKS" and where == "real path" and "the scheduler shows" in message, result.violation
