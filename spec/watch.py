@@ -9,6 +9,7 @@ a list of checks, and one step as plan then complete.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -32,7 +33,7 @@ def judge(checks: Sequence[Check], shadow: Any, facts: Any, step: int) -> None:
             raise RuleViolation(rule_id, step, message)
 
 
-class Watch(Generic[ShadowT, FactsT]):
+class Watch(ABC, Generic[ShadowT, FactsT]):
     """The part of a monitor that is the same for every design. A subclass sets `scheduler`, `shadow`
     (with `step`, `tracks`, `ended`, `rejected`, `is_idle`, `accept`), `_checks_add`, and defines
     `refusal`, `plan` and `complete`."""
@@ -83,9 +84,9 @@ class Watch(Generic[ShadowT, FactsT]):
         shadow: Any = self.shadow  # every design's shadow has is_idle
         return bool(shadow.is_idle)
 
+    @abstractmethod
     def refusal(self, rid: object, prompt_len: object, max_new: object) -> str | None:
         """Why the design's contract refuses add(rid, prompt_len, max_new) now, or None to accept."""
-        raise NotImplementedError
 
     def add(self, rid: object, prompt_len: object, max_new: object) -> bool:
         """Offer a request. Returns True if accepted, False if (rightly) refused; raises
@@ -117,11 +118,13 @@ class Watch(Generic[ShadowT, FactsT]):
             shadow.rejected.add(rid)
         return False
 
+    @abstractmethod
     def plan(self) -> object:
-        raise NotImplementedError
+        """Ask the scheduler for a plan and judge it (the design's plan checks); return the plan."""
 
+    @abstractmethod
     def complete(self, stopped: Iterable[int] = ()) -> Any:
-        raise NotImplementedError
+        """Tell the scheduler the pending plan ran (with `stopped`), judge it, apply it; return its facts."""
 
     def step(self, stopped: Iterable[int] = ()) -> Any:
         """One step: plan, judge, complete (with `stopped`), judge."""
