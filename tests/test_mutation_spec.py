@@ -578,7 +578,8 @@ def test_a_rid_is_taken_while_waiting_or_running_and_free_once_its_request_ended
     assert m.shadow.is_taken(1) and m.shadow.is_taken(2) and not m.shadow.is_taken(3)
     assert m.add(1, 2, 1) is False  # waiting
     m.step()  # rid 1: whole prompt, its only token: finished; rid 2 admitted, partial
-    # the phases the next adds need (a scheduler or monitor that got here otherwise fails here)
+    # deliberate: the phases the next adds need (a monitor that kept rid 1 running, or never admitted
+    # rid 2, fails here)
     assert 1 in m.shadow.ended and 1 not in m.shadow.tracks and 2 in m.shadow.running
     assert m.add(2, 2, 1) is False  # running
     assert not m.shadow.is_taken(1) and m.shadow.is_taken(2)
