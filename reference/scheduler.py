@@ -5,7 +5,7 @@ Each scheduling step corresponds to a single forward pass. `schedule()` plans it
 rids that emitted a token; `cancel(rid)` takes a request away. Nothing else moves state. The rules it
 keeps are stated, and checked, in `stallfree.spec`; what it shows (`free_kv`, `running`, `progress`,
 ...) is in `views.py`, and the post-conditions its state keeps after every call, each citing the
-spec's invariant or rule, in `invariants.py`.
+spec's invariant or rule, in `postconditions.py`.
 
 State: `_waiting`, the line in arrival order; the running requests, each either `_partial` (prompt
 not done) or `_ready` (prompt done, tokens to emit), never both; `_live`, every request waiting or
