@@ -56,11 +56,6 @@ class Monitor(Watch[Shadow, StepFacts]):
         self.shadow = Shadow(config)
 
     @property
-    def pending(self) -> StepFacts | None:
-        """The facts of the plan awaiting complete(), or None."""
-        return None if self._pending is None else self._pending[1]
-
-    @property
     def checks_per_step(self) -> int:
         return len(self._plan_checks) + len(self._done_checks)
 
@@ -184,7 +179,3 @@ class Monitor(Watch[Shadow, StepFacts]):
         if facts.plan:
             self.num_busy_steps += 1
         return facts
-
-    def step(self, stopped: Iterable[int] = ()) -> StepFacts:
-        """One step: plan, judge, complete (with `stopped`), judge."""
-        return super().step(stopped)  # type: ignore[no-any-return]

@@ -97,11 +97,6 @@ class PagedMonitor(Watch[PagedShadow, PagedFacts]):
     def checks_per_step(self) -> int:
         return len(self._before) + len(self._plan_checks) + len(self._done_checks) + len(self._after)
 
-    @property
-    def pending(self) -> PagedFacts | None:
-        """The facts of the plan awaiting complete(), or None."""
-        return None if self._pending is None else self._pending[1]
-
     def refusal(self, rid: object, prompt_len: object, max_new: object) -> str | None:
         return refusal(self.shadow, rid, prompt_len, max_new)
 
@@ -182,7 +177,3 @@ class PagedMonitor(Watch[PagedShadow, PagedFacts]):
         if facts.plan:
             self.num_busy_steps += 1
         return facts
-
-    def step(self, stopped: Iterable[int] = ()) -> PagedFacts:
-        """One step: plan, judge, complete (with `stopped`), judge."""
-        return super().step(stopped)  # type: ignore[no-any-return]

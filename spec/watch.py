@@ -74,7 +74,7 @@ class Watch(ABC, Generic[ShadowT, FactsT]):
             raise Unsupported(capability, self.scheduler)
 
     @property
-    def pending(self) -> Any:
+    def pending(self) -> FactsT | None:
         """The facts of the plan awaiting complete(), or None."""
         return None if self._pending is None else self._pending[1]
 
@@ -123,10 +123,10 @@ class Watch(ABC, Generic[ShadowT, FactsT]):
         """Ask the scheduler for a plan and judge it (the design's plan checks); return the plan."""
 
     @abstractmethod
-    def complete(self, stopped: Iterable[int] = ()) -> Any:
+    def complete(self, stopped: Iterable[int] = ()) -> FactsT:
         """Tell the scheduler the pending plan ran (with `stopped`), judge it, apply it; return its facts."""
 
-    def step(self, stopped: Iterable[int] = ()) -> Any:
+    def step(self, stopped: Iterable[int] = ()) -> FactsT:
         """One step: plan, judge, complete (with `stopped`), judge."""
         self.plan()
         return self.complete(stopped)
