@@ -107,8 +107,4 @@ PAGED_INVARIANTS: tuple[Invariant, ...] = (
 
 def broken(shadow: PagedShadow, scheduler: Any) -> tuple[str, str] | None:
     """The first paged invariant the state breaks, as (ID, what happened), or None."""
-    for invariant in PAGED_INVARIANTS:
-        message = invariant.check(shadow, scheduler)  # type: ignore[arg-type]
-        if message is not None:
-            return invariant.id, message
-    return None
+    return invariants.broken(cast(Any, shadow), scheduler, PAGED_INVARIANTS)
