@@ -26,8 +26,8 @@ from functools import cache
 
 from .contract import Contract, keeping
 from .facts import StepFacts
-from .rules import Kind, Rule
-from .shadow import Shadow
+from .rules import Kind, Rule, waiting_head
+from .shadow import Shadow, Track
 
 DEFAULT_BLOCK_SIZE = 16  # tokens per KV block (vLLM's default block size)
 
@@ -47,8 +47,7 @@ def unfinished(f: StepFacts) -> bool:
 def waiting_head_fits(s: Shadow, f: StepFacts) -> tuple[int, int] | None:
     """The waiting head after this step's admissions, as (rid, prompt_len), if a slot and its whole
     reservation are free for it; None when there is none or it is blocked."""
-    admitted = {c.track.rid for c in f.admitted}
-    head = next((t for t in s.waiting if t.rid not in admitted), None)
+    head: Track | None = waiting_head(s, f)
     if head is None:
         return None
     num_running = len(s.running) + len(f.admitted)

@@ -264,8 +264,7 @@ def work_conserving(s: PagedShadow, f: PagedFacts) -> str | None:
             return f"{unused} budget token(s) unused while partial rid {track.rid} got {got} of the {owed} it is owed"
     if f.preempted:
         return None
-    admitted = {c.track.rid for c in f.admitted}
-    head = next((t for t in s.waiting if t.rid not in admitted), None)
+    head: PagedTrack | None = shared.waiting_head(s, f)
     if head is None or len(s.running) + len(f.admitted) >= s.config.max_seqs:
         return None
     free = s.free_blocks - plan_blocks(s, f)

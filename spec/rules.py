@@ -15,7 +15,7 @@ from itertools import islice
 from typing import Any
 
 from .facts import StepFacts
-from .shadow import Ending, Reason, Shadow
+from .shadow import Ending, Reason, Shadow, Track
 
 StepCheck = Callable[[Shadow, StepFacts], "str | None"]
 
@@ -246,8 +246,7 @@ def work_conserving(s: Shadow, f: StepFacts) -> str | None:
             )
     if len(f.chunks) < len(s.prefilling):
         return f"{unused} budget token(s) unused while a partial prompt got no chunk"
-    admitted = {c.track.rid for c in f.admitted}
-    head = next((t for t in s.waiting if t.rid not in admitted), None)
+    head: Track | None = waiting_head(s, f)
     if head is None:
         return None
     num_running = len(s.running) + len(f.admitted)
@@ -259,6 +258,13 @@ def work_conserving(s: Shadow, f: StepFacts) -> str | None:
             f"<= free KV {free_kv}"
         )
     return None
+
+
+def waiting_head(s: Any, f: Any) -> Any:
+    """The first waiting request the plan does not admit, or None (for either design's shadow and
+    facts): the head WORK-CONSERVING asks about once the step's admissions are taken."""
+    admitted = {c.track.rid for c in f.admitted}
+    return next((t for t in s.waiting if t.rid not in admitted), None)
 
 
 def progress(s: Shadow, f: StepFacts) -> str | None:
