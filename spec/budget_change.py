@@ -38,6 +38,7 @@ from .facts import StepFacts
 from .rules import Kind, Rule
 from .shadow import Shadow
 from .types import Config, check_int
+from .verdict import PROTOCOL
 
 
 @dataclass(slots=True)
@@ -158,7 +159,7 @@ class BudgetMonitor(ContractMonitor):
         except (ValueError, TypeError) as error:
             raised = error
         except AttributeError as error:
-            raise RuleViolation("PROTOCOL", self.shadow.step, f"the scheduler has no set_budget(): {error}") from None
+            raise RuleViolation(PROTOCOL, self.shadow.step, f"the scheduler has no set_budget(): {error}") from None
         call = f"set_budget({token_budget!r})"
         self.num_budget_calls += 1
         if self._checks_budget:

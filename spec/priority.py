@@ -43,6 +43,7 @@ from .monitor import refusal
 from .rules import Kind, Rule, fcfs, never_fit, work_conserving
 from .shadow import Shadow, Track
 from .types import Config, Request, check_int
+from .verdict import PROTOCOL
 
 MAX_PRIORITY = 3  # P: priorities are 0..P (the contract's arrival assumption for AGING-BOUND)
 DEFAULT_AGING = 64  # A: steps a waiting request takes to gain one priority level
@@ -187,7 +188,7 @@ class PriorityMonitor(ContractMonitor):
             shadow.accept(Request(rid, prompt_len, max_new))  # type: ignore[arg-type]
         except (InvalidField, TypeError) as error:
             message = f"{call} was accepted but cannot be followed: {error}"
-            raise RuleViolation("PROTOCOL", shadow.step, message) from None
+            raise RuleViolation(PROTOCOL, shadow.step, message) from None
         shadow.priority[rid] = priority  # type: ignore[index, assignment]
         shadow.arrival[rid] = shadow.step  # type: ignore[index]
         return True
