@@ -253,7 +253,7 @@ class Scheduler:
         return peak <= self.num_blocks - self.watermark
 
     def last_token(self, seq: Seq) -> int:
-        """The token count at which `seq` finishes: max_new."""
+        """TOKENS-KEPT: the token count at which `seq` finishes: max_new, however often it was preempted."""
         return seq.request.max_new
 
     def victim(self) -> Seq:
@@ -261,7 +261,8 @@ class Scheduler:
         return self._running[next(reversed(self._running))]
 
     def preempt(self, seq: Seq) -> None:
-        """Free `seq`'s blocks and forget its KV; it waits again, at the head of the line."""
+        """RECOMPUTE: free `seq`'s blocks and forget its KV, keeping its emitted tokens; it waits again, at the
+        head of the line (PREEMPT-ORDER), and its next residency prefills its prompt plus those tokens."""
         emitted = seq.emitted(self._num_steps)
         self._remove_running(seq)
         seq.stored_computed = 0
@@ -273,7 +274,8 @@ class Scheduler:
         self._waiting.appendleft(seq)
 
     def room(self, seq: Seq) -> int:
-        """Tokens the partial `seq` can compute with the blocks it holds and the free ones."""
+        """PARTIAL-NEXT (paged reading): tokens the partial `seq` can compute with the blocks it holds and the
+        free ones."""
         return (seq.num_blocks + self._free_blocks) * self.block_size - seq.stored_computed
 
     def admits(self, seq: Seq, n: int) -> bool:
@@ -281,14 +283,14 @@ class Scheduler:
         return self._free_blocks - blocks_for(n, self.block_size) >= self.watermark
 
     def take(self, seq: Seq, n: int) -> None:
-        """Allocate the blocks the partial `seq` needs to compute `n` more tokens."""
+        """BLOCKS: allocate the blocks the partial `seq` needs to compute `n` more tokens."""
         more = blocks_for(seq.stored_computed + n, self.block_size) - seq.num_blocks
         if more > 0:
             seq.num_blocks += more
             self._free_blocks -= more
 
     def end(self, seq: Seq, phase: Phase) -> None:
-        """`seq` finished, stopped or was cancelled: its blocks return now, and its record goes (its final
+        """BLOCKS: `seq` finished, stopped or was cancelled: its blocks return now, and its record goes (its final
         progress readable until the next complete())."""
         if seq.rid in self._running:
             self._remove_running(seq)
