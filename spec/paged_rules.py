@@ -36,12 +36,16 @@ DESIGN = "paged"
 # -- memory -----------------------------------------------------------------------------------------
 
 
+def decode_blocks(s: PagedShadow, f: PagedFacts) -> int:
+    """New blocks the plan's decodes compute into, over what their requests hold."""
+    bs = s.pool.block_size
+    return sum(blocks_for(track.num_computed + n, bs) - blocks_for(track.num_computed, bs) for track, n in f.decodes)
+
+
 def plan_blocks(s: PagedShadow, f: PagedFacts) -> int:
     """New blocks the plan computes into, over what its requests hold (the shadow after preemption)."""
     bs = s.pool.block_size
-    more = 0
-    for track, n in f.decodes:
-        more += blocks_for(track.num_computed + n, bs) - blocks_for(track.num_computed, bs)
+    more = decode_blocks(s, f)
     for c in f.chunks + f.admitted:
         more += blocks_for(c.start + c.n, bs) - blocks_for(c.start, bs)
     return more
@@ -71,9 +75,7 @@ def watermark(s: PagedShadow, f: PagedFacts) -> str | None:
     """WATERMARK, judged on the plan: each admission's first chunk leaves at least `watermark` blocks
     free, counting the decodes, the partial chunk and the admissions before it."""
     bs = s.pool.block_size
-    free = s.free_blocks
-    for track, n in f.decodes:
-        free -= blocks_for(track.num_computed + n, bs) - blocks_for(track.num_computed, bs)
+    free = s.free_blocks - decode_blocks(s, f)
     for c in f.chunks:
         free -= blocks_for(c.start + c.n, bs) - blocks_for(c.start, bs)
     for c in f.admitted:
@@ -224,9 +226,7 @@ def owed_chunks(s: PagedShadow, f: PagedFacts) -> list[tuple[PagedTrack, int, in
     """(track, chunk owed, budget left at its turn) for each partial prefill in admission order: the
     chunk is min(remaining, budget left, tokens its held and the free blocks can take)."""
     bs = s.pool.block_size
-    free = s.free_blocks
-    for track, n in f.decodes:
-        free -= blocks_for(track.num_computed + n, bs) - blocks_for(track.num_computed, bs)
+    free = s.free_blocks - decode_blocks(s, f)
     left = s.config.token_budget - f.num_decode_tokens
     out: list[tuple[PagedTrack, int, int]] = []
     for track in s.prefilling.values():
