@@ -204,8 +204,7 @@ class Scheduler:
         step = self._num_steps
         emitted = list(self._ready)  # every ready request was decoded; each emits a token
         chunks = plan.entries[len(emitted):]
-        completing = [rid for rid, n in chunks if self._partial[rid].stored_computed + n >= self._partial[rid].target]
-        stops = self._stops(stopped, emitted, completing) if stopped else ()
+        stops = self._stops(stopped, emitted, self._completing(chunks)) if stopped else ()
         if self._ended:
             self._ended = {}
         for rid, n in chunks:  # the prefill chunks, after the decodes
@@ -337,6 +336,11 @@ class Scheduler:
             seq.ready_at = seq.boundary_at = seq.finish_at = -1
         self._free_blocks += seq.num_blocks
         seq.num_blocks = 0
+
+    def _completing(self, chunks: tuple[Entry, ...]) -> list[int]:
+        """The rids whose prefill the planned `chunks` complete: with the decodes, those a stop may name."""
+        partial = self._partial
+        return [rid for rid, n in chunks if partial[rid].stored_computed + n >= partial[rid].target]
 
     def _stops(self, stopped: object, emitted: list[int], completing: list[int]) -> list[int]:
         try:
