@@ -16,7 +16,7 @@ from typing import Any
 
 from .blocks import BlockAllocator
 from .checks import RealPathViolation
-from .executor import ENDED, Executor
+from .executor import Executor
 from .stream import Stream
 
 MEMORY_RULE = "BLOCKS"  # the paged design's rule for KV memory (stallfree.spec.paged_rules)
@@ -87,9 +87,7 @@ class PagedExecutor(Executor):
         """Return every block of the ended request; they are poisoned before the next forward."""
         del self.streams[stream.rid]
         self.done[stream.rid] = stream
-        reason = stream.finish_reason or "length"
-        at = stream.emitted_at[-1] if reason != "cancel" and stream.emitted_at else self.step_index
-        self.give_back(stream, ENDED[reason], at)
+        self.give_back(stream, *self.ending(stream))
         del self.tables[stream.rid]
 
     def check_memory(self, step: int) -> None:
