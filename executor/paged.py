@@ -35,7 +35,6 @@ class PagedExecutor(Executor):
         self.blocks = BlockAllocator(pool.num_blocks, pool.block_size)
         self.tables: dict[int, list[int]] = {}  # rid -> its blocks, in position order
         self.ledger.rule = MEMORY_RULE
-        self.num_preemptions = 0
 
     @property
     def block_size(self) -> int:
@@ -73,7 +72,6 @@ class PagedExecutor(Executor):
             self.give_back(stream, "was preempted", step)
             stream.forget()
             self.ledger.reserve(rid, [])
-            self.num_preemptions += 1
 
     def give_back(self, stream: Stream, why: str, step: int) -> None:
         self.blocks.release(self.tables.pop(stream.rid, []))
