@@ -13,7 +13,8 @@ from typing import Any
 
 import torch
 
-from stallfree.spec import Config, Monitor
+from stallfree.spec import Config, Monitor, Reason
+from stallfree.spec.rules import ENDED
 
 from .allocator import CellAllocator
 from .attention import AttentionPlan
@@ -33,8 +34,6 @@ from .checks import (
 from .model import Transformer
 from .sampler import Sampler
 from .stream import Stream, prompt_tokens
-
-ENDED = {"length": "finished", "stop": "stopped", "cancel": "was cancelled"}  # a finish reason, as a verb
 
 
 @dataclass(slots=True)
@@ -323,10 +322,15 @@ class Executor:
         del self.streams[stream.rid]
         self.done[stream.rid] = stream
         self.allocator.release(stream.cells)
-        reason = stream.finish_reason or "length"
-        at = stream.emitted_at[-1] if reason != "cancel" and stream.emitted_at else self.step_index
-        self.ledger.release(stream.rid, ENDED[reason], at)
+        self.ledger.release(stream.rid, *self.ending(stream))
         self.to_poison.extend(stream.cells)
+
+    def ending(self, stream: Stream) -> tuple[str, int]:
+        """How an ended stream ended, as the ledger keeps it: the finish reason as a verb (the
+        contract's wording, TOKENS and CANCEL) and the step of its last token (of the cancel)."""
+        reason = Reason(stream.finish_reason or "length")
+        at = stream.emitted_at[-1] if reason is not Reason.CANCEL and stream.emitted_at else self.step_index
+        return ENDED[reason], at
 
     def check_drained(self) -> None:
         """KV at the end: every cell free, nothing running."""

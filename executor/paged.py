@@ -14,16 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from stallfree.spec.paged_shadow import blocks_for
+
 from .blocks import BlockAllocator
 from .checks import RealPathViolation
-from .executor import ENDED, Executor
+from .executor import Executor
 from .stream import Stream
 
 MEMORY_RULE = "BLOCKS"  # the paged design's rule for KV memory (stallfree.spec.paged_rules)
-
-
-def blocks_for(num_positions: int, block_size: int) -> int:
-    return -(-num_positions // block_size)
 
 
 class PagedExecutor(Executor):
@@ -37,7 +35,6 @@ class PagedExecutor(Executor):
         self.blocks = BlockAllocator(pool.num_blocks, pool.block_size)
         self.tables: dict[int, list[int]] = {}  # rid -> its blocks, in position order
         self.ledger.rule = MEMORY_RULE
-        self.num_preemptions = 0
 
     @property
     def block_size(self) -> int:
@@ -75,7 +72,6 @@ class PagedExecutor(Executor):
             self.give_back(stream, "was preempted", step)
             stream.forget()
             self.ledger.reserve(rid, [])
-            self.num_preemptions += 1
 
     def give_back(self, stream: Stream, why: str, step: int) -> None:
         self.blocks.release(self.tables.pop(stream.rid, []))
@@ -87,9 +83,7 @@ class PagedExecutor(Executor):
         """Return every block of the ended request; they are poisoned before the next forward."""
         del self.streams[stream.rid]
         self.done[stream.rid] = stream
-        reason = stream.finish_reason or "length"
-        at = stream.emitted_at[-1] if reason != "cancel" and stream.emitted_at else self.step_index
-        self.give_back(stream, ENDED[reason], at)
+        self.give_back(stream, *self.ending(stream))
         del self.tables[stream.rid]
 
     def check_memory(self, step: int) -> None:

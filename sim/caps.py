@@ -38,5 +38,6 @@ class CapModel:
 
 
 def stops(stream: Stream) -> bool:
-    """Whether the token `stream` emits now is its real last one, before its cap: a stop to report."""
+    """Whether the token `stream` emits now is its real last one, before its cap: a stop to report
+    (TOKENS: a stop ends a request only on a token it emits in that step)."""
     return stream.num_emitted + 1 == stream.max_new < stream.reserved_new  # type: ignore[operator]

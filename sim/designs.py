@@ -1,12 +1,8 @@
 """The two memory designs on one trace, one cost model and one KV pool, under the cap model.
 
-The cap model is the simulator's (`caps`, as `stallfree simulate --max-new-cap` runs it): every
-request is added with max_new = cap and stops (complete(plan, stopped)) at its real output length
-from the trace (it runs to the cap where the trace's is longer). The reservation design, the
-reference itself, reserves prompt_len + cap at admission and returns it when the request stops; the
-paged design takes blocks as tokens are computed and so never looks at the cap, except to refuse a
-request whose peak could never fit the pool. Both designs are offered the same requests: any whose
-prompt_len + cap exceeds K is skipped for both.
+The cap model is the simulator's (`caps`, as `stallfree simulate --max-new-cap` runs it; what each
+design does with the cap is said there). Both designs are offered the same requests: any whose
+prompt_len + cap exceeds K (NEVER-FIT under the reservation design) is skipped for both.
 
 The paged side is `stallfree.paged.Scheduler` (16-token blocks, the default watermark). A run is priced
 step by step by the same roofline as `simulate`, with preemption followed: a preempted request's KV

@@ -8,6 +8,8 @@ from typing import Any
 
 from stallfree.spec.loader import load_target
 
+ALIGNED_BLOCKS = (16, 32, 64, 128, 256)  # the block sizes of stallfree.variants.aligned
+
 COMPARED: dict[str, str] = {
     "reference": "stallfree.reference:Scheduler",  # decodes first, chunked prefill (the contract)
     "prefill-first": "stallfree.variants.prefill_first:PrefillFirst",  # chunked, prompts before decodes
@@ -16,7 +18,7 @@ COMPARED: dict[str, str] = {
 POLICIES: dict[str, str] = {
     **COMPARED,
     # The variants of docs/variants.md, each with the contract it keeps (CONTRACTS):
-    **{f"aligned-{b}": f"stallfree.variants.aligned:Aligned{b}" for b in (16, 32, 64, 128, 256)},  # block-aligned
+    **{f"aligned-{b}": f"stallfree.variants.aligned:Aligned{b}" for b in ALIGNED_BLOCKS},  # block-aligned
     "resizable": "stallfree.variants.batched:BatchedResizable",  # set_budget(B), decodes oldest first
     "rotating": "stallfree.variants.rotating:BatchedRotating",  # set_budget(B), decodes to the longest waiting
     "aging": "stallfree.variants.priority:BatchedPrioritized",  # admission by priority with aging (A = 64)
@@ -25,7 +27,7 @@ POLICIES: dict[str, str] = {
 }
 # The contract (stallfree.spec.contracts) a named variant is judged under by `trace` and `simulate --check`.
 CONTRACTS: dict[str, str] = {
-    **{f"aligned-{b}": f"aligned-{b}" for b in (16, 32, 64, 128, 256)},
+    **{f"aligned-{b}": f"aligned-{b}" for b in ALIGNED_BLOCKS},
     "resizable": "budget-change", "rotating": "rotation", "aging": "aging", "aging-4": "aging-4", "no-aging": "aging",
 }
 

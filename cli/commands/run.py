@@ -265,6 +265,7 @@ def unpreempted(job: Job) -> Job | None:
     """For a paged scheduler, `job` on a pool that holds every request's peak at once (so nothing is
     ever preempted); None for the reservation design."""
     from stallfree.spec.designs import PAGED, design_of
+    from stallfree.spec.paged_shadow import blocks_for
 
     factory = load_scheduler(job.scheduler)
     if design_of(factory) != PAGED:
@@ -272,7 +273,7 @@ def unpreempted(job: Job) -> Job | None:
     c = job.workload.config
     scheduler = factory(token_budget=c.token_budget, max_seqs=c.max_seqs, kv_tokens=c.kv_tokens)
     block_size = scheduler.block_size
-    need = sum(-(-(a.prompt_len + a.max_new - 1) // block_size) for a in job.workload.requests)
+    need = sum(blocks_for(a.prompt_len + a.max_new - 1, block_size) for a in job.workload.requests)
     num_blocks = need + need // 99 + 1 + scheduler.watermark  # above the default 1% watermark too
     config = Config(c.token_budget, c.max_seqs, max(c.kv_tokens, num_blocks * block_size))
     return replace(job, workload=replace(job.workload, config=config), stream=False, label="unpreempted")
