@@ -7,7 +7,7 @@ workloads preempt and admission meets the watermark."""
 
 from __future__ import annotations
 
-from stallfree.paged import Scheduler
+from stallfree.paged import Scheduler, blocks_for
 from stallfree.paged.progress import Phase
 from stallfree.paged.scheduler import Seq
 
@@ -46,7 +46,7 @@ class IgnoreWatermark(PagedFault):
     breaks = "WATERMARK"
 
     def admits(self, seq: Seq, n: int) -> bool:
-        return self._free_blocks - -(-n // self.block_size) >= 0
+        return self._free_blocks - blocks_for(n, self.block_size) >= 0
 
 
 class RecomputeOneMore(PagedFault):

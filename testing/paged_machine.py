@@ -28,7 +28,8 @@ from stallfree.spec.paged_invariants import broken
 from stallfree.spec.paged_monitor import PagedMonitor
 from stallfree.spec.types import Config
 
-BAD_VALUES: tuple[object, ...] = (0, -1, True, 3.0, None, "7", 2**63)
+from .machine import BAD_VALUES, FIELDS
+
 MAX_RUN = 12
 
 
@@ -87,7 +88,7 @@ class PagedMachine(RuleBasedStateMachine):
         pool = self.m.shadow.pool
         self.offer(self.usable_tokens() + over * pool.block_size, 1, expect=False)
 
-    @rule(field=st.sampled_from(("rid", "prompt_len", "max_new")), bad=st.sampled_from(BAD_VALUES))
+    @rule(field=st.sampled_from(FIELDS), bad=st.sampled_from(BAD_VALUES))
     def add_bad(self, field: str, bad: object) -> None:
         values: dict[str, object] = {"rid": self.next_rid, "prompt_len": 1, "max_new": 1}
         values[field] = -1 if field == "rid" and bad == 0 else bad  # rid 0 is a valid rid

@@ -48,7 +48,7 @@ class Aligned(Blocks, Stepwise):
                 if n:
                     plan.append((seq.rid, n))
                 if n < seq.request.prompt_len - seq.num_prefilled:
-                    return 0  # a prompt left unfinished ends the step's prefill
+                    return 0  # ALIGNED-PARTIAL-NEXT: a prompt left unfinished ends the step's prefill
                 left -= n
         return left
 

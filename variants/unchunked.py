@@ -26,8 +26,6 @@ class UnchunkedPrefillFirst(Stepwise):
             seq = self.next_admission()
             if seq is None or (plan and seq.request.prompt_len > left):
                 return
-            self.waiting.popleft()
-            self.running[seq.rid] = seq
-            self.free_kv -= seq.request.reservation
+            self.take(seq)
             plan.append((seq.rid, seq.request.prompt_len))
             left -= seq.request.prompt_len

@@ -32,10 +32,11 @@ def design_of_profile(profile: str | None) -> str:
 # widened rules and new rules included; workloads get budget schedules or priorities where it has them.
 # aligned-B and aging-A name a block size and an aging period other than the defaults (16, 64).
 VARIANT_PROFILES: tuple[str, ...] = ("aligned", "budget-change", "rotation", "aging", "priority")
+VARIANT_FAMILIES = frozenset(p.partition("-")[0] for p in VARIANT_PROFILES)  # "budget-change" -> "budget"
 
 
 def is_variant_profile(profile: str | None) -> bool:
-    return profile is not None and profile.partition("-")[0] in ("aligned", "aging", "budget", "rotation", "priority")
+    return profile is not None and profile.partition("-")[0] in VARIANT_FAMILIES
 
 
 def contract_of(profile: str | None) -> Contract | None:

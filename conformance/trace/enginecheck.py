@@ -227,7 +227,7 @@ class Judge:
                                           "tokens computed: before its prompt (or recompute) was done")
         for rid in s.emitted:
             if rid in self.finished_at:
-                rule, how = ("CANCEL", "was cancelled") if rid in self.cancelled else ("TOKENS", "finished")
+                rule, how = self._ended(rid)
                 self.broke(rule, f"rid {rid!r} emitted a token after it {how} at step {self.finished_at[rid]}")
                 continue
             req = self.reqs.get(rid)
@@ -290,7 +290,7 @@ class Judge:
             req = self.reqs.get(rid)
             if req is None:
                 if rid in self.finished_at:
-                    rule, how = ("CANCEL", "was cancelled") if rid in self.cancelled else ("TOKENS", "finished")
+                    rule, how = self._ended(rid)
                     self.broke(rule, f"plan names rid {rid!r}, which {how} at step {self.finished_at[rid]}")
                     continue
                 if rid in self.refused:
@@ -396,6 +396,11 @@ class Judge:
                                    f"{len(self.reqs) - waiting} running: every accepted request must finish")
 
     # -- helpers -------------------------------------------------------------------------------------------------
+
+    def _ended(self, rid: Rid) -> tuple[str, str]:
+        """The rule an ended `rid` breaks when planned or emitting (CANCEL if a cancel ended it, else
+        TOKENS), and how it ended."""
+        return ("CANCEL", "was cancelled") if rid in self.cancelled else ("TOKENS", "finished")
 
     def _running(self) -> list[Req]:
         return [r for r in self.reqs.values() if r.state == RUNNING]
