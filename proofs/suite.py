@@ -216,9 +216,7 @@ def _z3_row(claim: str, method: str, bound: str, outcome: Any) -> Row:
 def differential_rows(o: Options, say: Say) -> list[Row]:
     """The Z3 step against the scheduler's code: on every state the model checker reaches at the
     bound, then on `random_states` states of random workloads of up to 64 requests."""
-    # A negative control tells the wrong Z3 policy apart from the reference's code.
-    factory = Scheduler if o.fault_rule is not None else o.factory
-    name = "REFERENCE" if factory is Scheduler else getattr(factory, "__name__", str(factory))
+    factory, name = _compared(o)
     claim = f"Z3 STEP = {name}"
     method = "differential" if o.policy.name == "reference" else f"differential, {o.policy.name}"
     found = o.model_states
@@ -241,11 +239,10 @@ def cancel_differential_rows(o: Options, say: Say) -> list[Row]:
     wrong = None if o.fault_rule is None else cancels.CANCEL_CONTROLS.get(o.fault_rule)
     if o.fault_rule is not None and wrong is None:
         return []
-    factory = Scheduler if o.fault_rule is not None else o.factory
+    factory, name = _compared(o)
     if CANCEL not in supports(factory(token_budget=1, max_seqs=1, kv_tokens=1)):
         return []
     step = cancels.CancelStep() if wrong is None else wrong()
-    name = "REFERENCE" if factory is Scheduler else getattr(factory, "__name__", str(factory))
     method = "differential (random cancels)" if wrong is None else f"differential, {step.name} (random cancels)"
     say(f"differential: the Z3 cancel step on {o.random_cancels:,} random cancels")
     found = cancel_refinement.on_random_cancels(o.random_cancels, factory, step)
@@ -255,6 +252,13 @@ def cancel_differential_rows(o: Options, say: Say) -> list[Row]:
     return [Row(f"Z3 CANCEL = {name}", method, bound, HOLDS, found.seconds,
                 f"the Z3 cancel step left what the code's cancel did in {found.cancels:,} cancels of "
                 f"{found.workloads} workloads (waiting, partial and ready requests)")]
+
+
+def _compared(o: Options) -> tuple[Callable[..., Any], str]:
+    """The code a differential compares the Z3 step with, and its name. A negative control tells the
+    wrong Z3 step apart from the reference's code, so it always runs on the reference."""
+    factory = Scheduler if o.fault_rule is not None else o.factory
+    return factory, "REFERENCE" if factory is Scheduler else getattr(factory, "__name__", str(factory))
 
 
 def _differential_row(claim: str, method: str, bound: str, found: refinement.DifferentialResult) -> Row:
