@@ -205,8 +205,13 @@ def cancel_rows(o: Options, say: Say) -> list[Row]:
     return [_z3_row(x.theorem, f"Z3 cancel ({x.policy})", f"N={n}", x) for x in outcomes]
 
 
+def z3_verdict(result: str) -> Verdict:
+    """A Z3 outcome's verdict: holds (proved), BROKEN (a counterexample), else unknown (ran out of time)."""
+    return {"holds": HOLDS, "counterexample": BROKEN}.get(result, UNKNOWN)
+
+
 def _z3_row(claim: str, method: str, bound: str, outcome: Any) -> Row:
-    result = {"holds": HOLDS, "counterexample": BROKEN}.get(outcome.result, UNKNOWN)
+    result = z3_verdict(outcome.result)
     detail = "" if outcome.counterexample is None else f"counterexample state: {outcome.counterexample}"
     if result == UNKNOWN:
         detail = "the solver ran out of time: nothing proved"
