@@ -32,6 +32,7 @@ NOT_JUDGED = Verdict.NOT_JUDGED
 METHODS = ("model", "z3", "differential", "crosshair", "variants", "quint")
 DEFAULT_BOUND = "2,3,8,4,3,3"  # S > B, so READY-WITHIN-BUDGET can fail; M = 3
 LIVENESS_BOUND = "2,2,8,2,3,2"  # B,S,K, at most 2 waiting at once (arrivals never stop), P, M
+LIVENESS_METHOD = "model check (lassos, WF Step)"  # `explicit.starvation`
 RANDOM_STATES = 10_000  # states of random workloads the differential compares (see smt.refinement)
 RANDOM_CANCELS = 300  # cancels of random workloads the cancel differential compares (smt.cancel_refinement)
 # `stallfree prove --profile deep`: every figure a step up (several minutes)
@@ -85,7 +86,7 @@ class Options:
 def model_rows(o: Options, say: Say) -> list[Row]:
     rows = _safety_rows(o, o.bound, say)
     if any(r.failed for r in rows):  # a scheduler that breaks a rule, or raises, is not run again
-        return [*rows, Row("LIVENESS", "model check (lassos, WF Step)", o.liveness_bound.label(), NOT_JUDGED, 0.0,
+        return [*rows, Row(starvation.LIVENESS, LIVENESS_METHOD, o.liveness_bound.label(), NOT_JUDGED, 0.0,
                            "not judged: the model check above failed first")]
     if not o.bound.lifecycle and _supports_both(o):
         # Again with stops and cancels: the same states, every stop and cancel transition between them.
@@ -104,17 +105,17 @@ def liveness_row(o: Options, say: Say) -> Row:
     say(f"model check: LIVENESS at {o.liveness_bound.label()}, arrivals never stop")
     result = starvation.check(o.liveness_bound, o.factory, o.max_states)
     bound = f"{o.liveness_bound.label()}: {result.states:,} states"
-    method = "model check (lassos, WF Step)"
+    method = LIVENESS_METHOD
     if result.counterexample is not None:
         ce = result.counterexample
-        return Row("LIVENESS", method, bound, BROKEN, result.seconds, ce.describe(),
+        return Row(starvation.LIVENESS, method, bound, BROKEN, result.seconds, ce.describe(),
                    {"workload": ce.workload.to_json()})
     if not result.complete:
-        return Row("LIVENESS", method, bound, UNKNOWN, result.seconds, "stopped at max_states")
+        return Row(starvation.LIVENESS, method, bound, UNKNOWN, result.seconds, "stopped at max_states")
     if not o.hidden_declared:
-        return Row("LIVENESS", method, bound, UNKNOWN, result.seconds,
+        return Row(starvation.LIVENESS, method, bound, UNKNOWN, result.seconds,
                    "refused: declare the scheduler's hidden state (--hidden MODULE:FUNCTION, or --hidden none)")
-    return Row("LIVENESS", method, bound, HOLDS, result.seconds,
+    return Row(starvation.LIVENESS, method, bound, HOLDS, result.seconds,
                f"every request finished within the work ahead of it at its arrival plus its own, under arrivals "
                f"that never stop (at most {o.liveness_bound.num_requests} waiting); tightest margin "
                f"{result.worst_margin} step(s)")
