@@ -30,7 +30,7 @@ import z3
 
 from .inductive import PARTS, invariant
 from .policy import Policy, SymEntry
-from .symbolic import SymConfig, SymRequest, SymState
+from .symbolic import SymConfig, SymRequest, SymState, refute
 from .theorems import DEFAULT_N, TIMEOUT_MS, TheoremResult
 
 
@@ -99,11 +99,11 @@ def prove_end(num_requests: int = DEFAULT_N, returns_kv: bool = True, timeout_ms
     solver.set("timeout", timeout_ms)
     solver.add(hypothesis)
     for fact in kv_per_slot(ended, before):
-        if _refute(solver, fact) != z3.unsat:
+        if refute(solver, fact) != z3.unsat:
             return outcome("unknown")
         solver.add(fact)
     for part, check in PARTS.items():
-        verdict = _refute(solver, check(ended.state))
+        verdict = refute(solver, check(ended.state))
         if verdict == z3.sat:
             return outcome("counterexample", {"part": part})
         if verdict != z3.unsat:
@@ -118,19 +118,10 @@ def prove_stops_end_ready(num_requests: int = DEFAULT_N, policy: Policy | None =
     began = time.perf_counter()
     solver = z3.SolverFor("QF_LIA")
     solver.set("timeout", timeout_ms)
-    verdict = _refute(solver, stops_end_ready_requests(num_requests, policy))
+    verdict = refute(solver, stops_end_ready_requests(num_requests, policy))
     result = "holds" if verdict == z3.unsat else "counterexample" if verdict == z3.sat else "unknown"
     name = "reference" if policy is None else type(policy).__name__
     return TheoremResult("STOP-READY", name, num_requests, result, time.perf_counter() - began)
-
-
-def _refute(solver: z3.Solver, fact: z3.BoolRef) -> z3.CheckSatResult:
-    """unsat: `fact` follows from what the solver holds."""
-    solver.push()
-    solver.add(z3.Not(fact))
-    verdict = solver.check()
-    solver.pop()
-    return verdict
 
 
 class EarlyFirstToken(Policy):
