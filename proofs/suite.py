@@ -285,7 +285,7 @@ def crosshair_rows(o: Options, say: Say) -> list[Row]:
     """One row per contract: each `crosshair check`ed on its own (with `--fault`, the planted copy)."""
     if o.fault_rule is not None:
         lifecycle = [planted_lifecycle_row(contract, o.crosshair_seconds, say)
-                     for contract in planted_lifecycle.CONTRACTS if contract[4] == o.fault_rule]
+                     for contract in planted_lifecycle.CONTRACTS if contract.rule == o.fault_rule]
         if lifecycle and o.fault_rule not in planted_contracts.TARGETS:
             return lifecycle
         return [planted_row(o.fault_rule, o.crosshair_seconds, say), *lifecycle]
@@ -323,7 +323,7 @@ def planted_row(rule: str, seconds: float, say: Say) -> Row:
                           seconds, say)
 
 
-def planted_lifecycle_row(contract: tuple[Any, ...], seconds: float, say: Say) -> Row:
+def planted_lifecycle_row(contract: planted_lifecycle.PlantedContract, seconds: float, say: Say) -> Row:
     """CrossHair on a stop or cancel contract run on its planted copy: it must be broken, by a
     counterexample that the reference's own contract keeps."""
     claim, reference, _, function, rule = contract
