@@ -14,7 +14,7 @@ from stallfree.spec.paged_rules import PAGED_RULE_IDS
 
 from .explicit import paged
 from .explicit.bounds import Bounds
-from .suite import BROKEN, HOLDS, NOT_REFUTED, UNKNOWN, Row
+from .suite import BROKEN, HOLDS, NOT_REFUTED, UNKNOWN, Row, z3_verdict
 
 DEFAULT_BOUND = "2,2,6,3,3,3"  # preempts, with one stop or cancel per behaviour
 FAULT_BOUNDS = {"PREEMPT-ORDER": "2,3,6,3,2,3"}  # a preempted request and a later arrival both waiting
@@ -84,7 +84,7 @@ def z3_rows(fault_rule: str | None = None) -> list[Row]:
         outcomes = [paged_step.prove(t, t.control()) for t in step_controls]
     sizes = ",".join(map(str, paged_step.BLOCK_SIZES))
     for x in outcomes:
-        result = {"holds": HOLDS, "counterexample": BROKEN}.get(x.result, UNKNOWN)
+        result = z3_verdict(x.result)
         detail = (f"any budget, slots, pool, watermark, lengths; block sizes {sizes}" if result == HOLDS
                   else x.counterexample or "the solver ran out of time: nothing proved")
         rows.append(Row(x.theorem, f"Z3 paged step ({x.policy})", f"N={paged_step.PAGED_N}", result, x.seconds,

@@ -32,6 +32,7 @@ NOT_JUDGED = Verdict.NOT_JUDGED
 METHODS = ("model", "z3", "differential", "crosshair", "variants", "quint")
 DEFAULT_BOUND = "2,3,8,4,3,3"  # S > B, so READY-WITHIN-BUDGET can fail; M = 3
 LIVENESS_BOUND = "2,2,8,2,3,2"  # B,S,K, at most 2 waiting at once (arrivals never stop), P, M
+LIVENESS_METHOD = "model check (lassos, WF Step)"  # `explicit.starvation`
 RANDOM_STATES = 10_000  # states of random workloads the differential compares (see smt.refinement)
 RANDOM_CANCELS = 300  # cancels of random workloads the cancel differential compares (smt.cancel_refinement)
 # `stallfree prove --profile deep`: every figure a step up (several minutes)
@@ -85,7 +86,7 @@ class Options:
 def model_rows(o: Options, say: Say) -> list[Row]:
     rows = _safety_rows(o, o.bound, say)
     if any(r.failed for r in rows):  # a scheduler that breaks a rule, or raises, is not run again
-        return [*rows, Row("LIVENESS", "model check (lassos, WF Step)", o.liveness_bound.label(), NOT_JUDGED, 0.0,
+        return [*rows, Row(starvation.LIVENESS, LIVENESS_METHOD, o.liveness_bound.label(), NOT_JUDGED, 0.0,
                            "not judged: the model check above failed first")]
     if not o.bound.lifecycle and _supports_both(o):
         # Again with stops and cancels: the same states, every stop and cancel transition between them.
@@ -104,17 +105,17 @@ def liveness_row(o: Options, say: Say) -> Row:
     say(f"model check: LIVENESS at {o.liveness_bound.label()}, arrivals never stop")
     result = starvation.check(o.liveness_bound, o.factory, o.max_states)
     bound = f"{o.liveness_bound.label()}: {result.states:,} states"
-    method = "model check (lassos, WF Step)"
+    method = LIVENESS_METHOD
     if result.counterexample is not None:
         ce = result.counterexample
-        return Row("LIVENESS", method, bound, BROKEN, result.seconds, ce.describe(),
+        return Row(starvation.LIVENESS, method, bound, BROKEN, result.seconds, ce.describe(),
                    {"workload": ce.workload.to_json()})
     if not result.complete:
-        return Row("LIVENESS", method, bound, UNKNOWN, result.seconds, "stopped at max_states")
+        return Row(starvation.LIVENESS, method, bound, UNKNOWN, result.seconds, "stopped at max_states")
     if not o.hidden_declared:
-        return Row("LIVENESS", method, bound, UNKNOWN, result.seconds,
+        return Row(starvation.LIVENESS, method, bound, UNKNOWN, result.seconds,
                    "refused: declare the scheduler's hidden state (--hidden MODULE:FUNCTION, or --hidden none)")
-    return Row("LIVENESS", method, bound, HOLDS, result.seconds,
+    return Row(starvation.LIVENESS, method, bound, HOLDS, result.seconds,
                f"every request finished within the work ahead of it at its arrival plus its own, under arrivals "
                f"that never stop (at most {o.liveness_bound.num_requests} waiting); tightest margin "
                f"{result.worst_margin} step(s)")
@@ -205,8 +206,13 @@ def cancel_rows(o: Options, say: Say) -> list[Row]:
     return [_z3_row(x.theorem, f"Z3 cancel ({x.policy})", f"N={n}", x) for x in outcomes]
 
 
+def z3_verdict(result: str) -> Verdict:
+    """A Z3 outcome's verdict: holds (proved), BROKEN (a counterexample), else unknown (ran out of time)."""
+    return {"holds": HOLDS, "counterexample": BROKEN}.get(result, UNKNOWN)
+
+
 def _z3_row(claim: str, method: str, bound: str, outcome: Any) -> Row:
-    result = {"holds": HOLDS, "counterexample": BROKEN}.get(outcome.result, UNKNOWN)
+    result = z3_verdict(outcome.result)
     detail = "" if outcome.counterexample is None else f"counterexample state: {outcome.counterexample}"
     if result == UNKNOWN:
         detail = "the solver ran out of time: nothing proved"
@@ -216,9 +222,7 @@ def _z3_row(claim: str, method: str, bound: str, outcome: Any) -> Row:
 def differential_rows(o: Options, say: Say) -> list[Row]:
     """The Z3 step against the scheduler's code: on every state the model checker reaches at the
     bound, then on `random_states` states of random workloads of up to 64 requests."""
-    # A negative control tells the wrong Z3 policy apart from the reference's code.
-    factory = Scheduler if o.fault_rule is not None else o.factory
-    name = "REFERENCE" if factory is Scheduler else getattr(factory, "__name__", str(factory))
+    factory, name = _compared(o)
     claim = f"Z3 STEP = {name}"
     method = "differential" if o.policy.name == "reference" else f"differential, {o.policy.name}"
     found = o.model_states
@@ -241,11 +245,10 @@ def cancel_differential_rows(o: Options, say: Say) -> list[Row]:
     wrong = None if o.fault_rule is None else cancels.CANCEL_CONTROLS.get(o.fault_rule)
     if o.fault_rule is not None and wrong is None:
         return []
-    factory = Scheduler if o.fault_rule is not None else o.factory
+    factory, name = _compared(o)
     if CANCEL not in supports(factory(token_budget=1, max_seqs=1, kv_tokens=1)):
         return []
     step = cancels.CancelStep() if wrong is None else wrong()
-    name = "REFERENCE" if factory is Scheduler else getattr(factory, "__name__", str(factory))
     method = "differential (random cancels)" if wrong is None else f"differential, {step.name} (random cancels)"
     say(f"differential: the Z3 cancel step on {o.random_cancels:,} random cancels")
     found = cancel_refinement.on_random_cancels(o.random_cancels, factory, step)
@@ -255,6 +258,13 @@ def cancel_differential_rows(o: Options, say: Say) -> list[Row]:
     return [Row(f"Z3 CANCEL = {name}", method, bound, HOLDS, found.seconds,
                 f"the Z3 cancel step left what the code's cancel did in {found.cancels:,} cancels of "
                 f"{found.workloads} workloads (waiting, partial and ready requests)")]
+
+
+def _compared(o: Options) -> tuple[Callable[..., Any], str]:
+    """The code a differential compares the Z3 step with, and its name. A negative control tells the
+    wrong Z3 step apart from the reference's code, so it always runs on the reference."""
+    factory = Scheduler if o.fault_rule is not None else o.factory
+    return factory, "REFERENCE" if factory is Scheduler else getattr(factory, "__name__", str(factory))
 
 
 def _differential_row(claim: str, method: str, bound: str, found: refinement.DifferentialResult) -> Row:
@@ -275,7 +285,7 @@ def crosshair_rows(o: Options, say: Say) -> list[Row]:
     """One row per contract: each `crosshair check`ed on its own (with `--fault`, the planted copy)."""
     if o.fault_rule is not None:
         lifecycle = [planted_lifecycle_row(contract, o.crosshair_seconds, say)
-                     for contract in planted_lifecycle.CONTRACTS if contract[4] == o.fault_rule]
+                     for contract in planted_lifecycle.CONTRACTS if contract.rule == o.fault_rule]
         if lifecycle and o.fault_rule not in planted_contracts.TARGETS:
             return lifecycle
         return [planted_row(o.fault_rule, o.crosshair_seconds, say), *lifecycle]
@@ -313,7 +323,7 @@ def planted_row(rule: str, seconds: float, say: Say) -> Row:
                           seconds, say)
 
 
-def planted_lifecycle_row(contract: tuple[Any, ...], seconds: float, say: Say) -> Row:
+def planted_lifecycle_row(contract: planted_lifecycle.PlantedContract, seconds: float, say: Say) -> Row:
     """CrossHair on a stop or cancel contract run on its planted copy: it must be broken, by a
     counterexample that the reference's own contract keeps."""
     claim, reference, _, function, rule = contract

@@ -76,17 +76,13 @@ def schedule_FCFS(token_budget: int, max_seqs: int, kv_tokens: int, p0: int, m0:
     keeps_the_limits(PLANTED["FCFS"], (token_budget, max_seqs, kv_tokens), ((p0, m0), (p1, m1), (p2, m2)))
 
 
-def _policy(rule: str, token_budget: int, max_seqs: int, kv_tokens: int, sizes: tuple[tuple[int, int], ...]) -> None:
-    keeps_the_policy(PLANTED[rule], (token_budget, max_seqs, kv_tokens), sizes)
-
-
 def policy_DECODE_FIRST(token_budget: int, max_seqs: int, kv_tokens: int, p0: int, m0: int,
                         p1: int, m1: int, p2: int, m2: int) -> None:
     assert 1 <= token_budget <= MAX_BUDGET and 1 <= max_seqs <= MAX_SLOTS and 1 <= kv_tokens <= LIMIT
     assert 1 <= p0 <= LIMIT and 1 <= p1 <= LIMIT and 1 <= p2 <= LIMIT
     assert 1 <= m0 <= MAX_NEW and 1 <= m1 <= MAX_NEW and 1 <= m2 <= MAX_NEW
     assert p0 + m0 <= kv_tokens and p1 + m1 <= kv_tokens and p2 + m2 <= kv_tokens
-    _policy("DECODE-FIRST", token_budget, max_seqs, kv_tokens, ((p0, m0), (p1, m1), (p2, m2)))
+    keeps_the_policy(PLANTED["DECODE-FIRST"], (token_budget, max_seqs, kv_tokens), ((p0, m0), (p1, m1), (p2, m2)))
 
 
 def policy_PARTIAL_NEXT(token_budget: int, max_seqs: int, kv_tokens: int, p0: int, m0: int,
@@ -95,7 +91,7 @@ def policy_PARTIAL_NEXT(token_budget: int, max_seqs: int, kv_tokens: int, p0: in
     assert 1 <= p0 <= LIMIT and 1 <= p1 <= LIMIT and 1 <= p2 <= LIMIT
     assert 1 <= m0 <= MAX_NEW and 1 <= m1 <= MAX_NEW and 1 <= m2 <= MAX_NEW
     assert p0 + m0 <= kv_tokens and p1 + m1 <= kv_tokens and p2 + m2 <= kv_tokens
-    _policy("PARTIAL-NEXT", token_budget, max_seqs, kv_tokens, ((p0, m0), (p1, m1), (p2, m2)))
+    keeps_the_policy(PLANTED["PARTIAL-NEXT"], (token_budget, max_seqs, kv_tokens), ((p0, m0), (p1, m1), (p2, m2)))
 
 
 def policy_WORK_CONSERVING(token_budget: int, max_seqs: int, kv_tokens: int, p0: int, m0: int,
@@ -104,7 +100,7 @@ def policy_WORK_CONSERVING(token_budget: int, max_seqs: int, kv_tokens: int, p0:
     assert 1 <= p0 <= LIMIT and 1 <= p1 <= LIMIT and 1 <= p2 <= LIMIT
     assert 1 <= m0 <= MAX_NEW and 1 <= m1 <= MAX_NEW and 1 <= m2 <= MAX_NEW
     assert p0 + m0 <= kv_tokens and p1 + m1 <= kv_tokens and p2 + m2 <= kv_tokens
-    _policy("WORK-CONSERVING", token_budget, max_seqs, kv_tokens, ((p0, m0), (p1, m1), (p2, m2)))
+    keeps_the_policy(PLANTED["WORK-CONSERVING"], (token_budget, max_seqs, kv_tokens), ((p0, m0), (p1, m1), (p2, m2)))
 
 
 def complete_PREFILL_ONCE(token_budget: int, prompt_len: int, max_new: int) -> None:

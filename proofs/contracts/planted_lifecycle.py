@@ -11,6 +11,7 @@ find each, naming the planted size, which shows the contract's postcondition can
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 from stallfree.spec import Plan
 
@@ -68,11 +69,20 @@ def cancel_CANCEL(token_budget: int, max_seqs: int, kv_tokens: int, p0: int, m0:
                  pending == 1)
 
 
-# The stop and cancel contracts: claim, the reference's contract, the rules it states, the planted
-# copy's function and the rule its bug breaks.
-CONTRACTS: tuple[tuple[str, Callable[..., None], tuple[str, ...], Callable[..., None], str], ...] = (
-    ("stop contract", complete_stops_on_its_token, ("TOKENS", "KV", "PROGRESS"), stop_KV, "KV"),
-    ("cancel contract", cancel_takes_effect, ("CANCEL", "FCFS", "KV", "TOKENS"), cancel_CANCEL, "CANCEL"),
+class PlantedContract(NamedTuple):
+    """A stop or cancel contract and its planted copy."""
+
+    claim: str
+    reference: Callable[..., None]  # the reference's contract
+    rules: tuple[str, ...]  # the rules it states
+    planted: Callable[..., None]  # the planted copy's function
+    rule: str  # the rule its bug breaks
+
+
+CONTRACTS: tuple[PlantedContract, ...] = (
+    PlantedContract("stop contract", complete_stops_on_its_token, ("TOKENS", "KV", "PROGRESS"), stop_KV, "KV"),
+    PlantedContract("cancel contract", cancel_takes_effect, ("CANCEL", "FCFS", "KV", "TOKENS"), cancel_CANCEL,
+                    "CANCEL"),
 )
 PLANTED = {"KV": PlantedStopKV, "CANCEL": PlantedCancel}
 

@@ -123,12 +123,13 @@ class _Explorer:
         scheduler = self.factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
         return Monitor(scheduler, cfg, self.rules)
 
-    def root(self) -> tuple[Monitor, Key]:
+    def root(self) -> Monitor:
+        """The initial state, recorded as state 0."""
         monitor = self.fresh()
-        key = self.key(monitor)
-        self.index[self.stored(key)] = self.graph.add_state(-1, STEP, True, 0)
-        self.keys.append(self.stored(key))
-        return monitor, key
+        stored = self.stored(self.key(monitor))
+        self.index[stored] = self.graph.add_state(-1, STEP, True, 0)
+        self.keys.append(stored)
+        return monitor
 
     def replay(self, path: Iterable[int]) -> Monitor:
         """The state at the end of `path` (action indexes), rebuilt from a fresh scheduler: replay is
@@ -339,7 +340,7 @@ def _search(
     explorer: _Explorer, start: float, max_states: int | None, on_progress: Progress | None
 ) -> tuple[Counterexample | None, bool, int]:
     """Breadth first, level by level. Returns (counterexample, explored everything, depth reached)."""
-    node, _ = explorer.root()
+    node = explorer.root()
     frontier: list[Node] = [(0, node)]
     depth = 0  # the level of the deepest state found
     parent = explorer.graph.parent

@@ -107,16 +107,16 @@ class _PagedExplorer:
         return m, (0, 0)
 
     def enabled(self, m: PagedMonitor, adds: int, events: int) -> list[int]:
-        slots = [0]
+        indexes = [0]
         live = m.shadow.tracks
         if events < self.events:
             if not m.shadow.is_idle:
-                slots.append(1)
+                indexes.append(1)
             if live:
-                slots += [2, 3]
+                indexes += [2, 3]
         if adds < self.bounds.num_requests:
-            slots += range(4, len(self.actions))
-        return slots
+            indexes += range(4, len(self.actions))
+        return indexes
 
     def act(self, m: PagedMonitor, action: PagedAction) -> None:
         if action is None:
@@ -133,37 +133,37 @@ class _PagedExplorer:
 
     def expand(self, state: int, node: PagedMonitor, counts: tuple[int, int], frontier: list) -> Counterexample | None:
         adds, events = counts
-        slots = self.enabled(node, adds, events)
+        indexes = self.enabled(node, adds, events)
         base = state * len(self.actions)
-        for i, slot in enumerate(slots):
-            action = self.actions[slot]
-            m = node if i == len(slots) - 1 else fork(node)
+        for i, index in enumerate(indexes):
+            action = self.actions[index]
+            m = node if i == len(indexes) - 1 else fork(node)
             self.transitions += 1
             preempted_before = m.shadow.num_preemptions
             try:
                 self.act(m, action)
             except RuleViolation as violation:
-                return self.fail(state, slot, violation.rule, violation.message)
+                return self.fail(state, index, violation.rule, violation.message)
             except Exception as error:
-                return self.fail(state, slot, PROTOCOL, f"{type(error).__name__}: {error}")
+                return self.fail(state, index, PROTOCOL, f"{type(error).__name__}: {error}")
             found = broken(m.shadow, m.scheduler)
             if found is not None:
-                return self.fail(state, slot, *found)
-            child_counts = (adds + (slot >= 4), events + (slot in (1, 2, 3)))
+                return self.fail(state, index, *found)
+            child_counts = (adds + (index >= 4), events + (index in (1, 2, 3)))
             child_key = key(m, *child_counts)
             child = self.index.get(child_key)
             if child is None:
-                child = self.graph.add_state(state, slot, m.shadow.is_idle, bound_work(m))
+                child = self.graph.add_state(state, index, m.shadow.is_idle, bound_work(m))
                 self.index[child_key] = child
                 frontier.append((child, m, child_counts))
                 self.max_preemptions = max(self.max_preemptions, m.shadow.max_preemptions)
                 self.preempting += m.shadow.num_preemptions > preempted_before
                 self.running += bool(m.shadow.running)
-            self.graph.succ[base + slot] = child
+            self.graph.succ[base + index] = child
         return None
 
-    def fail(self, state: int, slot: int, rule: str, message: str) -> Counterexample:
-        path = [self.actions[s] for s in self.graph.path_to(state)] + [self.actions[slot]]
+    def fail(self, state: int, index: int, rule: str, message: str) -> Counterexample:
+        path = [self.actions[s] for s in self.graph.path_to(state)] + [self.actions[index]]
         plain = all(a is None or isinstance(a, tuple) for a in path)
         steps = [a for a in path if not isinstance(a, str)]
         workload, num_steps = workload_of(self.bounds.config, steps)  # type: ignore[arg-type]

@@ -56,7 +56,7 @@ def _expand(batch: list[Task]) -> list[tuple[int, list[Outcome]]]:
 def search(explorer: _Explorer, workers: int, start: float, max_states: int | None,
            on_progress: Progress | None) -> tuple[Counterexample | None, bool, int]:
     """Breadth first with `workers` processes. Returns (counterexample, explored everything, depth)."""
-    node, _ = explorer.root()
+    node = explorer.root()
     first: list[Any] = []
     counterexample = explorer.expand(0, node, first)  # the initial state is expanded here, live
     if counterexample is not None:

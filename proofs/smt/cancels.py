@@ -49,7 +49,7 @@ from .ends import end_early
 from .inductive import PARTS, invariant, one_partial, ready_within_budget
 from .mutants import AdmitBeforePartial, ChangingBudget, StrictFit
 from .policy import Policy, SymStep
-from .symbolic import SymConfig, SymRequest, SymState, check, value
+from .symbolic import SymConfig, SymRequest, SymState, check, refute, value
 from .theorems import TIMEOUT_MS, TheoremResult
 
 CANCEL_N = 8  # symbolic requests in each cancel theorem (every index is cancelled in turn)
@@ -258,15 +258,6 @@ def composed_obligations(num_requests: int, part: Composed, policy: Policy | Non
 # -- proving ---------------------------------------------------------------------------------------
 
 
-def _refute(solver: z3.Solver, fact: z3.BoolRef) -> z3.CheckSatResult:
-    """unsat: `fact` follows from what the solver holds; sat: a model breaks it."""
-    solver.push()
-    solver.add(z3.Not(fact))
-    verdict = check(solver)
-    solver.pop()
-    return verdict
-
-
 def shown(model: z3.ModelRef, s: SymState) -> str:
     """A state of a model, as a reader would write it: the config, the free KV, each arrived request."""
     val = partial(value, model)
@@ -292,7 +283,7 @@ def _judge(ob: Obligation, timeout_ms: int) -> tuple[str, str]:
     """("holds" | "counterexample" | "unknown", what the goal that decided it is about)."""
     solver = _solver(ob.hypothesis, timeout_ms)
     for stone in ob.stones:
-        if _refute(solver, stone) != z3.unsat:  # a wrong policy breaks a stone: judge the goals alone
+        if refute(solver, stone) != z3.unsat:  # a wrong policy breaks a stone: judge the goals alone
             solver = _solver(ob.hypothesis, timeout_ms)
             break
         solver.add(stone)

@@ -30,13 +30,13 @@ import z3
 
 from .inductive import PARTS, invariant
 from .policy import Policy, SymEntry
-from .symbolic import SymConfig, SymRequest, SymState
+from .symbolic import SymConfig, SymRequest, SymState, refute
 from .theorems import DEFAULT_N, TIMEOUT_MS, TheoremResult
 
 
 @dataclass(frozen=True, slots=True)
 class Ended:
-    """The state after some slots end early: `ends[i]` is true where slot i ends."""
+    """The state after some requests end early: `ends[i]` is true where request i ends."""
 
     state: SymState
     ends: tuple[z3.BoolRef, ...]
@@ -67,13 +67,13 @@ def end_obligation(num_requests: int, returns_kv: bool = True) -> tuple[z3.BoolR
 
 
 def kv_per_slot(ended: Ended, before: SymState) -> list[z3.BoolRef]:
-    """Per slot: what it reserves after the ends, plus what it returned, is what it reserved before."""
+    """Per request: what it reserves after the ends, plus what it returned, is what it reserved before."""
     return [z3.If(a.running, a.reservation, 0) + z3.If(e, b.reservation, 0) == z3.If(b.running, b.reservation, 0)
             for e, a, b in zip(ended.ends, ended.state.requests, before.requests, strict=True)]
 
 
 def stops_end_ready_requests(num_requests: int, policy: Policy | None = None) -> z3.BoolRef:
-    """After any adds and one step, a slot that emitted a token in it and still runs is ready."""
+    """After any adds and one step, a request that emitted a token in it and still runs is ready."""
     policy = Policy() if policy is None else policy
     config = SymConfig.fresh()
     start = SymState.fresh("s0", num_requests, config)
@@ -85,7 +85,7 @@ def stops_end_ready_requests(num_requests: int, policy: Policy | None = None) ->
 
 
 def prove_end(num_requests: int = DEFAULT_N, returns_kv: bool = True, timeout_ms: int = TIMEOUT_MS) -> TheoremResult:
-    """END: ending any ready requests keeps every part of the invariant. The per-slot KV facts are
+    """END: ending any ready requests keeps every part of the invariant. The per-request KV facts are
     proved first, then assumed (they hold whether or not the KV comes back: only the sum uses it);
     then each part, one at a time; the first part Z3 refutes is the counterexample's `part`."""
     began = time.perf_counter()
@@ -99,11 +99,11 @@ def prove_end(num_requests: int = DEFAULT_N, returns_kv: bool = True, timeout_ms
     solver.set("timeout", timeout_ms)
     solver.add(hypothesis)
     for fact in kv_per_slot(ended, before):
-        if _refute(solver, fact) != z3.unsat:
+        if refute(solver, fact) != z3.unsat:
             return outcome("unknown")
         solver.add(fact)
     for part, check in PARTS.items():
-        verdict = _refute(solver, check(ended.state))
+        verdict = refute(solver, check(ended.state))
         if verdict == z3.sat:
             return outcome("counterexample", {"part": part})
         if verdict != z3.unsat:
@@ -118,19 +118,10 @@ def prove_stops_end_ready(num_requests: int = DEFAULT_N, policy: Policy | None =
     began = time.perf_counter()
     solver = z3.SolverFor("QF_LIA")
     solver.set("timeout", timeout_ms)
-    verdict = _refute(solver, stops_end_ready_requests(num_requests, policy))
+    verdict = refute(solver, stops_end_ready_requests(num_requests, policy))
     result = "holds" if verdict == z3.unsat else "counterexample" if verdict == z3.sat else "unknown"
     name = "reference" if policy is None else type(policy).__name__
     return TheoremResult("STOP-READY", name, num_requests, result, time.perf_counter() - began)
-
-
-def _refute(solver: z3.Solver, fact: z3.BoolRef) -> z3.CheckSatResult:
-    """unsat: `fact` follows from what the solver holds."""
-    solver.push()
-    solver.add(z3.Not(fact))
-    verdict = solver.check()
-    solver.pop()
-    return verdict
 
 
 class EarlyFirstToken(Policy):

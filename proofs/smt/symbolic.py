@@ -139,3 +139,13 @@ def check(solver: z3.Solver) -> z3.CheckSatResult:
     if verdict == z3.unknown and solver.reason_unknown() in CTRL_C:
         raise KeyboardInterrupt
     return verdict
+
+
+def refute(solver: z3.Solver, fact: z3.BoolRef) -> z3.CheckSatResult:
+    """unsat: `fact` follows from what the solver holds; sat: a model breaks it (`check`, so a
+    Ctrl-C is not read as a timeout). The solver is left as it was."""
+    solver.push()
+    solver.add(z3.Not(fact))
+    verdict = check(solver)
+    solver.pop()
+    return verdict

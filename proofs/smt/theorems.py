@@ -20,7 +20,7 @@ from .claims import Claim
 from .inductive import PARTS, invariant
 from .lemmas import Lemmas
 from .policy import Policy, SymStep
-from .symbolic import SymConfig, SymState, check, smallest, value
+from .symbolic import SymConfig, SymState, check, refute, smallest, value
 
 DEFAULT_N = 12  # symbolic requests per theorem
 TIMEOUT_MS = 120_000  # per theorem: past it the result is `unknown`, never `holds`
@@ -143,11 +143,7 @@ def _assume_lemmas(solver: z3.Solver, theorem: Theorem, step: SymStep) -> bool:
     """Prove each lemma under what is asserted so far, then assert it. False if one does not hold."""
     for lemma in theorem.lemmas:
         for fact in lemma(step):
-            solver.push()
-            solver.add(z3.Not(fact))
-            proved = check(solver) == z3.unsat
-            solver.pop()
-            if not proved:
+            if refute(solver, fact) != z3.unsat:
                 return False
             solver.add(fact)
     return True
