@@ -106,8 +106,9 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _bounded(items: object) -> list:  # type: ignore[type-arg]
-    """At most MAX_ENTRIES + 1 items of an iterable: an endless one is cut, never read to exhaustion."""
+def bounded(items: object) -> list:  # type: ignore[type-arg]
+    """At most MAX_ENTRIES + 1 items of an iterable: an endless one is cut, never read to exhaustion.
+    Every design's monitor reads what a scheduler returns through it, so no input hangs a monitor."""
     return list(islice(items, MAX_ENTRIES + 1))  # type: ignore[call-overload]
 
 
@@ -121,7 +122,7 @@ def observe(shadow: Shadow, plan: object) -> StepFacts:
     naming known requests."""
     step = shadow.step
     try:
-        items = plan if type(plan) is list else _bounded(plan)
+        items = plan if type(plan) is list else bounded(plan)
     except TypeError:
         raise _protocol(step, f"schedule() returned {type(plan).__name__} {plan!r:.80}, not a sequence") from None
     if len(items) > MAX_ENTRIES:
@@ -176,7 +177,7 @@ def observe_emitted(shadow: Shadow, facts: StepFacts, emitted: object, free_kv: 
     """Add what complete() reported to `facts`: the emitted rids, and the scheduler's free KV if it
     shows one. Raises a PROTOCOL violation if `emitted` is not an iterable of known rids."""
     try:
-        rids: list[int] = emitted if type(emitted) is list else _bounded(emitted)
+        rids: list[int] = emitted if type(emitted) is list else bounded(emitted)
     except TypeError:
         kind = type(emitted).__name__
         raise _protocol(facts.step, f"complete() returned {kind} {emitted!r:.80}, not an iterable of rids") from None

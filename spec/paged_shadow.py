@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from .errors import RuleViolation
-from .facts import Chunk
+from .facts import MAX_ENTRIES, Chunk, bounded
 from .shadow import Ending, Lines, Reason, start_running
 from .types import Config, Request
 from .verdict import PROTOCOL
@@ -190,9 +190,11 @@ def read_preempted(shadow: PagedShadow, plan: object) -> list[PagedTrack]:
     """The running tracks the plan says it preempted (its `preempted` rids), newest first as named."""
     rids = getattr(plan, "preempted", ())
     try:
-        rids = list(rids)
+        rids = bounded(rids)
     except TypeError:
         raise _protocol(shadow.step, f"the plan's preempted is {rids!r:.80}, not a sequence of rids") from None
+    if len(rids) > MAX_ENTRIES:
+        raise _protocol(shadow.step, f"the plan's preempted holds over {MAX_ENTRIES:,} rids (an endless iterable?)")
     out = []
     for rid in rids:
         track = shadow.running.get(rid) if type(rid) is int else None
@@ -207,9 +209,11 @@ def observe(shadow: PagedShadow, plan: object, facts: PagedFacts) -> None:
     """Classify each plan entry against `shadow` (the state after this step's preemptions)."""
     step = shadow.step
     try:
-        items = list(plan)  # type: ignore[call-overload]
+        items = bounded(plan)
     except TypeError:
         raise _protocol(step, f"schedule() returned {type(plan).__name__} {plan!r:.80}, not a sequence") from None
+    if len(items) > MAX_ENTRIES:
+        raise _protocol(step, f"schedule() returned more than {MAX_ENTRIES:,} entries (an endless iterable?)")
     running, tracks = shadow.running, shadow.tracks
     num_tokens = 0
     for i, entry in enumerate(items):
@@ -258,10 +262,12 @@ def observe_emitted(shadow: PagedShadow, facts: PagedFacts, emitted: object, sto
                     free_blocks: object) -> None:
     """Add what complete() reported: the emitted rids, the stops the caller gave, the free blocks shown."""
     try:
-        rids: list[int] = list(emitted)  # type: ignore[call-overload]
+        rids: list[int] = bounded(emitted)
     except TypeError:
         kind = type(emitted).__name__
         raise _protocol(facts.step, f"complete() returned {kind} {emitted!r:.80}, not an iterable of rids") from None
+    if len(rids) > MAX_ENTRIES:
+        raise _protocol(facts.step, f"complete() returned more than {MAX_ENTRIES:,} rids (an endless iterable?)")
     facts.emitted = rids
     facts.reported_free_blocks = free_blocks if type(free_blocks) is int else None
     for rid in rids:
