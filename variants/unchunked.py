@@ -18,6 +18,7 @@ class UnchunkedPrefillFirst(Stepwise):
         self.admit_whole(plan)
         if not plan:
             self.plan_decodes(plan, self.config.token_budget)
+        self.pending = plan  # as Stepwise.schedule: a cancel while it is pending waits for complete()
         return plan
 
     def admit_whole(self, plan: list[tuple[int, int]]) -> None:
