@@ -177,7 +177,7 @@ class PriorityMonitor(ContractMonitor):
         self.num_adds += 1
         call = f"add({rid!r}, {prompt_len!r}, {max_new!r}, priority={priority!r})"
         if self._checks_add:
-            message = never_fit(verdict, raised)
+            message = never_fit(verdict, raised, may_refuse=type(rid) is int and rid in shadow.ended)
             if message is not None:
                 raise RuleViolation("NEVER-FIT", shadow.step, f"{call}: {message}")
         if raised is not None:

@@ -11,7 +11,7 @@ import pytest
 
 from stallfree.faults.priority import PRIORITY_FAULTS, NoAging
 from stallfree.spec import Arrival, Config, RuleViolation, Workload, play
-from stallfree.spec.priority import MAX_PRIORITY, contract
+from stallfree.spec.priority import MAX_PRIORITY, PriorityMonitor, contract
 from stallfree.testing.generate import Ranges, random_workload
 from stallfree.variants.priority import Aging4, Prioritized
 
@@ -85,3 +85,14 @@ def test_NEVER_FIT_refuses_a_bad_priority_with_state_unchanged(bad: object) -> N
         s.add(0, 4, 2, bad)  # type: ignore[arg-type]
     assert s.seqs == {} and not any(s.levels)
     s.add(0, 4, 2, 1)  # the rid is still free
+
+
+def test_NEVER_FIT_a_priority_scheduler_may_refuse_the_rid_of_an_ended_request() -> None:
+    """NEVER-FIT lets a scheduler refuse a rid whose request ended (it need not forget it); the priority
+    monitor judges add() as the plain monitor does. Prioritized keeps its records, so it refuses."""
+    config = Config(8, 2, 64)
+    monitor = PriorityMonitor(Prioritized(8, 2, 64), config, None, AGING4)
+    assert monitor.add(0, 2, 1, 1)
+    monitor.step()  # whole prompt, its only token: ended
+    assert 0 in monitor.shadow.ended
+    assert monitor.add(0, 2, 1, 1) is False  # refused, and rightly so
