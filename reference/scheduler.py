@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
+from typing import Any
 
+from stallfree.spec import copies
 from stallfree.spec.errors import FieldTypeError, InvalidField, ProtocolError
 from stallfree.spec.types import Config, Entry, Plan, Request, admissible
 
@@ -205,6 +207,26 @@ class Scheduler(Views):
             raise ProtocolError(f"stopped[{i}]: rid {rid} emits no token in step {self._planned.step}; it is {state}")  # type: ignore[union-attr]
         return rids
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Scheduler:
+        """What `copy.deepcopy` makes, in a fraction of its time, for a search that branches from one
+        state (the model checker): each sequence copied once, every container pointing at its copy."""
+        if type(self) is not Scheduler:  # a subclass's fields of its own are not known here
+            return copies.fields(self, memo)  # type: ignore[no-any-return]
+        twins: dict[int, Sequence] = {}
+        new = Scheduler(self.config.token_budget, self.config.max_seqs, self.config.kv_tokens)
+        new._live = {rid: _twin(seq, twins) for rid, seq in self._live.items()}
+        new._ended = {rid: (_twin(seq, twins), phase, n) for rid, (seq, phase, n) in self._ended.items()}
+        new._cancelling = {rid: _twin(seq, twins) for rid, seq in self._cancelling.items()}
+        new._waiting = deque([_twin(seq, twins) for seq in self._waiting])
+        new._ready = dict(self._ready)
+        new._partial = {rid: _twin(seq, twins) for rid, seq in self._partial.items()}
+        new._finishing = {step: [_twin(seq, twins) for seq in seqs] for step, seqs in self._finishing.items()}
+        new._free_kv = self._free_kv
+        new._num_steps = self._num_steps
+        new._planned = self._planned
+        memo[id(self)] = new
+        return new
+
     def _end(self, seq: Sequence, phase: Phase) -> None:
         """`seq` ends early (stops or is cancelled) once the step count is final: it leaves every
         container and returns its reservation."""
@@ -220,3 +242,11 @@ class Scheduler(Views):
                 del self._finishing[due]
         self._free_kv += seq.request.reservation
         self._ended[rid] = (seq, phase, self._num_steps)
+
+
+def _twin(seq: Sequence, twins: dict[int, Sequence]) -> Sequence:
+    """`seq`'s copy in one `Scheduler.__deepcopy__`: made on first sight, then the same one."""
+    twin = twins.get(id(seq))
+    if twin is None:
+        twin = twins[id(seq)] = seq.copy()
+    return twin

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
+from . import copies
 from .types import Config, Request
 
 
@@ -52,6 +53,10 @@ class Track:
     def target(self) -> int:
         """The prefill it owes: its prompt (this design never preempts)."""
         return self.request.prompt_len
+
+    def copy(self) -> Track:
+        """An independent copy (`Shadow.__deepcopy__`)."""
+        return Track(self.request, self.num_prefilled, self.num_emitted, self.is_ready, self.admitted_at)
 
 
 class Tracked(Protocol):
@@ -121,6 +126,21 @@ class Shadow:
     def __post_init__(self) -> None:
         self.free_kv = self.config.kv_tokens
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Shadow:
+        """What `copy.deepcopy` makes, in a fraction of its time, for a search that branches from one
+        state (the model checker): each track copied once, every line pointing at its copy."""
+        if type(self) is not Shadow:  # a subclass's fields of its own are not known here
+            return copies.fields(self, memo)  # type: ignore[no-any-return]
+        twins: dict[int, Track] = {}
+        new = Shadow(self.config, self.step, deque([_twin(t, twins) for t in self.waiting]),
+                     {rid: _twin(t, twins) for rid, t in self.running.items()},
+                     {rid: _twin(t, twins) for rid, t in self.prefilling.items()},
+                     {rid: _twin(t, twins) for rid, t in self.tracks.items()}, dict(self.ended), set(self.rejected))
+        new.free_kv = self.free_kv
+        new.num_ready = self.num_ready
+        memo[id(self)] = new
+        return new
+
     @property
     def is_idle(self) -> bool:
         return not self.waiting and not self.running
@@ -159,3 +179,11 @@ class Shadow:
             self.num_ready -= 1
         else:
             del self.prefilling[rid]
+
+
+def _twin(track: Track, twins: dict[int, Track]) -> Track:
+    """`track`'s copy in one `Shadow.__deepcopy__`: made on first sight, then the same one."""
+    twin = twins.get(id(track))
+    if twin is None:
+        twin = twins[id(track)] = track.copy()
+    return twin

@@ -1,0 +1,27 @@
+"""Deep copies of state, for a search that branches from one state (the model checker copies once
+per transition). The reference's scheduler and the shadow each copy themselves (`__deepcopy__`),
+knowing which of their containers point at one request; `fields` is what those copies fall back on
+for a subclass, whose fields of its own they do not know.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+
+def fields(obj: Any, memo: dict[int, Any]) -> Any:
+    """A deep copy of `obj` made field by field (its slots, then its `__dict__`), each field copied
+    as `copy.deepcopy` copies it, with `memo` shared: what `copy.deepcopy` makes of an object that
+    does not define `__deepcopy__`."""
+    cls = type(obj)
+    new = object.__new__(cls)
+    memo[id(obj)] = new
+    for klass in cls.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
+                object.__setattr__(new, name, copy.deepcopy(getattr(obj, name), memo))
+    for name, value in getattr(obj, "__dict__", {}).items():
+        object.__setattr__(new, name, copy.deepcopy(value, memo))
+    return new

@@ -1,0 +1,177 @@
+"""The reference scheduler and the shadow copy themselves (`__deepcopy__`) for the model checker's
+branching: each copy must be what a field-by-field deep copy makes: equal, sharing nothing that
+changes, and keeping which containers point at one object. Checked on states from random workloads
+with stops and cancels (a cancel while a plan is pending included), with copies that break each
+promise shown failing the check; and the monitor's own `__copy__` is what `copy.copy` makes."""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections import deque
+from typing import Any
+
+import pytest
+
+from stallfree.proofs.explicit.clone import clone_each
+from stallfree.reference import Scheduler
+from stallfree.spec import Config, Monitor, copies
+from stallfree.spec.budget_change import BudgetShadow
+from stallfree.spec.shadow import Shadow
+
+IMMUTABLE = (int, str, bool, float, type(None), frozenset)
+
+
+def same_structure(a: Any, b: Any, pairs: dict[int, int] | None = None) -> None:
+    """Raise AssertionError unless `b` is a deep copy of `a`: equal values, no mutable object shared,
+    and one copy for each object `a` reaches twice (the pairing of objects is one to one)."""
+    pairs = {} if pairs is None else pairs
+    assert type(a) is type(b), f"{type(a).__name__} copied as {type(b).__name__}"
+    if isinstance(a, IMMUTABLE) or ((isinstance(a, tuple) and not hasattr(a, "__dict__")) and all(
+            isinstance(v, IMMUTABLE) for v in a)):
+        assert a == b
+        return
+    if hasattr(type(a), "__dataclass_params__") and type(a).__dataclass_params__.frozen:  # type: ignore[attr-defined]
+        assert a == b
+        return
+    if hasattr(type(a), "__members__"):  # an enum
+        assert a is b
+        return
+    if id(a) in pairs:
+        assert pairs[id(a)] == id(b), f"a {type(a).__name__} reached twice was copied twice (aliasing lost)"
+        return
+    assert a is not b or isinstance(a, tuple), f"a {type(a).__name__} is shared by the copy"
+    assert id(b) not in pairs.values(), f"two objects copied into one {type(b).__name__}"
+    pairs[id(a)] = id(b)
+    if isinstance(a, dict):
+        assert list(a) == list(b)
+        for k in a:
+            same_structure(a[k], b[k], pairs)
+    elif isinstance(a, list | deque | tuple):
+        assert len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            same_structure(x, y, pairs)
+    elif isinstance(a, set):
+        assert a == b and all(isinstance(v, IMMUTABLE) for v in a)
+    else:
+        names = [n for k in type(a).__mro__ for n in k.__dict__.get("__slots__", ()) if hasattr(a, n)]
+        names += list(getattr(a, "__dict__", {}))
+        assert names, f"nothing to compare in a {type(a).__name__}"
+        for name in names:
+            same_structure(getattr(a, name), getattr(b, name), pairs)
+
+
+def states(seed: int, count: int) -> list[Monitor]:
+    """`count` monitored reference states from random adds, steps, stops and cancels (some cancels
+    while a plan is pending), each kept as a copy."""
+    rng = random.Random(seed)
+    monitor = Monitor(Scheduler(6, 4, 40), Config(6, 4, 40))
+    rid, kept = 0, []
+    while len(kept) < count:
+        roll = rng.random()
+        if roll < 0.35 and len(monitor.shadow.tracks) < 8:
+            monitor.add(rid, rng.randint(1, 9), rng.randint(1, 5))
+            rid += 1
+        elif roll < 0.45 and monitor.shadow.tracks:
+            monitor.cancel(rng.choice(sorted(monitor.shadow.tracks)))
+        else:
+            monitor.plan()
+            live = sorted(monitor.shadow.tracks)
+            if roll < 0.55 and live:  # a cancel while the plan is pending: it ends at complete()
+                monitor.cancel(rng.choice(live))
+                kept.append(fork_plain(monitor))
+            emitting = [t.rid for t in monitor.shadow.running.values() if t.is_ready]
+            monitor.complete([r for r in emitting if rng.random() < 0.2])
+        kept.append(fork_plain(monitor))
+    return kept
+
+
+def fork_plain(monitor: Monitor) -> Monitor:
+    twin = copy.copy(monitor)
+    twin.scheduler, twin.shadow = clone_each(monitor.scheduler, monitor.shadow)
+    return twin
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_own_copies_are_deep_copies_on_random_states(seed: int) -> None:
+    cancelled_pending = 0
+    for monitor in states(seed, 150):
+        for obj in (monitor.scheduler, monitor.shadow):
+            twin = copy.deepcopy(obj)
+            same_structure(obj, twin)
+            assert type(obj).__dict__["__deepcopy__"]  # the class's own copy ran, not a generic one
+        cancelled_pending += bool(monitor.scheduler._cancelling)
+        both = clone_each(monitor.scheduler, monitor.shadow)
+        same_structure((monitor.scheduler, monitor.shadow), tuple(both))
+    assert cancelled_pending > 0  # the sample holds states with a cancel pending until complete()
+
+
+def test_a_copy_continues_as_the_original_does_and_leaves_it_alone() -> None:
+    for monitor in [m for m in states(7, 60) if m.pending is None][::6]:
+        before = repr(vars(monitor.scheduler)), repr(monitor.shadow)
+        twin = fork_plain(monitor)
+        for rid in range(100, 103):
+            twin.add(rid, 2, 2)
+        for _ in range(12):
+            twin.step()
+        assert (repr(vars(monitor.scheduler)), repr(monitor.shadow)) == before
+        again = fork_plain(monitor)
+        for rid in range(100, 103):
+            again.add(rid, 2, 2)
+        assert [again.step().emitted for _ in range(12)] and repr(vars(again.scheduler)) == repr(vars(twin.scheduler))
+
+
+class SharesPartial(Scheduler):
+    def __deepcopy__(self, memo: dict[int, Any]) -> Scheduler:
+        new = copies.fields(self, memo)
+        new._partial = self._partial  # shared: a step of the copy would move the original
+        return new  # type: ignore[no-any-return]
+
+
+class SplitsWaiting(Scheduler):
+    def __deepcopy__(self, memo: dict[int, Any]) -> Scheduler:
+        new = copies.fields(self, memo)
+        new._waiting = deque(seq.copy() for seq in self._waiting)  # no longer the sequences in _live
+        return new  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("broken", [SharesPartial, SplitsWaiting])
+def test_the_check_fails_a_copy_that_shares_or_splits(broken: type[Scheduler]) -> None:
+    scheduler = broken(4, 3, 30)
+    for rid in range(4):
+        scheduler.add(rid, 6, 2)
+    scheduler.complete(scheduler.schedule())
+    with pytest.raises(AssertionError, match=r"shared|aliasing|copied twice|two objects"):
+        same_structure(scheduler, copy.deepcopy(scheduler))
+
+
+def test_subclasses_are_copied_field_by_field_with_their_own_fields() -> None:
+    class Counting(Scheduler):
+        def __init__(self, *args: int) -> None:
+            super().__init__(*args)
+            self.seen: list[int] = []
+
+    scheduler = Counting(4, 3, 30)
+    scheduler.add(0, 5, 2)
+    scheduler.seen.append(1)
+    twin = copy.deepcopy(scheduler)
+    same_structure(scheduler, twin)
+    assert type(twin) is Counting and twin.seen == [1] and twin.seen is not scheduler.seen
+    shadow = BudgetShadow(Config(4, 3, 30))
+    shadow.last_token[3] = 7
+    copied = copy.deepcopy(shadow)
+    same_structure(shadow, copied)
+    assert type(copied) is BudgetShadow and copied.last_token == {3: 7}
+    assert "__deepcopy__" not in Counting.__dict__ and "__deepcopy__" in Shadow.__dict__
+
+
+def test_the_monitor_copy_is_what_copy_copy_makes() -> None:
+    monitor = Monitor(Scheduler(4, 3, 30), Config(4, 3, 30), rules=("TOKENS", "KV"))
+    monitor.add(0, 3, 2)
+    monitor.step()
+    twin = copy.copy(monitor)
+    assert type(twin) is Monitor and twin.scheduler is monitor.scheduler and twin.shadow is monitor.shadow
+    assert [r.id for r in twin.rules] == ["KV", "TOKENS"] and twin.checks_per_step == monitor.checks_per_step
+    assert (twin.num_steps, twin.num_busy_steps, twin.num_adds) == (1, 1, 1)
+    everything = copy.copy(Monitor(Scheduler(4, 3, 30), Config(4, 3, 30)))
+    assert len(everything.rules) > 2
