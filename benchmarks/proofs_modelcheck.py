@@ -1,12 +1,13 @@
 """Model checker figures: states, transitions, depth, seconds and states/s at a ladder of bounds,
 stopping after the first bound that takes longer than the time limit; and the cost of one copy of a
-reference state with `clone` against `copy.deepcopy`, measured side by side. Memory is the peak
-resident set of the process that ran the bound (each bound and mode runs in its own), plus, with
-workers, that of the largest worker. Modes: `live` (a scheduler kept per frontier state), `compact`
-(fingerprints, frontier rebuilt; one process), `workers=N` (compact, N worker processes),
-`symmetric` (compact, one process, ready requests' order dropped); the modes
-of a bound run back to back, and the load average (1 minute) is printed beside each, since the
-machine is shared.
+reference state, its classes' own copies (`clone`) against the generic field walk, measured side by
+side. Memory is the peak resident set of the process that ran the bound (each bound and mode runs in
+its own), plus, with workers, that of the largest worker; CPU is the seconds of all its processes.
+Modes: `live` (a scheduler kept per frontier state), `compact` (fingerprints, frontier rebuilt; one
+process), `workers=N` (compact, N worker processes), `symmetric` (compact, one process, ready
+requests' order dropped); a mode ending `+compiled` runs on the mypyc-compiled copy of the core
+(scripts/compiled.sh, built first if needed; the row checks it imported it). The modes of a bound run
+back to back, and the load average (1 minute) is printed beside each, since the machine is shared.
 
     python benchmarks/proofs_modelcheck.py [--limit SECONDS] [--bounds B,S,K,R,P,M ...] [--modes ...]
         [--max-states N]
@@ -15,19 +16,22 @@ machine is shared.
 from __future__ import annotations
 
 import argparse
-import copy
+import dataclasses
 import os
 import resource
 import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+import stallfree.reference.scheduler as scheduler_module
 from stallfree.proofs.explicit.bounds import Bounds
 from stallfree.proofs.explicit.clone import clone
 from stallfree.proofs.explicit.modelcheck import check
 from stallfree.reference import Scheduler
 from stallfree.spec import Config, Monitor
+from stallfree.spec.shadow import Shadow
 
 # S > B (READY-WITHIN-BUDGET can fail) and M = 3 throughout; the second is `stallfree prove`'s default.
 LADDER = ("2,3,8,3,3,3", "2,3,8,4,3,3", "2,3,8,5,3,3", "3,4,12,5,4,3", "2,3,8,6,3,3", "3,4,12,6,4,3")
@@ -40,17 +44,28 @@ def copy_cost() -> None:
     for rid, (p, m) in enumerate(((3, 2), (5, 2), (2, 3))):
         monitor.add(rid, p, m)
     monitor.step()
-    state = (monitor.scheduler, monitor.shadow)
-    rounds: dict[str, list[float]] = {"clone": [], "deepcopy": []}
+    own = (monitor.scheduler, monitor.shadow)
+    walked = (clone(monitor.scheduler), clone(monitor.shadow))
+    walked[0].__class__, walked[1].__class__ = _Walked, _WalkedShadow  # no copy of their own: the walk
+    rounds: dict[str, list[float]] = {"own": [], "walk": []}
     for _ in range(5):  # interleaved rounds: both see the same machine load
-        for name, copier in (("clone", clone), ("deepcopy", copy.deepcopy)):
+        for name, state in (("own", own), ("walk", walked)):
             began = time.perf_counter()
             for _ in range(COPIES):
-                copier(state)
+                clone(state)
             rounds[name].append((time.perf_counter() - began) / COPIES * 1e6)
-    c, d = statistics.median(rounds["clone"]), statistics.median(rounds["deepcopy"])
-    print(f"copy of a reference state + shadow: clone {c:.0f} us, deepcopy {d:.0f} us (median of 5 rounds); "
-          f"deepcopy / clone = {d / c:.1f}x")
+    o, w = statistics.median(rounds["own"]), statistics.median(rounds["walk"])
+    print(f"copy of a reference state + shadow: their own copies {o:.0f} us, the generic field walk {w:.0f} us "
+          f"(median of 5 rounds); walk / own = {w / o:.1f}x")
+
+
+class _Walked(Scheduler):
+    """The reference, without a copy of its own (`clone` honours only a class's own __deepcopy__)."""
+
+
+@dataclasses.dataclass(slots=True)
+class _WalkedShadow(Shadow):
+    """The shadow, likewise."""
 
 
 def progress(states: int, transitions: int, depth: int, seconds: float) -> None:
@@ -59,16 +74,31 @@ def progress(states: int, transitions: int, depth: int, seconds: float) -> None:
 
 def one(label: str, mode: str, max_states: int | None) -> None:
     """One bound in this process (so its peak resident set is its own); prints one table row."""
-    workers = int(mode.split("=")[1]) if mode.startswith("workers=") else 1
-    result = check(Bounds.parse(label), on_progress=progress, compact=mode != "live", workers=workers,
-                   max_states=max_states, symmetry=mode == "symmetric")
+    base, _, core = mode.partition("+")
+    imported = Path(scheduler_module.__file__ or "").suffix == ".so"
+    if imported != (core == "compiled"):
+        raise SystemExit(f"mode {mode} imported the scheduler from {scheduler_module.__file__}")
+    workers = int(base.split("=")[1]) if base.startswith("workers=") else 1
+    result = check(Bounds.parse(label), on_progress=progress, compact=base != "live", workers=workers,
+                   max_states=max_states, symmetry=base == "symmetric")
     verdict = "holds" if result.holds else (result.counterexample.rule if result.counterexample else "incomplete")
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KB
-    worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 if workers > 1 else 0.0
-    print(f"{label:<16} {mode:<9} {result.states:>10,} {result.transitions:>12,} {result.depth:>6} "
-          f"{result.seconds:>8.1f} {result.states_per_second:>9,.0f} {peak_mb:>8,.0f} {worker_mb:>8,.0f} "
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak_mb = own.ru_maxrss / 1024  # Linux: KB
+    worker_mb = children.ru_maxrss / 1024 if workers > 1 else 0.0
+    cpu = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    print(f"{label:<16} {mode:<18} {result.states:>10,} {result.transitions:>12,} {result.depth:>6} "
+          f"{result.seconds:>8.1f} {result.states_per_second:>9,.0f} {cpu:>7.1f} {peak_mb:>8,.0f} {worker_mb:>8,.0f} "
           f"{peak_mb * 1024 / result.states:>8.2f} {result.longest_steps!s:>8} {result.drain_bound!s:>6} "
           f"{os.getloadavg()[0]:>5.1f}  {verdict}", flush=True)
+
+
+def compiled_path() -> str:
+    """The compiled copy of the core (scripts/compiled.sh), built first if missing or stale."""
+    root = Path(__file__).resolve().parent.parent
+    stage = os.environ.get("STALLFREE_COMPILED", str(root / "build" / "compiled"))
+    env = {**os.environ, "STALLFREE_COMPILED": stage, "STALLFREE_PYTHON": sys.executable}
+    subprocess.run(["bash", str(root / "scripts" / "compiled.sh")], env=env, check=True, stdout=subprocess.DEVNULL)
+    return stage
 
 
 def main() -> int:
@@ -87,17 +117,22 @@ def main() -> int:
         one(label, mode, args.max_states)
         return 0
     copy_cost()
-    print(f"{'bound B,S,K,R,P,M':<16} {'mode':<9} {'states':>10} {'transitions':>12} {'depth':>6} {'seconds':>8} "
-          f"{'states/s':>9} {'peak MB':>8} {'wkr MB':>8} {'KB/state':>8} {'longest':>8} {'drain':>6} {'load':>5}  "
-          "result", flush=True)
+    modes = args.modes.split(",")
+    stage = compiled_path() if any(m.endswith("+compiled") for m in modes) else None
+    print(f"{'bound B,S,K,R,P,M':<16} {'mode':<18} {'states':>10} {'transitions':>12} {'depth':>6} {'seconds':>8} "
+          f"{'states/s':>9} {'CPU s':>7} {'peak MB':>8} {'wkr MB':>8} {'KB/state':>8} {'longest':>8} {'drain':>6} "
+          f"{'load':>5}  result", flush=True)
     for label in args.bounds:
         slowest = 0.0
-        for mode in args.modes.split(","):  # side by side: both modes of a bound run back to back
+        for mode in modes:  # side by side: the modes of a bound run back to back
             began = time.perf_counter()
             command = [sys.executable, __file__, "--one", f"{label}:{mode}"]
             if args.max_states is not None:
                 command += ["--max-states", str(args.max_states)]
-            subprocess.run(command, check=False)
+            env = dict(os.environ)
+            if mode.endswith("+compiled"):
+                env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(stage), env.get("PYTHONPATH")]))
+            subprocess.run(command, check=False, env=env)
             slowest = max(slowest, time.perf_counter() - began)
         if slowest > args.limit:
             break

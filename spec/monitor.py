@@ -55,6 +55,16 @@ class Monitor(Watch[Shadow, StepFacts]):
         self.config = config
         self.shadow = Shadow(config)
 
+    def __copy__(self) -> Monitor:
+        """What `copy.copy` makes (the scheduler and shadow shared), written out so that a compiled
+        Monitor (scripts/compiled.sh) is copied too: a search that branches then gives the copy a
+        scheduler and a shadow of its own (`proofs.explicit.snapshot.fork`)."""
+        if type(self) is not Monitor:  # a subclass's fields are its own: copied as they are
+            twin = object.__new__(type(self))
+            twin.__dict__.update(self.__dict__)
+            return twin
+        return self._carry(Monitor(self.scheduler, self.config))  # type: ignore[no-any-return]
+
     @property
     def checks_per_step(self) -> int:
         return len(self._plan_checks) + len(self._done_checks)

@@ -90,3 +90,36 @@ def test_compiled_monitor_catches_each_rules_fault_under_its_id(compiled: Path) 
     caught = dict(line.split() for line in done.stdout.splitlines())
     assert caught == {rule: rule for rule in FAULTS}
     assert set(caught) == set(RULE_IDS)
+
+
+MODEL_CHECK = """
+import json
+from stallfree.proofs import controls
+from stallfree.proofs.explicit.bounds import Bounds
+from stallfree.proofs.explicit.modelcheck import check
+import stallfree.reference.scheduler, stallfree.spec.shadow
+bound = Bounds.parse("2,3,8,3,3,3")
+def found(rule):
+    result = check(controls.control_bound(rule), controls.fault(rule), controls.hidden_for(rule), compact=True)
+    return result.counterexample.rule if result.counterexample else None
+print(json.dumps({
+    "compiled": [m.__file__.endswith(".so") for m in (stallfree.reference.scheduler, stallfree.spec.shadow)],
+    "graph": [(r.states, r.transitions, r.depth, r.longest_steps, r.drain_bound, r.holds)
+              for r in (check(bound, compact=True), check(bound, workers=2))],
+    "faults": {rule: found(rule) for rule in ("FCFS", "KV", "TOKENS", "PROGRESS")},
+}))
+"""
+
+
+def test_compiled_model_check_explores_the_python_graph_and_catches_faults(compiled: Path) -> None:
+    """The model checker on the compiled core (copies made by the compiled classes' own
+    `__deepcopy__`, since a compiled class cannot be built field by field): the same graph in one
+    process and with two workers, and the same rule named on each fault, as on the Python core."""
+    import json
+
+    plain, fast = python(MODEL_CHECK), python(MODEL_CHECK, path=compiled)
+    assert plain.returncode == 0 and fast.returncode == 0, plain.stderr + fast.stderr
+    p, f = json.loads(plain.stdout), json.loads(fast.stdout)
+    assert p["compiled"] == [False, False] and f["compiled"] == [True, True]
+    assert f["graph"] == p["graph"] and p["graph"][0][-1] is True and p["graph"][0][0] > 500
+    assert f["faults"] == p["faults"] == {rule: rule for rule in ("FCFS", "KV", "TOKENS", "PROGRESS")}
