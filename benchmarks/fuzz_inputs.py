@@ -18,7 +18,6 @@ import contextlib
 import io
 import random
 import re
-import signal
 import statistics
 import sys
 import tempfile
@@ -30,6 +29,7 @@ from stallfree.conformance.trace.record import record_trace
 from stallfree.faults.catalog import FreeDecodes
 from stallfree.main import main
 from stallfree.reference import Scheduler
+from stallfree.spec.alarm import Alarm
 from stallfree.testing.generate import random_workload
 
 BOUNDARY = ("0", "-1", "1", "9223372036854775807", "9223372036854775808", "1e308", "1e999", "-0", "1.5",
@@ -152,15 +152,9 @@ MUTATIONS = (flip_byte, cut_span, insert_junk, truncate, line_edit, boundary_num
 def judge(argv: list[str], hang_seconds: float) -> tuple[str, str, float, str]:
     """(outcome, exit status or crash kind, seconds, what was printed) of main(argv), in this process."""
     out, err = io.StringIO(), io.StringIO()
-
-    def alarm(*_: object) -> None:
-        raise Hang
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, hang_seconds)
     started = time.perf_counter()
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with Alarm(hang_seconds, Hang), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             status = main(argv)
         outcome = str(status)
     except Hang:
@@ -169,9 +163,6 @@ def judge(argv: list[str], hang_seconds: float) -> tuple[str, str, float, str]:
         outcome = str(exit_.code)
     except BaseException as error:  # anything out of main is a crash of stallfree
         outcome = f"raised {type(error).__name__}"
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
     seconds = time.perf_counter() - started
     printed = out.getvalue() + err.getvalue()
     if outcome == "3" or outcome.startswith("raised") or "Traceback" in printed:

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import os
 import queue
-import signal
 import socket
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Any
+
+from stallfree.spec.alarm import Alarm
 
 from .executor import StepRecord
 from .group import Group
@@ -68,29 +67,13 @@ def timed_out(timeout_s: float) -> TimeoutError:
     return TimeoutError(f"the run took longer than {timeout_s:g} s; all ranks stopped")
 
 
-@contextmanager
-def alarm(timeout_s: float | None) -> Iterator[None]:
+def alarm(timeout_s: float | None) -> Alarm:
     """Raise TimeoutError in this (main) thread once `timeout_s` has passed; elsewhere, or without
     a limit, nothing (signals reach the main thread only). An alarm already pending (a test
     runner's) is left to fire first if it is due sooner, and re-armed with its remaining time after."""
-    outer = signal.getitimer(signal.ITIMER_REAL)[0] if timeout_s is not None else 0.0
-    if timeout_s is None or threading.current_thread() is not threading.main_thread() or 0 < outer <= timeout_s:
-        yield
-        return
-
-    def expire(signum: int, frame: Any) -> None:
-        raise timed_out(timeout_s)
-
-    start = time.monotonic()
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, timeout_s)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        if outer > 0:
-            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 1e-3))
+    if timeout_s is None:
+        return Alarm(None, TimeoutError)
+    return Alarm(timeout_s, lambda: timed_out(timeout_s), outer_first=True)
 
 
 def run_local(spec: RunSpec, model: Transformer | None = None, threads: int | None = 1,

@@ -6,11 +6,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import signal
 import sys
 import tempfile
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -29,6 +26,7 @@ from stallfree.spec import (
     Unsupported,
     Workload,
 )
+from stallfree.spec.alarm import Alarm
 from stallfree.spec.contract import Contract
 from stallfree.spec.contracts import by_name
 from stallfree.spec.facts import stops
@@ -236,13 +234,13 @@ def trace(
     print(header(cfg.token_budget, with_ms=price is not None))
 
     def on_offer(offer: Offer) -> None:
-        watchdog.rearm()
+        alarm.rearm()
         if writer is not None:
             a = offer.arrival
             writer.offered(a.rid, a.prompt_len, a.max_new, offer.accepted, a.priority)
 
     def on_cancel(c: Cancel, accepted: bool, pending: bool) -> None:
-        watchdog.rearm()
+        alarm.rearm()
         when = "while its plan ran" if pending else "before it"
         print(f"{'':>5}  cancel({c.rid}) at step {c.step}, {when}: {'accepted' if accepted else 'refused'}")
         if writer is not None and accepted:
@@ -251,7 +249,7 @@ def trace(
     budgets = [cfg.token_budget]  # the budget in force at the last step written
 
     def on_step(view: StepView, facts: StepFacts) -> None:
-        watchdog.rearm()
+        alarm.rearm()
         steps_done[0] = facts.step + 1
         budget = view.budget  # set_budget() may have changed it before this step
         if facts.stopped:
@@ -263,9 +261,9 @@ def trace(
         budgets.append(budget)
 
     steps_done = [0]  # steps judged, for a run stopped by the watchdog
-    watchdog = Watchdog(args.timeout)
+    alarm = watchdog(args.timeout)
     try:
-        with watchdog:
+        with alarm:
             done = explain(workload, factory, args.rules, args.scheduler, print, price,
                            getattr(args, "keep_going", False), on_step, on_offer, keep=wants_views(args),
                            contract=contract, on_cancel=on_cancel)
@@ -336,38 +334,8 @@ class Hung(BaseException):
     handler for the scheduler's own errors (which are Exceptions) takes it for one of them."""
 
 
-class Watchdog:
+def watchdog(seconds: float) -> Alarm:
     """SIGALRM after `seconds` without a step or an add: a scheduler stuck in Python code (a loop, a
-    sleep) is stopped there and reported as TIMEOUT, not waited for. Rearmed by each step and add."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.previous: Any = None
-        self.started = 0.0
-        self.outer = 0.0
-        self.armed = False
-
-    def _fire(self, *_: object) -> None:
-        raise Hung(f"no step finished within {self.seconds:g} s (--timeout)")
-
-    def rearm(self) -> None:
-        if self.armed:
-            signal.setitimer(signal.ITIMER_REAL, self.seconds)
-
-    def __enter__(self) -> Watchdog:
-        # Signals reach the main thread only: called from another thread, trace runs without a watchdog.
-        self.armed = threading.current_thread() is threading.main_thread()
-        if not self.armed:
-            return self
-        self.previous = signal.signal(signal.SIGALRM, self._fire)
-        self.started = time.monotonic()
-        self.outer = signal.setitimer(signal.ITIMER_REAL, self.seconds)[0]  # a caller's own alarm, if any
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        if not self.armed:
-            return
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, self.previous)
-        if self.outer:  # give the caller's alarm back, less the time spent here
-            signal.setitimer(signal.ITIMER_REAL, max(self.outer - (time.monotonic() - self.started), 0.001))
+    sleep) is stopped there and reported as TIMEOUT, not waited for. Rearmed by each step and add;
+    called from another thread than the main one, trace runs without a watchdog."""
+    return Alarm(seconds, lambda: Hung(f"no step finished within {seconds:g} s (--timeout)"))

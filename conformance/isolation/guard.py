@@ -1,20 +1,20 @@
 """The scheduler under test, behind a guard: every call has a timeout, every exception is recorded
 with the call that raised it, and whatever a call returns is read under the same timeout.
 
-Runs in the worker process's main thread: the timeout is SIGALRM (setitimer), which stops Python
+Runs in the worker process's main thread: the timeout is an `Alarm` (SIGALRM), which stops Python
 code, including a busy loop. Code stuck in C without releasing the interpreter is stopped from outside,
 by the parent's per-run watchdog (see `worker`).
 """
 
 from __future__ import annotations
 
-import signal
 import traceback
 from collections.abc import Callable
 from itertools import islice
 from typing import Any
 
 from stallfree.spec import PROTOCOL, Config, RuleViolation, supports
+from stallfree.spec.alarm import Alarm
 
 MAX_ENTRIES = 1_000_000  # a plan or an emitted list longer than this is junk, not a step
 PROTOCOL_METHODS = ("add", "schedule", "complete")
@@ -29,14 +29,6 @@ class CallTimeout(BaseException):
     target does not swallow it."""
 
 
-def on_alarm(signum: int, frame: object) -> None:
-    raise CallTimeout
-
-
-def install_alarm() -> None:
-    signal.signal(signal.SIGALRM, on_alarm)
-
-
 def target_traceback(error: BaseException) -> str:
     """The traceback from the target's frames on (the guard's own frame left out)."""
     tb = error.__traceback__
@@ -46,10 +38,11 @@ def target_traceback(error: BaseException) -> str:
 
 
 class Guard:
-    """Speaks the plain protocol to the monitor on behalf of the target."""
+    """Speaks the plain protocol to the monitor on behalf of the target. Each call is timed by `alarm`
+    (its countdown rearmed at the call and stopped after it), which the caller holds over the run."""
 
-    def __init__(self, timeout: float) -> None:
-        self.timeout = timeout
+    def __init__(self, alarm: Alarm) -> None:
+        self.alarm = alarm
         self.call = ""  # the call in progress, or the last one made
         self.error: BaseException | None = None  # the last exception that came out of the target
         self.target: Any = None
@@ -74,7 +67,7 @@ class Guard:
 
     def _call(self, label: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         self.call = label
-        signal.setitimer(signal.ITIMER_REAL, self.timeout)
+        self.alarm.rearm()
         try:
             return fn(*args, **kwargs)
         except CallTimeout:
@@ -83,7 +76,7 @@ class Guard:
             self.error = error
             raise
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            self.alarm.stop()
 
     # -- the plain protocol, guarded --------------------------------------------------------------------
 

@@ -17,12 +17,13 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from stallfree.spec import PROTOCOL, Config, Player, RuleViolation, Workload, supports
+from stallfree.spec.alarm import Alarm
 from stallfree.spec.contract import Contract
 from stallfree.spec.contracts import by_name
 from stallfree.spec.designs import MONITORS, PAGED, RESERVATION
 from stallfree.spec.loader import TargetError, load_target
 
-from .guard import CallTimeout, Guard, JunkReturn, install_alarm, target_traceback
+from .guard import CallTimeout, Guard, JunkReturn, target_traceback
 from .outcome import CRASH, KIT_ERROR, REFUSED, TIMEOUT, Outcome
 from .paged_guard import PagedGuard
 
@@ -40,14 +41,17 @@ def run_one(
     guards: list[Guard] = []
     known = [r for r in known or () if r not in rules]
 
+    alarm = Alarm(timeout, CallTimeout, counting=False)  # held over the run; counts during each call
+
     def make(**config: int) -> Guard:
-        guard = (PagedGuard if design == PAGED else Guard)(timeout)
+        guard = (PagedGuard if design == PAGED else Guard)(alarm)
         guards.append(guard)
         return guard.start(factory, Config(**config))
 
     player = Player(workload, make, [*rules, *(known or [])], contract=contract, monitor=MONITORS[design])
     try:
-        counts = player.play()
+        with alarm:
+            counts = player.play()
         return Outcome(steps=counts.steps, adds=counts.adds, stopped_at_bound=counts.stopped_at_bound is not None,
                        free_kv_shown=guards[-1].free_kv_shown)
     except BaseException as error:  # the target may raise anything, KeyboardInterrupt and SystemExit too
@@ -135,7 +139,6 @@ def main() -> None:
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     os.dup2(2, 1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    install_alarm()
     faulthandler.register(DUMP_SIGNAL, file=sys.stderr, all_threads=True)
     serve(requests, out)
 

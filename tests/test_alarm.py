@@ -1,0 +1,186 @@
+"""The one in-process timer (stallfree.spec.alarm): it fires, it stops firing at exit, and it gives the
+previous handler and timer back, nested or not, raised out of or not. Each test sleeps well under a
+second; the timer the test runner keeps (pytest-timeout) is put back after each."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import nullcontext
+from types import FrameType
+
+import pytest
+
+from stallfree.spec.alarm import Alarm
+
+SHORT = 0.05  # an alarm meant to fire inside the test
+LONG = 10.0  # an alarm meant never to fire inside the test
+
+
+class Expired(BaseException):
+    pass
+
+
+class Inner(BaseException):
+    pass
+
+
+class Bell:
+    """A SIGALRM handler that counts its rings and raises nothing: a caller's own alarm."""
+
+    def __init__(self) -> None:
+        self.rings = 0
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.rings += 1
+
+
+@pytest.fixture(autouse=True)
+def bell() -> Iterator[Bell]:
+    """The caller's handler, in place of the test runner's, with no timer pending."""
+    runner_handler = signal.getsignal(signal.SIGALRM)
+    runner_timer = signal.setitimer(signal.ITIMER_REAL, 0)[0]
+    caller = Bell()
+    signal.signal(signal.SIGALRM, caller)
+    yield caller
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, runner_handler)
+    if runner_timer > 0:
+        signal.setitimer(signal.ITIMER_REAL, runner_timer)
+
+
+def pending() -> float:
+    return signal.getitimer(signal.ITIMER_REAL)[0]
+
+
+def test_expiry_raises_the_given_error_where_the_block_is() -> None:
+    started = time.monotonic()
+    with pytest.raises(Expired), Alarm(SHORT, Expired):
+        time.sleep(5)
+    assert time.monotonic() - started < 2
+
+
+def test_nothing_fires_after_exit(bell: Bell) -> None:
+    with Alarm(SHORT, Expired):
+        pass
+    assert pending() == 0
+    time.sleep(3 * SHORT)  # an Expired here fails the test
+    assert bell.rings == 0
+
+
+@pytest.mark.parametrize("how", ["returns", "expires", "Ctrl-C"])
+def test_the_previous_handler_and_timer_are_given_back(bell: Bell, how: str) -> None:
+    signal.setitimer(signal.ITIMER_REAL, LONG)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    raised = pytest.raises(Expired if how == "expires" else KeyboardInterrupt) if how != "returns" else nullcontext()
+    with raised, Alarm(0.3 if how == "expires" else LONG, Expired):
+        assert signal.getsignal(signal.SIGALRM) is not bell
+        time.sleep(0.2)
+        if how == "Ctrl-C":
+            os.kill(os.getpid(), signal.SIGINT)
+        if how != "returns":
+            time.sleep(5)
+    assert signal.getsignal(signal.SIGALRM) is bell
+    assert LONG - 1.5 < pending() < LONG - 0.15  # the caller's, less the time spent inside
+
+
+def test_an_outer_alarm_due_inside_fires_just_after_exit(bell: Bell) -> None:
+    signal.setitimer(signal.ITIMER_REAL, SHORT)
+    with Alarm(LONG, Expired):
+        time.sleep(3 * SHORT)
+        assert bell.rings == 0  # the alarm took the caller's place
+    time.sleep(0.1)
+    assert bell.rings == 1
+
+
+def test_nested_alarms_each_fire_their_own_and_give_the_outer_back() -> None:
+    started = time.monotonic()
+    with pytest.raises(Expired), Alarm(0.5, Expired):
+        with pytest.raises(Inner), Alarm(SHORT, Inner):
+            time.sleep(5)
+        assert 0 < pending() < 0.5  # the outer's countdown, less the time spent inside
+        time.sleep(5)
+    assert time.monotonic() - started < 3
+    with pytest.raises(Expired), Alarm(0.3, Expired):
+        with Alarm(LONG, Inner):
+            pass
+        time.sleep(5)  # the outer's countdown goes on after the inner's exit
+
+
+def test_rearm_starts_the_countdown_again() -> None:
+    with Alarm(1.0, Expired) as alarm:
+        time.sleep(0.3)
+        assert pending() < 0.8
+        alarm.rearm()
+        assert pending() > 0.9
+        with pytest.raises(Expired):
+            time.sleep(5)
+
+
+def test_not_counting_holds_the_handler_and_times_only_from_rearm_to_stop(bell: Bell) -> None:
+    with Alarm(SHORT, Expired, counting=False) as alarm:
+        assert signal.getsignal(signal.SIGALRM) is not bell
+        time.sleep(3 * SHORT)  # not counting yet
+        alarm.rearm()
+        alarm.stop()
+        time.sleep(3 * SHORT)  # stopped
+        alarm.rearm()
+        with pytest.raises(Expired):
+            time.sleep(5)
+    assert signal.getsignal(signal.SIGALRM) is bell
+
+
+def test_not_counting_holds_back_a_callers_alarm_too(bell: Bell) -> None:
+    signal.setitimer(signal.ITIMER_REAL, SHORT)
+    with Alarm(LONG, Expired, counting=False):
+        time.sleep(3 * SHORT)  # neither the caller's handler nor this alarm's may fire here
+    time.sleep(0.1)
+    assert bell.rings == 1
+
+
+def test_outer_first_leaves_a_sooner_caller_alarm_to_fire(bell: Bell) -> None:
+    signal.setitimer(signal.ITIMER_REAL, SHORT)
+    with Alarm(LONG, Expired, outer_first=True) as alarm:
+        time.sleep(0.2)
+        assert bell.rings == 1  # the caller's fired where it was due, inside
+        alarm.rearm()  # not armed: nothing to rearm
+    assert signal.getsignal(signal.SIGALRM) is bell and pending() == 0
+
+
+def test_outer_first_arms_when_the_caller_alarm_is_later(bell: Bell) -> None:
+    signal.setitimer(signal.ITIMER_REAL, LONG)
+    with pytest.raises(Expired), Alarm(SHORT, Expired, outer_first=True):
+        time.sleep(5)
+    assert signal.getsignal(signal.SIGALRM) is bell and pending() > LONG - 1.5
+
+
+def test_no_limit_touches_nothing(bell: Bell) -> None:
+    signal.setitimer(signal.ITIMER_REAL, LONG)
+    with Alarm(None, Expired) as alarm:
+        assert signal.getsignal(signal.SIGALRM) is bell
+        alarm.rearm()
+        assert LONG - 1.5 < pending() < LONG
+    assert signal.getsignal(signal.SIGALRM) is bell and not alarm.armed
+
+
+def test_outside_the_main_thread_it_does_nothing(bell: Bell) -> None:
+    seen: list[object] = []
+
+    def run() -> None:
+        try:
+            with Alarm(SHORT, Expired) as alarm:
+                seen.append(alarm.armed)
+                time.sleep(3 * SHORT)
+            seen.append("done")
+        except BaseException as error:  # anything here fails the test below
+            seen.append(error)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(5)
+    assert seen == [False, "done"]
+    assert signal.getsignal(signal.SIGALRM) is bell and pending() == 0
+
