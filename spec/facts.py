@@ -117,16 +117,27 @@ def protocol(step: int, message: str, rule: str = PROTOCOL) -> RuleViolation:
     return RuleViolation(rule, step, message)
 
 
-def plan_entries(step: int, plan: object) -> list:  # type: ignore[type-arg]
-    """The entries of the plan schedule() returned at `step` (a list as it is, else read through
-    `bounded`). Raises a PROTOCOL violation if it is no iterable or holds over MAX_ENTRIES entries."""
+def returned(step: int, value: object, call: str, expected: str, items: str) -> list:  # type: ignore[type-arg]
+    """What `call` ("schedule()", "complete()") returned at `step`, as a list (a list as it is, else
+    read through `bounded`). Raises a PROTOCOL violation if it is no iterable (not `expected`) or holds
+    over MAX_ENTRIES `items`."""
     try:
-        items = plan if type(plan) is list else bounded(plan)
+        found = value if type(value) is list else bounded(value)
     except TypeError:
-        raise protocol(step, f"schedule() returned {type(plan).__name__} {plan!r:.80}, not a sequence") from None
-    if len(items) > MAX_ENTRIES:
-        raise protocol(step, f"schedule() returned more than {MAX_ENTRIES:,} entries (an endless iterable?)")
-    return items
+        raise protocol(step, f"{call} returned {type(value).__name__} {value!r:.80}, not {expected}") from None
+    if len(found) > MAX_ENTRIES:
+        raise protocol(step, f"{call} returned more than {MAX_ENTRIES:,} {items} (an endless iterable?)")
+    return found
+
+
+def plan_entries(step: int, plan: object) -> list:  # type: ignore[type-arg]
+    """The entries of the plan schedule() returned at `step`; see `returned`."""
+    return returned(step, plan, "schedule()", "a sequence", "entries")
+
+
+def emitted_rids(step: int, emitted: object) -> list[int]:
+    """The rids complete() returned at `step` as emitting a token; see `returned`."""
+    return returned(step, emitted, "complete()", "an iterable of rids", "rids")
 
 
 def observe(shadow: Shadow, plan: object) -> StepFacts:
@@ -184,13 +195,7 @@ def observe(shadow: Shadow, plan: object) -> StepFacts:
 def observe_emitted(shadow: Shadow, facts: StepFacts, emitted: object, free_kv: object) -> None:
     """Add what complete() reported to `facts`: the emitted rids, and the scheduler's free KV if it
     shows one. Raises a PROTOCOL violation if `emitted` is not an iterable of known rids."""
-    try:
-        rids: list[int] = emitted if type(emitted) is list else bounded(emitted)
-    except TypeError:
-        kind = type(emitted).__name__
-        raise protocol(facts.step, f"complete() returned {kind} {emitted!r:.80}, not an iterable of rids") from None
-    if len(rids) > MAX_ENTRIES:
-        raise protocol(facts.step, f"complete() returned more than {MAX_ENTRIES:,} rids (an endless iterable?)")
+    rids = emitted_rids(facts.step, emitted)
     facts.emitted = rids
     emitted_set = facts.emitted_set = set()
     facts.reported_free_kv = free_kv if type(free_kv) is int else None

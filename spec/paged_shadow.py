@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from .facts import MAX_ENTRIES, Chunk, bounded, plan_entries, protocol
+from .facts import MAX_ENTRIES, Chunk, bounded, emitted_rids, plan_entries, protocol
 from .shadow import Ending, Lines, Reason, start_running
 from .types import Config, Request
 
@@ -250,13 +250,7 @@ def observe(shadow: PagedShadow, plan: object, facts: PagedFacts) -> None:
 def observe_emitted(shadow: PagedShadow, facts: PagedFacts, emitted: object, stopped: list[int],
                     free_blocks: object) -> None:
     """Add what complete() reported: the emitted rids, the stops the caller gave, the free blocks shown."""
-    try:
-        rids: list[int] = bounded(emitted)
-    except TypeError:
-        kind = type(emitted).__name__
-        raise protocol(facts.step, f"complete() returned {kind} {emitted!r:.80}, not an iterable of rids") from None
-    if len(rids) > MAX_ENTRIES:
-        raise protocol(facts.step, f"complete() returned more than {MAX_ENTRIES:,} rids (an endless iterable?)")
+    rids = emitted_rids(facts.step, emitted)
     facts.emitted = rids
     facts.reported_free_blocks = free_blocks if type(free_blocks) is int else None
     for rid in rids:
