@@ -13,14 +13,12 @@ oracle's: the design's reversal condition, measured.
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 from typing import Any
 
-from stallfree.costs import Deployment, gpu, model
-from stallfree.sim.sweep import CAPS, Setup, cap_points, run_points
+import simbench
 
-MAX_SEQS = 256
+from stallfree.sim.sweep import CAPS, cap_points, run_points
+
 TRACES = ("conv", "code")
 THRESHOLDS = (0.95, 0.90)
 
@@ -62,28 +60,24 @@ def reversal(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=2)
+def options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", type=int, default=2048)
     parser.add_argument("--rate-scale", type=float, default=32.0)
     parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--plot", type=Path, default=None, help="folder for max-new-cap.png")
-    parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--replot", type=Path, default=None, help="skip the runs: report and plot a saved --json")
-    args = parser.parse_args()
-    if args.replot is not None:
-        rows = json.loads(args.replot.read_text())
-    else:
-        setup = Setup(Deployment(model("llama-3.3-70b"), gpu("h100-sxm"), 4, "fp8"), "full", MAX_SEQS)
+
+
+def main() -> None:
+    args = simbench.parser(__doc__, options, "max-new-cap.png", "report and plot").parse_args()
+
+    def run() -> list[dict[str, Any]]:
         points = cap_points(TRACES, (None, *CAPS), args.budget, args.rate_scale, args.limit)
-        summaries = run_points(setup, points, args.jobs)
+        summaries = run_points(simbench.setup(), points, args.jobs)
         print(summaries[0].cost)
-        rows = [s.to_json() for s in summaries]
+        return [s.to_json() for s in summaries]
+
+    rows = simbench.rows(args, run)
     for line in [*table(rows), "", *reversal(rows)]:
         print(line)
-    if args.json is not None:
-        args.json.write_text(json.dumps(rows, indent=1))
     if args.plot is not None:
         from stallfree.sim.plots import plot_caps
 

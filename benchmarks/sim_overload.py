@@ -9,39 +9,33 @@ steps; under the reference the worst gap between a stream's tokens stays one ste
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
+from typing import Any
 
-from stallfree.costs import Deployment, gpu, model
+import simbench
+
 from stallfree.sim.policies import COMPARED
-from stallfree.sim.sweep import RATE_SCALES, TABLE_HEADER, Setup, rate_points, run_points, table_row
-
-MAX_SEQS = 256
+from stallfree.sim.sweep import RATE_SCALES, TABLE_HEADER, rate_points, run_points, table_row
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=2)
+def options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", default="conv")
     parser.add_argument("--budget", type=int, default=2048)
     parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--plot", type=Path, default=None, help="folder for overload-<trace>.png")
-    parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--replot", type=Path, default=None, help="skip the runs: plot a saved --json")
-    args = parser.parse_args()
-    if args.replot is not None:
-        rows = json.loads(args.replot.read_text())
-    else:
-        setup = Setup(Deployment(model("llama-3.3-70b"), gpu("h100-sxm"), 4, "fp8"), "full", MAX_SEQS)
+
+
+def main() -> None:
+    args = simbench.parser(__doc__, options, "overload-<trace>.png", "plot").parse_args()
+
+    def run() -> list[dict[str, Any]]:
         points = rate_points(args.trace, COMPARED, args.budget, RATE_SCALES, args.limit)
-        summaries = run_points(setup, points, args.jobs)
+        summaries = run_points(simbench.setup(), points, args.jobs)
         print(summaries[0].cost)
         print(TABLE_HEADER)
         for point, s in zip(points, summaries, strict=True):
             print(table_row(s, point.rate_scale))
-        rows = [s.to_json() for s in summaries]
-    if args.json is not None:
-        args.json.write_text(json.dumps(rows, indent=1))
+        return [s.to_json() for s in summaries]
+
+    rows = simbench.rows(args, run)
     if args.plot is not None:
         from stallfree.sim.plots import plot_rates
 

@@ -11,38 +11,34 @@ About 10 minutes on 2 cores for the full traces.
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
+from typing import Any
 
-from stallfree.costs import Deployment, gpu, model
+import simbench
+
 from stallfree.sim.policies import COMPARED
-from stallfree.sim.sweep import BUDGETS, TABLE_HEADER, Setup, budget_points, run_points, table_row
+from stallfree.sim.sweep import BUDGETS, TABLE_HEADER, budget_points, run_points, table_row
 
 TRACES = ("conv", "code")
-MAX_SEQS = 256
+
+
+def options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--limit", type=int, default=None, help="only the first N requests of each trace")
+    parser.add_argument("--mode", default="full", choices=("floor", "full"))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--limit", type=int, default=None, help="only the first N requests of each trace")
-    parser.add_argument("--mode", default="full", choices=("floor", "full"))
-    parser.add_argument("--plot", type=Path, default=None, help="folder for budget-<trace>.png")
-    parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--replot", type=Path, default=None, help="skip the runs: plot a saved --json")
-    args = parser.parse_args()
-    if args.replot is not None:
-        rows = json.loads(args.replot.read_text())
-    else:
-        setup = Setup(Deployment(model("llama-3.3-70b"), gpu("h100-sxm"), 4, "fp8"), args.mode, MAX_SEQS)
-        summaries = run_points(setup, budget_points(TRACES, COMPARED, BUDGETS, args.limit), args.jobs)
+    args = simbench.parser(__doc__, options, "budget-<trace>.png", "plot").parse_args()
+
+    def run() -> list[dict[str, Any]]:
+        summaries = run_points(simbench.setup(args.mode), budget_points(TRACES, COMPARED, BUDGETS, args.limit),
+                               args.jobs)
         print(summaries[0].cost)
         print(TABLE_HEADER)
         for s in summaries:
             print(table_row(s))
-        rows = [s.to_json() for s in summaries]
-    if args.json is not None:
-        args.json.write_text(json.dumps(rows, indent=1))
+        return [s.to_json() for s in summaries]
+
+    rows = simbench.rows(args, run)
     if args.plot is not None:
         from stallfree.sim.plots import plot_budgets
 

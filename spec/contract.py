@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .monitor import Monitor
-from .rules import RULES, Rule
+from .rules import RULES, Rule, select_from
 from .types import Config
 
 
@@ -38,14 +38,7 @@ class Contract:
 
     def select(self, ids: Iterable[str] | None = None) -> tuple[Rule, ...]:
         """The rules named in `ids` (all when None), in registry order; unknown IDs raise naming them."""
-        if ids is None:
-            return self.rules
-        wanted = [ids] if isinstance(ids, str) else list(ids)
-        unknown = [i for i in wanted if i not in self.ids]
-        if unknown:
-            names = ", ".join(self.ids)
-            raise ValueError(f"unknown rule ID(s) {unknown} in contract {self.name}; its rules are {names}")
-        return tuple(r for r in self.rules if r.id in wanted)
+        return select_from(self.rules, ids, f"{self.name} rule")
 
     def watch(self, scheduler: Any, config: Config, rules: Iterable[str] | None = None) -> Monitor:
         """A monitor of `scheduler` checking `rules` (all when None) of this contract."""

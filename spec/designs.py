@@ -14,7 +14,7 @@ from typing import Any
 from .monitor import Monitor
 from .paged_monitor import PagedMonitor
 from .paged_rules import PAGED_RULES
-from .rules import RULES, Rule
+from .rules import RULES, Rule, select_from
 
 RESERVATION = "reservation"
 PAGED = "paged"
@@ -40,3 +40,11 @@ def statement(rule_id: str, design: str | None = None) -> str | None:
             if rule.id == rule_id:
                 return rule.statement
     return None
+
+
+def rules_of(design: str, ids: object = None) -> tuple[Rule, ...]:
+    """The rules of `design`'s registry named in `ids` (all when None), in registry order. Raises
+    ValueError naming an unknown design, or the IDs `design`'s registry lacks."""
+    if design not in REGISTRIES:
+        raise ValueError(f"design {design!r} is unknown; the designs are {', '.join(REGISTRIES)}")
+    return select_from(REGISTRIES[design], ids, "rule" if design == RESERVATION else f"{design} rule")

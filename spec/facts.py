@@ -112,8 +112,32 @@ def bounded(items: object) -> list:  # type: ignore[type-arg]
     return list(islice(items, MAX_ENTRIES + 1))  # type: ignore[call-overload]
 
 
-def _protocol(step: int, message: str, rule: str = PROTOCOL) -> RuleViolation:
+def protocol(step: int, message: str, rule: str = PROTOCOL) -> RuleViolation:
+    """A violation of `rule` (PROTOCOL unless told) at `step`: what every design's observer raises."""
     return RuleViolation(rule, step, message)
+
+
+def returned(step: int, value: object, call: str, expected: str, items: str) -> list:  # type: ignore[type-arg]
+    """What `call` ("schedule()", "complete()") returned at `step`, as a list (a list as it is, else
+    read through `bounded`). Raises a PROTOCOL violation if it is no iterable (not `expected`) or holds
+    over MAX_ENTRIES `items`."""
+    try:
+        found = value if type(value) is list else bounded(value)
+    except TypeError:
+        raise protocol(step, f"{call} returned {type(value).__name__} {value!r:.80}, not {expected}") from None
+    if len(found) > MAX_ENTRIES:
+        raise protocol(step, f"{call} returned more than {MAX_ENTRIES:,} {items} (an endless iterable?)")
+    return found
+
+
+def plan_entries(step: int, plan: object) -> list:  # type: ignore[type-arg]
+    """The entries of the plan schedule() returned at `step`; see `returned`."""
+    return returned(step, plan, "schedule()", "a sequence", "entries")
+
+
+def emitted_rids(step: int, emitted: object) -> list[int]:
+    """The rids complete() returned at `step` as emitting a token; see `returned`."""
+    return returned(step, emitted, "complete()", "an iterable of rids", "rids")
 
 
 def observe(shadow: Shadow, plan: object) -> StepFacts:
@@ -121,12 +145,7 @@ def observe(shadow: Shadow, plan: object) -> StepFacts:
     before the step). Raises a PROTOCOL violation if the plan is not a sequence of (rid, n) ints
     naming known requests."""
     step = shadow.step
-    try:
-        items = plan if type(plan) is list else bounded(plan)
-    except TypeError:
-        raise _protocol(step, f"schedule() returned {type(plan).__name__} {plan!r:.80}, not a sequence") from None
-    if len(items) > MAX_ENTRIES:
-        raise _protocol(step, f"schedule() returned more than {MAX_ENTRIES:,} entries (an endless iterable?)")
+    items = plan_entries(step, plan)
     facts = StepFacts(step)
     pairs, seen = facts.plan, facts.planned
     running, tracks = shadow.running, shadow.tracks
@@ -135,9 +154,9 @@ def observe(shadow: Shadow, plan: object) -> StepFacts:
         try:
             rid, n = entry
         except (TypeError, ValueError):
-            raise _protocol(step, f"plan entry {i} is {entry!r:.80}, which does not unpack as (rid, n)") from None
+            raise protocol(step, f"plan entry {i} is {entry!r:.80}, which does not unpack as (rid, n)") from None
         if not (type(rid) is int and type(n) is int) and not (_is_int(rid) and _is_int(n)):
-            raise _protocol(step, f"plan entry {i} is ({rid!r:.40}, {n!r:.40}): rid and n must be ints")
+            raise protocol(step, f"plan entry {i} is ({rid!r:.40}, {n!r:.40}): rid and n must be ints")
         pairs.append((rid, n))
         num_tokens += n
         if n < 1 and facts.first_bad_n is None:
@@ -163,8 +182,8 @@ def observe(shadow: Shadow, plan: object) -> StepFacts:
                 facts.ended_planned.append((rid, ending))
                 continue
             if rid in shadow.rejected:
-                raise _protocol(step, f"rid {rid} was refused by add() yet is planned", rule="NEVER-FIT")
-            raise _protocol(step, f"plan names rid {rid}, which was never added")
+                raise protocol(step, f"rid {rid} was refused by add() yet is planned", rule="NEVER-FIT")
+            raise protocol(step, f"plan names rid {rid}, which was never added")
         chunk = Chunk(track, n, 0)
         facts.admitted.append(chunk)
         facts.prefills.append(chunk)
@@ -176,20 +195,14 @@ def observe(shadow: Shadow, plan: object) -> StepFacts:
 def observe_emitted(shadow: Shadow, facts: StepFacts, emitted: object, free_kv: object) -> None:
     """Add what complete() reported to `facts`: the emitted rids, and the scheduler's free KV if it
     shows one. Raises a PROTOCOL violation if `emitted` is not an iterable of known rids."""
-    try:
-        rids: list[int] = emitted if type(emitted) is list else bounded(emitted)
-    except TypeError:
-        kind = type(emitted).__name__
-        raise _protocol(facts.step, f"complete() returned {kind} {emitted!r:.80}, not an iterable of rids") from None
-    if len(rids) > MAX_ENTRIES:
-        raise _protocol(facts.step, f"complete() returned more than {MAX_ENTRIES:,} rids (an endless iterable?)")
+    rids = emitted_rids(facts.step, emitted)
     facts.emitted = rids
     emitted_set = facts.emitted_set = set()
     facts.reported_free_kv = free_kv if type(free_kv) is int else None
     tracks, planned = shadow.tracks, facts.planned
     for rid in rids:
         if type(rid) is not int and not _is_int(rid):
-            raise _protocol(facts.step, f"complete() returned {rid!r:.40} among the emitted rids: rids are ints")
+            raise protocol(facts.step, f"complete() returned {rid!r:.40} among the emitted rids: rids are ints")
         if rid in emitted_set:
             continue
         emitted_set.add(rid)
@@ -199,7 +212,7 @@ def observe_emitted(shadow: Shadow, facts: StepFacts, emitted: object, free_kv: 
             if ending is not None:  # judged by TOKENS (finished, stopped) or CANCEL (cancelled)
                 facts.ended_emitted.append((rid, ending))
                 continue
-            raise _protocol(facts.step, f"complete() says rid {rid} emitted a token, but it was never added")
+            raise protocol(facts.step, f"complete() says rid {rid} emitted a token, but it was never added")
         if rid in planned and (track.num_emitted + 1 == track.request.max_new or rid in facts.stopped):
             facts.finished.append(track)
             facts.finished_reservation += track.request.reservation

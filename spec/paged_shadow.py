@@ -12,11 +12,9 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from .errors import RuleViolation
-from .facts import MAX_ENTRIES, Chunk, bounded
+from .facts import MAX_ENTRIES, Chunk, bounded, emitted_rids, plan_entries, protocol
 from .shadow import Ending, Lines, Reason, start_running
 from .types import Config, Request
-from .verdict import PROTOCOL
 
 
 def blocks_for(num_tokens: int, block_size: int) -> int:
@@ -182,24 +180,20 @@ class PagedFacts:
         self.reported_line: list[int] | None = None  # the rids it shows waiting, in its order
 
 
-def _protocol(step: int, message: str, rule: str = PROTOCOL) -> RuleViolation:
-    return RuleViolation(rule, step, message)
-
-
 def read_preempted(shadow: PagedShadow, plan: object) -> list[PagedTrack]:
     """The running tracks the plan says it preempted (its `preempted` rids), newest first as named."""
     rids = getattr(plan, "preempted", ())
     try:
         rids = bounded(rids)
     except TypeError:
-        raise _protocol(shadow.step, f"the plan's preempted is {rids!r:.80}, not a sequence of rids") from None
+        raise protocol(shadow.step, f"the plan's preempted is {rids!r:.80}, not a sequence of rids") from None
     if len(rids) > MAX_ENTRIES:
-        raise _protocol(shadow.step, f"the plan's preempted holds over {MAX_ENTRIES:,} rids (an endless iterable?)")
+        raise protocol(shadow.step, f"the plan's preempted holds over {MAX_ENTRIES:,} rids (an endless iterable?)")
     out = []
     for rid in rids:
         track = shadow.running.get(rid) if type(rid) is int else None
         if track is None or track in out:
-            raise _protocol(shadow.step, f"the plan says it preempted rid {rid!r}, which is not a running request "
+            raise protocol(shadow.step, f"the plan says it preempted rid {rid!r}, which is not a running request "
                             "(or is named twice)", rule="PREEMPT-ORDER")
         out.append(track)
     return out
@@ -208,21 +202,16 @@ def read_preempted(shadow: PagedShadow, plan: object) -> list[PagedTrack]:
 def observe(shadow: PagedShadow, plan: object, facts: PagedFacts) -> None:
     """Classify each plan entry against `shadow` (the state after this step's preemptions)."""
     step = shadow.step
-    try:
-        items = bounded(plan)
-    except TypeError:
-        raise _protocol(step, f"schedule() returned {type(plan).__name__} {plan!r:.80}, not a sequence") from None
-    if len(items) > MAX_ENTRIES:
-        raise _protocol(step, f"schedule() returned more than {MAX_ENTRIES:,} entries (an endless iterable?)")
+    items = plan_entries(step, plan)
     running, tracks = shadow.running, shadow.tracks
     num_tokens = 0
     for i, entry in enumerate(items):
         try:
             rid, n = entry
         except (TypeError, ValueError):
-            raise _protocol(step, f"plan entry {i} is {entry!r:.80}, which does not unpack as (rid, n)") from None
+            raise protocol(step, f"plan entry {i} is {entry!r:.80}, which does not unpack as (rid, n)") from None
         if type(rid) is not int or type(n) is not int:
-            raise _protocol(step, f"plan entry {i} is ({rid!r:.40}, {n!r:.40}): rid and n must be ints")
+            raise protocol(step, f"plan entry {i} is ({rid!r:.40}, {n!r:.40}): rid and n must be ints")
         facts.plan.append((rid, n))
         num_tokens += n
         if n < 1 and facts.first_bad_n is None:
@@ -245,13 +234,13 @@ def observe(shadow: PagedShadow, plan: object, facts: PagedFacts) -> None:
         if track is None:
             ending = shadow.ended.get(rid)
             if ending is not None and ending.reason is Reason.CANCEL:
-                raise _protocol(step, f"plan names rid {rid}, which was cancelled", rule="CANCEL")
+                raise protocol(step, f"plan names rid {rid}, which was cancelled", rule="CANCEL")
             if ending is not None:
-                raise _protocol(step, f"plan names rid {rid}, which ended at step {ending.step} "
+                raise protocol(step, f"plan names rid {rid}, which ended at step {ending.step} "
                                 "(all max_new tokens emitted, or stopped)", rule="TOKENS-KEPT")
             if rid in shadow.rejected:
-                raise _protocol(step, f"rid {rid} was refused by add() yet is planned", rule="NEVER-FIT")
-            raise _protocol(step, f"plan names rid {rid}, which was never added")
+                raise protocol(step, f"rid {rid} was refused by add() yet is planned", rule="NEVER-FIT")
+            raise protocol(step, f"plan names rid {rid}, which was never added")
         chunk = PagedChunk(track, n, 0)
         facts.admitted.append(chunk)
         (facts.recomputes if chunk.is_recompute else facts.prefills).append(chunk)
@@ -261,24 +250,18 @@ def observe(shadow: PagedShadow, plan: object, facts: PagedFacts) -> None:
 def observe_emitted(shadow: PagedShadow, facts: PagedFacts, emitted: object, stopped: list[int],
                     free_blocks: object) -> None:
     """Add what complete() reported: the emitted rids, the stops the caller gave, the free blocks shown."""
-    try:
-        rids: list[int] = bounded(emitted)
-    except TypeError:
-        kind = type(emitted).__name__
-        raise _protocol(facts.step, f"complete() returned {kind} {emitted!r:.80}, not an iterable of rids") from None
-    if len(rids) > MAX_ENTRIES:
-        raise _protocol(facts.step, f"complete() returned more than {MAX_ENTRIES:,} rids (an endless iterable?)")
+    rids = emitted_rids(facts.step, emitted)
     facts.emitted = rids
     facts.reported_free_blocks = free_blocks if type(free_blocks) is int else None
     for rid in rids:
         if type(rid) is not int:
-            raise _protocol(facts.step, f"complete() returned {rid!r:.40} among the emitted rids: rids are ints")
+            raise protocol(facts.step, f"complete() returned {rid!r:.40} among the emitted rids: rids are ints")
         if rid in facts.emitted_set:
             continue
         facts.emitted_set.add(rid)
         track = shadow.tracks.get(rid)
         if track is None:
-            raise _protocol(facts.step, f"complete() says rid {rid} emitted a token, but it is not a live request",
+            raise protocol(facts.step, f"complete() says rid {rid} emitted a token, but it is not a live request",
                             rule="TOKENS-KEPT")
         if rid in facts.planned and track.num_emitted + 1 == track.request.max_new:
             facts.finished.append(track)

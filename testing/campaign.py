@@ -20,11 +20,9 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
-from stallfree.spec import paged_rules
-from stallfree.spec.designs import MONITORS, PAGED, design_of
+from stallfree.spec.designs import MONITORS, design_of, rules_of
 from stallfree.spec.errors import RuleViolation
 from stallfree.spec.play import play
-from stallfree.spec.rules import select
 from stallfree.spec.verdict import CRASH, TIMEOUT
 from stallfree.spec.workload import Workload
 
@@ -95,7 +93,7 @@ class Campaign:
     @property
     def checks_per_step(self) -> int:
         """Rule predicates that judge each step (a rule may judge the plan and the step done)."""
-        chosen = paged_rules.select(self.rules) if design_of(self.factory) == PAGED else select(self.rules)
+        chosen = rules_of(design_of(self.factory), self.rules)
         return sum((r.plan_check is not None) + (r.done_check is not None) for r in chosen)
 
     def workload(self, sim: int) -> Workload:

@@ -8,14 +8,16 @@ import io
 import json
 import random
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from stallfree.conformance import check_workload
+from stallfree.conformance.trace.enginecheck import check_engine_trace
 from stallfree.conformance.trace.record import record_trace
 from stallfree.conformance.trace.synthetic import decoding_trace
 from stallfree.conformance.trace.tracecheck import check_trace
@@ -64,11 +66,12 @@ def test_trace_jsonl_round_trips_through_check_trace(tmp_path: Path, capsys: pyt
     assert "6 steps, with its end line" in out and all(f"{r:<16} holds (6 steps)" in out for r in RULE_IDS)
 
 
+@pytest.mark.parametrize("check", [check_trace, check_engine_trace], ids=["trace", "engine"])
 @pytest.mark.parametrize("seed", range(20))
-def test_reference_traces_hold_every_rule(seed: int) -> None:
+def test_reference_traces_hold_every_rule(seed: int, check: Callable[[list[bytes]], Any]) -> None:
     workload = random_workload(random.Random(seed), SMALL)
-    verdict = check_trace(trace_lines(workload))
-    assert verdict.ok and verdict.ended, verdict.violation
+    verdict = check(trace_lines(workload))
+    assert verdict.ok and verdict.ended, verdict
     assert verdict.steps == check_workload(workload, Scheduler).steps
 
 

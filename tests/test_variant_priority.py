@@ -8,6 +8,7 @@ import random
 from dataclasses import replace
 
 import pytest
+from violations import first_violation
 
 from stallfree.faults.priority import PRIORITY_FAULTS, NoAging
 from stallfree.spec import Arrival, Config, RuleViolation, Workload, play
@@ -32,17 +33,8 @@ STREAM = Workload(Config(8, 1, 256), (Arrival(0, 4, 8, 0, 0), Arrival(1, 4, 2, 0
                                       *(Arrival(2 + i, 4, 2, 1 + 2 * i, 3) for i in range(40))))
 
 
-def first_violation(factory: type, rules: list[str] | None = None) -> RuleViolation | None:
-    for workload in WORKLOADS:
-        try:
-            play(workload, factory, rules, contract=AGING4)
-        except RuleViolation as violation:
-            return violation
-    return None
-
-
 def test_aging_keeps_every_rule_of_its_contract() -> None:
-    assert first_violation(Aging4) is None
+    assert first_violation(WORKLOADS, Aging4, AGING4) is None
 
 
 def test_strict_priority_keeps_the_contract_without_aging() -> None:
@@ -54,7 +46,7 @@ def test_strict_priority_keeps_the_contract_without_aging() -> None:
 def test_priority_rule_catches_its_fault(rule: str) -> None:
     fault = PRIORITY_FAULTS[rule]
     factory = type(fault.__name__ + "4", (fault,), {"aging": 4}) if fault is not NoAging else fault
-    violation = first_violation(factory, [rule])
+    violation = first_violation(WORKLOADS, factory, AGING4, [rule])
     assert violation is not None and violation.rule == rule
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import random
 
 import pytest
+from violations import first_violation
 
 from stallfree.faults.budget import BUDGET_FAULTS
 from stallfree.spec import Arrival, Config, RuleViolation, Workload, play
 from stallfree.spec.budget_change import BUDGET_CONTRACT, ROTATION_CONTRACT
-from stallfree.spec.contract import Contract
 from stallfree.spec.workload import BudgetChange
 from stallfree.variants.rotating import Resizable, Rotating
 
@@ -34,24 +34,15 @@ def busy_workload(rng: random.Random) -> Workload:
 WORKLOADS = [busy_workload(random.Random(seed)) for seed in range(150)]
 
 
-def first_violation(factory: type, contract: Contract, rules: list[str] | None = None) -> RuleViolation | None:
-    for workload in WORKLOADS:
-        try:
-            play(workload, factory, rules, contract=contract)
-        except RuleViolation as violation:
-            return violation
-    return None
-
-
 DROP = Workload(Config(4, 4, 200), tuple(Arrival(i, 2, 12, 0) for i in range(4)), (BudgetChange(2, 1),))
 
 
 def test_rotating_keeps_the_rotation_contract() -> None:
-    assert first_violation(Rotating, ROTATION_CONTRACT) is None
+    assert first_violation(WORKLOADS, Rotating, ROTATION_CONTRACT) is None
 
 
 def test_resizable_keeps_the_budget_change_contract() -> None:
-    assert first_violation(Resizable, BUDGET_CONTRACT) is None
+    assert first_violation(WORKLOADS, Resizable, BUDGET_CONTRACT) is None
 
 
 def test_DECODE_FAIR_breaks_on_oldest_first_after_a_budget_drop() -> None:
@@ -86,7 +77,7 @@ def test_DECODE_FIRST_breaks_on_rotation_after_a_budget_drop() -> None:
 
 @pytest.mark.parametrize("rule", sorted(BUDGET_FAULTS))
 def test_budget_rule_catches_its_fault(rule: str) -> None:
-    violation = first_violation(BUDGET_FAULTS[rule], ROTATION_CONTRACT, [rule])
+    violation = first_violation(WORKLOADS, BUDGET_FAULTS[rule], ROTATION_CONTRACT, [rule])
     assert violation is not None and violation.rule == rule
 
 

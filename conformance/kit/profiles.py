@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from stallfree.spec import RULE_IDS, Kind, of_kind, paged_rules, select
+from stallfree.spec import RULE_IDS, Kind, of_kind
 from stallfree.spec.contract import Contract
 from stallfree.spec.contracts import by_name
-from stallfree.spec.designs import PAGED, RESERVATION
+from stallfree.spec.designs import REGISTRIES, RESERVATION, rules_of
 
 # Safety of every single step and of each request's tokens: what any chunked-prefill scheduler keeps,
 # whatever its policy, its admission or its memory accounting (the safety rules of no one design).
@@ -17,11 +17,12 @@ SAFETY = of_kind(Kind.SAFETY)
 PROFILES: dict[str, tuple[str, ...]] = {
     "safety": SAFETY,
     "full": RULE_IDS,
-    # The paged design's registry (docs/paged.md): its workloads stop and cancel requests where the target
-    # supports it, as the reservation design's do.
-    "paged": paged_rules.PAGED_RULE_IDS,
+    # Each other design's registry, under the design's name ("paged": docs/paged.md): its workloads stop
+    # and cancel requests where the target supports it, as the reservation design's do.
+    **{design: tuple(r.id for r in registry) for design, registry in REGISTRIES.items() if design != RESERVATION},
 }
-DESIGN_OF_PROFILE: dict[str, str] = {"paged": PAGED}  # the others judge the reservation design
+# The profiles a design other than the reservation's judges (by its own monitor): those named after it.
+DESIGN_OF_PROFILE: dict[str, str] = {design: design for design in REGISTRIES if design != RESERVATION}
 
 
 def design_of_profile(profile: str | None) -> str:
@@ -63,6 +64,4 @@ def checked_rules(rules: Iterable[str] | None = None, profile: str | None = None
             names = ", ".join((*PROFILES, *VARIANT_PROFILES))
             raise ValueError(f"profile {name!r} is unknown; the profiles are {names}")
         rules = PROFILES[name]
-        if design_of_profile(name) == PAGED:
-            return tuple(r.id for r in paged_rules.select(list(rules)))
-    return tuple(r.id for r in select(list(rules)))
+    return tuple(r.id for r in rules_of(design_of_profile(profile), list(rules)))
