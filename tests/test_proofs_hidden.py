@@ -9,6 +9,11 @@ from __future__ import annotations
 import pytest
 
 from stallfree.main import main
+from stallfree.proofs.explicit.bounds import Bounds
+from stallfree.proofs.explicit.modelcheck import HIDDEN, check
+from stallfree.reference import Scheduler
+from stallfree.spec import Config
+from stallfree.spec.types import Plan
 
 QUICK = ["--methods", "model", "--bound", "2,3,8,3,3,3", "--liveness-bound", "2,2,6,2,2,2"]
 
@@ -36,3 +41,37 @@ def test_prove_fault_catches_each_derived_invariant(invariant: str, capsys: pyte
     assert main(["prove", "--fault", invariant, "--methods", "model", "--liveness-bound", "2,2,6,2,2,2"]) == 1
     out = capsys.readouterr().out
     assert invariant in out and "BROKEN" in out
+
+
+class EveryOtherAdmits(Scheduler):
+    """Admits new requests only on every other schedule() call, by a counter the key leaves out:
+    two states with one key then step to different keys (it breaks WORK-CONSERVING, left unjudged)."""
+
+    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
+        super().__init__(token_budget, max_seqs, kv_tokens)
+        self.calls = 0
+
+    def schedule(self) -> Plan:
+        self.calls += 1
+        if self.calls % 2:
+            return super().schedule()
+        config = self.config
+        self.config = Config(config.token_budget, max(1, len(self.running)), config.kv_tokens)
+        try:
+            return super().schedule()
+        finally:
+            self.config = config
+
+
+JUDGED = ("TOKENS", "KV", "FCFS")  # not WORK-CONSERVING, which would name the skipped admission first
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_HIDDEN_STATE_a_revisited_key_that_steps_elsewhere_is_reported(workers: int) -> None:
+    bounds = Bounds.parse("2,3,8,3,3,3")
+    found = check(bounds, EveryOtherAdmits, rules=JUDGED, compact=True, workers=workers).counterexample
+    assert found is not None and found.rule == HIDDEN, found
+    assert "step differently" in found.message and "declare it as hidden state" in found.message
+    declared = check(bounds, EveryOtherAdmits, hidden=lambda s: s.calls % 2, rules=JUDGED, compact=True,
+                     workers=workers)
+    assert declared.holds, declared.counterexample
