@@ -323,6 +323,25 @@ def check(
     return _run(explorer, workers, max_states, on_progress)
 
 
+@dataclass(frozen=True, slots=True)
+class Explored:
+    """A finished check with the state graph it built, for those who draw or inspect the graph."""
+
+    result: CheckResult
+    graph: Graph
+    actions: tuple[Action, ...]  # the graph's action indexes, spelled out
+    keys: list[Hashable]  # each state's key, by state number
+
+
+def explore(bounds: Bounds, factory: Callable[..., Any] = Scheduler, hidden: Hidden | None = None,
+            design: Design | None = None) -> Explored:
+    """`check` in one process, keeping every state's whole key and the graph (no fingerprints, no
+    workers: a small bound's graph, to draw or to compare)."""
+    explorer = _Explorer(bounds, factory, hidden, design=design)
+    result = _run(explorer, 1, None, None)
+    return Explored(result, explorer.graph, explorer.actions, explorer.keys)
+
+
 def _run(explorer: _Explorer, workers: int, max_states: int | None, on_progress: Progress | None) -> CheckResult:
     """The search (in `workers` processes), then liveness once every state is known."""
     start = time.perf_counter()
