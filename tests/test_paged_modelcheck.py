@@ -9,6 +9,10 @@ import itertools
 import pytest
 
 from stallfree.faults.paged import PAGED_FAULTS, RequeueAtBack, small
+from stallfree.paged import Scheduler
+from stallfree.paged.progress import Phase
+from stallfree.paged.scheduler import Seq
+from stallfree.proofs.explicit import modelcheck
 from stallfree.proofs.explicit.bounds import Bounds
 from stallfree.proofs.explicit.paged import PagedResult, check
 from stallfree.spec import InvalidField
@@ -47,8 +51,6 @@ def test_max_states_stops_the_paged_search_unfinished() -> None:
 
 
 def test_progress_is_reported_while_the_paged_search_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    from stallfree.proofs.explicit import modelcheck
-
     monkeypatch.setattr(modelcheck, "PROGRESS_EVERY", 100)
     reports: list[tuple[int, int, int, float]] = []
     result = check(Bounds.parse("2,2,6,2,3,3"), small, on_progress=lambda *r: reports.append(r))
@@ -58,9 +60,39 @@ def test_progress_is_reported_while_the_paged_search_runs(monkeypatch: pytest.Mo
 
 
 def test_the_paged_design_refuses_symmetry_naming_it() -> None:
-    from stallfree.proofs.explicit import modelcheck
     from stallfree.proofs.explicit.paged import Paged
 
     bounds = Bounds.parse(CI_BOUND)
     with pytest.raises(InvalidField, match="symmetry=True: Paged"):
         modelcheck.check(bounds, small, symmetry=True, design=Paged(bounds))
+
+
+class TiredAfterTwo(Scheduler):
+    """Admits nothing once two requests have ended, by a count of its own that no key holds: a state
+    reached first with fewer ended requests hides it, unless the checker looks again on a revisit."""
+
+    design = "paged"
+
+    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
+        super().__init__(token_budget, max_seqs, kv_tokens, block_size=2, watermark=1)
+        self.num_ended = 0
+
+    def end(self, seq: Seq, phase: Phase) -> None:
+        super().end(seq, phase)
+        self.num_ended += 1
+
+    def admits(self, seq: Seq, n: int) -> bool:
+        return self.num_ended < 2 and super().admits(seq, n)
+
+
+def test_the_revisit_check_finds_a_paged_schedulers_hidden_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    bounds = Bounds.parse("2,2,6,3,2,2")
+    found = check(bounds, TiredAfterTwo)  # a revisit's step stalls where the known state's did not
+    assert found.counterexample is not None and found.counterexample.rule == "PROGRESS"
+    assert "stepped without it" in found.counterexample.message
+    in_workers = check(bounds, TiredAfterTwo, workers=2)  # the revisits stepped in the workers
+    assert in_workers.counterexample is not None and in_workers.counterexample.rule == "PROGRESS"
+    declared = check(bounds, TiredAfterTwo, hidden=lambda s: s.num_ended)  # in the key: found in the search
+    assert declared.counterexample is not None and declared.counterexample.rule == "PROGRESS"
+    monkeypatch.setattr(modelcheck, "REVISITS_CHECKED", 0)
+    assert check(bounds, TiredAfterTwo).holds  # the control: merged states hide it without the revisits
