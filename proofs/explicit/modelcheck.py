@@ -83,10 +83,10 @@ class _Explorer:
                  symmetry: bool = False, design: Design | None = None) -> None:
         self.bounds = bounds
         self.design = Reservation(bounds) if design is None else design
-        if symmetry and self.design.symmetric is None:
+        self.symmetric = self.design.symmetric if symmetry else None  # a key's representative, or None
+        if symmetry and self.symmetric is None:
             raise InvalidField(f"symmetry=True: {type(self.design).__name__} has no symmetry reduction")
         self.compact = compact
-        self.symmetry = symmetry
         self.rules = rules
         self.inspect = inspect
         self.inspected: Counterexample | None = None  # the first state `inspect` reported
@@ -105,7 +105,7 @@ class _Explorer:
     def key(self, monitor: Monitor) -> Hashable:
         """The state's key (the design's), its ready requests' order dropped with `symmetry`."""
         key = self.design.key(monitor, self.hidden)
-        return self.design.symmetric(key) if self.symmetry else key
+        return key if self.symmetric is None else self.symmetric(key)
 
     def stored(self, key: Hashable) -> Hashable:
         """What the visited set keeps of a key: the key, or with `compact` its 64-bit fingerprint, as
