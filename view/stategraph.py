@@ -8,7 +8,6 @@ requests waiting (prompt+max_new) and running (prompt+max_new, positions prefill
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,18 +48,15 @@ class StateGraph:
 
 
 def explore(bounds: Bounds, factory: Callable[..., Any] = Scheduler) -> StateGraph:
-    """Run the model checker's search at `bounds` and keep its graph."""
-    explorer = modelcheck._Explorer(bounds, factory, None)
-    counterexample, complete, _ = modelcheck._search(explorer, time.perf_counter(), None, None)
-    if counterexample is None and complete:
-        counterexample, _, _ = modelcheck._liveness(explorer)  # no cycle of steps with work pending
-    keys = {state: key for key, state in explorer.index.items()}
-    path = _path(explorer, counterexample) if counterexample is not None else []
-    return StateGraph(bounds, explorer.graph, explorer.actions, keys, complete and counterexample is None,
-                      counterexample, path)
+    """Run the model checker at `bounds` (its liveness check included) and keep its graph."""
+    explored = modelcheck.explore(bounds, factory)
+    cx = explored.result.counterexample
+    path = _path(explored, cx) if cx is not None else []
+    return StateGraph(bounds, explored.graph, explored.actions, dict(enumerate(explored.keys)),
+                      explored.result.holds, cx, path)
 
 
-def _path(explorer: Any, cx: Counterexample) -> list[int]:
+def _path(explored: modelcheck.Explored, cx: Counterexample) -> list[int]:
     """The states the counterexample's workload walks through, following the graph's edges."""
     actions: list[Action] = []
     step = 0
@@ -69,10 +65,10 @@ def _path(explorer: Any, cx: Counterexample) -> list[int]:
         step = a.arrival_step
         actions.append((a.prompt_len, a.max_new))
     actions += [None] * (cx.num_steps - step)
-    graph, width = explorer.graph, len(explorer.actions)
+    graph, width = explored.graph, len(explored.actions)
     state, states = 0, [0]
     for action in actions:
-        child = graph.succ[state * width + explorer.actions.index(action)]
+        child = graph.succ[state * width + explored.actions.index(action)]
         if child < 0:
             break  # the breaking transition: its target was never recorded
         state = child

@@ -12,6 +12,9 @@ Each new state keeps one live scheduler and monitor; every action runs on a copy
 from the initial one by replaying its path, or from its parent's rebuilt copy when its siblings
 follow it in the frontier. With `workers` > 1, worker processes rebuild and expand the frontier
 (`workers`); this process keeps the visited set and the graph, numbering states as one process does.
+
+What differs between memory designs (the monitor, the actions, the key, the invariants) is the
+`design`'s (`design.Reservation` by default; `paged` for the paged design).
 """
 
 from __future__ import annotations
@@ -22,13 +25,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from stallfree.reference import Scheduler
-from stallfree.spec import PROTOCOL, InvalidField, Monitor, RuleViolation, check_int, invariants
+from stallfree.spec import PROTOCOL, InvalidField, Monitor, RuleViolation, check_int
 
 from . import lifecycle, parallel
 from .bounds import Bounds
-from .counterexample import Action, Counterexample, build
+from .counterexample import Action, Counterexample
+from .design import Design, Reservation, Summary
+from .design import act as act  # the reservation design's actions, as callers have always found them here
 from .graph import STEP, Graph, analyse
-from .snapshot import Hidden, Key, encode, fork, is_idle, remaining_work, symmetric
+from .snapshot import Hidden, fork
 
 Progress = Callable[[int, int, int, float], None]  # states, transitions, depth, seconds
 PROGRESS_EVERY = 50_000  # states between progress reports
@@ -61,24 +66,13 @@ class CheckResult:
         return self.states / self.seconds if self.seconds > 0 else 0.0
 
 
-def act(monitor: Monitor, action: Action) -> None:
-    """Apply one action to `monitor` (and the scheduler it drives): a step, an add, or a stop or
-    cancel action (`lifecycle`; raises lifecycle.Disabled where it names no request)."""
-    if action is None:
-        monitor.step()
-    elif isinstance(action, tuple):
-        monitor.add(monitor.num_adds, action[0], action[1])
-    else:
-        lifecycle.apply(monitor, action)
-
-
 @dataclass(frozen=True, slots=True)
 class Broken:
     rule: str
     message: str
 
 
-Outcome = tuple[int, Any, Any, Any]  # (action index, fingerprint, idle, work) or (index, None, rule, message)
+Outcome = tuple[int, Any, Any]  # (action index, fingerprint, summary) or (index, None, (rule, message))
 
 
 class _Explorer:
@@ -86,20 +80,20 @@ class _Explorer:
 
     def __init__(self, bounds: Bounds, factory: Callable[..., Any], hidden: Hidden | None,
                  inspect: Inspect | None = None, rules: Iterable[str] | None = None, compact: bool = False,
-                 symmetry: bool = False) -> None:
+                 symmetry: bool = False, design: Design | None = None) -> None:
         self.bounds = bounds
+        self.design = Reservation(bounds) if design is None else design
+        self.symmetric = self.design.symmetric if symmetry else None  # a key's representative, or None
+        if symmetry and self.symmetric is None:
+            raise InvalidField(f"symmetry=True: {type(self.design).__name__} has no symmetry reduction")
         self.compact = compact
-        self.symmetry = symmetry
         self.rules = rules
         self.inspect = inspect
         self.inspected: Counterexample | None = None  # the first state `inspect` reported
         self.factory = factory
         self.hidden = hidden
-        more = lifecycle.actions(bounds.max_seqs, bounds.num_requests) if bounds.lifecycle else ()
-        self.actions: tuple[Action, ...] = (None, *bounds.universe(), *more)
-        self.num_adds = len(bounds.universe())  # indexes 1..num_adds are the adds
-        steps = {STEP} | {i for i, a in enumerate(self.actions) if isinstance(a, lifecycle.STEPS)}
-        self.graph = Graph(len(self.actions), frozenset(steps))
+        self.actions: tuple[Action, ...] = self.design.actions
+        self.graph = Graph(len(self.actions), self.design.step_actions)
         self.index: dict[Hashable, int] = {}  # stored key (`stored`) -> state number
         self.keys: list[Hashable] = []  # stored keys, by state number
         self.revisits_left = REVISITS_CHECKED
@@ -108,12 +102,12 @@ class _Explorer:
         self.reported = 0  # states at the last progress report
         self.deferred: list[tuple[int, int, int]] = []  # revisits (state, action, known) to compare later
 
-    def key(self, monitor: Monitor) -> Key:
-        """The state's key (`snapshot.encode`), its ready requests' order dropped with `symmetry`."""
-        key = encode(monitor, self.hidden)
-        return symmetric(key) if self.symmetry else key
+    def key(self, monitor: Monitor) -> Hashable:
+        """The state's key (the design's), its ready requests' order dropped with `symmetry`."""
+        key = self.design.key(monitor, self.hidden)
+        return key if self.symmetric is None else self.symmetric(key)
 
-    def stored(self, key: Key) -> Hashable:
+    def stored(self, key: Hashable) -> Hashable:
         """What the visited set keeps of a key: the key, or with `compact` its 64-bit fingerprint, as
         TLC keeps (two keys with one fingerprint would be merged: about n^2 / 2^65 for n states)."""
         return hash(key) if self.compact else key
@@ -121,7 +115,7 @@ class _Explorer:
     def fresh(self) -> Monitor:
         cfg = self.bounds.config
         scheduler = self.factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
-        return Monitor(scheduler, cfg, self.rules)
+        return self.design.monitor(scheduler, cfg, self.rules)
 
     def root(self) -> Monitor:
         """The initial state, recorded as state 0."""
@@ -136,7 +130,7 @@ class _Explorer:
         deterministic, hidden state included, and reads no private field."""
         monitor = self.fresh()
         for index in path:
-            act(monitor, self.actions[index])
+            self.design.act(monitor, self.actions[index])
         return monitor
 
     def rebuild(self, path: list[int], parent: int, sibling_follows: bool) -> Monitor:
@@ -153,19 +147,17 @@ class _Explorer:
             monitor = fork(kept_monitor)
         else:
             return self.replay(path)
-        act(monitor, self.actions[path[-1]])
+        self.design.act(monitor, self.actions[path[-1]])
         return monitor
 
     def successors(self, node: Monitor) -> Iterator[tuple[int, Monitor | tuple[str, str]]]:
         """(action index, the monitor after it) for every enabled action of `node`, the last on `node`
         itself, the others on copies; a broken rule yields (index, (rule, message)) and ends it."""
-        indexes = list(range(len(self.actions)))
-        if node.num_adds >= self.bounds.num_requests:  # no adds left
-            indexes = [s for s in indexes if not 1 <= s <= self.num_adds]
+        indexes = self.design.enabled(node)
         for index in indexes:
             monitor = node if index == indexes[-1] else fork(node)
             try:
-                act(monitor, self.actions[index])
+                self.design.act(monitor, self.actions[index])
             except lifecycle.Disabled:
                 continue
             except RuleViolation as violation:
@@ -174,22 +166,22 @@ class _Explorer:
             except Exception as error:  # a scheduler that crashes has not spoken the protocol
                 yield index, (PROTOCOL, f"{type(error).__name__}: {error}")
                 return
-            broken = invariants.broken(monitor.shadow, invariants.shown(monitor.scheduler))
+            broken = self.design.broken(monitor)
             if broken is not None:
                 yield index, broken
                 return
             yield index, monitor
 
     def outcomes(self, node: Monitor) -> list[Outcome]:
-        """`successors` as plain values a worker process sends back: (index, fingerprint, idle,
-        remaining work), or (index, None, rule, message) for a broken rule."""
+        """`successors` as plain values a worker process sends back: (index, fingerprint, the design's
+        summary), or (index, None, (rule, message)) for a broken rule."""
         out: list[Outcome] = []
         for index, after in self.successors(node):
             if isinstance(after, tuple):
-                out.append((index, None, *after))
+                out.append((index, None, after))
             else:
                 key = self.key(after)
-                out.append((index, self.stored(key), is_idle(key), remaining_work(key)))
+                out.append((index, self.stored(key), self.design.summary(after, key)))
         return out
 
     def visit(self, node: Monitor | None, state: int) -> Monitor:
@@ -200,7 +192,7 @@ class _Explorer:
             message = self.inspect(node)
             if message is not None:  # recorded; the search goes on
                 path = [self.actions[s] for s in self.graph.path_to(state)] + [None]  # and its step
-                self.inspected = build(self.bounds.config, path, INSPECTED, message, self.factory)
+                self.inspected = self.counterexample(path, INSPECTED, message)
         return node
 
     def expand(self, state: int, node: Monitor | None, frontier: list[Node], sibling_follows: bool = False
@@ -216,22 +208,24 @@ class _Explorer:
             if isinstance(after, tuple):
                 return self.fail(state, index, *after)
             key = self.key(after)
-            found = self.record(state, index, self.stored(key), is_idle(key), remaining_work(key), after)
+            found = self.record(state, index, self.stored(key), self.design.summary(after, key), after)
             if isinstance(found, Counterexample):
                 return found
             if found:
                 frontier.append((self.graph.num_states - 1, None if self.compact else after))
         return None
 
-    def record(self, state: int, index: int, stored: Hashable, idle: bool, work: int,
+    def record(self, state: int, index: int, stored: Hashable, summary: Summary,
                after: Monitor | None) -> bool | Counterexample:
-        """Record the transition (state, index) to the key `stored`; True where that key is new. A
+        """Record the transition (state, index) to the key `stored` (the state's `summary`: idle, remaining
+        work, and what the design counts of a new state); True where that key is new. A
         revisit of a state already expanded is stepped once more and compared (`behaves_otherwise`);
         `after` is the monitor the transition left, or None to rebuild it."""
         child = self.index.get(stored)
         new = child is None
         if child is None:
-            child = self.graph.add_state(state, index, idle, work)
+            child = self.graph.add_state(state, index, summary[0], summary[1])
+            self.design.seen(summary)
             self.index[stored] = child
             self.keys.append(stored)
         elif child < state and self.revisits_left > 0:
@@ -243,7 +237,7 @@ class _Explorer:
                 differs = self.behaves_otherwise(after, child)
             if differs is not None:
                 path = [self.actions[s] for s in self.graph.path_to(state)] + [self.actions[index], None]
-                return build(self.bounds.config, path, *differs, self.factory)
+                return self.counterexample(path, *differs)
         self.graph.succ[state * len(self.actions) + index] = child
         return new
 
@@ -265,7 +259,7 @@ class _Explorer:
         """Step a copy of `monitor`: the stored key it reaches, or the rule its step broke."""
         twin = fork(monitor)
         try:
-            act(twin, None)
+            self.design.act(twin, None)
         except RuleViolation as violation:
             return Broken(violation.rule, violation.message)
         except Exception as error:  # a scheduler that crashes has not spoken the protocol
@@ -286,16 +280,18 @@ class _Explorer:
                         f"other to {twin!r}; the scheduler decides on state the key leaves out (declare it as "
                         "hidden state)")
 
+    def counterexample(self, path: list[Action], rule: str, message: str) -> Counterexample:
+        """The path (actions) to a broken `rule`, as the design writes it for replay."""
+        return self.design.counterexample(self.bounds.config, path, rule, message, self.factory)
+
     def fail(self, state: int, index: int, rule: str, message: str) -> Counterexample:
-        path = [self.actions[s] for s in self.graph.path_to(state)] + [self.actions[index]]
-        return build(self.bounds.config, path, rule, message, self.factory)
+        return self.counterexample([self.actions[s] for s in self.graph.path_to(state)] + [self.actions[index]],
+                                   rule, message)
 
     def livelock(self, cycle: list[int]) -> Counterexample:
         path = [self.actions[s] for s in self.graph.path_to(cycle[0])] + [None] * len(cycle)
-        return build(
-            self.bounds.config, path, "PROGRESS",
-            f"a cycle of {len(cycle)} step(s) returns to the same state with work pending", self.factory,
-        )
+        return self.counterexample(
+            path, "PROGRESS", f"a cycle of {len(cycle)} step(s) returns to the same state with work pending")
 
 
 def check(
@@ -309,6 +305,7 @@ def check(
     compact: bool = False,
     workers: int = 1,
     symmetry: bool = False,
+    design: Design | None = None,
 ) -> CheckResult:
     """Explore every state reachable under `bounds` from a fresh `factory(...)`; see the module doc.
     `inspect`, where given, is called on every state before it is expanded, until it first reports
@@ -317,12 +314,38 @@ def check(
     `compact` keeps fingerprints in the visited set and no live scheduler in the frontier (each
     state is rebuilt when it is expanded): far less memory. `workers` > 1 expands each level in that
     many processes (compact implied; `inspect` runs in this process, so it needs workers=1).
-    `symmetry` merges states that differ only in the order of their ready requests (`symmetric`)."""
+    `symmetry` merges states that differ only in the order of their ready requests (`symmetric`).
+    `design` (default `design.Reservation(bounds)`) is the memory design's monitor, actions and key."""
     check_int("workers", workers)
     if workers > 1 and inspect is not None:
         raise InvalidField(f"workers={workers}: inspect runs on every state in this process; use workers=1")
+    explorer = _Explorer(bounds, factory, hidden, inspect, rules, compact or workers > 1, symmetry, design)
+    return _run(explorer, workers, max_states, on_progress)
+
+
+@dataclass(frozen=True, slots=True)
+class Explored:
+    """A finished check with the state graph it built, for those who draw or inspect the graph."""
+
+    result: CheckResult
+    graph: Graph
+    actions: tuple[Action, ...]  # the graph's action indexes, spelled out
+    keys: list[Hashable]  # each state's key, by state number
+
+
+def explore(bounds: Bounds, factory: Callable[..., Any] = Scheduler, hidden: Hidden | None = None,
+            design: Design | None = None) -> Explored:
+    """`check` in one process, keeping every state's whole key and the graph (no fingerprints, no
+    workers: a small bound's graph, to draw or to compare)."""
+    explorer = _Explorer(bounds, factory, hidden, design=design)
+    result = _run(explorer, 1, None, None)
+    return Explored(result, explorer.graph, explorer.actions, explorer.keys)
+
+
+def _run(explorer: _Explorer, workers: int, max_states: int | None, on_progress: Progress | None) -> CheckResult:
+    """The search (in `workers` processes), then liveness once every state is known."""
     start = time.perf_counter()
-    explorer = _Explorer(bounds, factory, hidden, inspect, rules, compact or workers > 1, symmetry)
+    bounds = explorer.bounds
     if workers > 1:
         counterexample, complete, depth = parallel.search(explorer, workers, start, max_states, on_progress)
     else:
@@ -367,6 +390,5 @@ def _liveness(explorer: _Explorer) -> tuple[Counterexample | None, int | None, i
         return explorer.livelock(liveness.livelock), None, None
     if liveness.over_rank is not None:
         state, steps, work = liveness.over_rank
-        message = f"needs {steps} steps to finish {work} units of work: a step did no work"
-        return explorer.fail(state, STEP, "PROGRESS", message), None, None
+        return explorer.fail(state, STEP, *explorer.design.over_rank(steps, work)), None, None
     return None, liveness.longest_steps, liveness.drain_bound

@@ -1,5 +1,7 @@
-"""The model checker over the paged design: the same breadth-first search (`modelcheck._Explorer`),
-run on a paged scheduler under the paged monitor, each state judged by the paged invariants.
+"""The model checker over the paged design: the shared breadth-first search (`modelcheck`), run on a
+paged scheduler under the paged monitor, each state judged by the paged invariants (`Paged`, this
+design's side of the check). Fingerprints (`compact`), worker processes, the revisit check of hidden
+state, progress reports and `max_states` are the search's, as for the reservation design.
 
 The environment's actions: a step; a step in which the first request to emit stops on its token;
 a cancel of the newest live request, and one of the oldest; an add of any shape of the universe
@@ -16,24 +18,28 @@ sum(prompt_len + max_new + 1) steps over the live requests, recompute included (
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from stallfree.paged import small_blocks
-from stallfree.spec import PROTOCOL, RuleViolation
+from stallfree.spec import Config
 from stallfree.spec.paged_invariants import broken
 from stallfree.spec.paged_monitor import PagedMonitor
 
+from . import modelcheck
 from .bounds import Bounds
-from .counterexample import Counterexample, workload_of
-from .graph import STEP, Graph, analyse
-from .snapshot import fork
+from .counterexample import Action, Counterexample, workload_of
+from .design import Design, Summary
+from .graph import STEP
+from .modelcheck import Progress
+from .snapshot import Hidden
 
 STOP = "stop"  # a step in which the first emitter's token ends it
 CANCEL_NEWEST = "cancel newest"
 CANCEL_OLDEST = "cancel oldest"
+EVENTS = (STOP, CANCEL_NEWEST, CANCEL_OLDEST)  # action indexes 1, 2, 3; the adds follow
+FIRST_ADD = 1 + len(EVENTS)
 PagedAction = tuple[int, int] | str | None
 
 
@@ -56,13 +62,29 @@ class PagedResult:
     def holds(self) -> bool:
         return self.complete and self.counterexample is None
 
+    @property
+    def states_per_second(self) -> float:
+        return self.states / self.seconds if self.seconds > 0 else 0.0
 
-def key(m: PagedMonitor, adds: int, events: int) -> Hashable:
+
+class Environment(PagedMonitor):
+    """The paged monitor, with what the environment has done that the monitor does not count: the
+    stops and cancels it has offered (`events`, part of the key), and whether its last action
+    preempted (`preempting`, counted by `Paged.seen`)."""
+
+    def __init__(self, scheduler: Any, config: Config, rules: Iterable[str] | None = None) -> None:
+        super().__init__(scheduler, config, rules)
+        self.events = 0
+        self.preempting = False
+
+
+def key(m: Environment, hidden: Hidden | None = None) -> Hashable:
     s = m.shadow
     waiting = tuple((t.request.prompt_len, t.request.max_new, t.num_emitted, t.num_preemptions > 0) for t in s.waiting)
     running = tuple((t.request.prompt_len, t.request.max_new, t.num_emitted, t.num_preemptions > 0, t.num_computed,
                      t.target) for t in s.running.values())
-    return (adds, events, waiting, running, shown(m))
+    base = (m.num_adds, m.events, waiting, running, shown(m))
+    return base if hidden is None else (*base, hidden(m.scheduler))
 
 
 def shown(m: PagedMonitor) -> Hashable:
@@ -83,130 +105,96 @@ def bound_work(m: PagedMonitor) -> int:
     return sum(t.request.prompt_len + t.request.max_new + 1 for t in [*s.waiting, *s.running.values()])
 
 
-class _PagedExplorer:
-    def __init__(self, bounds: Bounds, factory: Callable[..., Any], events: int) -> None:
+class Paged(Design):
+    """The paged design's side of the search, for `events` stops or cancels per behaviour. It counts,
+    over the new states, the most preemptions of one request, the states a preempting step reached
+    and the states with a request running."""
+
+    def __init__(self, bounds: Bounds, events: int = 1) -> None:
         self.bounds = bounds
-        self.factory = factory
         self.events = events
         shapes = [(p, q) for p in range(1, bounds.max_prompt + 1) for q in range(1, bounds.max_new + 1)]
         if bounds.never_fit:
             shapes.append((bounds.kv_tokens + 1, 1))  # its peak exceeds the whole pool: add() must refuse it
-        self.actions: tuple[PagedAction, ...] = (None, STOP, CANCEL_NEWEST, CANCEL_OLDEST, *shapes)
-        self.graph = Graph(len(self.actions))
-        self.index: dict[Hashable, int] = {}
-        self.transitions = 0
+        self.actions: tuple[PagedAction, ...] = (None, *EVENTS, *shapes)
+        self.step_actions = frozenset({STEP})  # the drain bound counts plain steps, as before stops were offered
+        self.adds = range(FIRST_ADD, len(self.actions))
         self.max_preemptions = 0
-        self.preempting = 0
-        self.running = 0
+        self.preempting_states = 0
+        self.running_states = 0
 
-    def root(self) -> tuple[PagedMonitor, tuple[int, int]]:
-        cfg = self.bounds.config
-        scheduler = self.factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
-        m = PagedMonitor(scheduler, cfg)
-        self.index[key(m, 0, 0)] = self.graph.add_state(-1, STEP, True, 0)
-        return m, (0, 0)
+    def monitor(self, scheduler: Any, config: Config, rules: Iterable[str] | None) -> Environment:
+        return Environment(scheduler, config, rules)
 
-    def enabled(self, m: PagedMonitor, adds: int, events: int) -> list[int]:
-        indexes = [0]
-        live = m.shadow.tracks
-        if events < self.events:
-            if not m.shadow.is_idle:
+    def enabled(self, monitor: Any) -> list[int]:
+        indexes = [STEP]
+        if monitor.events < self.events:
+            if not monitor.shadow.is_idle:
                 indexes.append(1)
-            if live:
+            if monitor.shadow.tracks:
                 indexes += [2, 3]
-        if adds < self.bounds.num_requests:
-            indexes += range(4, len(self.actions))
+        if monitor.num_adds < self.bounds.num_requests:
+            indexes += self.adds
         return indexes
 
-    def act(self, m: PagedMonitor, action: PagedAction) -> None:
+    def act(self, monitor: Any, action: Action) -> None:
+        m: Environment = monitor
+        preempted_before = m.shadow.num_preemptions
         if action is None:
             m.step()
         elif action == STOP:
+            m.events += 1
             m.plan()
             m.complete(m.due()[:1])
         elif isinstance(action, str):
+            m.events += 1
             s = m.shadow
             order = [*s.running, *(t.rid for t in s.waiting)]
             m.cancel(order[-1] if action == CANCEL_NEWEST else order[0])
         else:
             m.add(m.num_adds, action[0], action[1])
+        m.preempting = m.shadow.num_preemptions > preempted_before
 
-    def expand(self, state: int, node: PagedMonitor, counts: tuple[int, int], frontier: list) -> Counterexample | None:
-        adds, events = counts
-        indexes = self.enabled(node, adds, events)
-        base = state * len(self.actions)
-        for i, index in enumerate(indexes):
-            action = self.actions[index]
-            m = node if i == len(indexes) - 1 else fork(node)
-            self.transitions += 1
-            preempted_before = m.shadow.num_preemptions
-            try:
-                self.act(m, action)
-            except RuleViolation as violation:
-                return self.fail(state, index, violation.rule, violation.message)
-            except Exception as error:
-                return self.fail(state, index, PROTOCOL, f"{type(error).__name__}: {error}")
-            found = broken(m.shadow, m.scheduler)
-            if found is not None:
-                return self.fail(state, index, *found)
-            child_counts = (adds + (index >= 4), events + (index in (1, 2, 3)))
-            child_key = key(m, *child_counts)
-            child = self.index.get(child_key)
-            if child is None:
-                child = self.graph.add_state(state, index, m.shadow.is_idle, bound_work(m))
-                self.index[child_key] = child
-                frontier.append((child, m, child_counts))
-                self.max_preemptions = max(self.max_preemptions, m.shadow.max_preemptions)
-                self.preempting += m.shadow.num_preemptions > preempted_before
-                self.running += bool(m.shadow.running)
-            self.graph.succ[base + index] = child
-        return None
+    def key(self, monitor: Any, hidden: Hidden | None) -> Hashable:
+        return key(monitor, hidden)
 
-    def fail(self, state: int, index: int, rule: str, message: str) -> Counterexample:
-        path = [self.actions[s] for s in self.graph.path_to(state)] + [self.actions[index]]
+    def summary(self, monitor: Any, key: Any) -> Summary:
+        s = monitor.shadow
+        return s.is_idle, bound_work(monitor), s.max_preemptions, monitor.preempting, bool(s.running)
+
+    def seen(self, summary: Summary) -> None:
+        _, _, max_preemptions, preempting, running = summary
+        self.max_preemptions = max(self.max_preemptions, max_preemptions)
+        self.preempting_states += preempting
+        self.running_states += running
+
+    def broken(self, monitor: Any) -> tuple[str, str] | None:
+        return broken(monitor.shadow, monitor.scheduler)
+
+    def counterexample(self, config: Config, path: Sequence[Action], rule: str, message: str,
+                       factory: Callable[..., Any]) -> Counterexample:
+        """The adds and steps of `path` as a workload (a stop counts as a step); the stops and cancels,
+        which a workload does not carry, named in its note."""
         plain = all(a is None or isinstance(a, tuple) for a in path)
         steps = [a for a in path if not isinstance(a, str)]
-        workload, num_steps = workload_of(self.bounds.config, steps)  # type: ignore[arg-type]
+        workload, num_steps = workload_of(config, steps)
         events = [a for a in path if isinstance(a, str)]
         note = None if plain else f"the path also holds {events}: replay it with the paged state machine"
         return Counterexample(rule, message, workload, num_steps + len([a for a in events if a == STOP]), note)
 
+    def over_rank(self, steps: int, work: int) -> tuple[str, str]:
+        return "PREEMPT-BOUND", f"needs {steps} steps to finish; the termination bound is {work}"
+
 
 def check(
     bounds: Bounds, factory: Callable[..., Any] = small_blocks, events: int = 1, max_states: int | None = None,
+    on_progress: Progress | None = None, hidden: Hidden | None = None, compact: bool = False, workers: int = 1,
 ) -> PagedResult:
     """Explore every state reachable under `bounds` (and `events` stops or cancels) from a fresh paged
-    `factory(...)`; see the module doc."""
-    start = time.perf_counter()
-    ex = _PagedExplorer(bounds, factory, events)
-    node, counts = ex.root()
-    frontier: list = [(0, node, counts)]
-    depth, complete, counterexample = 0, True, None
-    while frontier and counterexample is None:
-        nxt: list = []
-        for state, m, c in frontier:
-            counterexample = ex.expand(state, m, c, nxt)
-            if counterexample is not None:
-                break
-            if max_states is not None and ex.graph.num_states > max_states:
-                complete = False
-                break
-        if not complete:
-            break
-        if nxt:
-            depth += 1
-        frontier = nxt
-    longest = drain = None
-    if counterexample is None and complete:
-        live = analyse(ex.graph)
-        if live.livelock is not None:
-            cycle = f"a cycle of {len(live.livelock)} step(s) returns to the same state with work pending"
-            counterexample = ex.fail(live.livelock[0], STEP, "PROGRESS", cycle)
-        elif live.over_rank is not None:
-            state, steps, work = live.over_rank
-            counterexample = ex.fail(state, STEP, "PREEMPT-BOUND",
-                                     f"needs {steps} steps to finish; the termination bound is {work}")
-        else:
-            longest, drain = live.longest_steps, live.drain_bound
-    return PagedResult(bounds, ex.graph.num_states, ex.transitions, depth, time.perf_counter() - start, complete,
-                       longest, drain, ex.max_preemptions, ex.preempting, ex.running, counterexample)
+    `factory(...)`; see the module doc, and `modelcheck.check` for `compact` and `workers`."""
+    design = Paged(bounds, events)
+    r = modelcheck.check(bounds, factory, hidden, max_states, on_progress, compact=compact, workers=workers,
+                         design=design)
+    return PagedResult(bounds, r.states, r.transitions, r.depth, r.seconds, r.complete, r.longest_steps,
+                       r.drain_bound, design.max_preemptions, design.preempting_states, design.running_states,
+                       r.counterexample)

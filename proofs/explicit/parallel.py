@@ -10,8 +10,8 @@ compared one step ahead (`record`) are stepped in the workers once a level is re
 that behaves otherwise is reported at the end of its level (its counterexample may then differ
 from the one-process search's; the verdict does not).
 
-Workers are forked from this process, so the scheduler factory, hidden-state function and rules need
-not be picklable; each worker holds its own copy of the explorer.
+Workers are forked from this process, so the scheduler factory, hidden-state function, rules and
+design need not be picklable; each worker holds its own copy of the explorer.
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ import multiprocessing
 from array import array
 from collections import deque
 from typing import TYPE_CHECKING, Any
-
-from .counterexample import build
 
 if TYPE_CHECKING:
     from .counterexample import Counterexample
@@ -108,11 +106,11 @@ def _batches(explorer: _Explorer, frontier: list[int]) -> Any:
 
 
 def _record(explorer: _Explorer, state: int, outcomes: list[Outcome], frontier: list[int]) -> Counterexample | None:
-    for index, stored, a, b in outcomes:
+    for index, stored, summary in outcomes:
         explorer.transitions += 1
         if stored is None:
-            return explorer.fail(state, index, a, b)
-        found = explorer.record(state, index, stored, a, b, None)
+            return explorer.fail(state, index, *summary)  # (rule, message) of the broken action
+        found = explorer.record(state, index, stored, summary, None)
         if not isinstance(found, bool):
             return found
         if found:
@@ -142,5 +140,5 @@ def _compare(explorer: _Explorer, pool: Any, workers: int) -> Counterexample | N
         differs = explorer.differs(twin, known)
         if differs is not None:
             path = [explorer.actions[s] for s in explorer.graph.path_to(state)] + [explorer.actions[index], None]
-            return build(explorer.bounds.config, path, *differs, explorer.factory)
+            return explorer.counterexample(path, *differs)
     return None

@@ -1,0 +1,126 @@
+"""What the explicit-state search needs of a memory design, and the reservation design's answers.
+
+The search (`modelcheck`) is one breadth-first loop; what differs between designs is here: the
+monitor that judges each transition, the environment's actions and when each is enabled, the state's
+key, the invariants checked in every state, each new state's summary (idle, remaining work, and what
+the design counts), how a path becomes a counterexample, and which rule a state that drains too
+slowly breaks. `Reservation` is the reference's design (`stallfree.spec.Monitor`); the paged design's
+answers are in `paged`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any
+
+from stallfree.spec import Config, Monitor, invariants
+
+from . import lifecycle
+from .bounds import Bounds
+from .counterexample import Action, Counterexample, build
+from .graph import STEP
+from .snapshot import Hidden, encode, is_idle, remaining_work, symmetric
+
+Summary = tuple[Any, ...]  # a new state's (idle, remaining work, *what the design counts)
+
+
+def act(monitor: Monitor, action: Action) -> None:
+    """Apply one action to `monitor` (and the scheduler it drives): a step, an add, or a stop or
+    cancel action (`lifecycle`; raises lifecycle.Disabled where it names no request)."""
+    if action is None:
+        monitor.step()
+    elif isinstance(action, tuple):
+        monitor.add(monitor.num_adds, action[0], action[1])
+    else:
+        lifecycle.apply(monitor, action)
+
+
+class Design(ABC):
+    """One memory design's side of a model check, built for one check's bounds."""
+
+    actions: tuple[Action, ...]  # the environment's actions, by index; index STEP (0) is a plain step
+    step_actions: frozenset[int]  # the indexes whose action runs a step (liveness counts them)
+    symmetric: Callable[[Any], Any] | None = None  # a key's representative under symmetry, if the design has one
+
+    @abstractmethod
+    def monitor(self, scheduler: Any, config: Config, rules: Iterable[str] | None) -> Any:
+        """The monitor that drives `scheduler` and judges every transition."""
+
+    @abstractmethod
+    def enabled(self, monitor: Any) -> Sequence[int]:
+        """The action indexes to try from this state (an action may still raise `lifecycle.Disabled`)."""
+
+    @abstractmethod
+    def act(self, monitor: Any, action: Action) -> None:
+        """Apply `action` to `monitor` and the scheduler it drives."""
+
+    @abstractmethod
+    def key(self, monitor: Any, hidden: Hidden | None) -> Hashable:
+        """The state's canonical key (with the scheduler's `hidden` state where given)."""
+
+    @abstractmethod
+    def summary(self, monitor: Any, key: Any) -> Summary:
+        """A state's (idle, remaining work, *what `seen` counts): plain values a worker sends back."""
+
+    @abstractmethod
+    def seen(self, summary: Summary) -> None:
+        """A new state's summary, for the figures the design keeps of the states explored."""
+
+    @abstractmethod
+    def broken(self, monitor: Any) -> tuple[str, str] | None:
+        """The first state invariant the state breaks, as (ID, what happened), or None."""
+
+    @abstractmethod
+    def counterexample(self, config: Config, path: Sequence[Action], rule: str, message: str,
+                       factory: Callable[..., Any]) -> Counterexample:
+        """The path (actions from the initial state) to a broken `rule`, written for replay."""
+
+    @abstractmethod
+    def over_rank(self, steps: int, work: int) -> tuple[str, str]:
+        """(rule, what happened) for a state that needs `steps` steps to drain its `work` (its summary's)."""
+
+
+class Reservation(Design):
+    """The reservation design: the spec's `Monitor`, adds of the bounds' universe (and the lifecycle
+    actions where the bounds have them), the key of `snapshot`, the state invariants of `spec`."""
+
+    symmetric = staticmethod(symmetric)  # merges states that differ only in their ready requests' order
+
+    def __init__(self, bounds: Bounds) -> None:
+        self.bounds = bounds
+        more = lifecycle.actions(bounds.max_seqs, bounds.num_requests) if bounds.lifecycle else ()
+        self.actions: tuple[Action, ...] = (None, *bounds.universe(), *more)
+        num_adds = len(bounds.universe())  # indexes 1..num_adds are the adds
+        steps = {i for i, a in enumerate(self.actions) if isinstance(a, lifecycle.STEPS)}
+        self.step_actions = frozenset({STEP} | steps)
+        self.every = list(range(len(self.actions)))
+        self.no_adds = [i for i in self.every if not 1 <= i <= num_adds]
+
+    def monitor(self, scheduler: Any, config: Config, rules: Iterable[str] | None) -> Any:
+        return Monitor(scheduler, config, rules)
+
+    def enabled(self, monitor: Any) -> list[int]:
+        return self.every if monitor.num_adds < self.bounds.num_requests else self.no_adds
+
+    def act(self, monitor: Any, action: Action) -> None:
+        act(monitor, action)
+
+    def key(self, monitor: Any, hidden: Hidden | None) -> Hashable:
+        return encode(monitor, hidden)
+
+    def summary(self, monitor: Any, key: Any) -> Summary:
+        return is_idle(key), remaining_work(key)
+
+    def seen(self, summary: Summary) -> None:
+        """Nothing to count beyond idleness and work, which the graph keeps."""
+
+    def broken(self, monitor: Any) -> tuple[str, str] | None:
+        return invariants.broken(monitor.shadow, invariants.shown(monitor.scheduler))
+
+    def counterexample(self, config: Config, path: Sequence[Action], rule: str, message: str,
+                       factory: Callable[..., Any]) -> Counterexample:
+        return build(config, path, rule, message, factory)
+
+    def over_rank(self, steps: int, work: int) -> tuple[str, str]:
+        return "PROGRESS", f"needs {steps} steps to finish {work} units of work: a step did no work"
