@@ -198,16 +198,15 @@ class Simulation:
                 pairs += n * done + n * (n + 1) // 2
                 kv_read += done
                 emits = done + n == goal
-                kv_used += done + n
             else:  # a decode: the last token in, attending to every position so far
                 pairs += done + 1
                 kv_read += done
                 num_decodes += 1
                 emits = True
-                kv_used += done + 2
             if emits and stops(stream):
                 stopped.append(rid)  # its real last token: the model's end token, before the cap
-            stream.num_computed = done + n
+            stream.num_computed = done = done + n
+            kv_used += done
             kv_reserved += stream.prompt_len + stream.reserved_new  # type: ignore[operator]
             num_tokens += n
         seconds = self.roofline.seconds(num_tokens, pairs, kv_read)

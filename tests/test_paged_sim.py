@@ -47,6 +47,10 @@ def test_paged_preempts_when_the_pool_runs_short_and_the_recompute_is_priced() -
     pag = run_design("paged", trace, config, ROOFLINE)
     assert pag.summary.num_finished == 30 and pag.summary.output_tokens == 30 * 200  # no token lost or repeated
     assert pag.stats.preemptions > 0 and pag.stats.recomputed_tokens > 0 and pag.stats.recompute_seconds > 0
+    # Every running request is in every plan here, so the summary's KV used over the plan is the KV the
+    # design holds computed, preempted requests' forgotten: two accountings of one quantity.
+    assert pag.summary.kv_used == pytest.approx(pag.stats.kv_used * config.kv_tokens)
+    assert pag.summary.mean_running == pytest.approx(pag.stats.mean_running)
     res = run_design("reservation", trace, config, ROOFLINE)
     assert res.stats.preemptions == 0 and res.stats.recomputed_tokens == 0
 
