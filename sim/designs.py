@@ -85,7 +85,7 @@ class DesignSimulation(Simulation):
         streams = self.streams
         for rid in bounded(getattr(plan, "preempted", ()), len(streams), "schedule() preempted"):
             stream = streams[rid]
-            self.used -= stream.num_computed
+            self.used -= stream.num_in_kv
             stream.num_computed = 0
             stream.target = stream.prompt_len + stream.num_emitted  # its residency's prefill, from position 0
             self.stats.preemptions += 1
@@ -106,8 +106,7 @@ class DesignSimulation(Simulation):
         st.recompute_seconds += seconds * m.recomputed / m.num_tokens
 
     def finished(self, stream: Stream) -> None:
-        self.used -= stream.num_computed
-        stream.num_computed = 0
+        self.used -= stream.num_in_kv
 
 
 @dataclass(slots=True)

@@ -187,26 +187,27 @@ class Simulation:
         for rid, n in plan:
             stream = streams[rid]
             done = stream.num_computed
-            goal = stream.target
-            if done < goal:  # a chunk: positions [done, done + n) of this residency's prefill
+            if done < stream.target:  # a chunk: positions [done, done + n) of this residency's prefill
                 if stream.admitted is None:
                     stream.admitted = clock
-                if goal > stream.prompt_len:
+                if stream.target > stream.prompt_len:
                     recomputed += n  # prompt and emitted tokens again, after a preemption
                 else:
                     stream.num_prefilled = done + n
                 pairs += n * done + n * (n + 1) // 2
                 kv_read += done
-                emits = done + n == goal
+                stream.num_computed = done = done + n
+                emits = done == stream.target
+                kv_used += done
             else:  # a decode: the last token in, attending to every position so far
-                pairs += done + 1
-                kv_read += done
+                context = stream.prompt_len + stream.num_emitted
+                pairs += context
+                kv_read += context - 1
                 num_decodes += 1
                 emits = True
+                kv_used += context
             if emits and stops(stream):
                 stopped.append(rid)  # its real last token: the model's end token, before the cap
-            stream.num_computed = done = done + n
-            kv_used += done
             kv_reserved += stream.prompt_len + stream.reserved_new  # type: ignore[operator]
             num_tokens += n
         seconds = self.roofline.seconds(num_tokens, pairs, kv_read)

@@ -16,7 +16,7 @@ class Stream:
     max_new: int = field(init=False)  # the tokens it emits: its real length, at most reserved_new
     num_prefilled: int = 0  # prompt positions run (a recompute after a preemption runs them again, uncounted)
     num_emitted: int = 0
-    num_computed: int = 0  # positions in KV now: a preemption forgets them
+    num_computed: int = 0  # positions of this residency's prefill in KV (a preemption forgets them)
     target: int = field(init=False)  # positions this residency prefills: prompt_len, or prompt and emitted
     admitted: float | None = None  # start of the step that ran its first chunk
     first_token: float | None = None  # end of the step that emitted its first token
@@ -30,6 +30,14 @@ class Stream:
         if self.reserved_new is None:
             self.reserved_new = self.max_new
         self.max_new = min(self.max_new, self.reserved_new)
+
+    @property
+    def num_in_kv(self) -> int:
+        """Positions in KV now: its prefill so far, then every prompt and emitted token but the last
+        (a decode feeds in the token before the one it emits)."""
+        if self.num_computed < self.target:
+            return self.num_computed
+        return self.prompt_len + self.num_emitted - 1
 
     @property
     def is_finished(self) -> bool:
