@@ -24,8 +24,8 @@ from stallfree.paged import Scheduler as Paged
 from stallfree.reference import Scheduler as Reference
 from stallfree.spec import Config
 
-from .caps import stops
-from .simulator import SimResult, Simulation, StepRecord
+from .simulator import Measured, SimResult, Simulation, bounded
+from .stream import Stream
 from .summary import Summary, summarise
 from .trace import Trace
 
@@ -70,82 +70,43 @@ class DesignStats:
 
 
 class DesignSimulation(Simulation):
-    """`Simulation`, following each request's KV itself (so a preemption is priced) and measuring
-    the memory design: running requests, KV held and used."""
+    """`Simulation`'s step, following the preemptions the plan names (a preempted request's KV is
+    forgotten, its recompute prefill priced like any chunk) and measuring the memory design: running
+    requests, KV held and used. What differs from a plain run is in the three hooks alone."""
 
     def __init__(self, trace: Trace, factory: Callable[..., Any], config: Config, roofline: Roofline,
                  stats: DesignStats, held: Callable[[Any], int]) -> None:
         super().__init__(trace, factory, config, roofline, stats.design, max_new_cap=stats.cap)
         self.stats = stats
         self.held = held
-        self.computed: dict[int, int] = {}  # rid -> tokens in KV
-        self.target: dict[int, int] = {}  # rid -> its residency's prefill (prompt, plus emitted after a preemption)
         self.used = 0  # tokens in KV over running requests
 
-    def step(self, clock: float) -> float:
-        plan = self.scheduler.schedule()
-        streams, computed, target = self.streams, self.computed, self.target
-        for rid in getattr(plan, "preempted", ()):
-            self.used -= computed.pop(rid, 0)
+    def preempt(self, plan: Any) -> None:
+        streams = self.streams
+        for rid in bounded(getattr(plan, "preempted", ()), len(streams), "schedule() preempted"):
             stream = streams[rid]
-            target[rid] = stream.prompt_len + stream.num_emitted
+            self.used -= stream.num_in_kv
+            stream.num_computed = 0
+            stream.target = stream.prompt_len + stream.num_emitted  # its residency's prefill, from position 0
             self.stats.preemptions += 1
-        num_tokens = pairs = kv_read = num_decodes = recompute = 0
-        stopped = []
-        for rid, n in plan:
-            stream = streams[rid]
-            done = computed.get(rid, 0)
-            goal = target.get(rid, stream.prompt_len)
-            if done < goal:  # a chunk: positions [done, done + n) of this residency's prefill
-                if stream.admitted is None:
-                    stream.admitted = clock
-                if goal > stream.prompt_len:
-                    recompute += n
-                else:
-                    stream.num_prefilled = done + n
-                pairs += n * done + n * (n + 1) // 2
-                kv_read += done
-                emits = done + n == goal
-            else:  # a decode: the last token in, attending to every position so far
-                pairs += done + 1
-                kv_read += done
-                num_decodes += 1
-                emits = True
-            if emits and stops(stream):
-                stopped.append(rid)
-            computed[rid] = done + n
-            self.used += n
-            num_tokens += n
-        seconds = self.roofline.seconds(num_tokens, pairs, kv_read)
-        end = clock + seconds
-        st = self.stats
-        if num_tokens:
-            running = len(self.scheduler.running)
-            st.busy_seconds += seconds
-            st.running_seconds += running * seconds
-            st.held_seconds += self.held(self.scheduler) * seconds
-            st.used_seconds += self.used * seconds
-            st.max_running = max(st.max_running, running)
-            st.recomputed_tokens += recompute
-            st.recompute_seconds += seconds * recompute / num_tokens
-            self.num_empty_plans = 0
-            self.result.busy_seconds += seconds
-            self.result.longest_step = max(self.result.longest_step, seconds)
-            self.result.step_tokens.append(num_tokens)
-            if self.result.steps is not None:
-                self.result.steps.append(StepRecord(clock, seconds, num_decodes, num_tokens - num_decodes))
-        else:
-            self.num_empty_plans += 1
-        self.emit(self.scheduler.complete(plan, stopped) if stopped else self.scheduler.complete(plan), end)
-        return end
 
-    def emit(self, rids: Any, clock: float) -> None:
-        super().emit(rids, clock)
-        for rid in rids:
-            stream = self.streams[rid]
-            if stream.num_emitted == stream.max_new:
-                self.used -= self.computed.pop(rid, 0)
-                self.target.pop(rid, None)
+    def measure(self, m: Measured) -> None:
+        super().measure(m)
+        self.used += m.num_tokens
+        if not m.num_tokens:
+            return
+        st, seconds = self.stats, m.seconds
+        running = len(self.scheduler.running)
+        st.busy_seconds += seconds
+        st.running_seconds += running * seconds
+        st.held_seconds += self.held(self.scheduler) * seconds
+        st.used_seconds += self.used * seconds
+        st.max_running = max(st.max_running, running)
+        st.recomputed_tokens += m.recomputed
+        st.recompute_seconds += seconds * m.recomputed / m.num_tokens
+
+    def finished(self, stream: Stream) -> None:
+        self.used -= stream.num_in_kv
 
 
 @dataclass(slots=True)

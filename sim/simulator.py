@@ -67,6 +67,19 @@ class StepRecord:
     num_prefill: int  # prompt tokens
 
 
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """What one priced step shows, before it completes: the figures a simulation accounts."""
+
+    seconds: float
+    end: float  # the clock after it
+    num_planned: int  # requests in the plan
+    num_tokens: int
+    kv_reserved: int  # the planned requests' prompt_len + max_new
+    kv_used: int  # KV positions of the planned requests
+    recomputed: int  # tokens run again after a preemption
+
+
 @dataclass(slots=True)
 class SimResult:
     trace: str
@@ -168,18 +181,23 @@ class Simulation:
         streams = self.streams
         given = self.scheduler.schedule()
         plan = bounded(given, len(streams), "schedule() returned")
-        num_tokens = pairs = kv_read = num_decodes = kv_reserved = kv_used = 0
+        self.preempt(given)
+        num_tokens = pairs = kv_read = num_decodes = kv_reserved = kv_used = recomputed = 0
         stopped = []
         for rid, n in plan:
             stream = streams[rid]
-            done = stream.num_prefilled
-            if done < stream.prompt_len:  # a chunk: prompt positions [done, done + n)
-                if done == 0:
+            done = stream.num_computed
+            if done < stream.target:  # a chunk: positions [done, done + n) of this residency's prefill
+                if stream.admitted is None:
                     stream.admitted = clock
+                if stream.target > stream.prompt_len:
+                    recomputed += n  # prompt and emitted tokens again, after a preemption
+                else:
+                    stream.num_prefilled = done + n
                 pairs += n * done + n * (n + 1) // 2
                 kv_read += done
-                stream.num_prefilled = done = done + n
-                emits = done == stream.prompt_len
+                stream.num_computed = done = done + n
+                emits = done == stream.target
                 kv_used += done
             else:  # a decode: the last token in, attending to every position so far
                 context = stream.prompt_len + stream.num_emitted
@@ -187,34 +205,46 @@ class Simulation:
                 kv_read += context - 1
                 num_decodes += 1
                 emits = True
-                kv_used += context + 1
+                kv_used += context
             if emits and stops(stream):
                 stopped.append(rid)  # its real last token: the model's end token, before the cap
             kv_reserved += stream.prompt_len + stream.reserved_new  # type: ignore[operator]
             num_tokens += n
         seconds = self.roofline.seconds(num_tokens, pairs, kv_read)
         end = clock + seconds
+        self.measure(Measured(seconds, end, len(plan), num_tokens, kv_reserved, kv_used, recomputed))
         emitted = self.scheduler.complete(given, stopped) if stopped else self.scheduler.complete(given)
         self.emit(emitted, end)
         result = self.result
-        result.kv_reserved_seconds += kv_reserved * seconds
-        result.kv_used_seconds += kv_used * seconds
-        result.running_seconds += len(plan) * seconds
-        if len(plan) > result.max_running:
-            result.max_running = len(plan)
-        if self.record:
-            result.kv_timeline.extend((end, kv_reserved, kv_used))
         if num_tokens:
             self.num_empty_plans = 0
-            self.result.busy_seconds += seconds
-            if seconds > self.result.longest_step:
-                self.result.longest_step = seconds
-            self.result.step_tokens.append(num_tokens)
-            if self.result.steps is not None:
-                self.result.steps.append(StepRecord(clock, seconds, num_decodes, num_tokens - num_decodes))
+            result.busy_seconds += seconds
+            if seconds > result.longest_step:
+                result.longest_step = seconds
+            result.step_tokens.append(num_tokens)
+            if result.steps is not None:
+                result.steps.append(StepRecord(clock, seconds, num_decodes, num_tokens - num_decodes))
         else:
             self.num_empty_plans += 1
         return end
+
+    def preempt(self, plan: Any) -> None:
+        """What a design does to KV before `plan` runs: nothing under the plain protocol (the paged
+        design's plan names the requests it preempts: `designs`)."""
+
+    def measure(self, m: Measured) -> None:
+        """Account a priced step, before it completes (so the scheduler's state is the plan's)."""
+        result = self.result
+        result.kv_reserved_seconds += m.kv_reserved * m.seconds
+        result.kv_used_seconds += m.kv_used * m.seconds
+        result.running_seconds += m.num_planned * m.seconds
+        if m.num_planned > result.max_running:
+            result.max_running = m.num_planned
+        if self.record:
+            result.kv_timeline.extend((m.end, m.kv_reserved, m.kv_used))
+
+    def finished(self, stream: Stream) -> None:
+        """`stream` emitted its last token (a hook: a design forgets its KV)."""
 
     def emit(self, rids: Any, clock: float) -> None:
         """Each rid emitted a token at `clock`, the end of the step."""
@@ -233,6 +263,7 @@ class Simulation:
             if stream.num_emitted == stream.max_new:
                 self.num_pending -= 1
                 self.num_finished += 1
+                self.finished(stream)
 
     # -- the run ---------------------------------------------------------------------------------
 

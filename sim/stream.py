@@ -1,4 +1,5 @@
-"""One request as the simulator follows it: where its prompt is, and when its tokens came out."""
+"""One request as the simulator follows it: where its prompt is, what of it is in KV, and when its
+tokens came out."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ class Stream:
     reserved_new: int | None = None  # max_new as added (the request's max_tokens); None: its real length
     prompt_len: int = field(init=False)  # copied from the request: read every step
     max_new: int = field(init=False)  # the tokens it emits: its real length, at most reserved_new
-    num_prefilled: int = 0
+    num_prefilled: int = 0  # prompt positions run (a recompute after a preemption runs them again, uncounted)
     num_emitted: int = 0
+    num_computed: int = 0  # positions of this residency's prefill in KV (a preemption forgets them)
+    target: int = field(init=False)  # positions this residency prefills: prompt_len, or prompt and emitted
     admitted: float | None = None  # start of the step that ran its first chunk
     first_token: float | None = None  # end of the step that emitted its first token
     last_token: float | None = None
@@ -22,11 +25,19 @@ class Stream:
     token_times: list[float] | None = None  # every token's time, kept only when asked for
 
     def __post_init__(self) -> None:
-        self.prompt_len = self.request.prompt_len
+        self.prompt_len = self.target = self.request.prompt_len
         self.max_new = self.request.max_new
         if self.reserved_new is None:
             self.reserved_new = self.max_new
         self.max_new = min(self.max_new, self.reserved_new)
+
+    @property
+    def num_in_kv(self) -> int:
+        """Positions in KV now: its prefill so far, then every prompt and emitted token but the last
+        (a decode feeds in the token before the one it emits)."""
+        if self.num_computed < self.target:
+            return self.num_computed
+        return self.prompt_len + self.num_emitted - 1
 
     @property
     def is_finished(self) -> bool:

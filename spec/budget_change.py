@@ -62,6 +62,11 @@ class BudgetShadow(Shadow):
     last_token: dict[int, int] = field(default_factory=dict)  # ready rid -> the step of its last token
     runs: dict[int, Run] = field(default_factory=dict)  # ready rid -> its run without a token, if in one
 
+    def forget(self, rid: int) -> None:
+        """`rid`'s request ended: drop its records, which a new request reusing the rid must not inherit."""
+        self.last_token.pop(rid, None)
+        self.runs.pop(rid, None)
+
 
 def longest_waiting(s: BudgetShadow, k: int) -> list[int]:
     """The k ready rids that waited longest since their last token; ties: the oldest admitted."""
@@ -196,10 +201,20 @@ class BudgetMonitor(ContractMonitor):
         for chunk in facts.prefills:
             if chunk.track.is_ready and chunk.track.rid in facts.emitted_set:
                 shadow.last_token[chunk.track.rid] = facts.step
-        for track in facts.finished:
-            shadow.last_token.pop(track.rid, None)
-            shadow.runs.pop(track.rid, None)
+        for track in facts.finished:  # its last token, a stop, or a cancel while the plan was pending
+            shadow.forget(track.rid)
         return facts
+
+    def cancel(self, rid: object) -> bool:
+        """`Monitor.cancel`; a request it ends at once (no plan pending, or still waiting) leaves no
+        record, so a new request reusing its rid starts with no last token and no run (DECODE-FAIR,
+        DECODE-WAIT). One cancelled while a plan is pending ends, and is forgotten, at complete()."""
+        accepted = super().cancel(rid)
+        shadow = self.shadow
+        assert isinstance(shadow, BudgetShadow)
+        if type(rid) is int and rid not in shadow.tracks:
+            shadow.forget(rid)
+        return accepted
 
 
 # The reference's rules with a budget that may change: oldest-first decodes when they do not all fit.

@@ -150,3 +150,14 @@ def test_nearest_rank_percentiles() -> None:
     assert (s.count, s.p50, s.p90, s.p99, s.max, s.mean) == (100, 50.0, 90.0, 99.0, 100.0, 50.5)
     assert quantile([3.0], 0.99) == 3.0
     assert spread([None, None]) is None
+
+
+def test_kv_used_counts_the_positions_computed() -> None:
+    """A 10-token prompt emitting 5 tokens: 10 positions after its prefill, one more per decode (the
+    token fed in); its last token is never fed, so 14 of its 15 reserved positions are ever used."""
+    result = simulate(trace_of((0.0, 10, 5)), factory("reference"), Config(64, 4, 100), FULL, record=True)
+    assert list(result.kv_timeline[1::3]) == [15] * 5  # reserved: prompt_len + max_new
+    assert list(result.kv_timeline[2::3]) == [10, 11, 12, 13, 14]
+    seconds = [s.seconds for s in result.steps or []]
+    assert summarise(result).kv_used == pytest.approx(sum(u * t for u, t in zip(range(10, 15), seconds, strict=True))
+                                                      / sum(seconds))

@@ -5,6 +5,7 @@ budget drop, and each rule catching its fault."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 from violations import first_violation
@@ -96,3 +97,74 @@ def test_READY_WITHIN_BUDGET_is_no_longer_a_theorem_after_a_drop() -> None:
     play(DROP, Rotating, contract=ROTATION_CONTRACT,
          on_step=lambda m, f: states.append(invariants.ready_within_budget(m.shadow, invariants.shown(m.scheduler))))
     assert any(s is not None for s in states)
+
+
+class Reusing(Rotating):
+    """Rotation that forgets a request cancelled between steps, so its rid may name a new request."""
+
+    def on_cancel(self, seq: Any) -> None:
+        super().on_cancel(seq)
+        del self.seqs[seq.rid]
+
+
+def cancelled_then_reused(monitor: Any) -> None:
+    """Three ready requests at budget 1: rid 2 goes two steps without a token (DECODE-WAIT's bound,
+    ceil(3/1) - 1), is cancelled between steps, and its rid comes back as a new request that is ready
+    the next step; that step it is the newest ready request, so rotation skips it once."""
+    for rid in range(3):
+        assert monitor.add(rid, 1, 20)
+    monitor.plan()
+    monitor.complete()  # all three prefilled, one token each
+    assert monitor.set_budget(1)
+    for _ in range(2):  # rids 0 and 1 served, rid 2 waits two steps: within its bound
+        monitor.plan()
+        monitor.complete()
+    assert monitor.cancel(2)
+    assert monitor.add(2, 1, 20)
+    assert monitor.set_budget(3)
+    monitor.plan()
+    monitor.complete()  # 0 and 1 decode, the new rid 2 is prefilled: its first token
+    assert monitor.set_budget(1)
+    monitor.plan()
+    monitor.complete()  # rid 0 served; the new rid 2 waits its first step
+
+
+def test_a_rid_cancelled_between_steps_and_reused_starts_a_fresh_run() -> None:
+    """DECODE-WAIT counts the new request's own run, not the run of the cancelled request whose rid
+    it reuses: rotation keeps the contract, and the cancelled request's records are gone."""
+    monitor = ROTATION_CONTRACT.watch(Reusing(3, 3, 100), Config(3, 3, 100))
+    cancelled_then_reused(monitor)  # a stale run would make it 3 steps > 2: a false DECODE-WAIT
+    assert monitor.shadow.runs[2].steps == 1 and monitor.shadow.runs[1].steps == 1
+
+
+def cancel_between_steps(monitor: Any) -> None:
+    assert monitor.cancel(1)
+
+
+def cancel_while_pending(monitor: Any) -> None:
+    monitor.plan()
+    assert monitor.cancel(1)
+    monitor.complete()
+
+
+def stop(monitor: Any) -> None:
+    monitor.plan()
+    monitor.complete([1])  # rid 1's token this step is its last
+
+
+@pytest.mark.parametrize("end", [cancel_between_steps, cancel_while_pending, stop])
+def test_a_request_that_ends_early_leaves_no_record(end: Any) -> None:
+    """However it ends, a request's last token and run are forgotten with it (a cancel between steps
+    ends it in cancel(); the others in complete())."""
+    monitor = ROTATION_CONTRACT.watch(Rotating(3, 3, 100), Config(3, 3, 100))
+    for rid in range(2):
+        assert monitor.add(rid, 1, 20)
+    monitor.plan()
+    monitor.complete()
+    assert monitor.set_budget(1)
+    monitor.plan()
+    monitor.complete()  # rid 1 waits: a run of one step
+    assert 1 in monitor.shadow.runs and 1 in monitor.shadow.last_token
+    end(monitor)
+    assert 1 not in monitor.shadow.tracks
+    assert 1 not in monitor.shadow.runs and 1 not in monitor.shadow.last_token
