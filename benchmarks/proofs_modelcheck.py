@@ -95,7 +95,7 @@ def one(label: str, mode: str, max_states: int | None) -> None:
 def compiled_path() -> str:
     """The compiled copy of the core (scripts/compiled.sh), built first if missing or stale."""
     root = Path(__file__).resolve().parent.parent
-    stage = os.environ.get("STALLFREE_COMPILED", str(root / "build" / "compiled"))
+    stage = str(root / (os.environ.get("STALLFREE_COMPILED") or "build/compiled"))  # relative: to root, as there
     env = {**os.environ, "STALLFREE_COMPILED": stage, "STALLFREE_PYTHON": sys.executable}
     subprocess.run(["bash", str(root / "scripts" / "compiled.sh")], env=env, check=True, stdout=subprocess.DEVNULL)
     return stage

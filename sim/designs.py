@@ -71,8 +71,9 @@ class DesignStats:
 
 class DesignSimulation(Simulation):
     """`Simulation`'s step, following the preemptions the plan names (a preempted request's KV is
-    forgotten, its recompute prefill priced like any chunk) and measuring the memory design: running
-    requests, KV held and used. What differs from a plain run is in the three hooks alone."""
+    forgotten, its recompute prefill of prompt and emitted tokens, rule RECOMPUTE, priced like any
+    chunk) and measuring the memory design: running requests, KV held and used. What differs from a
+    plain run is in the three hooks alone."""
 
     def __init__(self, trace: Trace, factory: Callable[..., Any], config: Config, roofline: Roofline,
                  stats: DesignStats, held: Callable[[Any], int]) -> None:

@@ -25,7 +25,7 @@ class StateGraph:
     bounds: Bounds
     graph: Graph
     actions: tuple[Action, ...]
-    keys: dict[int, Any]  # state -> its canonical key
+    keys: list[Any]  # each state's canonical key, by state number
     complete: bool  # every reachable state explored (no break stopped the search)
     counterexample: Counterexample | None
     path: list[int]  # the states along the counterexample, from the initial one; [] when none
@@ -52,8 +52,7 @@ def explore(bounds: Bounds, factory: Callable[..., Any] = Scheduler) -> StateGra
     explored = modelcheck.explore(bounds, factory)
     cx = explored.result.counterexample
     path = _path(explored, cx) if cx is not None else []
-    return StateGraph(bounds, explored.graph, explored.actions, dict(enumerate(explored.keys)),
-                      explored.result.holds, cx, path)
+    return StateGraph(bounds, explored.graph, explored.actions, explored.keys, explored.result.holds, cx, path)
 
 
 def _path(explored: modelcheck.Explored, cx: Counterexample) -> list[int]:
