@@ -13,12 +13,18 @@ from typing import Any
 
 def slot_names(cls: type) -> tuple[str, ...]:
     """The slots `cls` and its bases declare, each once, in method resolution order (`__dict__` and
-    `__weakref__` left out): the fields an instance keeps outside its `__dict__`."""
+    `__weakref__` left out): the fields an instance keeps outside its `__dict__`. A private slot
+    (`__x`) is named as the instance holds it (`_Class__x`), as `copy` reads it; else it is lost."""
     names: list[str] = []
     for klass in cls.__mro__:
         slots = klass.__dict__.get("__slots__", ())
         for name in (slots,) if isinstance(slots, str) else slots:
-            if name not in ("__dict__", "__weakref__") and name not in names:
+            if name in ("__dict__", "__weakref__"):
+                continue
+            owner = klass.__name__.lstrip("_")
+            if name.startswith("__") and not name.endswith("__") and owner:
+                name = f"_{owner}{name}"
+            if name not in names:
                 names.append(name)
     return tuple(names)
 
