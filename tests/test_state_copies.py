@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from stallfree.proofs.explicit.clone import clone_each
+from stallfree.proofs.explicit.clone import clone, clone_each
 from stallfree.proofs.explicit.snapshot import fork
 from stallfree.reference import Scheduler
 from stallfree.spec import Config, Monitor, copies
@@ -173,3 +173,23 @@ def test_the_monitor_copy_is_what_copy_copy_makes() -> None:
     everything = copy.copy(Monitor(Scheduler(4, 3, 30), Config(4, 3, 30)))
     assert len(everything.rules) > 2
 
+
+class Private:
+    """A private slot is held under its class's name (`_Private__held`): a copy that reads the slot
+    names as declared misses it and leaves the field out."""
+
+    __slots__ = ("__held", "shown")
+
+    def __init__(self) -> None:
+        self.__held = [1]
+        self.shown = [2]
+
+    def held(self) -> list[int]:
+        return self.__held
+
+
+def test_a_private_slot_is_copied_by_both_copiers() -> None:
+    obj = Private()
+    for copied in (copies.fields(obj, {}), clone(obj)):
+        assert copied.held() == [1] and copied.held() is not obj.held()
+        assert copied.shown == [2] and copied.shown is not obj.shown
