@@ -19,6 +19,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from stallfree.spec.copies import slot_names
+
 Memo = dict[int, Any]
 
 _SHARED: set[type] = {
@@ -105,20 +107,10 @@ def _own_copy(obj: Any, memo: Memo) -> Any:
     return new
 
 
-def _slot_names(cls: type) -> tuple[str, ...]:
-    names: list[str] = []
-    for klass in cls.__mro__:
-        slots = klass.__dict__.get("__slots__", ())
-        for name in (slots,) if isinstance(slots, str) else slots:
-            if name not in ("__dict__", "__weakref__") and name not in names:
-                names.append(name)
-    return tuple(names)
-
-
 def _object_copier(cls: type) -> Callable[[Any, Memo], Any]:
     """A copier written for `cls`: one line per slot, so a copy costs no loop over names. Falls back
     to the generic copier for an instance with a slot left unset."""
-    names = _slot_names(cls)
+    names = slot_names(cls)
     plain = cls.__setattr__ is object.__setattr__ and all(name.isidentifier() for name in names)
     if not plain:
         return _generic_object_copier(cls, names)
