@@ -212,15 +212,15 @@ class Scheduler(Views):
         state (the model checker): each sequence copied once, every container pointing at its copy."""
         if type(self) is not Scheduler:  # a subclass's fields of its own are not known here
             return copies.fields(self, memo)  # type: ignore[no-any-return]
-        twins: dict[int, Sequence] = {}
         new = Scheduler(self.config.token_budget, self.config.max_seqs, self.config.kv_tokens)
-        new._live = {rid: _twin(seq, twins) for rid, seq in self._live.items()}
-        new._ended = {rid: (_twin(seq, twins), phase, n) for rid, (seq, phase, n) in self._ended.items()}
-        new._cancelling = {rid: _twin(seq, twins) for rid, seq in self._cancelling.items()}
-        new._waiting = deque([_twin(seq, twins) for seq in self._waiting])
-        new._ready = dict(self._ready)
-        new._partial = {rid: _twin(seq, twins) for rid, seq in self._partial.items()}
-        new._finishing = {step: [_twin(seq, twins) for seq in seqs] for step, seqs in self._finishing.items()}
+        new._live = {rid: _twin(seq, memo) for rid, seq in self._live.items()}
+        new._ended = {rid: (_twin(seq, memo), phase, n) for rid, (seq, phase, n) in self._ended.items()}
+        new._cancelling = {rid: _twin(seq, memo) for rid, seq in self._cancelling.items()}
+        new._waiting = deque([_twin(seq, memo) for seq in self._waiting])
+        live = new._live  # a ready request's entry is its sequence's decode entry, in the copy as here
+        new._ready = {rid: live[rid].decode if rid in live else entry for rid, entry in self._ready.items()}
+        new._partial = {rid: _twin(seq, memo) for rid, seq in self._partial.items()}
+        new._finishing = {step: [_twin(seq, memo) for seq in seqs] for step, seqs in self._finishing.items()}
         new._free_kv = self._free_kv
         new._num_steps = self._num_steps
         new._planned = self._planned
@@ -244,9 +244,9 @@ class Scheduler(Views):
         self._ended[rid] = (seq, phase, self._num_steps)
 
 
-def _twin(seq: Sequence, twins: dict[int, Sequence]) -> Sequence:
-    """`seq`'s copy in one `Scheduler.__deepcopy__`: made on first sight, then the same one."""
-    twin = twins.get(id(seq))
+def _twin(seq: Sequence, memo: dict[int, Any]) -> Sequence:
+    """`seq`'s copy in one deep copy (`memo`, `copy.deepcopy`'s): made on first sight, then the same one."""
+    twin: Sequence | None = memo.get(id(seq))
     if twin is None:
-        twin = twins[id(seq)] = seq.copy()
+        twin = memo[id(seq)] = seq.copy()
     return twin

@@ -59,11 +59,12 @@ class Monitor(Watch[Shadow, StepFacts]):
         """What `copy.copy` makes (the scheduler and shadow shared), written out so that a compiled
         Monitor (scripts/compiled.sh) is copied too: a search that branches then gives the copy a
         scheduler and a shadow of its own (`proofs.explicit.snapshot.fork`)."""
-        if type(self) is not Monitor:  # a subclass's fields are its own: copied as they are
+        fields = getattr(self, "__dict__", None)
+        if fields is not None:  # the Python core (a subclass too): each field as it is
             twin = object.__new__(type(self))
-            twin.__dict__.update(self.__dict__)
+            twin.__dict__.update(fields)
             return twin
-        return self._carry(Monitor(self.scheduler, self.config))  # type: ignore[no-any-return]
+        return self._carry(Monitor(self.scheduler, self.config))  # type: ignore[no-any-return]  # compiled
 
     @property
     def checks_per_step(self) -> int:

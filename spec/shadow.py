@@ -131,11 +131,10 @@ class Shadow:
         state (the model checker): each track copied once, every line pointing at its copy."""
         if type(self) is not Shadow:  # a subclass's fields of its own are not known here
             return copies.fields(self, memo)  # type: ignore[no-any-return]
-        twins: dict[int, Track] = {}
-        new = Shadow(self.config, self.step, deque([_twin(t, twins) for t in self.waiting]),
-                     {rid: _twin(t, twins) for rid, t in self.running.items()},
-                     {rid: _twin(t, twins) for rid, t in self.prefilling.items()},
-                     {rid: _twin(t, twins) for rid, t in self.tracks.items()}, dict(self.ended), set(self.rejected))
+        new = Shadow(self.config, self.step, deque([_twin(t, memo) for t in self.waiting]),
+                     {rid: _twin(t, memo) for rid, t in self.running.items()},
+                     {rid: _twin(t, memo) for rid, t in self.prefilling.items()},
+                     {rid: _twin(t, memo) for rid, t in self.tracks.items()}, dict(self.ended), set(self.rejected))
         new.free_kv = self.free_kv
         new.num_ready = self.num_ready
         memo[id(self)] = new
@@ -181,9 +180,9 @@ class Shadow:
             del self.prefilling[rid]
 
 
-def _twin(track: Track, twins: dict[int, Track]) -> Track:
-    """`track`'s copy in one `Shadow.__deepcopy__`: made on first sight, then the same one."""
-    twin = twins.get(id(track))
+def _twin(track: Track, memo: dict[int, Any]) -> Track:
+    """`track`'s copy in one deep copy (`memo`, `copy.deepcopy`'s): made on first sight, then the same one."""
+    twin: Track | None = memo.get(id(track))
     if twin is None:
-        twin = twins[id(track)] = track.copy()
+        twin = memo[id(track)] = track.copy()
     return twin

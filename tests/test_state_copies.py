@@ -63,15 +63,16 @@ def same_structure(a: Any, b: Any, pairs: dict[int, int] | None = None) -> None:
 
 
 def states(seed: int, count: int) -> list[Monitor]:
-    """`count` monitored reference states from random adds, steps, stops and cancels (some cancels
-    while a plan is pending), each kept as a copy."""
+    """`count` monitored reference states from random adds (some that can never fit), steps, stops and
+    cancels (some cancels while a plan is pending), each kept as a copy."""
     rng = random.Random(seed)
     monitor = Monitor(Scheduler(6, 4, 40), Config(6, 4, 40))
     rid, kept = 0, []
     while len(kept) < count:
         roll = rng.random()
         if roll < 0.35 and len(monitor.shadow.tracks) < 8:
-            monitor.add(rid, rng.randint(1, 9), rng.randint(1, 5))
+            never_fits = rng.random() < 0.1  # refused (NEVER-FIT): the shadow records the rid as rejected
+            monitor.add(rid, 50 if never_fits else rng.randint(1, 9), rng.randint(1, 5))
             rid += 1
         elif roll < 0.45 and monitor.shadow.tracks:
             monitor.cancel(rng.choice(sorted(monitor.shadow.tracks)))
@@ -89,16 +90,17 @@ def states(seed: int, count: int) -> list[Monitor]:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_own_copies_are_deep_copies_on_random_states(seed: int) -> None:
-    cancelled_pending = 0
+    cancelled_pending = rejected = 0
     for monitor in states(seed, 150):
         for obj in (monitor.scheduler, monitor.shadow):
             twin = copy.deepcopy(obj)
             same_structure(obj, twin)
             assert type(obj).__dict__["__deepcopy__"]  # the class defines its own copy (it does not inherit one)
         cancelled_pending += bool(monitor.scheduler._cancelling)
+        rejected += bool(monitor.shadow.rejected)
         both = clone_each(monitor.scheduler, monitor.shadow)
         same_structure((monitor.scheduler, monitor.shadow), tuple(both))
-    assert cancelled_pending > 0  # the sample holds states with a cancel pending until complete()
+    assert cancelled_pending > 0 and rejected > 0  # states with a cancel pending, and with refused rids
 
 
 def test_a_copy_continues_as_the_original_does_and_leaves_it_alone() -> None:
@@ -193,3 +195,17 @@ def test_a_private_slot_is_copied_by_both_copiers() -> None:
     for copied in (copies.fields(obj, {}), clone(obj)):
         assert copied.held() == [1] and copied.held() is not obj.held()
         assert copied.shown == [2] and copied.shown is not obj.shown
+
+
+def test_what_a_copy_shares_with_other_objects_copied_beside_it_stays_shared() -> None:
+    """One deep copy, one memo: a track or sequence the shadow or scheduler holds, copied beside it,
+    is the copy's own track or sequence, as a field-by-field deep copy makes it."""
+    monitor = Monitor(Scheduler(8, 3, 30), Config(8, 3, 30))
+    monitor.add(0, 6, 3)
+    monitor.add(1, 5, 3)
+    monitor.step()
+    track, seq = monitor.shadow.tracks[0], monitor.scheduler._live[0]
+    shadow, tracks, scheduler, seqs = copy.deepcopy((monitor.shadow, [track], monitor.scheduler, [seq]))
+    assert tracks[0] is shadow.tracks[0] and seqs[0] is scheduler._live[0] and seqs[0] is not seq
+    ready = next(iter(scheduler._ready))
+    assert scheduler._ready[ready] is scheduler._live[ready].decode
