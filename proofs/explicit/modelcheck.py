@@ -44,8 +44,26 @@ HIDDEN = "HIDDEN STATE"  # the rule a counterexample names when states with one 
 REVISITS_CHECKED = 5_000  # revisits of known states whose step is compared with theirs
 
 
+class Tally:
+    """What a check's result says of its figures, for both designs' results."""
+
+    __slots__ = ()
+    states: int
+    seconds: float
+    complete: bool  # every reachable state was explored
+    counterexample: Counterexample | None
+
+    @property
+    def holds(self) -> bool:
+        return self.complete and self.counterexample is None
+
+    @property
+    def states_per_second(self) -> float:
+        return self.states / self.seconds if self.seconds > 0 else 0.0
+
+
 @dataclass(frozen=True, slots=True)
-class CheckResult:
+class CheckResult(Tally):
     bounds: Bounds
     states: int
     transitions: int
@@ -57,13 +75,6 @@ class CheckResult:
     counterexample: Counterexample | None
     inspected: Counterexample | None = None  # the first state `inspect` reported, with its path
 
-    @property
-    def holds(self) -> bool:
-        return self.complete and self.counterexample is None
-
-    @property
-    def states_per_second(self) -> float:
-        return self.states / self.seconds if self.seconds > 0 else 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,7 +44,7 @@ PagedAction = tuple[int, int] | str | None
 
 
 @dataclass(frozen=True, slots=True)
-class PagedResult:
+class PagedResult(modelcheck.Tally):
     bounds: Bounds
     states: int
     transitions: int
@@ -57,14 +57,6 @@ class PagedResult:
     preempting_states: int  # states reached by a step that preempted
     running_states: int  # states with a request running: 0 means every add was refused (a vacuous check)
     counterexample: Counterexample | None
-
-    @property
-    def holds(self) -> bool:
-        return self.complete and self.counterexample is None
-
-    @property
-    def states_per_second(self) -> float:
-        return self.states / self.seconds if self.seconds > 0 else 0.0
 
 
 class Environment(PagedMonitor):
