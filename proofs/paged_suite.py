@@ -14,6 +14,7 @@ from stallfree.spec.paged_rules import PAGED_RULE_IDS
 
 from .explicit import paged
 from .explicit.bounds import Bounds
+from .explicit.snapshot import Hidden
 from .suite import BROKEN, HOLDS, NOT_REFUTED, UNKNOWN, Row, z3_verdict
 
 DEFAULT_BOUND = "2,2,6,3,3,3"  # preempts, with one stop or cancel per behaviour
@@ -34,8 +35,12 @@ def control_bound(rule: str) -> Bounds:
     return Bounds.parse(FAULT_BOUNDS.get(rule, FAULT_DEFAULT_BOUND))
 
 
-def model_rows(bound: Bounds, factory: Callable[..., Any], max_states: int | None = None) -> list[Row]:
-    result = paged.check(bound, factory, max_states=max_states)
+def model_rows(bound: Bounds, factory: Callable[..., Any], max_states: int | None = None,
+               hidden: Hidden | None = None, hidden_declared: bool = True) -> list[Row]:
+    """The paged model check's rows. Its claims are refused (unknown) unless the scheduler's state
+    outside the checker's key is declared (`hidden`, or none): merging states by key is sound only
+    then. A counterexample found is reported either way: its path is concrete and replayed."""
+    result = paged.check(bound, factory, max_states=max_states, hidden=hidden)
     label = f"{bound.label()}: {result.states:,} states"
     if result.counterexample is not None:
         ce = result.counterexample
@@ -47,6 +52,11 @@ def model_rows(bound: Bounds, factory: Callable[..., Any], max_states: int | Non
         return [Row("ALL PAGED RULES", "model check (paged)", label, UNKNOWN, result.seconds,
                     "vacuous: no request ever ran at this bound: the scheduler's pool refuses every shape "
                     "(NEVER-FIT); use smaller blocks (stallfree.paged:small_blocks) or a larger K")]
+    if not hidden_declared:
+        refused = ("refused: states with one key were merged, which is sound only if the scheduler decides on "
+                   "nothing the key leaves out; declare its hidden state (--hidden MODULE:FUNCTION, or --hidden none)")
+        return [Row("ALL PAGED RULES", "model check (paged)", label, UNKNOWN, result.seconds, refused),
+                Row("PREEMPT-BOUND", "model check (liveness)", label, UNKNOWN, 0.0, refused)]
     return [
         Row("ALL PAGED RULES", "model check (paged)", label, HOLDS, result.seconds,
             f"{len(PAGED_RULE_IDS)} paged rules on every transition (adds, steps, a stop or cancel), "

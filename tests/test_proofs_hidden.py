@@ -6,6 +6,8 @@ documented command even undeclared."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from stallfree.main import main
@@ -75,3 +77,36 @@ def test_HIDDEN_STATE_a_revisited_key_that_steps_elsewhere_is_reported(workers: 
     declared = check(bounds, EveryOtherAdmits, hidden=lambda s: s.calls % 2, rules=JUDGED, compact=True,
                      workers=workers)
     assert declared.holds, declared.counterexample
+
+
+PAGED_PEER = '''
+from stallfree.paged import Scheduler
+
+
+def peer(token_budget, max_seqs, kv_tokens):
+    """The paged scheduler under another name: a scheduler of the paged design that is not the project's."""
+    return Scheduler(token_budget, max_seqs, kv_tokens, block_size=2, watermark=0)
+
+
+peer.design = "paged"
+
+
+def no_hidden(scheduler):
+    return None
+'''
+
+
+def test_a_paged_design_scheduler_declares_its_hidden_state_or_its_claims_are_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "paged_peer.py").write_text(PAGED_PEER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    quick = ["prove", "--methods", "model", "--scheduler", "paged_peer:peer"]
+    assert main(quick) == 1
+    out = capsys.readouterr().out
+    assert "refused" in out and "ALL PAGED RULES" in out and "holds" not in out.split("\n\n")[0]
+    for declared in ("none", "paged_peer:no_hidden"):
+        assert main([*quick, "--hidden", declared]) == 0
+        assert "ALL PAGED RULES" in capsys.readouterr().out
+    assert main(["prove", "--methods", "model", "--scheduler", "paged"]) == 0  # the project's own
+    assert main([*quick, "--hidden", "paged_peer:missing"]) == 2
+    assert "--hidden" in capsys.readouterr().err

@@ -152,7 +152,12 @@ def paged_rows(args: argparse.Namespace, say):  # type: ignore[no-untyped-def]
             "refuse every request of a small bound")
         factory = small_blocks
     methods = paged_methods(args)
-    rows = paged_suite.model_rows(bound, factory, args.max_states) if "model" in methods else []
+    # The paged scheduler's own factories and the faults are this project's; another scheduler of the
+    # paged design declares its hidden state, or its model-check claims are refused (as for any --scheduler).
+    own = factory in (Scheduler, small_blocks) or args.fault is not None
+    hidden = None if args.hidden in (None, "none") else load_scheduler(args.hidden, "--hidden")
+    declared = own or args.hidden is not None
+    rows = paged_suite.model_rows(bound, factory, args.max_states, hidden, declared) if "model" in methods else []
     fault_rule = args.fault.upper() if args.fault else None
     if "z3" in methods:
         rows += paged_suite.z3_rows(fault_rule)
@@ -201,6 +206,8 @@ def run(args: argparse.Namespace) -> int:
             from stallfree.proofs.explicit.bounds import Bounds
 
             Bounds.parse(args.bound)
+        if paged and args.hidden not in (None, "none"):
+            load_scheduler(args.hidden, "--hidden")  # a --hidden that does not load is a bad argument
     except (InvalidField, FieldTypeError, ValueError, ImportError, AttributeError) as error:
         print(f"stallfree prove: {error}", file=sys.stderr)
         return exits.USAGE
