@@ -17,7 +17,6 @@ from stallfree.spec import MAX_INT, RULE_IDS, Arrival, Workload
 
 # FactoryError and guarded live in the loader (every layer builds schedulers); named here for the commands.
 from stallfree.spec.loader import FactoryError, guarded, load_target
-from stallfree.spec.paged_rules import PAGED_RULE_IDS
 from stallfree.spec.workload import BudgetChange
 
 __all__ = ["FactoryError", "guarded"]
@@ -111,14 +110,16 @@ def budget_change(text: str) -> BudgetChange:
 
 
 def rule_list(text: str) -> list[str]:
-    """ID,ID: at least one rule ID of the reference's contract or of a variant's
+    """ID,ID: at least one rule ID of a design's contract (`stallfree.spec.designs`) or of a variant's
     (`stallfree.spec.contracts`). An empty selection would check nothing, so it is refused."""
     from stallfree.spec.contracts import variant_rule_ids
+    from stallfree.spec.designs import REGISTRIES
 
     ids = [t.strip().upper() for t in text.split(",") if t.strip()]
     if not ids:
         raise argparse.ArgumentTypeError(f"no rule ID in {text!r}: give at least one of {', '.join(RULE_IDS)}")
-    known = (*RULE_IDS, *(i for i in PAGED_RULE_IDS if i not in RULE_IDS), *variant_rule_ids())
+    every_design = [r.id for registry in REGISTRIES.values() for r in registry]  # the reservation design's first
+    known = tuple(dict.fromkeys([*every_design, *sorted(variant_rule_ids())]))  # each once, in a fixed order
     unknown = [i for i in ids if i not in known]
     if unknown:
         raise argparse.ArgumentTypeError(f"unknown rule ID(s) {unknown}; the rules are {', '.join(known)}")
