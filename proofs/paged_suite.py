@@ -15,7 +15,7 @@ from stallfree.spec.paged_rules import PAGED_RULE_IDS
 from .explicit import paged
 from .explicit.bounds import Bounds
 from .explicit.snapshot import Hidden
-from .suite import BROKEN, HOLDS, NOT_REFUTED, UNKNOWN, Row, z3_verdict
+from .suite import BROKEN, HIDDEN_UNDECLARED, HOLDS, NOT_REFUTED, UNKNOWN, Row, z3_verdict
 
 DEFAULT_BOUND = "2,2,6,3,3,3"  # preempts, with one stop or cancel per behaviour
 FAULT_BOUNDS = {"PREEMPT-ORDER": "2,3,6,3,2,3"}  # a preempted request and a later arrival both waiting
@@ -53,8 +53,7 @@ def model_rows(bound: Bounds, factory: Callable[..., Any], max_states: int | Non
                     "vacuous: no request ever ran at this bound: the scheduler's pool refuses every shape "
                     "(NEVER-FIT); use smaller blocks (stallfree.paged:small_blocks) or a larger K")]
     if not hidden_declared:
-        refused = ("refused: states with one key were merged, which is sound only if the scheduler decides on "
-                   "nothing the key leaves out; declare its hidden state (--hidden MODULE:FUNCTION, or --hidden none)")
+        refused = HIDDEN_UNDECLARED
         return [Row("ALL PAGED RULES", "model check (paged)", label, UNKNOWN, result.seconds, refused),
                 Row("PREEMPT-BOUND", "model check (liveness)", label, UNKNOWN, 0.0, refused)]
     return [

@@ -29,6 +29,10 @@ from .smt.theorems import DEFAULT_N, THEOREMS, prove
 
 HOLDS, NOT_REFUTED, BROKEN, UNKNOWN = Verdict.HOLDS, Verdict.NOT_REFUTED, Verdict.BROKEN, Verdict.UNKNOWN
 NOT_JUDGED = Verdict.NOT_JUDGED
+# Why a model check's claims read unknown for a scheduler whose hidden state is not declared (either design).
+HIDDEN_UNDECLARED = ("refused: states with one key were merged, which is sound only if the scheduler decides on "
+                     "nothing the key leaves out; declare its hidden state (--hidden MODULE:FUNCTION, or "
+                     "--hidden none)")
 METHODS = ("model", "z3", "differential", "crosshair", "variants", "quint")
 DEFAULT_BOUND = "2,3,8,4,3,3"  # S > B, so READY-WITHIN-BUDGET can fail; M = 3
 LIVENESS_BOUND = "2,2,8,2,3,2"  # B,S,K, at most 2 waiting at once (arrivals never stop), P, M
@@ -141,9 +145,7 @@ def _safety_rows(o: Options, bounds: Bounds, say: Say, differential: bool = True
         return [Row("ALL RULES", "model check", bound, UNKNOWN, result.seconds, f"stopped at max_states; {figures}")]
     actions = "adds, steps, stops and cancels" if bounds.lifecycle else "adds and steps"
     if not o.hidden_declared:
-        refused = (f"refused: states with one key were merged, which is sound only if the scheduler decides on "
-                   f"nothing the key leaves out; declare its hidden state (--hidden MODULE:FUNCTION, or "
-                   f"--hidden none); {figures}")
+        refused = f"{HIDDEN_UNDECLARED}; {figures}"
         return [Row("ALL RULES", "model check", bound, UNKNOWN, result.seconds, refused),
                 Row("PROGRESS", "model check (liveness)", bound, UNKNOWN, 0.0, refused)]
     return [
