@@ -76,7 +76,6 @@ class CheckResult(Tally):
     inspected: Counterexample | None = None  # the first state `inspect` reported, with its path
 
 
-
 @dataclass(frozen=True, slots=True)
 class Broken:
     rule: str
