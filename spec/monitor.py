@@ -64,7 +64,8 @@ class Monitor(Watch[Shadow, StepFacts]):
             twin = object.__new__(type(self))
             twin.__dict__.update(fields)
             return twin
-        return self._carry(Monitor(self.scheduler, self.config))  # type: ignore[no-any-return]  # compiled
+        # compiled: no rules built for the new monitor, since _carry gives it this one's rules and checks
+        return self._carry(Monitor(self.scheduler, self.config, ()))  # type: ignore[no-any-return]
 
     @property
     def checks_per_step(self) -> int:
