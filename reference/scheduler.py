@@ -218,7 +218,7 @@ class Scheduler(Views):
         new._cancelling = {rid: _twin(seq, memo) for rid, seq in self._cancelling.items()}
         new._waiting = deque([_twin(seq, memo) for seq in self._waiting])
         live = new._live  # a ready request's entry is its sequence's decode entry, in the copy as here
-        new._ready = {rid: live[rid].decode if rid in live else entry for rid, entry in self._ready.items()}
+        new._ready = {rid: live[rid].decode for rid in self._ready}  # every ready request is live
         new._partial = {rid: _twin(seq, memo) for rid, seq in self._partial.items()}
         new._finishing = {step: [_twin(seq, memo) for seq in seqs] for step, seqs in self._finishing.items()}
         new._free_kv = self._free_kv

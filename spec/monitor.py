@@ -65,7 +65,18 @@ class Monitor(Watch[Shadow, StepFacts]):
             twin.__dict__.update(fields)
             return twin
         # compiled: no rules built for the new monitor, since _carry gives it this one's rules and checks
-        return self._carry(Monitor(self.scheduler, self.config, ()))  # type: ignore[no-any-return]
+        return self._carry(Monitor(self.scheduler, self.config, ()))
+
+    def _carry(self, twin: Monitor) -> Monitor:
+        """`twin`, a new Monitor on the same scheduler, brought to this one's point:
+        its rules and their checks, counts, pending step and shadow (shared, as `copy.copy` shares them:
+        the checks are only read)."""
+        twin.rules, twin._plan_checks, twin._done_checks = self.rules, self._plan_checks, self._done_checks
+        twin._checks_add = self._checks_add
+        twin.shadow = self.shadow
+        twin.num_steps, twin.num_busy_steps, twin.num_adds = self.num_steps, self.num_busy_steps, self.num_adds
+        twin._pending, twin._capabilities = self._pending, self._capabilities
+        return twin
 
     @property
     def checks_per_step(self) -> int:

@@ -61,17 +61,6 @@ class Watch(ABC, Generic[ShadowT, FactsT]):
         self._done_checks: list[Check] = sorted(done, key=lambda check: check[0] == "KV")
         self._checks_add = any(r.id == "NEVER-FIT" for r in rules)
 
-    def _carry(self, twin: Any) -> Any:
-        """`twin`, a new monitor of this design on the same scheduler, brought to this one's point:
-        its rules and their checks, counts, pending step and shadow (shared, as `copy.copy` shares them:
-        the checks are only read)."""
-        twin.rules, twin._plan_checks, twin._done_checks = self.rules, self._plan_checks, self._done_checks
-        twin._checks_add = self._checks_add
-        twin.shadow = self.shadow
-        twin.num_steps, twin.num_busy_steps, twin.num_adds = self.num_steps, self.num_busy_steps, self.num_adds
-        twin._pending, twin._capabilities = self._pending, self._capabilities
-        return twin
-
     @property
     def capabilities(self) -> frozenset[str]:
         """What the scheduler supports beyond the plain protocol: "stop", "cancel" (`capability`)."""

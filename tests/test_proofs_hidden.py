@@ -91,7 +91,12 @@ def peer(token_budget, max_seqs, kv_tokens):
 peer.design = "paged"
 
 
-def no_hidden(scheduler):
+SEEN = []
+
+
+def counted(scheduler):
+    """No hidden state, declared; each call is counted, so a test sees the declaration reach the check."""
+    SEEN.append(1)
     return None
 '''
 
@@ -100,13 +105,17 @@ def test_a_paged_design_scheduler_declares_its_hidden_state_or_its_claims_are_re
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "paged_peer.py").write_text(PAGED_PEER)
     monkeypatch.syspath_prepend(str(tmp_path))
-    quick = ["prove", "--methods", "model", "--scheduler", "paged_peer:peer"]
+    bound = ["--methods", "model", "--bound", "2,2,6,2,3,3"]
+    quick = ["prove", *bound, "--scheduler", "paged_peer:peer"]
     assert main(quick) == 1
     out = capsys.readouterr().out
     assert "refused" in out and "ALL PAGED RULES" in out and "holds" not in out.split("\n\n")[0]
-    for declared in ("none", "paged_peer:no_hidden"):
+    for declared in ("none", "paged_peer:counted"):
         assert main([*quick, "--hidden", declared]) == 0
         assert "ALL PAGED RULES" in capsys.readouterr().out
-    assert main(["prove", "--methods", "model", "--scheduler", "paged"]) == 0  # the project's own
+    import paged_peer  # type: ignore[import-not-found]
+
+    assert len(paged_peer.SEEN) > 100  # the declared function entered the key of every state
+    assert main(["prove", *bound, "--scheduler", "paged"]) == 0  # the project's own
     assert main([*quick, "--hidden", "paged_peer:missing"]) == 2
     assert "--hidden" in capsys.readouterr().err

@@ -62,7 +62,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hidden", default=None, metavar="MODULE:FUNCTION",
                    help="with --scheduler: the function giving the scheduler's state that the model checker's "
                         "key leaves out (a step counter, a cache), or 'none'; without it the model-check claims "
-                        "are refused")
+                        "are refused (the project's own paged scheduler, `paged`, excepted)")
     p.add_argument("--profile", choices=("default", "deep"), default="default",
                    help="deep: model-check bound 2,3,8,5,3,3, liveness 2,3,8,2,3,3, N=16 Z3 requests, 100,000 random "
                         "differential states (minutes); explicit flags override it")
@@ -154,7 +154,7 @@ def paged_rows(args: argparse.Namespace, say):  # type: ignore[no-untyped-def]
     methods = paged_methods(args)
     # The paged scheduler's own factories and the faults are this project's; another scheduler of the
     # paged design declares its hidden state, or its model-check claims are refused (as for any --scheduler).
-    own = factory in (Scheduler, small_blocks) or args.fault is not None
+    own = factory is small_blocks or args.fault is not None  # `paged` (Scheduler) became small_blocks above
     hidden = None if args.hidden in (None, "none") else load_scheduler(args.hidden, "--hidden")
     declared = own or args.hidden is not None
     rows = paged_suite.model_rows(bound, factory, args.max_states, hidden, declared) if "model" in methods else []
