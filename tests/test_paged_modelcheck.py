@@ -5,16 +5,19 @@ process with whole keys, on the correct paged scheduler and on each paged fault.
 from __future__ import annotations
 
 import itertools
+import random
+from typing import Any
 
 import pytest
 
 from stallfree.faults.paged import PAGED_FAULTS, RequeueAtBack, small
-from stallfree.paged import Scheduler
+from stallfree.paged import Scheduler, small_blocks
 from stallfree.paged.progress import Phase
 from stallfree.paged.scheduler import Seq
 from stallfree.proofs.explicit import modelcheck
 from stallfree.proofs.explicit.bounds import Bounds
-from stallfree.proofs.explicit.paged import PagedResult, check
+from stallfree.proofs.explicit.paged import Paged, PagedResult, check
+from stallfree.proofs.explicit.snapshot import fork
 from stallfree.spec import InvalidField
 
 CI_BOUND = "2,2,6,3,3,3"  # preempts; ~2,400 states
@@ -96,3 +99,38 @@ def test_the_revisit_check_finds_a_paged_schedulers_hidden_state(monkeypatch: py
     assert declared.counterexample is not None and declared.counterexample.rule == "PROGRESS"
     monkeypatch.setattr(modelcheck, "REVISITS_CHECKED", 0)
     assert check(bounds, TiredAfterTwo).holds  # the control: merged states hide it without the revisits
+
+
+def continue_alike(factory: Any, seed: int, rules: tuple[str, ...] | None = None) -> int:
+    """Random walks of adds, steps, stops and cancels on `factory`'s scheduler; whenever a key recurs
+    on another walk with another step count, both copies are driven by the same actions and must keep
+    one key after each (AssertionError otherwise). Returns how many recurrences were compared."""
+    bounds = Bounds.parse("2,2,6,4,3,3")
+    design, config, rng = Paged(bounds, events=2), bounds.config, random.Random(seed)
+    seen: dict[object, Any] = {}
+    compared = 0
+    for _ in range(300):
+        m = design.monitor(factory(config.token_budget, config.max_seqs, config.kv_tokens), config, rules)
+        for _ in range(rng.randint(1, 14)):
+            design.act(m, design.actions[rng.choice(design.enabled(m))])
+            other = seen.setdefault(design.key(m, None), fork(m))
+            if other.num_steps == m.num_steps:
+                continue
+            compared += 1
+            a, b = fork(m), fork(other)
+            for _ in range(8):
+                index = rng.choice(design.enabled(a))
+                design.act(a, design.actions[index])
+                design.act(b, design.actions[index])
+                assert design.key(a, None) == design.key(b, None), "one key, two continuations"
+    return compared
+
+
+def test_the_paged_scheduler_has_no_hidden_state_states_with_one_key_continue_alike() -> None:
+    """What `prove --scheduler paged` assumes without --hidden, checked as for the reference; a
+    scheduler with a count of its own fails the same check (judged on BLOCKS alone, so that the stall
+    its count causes is not reported first as PROGRESS)."""
+    assert continue_alike(small_blocks, 5) > 20
+    with pytest.raises(AssertionError, match="two continuations"):
+        for seed in range(5):
+            continue_alike(TiredAfterTwo, seed, rules=("BLOCKS",))
