@@ -7,7 +7,8 @@ what cannot change: ints, strings, frozen dataclasses, enums, functions, types, 
 Aliasing is kept: an object reachable twice is copied once. It reads no scheduler's layout, so it
 serves the reference, however its fields change, and any other scheduler alike. A class that defines
 `__deepcopy__` itself (not by inheritance) is copied its own way: the reference scheduler and the
-shadow do, several times faster, and a compiled one (scripts/compiled.sh) can be copied only so.
+shadow do, 1.3 to 1.5 times faster than this walk (benchmarks/proofs_modelcheck.py), and a compiled
+one (scripts/compiled.sh) can be copied only so.
 """
 
 from __future__ import annotations
