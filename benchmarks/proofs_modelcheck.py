@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -116,8 +117,14 @@ def main() -> int:
         label, mode = args.one.split(":")
         one(label, mode, args.max_states)
         return 0
-    copy_cost()
     modes = args.modes.split(",")
+    for mode in modes:
+        base, plus, core = mode.partition("+")
+        known = base in ("live", "compact", "symmetric") or re.fullmatch(r"workers=[1-9][0-9]*", base)
+        if not known or (plus and core != "compiled"):
+            parser.error(f"--modes: unknown mode {mode!r}; the modes are live, compact, symmetric, workers=N, "
+                         "each optionally ending +compiled")
+    copy_cost()
     stage = compiled_path() if any(m.endswith("+compiled") for m in modes) else None
     print(f"{'bound B,S,K,R,P,M':<16} {'mode':<18} {'states':>10} {'transitions':>12} {'depth':>6} {'seconds':>8} "
           f"{'states/s':>9} {'CPU s':>7} {'peak MB':>8} {'wkr MB':>8} {'KB/state':>8} {'longest':>8} {'drain':>6} "
