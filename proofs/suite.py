@@ -296,8 +296,8 @@ def crosshair_rows(o: Options, say: Say) -> list[Row]:
     rows = [_crosshair_row(f"{kind} contract", f"{o.crosshair_target}.{contract.__name__}", o.crosshair_seconds, say,
                            rules)
             for kind, contract, rules in planted_contracts.KINDS]
-    return rows + [_crosshair_row(claim, planted_lifecycle.target(contract), o.crosshair_seconds, say, rules)
-                   for claim, contract, rules, _, _ in planted_lifecycle.CONTRACTS]
+    return rows + [_crosshair_row(c.claim, planted_lifecycle.target(c.reference), o.crosshair_seconds, say, c.rules)
+                   for c in planted_lifecycle.CONTRACTS]
 
 
 def _crosshair_row(claim: str, target: str, seconds: float, say: Say, rules: tuple[str, ...] = ()) -> Row:
@@ -328,10 +328,10 @@ def planted_row(rule: str, seconds: float, say: Say) -> Row:
 def planted_lifecycle_row(contract: planted_lifecycle.PlantedContract, seconds: float, say: Say) -> Row:
     """CrossHair on a stop or cancel contract run on its planted copy: it must be broken, by a
     counterexample that the reference's own contract keeps."""
-    claim, reference, _, function, rule = contract
-    return _planted_found(rule, f"CrossHair ({planted_lifecycle.PLANTED[rule].__name__}, {claim})",
-                          planted_lifecycle.target(function), function.__name__,
-                          lambda args: planted_contracts.replay_on((reference, function), args), seconds, say)
+    rule, planted = contract.rule, contract.planted
+    return _planted_found(rule, f"CrossHair ({planted_lifecycle.PLANTED[rule].__name__}, {contract.claim})",
+                          planted_lifecycle.target(planted), planted.__name__,
+                          lambda args: planted_contracts.replay_on((contract.reference, planted), args), seconds, say)
 
 
 def _planted_found(rule: str, method: str, target: str, function: str,

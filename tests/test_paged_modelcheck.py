@@ -63,8 +63,6 @@ def test_progress_is_reported_while_the_paged_search_runs(monkeypatch: pytest.Mo
 
 
 def test_the_paged_design_refuses_symmetry_naming_it() -> None:
-    from stallfree.proofs.explicit.paged import Paged
-
     bounds = Bounds.parse(CI_BOUND)
     with pytest.raises(InvalidField, match="symmetry=True: Paged"):
         modelcheck.check(bounds, small, symmetry=True, design=Paged(bounds))

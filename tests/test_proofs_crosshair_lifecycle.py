@@ -36,22 +36,22 @@ def test_CANCEL_FCFS_the_cancel_contract_holds_on_random_inputs() -> None:
                                       rng.randint(0, 2), rng.randint(0, 3), rng.randint(0, 1))
 
 
-@pytest.mark.parametrize("contract", planted_lifecycle.CONTRACTS, ids=lambda c: c[0])
+@pytest.mark.parametrize("contract", planted_lifecycle.CONTRACTS, ids=lambda c: c.claim)
 def test_the_planted_copy_breaks_its_rule_where_the_reference_keeps_it(contract) -> None:  # type: ignore[no-untyped-def]
     known = {"KV": (13, 37, 1, 1, 3, 1), "CANCEL": (1, 1, 38, 37, 1, 1, 1, 1, 1, 0, 0, 1)}
-    _, reference, _, planted, rule = contract
-    on_reference, on_planted = planted_contracts.replay_on((reference, planted), known[rule])
-    assert on_reference is None and on_planted is not None and on_planted.startswith(rule), on_planted
+    on_reference, on_planted = planted_contracts.replay_on((contract.reference, contract.planted),
+                                                           known[contract.rule])
+    assert on_reference is None and on_planted is not None and on_planted.startswith(contract.rule), on_planted
 
 
-@pytest.mark.parametrize("contract", planted_lifecycle.CONTRACTS, ids=lambda c: c[0])
+@pytest.mark.parametrize("contract", planted_lifecycle.CONTRACTS, ids=lambda c: c.claim)
 def test_the_reference_contract_is_not_refuted(contract) -> None:  # type: ignore[no-untyped-def]
-    result = crosshair_run.check(planted_lifecycle.target(contract[1]), CI_SECONDS)
+    result = crosshair_run.check(planted_lifecycle.target(contract.reference), CI_SECONDS)
     assert result.error is None and result.found == (), (result.error, result.found)
 
 
-@pytest.mark.parametrize("contract", planted_lifecycle.CONTRACTS, ids=lambda c: c[0])
+@pytest.mark.parametrize("contract", planted_lifecycle.CONTRACTS, ids=lambda c: c.claim)
 def test_crosshair_finds_the_planted_bug(contract) -> None:  # type: ignore[no-untyped-def]
     row = planted_lifecycle_row(contract, crosshair_run.PLANTED_S, lambda _: None)
     assert row.result == Verdict.BROKEN, row.detail
-    assert row.claim == contract[4] and "37" in row.detail and "reference keeps the contract" in row.detail
+    assert row.claim == contract.rule and "37" in row.detail and "reference keeps the contract" in row.detail

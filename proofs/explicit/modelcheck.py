@@ -194,25 +194,22 @@ class _Explorer:
                 out.append((index, self.stored(key), self.design.summary(after, key)))
         return out
 
-    def visit(self, node: Monitor | None, state: int) -> Monitor:
-        """`node`, or state `state` rebuilt; `inspect` runs on it (until it first reports)."""
-        if node is None:
-            node = self.replay(self.graph.path_to(state))
+    def visit(self, node: Monitor, state: int) -> None:
+        """`inspect` runs on state `state`'s `node` (until it first reports)."""
         if self.inspect is not None and self.inspected is None:
             message = self.inspect(node)
             if message is not None:  # recorded; the search goes on
                 path = [self.actions[s] for s in self.graph.path_to(state)] + [None]  # and its step
                 self.inspected = self.counterexample(path, INSPECTED, message)
-        return node
 
     def expand(self, state: int, node: Monitor | None, frontier: list[Node], sibling_follows: bool = False
                ) -> Counterexample | None:
         """Every action of `state`: judge it, record its successor, queue successors not seen before.
-        A state the frontier kept no copy of is rebuilt first (`rebuild`)."""
-        if node is None and state > 0:
-            path = self.graph.path_to(state)
-            node = self.rebuild(path, self.graph.parent[state], sibling_follows)
-        node = self.visit(node, state)
+        A state the frontier kept no copy of is rebuilt first (`rebuild`); the initial state is always
+        kept."""
+        if node is None:
+            node = self.rebuild(self.graph.path_to(state), self.graph.parent[state], sibling_follows)
+        self.visit(node, state)
         for index, after in self.successors(node):
             self.transitions += 1
             if isinstance(after, tuple):

@@ -50,7 +50,7 @@ from .inductive import PARTS, invariant, one_partial, ready_within_budget
 from .mutants import AdmitBeforePartial, ChangingBudget, StrictFit
 from .policy import Policy, SymStep
 from .symbolic import SymConfig, SymRequest, SymState, check, refute, value
-from .theorems import TIMEOUT_MS, TheoremResult
+from .theorems import TIMEOUT_MS, TheoremResult, new_solver
 
 CANCEL_N = 8  # symbolic requests in each cancel theorem (every index is cancelled in turn)
 
@@ -272,19 +272,12 @@ def shown(model: z3.ModelRef, s: SymState) -> str:
             f"requests {'; '.join(rows) or 'none'}")
 
 
-def _solver(hypothesis: z3.BoolRef, timeout_ms: int) -> z3.Solver:
-    solver = z3.SolverFor("QF_LIA")
-    solver.set("timeout", timeout_ms)
-    solver.add(hypothesis)
-    return solver
-
-
 def _judge(ob: Obligation, timeout_ms: int) -> tuple[str, str]:
     """("holds" | "counterexample" | "unknown", what the goal that decided it is about)."""
-    solver = _solver(ob.hypothesis, timeout_ms)
+    solver = new_solver(ob.hypothesis, timeout_ms)
     for stone in ob.stones:
         if refute(solver, stone) != z3.unsat:  # a wrong policy breaks a stone: judge the goals alone
-            solver = _solver(ob.hypothesis, timeout_ms)
+            solver = new_solver(ob.hypothesis, timeout_ms)
             break
         solver.add(stone)
     for about, extra, goal in ob.goals:

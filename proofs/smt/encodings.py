@@ -246,7 +246,8 @@ def crosshair_verdicts(step: Step) -> dict[str, bool]:
     admitted = [rid for rid, _ in f.plan if rid in s.tracks and s.tracks[rid].admitted_at is None]
     running = [t.request for t in s.running.values()] + [s.tracks[rid].request for rid in dict.fromkeys(admitted)]
     waiting_before = [t.request for t in s.waiting]
-    waiting = [r for r in waiting_before if r.rid not in set(admitted)]
+    moved = set(admitted)
+    waiting = [r for r in waiting_before if r.rid not in moved]
     free_kv = step.free_before - f.admitted_reservation
     arrival = {rid: i for i, rid in enumerate(s.tracks)}
     ready = [rid for rid, t in s.running.items() if t.is_ready]

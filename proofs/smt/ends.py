@@ -31,7 +31,7 @@ import z3
 from .inductive import PARTS, invariant
 from .policy import Policy, SymEntry
 from .symbolic import SymConfig, SymRequest, SymState, refute
-from .theorems import DEFAULT_N, TIMEOUT_MS, TheoremResult
+from .theorems import DEFAULT_N, TIMEOUT_MS, TheoremResult, new_solver
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +95,7 @@ def prove_end(num_requests: int = DEFAULT_N, returns_kv: bool = True, timeout_ms
     def outcome(result: str, detail: dict[str, str] | None = None) -> TheoremResult:
         return TheoremResult("END", policy, num_requests, result, time.perf_counter() - began, detail)
 
-    solver = z3.SolverFor("QF_LIA")
-    solver.set("timeout", timeout_ms)
-    solver.add(hypothesis)
+    solver = new_solver(hypothesis, timeout_ms)
     for fact in kv_per_slot(ended, before):
         if refute(solver, fact) != z3.unsat:
             return outcome("unknown")

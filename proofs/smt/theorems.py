@@ -97,9 +97,9 @@ def prove(theorem: Theorem, policy: Policy | None = None, num_requests: int = DE
     policy = Policy() if policy is None else policy
     began = time.perf_counter()
     hypothesis, goal, step = obligation(theorem, policy, num_requests)
-    solver = _solver(hypothesis, timeout_ms)
+    solver = new_solver(hypothesis, timeout_ms)
     if not _assume_lemmas(solver, theorem, step):
-        solver = _solver(hypothesis, timeout_ms)  # a lemma failed (a wrong policy): judge the goal alone
+        solver = new_solver(hypothesis, timeout_ms)  # a lemma failed (a wrong policy): judge the goal alone
     for fact in _split(goal, solver):
         solver.push()
         solver.add(z3.Not(fact))
@@ -115,7 +115,8 @@ def prove(theorem: Theorem, policy: Policy | None = None, num_requests: int = DE
     return TheoremResult(theorem.name, policy.name, num_requests, "holds", time.perf_counter() - began)
 
 
-def _solver(hypothesis: z3.BoolRef, timeout_ms: int) -> z3.Solver:
+def new_solver(hypothesis: z3.BoolRef, timeout_ms: int) -> z3.Solver:
+    """A linear-integer-arithmetic solver holding `hypothesis`, giving up after `timeout_ms`."""
     solver = z3.SolverFor("QF_LIA")
     solver.set("timeout", timeout_ms)
     solver.add(hypothesis)
