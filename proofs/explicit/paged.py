@@ -111,6 +111,8 @@ class Paged(Design):
         self.actions: tuple[PagedAction, ...] = (None, *EVENTS, *shapes)
         self.step_actions = frozenset({STEP})  # the drain bound counts plain steps, as before stops were offered
         self.adds = range(FIRST_ADD, len(self.actions))
+        self.stop = self.actions.index(STOP)
+        self.cancels = [self.actions.index(CANCEL_NEWEST), self.actions.index(CANCEL_OLDEST)]
         self.max_preemptions = 0
         self.preempting_states = 0
         self.running_states = 0
@@ -122,9 +124,9 @@ class Paged(Design):
         indexes = [STEP]
         if monitor.events < self.events:
             if not monitor.shadow.is_idle:
-                indexes.append(1)
+                indexes.append(self.stop)
             if monitor.shadow.tracks:
-                indexes += [2, 3]
+                indexes += self.cancels
         if monitor.num_adds < self.bounds.num_requests:
             indexes += self.adds
         return indexes
