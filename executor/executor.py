@@ -175,7 +175,7 @@ class Executor:
                   if token == self.stop_token or len(self.streams[rid].outputs) + 1 == self.stop_after.get(rid)]
         if not ending:
             return []
-        due = set(self.monitor.due() if hasattr(self.monitor, "due") else self.monitor.emitters())
+        due = set(self.monitor.due())
         return [rid for rid in ending if rid in due]
 
     def record(self, sampled: dict[int, int], stops: set[int], now: float) -> list[int]:
