@@ -175,7 +175,7 @@ class Executor:
                   if token == self.stop_token or len(self.streams[rid].outputs) + 1 == self.stop_after.get(rid)]
         if not ending:
             return []
-        due = set(self.monitor.due() if hasattr(self.monitor, "due") else self.monitor.emitters())
+        due = set(self.monitor.due())
         return [rid for rid in ending if rid in due]
 
     def record(self, sampled: dict[int, int], stops: set[int], now: float) -> list[int]:
@@ -255,7 +255,9 @@ class Executor:
     # -- the steps a broken executor may alter (see broken.py) -------------------------------------
 
     def admit(self, step: int, rid: int) -> Stream:
-        """A request's first appearance in a plan is its admission: reserve prompt_len + max_new cells."""
+        """A request's first appearance in a plan is its admission: reserve prompt_len + max_new cells.
+        A plan naming a cancelled request breaks CANCEL; one naming an ended or unknown request, or a
+        prompt of the wrong length, breaks TOKENS (`tokens_rule`: TOKENS-KEPT in the paged design)."""
         if rid in self.cancelled_waiting or (rid in self.done and self.done[rid].finish_reason == "cancel"):
             at = self.cancelled_waiting.get(rid, step)
             raise RealPathViolation("CANCEL", step, f"the plan names rid {rid}, which was cancelled"

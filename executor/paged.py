@@ -71,20 +71,20 @@ class PagedExecutor(Executor):
                 raise RealPathViolation("PREEMPT-ORDER", step, f"the plan preempts rid {rid}, which is not running")
             self.give_back(stream, "was preempted", step)
             stream.forget()
+            self.tables[rid] = []
             self.ledger.reserve(rid, [])
 
     def give_back(self, stream: Stream, why: str, step: int) -> None:
+        """Every block of `stream` back to the pool, its cells free in the ledger and poisoned."""
         self.blocks.release(self.tables.pop(stream.rid, []))
         self.ledger.release(stream.rid, why, step)
         self.to_poison.extend(stream.cells)
-        self.tables[stream.rid] = []
 
     def finish(self, stream: Stream) -> None:
         """Return every block of the ended request; they are poisoned before the next forward."""
         del self.streams[stream.rid]
         self.done[stream.rid] = stream
         self.give_back(stream, *self.ending(stream))
-        del self.tables[stream.rid]
 
     def check_memory(self, step: int) -> None:
         """BLOCKS: free blocks equal the contract's and the scheduler's; each running request holds

@@ -27,7 +27,6 @@ def one_prompt_per_step(tokens: int, reps: int) -> Workload:
     return Workload(Config(tokens, 1, tokens + 1), requests)
 
 
-
 def preempting(token_budget: int = 64, max_seqs: int = 8, kv_tokens: int = 96) -> Workload:
     """For the paged design (blocks of 16, so 6 blocks): three streams with 20-token prompts and 24
     tokens each start at step 0 and take 2 blocks each; at position 32 every stream needs a third

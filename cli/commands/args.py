@@ -137,8 +137,6 @@ def load_scheduler(target: str, flag: str = "--scheduler") -> Callable[..., Any]
     return load_target(SCHEDULERS.get(target, target), flag)
 
 
-
-
 def read_workload(path: Path, flag: str = "--workload") -> Workload:
     """A JSON workload file; unreadable or malformed, a ValueError naming the flag and the path."""
     try:

@@ -163,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         c = workload.config
         scheduler = guarded(load_scheduler(args.scheduler), args.scheduler)(
             token_budget=c.token_budget, max_seqs=c.max_seqs, kv_tokens=c.kv_tokens)
-        stop = chosen_stop(args, codec if chat is not None else None, probe.model_config().vocab)
+        stop = chosen_stop(args, codec, probe.model_config().vocab)
         needs = ({"stop"} if stop is not None else set()) | ({"cancel"} if args.cancel else set())
         lacking = sorted(needs - supports(scheduler))
         if lacking:

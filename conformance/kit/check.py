@@ -263,6 +263,5 @@ def minimal_counterexample(
     o = shrunk.outcome
     return Counterexample(
         finding.rule, o.step, o.message, requirement(finding.rule, contract, design), shrunk.workload, o.call,
-        o.traceback,
-        shrunk.minimal, shrunk.runs, tuple(rules), contract and contract.name,
+        o.traceback, shrunk.minimal, shrunk.runs, tuple(rules), contract and contract.name,
     )
