@@ -245,7 +245,9 @@ class Scheduler(Views):
 
 
 def _twin(seq: Sequence, memo: dict[int, Any]) -> Sequence:
-    """`seq`'s copy in one deep copy (`memo`, `copy.deepcopy`'s): made on first sight, then the same one."""
+    """`seq`'s copy in one deep copy (`memo`, `copy.deepcopy`'s): made on first sight, then the same one.
+    The shadow writes the same for its tracks (`stallfree.spec.shadow`): each compiled module (mypyc)
+    keeps its own, typed for its own class."""
     twin: Sequence | None = memo.get(id(seq))
     if twin is None:
         twin = memo[id(seq)] = seq.copy()

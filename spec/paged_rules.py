@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import cast
 
 from . import rules as shared
-from .paged_shadow import PagedFacts, PagedShadow, PagedTrack, blocks_for
+from .paged_shadow import PagedChunk, PagedFacts, PagedShadow, PagedTrack, blocks_for
 from .rules import Kind, Rule, StepCheck
 
 __all__ = ["PAGED_BY_ID", "PAGED_RULES", "PAGED_RULE_IDS", "Rule", "select"]
@@ -42,12 +42,17 @@ def decode_blocks(s: PagedShadow, f: PagedFacts) -> int:
     return sum(blocks_for(track.num_computed + n, bs) - blocks_for(track.num_computed, bs) for track, n in f.decodes)
 
 
+def chunk_blocks(c: PagedChunk, bs: int) -> int:
+    """New blocks chunk `c` computes into, over what its request holds."""
+    return blocks_for(c.start + c.n, bs) - blocks_for(c.start, bs)
+
+
 def plan_blocks(s: PagedShadow, f: PagedFacts) -> int:
     """New blocks the plan computes into, over what its requests hold (the shadow after preemption)."""
     bs = s.pool.block_size
     more = decode_blocks(s, f)
     for c in f.chunks + f.admitted:
-        more += blocks_for(c.start + c.n, bs) - blocks_for(c.start, bs)
+        more += chunk_blocks(c, bs)
     return more
 
 
@@ -77,7 +82,7 @@ def watermark(s: PagedShadow, f: PagedFacts) -> str | None:
     bs = s.pool.block_size
     free = s.free_blocks - decode_blocks(s, f)
     for c in f.chunks:
-        free -= blocks_for(c.start + c.n, bs) - blocks_for(c.start, bs)
+        free -= chunk_blocks(c, bs)
     for c in f.admitted:
         free -= blocks_for(c.n, bs)
         if free < s.pool.watermark:

@@ -69,7 +69,8 @@ T = TypeVar("T", bound=Tracked)
 
 class Lines(Generic[T]):
     """What every design's shadow derives from its lines (`waiting`, `running`, `prefilling`, `tracks`
-    by rid), whatever a request's track holds."""
+    by rid), whatever a request's track holds. The reservation design's `Shadow` writes these methods
+    again instead of subclassing: mypyc cannot build a dataclass on a generic base."""
 
     __slots__ = ()
     waiting: deque[T]
@@ -181,7 +182,9 @@ class Shadow:
 
 
 def _twin(track: Track, memo: dict[int, Any]) -> Track:
-    """`track`'s copy in one deep copy (`memo`, `copy.deepcopy`'s): made on first sight, then the same one."""
+    """`track`'s copy in one deep copy (`memo`, `copy.deepcopy`'s): made on first sight, then the same one.
+    The reference's scheduler writes the same for its sequences: each compiled module (mypyc) keeps
+    its own, typed for its own class."""
     twin: Track | None = memo.get(id(track))
     if twin is None:
         twin = memo[id(track)] = track.copy()

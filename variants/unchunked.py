@@ -13,13 +13,13 @@ from .stepwise import Stepwise
 
 
 class UnchunkedPrefillFirst(Stepwise):
-    def schedule(self) -> list[tuple[int, int]]:
-        plan: list[tuple[int, int]] = []
+    def phases(self):  # type: ignore[no-untyped-def]
+        return (self.prefill_or_decode,)
+
+    def prefill_or_decode(self, plan: list[tuple[int, int]], left: int) -> int:
+        """The step's one phase: whole prompts while the head fits; the decodes only if none was admitted."""
         self.admit_whole(plan)
-        if not plan:
-            self.plan_decodes(plan, self.config.token_budget)
-        self.pending = plan  # as Stepwise.schedule: a cancel while it is pending waits for complete()
-        return plan
+        return self.plan_decodes(plan, left) if not plan else 0
 
     def admit_whole(self, plan: list[tuple[int, int]]) -> None:
         left = self.config.token_budget
