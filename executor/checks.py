@@ -48,24 +48,26 @@ def check_decode_first(step: int, streams: dict[int, Stream], planned: set[int])
         raise RealPathViolation("DECODE-FIRST", step, f"ready request(s) {left_out[:5]} are not in the step's batch")
 
 
-def check_chunk(step: int, stream: Stream, n: int) -> None:
-    """PREFILL-ONCE: a chunk covers the next n prompt positions and never runs past the prompt."""
+def check_chunk(step: int, stream: Stream, n: int, rule: str = "PREFILL-ONCE") -> None:
+    """PREFILL-ONCE (RECOMPUTE in the paged design: `rule`): a chunk covers the next n prefill
+    positions and never runs past them."""
     remaining = stream.target - stream.num_prefilled
     if n > remaining:
         raise RealPathViolation(
-            "PREFILL-ONCE", step, f"rid {stream.rid} is given a chunk of {n} at position {stream.num_prefilled}; "
+            rule, step, f"rid {stream.rid} is given a chunk of {n} at position {stream.num_prefilled}; "
             f"only {remaining} of its {stream.target} prefill positions remain",
         )
 
 
-def check_finite(step: int, hidden: torch.Tensor, rid_of_row: list[int]) -> None:
-    """PREFILL-ONCE (reads): free KV cells hold NaN, so a step whose attention read a cell never
-    written, or already freed, has non-finite hidden states in the rows that read it."""
+def check_finite(step: int, hidden: torch.Tensor, rid_of_row: list[int], rule: str = "PREFILL-ONCE") -> None:
+    """PREFILL-ONCE (reads; RECOMPUTE in the paged design: `rule`): free KV cells hold NaN, so a step
+    whose attention read a cell never written, or already freed, has non-finite hidden states in the
+    rows that read it."""
     bad = (~torch.isfinite(hidden)).any(dim=-1)
     if bool(bad.any()):
         rids = sorted({rid_of_row[i] for i in bad.nonzero().flatten().tolist()})
         raise RealPathViolation(
-            "PREFILL-ONCE", step, f"rid(s) {rids[:5]} read KV memory that was never written or already "
+            rule, step, f"rid(s) {rids[:5]} read KV memory that was never written or already "
             "freed (NaN in their hidden states)",
         )
 
@@ -112,15 +114,17 @@ def check_kv(step: int, allocator_free: int, shadow_free: int, scheduler_free: i
 
 
 class WriteLedger:
-    """PREFILL-ONCE and KV (writes): each KV cell of a request is written once, in position order, into
-    the cell reserved for that position; freed cells must be reserved again before a write."""
+    """PREFILL-ONCE and KV (writes; RECOMPUTE and BLOCKS in the paged design: `prefill_rule`,
+    `memory_rule`): each KV cell of a request is written once, in position order, into the cell
+    reserved for that position; freed cells must be reserved again before a write."""
 
-    def __init__(self) -> None:
+    def __init__(self, memory_rule: str = "KV", prefill_rule: str = "PREFILL-ONCE") -> None:
         self.reserved: dict[int, list[int]] = {}  # rid -> its cells, by position
         self.num_written: dict[int, int] = {}  # rid -> positions written so far
         self.written: set[int] = set()  # cells written since their reservation
         self.freed: dict[int, tuple[int, str, int]] = {}  # free cell -> (rid, how it ended, step) of its last holder
-        self.rule = "KV"  # the rule a read of free memory breaks (BLOCKS in the paged design)
+        self.rule = memory_rule  # what a read of free memory, or a write outside a reservation, breaks
+        self.prefill_rule = prefill_rule  # what a position written twice, or out of order, breaks
 
     def reserve(self, rid: int, cells: list[int]) -> None:
         self.reserved[rid] = list(cells)
@@ -170,18 +174,18 @@ class WriteLedger:
         for rid, position, cell in zip(rid_of_row, positions, cells, strict=True):
             expected = self.num_written.get(rid)
             if expected is None:
-                raise RealPathViolation("KV", step, f"rid {rid} writes KV cell {cell} without a reservation")
+                raise RealPathViolation(self.rule, step, f"rid {rid} writes KV cell {cell} without a reservation")
             if position >= len(self.reserved[rid]):
                 raise RealPathViolation(
-                    "KV", step, f"rid {rid} writes position {position}, past its {len(self.reserved[rid])} cells"
+                    self.rule, step, f"rid {rid} writes position {position}, past its {len(self.reserved[rid])} cells"
                 )
             if cell in self.written:
                 raise RealPathViolation(
-                    "PREFILL-ONCE", step, f"rid {rid} writes KV cell {cell} (position {position}) a second time"
+                    self.prefill_rule, step, f"rid {rid} writes KV cell {cell} (position {position}) a second time"
                 )
             if position != expected or self.reserved[rid][position] != cell:
                 raise RealPathViolation(
-                    "PREFILL-ONCE", step, f"rid {rid} writes position {position} into cell {cell}; next in order "
+                    self.prefill_rule, step, f"rid {rid} writes position {position} into cell {cell}; next in order "
                     f"is position {expected} into its cell {self.reserved[rid][expected]}",
                 )
             self.written.add(cell)

@@ -77,6 +77,8 @@ class Executor:
 
     plan_type: type[AttentionPlan] = AttentionPlan  # how attention is laid out (broken.py alters it)
     tokens_rule = "TOKENS"  # the design's rule for what a plan may ask of a request's tokens
+    prefill_rule = "PREFILL-ONCE"  # its rule for which positions a chunk runs, and each once
+    memory_rule = "KV"  # its rule for KV memory
 
     def __init__(self, model: Transformer, monitor: Monitor, sampler: Sampler, seed: int,
                  device: torch.device | str, send: Callable[[FlatBatch], None] = lambda b: None,
@@ -92,7 +94,7 @@ class Executor:
         self.device, self.send, self.keep_logits = device, send, keep_logits
         self.caches = model.new_caches(self.config.kv_tokens, device)
         self.allocator = CellAllocator(self.config.kv_tokens)
-        self.ledger = WriteLedger()
+        self.ledger = WriteLedger(self.memory_rule, self.prefill_rule)
         self.requests: dict[int, tuple[int, int]] = {}  # accepted rid -> (prompt_len, max_new)
         self.streams: dict[int, Stream] = {}  # admitted, unfinished
         self.done: dict[int, Stream] = {}  # finished
@@ -155,7 +157,7 @@ class Executor:
             for cache in self.caches:
                 cache.poison(dev.poison_cells)
         hidden, logits = self.model(dev, self.caches, self.plan_type)
-        check_finite(step, hidden, built.rid_of_row)
+        check_finite(step, hidden, built.rid_of_row, self.prefill_rule)
         sampled: dict[int, int] = {}
         positions = batch.positions.tolist()
         for i, e in enumerate(built.emitters):
@@ -229,7 +231,7 @@ class Executor:
                 token_ids.append(stream.outputs[-1])
                 emitters.append(Emitter(stream, first_row, rows, is_first=False))
             else:
-                check_chunk(step, stream, n)
+                check_chunk(step, stream, n, self.prefill_rule)
                 token_ids.extend(self.prefill(stream, start, n))
                 stream.num_prefilled += n
                 if stream.num_prefilled == stream.target:

@@ -28,13 +28,14 @@ class PagedExecutor(Executor):
     """Drives a paged monitor (`stallfree.spec.PagedMonitor`) and its scheduler on the model."""
 
     tokens_rule = "TOKENS-KEPT"  # the paged registry's TOKENS, widened across preemptions
+    prefill_rule = "RECOMPUTE"  # its PREFILL-ONCE: each residency's prefill, in order, each position once
+    memory_rule = MEMORY_RULE
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         pool = self.monitor.shadow.pool
         self.blocks = BlockAllocator(pool.num_blocks, pool.block_size)
         self.tables: dict[int, list[int]] = {}  # rid -> its blocks, in position order
-        self.ledger.rule = MEMORY_RULE
 
     @property
     def block_size(self) -> int:

@@ -73,9 +73,11 @@ def judgements(
     broken = result.violation
     steps = len(result.steps)
     real = REAL_PATH_RULES + tuple(rule for rule in REAL_PATH_END_RULES if rule in ends)
-    if result.design == "paged":  # its memory rule is BLOCKS, its token rule TOKENS-KEPT
-        renamed = {"KV": "BLOCKS", "TOKENS": "TOKENS-KEPT"}
-        real = tuple(renamed.get(rule, rule) for rule in real)
+    if result.design == "paged":  # the paged executor's names for the same checks (BLOCKS, TOKENS-KEPT, RECOMPUTE)
+        from .paged import PagedExecutor as paged
+
+        renamed = {"KV": paged.memory_rule, "TOKENS": paged.tokens_rule, "PREFILL-ONCE": paged.prefill_rule}
+        real = tuple(dict.fromkeys(renamed.get(rule, rule) for rule in real))
     sections = {"real path": real, "monitor": monitor_rules or tuple(r.id for r in REGISTRIES[result.design])}
     judged: dict[str, list[Judgement]] = {}
     for where, rules in sections.items():

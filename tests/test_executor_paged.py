@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -128,3 +130,33 @@ def test_a_paged_scheduler_that_runs_past_max_new_is_caught_on_the_real_path() -
     assert result.violation is not None
     rule, _, message, where = result.violation
     assert rule == "BLOCKS" and where == "real path" and "the scheduler shows" in message, result.violation
+
+
+def test_the_paged_real_path_names_the_paged_rules() -> None:
+    """The chunk and read checks are RECOMPUTE's under the paged design (each residency's prefill, in
+    order, each position once), the memory checks BLOCKS', the token checks TOKENS-KEPT's: its report
+    names no rule the paged registry lacks, and a ledger built for it raises under those names."""
+    from stallfree.executor.checks import RealPathViolation, WriteLedger
+    from stallfree.executor.paged import PagedExecutor
+    from stallfree.executor.report import judgements
+    from stallfree.spec.paged_rules import PAGED_RULE_IDS
+
+    (small,) = play(job())
+    sections, _ = judgements(small, None)
+    real = [j.claim for j in sections["real path"]]
+    assert set(real) <= set(PAGED_RULE_IDS) and {"RECOMPUTE", "BLOCKS"} <= set(real), real
+    assert len(real) == len(set(real))
+    import torch
+
+    def writes(positions: list[int], cells: list[int]) -> Any:
+        return SimpleNamespace(positions=torch.tensor(positions), write_cells=torch.tensor(cells))
+
+    ledger = WriteLedger(PagedExecutor.memory_rule, PagedExecutor.prefill_rule)
+    ledger.reserve(0, [5, 6])
+    ledger.check(0, writes([0], [5]), [0])
+    with pytest.raises(RealPathViolation) as twice:
+        ledger.check(1, writes([1], [5]), [0])
+    assert twice.value.rule == "RECOMPUTE"
+    with pytest.raises(RealPathViolation) as unreserved:
+        ledger.check(1, writes([0], [7]), [9])
+    assert unreserved.value.rule == "BLOCKS"
