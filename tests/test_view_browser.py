@@ -1,21 +1,23 @@
 """The HTML step view in a real browser (headless Chromium, deep profile): its script runs, the
-slider's step named in the address is the one shown, and a screenshot has the panels drawn."""
+slider's step named in the address is the one shown, a screenshot has the panels drawn, and a key
+pressed moves one step, with the slider focused or not."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from browser import FLAGS, Browser, find_chromium
 
 from stallfree.main import main
 from stallfree.view.grid import BY_KEY
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = [pytest.mark.deep, pytest.mark.skipif(CHROMIUM is None, reason="no chromium (apt-get install chromium)")]
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM = find_chromium()
+pytestmark = [pytest.mark.deep, pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium (apt-get install chromium, or chromium-headless-shell)")]
+GUARD = "if (e.target === slider || e.defaultPrevented) return;"  # view.js: a focused slider moves itself
 
 
 def browse(tmp_path: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -54,3 +56,46 @@ def test_a_screenshot_shows_the_panels(tmp_path: Path, hand_page: Path) -> None:
         r, g, b = to_rgb(BY_KEY[key].colour)
         close = (abs(image[..., 0] - r) < 0.03) & (abs(image[..., 1] - g) < 0.03) & (abs(image[..., 2] - b) < 0.03)
         assert int(close.sum()) > 100, key
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Browser]:
+    profile = tmp_path / "cdp-profile"
+    profile.mkdir()
+    chrome = Browser(CHROMIUM, profile)  # type: ignore[arg-type]
+    try:
+        yield chrome
+    finally:
+        chrome.close()
+
+
+def shown_after(browser: Browser, url: str, focus_slider: bool, keys: list[str]) -> list[str]:
+    """The label after each key pressed, starting from the step `url` names."""
+    browser.open(url)
+    if focus_slider:
+        browser.evaluate("document.getElementById('slider').focus()")
+        assert browser.evaluate("document.activeElement.id") == "slider"
+    labels = []
+    for key in keys:
+        browser.press(key)
+        labels.append(browser.evaluate("document.getElementById('label').textContent"))
+    return labels
+
+
+@pytest.mark.parametrize("focus_slider", [True, False], ids=["slider-focused", "page-focused"])
+def test_an_arrow_key_moves_one_step(browser: Browser, hand_page: Path, focus_slider: bool) -> None:
+    keys = ["ArrowRight", "ArrowLeft", "ArrowLeft"]
+    labels = shown_after(browser, f"{hand_page.as_uri()}#step=2", focus_slider, keys)
+    assert labels == ["step 3 of 5", "step 2 of 5", "step 1 of 5"]
+    assert browser.evaluate("location.hash") == "#step=1"
+
+
+def test_the_key_test_sees_a_double_step(browser: Browser, hand_page: Path, tmp_path: Path) -> None:
+    """Negative control: the page without the guard (the document's keydown and the focused slider's
+    own handling both act) moves two steps a key, and the test above would see it."""
+    text = hand_page.read_text()
+    assert text.count(GUARD) == 1, "the guard this control removes is in view.js"
+    double = tmp_path / "double.html"
+    double.write_text(text.replace(GUARD, ""))
+    labels = shown_after(browser, f"{double.as_uri()}#step=1", True, ["ArrowRight"])
+    assert labels == ["step 3 of 5"]

@@ -151,6 +151,8 @@
   document.getElementById("prev").addEventListener("click", function () { show(Number(slider.value) - 1); });
   document.getElementById("next").addEventListener("click", function () { show(Number(slider.value) + 1); });
   document.addEventListener("keydown", function (e) {
+    // A focused slider moves itself on the arrow keys (and fires input): stepping here too moved two.
+    if (e.target === slider || e.defaultPrevented) return;
     if (e.key === "ArrowLeft") show(Number(slider.value) - 1);
     if (e.key === "ArrowRight") show(Number(slider.value) + 1);
   });
