@@ -7,7 +7,7 @@ waiting waits (`no slot`, `not enough free KV`, `no budget left`, `behind r4`)."
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from stallfree.spec import RULES, Rule, RuleViolation
 from stallfree.spec.verdict import CRASH, Judgement, Verdict
@@ -17,6 +17,8 @@ NEVER_FIT = "NEVER-FIT"  # judged on add() as well as on steps
 WAITING_SHOWN = 3  # waiting requests named in a row; the rest are counted
 ARRIVED_SHOWN = 2  # arrivals named in a row when more than three arrive at once; the rest are counted
 NOT_RUN = "(not run)"  # the emitted column of a plan that broke a rule before it ran
+ENTRIES_WIDTH = 44  # the entries column; a plan that does not fit goes on under it, a line per part
+ARRIVED_WIDTH = 9
 
 
 def tokens_width(budget: int) -> int:
@@ -26,7 +28,8 @@ def tokens_width(budget: int) -> int:
 def header(budget: int, with_ms: bool = False) -> str:
     ms = f" {'ms':>7}" if with_ms else ""
     width = tokens_width(budget)
-    return (f"{'step':>5}  {'arrived':<9} {'entries':<44} {'tokens':>{width}}{ms}  {'emitted':<14} "
+    return (f"{'step':>5}  {'arrived':<{ARRIVED_WIDTH}} {'entries':<{ENTRIES_WIDTH}} {'tokens':>{width}}{ms}  "
+            f"{'emitted':<14} "
             f"{'finished':<10} {'free KV':>7}  waiting")
 
 
@@ -52,16 +55,34 @@ def waiting(view: StepView) -> str:
     return ", ".join(named)
 
 
+def entry_lines(view: StepView) -> list[str]:
+    """The plan's entries cut at entry boundaries into lines of at most ENTRIES_WIDTH characters (one
+    entry longer than that stands alone), so a step with two admissions keeps the columns after it aligned."""
+    parts = [e.describe() for e in view.entries] or ["(empty)"]
+    lines = [parts[0]]
+    for i, part in enumerate(parts[1:], start=2):
+        comma = 1 if i < len(parts) else 0  # a line that more entries follow ends in a comma
+        if len(lines[-1]) + len(", ") + len(part) + comma <= ENTRIES_WIDTH:
+            lines[-1] += f", {part}"
+        else:
+            lines[-1] += ","
+            lines.append(part)
+    return lines
+
+
 def row(view: StepView, kv_tokens: int, ms: float | None = None) -> str:
+    """The step's row; entries that do not fit their column go on lines of their own under it."""
     emitted = rids(view.emitted) if view.completed else NOT_RUN
     finished = rids(view.finished) if view.completed else "-"
     free_kv = f"{kv_tokens - view.kv_after}" if view.kv_after is not None else "-"
     ms_cell = "" if ms is None else f" {ms:>7.1f}"
     tokens = f"{view.num_tokens}/{view.budget}"
-    return (
-        f"{view.step:>5}  {arrived(view):<9} {view.describe():<44} {tokens:>{tokens_width(view.budget)}}"
-        f"{ms_cell}  {emitted:<14} {finished:<10} {free_kv:>7}  {waiting(view)}"
+    first, *more = entry_lines(view)
+    line = (
+        f"{view.step:>5}  {arrived(view):<{ARRIVED_WIDTH}} {first:<{ENTRIES_WIDTH}} "
+        f"{tokens:>{tokens_width(view.budget)}}{ms_cell}  {emitted:<14} {finished:<10} {free_kv:>7}  {waiting(view)}"
     )
+    return "\n".join([line, *(f"{'':>5}  {'':<{ARRIVED_WIDTH}} {part}" for part in more)])
 
 
 def broken_line(violation: RuleViolation) -> str:
@@ -74,7 +95,7 @@ def broken_line(violation: RuleViolation) -> str:
 def verdicts(
     checked: Iterable[str], steps: int, violation: RuleViolation | None, adds: int = 0,
     broken_before: Sequence[RuleViolation] = (), crash: str | None = None, stopped_by: str = CRASH,
-    registry: Iterable[Rule] = RULES,
+    registry: Iterable[Rule] = RULES, unjudged: Mapping[str, str] | None = None,
 ) -> list[Judgement]:
     """One verdict per rule: holds (over the steps run), BROKEN (with the facts), not checked, or not
     judged: the run stopped first (a rule broke, the scheduler crashed), or no step ran (every request
@@ -83,7 +104,8 @@ def verdicts(
     of the same workload, left unchecked in this one to keep going. `crash`: what stopped the run where
     no rule judged it (what the scheduler raised, or that it did not return), reported under
     `stopped_by` (CRASH, TIMEOUT); a recorded violation CRASH is the same. `registry`: the reference's
-    RULES, or a variant contract's rules."""
+    RULES, or a variant contract's rules. `unjudged`: rule -> why the run could not judge it (a CANCEL
+    of a scheduler with no cancel(), on a workload that cancels nothing), read not judged unless broken."""
     checked = set(checked)
     crash_step = steps
     if violation is not None and violation.rule == CRASH:
@@ -103,6 +125,8 @@ def verdicts(
                                     (("step", broke.step),)))
         elif rule.id not in checked:
             judged.append(Judgement(rule.id, Verdict.NOT_CHECKED))
+        elif unjudged and rule.id in unjudged:
+            judged.append(Judgement(rule.id, Verdict.NOT_JUDGED, unjudged[rule.id]))
         elif stopped is not None:
             judged.append(Judgement(rule.id, Verdict.NOT_JUDGED, stopped))
         elif steps > 0:

@@ -215,12 +215,14 @@ def write_output(flag: str, path: Path, text: str) -> None:
                 os.unlink(temporary)
 
 
-def add_output_arguments(p: argparse.ArgumentParser, what: str) -> None:
-    """--json FILE (or - for stdout) and --quiet: the same on every command."""
+QUIET = "no progress lines on stderr (they are shown only when stderr is a terminal)"
+
+
+def add_output_arguments(p: argparse.ArgumentParser, what: str, quiet: str = QUIET) -> None:
+    """--json FILE (or - for stdout) and --quiet (what it leaves out: `quiet`) on every command."""
     p.add_argument("--json", type=Path, default=None, metavar="FILE",
                    help=f"also write {what} as JSON to FILE ('-': to stdout, instead of the report)")
-    p.add_argument("--quiet", action="store_true",
-                   help="no progress lines on stderr (they are shown only when stderr is a terminal)")
+    p.add_argument("--quiet", action="store_true", help=quiet)
 
 
 def check_json(args: argparse.Namespace) -> None:

@@ -27,6 +27,8 @@ from stallfree.spec import (
     Workload,
 )
 from stallfree.spec.alarm import Alarm
+from stallfree.spec.capability import CANCEL as CANCEL_CAPABILITY
+from stallfree.spec.capability import supports
 from stallfree.spec.contract import Contract
 from stallfree.spec.contracts import by_name
 from stallfree.spec.facts import stops
@@ -125,7 +127,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     add_view_arguments(p)
     p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"a step or add of the scheduler taking longer is a TIMEOUT (default {DEFAULT_TIMEOUT:g})")
-    add_output_arguments(p, "the verdicts")
+    add_output_arguments(p, "the verdicts", quiet="no step table: the verdicts (and the views asked for) only")
 
 
 def workload_from(args: argparse.Namespace) -> Workload:
@@ -227,11 +229,12 @@ def trace(
     cfg = workload.config
     writer = TraceWriter(jsonl, cfg, {"scheduler": args.scheduler}) if jsonl is not None else None
     price = pricing(args)
+    table = quiet if getattr(args, "quiet", False) else print  # the step table's lines, kept or dropped
     print(f"budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, kv_tokens {cfg.kv_tokens}; "
           f"scheduler {args.scheduler}")
     if price is not None:
         print(f"ms: {price.describe()}")
-    print(header(cfg.token_budget, with_ms=price is not None))
+    table(header(cfg.token_budget, with_ms=price is not None))
 
     def on_offer(offer: Offer) -> None:
         alarm.rearm()
@@ -242,7 +245,7 @@ def trace(
     def on_cancel(c: Cancel, accepted: bool, pending: bool) -> None:
         alarm.rearm()
         when = "while its plan ran" if pending else "before it"
-        print(f"{'':>5}  cancel({c.rid}) at step {c.step}, {when}: {'accepted' if accepted else 'refused'}")
+        table(f"{'':>5}  cancel({c.rid}) at step {c.step}, {when}: {'accepted' if accepted else 'refused'}")
         if writer is not None and accepted:
             writer.cancelled(c.rid, pending)
 
@@ -253,7 +256,7 @@ def trace(
         steps_done[0] = facts.step + 1
         budget = view.budget  # set_budget() may have changed it before this step
         if facts.stopped:
-            print(f"{'':>5}  stopped: {' '.join(f'r{rid}' for rid in stops(facts))}")
+            table(f"{'':>5}  stopped: {' '.join(f'r{rid}' for rid in stops(facts))}")
         if writer is not None:
             changed = budget if budget != budgets[-1] else None
             writer.step(facts.step, facts.plan, facts.emitted, [t.rid for t in facts.finished], stops(facts),
@@ -264,7 +267,7 @@ def trace(
     alarm = watchdog(args.timeout)
     try:
         with alarm:
-            done = explain(workload, factory, args.rules, args.scheduler, print, price,
+            done = explain(workload, factory, args.rules, args.scheduler, table, price,
                            getattr(args, "keep_going", False), on_step, on_offer, keep=wants_views(args),
                            contract=contract, on_cancel=on_cancel)
     except Unsupported as error:  # the workload stops or cancels; this scheduler cannot be told so
@@ -295,7 +298,8 @@ def trace(
     steps = stats.steps if stats is not None else recording.num_steps
     adds = stats.adds if stats is not None else len(recording.offers)
     judged = verdicts(done.checked, steps, violation, adds, done.broken,
-                      registry=RULES if contract is None else contract.rules)
+                      registry=RULES if contract is None else contract.rules,
+                      unjudged=unjudged_rules(workload, recording.target))
     print()
     if contract is not None:
         print(f"contract {contract.name} (docs/variants.md)")
@@ -318,6 +322,18 @@ def trace(
         print(f"stallfree trace: {args.scheduler} raised: {crash.message}", file=sys.stderr)
         return exits.CRASHED
     return exits.BROKEN if violation or done.broken else exits.HOLDS
+
+
+def unjudged_rules(workload: Workload, scheduler: object) -> dict[str, str]:
+    """Rules this run cannot judge: CANCEL for a scheduler with no cancel(rid) on a workload that cancels
+    nothing (no cancel was ever offered, so no step could break it: not a hold)."""
+    if workload.cancels or scheduler is None or CANCEL_CAPABILITY in supports(scheduler):
+        return {}
+    return {"CANCEL": "(the scheduler has no cancel(rid) and the workload cancels nothing)"}
+
+
+def quiet(line: str) -> None:
+    """--quiet: a line of the step table, dropped."""
 
 
 def free_kv_note(scheduler: object) -> str:
