@@ -6,6 +6,8 @@ import ast
 from importlib.resources import files
 from pathlib import Path
 
+from stallfree.spec import RULE_IDS
+
 from .base import AnswerError, Exercise, Grade, read_text
 from .judge import judge, load, report
 
@@ -88,7 +90,8 @@ BREAK = Exercise(
     number=4,
     title="write a scheduler that breaks exactly one rule",
     task=(
-        f"Write a scheduler that breaks {BREAK_RULE} and keeps all twelve other rules. FILE is a Python file\n"
+        f"Write a scheduler that breaks {BREAK_RULE} and keeps the {len(RULE_IDS) - 1} other rules. FILE is a Python "
+        "file\n"
         "defining Scheduler(token_budget=, max_seqs=, kv_tokens=) with add(rid, prompt_len, max_new),\n"
         "schedule() -> [(rid, n), ...] and complete(plan) -> [rids that emitted a token]. It is judged under\n"
         "the monitor on the hand trace and 150 small random workloads. Start from the policy written as\n"

@@ -1,12 +1,16 @@
 """What `stallfree prove` runs: the model checker, every Z3 theorem, the differential check that ties
 the Z3 step to the reference, and CrossHair on the contracts. Each yields rows of one table: claim
-(rule ID), method, bound, result, seconds, and what went wrong."""
+(rule ID), method, bound, result, seconds, and what went wrong.
+
+The Z3 side (`smt`, and the controls built on it) is imported by the methods that use it, so that the
+model check runs where z3-solver is not installed (`pip install stallfree[plot]` and
+`stallfree prove --methods model`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stallfree.reference import Scheduler
 from stallfree.spec import CANCEL, RULE_IDS, STOP, supports
@@ -15,17 +19,14 @@ from stallfree.spec.verdict import Verdict
 
 from .contracts import planted, planted_contracts, planted_lifecycle
 from .contracts import run as crosshair_run
-from .controls import twin_fault
 from .explicit import modelcheck, starvation
 from .explicit.bounds import Bounds
 from .explicit.counterexample import replay
 from .explicit.snapshot import Hidden
-from .smt import cancel_refinement, cancels, ends, refinement
-from .smt.induction import INDUCTIONS, prove_induction
-from .smt.loops import LOOP_THEOREMS, prove_loop
-from .smt.policy import Policy
-from .smt.reach import reach
-from .smt.theorems import DEFAULT_N, THEOREMS, prove
+
+if TYPE_CHECKING:
+    from .smt import refinement
+    from .smt.policy import Policy
 
 HOLDS, NOT_REFUTED, BROKEN, UNKNOWN = Verdict.HOLDS, Verdict.NOT_REFUTED, Verdict.BROKEN, Verdict.UNKNOWN
 NOT_JUDGED = Verdict.NOT_JUDGED
@@ -44,6 +45,22 @@ DEEP_BOUND, DEEP_LIVENESS_BOUND, DEEP_REQUESTS, DEEP_RANDOM_STATES = "2,3,8,5,3,
 DEEP_CANCEL_REQUESTS, DEEP_RANDOM_CANCELS = 12, 3_000
 
 Say = Callable[[str], None]
+
+
+def with_z3_defaults(o: Options) -> Options:
+    """`o` with the Z3 side's defaults filled in (the reference's policy, the theorems' N), importing
+    z3: called by the methods that use it, never by the model check."""
+    from .smt.cancels import CANCEL_N
+    from .smt.policy import Policy
+    from .smt.theorems import DEFAULT_N
+
+    if o.policy is None:
+        o.policy = Policy()
+    if o.num_requests is None:
+        o.num_requests = DEFAULT_N
+    if o.cancel_requests is None:
+        o.cancel_requests = CANCEL_N
+    return o
 
 
 @dataclass(slots=True)
@@ -69,8 +86,8 @@ class Options:
     bound: Bounds = field(default_factory=lambda: Bounds.parse(DEFAULT_BOUND))
     factory: Any = Scheduler
     hidden: Hidden | None = None
-    policy: Policy = field(default_factory=Policy)
-    num_requests: int = DEFAULT_N
+    policy: Policy | None = None  # the Z3 policy; None: the reference's (see with_z3_defaults)
+    num_requests: int | None = None  # symbolic requests in each theorem; None: the theorems' default
     crosshair_target: str = crosshair_run.CONTRACTS
     fault_rule: str | None = None  # CrossHair runs the copy with this rule's bug planted instead
     crosshair_seconds: float = crosshair_run.PER_CONDITION_S
@@ -83,7 +100,7 @@ class Options:
     rules: tuple[str, ...] | None = None  # the rules the model check judges (None: all)
     liveness_bound: Bounds = field(default_factory=lambda: Bounds.parse(LIVENESS_BOUND))
     random_states: int = RANDOM_STATES
-    cancel_requests: int = cancels.CANCEL_N  # symbolic requests in each cancel theorem
+    cancel_requests: int | None = None  # symbolic requests in each cancel theorem; None: their default
     random_cancels: int = RANDOM_CANCELS
 
 
@@ -130,7 +147,11 @@ def _safety_rows(o: Options, bounds: Bounds, say: Say, differential: bool = True
         say(f"model check: {states:,} states, {transitions:,} transitions, depth {depth}, {seconds:.0f} s")
 
     on_model = differential and "differential" in o.methods and o.fault_rule is None
-    inspector = refinement.OnModelStates(o.policy) if on_model else None
+    inspector = None
+    if on_model:
+        from .smt import refinement
+
+        inspector = refinement.OnModelStates(with_z3_defaults(o).policy)
     result = modelcheck.check(bounds, o.factory, o.hidden, o.max_states, progress, inspector, o.rules, compact=True)
     if inspector is not None:  # the differential's first half, done on the same pass
         o.model_states = inspector.outcome(result)
@@ -159,6 +180,14 @@ def _safety_rows(o: Options, bounds: Bounds, say: Say, differential: bool = True
 
 
 def z3_rows(o: Options, say: Say) -> list[Row]:
+    from .controls import twin_fault
+    from .smt import ends
+    from .smt.induction import INDUCTIONS, prove_induction
+    from .smt.loops import LOOP_THEOREMS, prove_loop
+    from .smt.reach import reach
+    from .smt.theorems import THEOREMS, prove
+
+    o = with_z3_defaults(o)
     rows = []
     for theorem in THEOREMS:
         say(f"z3: {theorem.name} ({o.policy.name}, N={o.num_requests})")
@@ -197,7 +226,9 @@ def z3_rows(o: Options, say: Say) -> list[Row]:
 def cancel_rows(o: Options, say: Say) -> list[Row]:
     """The cancel theorems (`smt.cancels`) of the reference; with `--fault RULE`, their negative
     controls made to break RULE (a wrong cancel step or a wrong policy), which must be refuted."""
-    n = o.cancel_requests
+    from .smt import cancels
+
+    n = with_z3_defaults(o).cancel_requests
     if o.fault_rule is None:
         if o.policy.name != "reference":
             return []
@@ -224,6 +255,9 @@ def _z3_row(claim: str, method: str, bound: str, outcome: Any) -> Row:
 def differential_rows(o: Options, say: Say) -> list[Row]:
     """The Z3 step against the scheduler's code: on every state the model checker reaches at the
     bound, then on `random_states` states of random workloads of up to 64 requests."""
+    from .smt import refinement
+
+    o = with_z3_defaults(o)
     factory, name = _compared(o)
     claim = f"Z3 STEP = {name}"
     method = "differential" if o.policy.name == "reference" else f"differential, {o.policy.name}"
@@ -244,6 +278,8 @@ def differential_rows(o: Options, say: Say) -> list[Row]:
 def cancel_differential_rows(o: Options, say: Say) -> list[Row]:
     """The Z3 cancel step against the code's cancel(rid) on random cancels; with `--fault RULE`, the
     wrong cancel step made to break RULE, which must differ (none for a rule no cancel step breaks)."""
+    from .smt import cancel_refinement, cancels
+
     wrong = None if o.fault_rule is None else cancels.CANCEL_CONTROLS.get(o.fault_rule)
     if o.fault_rule is not None and wrong is None:
         return []

@@ -37,3 +37,9 @@ def test_readme_hand_trace_is_what_trace_prints(capsys: pytest.CaptureFixture[st
     table = [line for line in shown if line and line != "..."]
     for line in table:
         assert line in out, f"README line not printed by the trace: {line!r}"
+
+
+def test_readme_points_a_learner_to_the_path_before_its_first_section() -> None:
+    readme = README
+    pointer = readme.find("New to LLM serving? `docs/learn.md`")
+    assert 0 <= pointer < readme.index("\n## "), "the pointer to docs/learn.md comes before the README's first section"

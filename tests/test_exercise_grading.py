@@ -107,3 +107,10 @@ def test_an_answer_that_does_not_import_is_refused(tmp_path: Path, capsys: pytes
     path.write_text("def Scheduler(:\n")
     assert main(["exercise", "4", str(path)]) == 2
     assert "importing it raised SyntaxError" in capsys.readouterr().err
+
+
+def test_exercise_4_counts_the_other_rules_from_the_registry(capsys: pytest.CaptureFixture[str]) -> None:
+    from stallfree.spec import RULE_IDS
+
+    assert main(["exercise", "4"]) == 0
+    assert f"keeps the {len(RULE_IDS) - 1} other rules" in capsys.readouterr().out

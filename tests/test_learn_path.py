@@ -151,3 +151,45 @@ def test_learn_links_and_pictures_exist(page: Path) -> None:
         assert (page.parent / target).exists(), target
     for name in re.findall(r"`(docs/[\w./-]+|[a-z]+/[\w./-]+\.py)`", text):
         assert (ROOT / name).exists(), name
+
+
+NUMBERS = {"twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17}
+
+
+def test_the_rule_count_is_the_registrys() -> None:
+    from stallfree.spec import RULES
+
+    text = PAGES[0].read_text()
+    (word,) = re.findall(r"(\w+) rules state this exactly", text)
+    assert NUMBERS.get(word.lower()) == len(RULES), f"docs/learn.md says {word!r} rules; the registry has {len(RULES)}"
+
+
+def test_the_install_line_names_the_extras_the_path_needs() -> None:
+    """`.[plot,proofs]`: matplotlib for the pictures, z3 and CrossHair for the proofs; not torch (the
+    executor) nor the dev tools, which nothing on the path runs."""
+    import tomllib
+
+    (extras,) = re.findall(r"pip install -e '\.\[([\w,]+)\]'", PAGES[0].read_text())
+    named = set(extras.split(","))
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert named == {"plot", "proofs"} and named <= set(declared)
+
+
+def test_the_model_check_on_the_path_runs_without_z3() -> None:
+    """Section 10's `prove --methods model` with z3 and CrossHair absent (`.[plot]` alone): it prints what
+    the page shows; `--methods z3` then says which extra is missing, in one line."""
+    import subprocess
+
+    block = next(b for b in BLOCKS if b.command.startswith("stallfree prove --methods model"))  # learn.md first
+    hide = "import sys; sys.modules['z3'] = sys.modules['crosshair'] = None; from stallfree.main import main; "
+    argv = shlex.split(block.command)[1:]
+    done = subprocess.run([sys.executable, "-c", f"{hide}sys.exit(main({argv!r}))"], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == block.exit_code, done.stderr
+    assert missing(block.expected, done.stdout.splitlines()) is None, done.stdout
+    z3 = [*argv[:2], "z3"]
+    done = subprocess.run([sys.executable, "-c", f"{hide}sys.exit(main({z3!r}))"], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    (line,) = done.stderr.splitlines()
+    assert "--methods z3 needs z3" in line and "pip install 'stallfree[proofs]'" in line, line

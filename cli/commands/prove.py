@@ -7,6 +7,7 @@ checks on that rule's negative controls: the checks that judge RULE must then fa
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 from stallfree.spec.verdict import Verdict
@@ -71,8 +72,24 @@ def configure(p: argparse.ArgumentParser) -> None:
     add_output_arguments(p, "the rows")
 
 
+# The module each method needs beyond the standard library (the `proofs` extra); the model check needs none.
+NEEDS = {"z3": "z3", "differential": "z3", "crosshair": "crosshair"}
+
+
+def missing_extra(methods: tuple[str, ...], fault: bool) -> str | None:
+    """Why the methods asked for cannot run here (the proofs extra missing), or None."""
+    wanted = {NEEDS[m] for m in methods if m in NEEDS} | ({"z3"} if fault else set())
+    for module in sorted(wanted, reverse=True):  # z3 first: crosshair-tool brings it
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            who = ",".join(m for m in methods if NEEDS.get(m) == module) or "model"
+            asked = "--fault (its controls are Z3 policies)" if fault and module == "z3" else f"--methods {who}"
+            return f"{asked} needs {module} ({error}): pip install 'stallfree[proofs]'; --methods model runs without it"
+    return None
+
+
 def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from stallfree.proofs import controls
     from stallfree.proofs.contracts import run as crosshair_run
     from stallfree.proofs.explicit.bounds import Bounds
     from stallfree.proofs.suite import Options
@@ -97,6 +114,11 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         options.num_requests, options.random_states = suite.DEEP_REQUESTS, suite.DEEP_RANDOM_STATES
         options.cancel_requests, options.random_cancels = suite.DEEP_CANCEL_REQUESTS, suite.DEEP_RANDOM_CANCELS
     if args.fault is not None:
+        missing = missing_extra(methods, True)
+        if missing is not None:
+            raise ValueError(missing)
+        from stallfree.proofs import controls
+
         rule = args.fault.upper()
         try:
             options.factory = controls.fault(rule)
@@ -208,6 +230,9 @@ def run(args: argparse.Namespace) -> int:
             Bounds.parse(args.bound)
         if paged and args.hidden not in (None, "none"):
             load_scheduler(args.hidden, "--hidden")  # a --hidden that does not load is a bad argument
+        missing = None if options is None else missing_extra(options.methods, False)
+        if missing is not None:
+            raise ValueError(missing)
     except (InvalidField, FieldTypeError, ValueError, ImportError, AttributeError) as error:
         print(f"stallfree prove: {error}", file=sys.stderr)
         return exits.USAGE
