@@ -11,8 +11,7 @@ from typing import Any
 from stallfree.spec import RULE_IDS, Request, RuleViolation, Shadow, StepFacts, Workload, refusal
 from stallfree.view import Recording, StepView, record
 from stallfree.view.record import Offer
-
-from .steptable import broken_line, row
+from stallfree.view.table import broken_line, row
 
 ACCEPTABLE = "the contract would accept it (NEVER-FIT not checked)"
 StepPrice = Callable[[StepView], float]  # milliseconds of a step on the cost model

@@ -1,9 +1,16 @@
-"""An exercise: its task, hints given one at a time, an answer shown only when asked, and a grader
+"""An exercise: its task, hints given one at a time, an answer derived only when asked, and a grader
 that reads the learner's FILE and says whether it is right, and if not, what is wrong without
-giving the answer away."""
+giving the answer away.
+
+Exercises 1 to 3 are drawn per learner: the instance (the workload, the deployment, the target) comes
+from a seed made of the learner's name, so two learners get different numbers and one learner always
+the same. No answer is stored: each is computed from the instance when asked for."""
 
 from __future__ import annotations
 
+import hashlib
+import re
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +32,27 @@ class Exercise:
     title: str
     task: str  # what to do and what FILE must hold
     hints: tuple[str, ...]
-    answer: str  # shown only with --answer
-    grade: Callable[[Path], Grade]
+    answer: Callable[[], str]  # derived when --answer asks, never stored
+    grade: Callable[[Path, int | None], Grade]  # FILE, and the grading run's seed (None: a fresh one)
+
+
+WIDTH = 100  # a task's prose is wrapped at this many characters
+KEPT = "\x00"  # a space inside a `code span` while wrapping: a command is never cut across lines
+
+
+def wrapped(*paragraphs: str) -> str:
+    """Paragraphs filled to WIDTH, with no line break inside a `code span`."""
+    def keep(m: re.Match[str]) -> str:
+        return m.group(0).replace(" ", KEPT)
+
+    return "\n\n".join(textwrap.fill(re.sub(r"`[^`]*`", keep, p), WIDTH).replace(KEPT, " ") for p in paragraphs)
+
+
+def learner_seed(number: int, learner: str) -> int:
+    """The seed of exercise `number`'s instance for `learner`: the same for one learner, different
+    between learners (64 bits of SHA-256 of the two)."""
+    digest = hashlib.sha256(f"stallfree exercise {number}: {learner}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
 
 
 def read_text(path: Path) -> str:

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
-import ast
+import itertools
+from collections.abc import Callable, Sequence
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 from stallfree.spec import RULE_IDS
+from stallfree.variants import Stepwise
 
-from .base import AnswerError, Exercise, Grade, read_text
-from .judge import judge, load, report
+from .base import Exercise, Grade
+from .judge import NUM_RANDOM, Judgement, fresh_seed, judge, report
+from .loading import NotWritten, load, watched
 
+BREAK_NUMBER, FIX_NUMBER = 4, 5
 BREAK_RULE = "DECODE-FIRST"
-# A fix must be a fix: the reference, the deliberately wrong schedulers, the simulator's policies and
-# these files are not to be imported in its place.
-NOT_IMPORTED = ("stallfree.reference", "stallfree.faults", "stallfree.sim", "stallfree.exercises")
+# What an answer may not use in place of its own code, found in sys.modules after it ran (`loading`).
+# Exercise 4: the deliberately wrong schedulers, the simulator's policies, these files.
+NOT_USED_BREAK = ("stallfree.faults", "stallfree.sim", "stallfree.exercises")
+# Exercise 5: a fix must be a fix, so no scheduler of stallfree's either.
+NOT_USED_FIX = ("stallfree.reference", "stallfree.paged", "stallfree.variants", *NOT_USED_BREAK)
+STEPWISE_PHASES = ("plan_decodes", "plan_partials", "admit")  # Stepwise.phases(), the contract's order
+ANSWER_SEED = 0  # the derived answer is judged on the workloads of this seed
 
 
 def resource(name: str) -> str:
@@ -46,57 +55,96 @@ def fix_diff() -> str:
         keepends=True), fromfile="faulty.py", tofile="fixed.py", n=1))
 
 
-def grade_break(path: Path) -> Grade:
-    judgement = judge(load(path))
-    broken = set(judgement.broken)
-    lines = report(judgement, path)
+def graded(path: Path, seed: int | None, not_used: Sequence[str]) -> tuple[Judgement | None, list[str]]:
+    """FILE loaded and judged with the modules `not_used` watched: the judgement, or None and why not."""
+    judgement, elsewhere = None, None
+    with watched(not_used) as watch:
+        try:
+            judgement = judge(load(path), fresh_seed() if seed is None else seed)
+        except NotWritten as error:
+            elsewhere = error
+    if watch.found:  # what it imported, however, while it was loaded and run: the first thing to say
+        top = sorted({m for m in watch.found if not any(m.startswith(o + ".") for o in watch.found)})
+        return None, [f"not yet: it uses {', '.join(top)}; write the scheduler in the file instead of "
+                      "importing one"]
+    if elsewhere is not None:
+        return None, [f"not yet: {elsewhere}"]
+    return judgement, []
+
+
+def verdict_break(broken: set[str]) -> tuple[bool, str]:
     if broken == {BREAK_RULE}:
-        return Grade(True, [f"correct: {BREAK_RULE} breaks and every other rule holds", *lines])
+        return True, f"correct: {BREAK_RULE} breaks and every other rule holds"
     if not broken:
-        return Grade(False, [f"not yet: your scheduler keeps every rule; {BREAK_RULE} must break", *lines])
+        return False, f"not yet: your scheduler keeps every rule; {BREAK_RULE} must break"
     others = sorted(broken - {BREAK_RULE})
-    head = (f"not yet: {BREAK_RULE} breaks, but so do {', '.join(others)}" if BREAK_RULE in broken
-            else f"not yet: {BREAK_RULE} holds, and {', '.join(others)} break(s)")
-    return Grade(False, [head, *lines])
+    if BREAK_RULE in broken:
+        return False, f"not yet: {BREAK_RULE} breaks, but so do {', '.join(others)}"
+    return False, f"not yet: {BREAK_RULE} holds, and {', '.join(others)} break(s)"
 
 
-def imports(source: str) -> list[str]:
-    names = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            names += [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.append(node.module)
-    return names
+def grade_break(path: Path, seed: int | None = None) -> Grade:
+    judgement, refused = graded(path, seed, NOT_USED_BREAK)
+    if judgement is None:
+        return Grade(False, refused)
+    correct, head = verdict_break(set(judgement.broken))
+    return Grade(correct, [head, *report(judgement, path, BREAK_NUMBER)])
 
 
-def grade_fix(path: Path) -> Grade:
-    source = read_text(path)
-    try:
-        forbidden = [n for n in imports(source) if any(n == m or n.startswith(m + ".") for m in NOT_IMPORTED)]
-    except SyntaxError as error:
-        raise AnswerError(f"FILE {str(path)!r}: it does not parse: {error}") from None
-    if forbidden:
-        return Grade(False, [f"not yet: it imports {', '.join(forbidden)}; fix the scheduler in the file "
-                             "instead of replacing it"])
-    judgement = judge(load(path))
-    lines = report(judgement, path)
+def phase_order(names: Sequence[str]) -> Callable[..., Any]:
+    """Stepwise with its phases run in the order `names`."""
+    order = tuple(names)
+
+    class Scheduler(Stepwise):
+        def phases(self):  # type: ignore[no-untyped-def]
+            return tuple(getattr(self, name) for name in order)
+
+    return Scheduler
+
+
+def phase_order_source(names: Sequence[str]) -> str:
+    calls = ", ".join(f"self.{name}" for name in names)
+    return ("from stallfree.variants import Stepwise\n\n\nclass Scheduler(Stepwise):\n"
+            f"    def phases(self):\n        return ({calls})\n")
+
+
+def break_answer() -> str:
+    """Derived when asked: every order of Stepwise's three phases judged; those that break exactly
+    BREAK_RULE are the answers (the first shown as a FILE), and what each other order breaks is said."""
+    found, others = [], []
+    for names in itertools.permutations(STEPWISE_PHASES):
+        broken = set(judge(phase_order(names), ANSWER_SEED).broken)
+        line = f"  ({', '.join(names)}): {', '.join(sorted(broken)) or 'breaks nothing'}"
+        (found if broken == {BREAK_RULE} else others).append((names, line))
+    if not found:
+        return f"no order of Stepwise's phases breaks {BREAK_RULE} alone; each breaks:\n" + "\n".join(
+            line for _, line in others)
+    return (f"Run Stepwise's phases in another order, and nothing else differs. Judged the way a FILE is (seed "
+            f"{ANSWER_SEED}), these orders break {BREAK_RULE} alone:\n" + "\n".join(line for _, line in found)
+            + "\nand the others break more, or nothing:\n" + "\n".join(line for _, line in others)
+            + "\n\nThe first as a FILE:\n\n" + phase_order_source(found[0][0]))
+
+
+def grade_fix(path: Path, seed: int | None = None) -> Grade:
+    judgement, refused = graded(path, seed, NOT_USED_FIX)
+    if judgement is None:
+        return Grade(False, refused)
+    lines = report(judgement, path, FIX_NUMBER)
     if not judgement.broken:
         return Grade(True, ["correct: every rule holds", *lines])
     return Grade(False, [f"not yet: {', '.join(judgement.broken)} still break(s)", *lines])
 
-
 BREAK = Exercise(
-    number=4,
+    number=BREAK_NUMBER,
     title="write a scheduler that breaks exactly one rule",
     task=(
-        f"Write a scheduler that breaks {BREAK_RULE} and keeps the {len(RULE_IDS) - 1} other rules. FILE is a Python "
-        "file\n"
-        "defining Scheduler(token_budget=, max_seqs=, kv_tokens=) with add(rid, prompt_len, max_new),\n"
-        "schedule() -> [(rid, n), ...] and complete(plan) -> [rids that emitted a token]. It is judged under\n"
-        "the monitor on the hand trace and 150 small random workloads. Start from the policy written as\n"
-        "overridable steps: `from stallfree.variants import Stepwise` (faults/stepwise.py), or from nothing.\n"
-        "Then run: stallfree exercise 4 FILE"
+        f"Write a scheduler that breaks {BREAK_RULE} and keeps the {len(RULE_IDS) - 1} other rules. FILE is a\n"
+        "Python file defining Scheduler(token_budget=, max_seqs=, kv_tokens=) with add(rid, prompt_len,\n"
+        "max_new), schedule() -> [(rid, n), ...] and complete(plan) -> [rids that emitted a token], written\n"
+        "in FILE (it may subclass the policy written as overridable steps, `from stallfree.variants import\n"
+        "Stepwise`, variants/stepwise.py; not the faults). It is judged under the monitor on the hand trace\n"
+        f"and {NUM_RANDOM} small random workloads, drawn afresh for each grading (the report names the seed;\n"
+        "--seed replays it). Then run: stallfree exercise 4 FILE"
     ),
     hints=(
         "docs/learn.md section 6 shows one order that breaks DECODE-FIRST. `prefill-first` breaks only it on "
@@ -107,20 +155,19 @@ BREAK = Exercise(
         "Every rule but DECODE-FIRST still applies: the budget must be used in full while something can run, "
         "and partial prompts must still come before admissions.",
     ),
-    answer=(
-        "Run the partial prompts before the decodes, and nothing else differs:\n\n" + resource("break_one.py")
-    ),
+    answer=break_answer,
     grade=grade_break,
 )
 
 FIX = Exercise(
-    number=5,
+    number=FIX_NUMBER,
     title="fix a faulty scheduler",
     task=(
         "`stallfree exercise 5 --starter > faulty.py` writes a scheduler with two faults. Find them with\n"
         "`stallfree exercise 5 faulty.py` (which rules break, and a workload for each) and\n"
         "`stallfree trace --scheduler faulty:Scheduler --workload W.json --keep-going`, fix them in the\n"
-        "file (without importing the reference or the faults), and run: stallfree exercise 5 faulty.py"
+        "file (a fix, so it may import none of stallfree's schedulers: not the reference, the variants or the\n"
+        "faults), and run: stallfree exercise 5 faulty.py"
     ),
     hints=(
         "One fault shows as BUDGET: find a step whose tokens exceed the budget. Which entries does it carry?",
@@ -128,7 +175,7 @@ FIX = Exercise(
         "that request reserved at admission.",
         "Look at how much budget the chunk of a partial prompt may take, and at what release() gives back.",
     ),
-    answer=(
+    answer=lambda: (
         "Two lines: a partial prompt's chunk takes min(remaining, left), the budget the decodes left, not\n"
         "the whole budget; and a finished request gives back its whole reservation, prompt_len + max_new.\n"
         "The fix:\n\n" + fix_diff()

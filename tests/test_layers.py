@@ -16,8 +16,9 @@ LAYERS: dict[str, int] = {
     "reference": 1, "paged": 1, "variants": 1,  # schedulers that keep it
     "faults": 2, "testing": 2,  # wrong schedulers built on a variant; the tools that test schedulers
     "conformance": 3, "proofs": 3, "costs": 3,  # checking and pricing
-    "sim": 4, "executor": 4, "view": 4,  # running plans (simulated or on a model) and drawing them
-    "cli": 5, "exercises": 5,  # the `stallfree` command, and the exercises it grades
+    "sim": 4, "executor": 4, "view": 4,  # running plans (simulated or on a model) and drawing them (tables too)
+    "exercises": 5,  # the graded exercises, built on the view and the checks, never on the command line
+    "cli": 6,  # the `stallfree` command
 }
 
 
@@ -76,3 +77,18 @@ def test_readme_folder_table_is_the_tree() -> None:
     rows = re.findall(r"^\| `([a-z]+)/`(?:, `([a-z]+)/`)? \| ", readme, flags=re.M)
     listed = {folder for row in rows for folder in row if folder}
     assert listed == set(package_dirs())
+
+
+def test_the_command_line_is_the_top_layer() -> None:
+    """What the exercises and the views need (the hand trace, the step table) lives below the CLI: no
+    exercise or view module imports stallfree.commands or the CLI's own modules."""
+    assert max(LAYERS.values()) == LAYERS["cli"] and list(LAYERS.values()).count(LAYERS["cli"]) == 1
+    assert LAYERS["view"] < LAYERS["exercises"] < LAYERS["cli"]
+
+
+def test_the_layer_check_sees_an_exercise_importing_the_cli(tmp_path: Path) -> None:
+    """Negative control: a lazy import of the CLI's hand trace from an exercise is an upward import."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("def rows():\n    from stallfree.commands.trace import HAND_TRACE\n    return HAND_TRACE\n")
+    (module,) = imports(bad)
+    assert LAYERS[imported_folder(module, package_dirs()) or ""] > LAYERS["exercises"]

@@ -17,8 +17,8 @@ from stallfree.spec.loader import FactoryError
 from stallfree.spec.paged_monitor import PagedMonitor
 from stallfree.spec.paged_rules import PAGED_RULES, select
 from stallfree.spec.verdict import Verdict, as_json, lines
+from stallfree.view.table import verdicts
 
-from ..steptable import verdicts
 from .args import write_json
 
 HEADER = f"{'step':>5}  {'entries':<48} {'tokens':>9}  {'emitted':<14} {'finished':<10} {'free blk':>8}"

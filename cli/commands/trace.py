@@ -31,15 +31,16 @@ from stallfree.spec.capability import CANCEL as CANCEL_CAPABILITY
 from stallfree.spec.capability import supports
 from stallfree.spec.contract import Contract
 from stallfree.spec.contracts import by_name
+from stallfree.spec.examples import HAND_TRACE  # the contract's hand trace: --example hand
 from stallfree.spec.facts import stops
 from stallfree.spec.verdict import CRASH, TIMEOUT, as_json, lines
 from stallfree.spec.workload import BudgetChange
 from stallfree.view import StepView
 from stallfree.view.record import Offer
+from stallfree.view.table import header, verdicts
 
 from .. import exits
 from ..explain import Nondeterministic, explain
-from ..steptable import header, verdicts
 from ..stepviews import add_view_arguments, check_view_arguments, pricing, wants_views, write_views
 from .args import (
     FactoryError,
@@ -61,11 +62,6 @@ from .args import (
 NAME = "trace"
 HELP = "run requests through a scheduler under the monitor; print the step table and rule verdicts"
 
-# The hand trace of the contract: budget 8, one request decoding, a 20-token prompt arrives.
-HAND_TRACE = Workload(
-    Config(token_budget=8, max_seqs=4, kv_tokens=64),
-    (Arrival(0, 8, 6, 0), Arrival(1, 20, 3, 1)),
-)
 # The variants' examples (docs/variants.md): a prompt chunked around decodes (aligned chunks), four
 # streams and a budget dropped to 2 (rotation), a low-priority request amid high-priority ones (aging).
 ALIGNED_TRACE = Workload(

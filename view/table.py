@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from stallfree.spec import RULES, Rule, RuleViolation
 from stallfree.spec.verdict import CRASH, Judgement, Verdict
-from stallfree.view import StepView
+
+from .record import StepView
 
 NEVER_FIT = "NEVER-FIT"  # judged on add() as well as on steps
 WAITING_SHOWN = 3  # waiting requests named in a row; the rest are counted
