@@ -24,11 +24,13 @@ POLICIES: dict[str, str] = {
     "aging": "stallfree.variants.priority:BatchedPrioritized",  # admission by priority with aging (A = 64)
     "aging-4": "stallfree.variants.priority:Aging4",  # the same, A = 4 (the trace example)
     "no-aging": "stallfree.faults.priority:NoAging",  # strict priority: the negative control of AGING-BOUND
+    "static": "stallfree.variants.static:StaticBatching",  # static batching: the teaching baseline
 }
 # The contract (stallfree.spec.contracts) a named variant is judged under by `trace` and `simulate --check`.
 CONTRACTS: dict[str, str] = {
     **{f"aligned-{b}": f"aligned-{b}" for b in ALIGNED_BLOCKS},
     "resizable": "budget-change", "rotating": "rotation", "aging": "aging", "aging-4": "aging-4", "no-aging": "aging",
+    "static": "static",
 }
 
 

@@ -5,13 +5,14 @@
     rotation                set_budget(B), decodes to the longest waiting            stallfree.spec.budget_change
     aging, aging-A          priorities 0..3, one level gained every A steps (64)     stallfree.spec.priority
     priority                priorities 0..3 without aging                            stallfree.spec.priority
+    static                  static batching: a batch closed until it has all finished stallfree.spec.static
 """
 
 from __future__ import annotations
 
 from .contract import Contract
 
-NAMES = ("aligned", "budget-change", "rotation", "aging", "priority")
+NAMES = ("aligned", "budget-change", "rotation", "aging", "priority", "static")
 
 
 def by_name(name: str) -> Contract:
@@ -31,6 +32,10 @@ def by_name(name: str) -> Contract:
         from . import priority
 
         return priority.contract(None)
+    if name == "static":
+        from .static import STATIC_CONTRACT
+
+        return STATIC_CONTRACT
     if name in ("budget-change", "rotation"):
         from .budget_change import BUDGET_CONTRACT, ROTATION_CONTRACT
 

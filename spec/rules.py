@@ -233,6 +233,12 @@ def partial_next(s: Shadow, f: StepFacts) -> str | None:
 def work_conserving(s: Shadow, f: StepFacts) -> str | None:
     """WORK-CONSERVING, judged on the plan: unused budget only with everything running served in full
     and the waiting head blocked or absent."""
+    return running_served(s, f) or head_blocked(s, f)
+
+
+def running_served(s: Shadow, f: StepFacts) -> str | None:
+    """WORK-CONSERVING's first half: with budget unused, every ready request decoded and every partial
+    prompt given all it has left."""
     unused = s.config.token_budget - f.num_tokens
     if unused <= 0:
         return None
@@ -246,6 +252,14 @@ def work_conserving(s: Shadow, f: StepFacts) -> str | None:
             )
     if len(f.chunks) < len(s.prefilling):
         return f"{unused} budget token(s) unused while a partial prompt got no chunk"
+    return None
+
+
+def head_blocked(s: Shadow, f: StepFacts) -> str | None:
+    """WORK-CONSERVING's second half: with budget unused, the waiting head cannot be admitted."""
+    unused = s.config.token_budget - f.num_tokens
+    if unused <= 0:
+        return None
     head: Track | None = waiting_head(s, f)
     if head is None:
         return None

@@ -14,11 +14,12 @@ ROWS = {rule_id: (kind, statement) for rule_id, kind, statement in
         re.findall(r"^\| ([A-Z-]+) \| ([a-z]+) \| (.+) \|$", DOC, flags=re.M) if rule_id != "ID"}
 
 
-@pytest.mark.parametrize("name", ["aligned", "rotation", "aging"])
+@pytest.mark.parametrize("name", ["aligned", "rotation", "aging", "static"])
 def test_variants_doc_rule_tables_are_the_registries(name: str) -> None:
     contract = by_name(name)
     new = [r for r in contract.rules if r.design == "aligned" or r.id in
-           ("BUDGET-CHANGE", "DECODE-WAIT", "DECODE-FAIR", "AGING-BOUND", "PRIORITY-ORDER", "PRIORITY-WORK-CONSERVING")]
+           ("BUDGET-CHANGE", "DECODE-WAIT", "DECODE-FAIR", "AGING-BOUND", "PRIORITY-ORDER", "PRIORITY-WORK-CONSERVING",
+            "BATCH-CLOSED", "BATCH-CONSERVING")]
     assert new
     for rule in new:
         assert ROWS.get(rule.id) == (rule.kind.value, rule.statement), rule.id

@@ -81,6 +81,7 @@ EXAMPLES = {
 }
 
 
+REFERENCE_CONTRACT = "reference"  # --contract reference: the reference's rules, for a variant that has its own
 DEFAULTS = {"budget": 8, "max_seqs": 4, "kv": 256}  # of a workload given as --request flags
 DEFAULT_TIMEOUT = 60.0  # seconds for one step of the scheduler: the reference takes microseconds
 MAX_STEPS = 1_000_000  # a step table longer than this is for `campaign` or `check-trace`, not for reading
@@ -108,8 +109,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget-at", type=budget_change, action="append", default=[], metavar="STEP:B",
                    help="set_budget(B) before step STEP (a budget-change contract); repeatable")
     p.add_argument("--contract", default=None, metavar="NAME",
-                   help="judge under a variant's contract: aligned[-B], budget-change, rotation, aging[-A], priority "
-                        "(default: the reference's, or the named variant's own)")
+                   help="judge under a variant's contract: aligned[-B], budget-change, rotation, aging[-A], priority, "
+                        "static, or `reference` (default: the reference's, or the named variant's own)")
     p.add_argument("--budget", type=positive_int, default=None, help="token budget B (default 8)")
     p.add_argument("--max-seqs", type=positive_int, default=None, help="slots S (default 4)")
     p.add_argument("--kv", type=positive_int, default=None, help="KV capacity K in tokens (default 256)")
@@ -158,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         if args.budget_at and (args.example or args.workload):
             workload = replace(workload, budgets=tuple(sorted(args.budget_at, key=lambda c: c.step)))
         name = args.contract or VARIANT_CONTRACTS.get(args.scheduler)
-        contract = by_name(name) if name else None
+        contract = by_name(name) if name and name != REFERENCE_CONTRACT else None
         if args.jsonl:
             check_output_file("--jsonl", args.jsonl)
         check_json(args)
