@@ -99,3 +99,26 @@ def test_the_key_test_sees_a_double_step(browser: Browser, hand_page: Path, tmp_
     double.write_text(text.replace(GUARD, ""))
     labels = shown_after(browser, f"{double.as_uri()}#step=1", True, ["ArrowRight"])
     assert labels == ["step 3 of 5"]
+
+
+@pytest.fixture
+def compare_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    path = tmp_path / "compare.html"
+    assert main(["trace", "--compare", "static,reference,prefill-first", "--kv", "64", "--request", "0:8:6",
+                 "--request", "1:20:3@1", "--request", "2:4:3@2", "--html", str(path)]) == 1
+    capsys.readouterr()
+    return path
+
+
+def test_the_compare_page_plays_and_steps_one_at_a_time(browser: Browser, compare_page: Path) -> None:
+    labels = shown_after(browser, f"{compare_page.as_uri()}#step=3", True, ["ArrowRight"])
+    assert labels == ["step 4 of 13"]
+    gaps = browser.evaluate("document.getElementById('gaps').textContent")
+    assert "static1 step(s)" in gaps and "prefill-first4 step(s)" in gaps  # the worst so far at step 4
+    browser.evaluate("document.getElementById('play').click()")
+    at = browser.evaluate("new Promise(r => setTimeout(() => r(document.getElementById('slider').value), 1300))")
+    assert int(at) >= 6  # the play button moved the shared slider on by itself (a step every 0.4 s)
+    browser.evaluate("document.getElementById('play').click()")  # pause
+    paused = browser.evaluate("document.getElementById('slider').value")
+    later = browser.evaluate("new Promise(r => setTimeout(() => r(document.getElementById('slider').value), 900))")
+    assert later == paused

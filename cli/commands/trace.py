@@ -60,6 +60,13 @@ from .args import (
 )
 
 NAME = "trace"
+
+
+def compare_list(text: str) -> list[str]:
+    from .trace_compare import policies
+
+    return policies(text)
+
 HELP = "run requests through a scheduler under the monitor; print the step table and rule verdicts"
 
 # The variants' examples (docs/variants.md): a prompt chunked around decodes (aligned chunks), four
@@ -81,6 +88,7 @@ EXAMPLES = {
 }
 
 
+DEFAULT_SCHEDULER = "stallfree.reference:Scheduler"
 REFERENCE_CONTRACT = "reference"  # --contract reference: the reference's rules, for a variant that has its own
 DEFAULTS = {"budget": 8, "max_seqs": 4, "kv": 256}  # of a workload given as --request flags
 DEFAULT_TIMEOUT = 60.0  # seconds for one step of the scheduler: the reference takes microseconds
@@ -114,10 +122,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", type=positive_int, default=None, help="token budget B (default 8)")
     p.add_argument("--max-seqs", type=positive_int, default=None, help="slots S (default 4)")
     p.add_argument("--kv", type=positive_int, default=None, help="KV capacity K in tokens (default 256)")
-    p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="NAME|MODULE:FACTORY",
+    p.add_argument("--scheduler", default=DEFAULT_SCHEDULER, metavar="NAME|MODULE:FACTORY",
                    help="the scheduler to trace: the reference (default), a policy or variant `simulate` names "
                    "(reference, prefill-first, unchunked, docs/variants.md) or any plain-protocol MODULE:FACTORY; "
                    "`paged` for stallfree.paged:Scheduler, judged by the paged monitor")
+    p.add_argument("--compare", type=compare_list, default=None, metavar="A,B,...",
+                   help="run several schedulers (names or MODULE:FACTORY) on the workload, each under its own "
+                        "contract, and draw them side by side (--plot, --html: shared slider, play button)")
     p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
     p.add_argument("--jsonl", type=Path, metavar="FILE",
                    help="also write the run as a JSON Lines trace, the format `stallfree check-trace` reads")
@@ -154,6 +165,8 @@ def run(args: argparse.Namespace) -> int:
             source = f"--workload {str(args.workload)!r}" if args.workload else "--request"
             raise InvalidField(f"{source}: its requests may take up to {steps_needed(workload):,} steps; "
                                f"trace runs at most {MAX_STEPS:,} (check more with stallfree campaign or check-trace)")
+        if args.compare is not None:
+            return compare_run(args, workload)
         loaded = load_scheduler(policy_target(args.scheduler))
         factory = guarded(loaded, args.scheduler)
         if args.budget_at and (args.example or args.workload):
@@ -184,6 +197,18 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if jsonl is not None:
             jsonl.close(keep)
+
+
+def compare_run(args: argparse.Namespace, workload: Workload) -> int:
+    """--compare: the options that name one run are refused, the views checked, then the comparison."""
+    from .trace_compare import compare
+
+    single = [flag for flag, given in (("--scheduler", args.scheduler != DEFAULT_SCHEDULER), ("--jsonl", args.jsonl),
+                                       ("--invariants", args.invariants), ("--json", args.json)) if given]
+    if single:
+        raise InvalidField(f"--compare draws several runs; {', '.join(single)} name(s) one: give it without them")
+    check_view_arguments(args)
+    return compare(args, workload, {name: policy_target(name) for name in args.compare})
 
 
 class PendingFile:

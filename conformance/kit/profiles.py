@@ -32,7 +32,7 @@ def design_of_profile(profile: str | None) -> str:
 # The variants' profiles: each claims the whole contract of that name (`stallfree.spec.contracts`),
 # widened rules and new rules included; workloads get budget schedules or priorities where it has them.
 # aligned-B and aging-A name a block size and an aging period other than the defaults (16, 64).
-VARIANT_PROFILES: tuple[str, ...] = ("aligned", "budget-change", "rotation", "aging", "priority")
+VARIANT_PROFILES: tuple[str, ...] = ("aligned", "budget-change", "rotation", "aging", "priority", "static")
 VARIANT_FAMILIES = frozenset(p.partition("-")[0] for p in VARIANT_PROFILES)  # "budget-change" -> "budget"
 
 
