@@ -4,23 +4,36 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+from typing import Any
 
 from stallfree.costs import (
     DTYPES,
     GPUS,
+    MEMORY_SHARE,
     MODELS,
     MODES,
     Deployment,
     FirstToken,
     Roofline,
+    bytes_per_value,
     first_token,
     full_step,
     gpu,
     model,
 )
+from stallfree.costs.model import KV_TENSORS
 
 from .. import exits
-from .args import add_output_arguments, check_json, non_negative_int, positive_int, write_json
+from .args import (
+    add_output_arguments,
+    check_json,
+    check_output_file,
+    non_negative_int,
+    path_error,
+    positive_int,
+    write_json,
+)
 
 NAME = "budget"
 HELP = "turn token budgets into step milliseconds, the decode floor and steps to a long prompt's first token"
@@ -74,6 +87,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help=f"streams decoding when it arrives (default {DEFAULT_DECODES})")
     p.add_argument("--decode-context", type=positive_int, default=DEFAULT_DECODE_CONTEXT,
                    help=f"their cached positions, priced in full mode only (default {DEFAULT_DECODE_CONTEXT})")
+    p.add_argument("--plot", type=Path, default=None, metavar="FILE.png",
+                   help="draw the trade-off: the long prompt's time to first token and the stream gap against B")
     add_output_arguments(p, "the table")
 
 
@@ -103,8 +118,13 @@ def header(d: Deployment, roofline: Roofline) -> list[str]:
             f"{m.head_dim} = {sci(m.attention_flops_per_pair)} at {sci(d.attention_flops)} FLOP/s ({d.kv_dtype}); "
             f"KV {d.kv_bytes_per_token:,} B per token"
         )
+    width = bytes_per_value("kv_dtype", d.kv_dtype)
+    lines.append(f"  KV per token = {KV_TENSORS} (key, value) x {m.num_layers} layers x {m.num_kv_heads} KV heads x "
+                 f"{m.head_dim} x {width} B ({d.kv_dtype}) = {d.kv_bytes_per_token:,} B")
     try:
         lines.append(f"  KV capacity: {d.kv_tokens:,} tokens")
+        lines.append(f"    = ({d.tp} x {giga(g.mem_bytes)} B x {MEMORY_SHARE:.0%} - {giga(d.weight_bytes)} B of "
+                     f"weights) / {d.kv_bytes_per_token:,} B per token")
     except ValueError as error:
         lines.append(f"  KV capacity: none ({error})")
     return lines
@@ -133,6 +153,9 @@ def run(args: argparse.Namespace) -> int:
                                  f"its first token is more than {MAX_CHAIN_STEPS:,} steps away; give a shorter prompt "
                                  "or a larger budget")
         check_json(args)
+        if args.plot is not None:
+            check_output_file("--plot", args.plot)
+            plotting()
     except ValueError as error:
         print(f"stallfree budget: {error}", file=sys.stderr)
         return exits.USAGE
@@ -154,9 +177,29 @@ def run(args: argparse.Namespace) -> int:
                      "first_token_ms": None if chain is None else chain.seconds * MS,
                      "stream_gap_ms": None if chain is None else chain.worst_step_seconds * MS})
     try:
+        if args.plot is not None:
+            print(f"plot: {draw(args, deployment, roofline, rows)}")
         write_json(args, {"deployment": deployment.describe(), "mode": roofline.mode, "prompt_len": args.prompt_len,
                           "decodes": args.decodes, "decode_context": args.decode_context, "rows": rows})
     except ValueError as error:
         print(f"stallfree budget: {error}", file=sys.stderr)
         return exits.USAGE
     return exits.HOLDS
+
+
+def plotting() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ValueError("--plot needs matplotlib: pip install 'stallfree[plot]'") from None
+
+
+def draw(args: argparse.Namespace, deployment: Deployment, roofline: Roofline, rows: list[dict[str, Any]]) -> Path:
+    from stallfree.view.budget_curve import plot_budget
+
+    title = (f"{deployment.describe()}, {roofline.mode} mode:\na {args.prompt_len:,}-token prompt arriving beside "
+             f"{args.decodes} decoding streams")
+    try:
+        return plot_budget(rows, title, args.plot)
+    except OSError as error:
+        raise path_error("--plot", args.plot, error) from None
