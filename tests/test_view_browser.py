@@ -122,3 +122,15 @@ def test_the_compare_page_plays_and_steps_one_at_a_time(browser: Browser, compar
     paused = browser.evaluate("document.getElementById('slider').value")
     later = browser.evaluate("new Promise(r => setTimeout(() => r(document.getElementById('slider').value), 900))")
     assert later == paused
+
+
+def test_the_paged_page_draws_recomputes_and_preemptions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "paged.html"
+    assert main(["trace", "--scheduler", "stallfree.paged:small_blocks", "--request", "0:3:8", "--request", "1:3:8",
+                 "--request", "2:2:2@1", "--budget", "4", "--kv", "12", "--html", str(path)]) == 0
+    capsys.readouterr()
+    done = browse(tmp_path, f"{path.as_uri()}#step=4", "--dump-dom")
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = done.stdout
+    assert "step 4 of 13" in dom and "r1 preempted" in dom  # the waiting row names the preempted request
+    assert "1/4 (1 decode, 0 chunk, 0 admission, 0 recompute)" in dom

@@ -66,14 +66,22 @@ def data(recording: Recording, ms: Sequence[float] | None = None,
     }
 
 
+RESERVED = "KV in use (reserved at admission: prompt_len + max_new)"
+
+
 def page(recording: Recording, ms: Sequence[float] | None = None, broken: Sequence[RuleViolation] = ()) -> str:
     """The HTML page of `recording`."""
-    payload = json.dumps(data(recording, ms, broken), separators=(",", ":"))
-    payload = payload.replace("</", "<\\/")  # a string in the data never closes the script element
     cfg = recording.config
-    title = html.escape(f"stallfree step view: {recording.scheduler or 'scheduler'}, B={cfg.token_budget}, "
-                        f"S={cfg.max_seqs}, K={cfg.kv_tokens}")
-    return TEMPLATE.format(title=title, style=_asset("view.css"), script=_asset("view.js"), data=payload)
+    return page_of(data(recording, ms, broken), f"stallfree step view: {recording.scheduler or 'scheduler'}, "
+                   f"B={cfg.token_budget}, S={cfg.max_seqs}, K={cfg.kv_tokens}", RESERVED)
+
+
+def page_of(payload: dict[str, object], title: str, kv_title: str) -> str:
+    """The page drawing `payload` (the shape `data` returns; another design's, `view.paged.paged_data`)."""
+    text = json.dumps(payload, separators=(",", ":"))
+    text = text.replace("</", "<\\/")  # a string in the data never closes the script element
+    return TEMPLATE.format(title=html.escape(title), style=_asset("view.css"), script=_asset("view.js"), data=text,
+                           kv_title=html.escape(kv_title))
 
 
 TEMPLATE = """<!doctype html>
@@ -98,7 +106,7 @@ TEMPLATE = """<!doctype html>
 <section><h2>tokens per step, by kind</h2><div class="chart"><svg id="tokens" role="img"></svg></div></section>
 <section><h2>every request by step: what it ran, or why it waited</h2>
 <div class="chart"><svg id="grid" role="img"></svg></div></section>
-<section><h2>KV in use (reserved at admission: prompt_len + max_new)</h2>
+<section><h2>{kv_title}</h2>
 <div class="chart"><svg id="kv" role="img"></svg></div></section>
 <section id="detail" aria-live="polite"></section>
 <section><h2>legend</h2><ul id="legend"></ul></section>

@@ -1,14 +1,16 @@
 """`stallfree trace` of a paged scheduler (one whose factory declares design "paged"): the run under
 the paged monitor, a step table with the free blocks and each step's preemptions, a verdict per
-paged rule (and --json of them). The step views (--plot, --html, --invariants, --ms) and the
---timeout watchdog are the reservation design's trace's; a paged trace refuses the views and runs
-without the watchdog."""
+paged rule (and --json of them), and with --plot the paged step view (stallfree.view.paged): what each
+request ran, recomputed or lost to a preemption, and the blocks in use (--html: the same as the step
+view's page). The other views (--invariants, --ms) and the --timeout watchdog are the reservation
+design's trace's; a paged trace refuses them and runs without the watchdog."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from stallfree import exits
@@ -17,9 +19,10 @@ from stallfree.spec.loader import FactoryError
 from stallfree.spec.paged_monitor import PagedMonitor
 from stallfree.spec.paged_rules import PAGED_RULES, select
 from stallfree.spec.verdict import Verdict, as_json, lines
+from stallfree.view.paged import PagedRecorder
 from stallfree.view.table import verdicts
 
-from .args import write_json
+from .args import path_error, write_json, write_output
 
 HEADER = f"{'step':>5}  {'entries':<48} {'tokens':>9}  {'emitted':<14} {'finished':<10} {'free blk':>8}"
 
@@ -45,23 +48,27 @@ def row(facts: Any, budget: int, free_blocks: int) -> str:
 def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any]) -> int:
     if args.jsonl:
         raise ValueError("--jsonl: the trace format has no preemption events; it records the reservation design only")
-    drawn = [f"--{name}" for name in ("plot", "html", "invariants", "ms") if getattr(args, name, None)]
+    drawn = [f"--{name}" for name in ("invariants", "ms") if getattr(args, name, None)]
     if drawn:
-        raise ValueError(f"{', '.join(drawn)}: the step views draw the reservation design; a paged trace prints its "
-                         "step table only")
+        raise ValueError(f"{', '.join(drawn)}: the reservation design's views; a paged trace prints its step table "
+                         "and draws it with --plot and --html")
     checked = [r.id for r in select(args.rules)]  # raises naming an ID the paged registry does not hold
     cfg = workload.config
     print(f"budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, kv_tokens {cfg.kv_tokens}; "
           f"scheduler {args.scheduler} (paged design)")
     print(HEADER)
 
+    recorder = PagedRecorder(workload, args.scheduler)
+
     def on_step(monitor: PagedMonitor, facts: Any) -> None:
+        recorder.on_step(monitor, facts)
         print(row(facts, cfg.token_budget, monitor.shadow.free_blocks))
         if facts.preempted:
             victims = " ".join(f"r{t.rid}" for t in facts.preempted)
             print(f"{'':>5}  preempted: {victims} (blocks freed, back at the head)")
 
     def on_add(a: Any, accepted: bool) -> None:
+        recorder.on_add(a, accepted)
         if not accepted:
             print(f"{'':>5}  refused: add({a.rid}, {a.prompt_len}, {a.max_new})")
 
@@ -82,10 +89,27 @@ def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[
             judged[i] = type(j)("CANCEL", Verdict.NOT_JUDGED, "(no cancel in a workload)")
     for line in lines(judged):
         print(line)
+    recorder.violation = violation
     try:
+        if getattr(args, "plot", None) is not None:
+            print(f"plot: {draw(recorder, args.plot)}")
+        if getattr(args, "html", None) is not None:
+            from stallfree.view.paged import paged_page
+
+            write_output("--html", args.html, paged_page(recorder))
+            print(f"html: {args.html}")
         write_json(args, {"scheduler": args.scheduler, "design": "paged", "config": workload.to_json()["config"],
                           "rules": as_json(judged)})
     except ValueError as error:  # checked before the run, yet the write failed
         print(f"stallfree trace: {error}", file=sys.stderr)
         return exits.USAGE
     return exits.BROKEN if violation else exits.HOLDS
+
+
+def draw(recorder: PagedRecorder, path: Path) -> Path:
+    from stallfree.view.paged import plot_paged
+
+    try:
+        return plot_paged(recorder, path)
+    except OSError as error:
+        raise path_error("--plot", path, error) from None

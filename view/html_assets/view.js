@@ -6,7 +6,7 @@
   const steps = D.steps, B = D.config.token_budget, K = D.config.kv_tokens;
   const colour = {}, label = {};
   D.categories.forEach(function (c) { colour[c.key] = c.colour; label[c.key] = c.label; });
-  const KINDS = ["decode", "chunk", "admission"];
+  const KINDS = D.kinds || ["decode", "chunk", "admission"];  // the paged design adds recompute
   const rids = D.requests.map(function (r) { return r.rid; });
   const byRid = {};
   D.requests.forEach(function (r) { byRid[r.rid] = r; });
