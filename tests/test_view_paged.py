@@ -72,3 +72,13 @@ def test_trace_draws_the_paged_run(tmp_path: Path, capsys: pytest.CaptureFixture
     assert payload == json.loads(json.dumps(paged_data(recorded())))  # the page draws the recorder's data
     assert payload["kinds"] == list(KINDS) and payload["steps"][5]["tokens"][RECOMPUTE] == 3
     assert "KV blocks in use" in text
+
+
+def test_the_paged_table_keeps_its_columns_when_a_plan_is_long(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(ARGV) == 0
+    out = capsys.readouterr().out.splitlines()
+    header = next(line for line in out if line.startswith(" step  entries"))
+    end = header.index("tokens") + len("tokens")
+    (nine,) = [line for line in out if line.startswith("    9  ")]
+    assert nine[:end].endswith("4/4") and nine.split()[-1] == "2"  # tokens and free blocks in their columns
+    assert out[out.index(nine) + 1] == "       r2 chunk 0-2 (admitted) (recompute)"

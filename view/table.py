@@ -57,13 +57,17 @@ def waiting(view: StepView) -> str:
 
 
 def entry_lines(view: StepView) -> list[str]:
-    """The plan's entries cut at entry boundaries into lines of at most ENTRIES_WIDTH characters (one
-    entry longer than that stands alone), so a step with two admissions keeps the columns after it aligned."""
-    parts = [e.describe() for e in view.entries] or ["(empty)"]
+    """The plan's entries cut into lines that fit their column (`wrap_entries`)."""
+    return wrap_entries([e.describe() for e in view.entries] or ["(empty)"], ENTRIES_WIDTH)
+
+
+def wrap_entries(parts: list[str], width: int) -> list[str]:
+    """Entries cut at entry boundaries into lines of at most `width` characters (one entry longer than
+    that stands alone), so a step with two admissions keeps the columns after it aligned."""
     lines = [parts[0]]
     for i, part in enumerate(parts[1:], start=2):
         comma = 1 if i < len(parts) else 0  # a line that more entries follow ends in a comma
-        if len(lines[-1]) + len(", ") + len(part) + comma <= ENTRIES_WIDTH:
+        if len(lines[-1]) + len(", ") + len(part) + comma <= width:
             lines[-1] += f", {part}"
         else:
             lines[-1] += ","

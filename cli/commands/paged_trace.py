@@ -19,30 +19,29 @@ from stallfree.spec.loader import FactoryError
 from stallfree.spec.paged_monitor import PagedMonitor
 from stallfree.spec.paged_rules import PAGED_RULES, select
 from stallfree.spec.verdict import Verdict, as_json, lines
-from stallfree.view.paged import PagedRecorder
-from stallfree.view.table import verdicts
+from stallfree.view.paged import PagedRecorder, entries_of
+from stallfree.view.table import verdicts, wrap_entries
 
 from .args import path_error, write_json, write_output
 
-HEADER = f"{'step':>5}  {'entries':<48} {'tokens':>9}  {'emitted':<14} {'finished':<10} {'free blk':>8}"
+ENTRIES_WIDTH = 48  # the entries column; a plan that does not fit goes on under it
+HEADER = f"{'step':>5}  {'entries':<{ENTRIES_WIDTH}} {'tokens':>9}  {'emitted':<14} {'finished':<10} {'free blk':>8}"
 
 
 def describe(facts: Any) -> str:
     """The plan in order: `r3 decode`, `r1 chunk 7-14`, `r2 chunk 0-5 (admitted)`, `(recompute)` on a
-    re-admitted request's chunks."""
-    kinds: dict[int, str] = {t.rid: "decode" for t, _ in facts.decodes}
-    for c in facts.chunks + facts.admitted:
-        tail = " (admitted)" if c in facts.admitted else ""
-        tail += " (recompute)" if c.is_recompute else ""
-        kinds[c.track.rid] = f"chunk {c.start}-{c.start + c.n}{tail}"
-    return ", ".join(f"r{rid} {kinds.get(rid, f'n={n}')}" for rid, n in facts.plan) or "(empty)"
+    re-admitted request's chunks (as `stallfree.view.paged.entries_of` names them)."""
+    return ", ".join(e.text for e in entries_of(facts)) or "(empty)"
 
 
 def row(facts: Any, budget: int, free_blocks: int) -> str:
+    """The step's row; entries that do not fit their column go on lines of their own under it."""
     emitted = " ".join(f"r{r}" for r in facts.emitted) or "-"
     ended = " ".join(f"r{t.rid}" for t in facts.ended) or "-"
-    return (f"{facts.step:>5}  {describe(facts):<48} {f'{facts.num_tokens}/{budget}':>9}  {emitted:<14} "
+    first, *more = wrap_entries([e.text for e in entries_of(facts)] or ["(empty)"], ENTRIES_WIDTH)
+    line = (f"{facts.step:>5}  {first:<{ENTRIES_WIDTH}} {f'{facts.num_tokens}/{budget}':>9}  {emitted:<14} "
             f"{ended:<10} {free_blocks:>8}")
+    return "\n".join([line, *(f"{'':>5}  {part}" for part in more)])
 
 
 def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any]) -> int:
