@@ -89,8 +89,29 @@ def missing_extra(methods: tuple[str, ...], fault: bool) -> str | None:
     return None
 
 
-def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def with_fault(options, fault: str, methods: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
+    """--fault RULE: the suite's options set to run the negative controls of RULE (the controls need z3)."""
     from stallfree.proofs.contracts import run as crosshair_run
+
+    missing = missing_extra(methods, True)
+    if missing is not None:
+        raise ValueError(missing)
+    from stallfree.proofs import controls
+
+    rule = fault.upper()
+    try:
+        options.factory = controls.fault(rule)
+        options.policy = controls.mutant(rule)
+    except ValueError as error:
+        raise ValueError(f"--fault {fault!r}: {error}") from None
+    options.hidden = controls.hidden_for(rule)
+    options.rules = controls.judged(rule)
+    options.bound = controls.control_bound(rule)
+    options.fault_rule = rule
+    options.crosshair_seconds = crosshair_run.PLANTED_S
+
+
+def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from stallfree.proofs.explicit.bounds import Bounds
     from stallfree.proofs.suite import Options
 
@@ -114,22 +135,7 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         options.num_requests, options.random_states = suite.DEEP_REQUESTS, suite.DEEP_RANDOM_STATES
         options.cancel_requests, options.random_cancels = suite.DEEP_CANCEL_REQUESTS, suite.DEEP_RANDOM_CANCELS
     if args.fault is not None:
-        missing = missing_extra(methods, True)
-        if missing is not None:
-            raise ValueError(missing)
-        from stallfree.proofs import controls
-
-        rule = args.fault.upper()
-        try:
-            options.factory = controls.fault(rule)
-            options.policy = controls.mutant(rule)
-        except ValueError as error:
-            raise ValueError(f"--fault {args.fault!r}: {error}") from None
-        options.hidden = controls.hidden_for(rule)
-        options.rules = controls.judged(rule)
-        options.bound = controls.control_bound(rule)
-        options.fault_rule = rule
-        options.crosshair_seconds = crosshair_run.PLANTED_S
+        with_fault(options, args.fault, methods)
     if args.bound is not None:
         try:
             options.bound = Bounds.parse(args.bound)

@@ -252,11 +252,7 @@ def trace(
     writer = TraceWriter(jsonl, cfg, {"scheduler": args.scheduler}) if jsonl is not None else None
     price = pricing(args)
     table = quiet if getattr(args, "quiet", False) else print  # the step table's lines, kept or dropped
-    print(f"budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, kv_tokens {cfg.kv_tokens}; "
-          f"scheduler {args.scheduler}")
-    if price is not None:
-        print(f"ms: {price.describe()}")
-    table(header(cfg.token_budget, with_ms=price is not None))
+    head(args, cfg, price, table)
 
     def on_offer(offer: Offer) -> None:
         alarm.rearm()
@@ -344,6 +340,15 @@ def trace(
         print(f"stallfree trace: {args.scheduler} raised: {crash.message}", file=sys.stderr)
         return exits.CRASHED
     return exits.BROKEN if violation or done.broken else exits.HOLDS
+
+
+def head(args: argparse.Namespace, cfg: Config, price: Any, table: Callable[[str], None]) -> None:
+    """The run's config and scheduler, the cost model if priced, and the step table's header (`table`)."""
+    print(f"budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, kv_tokens {cfg.kv_tokens}; "
+          f"scheduler {args.scheduler}")
+    if price is not None:
+        print(f"ms: {price.describe()}")
+    table(header(cfg.token_budget, with_ms=price is not None))
 
 
 def unjudged_rules(workload: Workload, scheduler: object) -> dict[str, str]:
