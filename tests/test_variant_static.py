@@ -58,3 +58,9 @@ def test_trace_names_static_and_judges_it_under_its_contract(capsys: pytest.Capt
     assert main([*argv, "--contract", "reference"]) == 1
     out = capsys.readouterr().out
     assert "WORK-CONSERVING  BROKEN at step 1" in out
+
+
+def test_the_kit_takes_the_static_profile() -> None:
+    from stallfree.conformance.kit.profiles import contract_of, is_variant_profile
+
+    assert is_variant_profile("static") and contract_of("static") is STATIC_CONTRACT

@@ -41,7 +41,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     claim.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID", help="check only these rules")
     claim.add_argument("--profile", default=None,
                        help="check a profile: safety, full (the default), paged (the paged design's rules), or a "
-                            "variant's contract: aligned, budget-change, rotation, aging, priority (docs/variants.md)")
+                            "variant's contract: aligned, budget-change, rotation, aging, priority, static "
+                            "(docs/variants.md)")
     p.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
                    help="per-call timeout for the scheduler (default 2)")
     add_output_arguments(p, "the report")
