@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from stallfree.spec.types import Plan
 
@@ -15,4 +15,4 @@ class Pending:
     `cancelled` (by rid) and ends when the plan completes: cancels wait only while a plan is pending."""
 
     plan: Plan
-    cancelled: dict[int, Sequence] = field(default_factory=dict)
+    cancelled: dict[int, Sequence]

@@ -20,6 +20,7 @@ from stallfree.spec.types import Config, Entry, Plan, Request, admissible
 from .pending import Pending
 from .progress import Phase
 from .sequence import Sequence
+from .stops import checked_stops
 from .views import Views
 
 NO_STOPS: tuple[int, ...] = ()  # complete()'s default: the plain protocol's call, checked for nothing
@@ -114,7 +115,7 @@ class Scheduler(Views):
             entries.append(Entry(seq.rid, n))
             left -= n
         plan = Plan(self._num_steps, tuple(entries))
-        self._pending = Pending(plan)
+        self._pending = Pending(plan, {})
         return plan
 
     def complete(self, plan: Plan, stopped: Iterable[int] = NO_STOPS) -> tuple[int, ...]:
@@ -134,7 +135,7 @@ class Scheduler(Views):
                 f"{pending.plan.step}, got: {plan!r:.120})"
             )
         if stopped is not NO_STOPS:
-            stopped = self._check_stopped(plan, stopped)
+            stopped = checked_stops(self, plan, stopped)
         step = self._num_steps
         if self._ended:
             self._ended = {}
@@ -168,31 +169,6 @@ class Scheduler(Views):
             if rid in self._live:  # not ended by its last token or a stop on this step
                 self._end(seq, Phase.CANCELLED)
         return tuple(emitted)
-
-    def _check_stopped(self, plan: Plan, stopped: Iterable[int]) -> tuple[int, ...]:
-        """`stopped` as a tuple, if each rid in it emits a token in `plan`; raise naming the first
-        that does not (rule TOKENS: a stop only on an emitted token)."""
-        if isinstance(stopped, str | bytes) or not isinstance(stopped, Iterable):
-            raise FieldTypeError(f"stopped must be an iterable of rids, got {type(stopped).__name__} {stopped!r:.40}")
-        rids = tuple(stopped)
-        chunks = {rid: n for rid, n in plan.entries[len(self._ready) :]}
-        for i, rid in enumerate(rids):
-            if type(rid) is not int:
-                raise FieldTypeError(f"stopped[{i}] must be an int rid, got {type(rid).__name__} {rid!r:.40}")
-            if rid in rids[:i]:
-                raise InvalidField(f"stopped[{i}]: rid {rid} is listed twice")
-            if rid in self._ready:
-                continue
-            seq = self._partial.get(rid)
-            if seq is None:
-                state = "waiting" if rid in self._live else "not waiting or running (never added, or ended)"
-            elif chunks.get(rid) == seq.num_remaining_prompt:
-                continue
-            else:
-                state = f"partial: its chunk in this step leaves {seq.num_remaining_prompt - chunks.get(rid, 0)} " \
-                        "prompt tokens to run"
-            raise ProtocolError(f"stopped[{i}]: rid {rid} emits no token in step {plan.step}; it is {state}")
-        return rids
 
     def _end(self, seq: Sequence, phase: Phase) -> None:
         """`seq` ends early (stops or is cancelled) once the step count is final: it leaves every

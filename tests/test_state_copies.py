@@ -138,7 +138,7 @@ def splits_waiting(s: Scheduler, memo: dict[int, Any]) -> Scheduler:
 
 def drops_cancels(s: Scheduler, memo: dict[int, Any]) -> Scheduler:
     new = copy_scheduler(s, memo)
-    new._pending = None if s._pending is None else Pending(s._pending.plan)  # the cancel waiting for it lost
+    new._pending = None if s._pending is None else Pending(s._pending.plan, {})  # the cancel waiting for it lost
     return new
 
 
