@@ -165,9 +165,10 @@ class Scheduler(Views):
                 del self._live[rid]
                 self._free_kv += seq.request.reservation
                 ended[rid] = (seq, Phase.FINISHED)
-        for rid, seq in pending.cancelled.items():
-            if rid in self._live:  # not ended by its last token or a stop on this step
-                self._end(seq, Phase.CANCELLED)
+        if pending.cancelled:
+            for rid, seq in pending.cancelled.items():
+                if rid in self._live:  # not ended by its last token or a stop on this step
+                    self._end(seq, Phase.CANCELLED)
         return tuple(emitted)
 
     def _end(self, seq: Sequence, phase: Phase) -> None:
