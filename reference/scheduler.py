@@ -34,12 +34,12 @@ class Scheduler(Views):
         self._waiting = deque()
         self._ready = {}
         self._partial = {}
+        self._num_steps = 0
+        self._pending = None
+        self._ended = {}
         self._live = {}
         self._finishing = {}
         self._free_kv = kv_tokens
-        self._ended = {}
-        self._num_steps = 0
-        self._pending = None
 
     def add(self, rid: int, prompt_len: int, max_new: int) -> None:
         """Queue a request at the back of the waiting line. Raises (state unchanged) if it is

@@ -18,9 +18,9 @@ from .sequence import Sequence
 
 
 class Views:
-    """The state of `Scheduler` and its read-only views. The line and the running requests are the
-    state; `_live`, `_finishing` and `_free_kv` restate it, each for a speed it buys (docs/architecture.md,
-    "The reference's concept count"), and `_ready` keeps its requests as their decode entries for the same reason."""
+    """The state of `Scheduler` and its read-only views: seven fields of state, then three that restate
+    it, each kept for the speed it buys (measured in docs/architecture.md, "The reference's concept
+    count"; `_ready` holds its requests as their decode entries for the same reason)."""
 
     config: Config
     _waiting: deque[Sequence]  # the line, in arrival order
@@ -28,12 +28,14 @@ class Views:
     # completes only after every older one has: PARTIAL-NEXT).
     _ready: dict[int, Entry]  # prompt done: rid -> its decode entry (the plan's decodes, built once)
     _partial: dict[int, Sequence]  # prompt not done
-    _live: dict[int, Sequence]  # every request waiting or running, by rid
-    _finishing: dict[int, list[Sequence]]  # step -> the ready requests due their last token then
-    _free_kv: int  # K minus the running requests' reservations
-    _ended: dict[int, tuple[Sequence, Phase]]  # ended in the last completed step or cancelled since
     _num_steps: int  # plans completed
     _pending: Pending | None  # the step in flight, from schedule() until complete() takes its plan
+    _ended: dict[int, tuple[Sequence, Phase]]  # ended in the last completed step or cancelled since
+    # Restated: the line and the running requests by rid; each ready request by the step of its last
+    # token; K minus the running requests' reservations.
+    _live: dict[int, Sequence]
+    _finishing: dict[int, list[Sequence]]
+    _free_kv: int
 
     @property
     def waiting(self) -> tuple[Request, ...]:
