@@ -1,8 +1,9 @@
 """Model checker figures: states, transitions, depth, seconds and states/s at a ladder of bounds,
 stopping after the first bound that takes longer than the time limit; and the cost of one copy of a
-reference state, its classes' own copies (`clone`) against the generic field walk, measured side by
-side. Memory is the peak resident set of the process that ran the bound (each bound and mode runs in
-its own), plus, with workers, that of the largest worker; CPU is the seconds of all its processes.
+reference state, its classes' own copies (`clone`: `proofs.explicit.reference_copy` and the shadow's
+`__deepcopy__`) against the generic field walk, measured side by side. Memory is the peak resident
+set of the process that ran the bound (each bound and mode runs in its own), plus, with workers,
+that of the largest worker; CPU is the seconds of all its processes.
 Modes: `live` (a scheduler kept per frontier state), `compact` (fingerprints, frontier rebuilt; one
 process), `workers=N` (compact, N worker processes), `symmetric` (compact, one process, ready
 requests' order dropped); a mode ending `+compiled` runs on the mypyc-compiled copy of the core
@@ -61,7 +62,7 @@ def copy_cost() -> None:
 
 
 class _Walked(Scheduler):
-    """The reference, without a copy of its own (`clone` honours only a class's own __deepcopy__)."""
+    """The reference, copied by the walk (`clone` copies only the reference's own class its own way)."""
 
 
 @dataclasses.dataclass(slots=True)

@@ -66,12 +66,12 @@ class Seq:
         self.num_blocks = 0  # blocks held (allocated for the planned step too)
         self.num_preemptions = 0
         self.target = request.prompt_len  # tokens this residency's prefill covers: prompt + emitted
-        self.admitted_at = -1
-        self.ready_at = -1  # steps completed when it became ready; -1 while not ready
+        self.admitted_at: int | None = None  # the step of its latest admission; None while waiting
+        self.ready_at: int | None = None  # steps completed when it became ready; None while not ready
         self.base_computed = 0  # tokens in KV then (its target)
         self.base_emitted = 0  # tokens emitted then (the completing chunk's among them)
-        self.boundary_at = -1  # the step whose decode needs its next block (while ready)
-        self.finish_at = -1  # the step that emits its last token (while ready)
+        self.boundary_at: int | None = None  # the step whose decode needs its next block (ready, not finished by then)
+        self.finish_at: int | None = None  # the step that emits its last token (while ready)
         self.decode = Entry(request.rid, 1)
 
     @property
@@ -79,10 +79,12 @@ class Seq:
         return self.request.rid
 
     def computed(self, num_steps: int) -> int:
-        return self.stored_computed if self.ready_at < 0 else self.base_computed + num_steps - self.ready_at
+        ready_at = self.ready_at
+        return self.stored_computed if ready_at is None else self.base_computed + num_steps - ready_at
 
     def emitted(self, num_steps: int) -> int:
-        return self.stored_emitted if self.ready_at < 0 else self.base_emitted + num_steps - self.ready_at
+        ready_at = self.ready_at
+        return self.stored_emitted if ready_at is None else self.base_emitted + num_steps - ready_at
 
 
 class Scheduler:
@@ -309,31 +311,31 @@ class Scheduler:
         seq.ready_at = step + 1
         seq.base_computed = seq.stored_computed
         seq.base_emitted = seq.stored_emitted + 1
-        seq.finish_at = seq.ready_at + self.last_token(seq) - seq.base_emitted - 1
-        self._finishing.setdefault(seq.finish_at, {})[seq.rid] = seq
+        seq.finish_at = finish_at = step + self.last_token(seq) - seq.base_emitted
+        self._finishing.setdefault(finish_at, {})[seq.rid] = seq
         # Its first decode is at step + 1 with base_computed tokens in KV; it needs a block at the first
         # step t >= step + 1 with (base_computed + t - ready_at) % block_size == 0.
         self._mark_boundary(seq, step + 1 + (-seq.base_computed) % self.block_size)
 
     def _mark_boundary(self, seq: Seq, at: int) -> None:
         """`seq`'s decode at step `at` needs a new block, unless it has finished by then."""
-        if at <= seq.finish_at:
+        if at <= seq.finish_at:  # type: ignore[operator]  # a ready request's finish_at is set
             seq.boundary_at = at
             self._boundary.setdefault(at, {})[seq.rid] = seq
         else:
-            seq.boundary_at = -1
+            seq.boundary_at = None
 
     def _remove_running(self, seq: Seq) -> None:
         del self._running[seq.rid]
         self._partial.pop(seq.rid, None)
         if self._ready.pop(seq.rid, None) is not None:
             for table, at in ((self._boundary, seq.boundary_at), (self._finishing, seq.finish_at)):
-                waiting_then = table.get(at)
+                waiting_then = None if at is None else table.get(at)
                 if waiting_then is not None:
                     waiting_then.pop(seq.rid, None)
             seq.stored_computed = seq.computed(self._num_steps)
             seq.stored_emitted = seq.emitted(self._num_steps)
-            seq.ready_at = seq.boundary_at = seq.finish_at = -1
+            seq.ready_at = seq.boundary_at = seq.finish_at = None
         self._free_blocks += seq.num_blocks
         seq.num_blocks = 0
 

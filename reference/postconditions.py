@@ -36,7 +36,7 @@ def one_place(s: Scheduler) -> str | None:
     for rid, seq in s._live.items():
         if seq.rid != rid:
             return f"_live[{rid}] is the sequence of rid {seq.rid}"
-    for rid, (seq, _, _) in s._ended.items():
+    for rid, (seq, _) in s._ended.items():
         if rid in s._live or seq.rid != rid:
             return f"rid {rid} is recorded as ended while it is {places.get(rid, 'not live')}"
     return None
@@ -96,7 +96,7 @@ def ready_within_budget(s: Scheduler) -> str | None:
 def one_partial(s: Scheduler) -> str | None:
     """Between steps (no plan pending) at most one request is partial. While a plan is pending, the
     requests it admits are partial too, until complete() makes those it prefilled whole ready."""
-    if s._planned is None and len(s._partial) > 1:
+    if s._pending is None and len(s._partial) > 1:
         return f"requests {list(s._partial)} are all partial"
     return None
 
@@ -123,13 +123,13 @@ def calendar(s: Scheduler) -> str | None:
 
 
 def pending(s: Scheduler) -> str | None:
-    """A plan is pending for the next step or none is; cancels wait in `_cancelling` only while one is,
-    and only for running requests."""
-    if s._planned is not None and s._planned.step != s._num_steps:
-        return f"the pending plan is for step {s._planned.step}; {s._num_steps} steps completed"
-    if s._cancelling and s._planned is None:
-        return f"rids {sorted(s._cancelling)} wait to be cancelled with no plan pending"
-    for rid, seq in s._cancelling.items():
+    """A plan is pending for the next step or none is; the cancels that wait for it are of running
+    requests (with no plan pending, none can wait: they belong to the pending step)."""
+    if s._pending is None:
+        return None
+    if s._pending.plan.step != s._num_steps:
+        return f"the pending plan is for step {s._pending.plan.step}; {s._num_steps} steps completed"
+    for rid, seq in s._pending.cancelled.items():
         if s._live.get(rid) is not seq or (rid not in s._ready and rid not in s._partial):
             return f"rid {rid} waits to be cancelled but is not running"
     return None

@@ -3,31 +3,24 @@
 Each scheduling step corresponds to a single forward pass. `schedule()` plans it and admits requests;
 `complete(plan, stopped)` records that it ran (and which requests' tokens ended them) and returns the
 rids that emitted a token; `cancel(rid)` takes a request away. Nothing else moves state. The rules it
-keeps are stated, and checked, in `stallfree.spec`; what it shows (`free_kv`, `running`, `progress`,
-...) is in `views.py`, and the post-conditions its state keeps after every call, each citing the
-spec's invariant or rule, in `postconditions.py`.
-
-State: `_waiting`, the line in arrival order; the running requests, each either `_partial` (prompt
-not done) or `_ready` (prompt done, tokens to emit), never both; `_live`, every request waiting or
-running by rid. The rest are bookkeeping kept for speed or for one call: `_finishing` (the step on
-which each ready request emits its last token), `_free_kv` (K minus the running reservations),
-`_cancelling` (running requests cancelled while a plan is pending), `_ended` (how the requests of
-the last completed step ended), the step count and the pending plan. An ended request is dropped:
-memory is bounded by what waits and runs, and a rid is free again once its request ended.
+keeps are stated, and checked, in `stallfree.spec`; its state, declared once, and what it shows of it
+(`free_kv`, `running`, `progress`, ...) are in `views.py`, and the post-conditions its state keeps
+after every call, each citing the spec's invariant or rule, in `postconditions.py`. An ended request
+is dropped: memory is bounded by what waits and runs, and a rid is free again once its request ended.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from typing import Any
 
-from stallfree.spec import copies
 from stallfree.spec.errors import FieldTypeError, InvalidField, ProtocolError
 from stallfree.spec.types import Config, Entry, Plan, Request, admissible
 
+from .pending import Pending
 from .progress import Phase
 from .sequence import Sequence
+from .stops import checked_stops
 from .views import Views
 
 NO_STOPS: tuple[int, ...] = ()  # complete()'s default: the plain protocol's call, checked for nothing
@@ -38,21 +31,15 @@ class Scheduler(Views):
 
     def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
         self.config = Config(token_budget, max_seqs, kv_tokens)
-        self._live: dict[int, Sequence] = {}  # every request not ended (waiting or running), by rid
-        self._ended: dict[int, tuple[Sequence, Phase, int]] = {}  # ended in the last completed step or
-        # cancelled since: rid -> (its sequence, how it ended, steps completed when it ended)
-        self._cancelling: dict[int, Sequence] = {}  # running, cancelled while the plan is pending
-        self._waiting: deque[Sequence] = deque()  # arrival order
-        # The running requests, in admission order: the ready ones, then the partial ones (a prompt
-        # completes only after every older one has: PARTIAL-NEXT).
-        self._ready: dict[int, Entry] = {}  # prompt done: rid -> its decode entry
-        self._partial: dict[int, Sequence] = {}  # prompt not done
-        self._finishing: dict[int, list[Sequence]] = {}  # step -> running requests due their last token then
+        self._waiting = deque()
+        self._ready = {}
+        self._partial = {}
+        self._num_steps = 0
+        self._pending = None
+        self._ended = {}
+        self._live = {}
+        self._finishing = {}
         self._free_kv = kv_tokens
-        self._num_steps = 0  # plans completed
-        self._planned: Plan | None = None  # the plan schedule() returned, until complete() takes it
-
-    # -- the plain protocol --------------------------------------------------------------------
 
     def add(self, rid: int, prompt_len: int, max_new: int) -> None:
         """Queue a request at the back of the waiting line. Raises (state unchanged) if it is
@@ -76,23 +63,24 @@ class Scheduler(Views):
         seq = self._live.get(rid)
         if seq is None:  # no record of ended requests is kept: which of the two it was is not known
             raise InvalidField(f"cancel({rid}): it is not waiting or running (never added, or ended)")
-        if rid in self._cancelling:
+        pending = self._pending
+        if pending is not None and rid in pending.cancelled:
             raise InvalidField(f"cancel({rid}): it is already cancelled and ends when the plan for step "
                                f"{self._num_steps} completes")
         if rid not in self._ready and rid not in self._partial:
             self._waiting.remove(seq)
             del self._live[rid]
-            self._ended[rid] = (seq, Phase.CANCELLED, self._num_steps)
-        elif self._planned is not None:
-            self._cancelling[rid] = seq
+            self._ended[rid] = (seq, Phase.CANCELLED)
+        elif pending is not None:
+            pending.cancelled[rid] = seq
         else:
             self._end(seq, Phase.CANCELLED)
 
     def schedule(self) -> Plan:
         """Plan the next step and admit the requests it starts. Raises if a plan is still pending."""
-        if self._planned is not None:
+        if self._pending is not None:
             raise ProtocolError(
-                f"schedule() called again before complete(): the plan for step {self._planned.step} "
+                f"schedule() called again before complete(): the plan for step {self._pending.plan.step} "
                 "is still pending"
             )
         left = self.config.token_budget
@@ -126,26 +114,28 @@ class Scheduler(Views):
             n = min(seq.request.prompt_len, left)
             entries.append(Entry(seq.rid, n))
             left -= n
-        self._planned = Plan(self._num_steps, tuple(entries))
-        return self._planned
+        plan = Plan(self._num_steps, tuple(entries))
+        self._pending = Pending(plan, {})
+        return plan
 
     def complete(self, plan: Plan, stopped: Iterable[int] = NO_STOPS) -> tuple[int, ...]:
         """Record that `plan` ran, and that the requests in `stopped` ended on the token they emitted
         in it (an end-of-sequence token or a stop string). Returns the rids that emitted a token: the
         decodes, then the requests whose prompt this step completed. Raises, changing nothing, if a
         rid in `stopped` emitted no token in this step."""
-        if self._planned is None:
+        pending = self._pending
+        if pending is None:
             raise ProtocolError(
                 f"complete() without a pending plan: call schedule() first (steps completed: "
                 f"{self._num_steps})"
             )
-        if plan is not self._planned and plan != self._planned:
+        if plan is not pending.plan and plan != pending.plan:
             raise ProtocolError(
                 f"complete() got a plan that is not the pending one (pending: step "
-                f"{self._planned.step}, got: {plan!r:.120})"
+                f"{pending.plan.step}, got: {plan!r:.120})"
             )
         if stopped is not NO_STOPS:
-            stopped = self._check_stopped(plan, stopped)
+            stopped = checked_stops(self, plan, stopped)
         step = self._num_steps
         if self._ended:
             self._ended = {}
@@ -160,7 +150,7 @@ class Scheduler(Views):
                 self._ready[rid] = seq.decode
                 seq.first_token_step = step
                 self._finishing.setdefault(step + seq.request.max_new - 1, []).append(seq)
-        self._planned = None
+        self._pending = None
         self._num_steps += 1
         # A request ends on the step that emits its max_new-th token, or its stop, or that completes
         # its plan after a cancel, and returns its KV then.
@@ -168,64 +158,18 @@ class Scheduler(Views):
             self._end(self._live[rid], Phase.STOPPED)
         finishing = self._finishing.pop(step, None)
         if finishing:  # the common end, written out: it runs for several requests a step under load
-            ended, num_steps = self._ended, self._num_steps
+            ended = self._ended
             for seq in finishing:
                 rid = seq.rid
                 del self._ready[rid]
                 del self._live[rid]
                 self._free_kv += seq.request.reservation
-                ended[rid] = (seq, Phase.FINISHED, num_steps)
-        if self._cancelling:
-            for rid, seq in self._cancelling.items():
+                ended[rid] = (seq, Phase.FINISHED)
+        if pending.cancelled:
+            for rid, seq in pending.cancelled.items():
                 if rid in self._live:  # not ended by its last token or a stop on this step
                     self._end(seq, Phase.CANCELLED)
-            self._cancelling = {}
         return tuple(emitted)
-
-    def _check_stopped(self, plan: Plan, stopped: Iterable[int]) -> tuple[int, ...]:
-        """`stopped` as a tuple, if each rid in it emits a token in `plan`; raise naming the first
-        that does not (rule TOKENS: a stop only on an emitted token)."""
-        if isinstance(stopped, str | bytes) or not isinstance(stopped, Iterable):
-            raise FieldTypeError(f"stopped must be an iterable of rids, got {type(stopped).__name__} {stopped!r:.40}")
-        rids = tuple(stopped)
-        chunks = {rid: n for rid, n in plan.entries[len(self._ready) :]}
-        for i, rid in enumerate(rids):
-            if type(rid) is not int:
-                raise FieldTypeError(f"stopped[{i}] must be an int rid, got {type(rid).__name__} {rid!r:.40}")
-            if rid in rids[:i]:
-                raise InvalidField(f"stopped[{i}]: rid {rid} is listed twice")
-            if rid in self._ready:
-                continue
-            seq = self._partial.get(rid)
-            if seq is None:
-                state = "waiting" if rid in self._live else "not waiting or running (never added, or ended)"
-            elif chunks.get(rid) == seq.num_remaining_prompt:
-                continue
-            else:
-                state = f"partial: its chunk in this step leaves {seq.num_remaining_prompt - chunks.get(rid, 0)} " \
-                        "prompt tokens to run"
-            raise ProtocolError(f"stopped[{i}]: rid {rid} emits no token in step {self._planned.step}; it is {state}")  # type: ignore[union-attr]
-        return rids
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> Scheduler:
-        """What `copy.deepcopy` makes, in a fraction of its time, for a search that branches from one
-        state (the model checker): each sequence copied once, every container pointing at its copy."""
-        if type(self) is not Scheduler:  # a subclass's fields of its own are not known here
-            return copies.fields(self, memo)  # type: ignore[no-any-return]
-        new = Scheduler(self.config.token_budget, self.config.max_seqs, self.config.kv_tokens)
-        new._live = {rid: _twin(seq, memo) for rid, seq in self._live.items()}
-        new._ended = {rid: (_twin(seq, memo), phase, n) for rid, (seq, phase, n) in self._ended.items()}
-        new._cancelling = {rid: _twin(seq, memo) for rid, seq in self._cancelling.items()}
-        new._waiting = deque([_twin(seq, memo) for seq in self._waiting])
-        live = new._live  # a ready request's entry is its sequence's decode entry, in the copy as here
-        new._ready = {rid: live[rid].decode for rid in self._ready}  # every ready request is live
-        new._partial = {rid: _twin(seq, memo) for rid, seq in self._partial.items()}
-        new._finishing = {step: [_twin(seq, memo) for seq in seqs] for step, seqs in self._finishing.items()}
-        new._free_kv = self._free_kv
-        new._num_steps = self._num_steps
-        new._planned = self._planned
-        memo[id(self)] = new
-        return new
 
     def _end(self, seq: Sequence, phase: Phase) -> None:
         """`seq` ends early (stops or is cancelled) once the step count is final: it leaves every
@@ -241,14 +185,4 @@ class Scheduler(Views):
             if not finishing:
                 del self._finishing[due]
         self._free_kv += seq.request.reservation
-        self._ended[rid] = (seq, phase, self._num_steps)
-
-
-def _twin(seq: Sequence, memo: dict[int, Any]) -> Sequence:
-    """`seq`'s copy in one deep copy (`memo`, `copy.deepcopy`'s): made on first sight, then the same one.
-    The shadow writes the same for its tracks (`stallfree.spec.shadow`): each compiled module (mypyc)
-    keeps its own, typed for its own class."""
-    twin: Sequence | None = memo.get(id(seq))
-    if twin is None:
-        twin = memo[id(seq)] = seq.copy()
-    return twin
+        self._ended[rid] = (seq, phase)

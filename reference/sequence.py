@@ -23,10 +23,6 @@ class Sequence:
     def rid(self) -> int:
         return self.request.rid
 
-    def copy(self) -> Sequence:
-        """An independent copy (`Scheduler.__deepcopy__`)."""
-        return Sequence(self.request, self.num_prefilled, self.first_token_step)
-
     @property
     def num_remaining_prompt(self) -> int:
         return self.request.prompt_len - self.num_prefilled

@@ -1,30 +1,41 @@
-"""What the reference scheduler shows of its state: read-only views, none of which moves it.
+"""The reference scheduler's state, declared once, and what it shows of it: read-only views, none of
+which moves it.
 
-`Scheduler` inherits them; they read the state its constructor sets up (declared here by type only).
-`progress(rid)` and `ended` are the bounded record a server reads right after the complete() that
-ended a request (docs/spec.md, "Memory"); the proofs and tests read them too.
+`Scheduler` inherits both; its constructor sets the state. `progress(rid)` and `ended` are the bounded
+record a server reads right after the complete() that ended a request (docs/spec.md, "Memory"); the
+proofs and tests read them too.
 """
 
 from __future__ import annotations
 
 from collections import deque
 
-from stallfree.spec.types import Entry, Request
+from stallfree.spec.types import Config, Entry, Request
 
+from .pending import Pending
 from .progress import Phase, Progress
 from .sequence import Sequence
 
 
 class Views:
-    """The read-only views of `Scheduler`."""
+    """The state of `Scheduler` and its read-only views: seven fields of state, then three that restate
+    it, each kept for the speed it buys (measured in docs/architecture.md, "The reference's concept
+    count"; `_ready` holds its requests as their decode entries for the same reason)."""
 
+    config: Config
+    _waiting: deque[Sequence]  # the line, in arrival order
+    # The running requests, in admission order: the ready ones, then the partial ones (a prompt
+    # completes only after every older one has: PARTIAL-NEXT).
+    _ready: dict[int, Entry]  # prompt done: rid -> its decode entry (the plan's decodes, built once)
+    _partial: dict[int, Sequence]  # prompt not done
+    _num_steps: int  # plans completed
+    _pending: Pending | None  # the step in flight, from schedule() until complete() takes its plan
+    _ended: dict[int, tuple[Sequence, Phase]]  # ended in the last completed step or cancelled since
+    # Restated: the line and the running requests by rid; each ready request by the step of its last
+    # token; K minus the running requests' reservations.
     _live: dict[int, Sequence]
-    _ended: dict[int, tuple[Sequence, Phase, int]]
-    _waiting: deque[Sequence]
-    _ready: dict[int, Entry]
-    _partial: dict[int, Sequence]
+    _finishing: dict[int, list[Sequence]]
     _free_kv: int
-    _num_steps: int
 
     @property
     def waiting(self) -> tuple[Request, ...]:
@@ -63,13 +74,11 @@ class Views:
         seq = self._live.get(rid)
         if seq is None:
             ended = self._ended.get(rid)
-            if ended is not None:
-                seq, phase, num_steps = ended
-                r = seq.request
-                return Progress(rid, phase, r.prompt_len, r.max_new, seq.num_prefilled, seq.num_emitted(num_steps))
-            raise KeyError(f"rid {rid!r} is not waiting or running, and did not end in the last step "
-                           "(never accepted, or ended earlier: no record of it is kept)")
-        if rid in self._partial:
+            if ended is None:
+                raise KeyError(f"rid {rid!r} is not waiting or running, and did not end in the last step "
+                               "(never accepted, or ended earlier: no record of it is kept)")
+            seq, phase = ended  # it ended on the last completed step or since: its count is final
+        elif rid in self._partial:
             phase = Phase.PARTIAL
         elif rid in self._ready:
             phase = Phase.READY

@@ -1,7 +1,8 @@
 """Deep copies of state, for a search that branches from one state (the model checker copies once
-per transition). The reference's scheduler and the shadow each copy themselves (`__deepcopy__`),
-knowing which of their containers point at one request; `fields` is what those copies fall back on
-for a subclass, whose fields of its own they do not know. `slot_names` is the one reading of a
+per transition). The shadow copies itself (`__deepcopy__`), knowing which of its containers point at
+one request (the model checker copies the reference scheduler likewise, in
+`proofs.explicit.reference_copy`); `fields` is what that copy falls back on for a subclass, whose
+fields of its own it does not know. `slot_names` is the one reading of a
 class's slots, which the model checker's copier (`proofs.explicit.clone`) shares.
 """
 

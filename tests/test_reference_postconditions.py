@@ -103,7 +103,8 @@ def late_finish(s: Scheduler) -> None:
 
 
 def stale_cancel(s: Scheduler) -> None:
-    s._cancelling[0] = s._live[0]
+    s.schedule()
+    s._pending.cancelled[2] = s._live[2]  # type: ignore[union-attr]  # waiting, not running
 
 
 BREAKS: list[tuple[Callable[[Any], None], str, str]] = [

@@ -1,6 +1,7 @@
-"""The reference scheduler and the shadow copy themselves (`__deepcopy__`) for the model checker's
-branching: each copy must be what a field-by-field deep copy makes: equal, sharing nothing that
-changes, and keeping which containers point at one object. Checked on states from random workloads
+"""The model checker copies the reference scheduler its own way (`proofs.explicit.reference_copy`),
+and the shadow copies itself (`__deepcopy__`), for the search's branching: each copy must be what a
+field-by-field deep copy makes: equal, sharing nothing that changes, and keeping which containers
+point at one object. Checked on states from random workloads
 with stops and cancels (a cancel while a plan is pending included), with copies that break each
 promise shown failing the check; and the monitor's own `__copy__` is what `copy.copy` makes."""
 
@@ -14,8 +15,11 @@ from typing import Any
 import pytest
 
 from stallfree.proofs.explicit.clone import clone, clone_each
+from stallfree.proofs.explicit.reference_copy import copy_scheduler
 from stallfree.proofs.explicit.snapshot import fork
 from stallfree.reference import Scheduler
+from stallfree.reference.pending import Pending
+from stallfree.reference.sequence import Sequence
 from stallfree.spec import Config, Monitor, copies
 from stallfree.spec.budget_change import BudgetShadow
 from stallfree.spec.shadow import Shadow
@@ -92,11 +96,11 @@ def states(seed: int, count: int) -> list[Monitor]:
 def test_own_copies_are_deep_copies_on_random_states(seed: int) -> None:
     cancelled_pending = rejected = 0
     for monitor in states(seed, 150):
-        for obj in (monitor.scheduler, monitor.shadow):
-            twin = copy.deepcopy(obj)
-            same_structure(obj, twin)
-            assert type(obj).__dict__["__deepcopy__"]  # the class defines its own copy (it does not inherit one)
-        cancelled_pending += bool(monitor.scheduler._cancelling)
+        same_structure(monitor.scheduler, copy_scheduler(monitor.scheduler, {}))
+        same_structure(monitor.shadow, copy.deepcopy(monitor.shadow))
+        assert type(monitor.shadow).__dict__["__deepcopy__"]  # the class defines its own copy (it does not inherit one)
+        pending = monitor.scheduler._pending
+        cancelled_pending += bool(pending is not None and pending.cancelled)
         rejected += bool(monitor.shadow.rejected)
         both = clone_each(monitor.scheduler, monitor.shadow)
         same_structure((monitor.scheduler, monitor.shadow), tuple(both))
@@ -120,28 +124,36 @@ def test_a_copy_continues_as_the_original_does_and_leaves_it_alone() -> None:
         assert repr(vars(again.scheduler)) == repr(vars(twin.scheduler))
 
 
-class SharesPartial(Scheduler):
-    def __deepcopy__(self, memo: dict[int, Any]) -> Scheduler:
-        new = copies.fields(self, memo)
-        new._partial = self._partial  # shared: a step of the copy would move the original
-        return new  # type: ignore[no-any-return]
+def shares_partial(s: Scheduler, memo: dict[int, Any]) -> Scheduler:
+    new = copy_scheduler(s, memo)
+    new._partial = s._partial  # shared: a step of the copy would move the original
+    return new
 
 
-class SplitsWaiting(Scheduler):
-    def __deepcopy__(self, memo: dict[int, Any]) -> Scheduler:
-        new = copies.fields(self, memo)
-        new._waiting = deque(seq.copy() for seq in self._waiting)  # no longer the sequences in _live
-        return new  # type: ignore[no-any-return]
+def splits_waiting(s: Scheduler, memo: dict[int, Any]) -> Scheduler:
+    new = copy_scheduler(s, memo)
+    new._waiting = deque(Sequence(q.request, q.num_prefilled) for q in s._waiting)  # not the sequences in _live
+    return new
 
 
-@pytest.mark.parametrize("broken", [SharesPartial, SplitsWaiting])
-def test_the_check_fails_a_copy_that_shares_or_splits(broken: type[Scheduler]) -> None:
-    scheduler = broken(4, 3, 30)
+def drops_cancels(s: Scheduler, memo: dict[int, Any]) -> Scheduler:
+    new = copy_scheduler(s, memo)
+    new._pending = None if s._pending is None else Pending(s._pending.plan, {})  # the cancel waiting for it lost
+    return new
+
+
+@pytest.mark.parametrize(("broken", "says"), [(shares_partial, "shared"), (splits_waiting, "copied twice|two objects"),
+                                              (drops_cancels, r"\[0\] == \[\]")])
+def test_the_check_fails_a_copy_that_shares_splits_or_drops(broken: Any, says: str) -> None:
+    scheduler = Scheduler(4, 3, 30)
     for rid in range(4):
         scheduler.add(rid, 6, 2)
     scheduler.complete(scheduler.schedule())
-    with pytest.raises(AssertionError, match=r"shared|aliasing|copied twice|two objects"):
-        same_structure(scheduler, copy.deepcopy(scheduler))
+    scheduler.schedule()
+    scheduler.cancel(0)  # running, with a plan pending: it waits for that plan
+    same_structure(scheduler, copy_scheduler(scheduler, {}))
+    with pytest.raises(AssertionError, match=says):
+        same_structure(scheduler, broken(scheduler, {}))
 
 
 def test_subclasses_are_copied_field_by_field_with_their_own_fields() -> None:
@@ -153,9 +165,9 @@ def test_subclasses_are_copied_field_by_field_with_their_own_fields() -> None:
     scheduler = Counting(4, 3, 30)
     scheduler.add(0, 5, 2)
     scheduler.seen.append(1)
-    twin = copy.deepcopy(scheduler)
-    same_structure(scheduler, twin)
-    assert type(twin) is Counting and twin.seen == [1] and twin.seen is not scheduler.seen
+    for twin in (copy.deepcopy(scheduler), clone(scheduler)):  # a subclass is walked: its own fields are copied
+        same_structure(scheduler, twin)
+        assert type(twin) is Counting and twin.seen == [1] and twin.seen is not scheduler.seen
     shadow = BudgetShadow(Config(4, 3, 30))
     shadow.last_token[3] = 7
     copied = copy.deepcopy(shadow)
@@ -205,7 +217,8 @@ def test_what_a_copy_shares_with_other_objects_copied_beside_it_stays_shared() -
     monitor.add(1, 5, 3)
     monitor.step()
     track, seq = monitor.shadow.tracks[0], monitor.scheduler._live[0]
-    shadow, tracks, scheduler, seqs = copy.deepcopy((monitor.shadow, [track], monitor.scheduler, [seq]))
-    assert tracks[0] is shadow.tracks[0] and seqs[0] is scheduler._live[0] and seqs[0] is not seq
-    ready = next(iter(scheduler._ready))
-    assert scheduler._ready[ready] is scheduler._live[ready].decode
+    both = (monitor.shadow, [track], monitor.scheduler, [seq])
+    for shadow, tracks, scheduler, seqs in (copy.deepcopy(both), clone(both)):
+        assert tracks[0] is shadow.tracks[0] and seqs[0] is scheduler._live[0] and seqs[0] is not seq
+        ready = next(iter(scheduler._ready))
+        assert scheduler._ready[ready] is scheduler._live[ready].decode

@@ -18,9 +18,9 @@ class _Planted(Scheduler):
 
     def replan(self, entries: list[Entry]) -> Plan:
         """Make `entries` the pending plan, so that complete() takes the altered one."""
-        assert self._planned is not None
-        self._planned = Plan(self._planned.step, tuple(entries))
-        return self._planned
+        assert self._pending is not None
+        self._pending.plan = Plan(self._pending.plan.step, tuple(entries))
+        return self._pending.plan
 
     def is_planted(self, rid: int) -> bool:
         return self._live[rid].request.prompt_len == PLANTED_PROMPT

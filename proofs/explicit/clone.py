@@ -5,10 +5,10 @@ state, and the model checker copies once per transition). This copier knows the 
 scheduler state takes (dicts, lists, deques, sets, objects with `__dict__` or `__slots__`) and shares
 what cannot change: ints, strings, frozen dataclasses, enums, functions, types, and tuples of those.
 Aliasing is kept: an object reachable twice is copied once. It reads no scheduler's layout, so it
-serves the reference, however its fields change, and any other scheduler alike. A class that defines
-`__deepcopy__` itself (not by inheritance) is copied its own way: the reference scheduler and the
-shadow do, 1.3 to 1.5 times faster than this walk (benchmarks/proofs_modelcheck.py), and a compiled
-one (scripts/compiled.sh) can be copied only so.
+serves any scheduler. Two classes are copied their own way, 1.3 to 1.5 times faster than this walk
+(benchmarks/proofs_modelcheck.py), and the only way a compiled one (scripts/compiled.sh) can be
+copied: the reference scheduler, by `reference_copy` here beside the walk, and any class that defines
+`__deepcopy__` itself (not by inheritance), as the shadow does.
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from stallfree.reference import Scheduler
 from stallfree.spec.copies import slot_names
+
+from .reference_copy import copy_scheduler
 
 Memo = dict[int, Any]
 
@@ -166,4 +169,5 @@ def _copier_for(cls: type) -> Callable[[Any, Memo], Any] | None:
     return _object_copier(cls)
 
 
-_COPIERS: dict[type, Callable[[Any, Memo], Any]] = {dict: _dict, list: _list, deque: _deque, set: _set, tuple: _tuple}
+_COPIERS: dict[type, Callable[[Any, Memo], Any]] = {dict: _dict, list: _list, deque: _deque, set: _set, tuple: _tuple,
+                                                    Scheduler: copy_scheduler}
