@@ -39,7 +39,8 @@ if TYPE_CHECKING:  # torch stays out of `stallfree --help`
 
 NAME = "run"
 HELP = "run a workload on the tensor-parallel executor; check the rules on the real step path and its outputs"
-DEFAULT_TP = {"smollm2": 3}  # 9 query heads and 3 KV heads split over 3 ranks, not 4
+DEFAULT_TP = 4  # SmolLM2's 9 query and 3 KV heads are zero-padded to 12 and 4 for it (executor/padding.py)
+FAULTS = ("raise", "exit", "stop", "hang")  # --fault KIND: what the rank does at that step (worker.crash_if_due)
 CHAT_MAX_NEW = 32  # tokens per chat answer
 CHAT_CONFIG = Config(16, 8, 2048)  # budget 16: prompts of ~40 tokens are prefilled in chunks while others decode
 
@@ -55,8 +56,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", type=Path, default=None, metavar="DIR",
                    help="a Llama checkpoint folder (config.json, *.safetensors) instead of random weights")
     p.add_argument("--tp", type=positive_int, default=None,
-                   help="tensor-parallel ranks: 1, 2, 4 or 8 (default 4) for the Llama shapes; 1 or 3 for smollm2 "
-                        "(default 3); any count that divides the heads, KV heads, FFN and vocab")
+                   help="tensor-parallel ranks: 1, 2, 4 or 8 (default 4) for the Llama shapes; 1, 2, 3 or 4 for "
+                        "smollm2 (its heads zero-padded at 2 and 4); any count that divides the FFN and vocab and "
+                        "the heads, padded or not")
     p.add_argument("--dtype", default="fp32", choices=("fp32", "bf16", "fp8"),
                    help="decoder matmul weights (default fp32, where exactness is judged)")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="default cpu (gloo); cuda uses nccl")
@@ -76,6 +78,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "none for random weights; none: every request runs to max_new)")
     p.add_argument("--cancel", type=cancel_at, action="append", default=[], metavar="RID@STEP",
                    help="cancel request RID before step STEP is planned (repeatable)")
+    p.add_argument("--fault", type=fault_at, default=None, metavar="KIND:RANK@STEP",
+                   help="inject a fault: rank RANK, at step STEP, raises, exits, stops (SIGSTOP) or hangs inside "
+                        "the step (raise, exit, stop, hang); the launcher must name that rank")
     p.add_argument("--no-equivalence", action="store_true",
                    help="skip the output checks (exactness, isolation, accuracy)")
     p.add_argument("--timeout", type=positive_float, default=600.0, help="stop every rank after this many seconds")
@@ -108,6 +113,19 @@ def cancel_at(text: str) -> tuple[int, int]:
     if not at or min(pair) < 0:
         raise argparse.ArgumentTypeError(f"expected RID@STEP (two ints >= 0, e.g. 2@10), got {text!r}")
     return pair
+
+
+def fault_at(text: str) -> tuple[int, int, str]:
+    """`--fault KIND:RANK@STEP`: KIND one of FAULTS, two ints >= 0 (as Job.crash: rank, step, kind)."""
+    kind, colon, at = text.partition(":")
+    try:
+        rank, step = cancel_at(at)
+    except argparse.ArgumentTypeError:
+        rank = step = -1
+    if not colon or kind not in FAULTS or rank < 0:
+        raise argparse.ArgumentTypeError(f"expected KIND:RANK@STEP with KIND one of {', '.join(FAULTS)} "
+                                         f"(e.g. hang:2@5), got {text!r}")
+    return rank, step, kind
 
 
 def chosen_stop(args: argparse.Namespace, codec: TextCodec | None, vocab: int) -> int | None:
@@ -154,7 +172,10 @@ def run(args: argparse.Namespace) -> int:
             raise InvalidField(f"--temperature must be a finite number >= 0, got {args.temperature}")
         if args.model not in MODEL_NAMES:
             raise InvalidField(f"--model must be one of {', '.join(MODEL_NAMES)}, got {args.model!r}")
-        tp = args.tp or DEFAULT_TP.get(args.model, 4)
+        tp = args.tp or DEFAULT_TP
+        if args.fault is not None and args.fault[0] >= tp:
+            raise InvalidField(f"--fault {args.fault[2]}:{args.fault[0]}@{args.fault[1]}: rank {args.fault[0]} "
+                               f"is not one of the {tp} rank(s)")
         probe = RunSpec((), args.model, args.layers, args.dtype, tp, args.device, args.seed,
                         str(args.checkpoint) if args.checkpoint else None)
         codec = text_codec(probe.gguf) if args.model in GGUF_MODELS and args.checkpoint is None else None
@@ -173,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
         job = Job(workload, SCHEDULERS.get(args.scheduler, args.scheduler), tuple(args.rules) if args.rules else None,
                   keep_logits=not args.no_equivalence, temperature=args.temperature,
                   prompts=chat.prompts if chat else (), label="run", stream=codec is not None,
-                  stop_token=stop, cancels=tuple(args.cancel))
+                  stop_token=stop, cancels=tuple(args.cancel), crash=args.fault)
         spec = replace(probe, jobs=(job,))
     except (InvalidField, FieldTypeError, FactoryError, OSError, ValueError, ImportError, AttributeError) as error:
         print(f"stallfree run: {error}", file=sys.stderr)
