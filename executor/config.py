@@ -12,8 +12,9 @@ from stallfree.spec import InvalidField
 @dataclass(frozen=True, slots=True)
 class ModelConfig:
     """A Llama-architecture decoder. Heads split across tensor-parallel ranks, so the head counts,
-    the FFN width and the vocab must divide by the world size (see `check_divisible`): any world
-    size that divides them runs (SmolLM2's 9 query and 3 KV heads split over 3 ranks, not 4)."""
+    the FFN width and the vocab must divide by the world size (see `check_divisible`); heads that do
+    not are zero-padded first (padding.py: SmolLM2's 9 query and 3 KV heads run at 4 ranks as 12 and
+    4, `real_heads` keeping 9 and 3)."""
 
     name: str
     hidden: int
