@@ -1,6 +1,7 @@
 """`stallfree run`: run a workload on the executor (a Llama-architecture model, tensor parallel, in
 fp32, bf16 or FP8), checking the rules on the real step path, then the model's outputs: exactness
-against an unbatched one-rank fp32 run, request isolation, and bf16/FP8 accuracy as measurements.
+against an unbatched one-rank fp32 run (fp32 runs), request isolation (bit for bit, every dtype), and
+as measurements an FP8 run's agreement with each request run alone and bf16/FP8 accuracy.
 `--model smollm2` runs a real checkpoint on real prompts and prints the text as it is generated."""
 
 from __future__ import annotations
