@@ -12,8 +12,9 @@ from stallfree.spec import InvalidField
 @dataclass(frozen=True, slots=True)
 class ModelConfig:
     """A Llama-architecture decoder. Heads split across tensor-parallel ranks, so the head counts,
-    the FFN width and the vocab must divide by the world size (see `check_divisible`): any world
-    size that divides them runs (SmolLM2's 9 query and 3 KV heads split over 3 ranks, not 4)."""
+    the FFN width and the vocab must divide by the world size (see `check_divisible`); heads that do
+    not are zero-padded first (padding.py: SmolLM2's 9 query and 3 KV heads run at 4 ranks as 12 and
+    4, `real_heads` keeping 9 and 3)."""
 
     name: str
     hidden: int
@@ -24,10 +25,12 @@ class ModelConfig:
     vocab: int
     rms_eps: float = 1e-5
     rope_theta: float = 500000.0
+    real_heads: tuple[int, int] | None = None  # (query, KV) heads before zero padding (padding.py); None: unpadded
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.num_heads
+        real = self.num_heads if self.real_heads is None else self.real_heads[0]
+        return self.hidden // real
 
     @property
     def num_params(self) -> int:
@@ -53,7 +56,7 @@ class ModelConfig:
         """Raise naming the field when this shape cannot be split over `world_size` ranks."""
         if world_size < 1:
             raise InvalidField(f"tp must be >= 1, got {world_size}")
-        if self.hidden % self.num_heads:
+        if self.real_heads is None and self.hidden % self.num_heads:
             raise InvalidField(f"{self.name}: hidden={self.hidden} is not a multiple of num_heads={self.num_heads}")
         if self.num_heads % self.num_kv_heads:
             raise InvalidField(

@@ -31,7 +31,7 @@ class Job:
     prompts: tuple[tuple[int, tuple[int, ...]], ...] = ()  # (rid, token ids): real prompts; others drawn
     label: str = ""
     stream: bool = False  # report each step to the launcher as it runs (to print tokens as they come)
-    crash: tuple[int, int, str] | None = None  # (rank, batch, "raise" | "exit" | "stop"): a fault the tests inject
+    crash: tuple[int, int, str] | None = None  # (rank, batch, "raise" | "exit" | "stop" | "hang"): an injected fault
     stop_token: int | None = None  # a request that samples this token stops on it (the model's end token)
     stop_after: tuple[tuple[int, int], ...] = ()  # (rid, n): stop on its n-th token, whatever it is
     replay_ends: bool = False  # stop each request where it stopped in the job before (stop_after from it)

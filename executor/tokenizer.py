@@ -26,6 +26,11 @@ class TextCodec:
     def decode(self, ids: list[int]) -> str:
         return str(self.tokenizer.decode(ids, skip_special_tokens=False))
 
+    def answer(self, ids: list[int]) -> str:
+        """The text of generated `ids` up to (not including) the end token, with no template marker."""
+        end = ids.index(self.end_token) if self.end_token in ids else len(ids)
+        return str(self.tokenizer.decode(ids[:end], skip_special_tokens=True))
+
     def chat(self, user: str) -> list[int]:
         """The prompt tokens of one user turn, followed by the opening of the assistant's turn."""
         from jinja2.sandbox import ImmutableSandboxedEnvironment

