@@ -5,6 +5,7 @@ rules (TOKENS, KV, FCFS, PROGRESS) and of CANCEL."""
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 
 from stallfree.variants.stepwise import Seq, Stepwise
 
@@ -68,8 +69,8 @@ class StopsAnyRid(Stepwise):
 
     breaks = "TOKENS"
 
-    def check_stopped(self, plan: list[tuple[int, int]], stopped: tuple[int, ...]) -> None:
-        pass
+    def check_stopped(self, plan: list[tuple[int, int]], stopped: Iterable[int]) -> tuple[int, ...]:
+        return tuple(stopped)
 
     def on_stop(self, seq: Seq) -> None:
         if seq.rid in self.running:
