@@ -126,6 +126,22 @@ def enabled(monitor: Monitor, vb: VariantBounds, action: Action) -> bool:
     return True
 
 
+def transition(node: Monitor, action: Action, held: tuple[Any, ...]) -> Monitor | tuple[str, str] | None:
+    """`action` on a copy of `node`: the monitor after it, the (rule, what happened) it broke (a rule,
+    the protocol, or a state invariant of `held`), or None where the action names no request."""
+    monitor = fork(node)
+    try:
+        act(monitor, action)
+    except lifecycle.Disabled:
+        return None
+    except RuleViolation as violation:
+        return violation.rule, violation.message
+    except Exception as error:  # a scheduler that crashes has not spoken the protocol
+        return PROTOCOL, f"{type(error).__name__}: {error}"
+    broken = invariants.broken(monitor.shadow, invariants.shown(monitor.scheduler), held)
+    return monitor if broken is None else broken
+
+
 def check(
     contract: Contract, vb: VariantBounds, factory: Callable[..., Any], max_states: int | None = None,
     rules: tuple[str, ...] | None = None, hidden: Hidden | None = None,
@@ -159,21 +175,12 @@ def check(
             for number, action in enumerate(actions):
                 if not enabled(node, vb, action):
                     continue
-                monitor = fork(node)
-                broken: tuple[str, str] | None = None
-                try:
-                    act(monitor, action)
-                except lifecycle.Disabled:
+                monitor = transition(node, action, held)
+                if monitor is None:
                     continue
-                except RuleViolation as violation:
-                    broken = violation.rule, violation.message
-                except Exception as error:  # a scheduler that crashes has not spoken the protocol
-                    broken = PROTOCOL, f"{type(error).__name__}: {error}"
                 transitions += 1
-                if broken is None:
-                    broken = invariants.broken(monitor.shadow, invariants.shown(monitor.scheduler), held)
-                if broken is not None:
-                    return result(*broken, [*path_to(graph, actions, state), action])
+                if isinstance(monitor, tuple):
+                    return result(*monitor, [*path_to(graph, actions, state), action])
                 child_key = key(monitor, hidden)
                 child = index.get(child_key)
                 if child is None:
