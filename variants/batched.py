@@ -95,11 +95,7 @@ class Batched:
     # -- schedule ----------------------------------------------------------------------------------
 
     def schedule(self) -> list[Decode]:
-        plan = self.plan()
-        self.pending = True
-        return plan
-
-    def plan(self) -> list[Decode]:
+        self.pending = True  # a cancel from now until complete() waits for it
         left = self.config.token_budget
         if len(self.ready) > left:  # only after a budget drop: decodes alone, no prompt
             plan = self.over_budget(left)
@@ -143,16 +139,17 @@ class Batched:
         stops = check_stopped(stopped, self.emits_in(plan), self.num_steps) if stopped else ()
         self.pending = False
         emitted = self.run_step(plan)
-        for rid in stops:
-            seq = self.seqs[rid]
-            if not seq.ended:  # not already ended by its last token
-                self.end(seq)
-        if self.cancelling:
-            for seq in self.cancelling:
-                if not seq.ended:
-                    self.end(seq)
-            self.cancelling = []
+        if stops or self.cancelling:
+            self.end_after_step(stops)
         return emitted
+
+    def end_after_step(self, stops: tuple[int, ...]) -> None:
+        """The step's stops, then the cancels made while its plan was pending, end their requests
+        (those its last token did not already end)."""
+        for seq in (*(self.seqs[rid] for rid in stops), *self.cancelling):
+            if not seq.ended:
+                self.end(seq)
+        self.cancelling = []
 
     def emits_in(self, plan: list[Decode]) -> Callable[[int], bool]:
         """Whether a rid emits a token in `plan`: a decode of a ready request, or a chunk that
