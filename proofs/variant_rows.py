@@ -73,7 +73,8 @@ def cases() -> list[Case]:
         Case(aligned(BLOCK), (VariantBounds(Bounds(3, 2, 12, 3, 6, 2)), VariantBounds(Bounds(5, 2, 12, 3, 6, 2))),
              (("Aligned", _aligned(Aligned)), ("BatchedAligned", _aligned(BatchedAligned))),
              {rule: _aligned(cls) for rule, cls in ALIGNED_FAULTS.items()}, {}, ALIGNED_LIFECYCLE, _aligned),
-        Case(BUDGET_CONTRACT, (rotation,), (("Resizable", Resizable), ("BatchedResizable", BatchedResizable)), {}, {}),
+        Case(BUDGET_CONTRACT, (rotation,), (("Resizable", Resizable), ("BatchedResizable", BatchedResizable)), {}, {},
+             ROTATION_LIFECYCLE),
         Case(ROTATION_CONTRACT, (rotation,), (("Rotating", Rotating), ("BatchedRotating", BatchedRotating)),
              dict(BUDGET_FAULTS), {}, ROTATION_LIFECYCLE),
         Case(aging(AGING), (one_slot, two_slots),
@@ -136,7 +137,7 @@ def lifecycle_rows(row: Callable[..., Any], holds: str, broken: str, caught: str
                 detail = f"{r.rule}: {r.message}; workload {r.workload and r.workload.dumps()}"
             out.append(row(case.contract.name, f"model check ({name})", bounds.label(),
                            holds if r.holds else broken, r.seconds, detail))
-            for fault in VARIANT_LIFECYCLE_FAULTS[name]:
+            for fault in VARIANT_LIFECYCLE_FAULTS.get(name, ()):  # the budget-change variants share rotation's
                 rule = fault.breaks  # type: ignore[attr-defined]
                 say(f"variants: lifecycle control {fault.__name__} for {rule} under {case.contract.name}")
                 c = check(case.contract, bounds, case.wrap(fault), rules=(rule,), hidden=wrong_lifecycle_state)
