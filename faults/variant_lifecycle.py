@@ -4,9 +4,11 @@ order after a cancel, PROGRESS) has a negative control on that variant.
 
 On the `Stepwise` renderings the faults of `lifecycle` are mixins: put before the variant, each
 overrides the one step it breaks (`on(variant, fault)`). The priority variant keeps its line in
-levels, so the two faults about the line are its own (`LevelSwapRemove`, `LevelTombstone`). The
+levels, so the two faults about the line are its own (`LevelSwapRemove`, `LevelTombstone`; and
+`BatchedLevelSwapRemove` in the batched rendering). The
 batched renderings end requests in their own way (`Batched.end`, `leave_line`, `emits_in`): their
-faults (`EndKeepsKV`, `StopAnyRunning`, `CancelQuietly`, `SwapLeaveLine`) override those.
+faults (`EndKeepsKV`, `StopAnyRunning`, `CancelQuietly`, `SwapLeaveLine`, `TombstoneLine`) override
+those.
 
 Each class is a module attribute named `<fault>On<variant>`, so the kit loads it as MODULE:FACTORY.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from typing import Any
 
 from stallfree.spec import InvalidField
 from stallfree.variants.aligned import Aligned, BatchedAligned
@@ -42,22 +45,37 @@ def on(variant: type, fault: type) -> type:
     return type(name, (fault, variant), {"__module__": __name__, "__qualname__": name, "__doc__": doc})
 
 
+def swap_out(levels: list[Any], seq: object) -> None:
+    """Take `seq` out of its level by moving the level's last request into its place (an O(1) removal
+    that breaks the level's arrival order)."""
+    for queue in levels:
+        line = list(queue)
+        i = next((i for i, entry in enumerate(line) if entry[2] is seq), None)
+        if i is not None:
+            last = line.pop()
+            if last[2] is not seq:
+                line[i] = last
+            queue.clear()
+            queue.extend(line)
+            return
+
+
 class LevelSwapRemove(Prioritized):
     """A cancelled waiting request's place in its level goes to the last one waiting there."""
 
     breaks = "PRIORITY-ORDER"
 
     def leave_line(self, seq: Seq) -> None:
-        for queue in self.levels:
-            line = list(queue)
-            i = next((i for i, entry in enumerate(line) if entry[2] is seq), None)
-            if i is not None:
-                last = line.pop()
-                if last[2] is not seq:
-                    line[i] = last
-                queue.clear()
-                queue.extend(line)
-                return
+        swap_out(self.levels, seq)
+
+
+class BatchedLevelSwapRemove(BatchedPrioritized):
+    """The same, in the batched rendering."""
+
+    breaks = "PRIORITY-ORDER"
+
+    def leave_line(self, seq: BatchedSeq) -> None:
+        swap_out(self.levels, seq)
 
 
 class LevelTombstone(Prioritized):
@@ -121,16 +139,31 @@ class SwapLeaveLine(Batched):
             line[i] = last
 
 
+class TombstoneLine(Batched):
+    """A cancelled waiting request stays in line (in its level, under priorities) as a tombstone that
+    admission stops at."""
+
+    breaks = "PROGRESS"
+
+    def leave_line(self, seq: BatchedSeq) -> None:
+        """It stays where it was; cancel() marks it ended."""
+
+    def head(self) -> BatchedSeq | None:
+        head = super().head()
+        return None if head is not None and head.ended else head
+
+
 # The lifecycle faults that do not touch the waiting line run on every Stepwise variant; the two that
 # do (SwapRemoveCancel, CancelTombstone) on those whose line is `waiting`.
 NOT_THE_LINE = (PlansCancelled, CancelAnything, DecodesAfterStop, StopsAnyRid, LateStopRelease, CancelKeepsKV)
-BATCHED_FAULTS = (EndKeepsKV, StopAnyRunning, CancelQuietly, SwapLeaveLine)
+BATCHED_FAULTS = (EndKeepsKV, StopAnyRunning, CancelQuietly, SwapLeaveLine, TombstoneLine)
 VARIANT_LIFECYCLE_FAULTS: dict[str, tuple[type, ...]] = {
     "Aligned": tuple(on(Aligned, f) for f in LIFECYCLE_FAULTS),
     "Rotating": tuple(on(Rotating, f) for f in LIFECYCLE_FAULTS),
     "Prioritized": (*(on(Prioritized, f) for f in NOT_THE_LINE), LevelSwapRemove, LevelTombstone),
     "BatchedAligned": tuple(on(BatchedAligned, f) for f in BATCHED_FAULTS),
     "BatchedRotating": tuple(on(BatchedRotating, f) for f in BATCHED_FAULTS),
-    "BatchedPrioritized": tuple(on(BatchedPrioritized, f) for f in BATCHED_FAULTS[:3]),
+    "BatchedPrioritized": (*(on(BatchedPrioritized, f) for f in BATCHED_FAULTS if f is not SwapLeaveLine),
+                           BatchedLevelSwapRemove),
 }
 globals().update({cls.__name__: cls for faults in VARIANT_LIFECYCLE_FAULTS.values() for cls in faults})
