@@ -1,10 +1,13 @@
 """Deliberately wrong schedulers for stops and cancels: each breaks the rule in `breaks` by
 overriding one step of `Stepwise`'s stop or cancel handling. The negative controls of the widened
-rules (TOKENS, KV, FCFS, PROGRESS) and of CANCEL."""
+rules (TOKENS, KV, FCFS, PROGRESS) and of CANCEL. Each is a mixin as well: put before a variant on
+`Stepwise` (`variant_lifecycle`), it breaks the same rule there."""
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
+from typing import Any
 
 from stallfree.variants.stepwise import Seq, Stepwise
 
@@ -13,8 +16,8 @@ class _Ghosts(Stepwise):
     """Requests that ended (their reservation back, out of the running set) but whose decode stays
     in the batch: each plan still gives every ghost a token's slot."""
 
-    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
-        super().__init__(token_budget, max_seqs, kv_tokens)
+    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int, **variant: Any) -> None:
+        super().__init__(token_budget, max_seqs, kv_tokens, **variant)  # a variant's own fields (block_size)
         self.ghosts: set[int] = set()
 
     def haunt(self, seq: Seq) -> None:
@@ -50,7 +53,7 @@ class CancelAnything(Stepwise):
 
     def cancel(self, rid: int) -> None:
         seq = self.seqs.get(rid) if type(rid) is int else None
-        if seq is not None and (seq in self.waiting or rid in self.running) and seq not in self.cancelling:
+        if seq is not None and (self.is_waiting(seq) or rid in self.running) and seq not in self.cancelling:
             super().cancel(rid)
 
 
@@ -68,8 +71,8 @@ class StopsAnyRid(Stepwise):
 
     breaks = "TOKENS"
 
-    def check_stopped(self, plan: list[tuple[int, int]], stopped: tuple[int, ...]) -> None:
-        pass
+    def check_stopped(self, plan: list[tuple[int, int]], stopped: Iterable[int]) -> tuple[int, ...]:
+        return tuple(stopped)
 
     def on_stop(self, seq: Seq) -> None:
         if seq.rid in self.running:
@@ -81,8 +84,8 @@ class LateStopRelease(Stepwise):
 
     breaks = "KV"
 
-    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
-        super().__init__(token_budget, max_seqs, kv_tokens)
+    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int, **variant: Any) -> None:
+        super().__init__(token_budget, max_seqs, kv_tokens, **variant)  # a variant's own fields (block_size)
         self.owed: list[int] = []
 
     def on_stop(self, seq: Seq) -> None:
@@ -125,8 +128,8 @@ class CancelTombstone(Stepwise):
 
     breaks = "PROGRESS"
 
-    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
-        super().__init__(token_budget, max_seqs, kv_tokens)
+    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int, **variant: Any) -> None:
+        super().__init__(token_budget, max_seqs, kv_tokens, **variant)  # a variant's own fields (block_size)
         self.tombstones: set[int] = set()
 
     def leave_line(self, seq: Seq) -> None:

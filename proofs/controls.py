@@ -50,18 +50,21 @@ def lifecycle_bound() -> Bounds:
     return Bounds(*(getattr(Bounds.parse(CONTROL_BOUND), f) for f in FIELDS), lifecycle=True)
 
 
-def _wrong_lifecycle_state(scheduler: Any) -> Hashable:
+def wrong_lifecycle_state(scheduler: Any) -> Hashable:
     """What the lifecycle faults keep that the shadow does not see: their own waiting line (a fault
-    may reorder it), and the requests they ended but keep planning or keep in line."""
+    may reorder it; a priority variant's is its levels), and the requests they ended but keep planning
+    or keep in line. The hidden state of the lifecycle faults on the variants too."""
     line = tuple((s.request.prompt_len, s.request.max_new) for s in scheduler.waiting)
-    return line, len(getattr(scheduler, "ghosts", ())), len(getattr(scheduler, "tombstones", ()))
+    levels = tuple(tuple((e[2].request.prompt_len, e[2].request.max_new) for e in queue)
+                   for queue in getattr(scheduler, "levels", ()))
+    return line, levels, len(getattr(scheduler, "ghosts", ())), len(getattr(scheduler, "tombstones", ()))
 
 
 def hidden_for(rule: str, fault: Any = None) -> Hidden | None:
     """The hidden state of the rule's fault: PeriodicStall's step counter (modulo its period) decides
     when it stalls, and the monitor's shadow cannot see it; a lifecycle fault's own line and ghosts."""
     if fault in LIFECYCLE_FAULTS or (fault is None and rule in LIFECYCLE_RULES):
-        return _wrong_lifecycle_state
+        return wrong_lifecycle_state
     return _steps_mod_period if rule == "PROGRESS" else None
 
 

@@ -1,5 +1,7 @@
 """The variants' rows of `stallfree prove`: each variant model-checked under its contract, and each
-negative control model-checked under the same bounds, which must break the rule it names.
+negative control model-checked under the same bounds, which must break the rule it names; then each
+variant again with stops and cancels among the environment's actions (`Bounds.lifecycle`), and each
+lifecycle fault on it (`faults.variant_lifecycle`), which must break its rule.
 
 Bounds are small on purpose (a few seconds each); `docs/variants.md` gives larger ones and their times.
 """
@@ -13,6 +15,7 @@ from typing import Any
 from stallfree.faults.aligned import ALIGNED_FAULTS
 from stallfree.faults.budget import BUDGET_FAULTS
 from stallfree.faults.priority import PRIORITY_FAULTS
+from stallfree.faults.variant_lifecycle import VARIANT_LIFECYCLE_FAULTS
 from stallfree.spec.aligned import contract as aligned
 from stallfree.spec.budget_change import BUDGET_CONTRACT, ROTATION_CONTRACT
 from stallfree.spec.contract import Contract
@@ -22,8 +25,9 @@ from stallfree.variants.batched import BatchedResizable
 from stallfree.variants.priority import BatchedPrioritized, Prioritized
 from stallfree.variants.rotating import BatchedRotating, Resizable, Rotating
 
+from .controls import wrong_lifecycle_state
 from .explicit.bounds import Bounds
-from .explicit.variants import VariantBounds, check
+from .explicit.variants import VariantBounds, VariantResult, check
 
 BLOCK = 2  # block size of the aligned rows: budgets of 5 leave 2 whole blocks and 1 token over
 AGING = 1  # aging period of the priority rows: a level a step, so the bound is reached within the bounds
@@ -48,6 +52,15 @@ class Case:
     variants: tuple[tuple[str, Callable[..., Any]], ...]  # its renderings: stepwise, batched
     controls: dict[str, Callable[..., Any]]  # rule -> a scheduler that breaks it
     control_bounds: dict[str, VariantBounds]  # a control's own bounds, where the first would not show it
+    lifecycle: VariantBounds | None = None  # with stops and cancels: the variants and their lifecycle faults
+    wrap: Callable[[type], Callable[..., Any]] = lambda cls: cls  # a fault class as the variants' factory
+
+
+# The bounds with stops and cancels: a partial prompt in each (so a stop may name a request that emits
+# nothing), three requests (so a cancel can reorder a line of two behind it), a budget drop under rotation.
+ALIGNED_LIFECYCLE = VariantBounds(Bounds(3, 2, 12, 3, 4, 2, lifecycle=True))
+ROTATION_LIFECYCLE = VariantBounds(Bounds(2, 3, 9, 3, 2, 2, lifecycle=True), budgets=(0, 1), max_changes=1)
+AGING_LIFECYCLE = VariantBounds(Bounds(2, 1, 10, 3, 3, 2, never_fit=False, lifecycle=True), priorities=(-1, 0, 3))
 
 
 def cases() -> list[Case]:
@@ -59,13 +72,15 @@ def cases() -> list[Case]:
     return [
         Case(aligned(BLOCK), (VariantBounds(Bounds(3, 2, 12, 3, 6, 2)), VariantBounds(Bounds(5, 2, 12, 3, 6, 2))),
              (("Aligned", _aligned(Aligned)), ("BatchedAligned", _aligned(BatchedAligned))),
-             {rule: _aligned(cls) for rule, cls in ALIGNED_FAULTS.items()}, {}),
-        Case(BUDGET_CONTRACT, (rotation,), (("Resizable", Resizable), ("BatchedResizable", BatchedResizable)), {}, {}),
+             {rule: _aligned(cls) for rule, cls in ALIGNED_FAULTS.items()}, {}, ALIGNED_LIFECYCLE, _aligned),
+        Case(BUDGET_CONTRACT, (rotation,), (("Resizable", Resizable), ("BatchedResizable", BatchedResizable)), {}, {},
+             ROTATION_LIFECYCLE),
         Case(ROTATION_CONTRACT, (rotation,), (("Rotating", Rotating), ("BatchedRotating", BatchedRotating)),
-             dict(BUDGET_FAULTS), {}),
+             dict(BUDGET_FAULTS), {}, ROTATION_LIFECYCLE),
         Case(aging(AGING), (one_slot, two_slots),
              (("Prioritized", _aged(Prioritized)), ("BatchedPrioritized", _aged(BatchedPrioritized))),
-             {rule: _aged(cls) for rule, cls in PRIORITY_FAULTS.items()}, {"PRIORITY-WORK-CONSERVING": two_slots}),
+             {rule: _aged(cls) for rule, cls in PRIORITY_FAULTS.items()}, {"PRIORITY-WORK-CONSERVING": two_slots},
+             AGING_LIFECYCLE, _aged),
     ]
 
 
@@ -92,7 +107,44 @@ def rows(row: Callable[..., Any], holds: str, broken: str, caught: str, say: Cal
             detail = f"{c.rule}: {c.message}; replayed: {c.replayed}" if c.rule else "no counterexample found"
             out.append(row(rule, f"model check, negative control ({label})", bounds.label(),
                            caught if ok else broken, c.seconds, detail))
-    return out + z3_rows(row, holds, broken, caught, say)
+    return out + lifecycle_rows(row, holds, broken, caught, say) + z3_rows(row, holds, broken, caught, say)
+
+
+def lifecycle_caught(result: VariantResult, rule: str) -> bool:
+    """The lifecycle control broke `rule`, and the workload of its path replays the break; a stop that
+    must be refused has no workload form (`play` offers none), so such a break is its message alone."""
+    if result.rule != rule:
+        return False
+    if result.replayed is not None and result.replayed.startswith(f"{rule} at step"):
+        return True
+    return rule == "TOKENS" and "stopped=" in (result.message or "")
+
+
+def lifecycle_rows(row: Callable[..., Any], holds: str, broken: str, caught: str, say: Callable[[str], None],
+                   ) -> list[Any]:
+    """Each variant under its contract with stops and cancels (holds, or BROKEN), and each lifecycle fault
+    on it, checking only its rule (caught, or BROKEN when it is not)."""
+    out = []
+    for case in cases():
+        if case.lifecycle is None:
+            continue
+        bounds = case.lifecycle
+        for name, factory in case.variants:
+            say(f"variants: model check {name} under {case.contract.name} with stops and cancels")
+            r = check(case.contract, bounds, factory)
+            detail = f"{r.states} states; every rule of {case.contract.name}; drain bound {r.drain_bound}"
+            if not r.holds:
+                detail = f"{r.rule}: {r.message}; workload {r.workload and r.workload.dumps()}"
+            out.append(row(case.contract.name, f"model check ({name})", bounds.label(),
+                           holds if r.holds else broken, r.seconds, detail))
+            for fault in VARIANT_LIFECYCLE_FAULTS.get(name, ()):  # the budget-change variants share rotation's
+                rule = fault.breaks  # type: ignore[attr-defined]
+                say(f"variants: lifecycle control {fault.__name__} for {rule} under {case.contract.name}")
+                c = check(case.contract, bounds, case.wrap(fault), rules=(rule,), hidden=wrong_lifecycle_state)
+                detail = f"{c.rule}: {c.message}; replayed: {c.replayed}" if c.rule else "no counterexample found"
+                out.append(row(rule, f"model check, negative control ({fault.__name__})", bounds.label(),
+                               caught if lifecycle_caught(c, rule) else broken, c.seconds, detail))
+    return out
 
 
 def z3_rows(row: Callable[..., Any], holds: str, broken: str, caught: str, say: Callable[[str], None]) -> list[Any]:

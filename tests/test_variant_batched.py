@@ -44,8 +44,32 @@ def call(fn: Callable[..., Any], *args: Any) -> tuple[str, Any]:
         return "refused", type(error).__name__
 
 
+def ended(fn: Callable[..., Any], *args: Any) -> tuple[str, Any]:
+    """`call`, with complete()'s refusal of a bad stop (ProtocolError) among the refusals."""
+    try:
+        return call(fn, *args)
+    except RuntimeError as error:
+        return "refused", type(error).__name__
+
+
+def lifecycle(rng: random.Random, a: Any, z: Any, plan_a: Any, plan_z: Any, num_rids: int) -> tuple[Any, Any]:
+    """Now and then a cancel while the plan is pending, and a stop of a rid, which both renderings
+    must accept or refuse alike; then the step completes on both (without the stop if it was refused)."""
+    if rng.random() < 0.15:
+        rid = rng.randrange(num_rids + 1)
+        assert call(a.cancel, rid) == call(z.cancel, rid)
+    planned = [rid for rid, _ in plan_a]  # a decode or a completing chunk: a stop it must take
+    stopped = [rng.choice(planned) if planned and rng.random() < 0.7 else rng.randrange(num_rids + 1)] \
+        if rng.random() < 0.3 else []
+    got_a, got_z = ended(a.complete, plan_a, stopped), ended(z.complete, plan_z, stopped)
+    assert got_a == got_z
+    if got_a[0] == "refused":
+        got_a, got_z = ended(a.complete, plan_a), ended(z.complete, plan_z)
+    return list(got_a[1]), list(got_z[1])
+
+
 def lockstep(make_a: Callable[..., Any], make_b: Callable[..., Any], seed: int, budgets_on: bool,
-             priorities_on: bool) -> int:
+             priorities_on: bool, ends: bool = False) -> int:
     rng = random.Random(seed)
     (b, s, k), budgets, adds = workload(rng)
     if b < 16 and make_a is Aligned:
@@ -59,9 +83,16 @@ def lockstep(make_a: Callable[..., Any], make_b: Callable[..., Any], seed: int, 
         for rid, prompt_len, max_new, priority in adds.get(step, ()):
             extra = (priority,) if priorities_on else ()
             assert call(a.add, rid, prompt_len, max_new, *extra) == call(z.add, rid, prompt_len, max_new, *extra)
+        if ends and rng.random() < 0.1:
+            rid = rng.randrange(16)
+            assert call(a.cancel, rid) == call(z.cancel, rid), (seed, step, rid)
         plan_a, plan_z = a.schedule(), z.schedule()
         assert list(plan_a) == list(plan_z), (seed, step)
-        assert list(a.complete(plan_a)) == list(z.complete(plan_z)), (seed, step)
+        if ends:
+            emitted_a, emitted_z = lifecycle(rng, a, z, plan_a, plan_z, 16)
+        else:
+            emitted_a, emitted_z = list(a.complete(plan_a)), list(z.complete(plan_z))
+        assert emitted_a == emitted_z, (seed, step)
         assert a.free_kv == z.free_kv
         steps += bool(plan_a)
     return steps
@@ -76,6 +107,20 @@ def lockstep(make_a: Callable[..., Any], make_b: Callable[..., Any], seed: int, 
 def test_batched_variant_plans_what_its_stepwise_rendering_plans(readable: type, batched: type, budgets: bool,
                                                                  priorities: bool) -> None:
     busy = sum(lockstep(readable, batched, seed, budgets, priorities) for seed in range(80))
+    assert busy > 1000
+
+
+@pytest.mark.parametrize("readable, batched, budgets, priorities", [
+    (Aligned, BatchedAligned, False, False),
+    (Resizable, BatchedResizable, True, False),
+    (Rotating, BatchedRotating, True, False),
+    (Prioritized, BatchedPrioritized, False, True),
+], ids=["aligned", "resizable", "rotating", "aging"])
+def test_batched_variant_stops_and_cancels_what_its_stepwise_rendering_does(
+        readable: type, batched: type, budgets: bool, priorities: bool) -> None:
+    """CANCEL, TOKENS (a stop only on an emitted token), KV: cancels between steps and while a plan is
+    pending, stops of any rid, accepted or refused alike, with the same plans and tokens after."""
+    busy = sum(lockstep(readable, batched, seed, budgets, priorities, ends=True) for seed in range(80))
     assert busy > 1000
 
 

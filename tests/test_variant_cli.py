@@ -64,6 +64,9 @@ def test_simulate_variant_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     code, out = run(["simulate", "--scheduler", "rotating", "--limit", "300", "--budget-at", "5:16", "--check",
                      "--quiet"], capsys)
     assert code == 0 and "rules: all held on every step" in out
+    code, out = run(["simulate", "--scheduler", "aging-4", "--limit", "300", "--max-new-cap", "64", "--check",
+                     "--quiet"], capsys)  # the cap model stops each request at its real length: a variant takes it
+    assert code == 0 and "rules: all held on every step" in out
     code, out = run(["simulate", "--limit", "10", "--quiet", "--budget-at", "1:3"], capsys)
     assert code == 2 and "has no set_budget()" in out
     code, out = run(["simulate", "--limit", "10", "--quiet", "--priority-mix", "100"], capsys)

@@ -23,3 +23,47 @@ def test_variants_doc_rule_tables_are_the_registries(name: str) -> None:
     assert new
     for rule in new:
         assert ROWS.get(rule.id) == (rule.kind.value, rule.statement), rule.id
+
+
+# Every `stallfree conform MODULE:FACTORY ...` command the page gives, in a code block or inline, up to a
+# comment (`stallfree conform TARGET --profile NAME`, the form, is no command). A command whose comment
+# says `# broken: RULE` is the page showing a rule broken on purpose (static batching under the
+# reference's contract): it must exit 1 with that rule BROKEN; every other command must exit 0.
+CONFORM = sorted(set(re.findall(r"stallfree conform [\w.]+:\w+[^`#\n]*[^`#\n ]", DOC)))
+SHOWN_BROKEN = dict(re.findall(r"(stallfree conform [\w.]+:\w+[^`#\n]*[^`#\n ])\s*# broken: ([A-Z-]+)", DOC))
+QUICK = ["--examples", "2", "--quiet"]  # the kit's limit flag: the same command, fewer workloads a config
+
+
+def test_variants_doc_gives_conform_commands_for_every_variant_contract() -> None:
+    assert len(CONFORM) >= 6, CONFORM
+    assert {"--profile aligned", "--profile rotation", "--profile aging"} <= {
+        " ".join(c.split()[-2:]) for c in CONFORM}
+
+
+def run_quick(command: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    from stallfree.main import main
+
+    code = main([*command.split()[1:], *QUICK])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+@pytest.mark.parametrize("command", CONFORM)
+def test_every_conform_command_in_the_variants_doc_exits_as_the_doc_says(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each exits 0 with stops and cancels judged (CANCEL holds, no capability skipped); one the page
+    shows breaking a rule exits 1 with that rule BROKEN, and only that one."""
+    code, text = run_quick(command, capsys)
+    if command in SHOWN_BROKEN:
+        rule = SHOWN_BROKEN[command]
+        assert code == 1 and re.search(rf"^{rule} +BROKEN", text, flags=re.M), text
+        assert len(re.findall(r"^[A-Z-]+ +BROKEN", text, flags=re.M)) == 1, text
+        return
+    assert code == 0, text
+    assert "CANCEL           holds" in text and "not supported" not in text, text
+
+
+def test_the_doc_command_check_fails_on_a_command_that_breaks_a_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    """Negative control: the same run of a command, on a variant with a lifecycle fault, exits 1."""
+    code, text = run_quick("stallfree conform stallfree.faults.variant_lifecycle:CancelAnythingOnRotating "
+                           "--profile rotation", capsys)
+    assert code == 1 and "CANCEL           BROKEN" in text, text

@@ -18,10 +18,13 @@ and of `Stepwise`; tests hold its variants' plans to theirs.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import islice
 
 from stallfree.spec import Config, InvalidField, Request, admissible
+
+from .stops import check_stopped
 
 Decode = tuple[int, int]
 
@@ -33,6 +36,7 @@ class Seq:
     due: int = -1  # the step that emits its last token, once its prompt is done
     tokens_left: int = 0  # tokens still to emit, kept through a run of short steps only
     rank: int = 0  # admission order
+    ended: bool = False  # finished, stopped or cancelled
     decode: Decode = field(init=False)
 
     def __post_init__(self) -> None:
@@ -55,6 +59,8 @@ class Batched:
         self.num_decodes = 0  # the decodes at the head of the pending plan
         self.num_admitted = 0
         self.in_short_run = False  # the last step decoded fewer than all ready requests
+        self.pending = False  # a plan awaits complete()
+        self.cancelling: list[Seq] = []  # running, cancelled while the plan is pending
 
     # -- add ---------------------------------------------------------------------------------------
 
@@ -89,6 +95,7 @@ class Batched:
     # -- schedule ----------------------------------------------------------------------------------
 
     def schedule(self) -> list[Decode]:
+        self.pending = True  # a cancel from now until complete() waits for it
         left = self.config.token_budget
         if len(self.ready) > left:  # only after a budget drop: decodes alone, no prompt
             plan = self.over_budget(left)
@@ -126,7 +133,39 @@ class Batched:
 
     # -- complete ----------------------------------------------------------------------------------
 
-    def complete(self, plan: list[Decode]) -> list[int]:
+    def complete(self, plan: list[Decode], stopped: Iterable[int] = ()) -> list[int]:
+        """Record that `plan` ran and that the requests in `stopped` ended on its token; returns the rids
+        that emitted a token. Raises, changing nothing, on a stop of a rid that emitted none (TOKENS)."""
+        stops = check_stopped(stopped, self.emits_in(plan), self.num_steps) if stopped else ()
+        self.pending = False
+        emitted = self.run_step(plan)
+        if stops or self.cancelling:
+            self.end_after_step(stops)
+        return emitted
+
+    def end_after_step(self, stops: tuple[int, ...]) -> None:
+        """The step's stops, then the cancels made while its plan was pending, end their requests
+        (those its last token did not already end)."""
+        for seq in (*(self.seqs[rid] for rid in stops), *self.cancelling):
+            if not seq.ended:
+                self.end(seq)
+        self.cancelling = []
+
+    def emits_in(self, plan: list[Decode]) -> Callable[[int], bool]:
+        """Whether a rid emits a token in `plan`: a decode of a ready request, or a chunk that
+        completes its prompt."""
+        ready, partial, chunks = self.ready, self.partial, dict(plan[self.num_decodes:])
+        decoded = {rid for rid, _ in plan[:self.num_decodes]}
+
+        def emits(rid: int) -> bool:
+            if rid in ready:
+                return rid in decoded
+            seq = partial.get(rid)
+            return seq is not None and chunks.get(rid) == seq.request.prompt_len - seq.num_prefilled
+
+        return emits
+
+    def run_step(self, plan: list[Decode]) -> list[int]:
         step = self.num_steps
         ready, k = self.ready, self.num_decodes
         if k < len(ready):
@@ -148,6 +187,7 @@ class Batched:
             del self.running[rid]
             del ready[rid]
             self.free_kv += seq.request.reservation
+            seq.ended = True
         self.num_steps += 1
         return emitted
 
@@ -163,6 +203,7 @@ class Batched:
                 del running[rid]
                 del self.ready[rid]
                 self.free_kv += seq.request.reservation
+                seq.ended = True
         self.on_short_step(step, decoded)
         self.num_steps += 1
         return decoded
@@ -182,6 +223,46 @@ class Batched:
             seq.due = step + seq.tokens_left - 1
             self.finishing.setdefault(seq.due, {})[rid] = seq
         self.in_short_run = False
+
+    # -- cancel ------------------------------------------------------------------------------------
+
+    def cancel(self, rid: int) -> None:
+        """CANCEL: a waiting request leaves the line now, a running one ends now or, with a plan pending,
+        when it completes; any other rid (never added, ended, already cancelled) raises naming it,
+        nothing changed."""
+        seq = self.seqs.get(rid) if type(rid) is int else None
+        if seq is None or seq.ended or seq in self.cancelling:
+            raise InvalidField(f"cancel({rid!r}): not a waiting or running request (or already cancelled)")
+        if rid not in self.running:
+            self.leave_line(seq)
+            seq.ended = True
+        elif self.pending:
+            self.cancelling.append(seq)
+        else:
+            self.end(seq)
+
+    def leave_line(self, seq: Seq) -> None:
+        """A cancelled waiting request leaves the line; those behind it move up."""
+        self.waiting.remove(seq)
+
+    def end(self, seq: Seq) -> None:
+        """A running request stops or is cancelled between steps: it leaves every container (its due
+        step's too) and returns its reservation."""
+        rid = seq.request.rid
+        del self.running[rid]
+        if self.partial.pop(rid, None) is None:
+            del self.ready[rid]
+            if not self.in_short_run:  # through a short run it counts tokens left, due nowhere
+                due = self.finishing[seq.due]
+                del due[rid]
+                if not due:
+                    del self.finishing[seq.due]
+        self.free_kv += seq.request.reservation
+        seq.ended = True
+        self.on_end(seq)
+
+    def on_end(self, seq: Seq) -> None:
+        """`seq` stopped or was cancelled (not at its last token)."""
 
     def on_full_step(self, step: int) -> None:
         """Every ready request was decoded at `step`."""

@@ -41,6 +41,13 @@ class Prioritized(Stepwise):
         """The level whose first request heads the effective order, or None when nothing waits."""
         return best_level(self.levels, self.num_steps, self.aging)
 
+    def is_waiting(self, seq: Seq) -> bool:
+        return any(entry[2] is seq for queue in self.levels for entry in queue)
+
+    def leave_line(self, seq: Seq) -> None:
+        """A cancelled waiting request leaves its level; the order of every other request is kept."""
+        leave_level(self.levels, seq)
+
     def admit(self, plan: list[tuple[int, int]], left: int) -> int:
         while left:
             level = self.head()
@@ -83,6 +90,19 @@ class BatchedPrioritized(Batched):
     def pop_head(self) -> None:
         assert self.head_level is not None
         self.levels[self.head_level].popleft()
+
+    def leave_line(self, seq: BatchedSeq) -> None:
+        leave_level(self.levels, seq)
+
+
+def leave_level(levels: list[deque[tuple[int, int, Any]]], seq: object) -> None:
+    """Take `seq` out of the level that holds it (its entry: arrival step, arrival number, seq)."""
+    for queue in levels:
+        for entry in queue:
+            if entry[2] is seq:
+                queue.remove(entry)
+                return
+    raise KeyError(f"rid {getattr(seq, 'rid', seq)!r} is in no level")
 
 
 def best_level(levels: list[deque[tuple[int, int, Any]]], step: int, aging: int | None) -> int | None:

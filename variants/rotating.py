@@ -13,6 +13,7 @@ from __future__ import annotations
 from stallfree.spec import Config
 
 from .batched import BatchedResizable
+from .batched import Seq as BatchedSeq
 from .stepwise import Seq, Stepwise
 
 
@@ -44,7 +45,7 @@ class Rotating(Resizable):
         super().emit(seq, emitted)
 
     def release(self, seq: Seq) -> None:
-        del self.last_token[seq.rid]
+        self.last_token.pop(seq.rid, None)  # none yet for a request stopped or cancelled before its first token
         super().release(seq)
 
 
@@ -68,6 +69,11 @@ class BatchedRotating(BatchedResizable):
 
     def on_full_step(self, step: int) -> None:
         self.order = None
+
+    def on_end(self, seq: BatchedSeq) -> None:
+        if self.order is not None:
+            rid = seq.request.rid
+            self.order = [decode for decode in self.order if decode[0] != rid]
 
     def on_short_step(self, step: int, decoded: list[int]) -> None:
         if self.order is not None and len(self.order) != len(self.ready):  # some finished

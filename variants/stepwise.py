@@ -12,7 +12,9 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from stallfree.spec import Config, InvalidField, ProtocolError, Request, admissible
+from stallfree.spec import Config, InvalidField, Request, admissible
+
+from .stops import check_stopped
 
 
 @dataclass(slots=True)
@@ -120,9 +122,7 @@ class Stepwise:
     # -- complete ----------------------------------------------------------------------------------
 
     def complete(self, plan: list[tuple[int, int]], stopped: Iterable[int] = ()) -> list[int]:
-        stopped = tuple(stopped)
-        if stopped:
-            self.check_stopped(plan, stopped)
+        stopped = self.check_stopped(plan, stopped) if stopped else ()
         self.pending = None
         emitted: list[int] = []
         for rid, n in plan:
@@ -142,13 +142,16 @@ class Stepwise:
         self.cancelling = []
         return emitted
 
-    def check_stopped(self, plan: list[tuple[int, int]], stopped: tuple[int, ...]) -> None:
-        """Raise unless each stopped rid emits a token in `plan` (a decode, or a completing chunk)."""
-        for rid in stopped:
-            n = next((n for r, n in plan if r == rid), None)
-            seq = self.running.get(rid)
-            if n is None or seq is None or not (seq.is_ready or seq.num_prefilled + n >= seq.request.prompt_len):
-                raise ProtocolError(f"stopped names rid {rid}, which emits no token in this step")
+    def check_stopped(self, plan: list[tuple[int, int]], stopped: Iterable[int]) -> tuple[int, ...]:
+        """`stopped` as a tuple; raise (nothing changed) unless each rid in it emits a token in `plan`:
+        a decode, or a chunk that completes its prompt (TOKENS)."""
+        chunks = dict(plan)
+
+        def emits(rid: int) -> bool:
+            seq, n = self.running.get(rid), chunks.get(rid)
+            return seq is not None and n is not None and seq.num_prefilled + n >= seq.request.prompt_len
+
+        return check_stopped(stopped, emits, self.num_steps)
 
     def on_stop(self, seq: Seq) -> None:
         """`seq`'s token in this step ended it."""
@@ -158,8 +161,10 @@ class Stepwise:
     # -- cancel ------------------------------------------------------------------------------------
 
     def cancel(self, rid: int) -> None:
+        """CANCEL: a waiting request leaves the line now, a running one ends now or, with a plan pending,
+        when it completes; any other rid raises naming it, nothing changed."""
         seq = self.seqs.get(rid) if type(rid) is int else None
-        if seq is None or (seq not in self.waiting and rid not in self.running) or seq in self.cancelling:
+        if seq is None or not (self.is_waiting(seq) or rid in self.running) or seq in self.cancelling:
             raise InvalidField(f"cancel({rid!r}): not a waiting or running request (or already cancelled)")
         if rid not in self.running:
             self.leave_line(seq)
@@ -167,6 +172,9 @@ class Stepwise:
             self.cancelling.append(seq)
         else:
             self.on_cancel(seq)
+
+    def is_waiting(self, seq: Seq) -> bool:
+        return seq in self.waiting
 
     def leave_line(self, seq: Seq) -> None:
         """A cancelled waiting request leaves the line; those behind it move up."""

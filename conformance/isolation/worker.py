@@ -99,11 +99,12 @@ def not_applicable(factory: object) -> dict[str, str]:
     return dict(value)
 
 
-def capabilities(factory: Callable[..., Any]) -> list[str] | None:
+def capabilities(factory: Callable[..., Any], min_budget: int = 1) -> list[str] | None:
     """What an instance of the target supports beyond the plain protocol (`stallfree.spec.capability`),
-    read off one instance's methods; None if building one failed (the runs will say how)."""
+    read off one instance's methods, built with a budget the contract allows (`min_budget`: an aligned
+    scheduler refuses a budget below its block size); None if building one failed (the runs will say how)."""
     try:
-        return sorted(supports(factory(token_budget=8, max_seqs=2, kv_tokens=64)))
+        return sorted(supports(factory(token_budget=max(8, min_budget), max_seqs=2, kv_tokens=64)))
     except Exception:
         return None
 
@@ -122,7 +123,9 @@ def serve(requests: BinaryIO, out: BinaryIO) -> None:
         send(out, {"load_error": str(error)})
         return
     contract = by_name(hello["contract"]) if hello.get("contract") else None
-    send(out, {"ready": True, "not_applicable": not_applicable(factory), "capabilities": capabilities(factory)})
+    min_budget = contract.min_budget if contract is not None else 1
+    send(out, {"ready": True, "not_applicable": not_applicable(factory),
+               "capabilities": capabilities(factory, min_budget)})
     for line in requests:
         request = json.loads(line)
         workload = Workload.from_json(request["workload"])

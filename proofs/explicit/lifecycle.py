@@ -103,14 +103,36 @@ def apply(monitor: Monitor, action: LifecycleAction) -> None:
         monitor.complete()
 
 
+def record(monitor: Monitor, action: LifecycleAction, stop_after: dict[int, int], cancels: list[Cancel]) -> None:
+    """Run lifecycle `action` on `monitor`, writing what it does as a workload says it: each stop as
+    its request's `stop_after`, each cancel with its step (a BadStop has no workload form: the step
+    runs with no stop, as `play` runs it)."""
+    step = monitor.shadow.step
+    if isinstance(action, Stop):
+        monitor.plan()
+        due = monitor.due()
+        stopped = [rid for i, rid in enumerate(due) if action.mask >> i & 1]
+        for rid in stopped:
+            stop_after[rid] = monitor.shadow.tracks[rid].num_emitted + 1
+        monitor.complete(stopped)
+    elif isinstance(action, CancelNow | CancelPending):
+        rid = live(monitor)[action.index].rid
+        cancels.append(Cancel(rid, step, isinstance(action, CancelPending)))
+        apply(monitor, action)
+    elif isinstance(action, CancelUnknown):
+        cancels.append(Cancel(NEVER_ADDED, step))
+        apply(monitor, action)
+    else:
+        monitor.step()
+
+
 def workload_of(config: Config, path: list[object], factory: Callable[..., Any]) -> tuple[Workload, int]:
     """The workload that takes a fresh scheduler along `path` (adds as arrivals, stops as each
     request's `stop_after`, cancels with their step), read off a replay of the path under a monitor
-    that checks no rule (the scheduler may break one on the way: the replay stops there). A BadStop
-    has no workload form: the step runs with no stop (the state machine offers such stops). `play`
-    runs no step once nothing waits or runs, so where the path's last step starts from such a state
-    (a scheduler planning a request the contract says has ended), a one-token request arrives just
-    before it, to keep the replay stepping."""
+    that checks no rule (the scheduler may break one on the way: the replay stops there; `record`).
+    `play` runs no step once nothing waits or runs, so where the path's last step starts from such a
+    state (a scheduler planning a request the contract says has ended), a one-token request arrives
+    just before it, to keep the replay stepping."""
     monitor = Monitor(factory(token_budget=config.token_budget, max_seqs=config.max_seqs,
                               kv_tokens=config.kv_tokens), config, rules=())
     arrivals: list[Arrival] = []
@@ -127,22 +149,8 @@ def workload_of(config: Config, path: list[object], factory: Callable[..., Any])
             elif isinstance(action, tuple):
                 arrivals.append(Arrival(len(arrivals), action[0], action[1], step))
                 monitor.add(len(arrivals) - 1, action[0], action[1])
-            elif isinstance(action, Stop):
-                monitor.plan()
-                due = monitor.due()
-                stopped = [rid for i, rid in enumerate(due) if action.mask >> i & 1]
-                for rid in stopped:
-                    stop_after[rid] = monitor.shadow.tracks[rid].num_emitted + 1
-                monitor.complete(stopped)
-            elif isinstance(action, CancelNow | CancelPending):
-                rid = live(monitor)[action.index].rid
-                cancels.append(Cancel(rid, step, isinstance(action, CancelPending)))
-                apply(monitor, action)
-            elif isinstance(action, CancelUnknown):
-                cancels.append(Cancel(NEVER_ADDED, step))
-                apply(monitor, action)
             else:
-                monitor.step()
+                record(monitor, action, stop_after, cancels)  # type: ignore[arg-type]
     except Exception:  # the broken step itself: the workload up to it is what replays it
         pass
     arrivals = [replace(a, stop_after=stop_after.get(a.rid)) for a in arrivals]

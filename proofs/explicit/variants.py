@@ -3,7 +3,9 @@ under a contract's monitor, with the actions that contract adds to the environme
 
 The environment may add a request of the bounds' universe (with each priority of `priorities`, under a
 priority contract), set the budget to any of `budgets` (up to `max_changes` times, under a budget-change
-contract), or let one step run. Every transition is judged by the contract's monitor (every rule of
+contract), or let one step run; with `Bounds.lifecycle`, also stop any emitted token and cancel any
+request, between steps or while a plan is pending, and offer a stop and a cancel that must be refused
+(`lifecycle`, the reference's actions). Every transition is judged by the contract's monitor (every rule of
 the contract), every state by the state invariants that still hold under it (READY-WITHIN-BUDGET is not
 one of them once the budget can change); liveness is the explicit checker's: no cycle of steps with
 work pending, and every state drains within its remaining work (`graph.analyse`).
@@ -17,20 +19,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from stallfree.spec import PROTOCOL, Arrival, Monitor, RuleViolation, Workload, invariants, play
+from stallfree.spec import PROTOCOL, Arrival, Cancel, Monitor, RuleViolation, Workload, invariants, play
 from stallfree.spec.budget_change import BudgetMonitor, BudgetShadow
 from stallfree.spec.contract import Contract
 from stallfree.spec.priority import PriorityShadow
 from stallfree.spec.workload import BudgetChange
 
+from . import lifecycle
 from .bounds import Bounds
 from .graph import STEP, Graph, analyse
-from .snapshot import encode, fork
+from .snapshot import Hidden, encode, fork
 
-Action = tuple[Any, ...]  # ("step",), ("add", prompt_len, max_new, priority | None), ("budget", B)
+Action = Any  # ("step",), ("add", prompt_len, max_new, priority | None), ("budget", B), or a lifecycle action
 STEP_ACTION: Action = ("step",)
 
 
@@ -46,7 +49,9 @@ class VariantBounds:
 
     def actions(self) -> tuple[Action, ...]:
         adds = [("add", p, m, q) for p, m in self.bounds.universe() for q in (self.priorities or (None,))]
-        return (STEP_ACTION, *adds, *(("budget", b) for b in self.budgets))
+        b = self.bounds
+        ends = lifecycle.actions(b.max_seqs, b.num_requests) if b.lifecycle else ()
+        return (STEP_ACTION, *adds, *(("budget", b) for b in self.budgets), *ends)
 
     def label(self) -> str:
         extra = f" budgets {','.join(map(str, self.budgets))} x{self.max_changes}" if self.budgets else ""
@@ -73,9 +78,10 @@ class VariantResult:
         return self.complete and self.rule is None
 
 
-def key(monitor: Monitor) -> Hashable:
-    """The state's canonical key under a variant's contract (see the module doc)."""
-    base = encode(monitor)
+def key(monitor: Monitor, hidden: Hidden | None = None) -> Hashable:
+    """The state's canonical key under a variant's contract (see the module doc), with the scheduler's
+    `hidden` state where given (a negative control's own line or ghosts)."""
+    base = encode(monitor, hidden)
     s = monitor.shadow
     extra: tuple[Any, ...] = ()
     if isinstance(s, BudgetShadow):
@@ -91,7 +97,10 @@ def key(monitor: Monitor) -> Hashable:
 
 
 def act(monitor: Monitor, action: Action) -> None:
-    if action[0] == "step":
+    """Apply one action; a lifecycle action raises lifecycle.Disabled where it names no request."""
+    if not isinstance(action, tuple):
+        lifecycle.apply(monitor, action)
+    elif action[0] == "step":
         monitor.step()
     elif action[0] == "add":
         _, prompt_len, max_new, priority = action
@@ -103,7 +112,13 @@ def act(monitor: Monitor, action: Action) -> None:
         monitor.set_budget(action[1])  # type: ignore[attr-defined]
 
 
+def runs_step(action: Action) -> bool:
+    return action == STEP_ACTION or isinstance(action, lifecycle.STEPS)
+
+
 def enabled(monitor: Monitor, vb: VariantBounds, action: Action) -> bool:
+    if not isinstance(action, tuple):
+        return True  # a lifecycle action says when it names no request (lifecycle.Disabled)
     if action[0] == "add":
         return monitor.num_adds < vb.bounds.num_requests
     if action[0] == "budget":
@@ -111,20 +126,36 @@ def enabled(monitor: Monitor, vb: VariantBounds, action: Action) -> bool:
     return True
 
 
+def transition(node: Monitor, action: Action, held: tuple[Any, ...]) -> Monitor | tuple[str, str] | None:
+    """`action` on a copy of `node`: the monitor after it, the (rule, what happened) it broke (a rule,
+    the protocol, or a state invariant of `held`), or None where the action names no request."""
+    monitor = fork(node)
+    try:
+        act(monitor, action)
+    except lifecycle.Disabled:
+        return None
+    except RuleViolation as violation:
+        return violation.rule, violation.message
+    except Exception as error:  # a scheduler that crashes has not spoken the protocol
+        return PROTOCOL, f"{type(error).__name__}: {error}"
+    broken = invariants.broken(monitor.shadow, invariants.shown(monitor.scheduler), held)
+    return monitor if broken is None else broken
+
+
 def check(
     contract: Contract, vb: VariantBounds, factory: Callable[..., Any], max_states: int | None = None,
-    rules: tuple[str, ...] | None = None,
+    rules: tuple[str, ...] | None = None, hidden: Hidden | None = None,
 ) -> VariantResult:
     """Explore every state `factory(...)` reaches under `contract` within `vb`, checking `rules` of it
-    (all when None)."""
+    (all when None); `hidden` names state of the scheduler's own that its decisions read (`key`)."""
     start = time.perf_counter()
     cfg = vb.bounds.config
     held = tuple(i for i in invariants.INVARIANTS if i.id != "READY-WITHIN-BUDGET" or not vb.budgets)
     actions = vb.actions()
-    graph = Graph(len(actions))
+    graph = Graph(len(actions), frozenset(i for i, a in enumerate(actions) if runs_step(a)))
     scheduler = factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
     root = contract.watch(scheduler, cfg, rules)
-    index = {key(root): graph.add_state(-1, STEP, True, 0)}
+    index = {key(root, hidden): graph.add_state(-1, STEP, True, 0)}
     frontier = [(0, root)]
     transitions = 0
     complete = True
@@ -132,7 +163,7 @@ def check(
     def result(rule: str | None = None, message: str | None = None, path: list[Action] | None = None) -> VariantResult:
         workload = replayed = None
         if path is not None:
-            workload = workload_of(vb, path)
+            workload = workload_of(vb, path, factory, contract)
             replayed = replay(workload, factory, contract, rules)
         return VariantResult(contract.name, vb, graph.num_states, transitions, time.perf_counter() - start, complete,
                              drain, rule, message, workload, replayed)
@@ -144,20 +175,13 @@ def check(
             for number, action in enumerate(actions):
                 if not enabled(node, vb, action):
                     continue
-                monitor = fork(node)
+                monitor = transition(node, action, held)
+                if monitor is None:
+                    continue
                 transitions += 1
-                broken: tuple[str, str] | None = None
-                try:
-                    act(monitor, action)
-                except RuleViolation as violation:
-                    broken = violation.rule, violation.message
-                except Exception as error:  # a scheduler that crashes has not spoken the protocol
-                    broken = PROTOCOL, f"{type(error).__name__}: {error}"
-                if broken is None:
-                    broken = invariants.broken(monitor.shadow, invariants.shown(monitor.scheduler), held)
-                if broken is not None:
-                    return result(*broken, [*path_to(graph, actions, state), action])
-                child_key = key(monitor)
+                if isinstance(monitor, tuple):
+                    return result(*monitor, [*path_to(graph, actions, state), action])
+                child_key = key(monitor, hidden)
                 child = index.get(child_key)
                 if child is None:
                     shadow = monitor.shadow
@@ -186,19 +210,39 @@ def path_to(graph: Graph, actions: tuple[Action, ...], state: int) -> list[Actio
     return [actions[index] for index in graph.path_to(state)]
 
 
-def workload_of(vb: VariantBounds, path: list[Action]) -> Workload:
-    """The workload that takes a fresh scheduler along `path` (add i gets rid i)."""
+def workload_of(vb: VariantBounds, path: list[Action], factory: Callable[..., Any], contract: Contract) -> Workload:
+    """The workload that takes a fresh scheduler along `path` (add i gets rid i; stops and cancels as
+    `lifecycle.record` writes them), read off a replay of the path under the contract's monitor
+    checking no rule (the scheduler may break one on the way: the replay stops there). Where the last
+    step starts with nothing waiting or running, a one-token request arrives just before it, as in
+    `lifecycle.workload_of`, so that `play` runs that step."""
+    cfg = vb.bounds.config
+    monitor = contract.watch(factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs,
+                                     kv_tokens=cfg.kv_tokens), cfg, ())
     arrivals: list[Arrival] = []
     changes: list[BudgetChange] = []
-    steps = 0
-    for action in path:
-        if action[0] == "step":
-            steps += 1
-        elif action[0] == "add":
-            arrivals.append(Arrival(len(arrivals), action[1], action[2], steps, action[3]))
-        else:
-            changes.append(BudgetChange(steps, action[1]))
-    return Workload(vb.bounds.config, tuple(arrivals), tuple(changes))
+    stop_after: dict[int, int] = {}
+    cancels: list[Cancel] = []
+    idle_step: int | None = None  # the step of the last step action, if it started idle
+    try:
+        for action in path:
+            step = monitor.shadow.step
+            if runs_step(action):
+                idle_step = step if monitor.is_idle else None
+            if not isinstance(action, tuple):
+                lifecycle.record(monitor, action, stop_after, cancels)
+                continue
+            if action[0] == "add":
+                arrivals.append(Arrival(len(arrivals), action[1], action[2], step, action[3]))
+            elif action[0] == "budget":
+                changes.append(BudgetChange(step, action[1]))
+            act(monitor, action)
+    except Exception:  # the broken step itself: the workload up to it is what replays it
+        pass
+    arrivals = [replace(a, stop_after=stop_after.get(a.rid)) for a in arrivals]
+    if idle_step is not None:
+        arrivals.append(Arrival(len(arrivals), 1, 1, idle_step))
+    return Workload(cfg, tuple(arrivals), tuple(changes), cancels=tuple(cancels))
 
 
 def replay(
