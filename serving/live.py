@@ -156,6 +156,16 @@ class Live:
                 out[rule_id] = Verdict.HOLDS
         return out
 
+    def summary(self) -> dict[str, Any]:
+        """The verdicts, the violations and the costs, as JSON values."""
+        return {
+            "design": self.design, "steps": self.num_steps, "monitored": self.monitored,
+            "rules": {rule: {"verdict": verdict.value} for rule, verdict in self.verdicts().items()},
+            "violations": [{"rule": v.rule, "step": v.step, "message": v.message} for v in self.violations],
+            "scheduler_us_per_step": self.costs.median_us("scheduler"),
+            "monitor_us_per_step": self.costs.median_us("monitor"),
+        }
+
     def report(self) -> str:
         """One line: steps judged, each rule's verdict, and the per-step costs."""
         verdicts = ", ".join(f"{rule} {verdict.label}" for rule, verdict in self.verdicts().items())

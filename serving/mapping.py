@@ -59,6 +59,12 @@ def contract_config(deployment: Deployment) -> Config:
 
 def refusals(deployment: Deployment, design: str) -> list[str]:
     """Why `design` cannot run `deployment`, one message per option that does not map (none: it maps)."""
+    found = option_refusals(deployment, design)
+    return found + _sizes(deployment, design) if design in DESIGNS else found
+
+
+def option_refusals(deployment: Deployment, design: str) -> list[str]:
+    """The refusals known before vLLM sizes its KV cache: the options alone."""
     if design not in DESIGNS:
         return [f"design {design!r} is unknown; the designs are {', '.join(DESIGNS)}"]
     found = []
@@ -78,9 +84,7 @@ def refusals(deployment: Deployment, design: str) -> list[str]:
     if not deployment.chunked_prefill:
         found.append("enable_chunked_prefill=False: stallfree's designs chunk prompts to the budget; "
                      "pass --enable-chunked-prefill")
-    found += _engine(deployment)
-    found += _sizes(deployment, design)
-    return found
+    return found + _engine(deployment)
 
 
 def _engine(deployment: Deployment) -> list[str]:

@@ -30,6 +30,7 @@ false drives the scheduler with no monitor, for measuring its cost).
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any, ClassVar
 
@@ -42,7 +43,7 @@ from stallfree.paged import Scheduler as PagedCore
 from stallfree.reference import Scheduler as ReferenceCore
 from stallfree.spec.types import Config
 
-from .live import Live
+from .live import LOG, Live
 from .mapping import PAGED, RESERVATION, Deployment, Unmapped, check, reserved_max_new
 
 
@@ -70,10 +71,10 @@ def deployment_of(vllm_config: Any, kv_cache_config: Any, block_size: int) -> De
 def options_of(vllm_config: Any) -> dict[str, Any]:
     extra = vllm_config.additional_config if isinstance(vllm_config.additional_config, dict) else {}
     options = extra.get("stallfree", {})
-    unknown = set(options) - {"on_violation", "monitor"}
+    unknown = set(options) - {"on_violation", "monitor", "report"}
     if unknown:
-        raise Unmapped(f"additional_config.stallfree: unknown option(s) {sorted(unknown)}; "
-                       "the options are on_violation (stop | log) and monitor (true | false)")
+        raise Unmapped(f"additional_config.stallfree: unknown option(s) {sorted(unknown)}; the options are "
+                       "on_violation (stop | log), monitor (true | false) and report (a JSON file written at shutdown)")
     return options
 
 
@@ -96,6 +97,7 @@ class StallfreeScheduler(Scheduler):
         self._emitted: dict[str, int] = {}  # tokens vLLM sampled for each request live in stallfree
         self._next_rid = 0
         self._cancelled_now: set[int] = set()  # cancelled while the plan was pending
+        self._report_path: str | None = options.get("report")
 
     def make_core(self, config: Config, block_size: int) -> Any:
         """The stallfree scheduler making the decisions."""
@@ -246,7 +248,22 @@ class StallfreeScheduler(Scheduler):
             raise Disagreement(f"step {self.live.num_steps - 1}: stallfree says rids {sorted(emitted)} emitted a "
                                f"token; vLLM sampled for {sorted(sampled)}")
         self._cancelled_now = set()
+        if not self._rid_of:
+            self._write_report()  # idle: a server's report is current whenever it has nothing to do
         return outputs
+
+    def _write_report(self) -> None:
+        if self._report_path:
+            with open(self._report_path, "w") as f:
+                json.dump(self.live.summary(), f, indent=2)
+
+    def shutdown(self) -> None:
+        """The monitor's report, logged, and written to the report file if one was asked for (it is
+        also written each time the scheduler goes idle: a server's engine process may be killed
+        before its shutdown runs)."""
+        LOG.warning("%s", self.live.report())
+        self._write_report()
+        super().shutdown()
 
     def _forget(self, request_id: str, rid: int) -> None:
         del self._max_new[request_id], self._emitted[request_id], self._id_of[rid]
