@@ -19,9 +19,10 @@ reservation up to whole blocks, `mapping.reserved_max_new`); an end vLLM finds i
 `update_from_output` (EOS, a stop token, max_tokens under a rounded reservation) is a stop on that
 step's token; `finish_requests` (a client's abort, a stop string found by the detokenizer) is a cancel.
 
-Two checks of the adapter's own, besides the monitor's rules: the rids that emitted are the requests
-vLLM sampled a token for (`Disagreement` if not), and vLLM's allocation of a planned chunk never fails
-(`Disagreement` naming KV or BLOCKS: the design's memory account and vLLM's pool disagree).
+Checks of the adapter's own, besides the monitor's rules (`Disagreement` if one fails): the rids that
+emitted are the requests vLLM sampled a token for; a planned chunk fits the request's tokens left, and
+vLLM's allocation of it never fails; after each step vLLM's free blocks are at least the design's
+(reservation) or exactly them (paged). Memory disagreements name KV or BLOCKS.
 
 Options: vLLM's `additional_config={"stallfree": {"on_violation": "log", "monitor": false}}`
 ("stop", the default, stops the engine before a broken plan runs; "log" logs and goes on; monitor
@@ -82,10 +83,11 @@ class StallfreeScheduler(Scheduler):
     """vLLM's scheduler whose decisions are stallfree's `design` (a subclass names it)."""
 
     design: ClassVar[str]
+    pool_exact: ClassVar[bool] = False  # the design's free blocks are vLLM's exactly, not a bound
 
     def __init__(self, vllm_config: Any, kv_cache_config: Any, structured_output_manager: Any, block_size: int,
                  *args: Any, **kwargs: Any) -> None:
-        config = check(deployment_of(vllm_config, kv_cache_config, block_size), self.design)
+        config = self.contract(deployment_of(vllm_config, kv_cache_config, block_size))
         options = options_of(vllm_config)
         super().__init__(vllm_config, kv_cache_config, structured_output_manager, block_size, *args, **kwargs)
         self.stallfree_block_size = block_size
@@ -98,6 +100,10 @@ class StallfreeScheduler(Scheduler):
         self._next_rid = 0
         self._cancelled_now: set[int] = set()  # cancelled while the plan was pending
         self._report_path: str | None = options.get("report")
+
+    def contract(self, deployment: Deployment) -> Config:
+        """The contract's config for vLLM's deployment (Unmapped listing what does not map)."""
+        return check(deployment, self.design)
 
     def make_core(self, config: Config, block_size: int) -> Any:
         """The stallfree scheduler making the decisions."""
@@ -124,7 +130,10 @@ class StallfreeScheduler(Scheduler):
 
     def finish_requests(self, request_ids: Any, finished_status: Any) -> Any:
         """A finish from outside the scheduler (a client's abort, a stop string): a cancel of each live one."""
-        ids = [request_ids] if isinstance(request_ids, str) else list(request_ids or self.requests)
+        if request_ids is None:
+            ids = list(self.requests)
+        else:
+            ids = [request_ids] if isinstance(request_ids, str) else list(request_ids)
         pending = self.live.pending
         for request_id in ids:
             rid = self._rid_of.pop(request_id, None)
@@ -133,7 +142,7 @@ class StallfreeScheduler(Scheduler):
                 self.live.cancel(rid)
                 if pending:
                     self._cancelled_now.add(rid)
-        return super().finish_requests(request_ids, finished_status)
+        return super().finish_requests(ids, finished_status)
 
     # -- one step -----------------------------------------------------------------------------
 
@@ -248,9 +257,24 @@ class StallfreeScheduler(Scheduler):
             raise Disagreement(f"step {self.live.num_steps - 1}: stallfree says rids {sorted(emitted)} emitted a "
                                f"token; vLLM sampled for {sorted(sampled)}")
         self._cancelled_now = set()
+        self._check_pool()
         if not self._rid_of:
             self._write_report()  # idle: a server's report is current whenever it has nothing to do
         return outputs
+
+    def _check_pool(self) -> None:
+        """After each step: vLLM's blocks in use are within what the design accounts for (the paged
+        design's: exactly its blocks)."""
+        free = self.kv_cache_manager.block_pool.get_num_free_blocks()
+        shown = self.design_free_blocks()
+        if shown is not None and (free < shown or (self.pool_exact and free != shown)):
+            rule = "KV" if self.design == RESERVATION else "BLOCKS"
+            raise Disagreement(f"step {self.live.num_steps - 1} ({rule}): vLLM's pool has {free} free blocks; "
+                               f"stallfree's {self.design} design accounts for {shown} free")
+
+    def design_free_blocks(self) -> int | None:
+        """The blocks the design says are free (a subclass says how it counts them)."""
+        return None
 
     def _write_report(self) -> None:
         if self._report_path:
@@ -293,11 +317,20 @@ class ReservationScheduler(StallfreeScheduler):
     def contract_max_new(self, prompt_len: int, max_tokens: int) -> int:
         return reserved_max_new(prompt_len, max_tokens, self.stallfree_block_size)
 
+    def design_free_blocks(self) -> int | None:
+        """The pool less the running reservations (each whole blocks): vLLM may use fewer, never more."""
+        return int(self.live.scheduler.free_kv) // self.stallfree_block_size
+
 
 class PagedScheduler(StallfreeScheduler):
     """stallfree's paged design: blocks as tokens are computed, watermark admission, recompute preemption."""
 
     design = PAGED
+    pool_exact = True
 
     def make_core(self, config: Config, block_size: int) -> Any:
         return PagedCore(config.token_budget, config.max_seqs, config.kv_tokens, block_size=block_size)
+
+    def design_free_blocks(self) -> int | None:
+        """The design's free blocks: vLLM's blocks, one for one."""
+        return int(self.live.scheduler.free_blocks)

@@ -20,6 +20,7 @@ from stallfree.serving import MonitorStop, Unmapped  # noqa: E402
 from stallfree.serving.offline import Arrival, build, drive  # noqa: E402
 from stallfree.serving.tiny import EOS, text  # noqa: E402
 from stallfree.serving.vllm_scheduler import PagedScheduler, ReservationScheduler  # noqa: E402
+from stallfree.spec.types import Config  # noqa: E402
 from stallfree.spec.verdict import Verdict  # noqa: E402
 
 # Budget 32 over 5 usable blocks of 32: prompts of up to 45 tokens are chunked beside decodes; the
@@ -104,13 +105,20 @@ def test_the_paged_design_preempted_and_the_reservation_design_admitted_fewer(ru
 class OverBudget(ReservationScheduler):
     """A planted bug: decodes are not counted against the budget (faults.catalog.FreeDecodes)."""
 
-    computed_by_completed_steps = 0
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.computed_by_completed_steps = 0
+        self.added: list[object] = []
+
+    def add_request(self, request: object) -> None:
+        super().add_request(request)
+        self.added.append(request)
 
     def make_core(self, config: object, block_size: int) -> object:
         return FreeDecodes(config.token_budget, config.max_seqs, config.kv_tokens)  # type: ignore[attr-defined]
 
     def update_from_output(self, scheduler_output: object, model_runner_output: object) -> object:
-        OverBudget.computed_by_completed_steps += scheduler_output.total_num_scheduled_tokens  # type: ignore[attr-defined]
+        self.computed_by_completed_steps += scheduler_output.total_num_scheduled_tokens  # type: ignore[attr-defined]
         return super().update_from_output(scheduler_output, model_runner_output)
 
 
@@ -122,8 +130,8 @@ def test_a_plan_over_budget_is_stopped_before_it_runs() -> None:
     assert violation.rule == "BUDGET" and f"rule BUDGET broken at step {violation.step}" in str(stopped.value)
     scheduler = engine.engine_core.engine_core.scheduler
     assert scheduler.live.num_steps == violation.step  # the steps before it completed; it did not
-    computed = sum(r.num_computed_tokens for r in scheduler.requests.values())
-    assert computed == OverBudget.computed_by_completed_steps  # nothing of the broken plan reached vLLM
+    computed = sum(r.num_computed_tokens for r in scheduler.added)  # finished ones too
+    assert computed == scheduler.computed_by_completed_steps  # nothing of the broken plan reached vLLM
 
 
 class LazyAdmission(ReservationScheduler):
@@ -188,3 +196,34 @@ def test_the_same_config_with_nothing_unmapped_starts() -> None:
     """The control of the refusals above: the configs they change start."""
     for design in (ReservationScheduler, PagedScheduler):
         assert scheduler_for(design).live.monitored
+
+
+class WiderPool(PagedScheduler):
+    """A planted mapping bug: K read as twice the tokens of vLLM's pool (the design and its monitor agree
+    with each other, so only the adapter's check of vLLM's pool can see it)."""
+
+    def contract(self, deployment: object) -> object:
+        config = super().contract(deployment)  # type: ignore[arg-type]
+        return Config(config.token_budget, config.max_seqs, 2 * config.kv_tokens)
+
+
+@pytest.mark.parametrize(("scheduler_cls", "ends"), [(PagedScheduler, "steps"), (WiderPool, "BLOCKS")])
+def test_the_adapter_checks_vllms_pool_against_the_designs_every_step(scheduler_cls: type, ends: str) -> None:
+    """Driven without an engine (vLLM's requests, a faked forward pass): the right mapping runs to the
+    end; a design that counts a wider pool than vLLM's is stopped by the pool check, naming BLOCKS."""
+    from stallfree.conformance.engines.vllm_setup import faked_forward, make_request, prompt_ids
+    from stallfree.serving.vllm_scheduler import Disagreement
+
+    scheduler = scheduler_for(scheduler_cls)
+    for rid in range(3):
+        scheduler.add_request(make_request(str(rid), prompt_ids(rid, 40), 20, 32))  # type: ignore[attr-defined]
+    try:
+        for _ in range(200):
+            output = scheduler.schedule()  # type: ignore[attr-defined]
+            scheduler.update_from_output(output, faked_forward(scheduler, output))  # type: ignore[attr-defined]
+            if not scheduler.has_unfinished_requests():  # type: ignore[attr-defined]
+                break
+        outcome = "steps"
+    except Disagreement as error:
+        outcome = "BLOCKS" if "(BLOCKS)" in str(error) else str(error)
+    assert outcome == ends
