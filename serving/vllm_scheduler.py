@@ -37,7 +37,6 @@ from typing import Any, ClassVar
 
 from vllm.v1.core.sched.output import NewRequestData, SchedulerOutput
 from vllm.v1.core.sched.scheduler import Scheduler
-from vllm.v1.engine import FinishReason
 from vllm.v1.request import RequestStatus
 
 from stallfree.paged import Scheduler as PagedCore
@@ -247,7 +246,7 @@ class StallfreeScheduler(Scheduler):
                 if o.new_token_ids:
                     sampled.add(rid)
                     self._emitted[o.request_id] += len(o.new_token_ids)
-                if o.finish_reason in (FinishReason.STOP, FinishReason.LENGTH):
+                if o.finish_reason is not None:  # EOS, a stop token, max_tokens, max_model_len
                     if self._emitted[o.request_id] < self._max_new[o.request_id]:
                         stopped.append(rid)  # an end before the contract's max_new: a stop on this token
                     del self._rid_of[o.request_id]
