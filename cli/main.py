@@ -30,6 +30,7 @@ COMMANDS = (
     "campaign",
     "prove",
     "exercise",
+    "serve",
 )
 
 

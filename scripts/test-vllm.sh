@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The vLLM conformance tests (the CI profile's second part): vLLM's own scheduler judged live by the
-# kit, and the recorder and importer of its traces, in ./.venv-vllm (set up first by vllm-venv.sh).
+# The vLLM tests (the CI profile's second part): vLLM's own scheduler judged live by the kit, the
+# recorder and importer of its traces, and stallfree's schedulers driving vLLM's engine offline and as
+# an OpenAI-compatible server (stallfree.serving), in ./.venv-vllm (set up first by vllm-venv.sh).
 # They fail, never skip, when vLLM is missing there. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."

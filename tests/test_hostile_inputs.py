@@ -399,7 +399,7 @@ def test_a_non_int_free_kv_is_noted(capsys: pytest.CaptureFixture[str]) -> None:
 
 # -- conventions ------------------------------------------------------------------------------------------
 
-COMMANDS = ["trace", "run", "conform", "check-trace", "budget", "simulate", "campaign", "prove"]
+COMMANDS = ["trace", "run", "conform", "check-trace", "budget", "simulate", "campaign", "prove", "serve"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -16,7 +16,7 @@ LAYERS: dict[str, int] = {
     "reference": 1, "paged": 1, "variants": 1,  # schedulers that keep it
     "faults": 2, "testing": 2,  # wrong schedulers built on a variant; the tools that test schedulers
     "conformance": 3, "proofs": 3, "costs": 3,  # checking and pricing
-    "sim": 4, "executor": 4, "view": 4,  # running plans (simulated or on a model) and drawing them (tables too)
+    "sim": 4, "executor": 4, "view": 4, "serving": 4,  # running plans (simulated, on a model, in vLLM), drawing them
     "exercises": 5,  # the graded exercises, built on the view and the checks, never on the command line
     "cli": 6,  # the `stallfree` command
 }
