@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 
 from . import __version__, exits
 from .commands.args import STDOUT
+from .pipe import CutPipe
 
 COMMANDS = (
     "trace",
@@ -55,18 +56,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return exits.USAGE
+    # A reader that goes away (`| head -1`) drops the rest of the output, never the verdict's status.
+    out = CutPipe(sys.stdout)
+    args.stdout = out
     # --json -: the JSON is all that goes to stdout; the report for people is dropped.
-    args.stdout = sys.stdout
     quiet = contextlib.redirect_stdout(io.StringIO()) if getattr(args, "json", None) == STDOUT else None
     guard = no_exit() if args.command in IN_PROCESS else contextlib.nullcontext()
     try:
-        with quiet or contextlib.nullcontext(), guard:
+        with contextlib.redirect_stdout(out), quiet or contextlib.nullcontext(), guard:
             return int(args.run(args))
     except KeyboardInterrupt:
         print(f"stallfree {args.command}: interrupted", file=sys.stderr)
         return exits.INTERRUPTED
-    except BrokenPipeError:
-        return exits.HOLDS
+    except BrokenPipeError:  # a pipe other than stdout: what was judged is not known to have reached anyone
+        print(f"stallfree {args.command}: an output pipe closed before the verdict was written", file=sys.stderr)
+        return exits.CRASHED
     except SystemExit as error:  # commands return their status: this came from the code they ran
         call = error.call if isinstance(error, ProcessExit) else f"sys.exit({error.code!r})"
         print(f"stallfree {args.command}: the checked code called {call} before a verdict", file=sys.stderr)

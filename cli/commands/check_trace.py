@@ -77,7 +77,9 @@ def run(args: argparse.Namespace) -> int:
         write_json(args, report)
     except ValueError as error:  # checked before the run, yet the write failed
         return fail(str(error))
-    return exits.HOLDS if report["ok"] else exits.BROKEN
+    if not report["ok"]:
+        return exits.BROKEN
+    return exits.NOTHING_JUDGED if report["steps"] == 0 else exits.HOLDS
 
 
 def open_trace(name: str) -> IO[bytes]:

@@ -218,6 +218,16 @@ def policy_target(name: str) -> str:
     return POLICIES.get(name, name)
 
 
+def write_broken_step(writer: Any, view: StepView | None, num_written: int, budget: int) -> None:
+    """The step a rule broke in, as the last step line of the trace, so that check-trace of the file
+    breaks the same rule there. A step broken by a check of its plan never ran: its line has the plan,
+    and nothing emitted or finished (the plan's checks come first, so nothing else is judged on it)."""
+    if view is None or view.step != num_written:
+        return
+    writer.step(view.step, view.plan, view.emitted, view.finished,
+                budget=view.budget if view.budget != budget else None)
+
+
 def trace(
     args: argparse.Namespace, workload: Workload, factory: Callable[..., Any], jsonl: IO[str] | None,
     contract: Contract | None = None,
@@ -288,6 +298,8 @@ def trace(
     recording = done.recording
     stats, violation = recording.stats, recording.violation
     crash = violation if violation is not None and violation.rule == CRASH else None
+    if writer is not None and violation is not None:
+        write_broken_step(writer, recording.broken_step, len(budgets) - 1, budgets[-1])
     # A run stopped by a broken rule, or still pending at the work bound, has no end line: it did
     # not end (as record_trace writes it).
     if writer is not None and stats is not None and stats.stopped_at_bound is None:
