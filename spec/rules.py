@@ -158,7 +158,8 @@ def step_tokens(f: Any, excused: Container[int] = ()) -> str | None:
     at most one token a rid, a decode is n=1 and emits (unless its rid is `excused`: a cancel took
     it, and its token may be reported or not), and no token from a rid not planned."""
     if len(f.emitted) != len(f.emitted_set):
-        dup = next(r for r in f.emitted if f.emitted.count(r) > 1)
+        seen: set[int] = set()
+        dup = next(r for r in f.emitted if r in seen or seen.add(r))  # type: ignore[func-returns-value]
         return f"rid {dup} emitted more than one token in one step"
     for track, n in f.decodes:
         if n != 1:
@@ -195,10 +196,11 @@ def fcfs(s: Shadow, f: StepFacts) -> str | None:
     """FCFS, judged on the plan: the admitted requests are the head of the waiting line."""
     if not f.admitted:
         return None
-    heads = [t.rid for t in islice(s.waiting, len(f.admitted))]
+    heads = {t.rid for t in islice(s.waiting, len(f.admitted))}  # a set: linear in the admissions
     for c in f.admitted:
         if c.track.rid not in heads:
-            blocked = next(r for r in heads if r not in {a.track.rid for a in f.admitted})
+            admitted = {a.track.rid for a in f.admitted}
+            blocked = next(t.rid for t in s.waiting if t.rid not in admitted)
             return f"admitted rid {c.track.rid} while rid {blocked} waited ahead of it"
     return None
 
