@@ -13,7 +13,9 @@ import contextlib
 import importlib
 import io
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 
 from . import __version__, exits
@@ -63,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     quiet = contextlib.redirect_stdout(io.StringIO()) if getattr(args, "json", None) == STDOUT else None
     guard = no_exit() if args.command in IN_PROCESS else contextlib.nullcontext()
     try:
-        with contextlib.redirect_stdout(out), quiet or contextlib.nullcontext(), guard:
+        with terminate_as_interrupt(), contextlib.redirect_stdout(out), quiet or contextlib.nullcontext(), guard:
             return int(args.run(args))
     except KeyboardInterrupt:
         print(f"stallfree {args.command}: interrupted", file=sys.stderr)
@@ -86,6 +88,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 # Commands that run the checked scheduler in this process, and start no process that must end with
 # os._exit (the campaign's and the executor's forked workers do; conform's worker is a fresh interpreter).
 IN_PROCESS = {"trace", "simulate", "prove", "check-trace", "budget"}
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (what `kill`, a CI runner or a supervisor sends) ends a command as Ctrl-C does: its
+    temporary files removed, its workers stopped, `interrupted` and status 130. A handler the caller
+    installed is left alone."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 class ProcessExit(SystemExit):

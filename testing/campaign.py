@@ -195,8 +195,10 @@ def run(
 
 def _ignore_interrupts() -> None:
     """A worker's first act: Ctrl-C (SIGINT to the whole process group) is the parent's to handle; it
-    then stops the workers itself, so a worker neither prints a traceback nor dies a crash."""
+    then stops the workers itself, so a worker neither prints a traceback nor dies a crash. SIGTERM,
+    which the parent stops it with, ends it at once (the parent's own handler, inherited, would raise)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @contextmanager
@@ -207,11 +209,12 @@ def _interrupts_held() -> Iterator[None]:
         yield
         return
     held: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    previous = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     if held:
         raise KeyboardInterrupt
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import IO, Any
 
 from stallfree.spec import RULE_IDS, RuleViolation
 from stallfree.spec.verdict import Judgement, Verdict, any_broken, as_json, lines
 
 from .. import exits
-from .args import add_output_arguments, check_json, rule_list, shows_progress, write_json
+from .args import add_output_arguments, check_distinct, check_json, rule_list, shows_progress, write_json
 
 NAME = "check-trace"
 HELP = "check a JSON Lines trace of any engine against the rules (streaming; '-' reads stdin)"
@@ -43,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
         return fail("--all reads the trace more than once: give a file, not '-'")
     try:
         check_json(args)
+        check_distinct([("FILE", None if args.file == "-" else Path(args.file))], [("--json", args.json)])
     except ValueError as error:
         return fail(str(error))
     show = shows_progress(args)

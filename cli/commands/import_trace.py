@@ -9,7 +9,7 @@ import io
 import sys
 from pathlib import Path
 
-from .args import check_output_file, write_output
+from .args import check_distinct, check_output_file, write_output
 
 NAME = "import-trace"
 HELP = "convert an engine's own step trace (vLLM V1 steps) into trace v2 for check-trace"
@@ -37,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.output is not None:
             check_output_file("--output", args.output)
+        check_distinct([("STEPS", args.file), ("--workload", workload), ("--config", config_path)],
+                       [("--output", args.output), ("--json", getattr(args, "json", None))])
         requests = load_workload(workload)
         config = load_config(config_path)
         steps = read_steps(args.file.read_text().splitlines())

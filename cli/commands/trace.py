@@ -43,10 +43,13 @@ from .args import (
     FactoryError,
     add_output_arguments,
     budget_change,
+    check_distinct,
     check_json,
     check_output_file,
     guarded,
+    in_place,
     load_scheduler,
+    output_path,
     path_error,
     positive_int,
     read_workload,
@@ -165,6 +168,9 @@ def run(args: argparse.Namespace) -> int:
             check_output_file("--jsonl", args.jsonl)
         check_json(args)
         check_view_arguments(args)
+        check_distinct([("--workload", args.workload)], [("--jsonl", args.jsonl), ("--json", args.json),
+                                                         ("--plot", getattr(args, "plot", None)),
+                                                         ("--html", getattr(args, "html", None))])
         if design_of(loaded) == PAGED:
             from .paged_trace import trace_paged
 
@@ -189,18 +195,25 @@ def run(args: argparse.Namespace) -> int:
 
 class PendingFile:
     """An output file written as a run goes, under a temporary name beside it: renamed into place when
-    the run has been judged, removed when it never was, so no half-written FILE is left."""
+    the run has been judged, removed when it never was, so no half-written FILE is left. Through a
+    symlink it writes the link's target; a device or FIFO is written in place, as the run goes."""
 
     def __init__(self, flag: str, path: Path) -> None:
-        self.flag, self.path = flag, path
+        self.flag, self.path = flag, output_path(path)
+        self.temporary: str | None = None
         try:
-            fd, self.temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+            if in_place(self.path):
+                self.out: IO[str] = open(self.path, "w")  # noqa: SIM115 (closed by close())
+                return
+            fd, self.temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
         except OSError as error:
             raise path_error(flag, path, error) from None
-        self.out: IO[str] = os.fdopen(fd, "w")
+        self.out = os.fdopen(fd, "w")
 
     def close(self, keep: bool) -> None:
         self.out.close()
+        if self.temporary is None:  # written in place
+            return
         if keep:
             try:
                 os.chmod(self.temporary, 0o644)
