@@ -91,3 +91,8 @@ class BreaksLate(Scheduler):
             rid, n = plan[0]
             plan = [(rid, n + self.config.token_budget), *plan[1:]]
         return plan
+
+
+def returns_the_class(**config: int) -> Any:
+    """A factory that forgot to call: it returns the class, not a scheduler."""
+    return Scheduler

@@ -4,6 +4,7 @@ stallfree.conformance.trace.tracefile) against every rule, from the trace alone,
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from pathlib import Path
 from typing import IO, Any
@@ -86,7 +87,12 @@ def run(args: argparse.Namespace) -> int:
 
 def open_trace(name: str) -> IO[bytes]:
     if name == "-":
-        return open(sys.stdin.fileno(), "rb", closefd=False)
+        if sys.stdin is None or sys.stdin.closed:  # started with stdin closed (`<&-`): nothing to read
+            raise OSError(errno.EBADF, "standard input is closed")
+        try:
+            return open(sys.stdin.fileno(), "rb", closefd=False)
+        except (OSError, ValueError) as error:  # a descriptor that is not there, or not a file
+            raise OSError(errno.EBADF, f"standard input cannot be read ({error})") from None
     return open(name, "rb")
 
 

@@ -27,7 +27,14 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stallfree.conformance.engines.import_vllm import convert, load_config, load_workload, read_steps, whole_blocks
+    from stallfree.conformance.engines.import_vllm import (
+        convert,
+        load_config,
+        load_workload,
+        read_capped,
+        read_steps,
+        whole_blocks,
+    )
     from stallfree.conformance.trace.tracefile import TraceError
     from stallfree.conformance.trace.v2 import TraceWriterV2
 
@@ -41,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
                        [("--output", args.output), ("--json", getattr(args, "json", None))])
         requests = load_workload(workload)
         config = load_config(config_path)
-        steps = read_steps(args.file.read_text().splitlines())
+        steps = read_steps(read_capped(args.file).splitlines())
     except TraceError as error:
         return fail(f"{args.file}: {error}")
     except (ValueError, OSError) as error:

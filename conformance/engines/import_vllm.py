@@ -40,9 +40,22 @@ STEP_KEYS = {"step", "added", "scheduled", "emitted", "finished", "preempted"}
 CONFIG_KEYS = ("token_budget", "max_seqs", "kv_tokens", "block_size")
 
 
+MAX_INPUT_BYTES = 256 << 20  # a recorded run is far smaller: /dev/zero or an endless pipe is cut here
+
+
+def read_capped(path: Path, limit: int = MAX_INPUT_BYTES) -> str:
+    """`path`'s text, at most `limit` bytes of it; longer, a ValueError naming the path and the limit
+    (an OSError or UnicodeDecodeError as they come)."""
+    with path.open("rb") as stream:
+        data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{path}: longer than {limit:,} bytes: not a recorded run")
+    return data.decode()
+
+
 def _json(path: Path) -> Any:
     try:
-        return strictjson.loads(path.read_text())
+        return strictjson.loads(read_capped(path))
     except ValueError as error:  # bad JSON or bad UTF-8, a key twice, NaN, too deep a nesting
         raise ValueError(f"{path}: not valid JSON: {error}") from None
 
