@@ -63,3 +63,12 @@ def test_run_cancel_of_a_rid_never_added_is_refused(capsys: pytest.CaptureFixtur
 ], ids=["import-trace STEPS", "import-trace --workload", "exercise FILE"])
 def test_an_endless_input_is_cut_and_refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert_refused(call(argv, capsys), "/dev/zero", "longer than")
+
+
+def test_conform_of_a_factory_that_refuses_every_config_judges_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every config refused: each rule reads not judged and the status is a usage error, never
+    'every checked rule held' and 0."""
+    ran = call(["conform", f"{HOSTILE}:factory_raises", "--quiet", "--examples", "1"], capsys)
+    assert_refused(ran, "the factory refused every config", "no scheduler today")
+    assert "every checked rule held" not in ran.out and "nothing judged" in ran.out
+    assert " holds" not in ran.out
