@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import io
 import os
 import signal
 import sys
@@ -20,7 +19,7 @@ from collections.abc import Iterator, Sequence
 
 from . import __version__, exits
 from .commands.args import STDOUT
-from .pipe import CutPipe
+from .pipe import CutPipe, Discard
 
 COMMANDS = (
     "trace",
@@ -62,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = CutPipe(sys.stdout)
     args.stdout = out
     # --json -: the JSON is all that goes to stdout; the report for people is dropped.
-    quiet = contextlib.redirect_stdout(io.StringIO()) if getattr(args, "json", None) == STDOUT else None
+    quiet = contextlib.redirect_stdout(Discard()) if getattr(args, "json", None) == STDOUT else None
     guard = no_exit() if args.command in IN_PROCESS else contextlib.nullcontext()
     try:
         with terminate_as_interrupt(), contextlib.redirect_stdout(out), quiet or contextlib.nullcontext(), guard:

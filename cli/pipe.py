@@ -8,6 +8,17 @@ import os
 from typing import TextIO
 
 
+class Discard(io.TextIOBase):
+    """A stream that keeps nothing: the report for people under `--json -`, which is dropped as it is
+    written rather than held whole in memory to the end of the run."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def isatty(self) -> bool:
+        return False
+
+
 class CutPipe(io.TextIOBase):
     """Writes through to `stream` until its reader goes away (EPIPE); from then on each write is
     dropped, and the descriptor is pointed at /dev/null so that the interpreter's own flush at exit
