@@ -369,8 +369,8 @@ RULES: tuple[Rule, ...] = (
          plan_check=slots),
     Rule("KV", Kind.SAFETY,
          "reservations never exceed K; each (prompt_len + max_new) is taken at admission and returned "
-         "exactly when its request ends: on the step it emits its last token or stops, or when its cancel "
-         "takes effect; at the end all K is free.",
+         "exactly when its request ends: on the step it emits its last token or stops, or, cancelled, by "
+         "the next schedule() after its cancel takes effect; at the end all K is free.",
          plan_check=kv, done_check=kv_returned, design="reservation"),
     Rule("PREFILL-ONCE", Kind.SAFETY,
          "each prompt gets exactly prompt_len prefill tokens in contiguous, in-order chunks: no position "
