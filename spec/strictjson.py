@@ -31,7 +31,7 @@ def _constant(word: str) -> Any:
 
 
 DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_constant=_constant)
-scan_once = DECODER.scan_once  # the decoder's core, for a reader that checks what follows the value itself
+scan_once = DECODER.scan_once  # type: ignore[attr-defined]  # the core (set at init): its caller checks the rest
 
 
 def loads(text: str | bytes) -> Any:
