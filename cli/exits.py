@@ -6,9 +6,11 @@ HOLDS = 0  # every claim checked holds (and nothing was claimed that was not che
 BROKEN = 1  # a rule (or the plain protocol) is broken
 USAGE = 2  # a bad argument or input file: nothing was judged
 CRASHED = 3  # the checked scheduler crashed or hung, or stallfree itself failed: nothing was judged past it
+NOTHING_JUDGED = 4  # the input was read and holds nothing to judge (a trace with a header and no step)
 INTERRUPTED = 130  # Ctrl-C
 
 EPILOG = (
     "exit status: 0 every checked claim holds; 1 a rule broken; 2 usage or input error; "
-    "3 the checked scheduler crashed or hung, or an internal error; 130 interrupted"
+    "3 the checked scheduler crashed or hung, or an internal error; 4 nothing to judge (a trace with no step); "
+    "130 interrupted"
 )

@@ -95,7 +95,7 @@ def _run(
                 raise Nondeterministic(f"step {view.step} planned {list(view.plan)} on the replay, "
                                        f"{list(previous.steps[counts['steps'] - 1].plan)} before")
             return
-        if not view.plan and not view.cells and not view.arrived:
+        if view.is_idle:
             idle.add(view.step)
         else:
             idle.flush()

@@ -11,13 +11,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import io
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 
 from . import __version__, exits
 from .commands.args import STDOUT
+from .pipe import CutPipe, Discard
 
 COMMANDS = (
     "trace",
@@ -56,18 +58,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return exits.USAGE
+    # A reader that goes away (`| head -1`) drops the rest of the output, never the verdict's status.
+    out = CutPipe(sys.stdout)
+    args.stdout = out
     # --json -: the JSON is all that goes to stdout; the report for people is dropped.
-    args.stdout = sys.stdout
-    quiet = contextlib.redirect_stdout(io.StringIO()) if getattr(args, "json", None) == STDOUT else None
+    quiet = contextlib.redirect_stdout(Discard()) if getattr(args, "json", None) == STDOUT else None
     guard = no_exit() if args.command in IN_PROCESS else contextlib.nullcontext()
     try:
-        with quiet or contextlib.nullcontext(), guard:
+        with terminate_as_interrupt(), contextlib.redirect_stdout(out), quiet or contextlib.nullcontext(), guard:
             return int(args.run(args))
     except KeyboardInterrupt:
         print(f"stallfree {args.command}: interrupted", file=sys.stderr)
         return exits.INTERRUPTED
-    except BrokenPipeError:
-        return exits.HOLDS
+    except BrokenPipeError:  # a pipe other than stdout: what was judged is not known to have reached anyone
+        print(f"stallfree {args.command}: an output pipe closed before the verdict was written", file=sys.stderr)
+        return exits.CRASHED
     except SystemExit as error:  # commands return their status: this came from the code they ran
         call = error.call if isinstance(error, ProcessExit) else f"sys.exit({error.code!r})"
         print(f"stallfree {args.command}: the checked code called {call} before a verdict", file=sys.stderr)
@@ -83,6 +88,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 # Commands that run the checked scheduler in this process, and start no process that must end with
 # os._exit (the campaign's and the executor's forked workers do; conform's worker is a fresh interpreter).
 IN_PROCESS = {"trace", "simulate", "prove", "check-trace", "budget"}
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (what `kill`, a CI runner or a supervisor sends) ends a command as Ctrl-C does: its
+    temporary files removed, its workers stopped, `interrupted` and status 130. A handler the caller
+    installed is left alone."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 class ProcessExit(SystemExit):

@@ -55,11 +55,19 @@ def learner_seed(number: int, learner: str) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
+MAX_ANSWER_BYTES = 1 << 20  # an answer is a number or a short module: /dev/zero is cut here, not read forever
+
+
 def read_text(path: Path) -> str:
     try:
-        return path.read_text()
+        with path.open("rb") as stream:
+            data = stream.read(MAX_ANSWER_BYTES + 1)
     except OSError as error:
         raise AnswerError(f"FILE {str(path)!r}: {error.strerror or error}") from None
+    if len(data) > MAX_ANSWER_BYTES:
+        raise AnswerError(f"FILE {str(path)!r}: longer than {MAX_ANSWER_BYTES:,} bytes: not an answer")
+    try:
+        return data.decode()
     except UnicodeDecodeError:
         raise AnswerError(f"FILE {str(path)!r}: not a text file") from None
 

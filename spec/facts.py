@@ -49,9 +49,28 @@ class StepFacts:
     several times cheaper than a generated one with default factories."""
 
     __slots__ = (
-        "admitted", "admitted_reservation", "cancelled", "chunks", "decodes", "duplicates", "emitted",
-        "emitted_set", "ended_emitted", "ended_planned", "finished", "finished_reservation", "first_bad_n",
-        "num_decode_tokens", "num_tokens", "plan", "planned", "prefills", "reported_free_kv", "step", "stopped",
+        "admitted",
+        "admitted_reservation",
+        "cancelled",
+        "cancelled_reservation",
+        "chunks",
+        "decodes",
+        "duplicates",
+        "emitted",
+        "emitted_set",
+        "ended_emitted",
+        "ended_planned",
+        "finished",
+        "finished_reservation",
+        "first_bad_n",
+        "num_decode_tokens",
+        "num_tokens",
+        "plan",
+        "planned",
+        "prefills",
+        "reported_free_kv",
+        "step",
+        "stopped",
     )
 
     def __init__(self, step: int) -> None:
@@ -77,6 +96,7 @@ class StepFacts:
         self.ended_emitted: list[tuple[int, Ending]] = []  # emitted rids of requests that already ended
         self.finished: list[Track] = []  # requests that end on this step: last token, stop or cancel
         self.finished_reservation = 0
+        self.cancelled_reservation = 0  # the part of it returned by cancels: due by the next schedule()
         self.reported_free_kv: int | None = None  # the scheduler's own free KV after the step, if shown
 
 
@@ -234,6 +254,7 @@ def _end_early(facts: StepFacts) -> None:
             ending.add(rid)
             facts.finished.append(track)
             facts.finished_reservation += track.request.reservation
+            facts.cancelled_reservation += track.request.reservation
 
 
 def apply(shadow: Shadow, facts: StepFacts) -> None:
@@ -261,5 +282,6 @@ def apply(shadow: Shadow, facts: StepFacts) -> None:
             live.num_emitted += 1
     for track in facts.finished:
         shadow.end(track, reason(facts, track))
+    shadow.kv_owed += facts.cancelled_reservation  # cancels that took effect with the step: due by the next plan
     shadow.step = step + 1
 

@@ -99,11 +99,13 @@ def slots(s: Shadow, v: Shown) -> str | None:
 
 def kv(s: Shadow, v: Shown) -> str | None:
     """KV: reservations never exceed K; a scheduler that shows its free KV shows K minus the running
-    reservations; when nothing is waiting or running, all K is free."""
+    reservations (less, until the next schedule(), those of running requests cancelled since the last
+    one: `Shadow.kv_owed`); when nothing is waiting or running, all K is free."""
     if s.free_kv < 0:
         return f"running requests reserve {s.config.kv_tokens - s.free_kv} KV tokens; kv_tokens is {s.config.kv_tokens}"
-    if v.free_kv is not None and v.free_kv != s.free_kv:
-        return f"the scheduler shows free_kv={v.free_kv}; running reservations leave {s.free_kv}"
+    if v.free_kv is not None and not s.free_kv - s.kv_owed <= v.free_kv <= s.free_kv:
+        owed = f" (or {s.free_kv - s.kv_owed} until the next schedule())" if s.kv_owed else ""
+        return f"the scheduler shows free_kv={v.free_kv}; running reservations leave {s.free_kv}{owed}"
     if s.is_idle and s.free_kv != s.config.kv_tokens:
         return f"nothing runs, yet free KV is {s.free_kv} of {s.config.kv_tokens}"
     return None

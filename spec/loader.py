@@ -58,10 +58,15 @@ def guarded(factory: Callable[..., Any], target: str, flag: str = "--scheduler")
 
     def make(**config: int) -> Any:
         try:
-            return factory(**config)
+            made = factory(**config)
         except Exception as error:  # whatever a wrong factory raises, the argument is what is wrong
             raise FactoryError(f"{flag} {target!r}: calling it with token_budget=, max_seqs=, kv_tokens= "
                                f"raised {type(error).__name__}: {error}") from None
+        if isinstance(made, type):  # `return Scheduler`, not `return Scheduler(...)`: no rule is at fault
+            raise FactoryError(f"{flag} {target!r}: calling it returned the class {made.__qualname__} itself, not "
+                               f"a scheduler; name the class ({made.__module__}:{made.__qualname__}) or have the "
+                               "factory call it")
+        return made
 
     return make
 

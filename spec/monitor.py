@@ -13,7 +13,7 @@ from typing import Any
 from .errors import InvalidField, RuleViolation
 from .facts import StepFacts, apply, due, observe, observe_emitted
 from .invariants import visible
-from .rules import ENDED, Rule, call_judged, select
+from .rules import ENDED, Rule, call_judged, kv_owed_shown, select
 from .shadow import Reason, Shadow
 from .types import Config, Request, admissible
 from .watch import Watch, judge
@@ -90,18 +90,39 @@ class Monitor(Watch[Shadow, StepFacts]):
         if self._pending is not None:
             raise RuntimeError("Monitor.plan() called twice without complete()")
         shadow = self.shadow
+        owed, shadow.kv_owed = shadow.kv_owed, 0  # cancelled reservations: due by this schedule()
         plan = self.scheduler.schedule()
         facts = observe(shadow, plan)
+        if owed:
+            self._judge_owed(facts, owed)
         judge(self._plan_checks, shadow, facts, shadow.step)
         self._pending = (plan, facts)
         return plan
 
+    def _judge_owed(self, facts: StepFacts, owed: int) -> None:
+        """KV at the first schedule() after cancels of running requests (`owed`, their reservations):
+        a scheduler that shows free_kv has them back now, so it shows K minus the running
+        reservations, with or without this plan's admissions (it may take those here or at complete())."""
+        free_kv = getattr(self.scheduler, "free_kv", None)
+        if type(free_kv) is not int or not any(r.id == "KV" for r in self.rules):
+            return
+        free = self.shadow.free_kv
+        if free_kv not in (free, free - facts.admitted_reservation):
+            admitted = f" ({free - facts.admitted_reservation} once this plan's admissions reserve theirs)" \
+                if facts.admitted_reservation else ""
+            raise RuleViolation(
+                "KV", facts.step, f"schedule() after a cancel: the scheduler shows free_kv={free_kv}; the "
+                f"reservations of running requests leave {free} free{admitted}: the {owed} KV tokens of the "
+                f"cancelled request(s) are not back by the next schedule()")
+
     def cancel(self, rid: object) -> bool:
         """Cancel `rid`. Returns True if the scheduler accepted the cancel (returned), False if it
         refused it (raised); raises RuleViolation('CANCEL') if it accepts what it must refuse or the
-        reverse (where CANCEL is checked), and ('KV') if, shown, its free KV is not K minus the
-        reservations still running after it. The shadow follows the contract: a cancel it refuses
-        changes nothing there, whatever the scheduler did."""
+        reverse (where CANCEL is checked), and ('KV') if, shown, its free KV is neither K minus the
+        reservations still running after it nor that less the cancelled reservations not yet back
+        (the contract wants those by the next schedule(); the step after it judges that they are).
+        The shadow follows the contract: a cancel it refuses changes nothing there, whatever the
+        scheduler did."""
         self.require("cancel")
         shadow, pending = self.shadow, self.pending
         verdict = cancel_refusal(shadow, pending, rid)
@@ -126,14 +147,15 @@ class Monitor(Watch[Shadow, StepFacts]):
             pending.cancelled[rid] = track  # named in the pending plan: it ends when complete() runs
             return True
         shadow.end(track, Reason.CANCEL)
-        # A running request's reservation is back at once (a waiting one, which pending cancels end
-        # here, holds none: a scheduler may take a pending plan's admissions when it likes).
+        if track.admitted_at is not None:  # a running request's reservation: due by the next schedule()
+            shadow.kv_owed += track.request.reservation
+        # (A waiting one, which pending cancels end here, holds none: a scheduler may take a pending
+        # plan's admissions when it likes.)
         free_kv = getattr(self.scheduler, "free_kv", None)
-        if "KV" in checks and pending is None and type(free_kv) is int and free_kv != shadow.free_kv:
-            raise RuleViolation(
-                "KV", shadow.step, f"after cancel({rid}) the scheduler shows free_kv={free_kv}; the reservations "
-                f"of running requests leave {shadow.free_kv} free",
-            )
+        if "KV" in checks and pending is None and type(free_kv) is int:
+            message = kv_owed_shown(shadow, free_kv, shadow.kv_owed)
+            if message is not None:
+                raise RuleViolation("KV", shadow.step, f"after cancel({rid}) {message}")
         return True
 
     def due(self) -> list[int]:

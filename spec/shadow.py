@@ -123,6 +123,9 @@ class Shadow:
     rejected: set[int] = field(default_factory=set)  # rids whose add() was (rightly) refused
     free_kv: int = 0  # K minus the reservations of running requests
     num_ready: int = 0  # running requests whose prompt is done (kept so a step needs no scan)
+    # The reservations of running requests cancelled since the last schedule(): the contract wants
+    # them back *by the next schedule()*, so until then a scheduler may still show them taken.
+    kv_owed: int = 0
 
     def __post_init__(self) -> None:
         self.free_kv = self.config.kv_tokens
@@ -138,6 +141,7 @@ class Shadow:
                      {rid: _twin(t, memo) for rid, t in self.tracks.items()}, dict(self.ended), set(self.rejected))
         new.free_kv = self.free_kv
         new.num_ready = self.num_ready
+        new.kv_owed = self.kv_owed
         memo[id(self)] = new
         return new
 

@@ -29,6 +29,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from . import strictjson
 from .errors import FieldTypeError, InvalidField
 from .types import Config, check_int
 
@@ -153,8 +154,8 @@ class Workload:
     @classmethod
     def loads(cls, text: str) -> Workload:
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
+            data = strictjson.loads(text)
+        except ValueError as error:  # json's errors, a key twice, NaN, too deep a nesting
             raise InvalidField(f"workload is not valid JSON: {error}") from None
         return cls.from_json(data)
 

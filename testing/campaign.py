@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import multiprocessing
 import random
+import signal
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -173,11 +176,13 @@ def run(
         return _collect(results, progress, on_progress)
     # A worker that dies (os._exit, a signal, the OOM killer) breaks the pool, which then fails every
     # batch still due instead of waiting for it forever; the first such batch is reported as a crash.
-    pool = ProcessPoolExecutor(max(jobs, 1), mp_context=multiprocessing.get_context(_start_method()))
+    pool = ProcessPoolExecutor(max(jobs, 1), mp_context=multiprocessing.get_context(_start_method()),
+                               initializer=_ignore_interrupts)
     futures: list = []  # type: ignore[type-arg]
     try:
         tasks = list(batches(campaign))
-        futures = [pool.submit(_run_task, task) for task in tasks]
+        with _interrupts_held():  # the workers are forked here: they must never see a Ctrl-C as their own
+            futures = [pool.submit(_run_task, task) for task in tasks]
         tally = _collect(_results(futures, tasks), progress, on_progress)
     finally:
         for future in futures:
@@ -186,6 +191,32 @@ def run(
             process.terminate()
         pool.shutdown(wait=True, cancel_futures=True)
     return tally
+
+
+def _ignore_interrupts() -> None:
+    """A worker's first act: Ctrl-C (SIGINT to the whole process group) is the parent's to handle; it
+    then stops the workers itself, so a worker neither prints a traceback nor dies a crash. SIGTERM,
+    which the parent stops it with, ends it at once (the parent's own handler, inherited, would raise)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Hold a Ctrl-C back while workers are forked, then raise it here: a worker forked in between
+    inherits the holding handler, which raises nothing, until its initializer ignores SIGINT."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if held:
+        raise KeyboardInterrupt
 
 
 def _results(futures: list, tasks: list[tuple[Campaign, int, int]]) -> Iterator[Tally]:  # type: ignore[type-arg]

@@ -78,3 +78,21 @@ class DeclaresKvNotApplicable(Scheduler):
     """Keeps every rule, and declares KV not applicable to it: the kit must say so, not read it holds."""
 
     stallfree_not_applicable: ClassVar[dict[str, str]] = {"KV": "it pages its KV: it reserves nothing up front"}
+
+
+class BreaksLate(Scheduler):
+    """The reference until step 2,000, where it plans one token past the budget (BUDGET)."""
+
+    LATE = 2_000
+
+    def schedule(self) -> Any:
+        plan = super().schedule()
+        if self.num_steps == self.LATE and plan:
+            rid, n = plan[0]
+            plan = [(rid, n + self.config.token_budget), *plan[1:]]
+        return plan
+
+
+def returns_the_class(**config: int) -> Any:
+    """A factory that forgot to call: it returns the class, not a scheduler."""
+    return Scheduler

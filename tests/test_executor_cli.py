@@ -158,17 +158,15 @@ def test_run_with_stops_and_cancels_reports_how_each_request_ended(tmp_path, cap
     """The default workload with the stop token 1447 (rid 2 samples it as its 19th token, rid 4 as
     its 5th) and rid 1 cancelled before step 10: the JSON and the table say length, stop or cancel."""
     out_json = tmp_path / "run.json"
-    code = main(["run", "--tp", "1", "--stop-token", "1447", "--cancel", "1@10", "--cancel", "9@2",
-                 "--json", str(out_json)])
+    code = main(["run", "--tp", "1", "--stop-token", "1447", "--cancel", "1@10", "--json", str(out_json)])
     out = capsys.readouterr().out
     assert code == 0, out
     data = json.loads(out_json.read_text())
     ends = {r["rid"]: (r["finish_reason"], len(r["outputs"])) for r in data["requests"]}
     assert ends == {0: ("length", 24), 1: ("cancel", 10), 2: ("stop", 19), 3: ("length", 24), 4: ("stop", 5)}
-    assert data["cancels"] == [{"rid": 9, "before_step": 2, "accepted": False},
-                               {"rid": 1, "before_step": 10, "accepted": True}]
+    assert data["cancels"] == [{"rid": 1, "before_step": 10, "accepted": True}]
     assert data["checks"]["exactness"]["num_stops"] == 2 and data["checks"]["exactness"]["ok"]
-    assert "stop at step" in out and "cancel(9) before step 2 refused" in out
+    assert "stop at step" in out
     assert "CANCEL           holds" in out.split("-- monitor")[0]  # judged on the real path too
 
 

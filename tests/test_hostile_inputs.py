@@ -1,6 +1,6 @@
 """Each hostile input found against stallfree, as a test: a wrong verdict, a hang, a traceback, an input
 silently ignored. Every case asserts the exit status, one line naming the field and the value, no
-traceback and a bound on time; the ones that must see a hang, an exit or a signal run a child process."""
+traceback; the ones that must see a hang, an exit or a signal run a child process and wait on that event."""
 
 from __future__ import annotations
 
@@ -9,11 +9,21 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from hostile import assert_clean, assert_not_written, assert_refused, call, env, spawn
+from hostile import (
+    EVENT_LIMIT_S,
+    assert_clean,
+    assert_not_written,
+    assert_refused,
+    call,
+    children,
+    env,
+    maps,
+    spawn,
+    wait_for,
+)
 
 FAULT = "stallfree.faults.catalog:FreeDecodes"
 HOSTILE = "hostile_schedulers"
@@ -101,7 +111,7 @@ def test_campaign_whose_scheduler_ends_its_worker_returns_with_a_crash() -> None
     ran = spawn(["campaign", "--sims", "5", "--jobs", "2", "--quiet", "--scheduler", f"{HOSTILE}:ExitsInSchedule"],
                 timeout=120)
     assert ran.status == 3, ran.err
-    assert_clean(ran, 60)
+    assert_clean(ran)
     assert "CRASH in simulation 0" in ran.out and "worker process died" in ran.out
 
 
@@ -117,12 +127,12 @@ def test_a_csv_prompt_of_a_billion_tokens_is_refused(tmp_path: Path, capsys: pyt
 
 
 def test_budget_with_a_ten_billion_token_prompt_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    assert_refused(call(["budget", "--prompt-len", "10000000000"], capsys), "--prompt-len", "10000000000", bound=5)
+    assert_refused(call(["budget", "--prompt-len", "10000000000"], capsys), "--prompt-len", "10000000000")
 
 
 @pytest.mark.parametrize("jobs", ["1000", "1" * 20])
 def test_jobs_is_capped(jobs: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert_refused(call(["campaign", "--sims", "5", "--jobs", jobs], capsys), "--jobs", jobs[:20], bound=5)
+    assert_refused(call(["campaign", "--sims", "5", "--jobs", jobs], capsys), "--jobs", jobs[:20])
 
 
 def test_a_campaign_never_starts_more_workers_than_batches() -> None:
@@ -166,11 +176,9 @@ def test_ctrl_c_during_the_z3_phase_of_prove_stops_it() -> None:
     proc = subprocess.Popen([sys.executable, "-m", "stallfree", "prove", "--methods", "z3", "--requests", "40"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(),
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal
-    time.sleep(4.0)  # z3 imported, a theorem in the solver
-    sent = time.monotonic()
+    wait_for(lambda: maps(proc.pid, "libz3") or proc.poll() is not None, "z3 loaded by prove")
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    assert time.monotonic() - sent < 10
+    out, err = proc.communicate(timeout=EVENT_LIMIT_S)
     assert proc.returncode == 130, (out[-1000:], err[-1000:])
     assert "interrupted" in err and "Traceback" not in err
     assert "ran out of time" not in out
@@ -186,16 +194,22 @@ def test_ctrl_c_to_a_campaign_stops_it_and_its_workers() -> None:
     proc = subprocess.Popen([sys.executable, "-m", "stallfree", "campaign", "--sims", "3000", "--jobs", "2"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(),
                             preexec_fn=as_from_a_terminal)
-    time.sleep(3.0)
-    sent = time.monotonic()
+    wait_for(lambda: len(children(proc.pid)) >= 2 or proc.poll() is not None, "the campaign's two workers")
     os.killpg(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    assert time.monotonic() - sent < 10
+    out, err = proc.communicate(timeout=EVENT_LIMIT_S)
     assert proc.returncode == 130 and err.strip().splitlines()[-1] == "stallfree campaign: interrupted", err
     assert "Traceback" not in err and "no rule broken" not in out
-    time.sleep(0.5)
-    with pytest.raises(ProcessLookupError):  # no worker left behind in its group
-        os.killpg(proc.pid, 0)
+    wait_for(lambda: not group_alive(proc.pid), "every worker in the campaign's group gone")
+
+
+def group_alive(pgid: int) -> bool:
+    import os
+
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 # -- tracebacks where a one-line error is promised ---------------------------------------------------------
@@ -259,7 +273,7 @@ def test_a_hostile_file_is_one_line_naming_it(
         path = tmp_path / "hostile"
         path.write_bytes(HOSTILE_FILES[name])
     ran = call([*argv, str(path)], capsys)
-    assert_refused(ran, str(path), bound=10)
+    assert_refused(ran, str(path))
     assert "holds" not in ran.out
 
 
@@ -344,7 +358,7 @@ def test_a_factory_that_raises_is_a_usage_error(capsys: pytest.CaptureFixture[st
 
 def test_trace_of_a_scheduler_that_hangs_is_a_timeout(capsys: pytest.CaptureFixture[str]) -> None:
     ran = call(["trace", "--example", "hand", "--timeout", "1", "--scheduler", f"{HOSTILE}:HangsInSchedule"], capsys)
-    assert_refused(ran, f"{HOSTILE}:HangsInSchedule", "did not answer", "within 1 s", status=3, bound=15)
+    assert_refused(ran, f"{HOSTILE}:HangsInSchedule", "did not answer", "within 1 s", status=3)
     assert re.search(r"^TIMEOUT\s+BROKEN at step 0", ran.out, re.M)
     assert re.search(r"^BUDGET\s+not judged \(held until step 0, where TIMEOUT stopped the run", ran.out, re.M)
 
@@ -353,7 +367,7 @@ def test_campaign_of_a_scheduler_that_hangs_is_a_timeout() -> None:
     ran = spawn(["campaign", "--sims", "5", "--jobs", "1", "--quiet", "--timeout", "2",
                  "--scheduler", f"{HOSTILE}:HangsInSchedule"], timeout=60)
     assert ran.status == 3
-    assert_clean(ran, 30)
+    assert_clean(ran)
     assert "TIMEOUT in simulation 0 (seed 0): simulations 0 to 4 did not finish within 2 s" in ran.out
 
 
@@ -361,7 +375,7 @@ def test_a_scheduler_that_hangs_under_conform_is_a_timeout(capsys: pytest.Captur
     ran = call(["conform", f"{HOSTILE}:HangsInSchedule", "--quiet", "--timeout", "0.5", "--examples", "1",
                 "--budget", "4", "--max-seqs", "2", "--kv", "32"], capsys)
     assert ran.status == 3, ran.out[-2000:]
-    assert "Traceback" not in ran.err and ran.seconds < 60  # the report shows the target's own traceback
+    assert "Traceback" not in ran.err  # the report shows the target's own traceback
     assert re.search(r"^TIMEOUT\s+BROKEN at step 0: schedule\(\) did not return", ran.out, re.M)
     assert re.search(r"^BUDGET\s+not judged \(TIMEOUT", ran.out, re.M)
 

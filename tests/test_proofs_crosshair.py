@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from stallfree.proofs.contracts import planted_contracts
+from stallfree.proofs.contracts import planted_contracts, planted_lifecycle
 from stallfree.proofs.contracts import run as crosshair_run
 from stallfree.proofs.contracts.planted import PLANTED
 from stallfree.proofs.suite import Options, crosshair_rows
 from stallfree.spec.verdict import Verdict
 
-CI_SECONDS = 2.0  # CPU seconds per contract
-# CPU seconds per planted copy: each is found in 1 to 7 s on the loaded 2-core machine (docs/proofs.md)
+CI_SECONDS = 2.0  # CPU seconds per contract: the reference keeps them, so nothing is found at any depth
+# A planted copy's search is bounded by PLANTED_ITERATIONS paths (seeded: the same bug at the same path
+# at any load); its CPU seconds only stop a runaway.
 PLANTED_SECONDS = crosshair_run.PLANTED_S
 
 
@@ -66,3 +67,12 @@ def test_prove_fault_runs_crosshair_on_the_FCFS_planted_bug() -> None:
     rows = crosshair_rows(Options(fault_rule="FCFS", crosshair_seconds=PLANTED_SECONDS), lambda _: None)
     assert [(r.claim, r.method, r.result) for r in rows] == [("FCFS", "CrossHair (PlantedFCFS)", Verdict.BROKEN)]
     assert "schedule_FCFS(" in rows[0].detail and "reference keeps the contract; planted copy FCFS" in rows[0].detail
+
+
+@pytest.mark.parametrize("module", [planted_contracts, planted_lifecycle])
+def test_each_planted_search_is_bounded_by_a_count_of_paths(module) -> None:  # type: ignore[no-untyped-def]
+    """The directive CrossHair reads in each planted module is the count `run` documents."""
+    import inspect
+
+    directive = f"# crosshair: max_iterations={crosshair_run.PLANTED_ITERATIONS}\n"
+    assert directive in inspect.getsource(module).splitlines(keepends=True)

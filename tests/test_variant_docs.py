@@ -49,7 +49,8 @@ def run_quick(command: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, st
 
 
 @pytest.mark.parametrize("command", CONFORM)
-def test_every_conform_command_in_the_variants_doc_exits_as_the_doc_says(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_conform_command_in_the_variants_doc_exits_as_the_doc_says(
+        command: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Each exits 0 with stops and cancels judged (CANCEL holds, no capability skipped); one the page
     shows breaking a rule exits 1 with that rule BROKEN, and only that one."""
     code, text = run_quick(command, capsys)

@@ -31,6 +31,8 @@ from stallfree.spec.verdict import CRASH  # not a rule: the scheduler raised ins
 
 from .waiting import reasons
 
+WAITING_SHOWN = 3  # waiting requests a table row names (the rest counted): a lean view's cells
+
 DECODE, CHUNK, ADMISSION = "decode", "chunk", "admission"
 KINDS = (DECODE, CHUNK, ADMISSION)  # the order a step spends its budget in, under the contract
 WAITING, PARTIAL, READY, FINISHED = "waiting", "partial", "ready", "finished"
@@ -79,6 +81,10 @@ class StepView:
     emitted: tuple[int, ...] = ()  # known once the step completed
     finished: tuple[int, ...] = ()
     kv_after: int | None = None  # KV reserved once the step completed; None if it never ran
+    # A lean view (a recording that keeps no pictures) holds cells for the first few waiting requests
+    # only, so that a step costs what the table shows; these count what it leaves out.
+    more_waiting: int = 0  # waiting requests after the plan with no cell
+    num_live: int | None = None  # accepted, unfinished requests before the step (None: one cell each)
 
     @property
     def num_tokens(self) -> int:
@@ -99,8 +105,15 @@ class StepView:
 
     @property
     def waiting(self) -> dict[int, str]:
-        """rid -> why, for the requests still waiting after this step's plan."""
+        """rid -> why, for the requests still waiting after this step's plan (in a lean view, the
+        first few: `more_waiting` counts the rest)."""
         return {c.rid: c.why for c in self.cells if c.why is not None}
+
+    @property
+    def is_idle(self) -> bool:
+        """Nothing waiting or running before the step, nothing planned, nothing arrived."""
+        live = len(self.cells) if self.num_live is None else self.num_live
+        return not self.plan and not live and not self.arrived
 
     def describe(self) -> str:
         return ", ".join(e.describe() for e in self.entries) or "(empty)"
@@ -271,14 +284,21 @@ class Tap:
             else:
                 context = planned_track.request.prompt_len + planned_track.num_emitted
                 entries.append(Entry(rid, n, DECODE, None, context))
-        why = reasons(s, facts)
-        cells = []
-        for track in s.tracks.values():
-            state = WAITING if track.admitted_at is None else READY if track.is_ready else PARTIAL
-            cells.append(Cell(track.rid, state, planned.get(track.rid, 0), why.get(track.rid)))
         arrived, self.arrived = tuple(self.arrived), []
         kv_before = s.config.kv_tokens - s.free_kv
-        return StepView(facts.step, s.config.token_budget, arrived, tuple(entries), tuple(cells), kv_before,
+        if not self.recording.keep:  # no picture: the table's few waiting requests and the counts
+            why = reasons(s, facts, WAITING_SHOWN)
+            cells = [Cell(rid, WAITING, 0, reason) for rid, reason in why.items()]
+            more = len(s.waiting) - len(facts.admitted) - len(cells)
+            return StepView(facts.step, s.config.token_budget, arrived, tuple(entries), tuple(cells), kv_before,
+                            facts.admitted_reservation, tuple(facts.plan), more_waiting=max(more, 0),
+                            num_live=len(s.tracks))
+        why = reasons(s, facts)
+        all_cells = []
+        for track in s.tracks.values():
+            state = WAITING if track.admitted_at is None else READY if track.is_ready else PARTIAL
+            all_cells.append(Cell(track.rid, state, planned.get(track.rid, 0), why.get(track.rid)))
+        return StepView(facts.step, s.config.token_budget, arrived, tuple(entries), tuple(all_cells), kv_before,
                         facts.admitted_reservation, tuple(facts.plan))
 
 

@@ -12,10 +12,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from stallfree.spec import RULES, Rule, RuleViolation
 from stallfree.spec.verdict import CRASH, Judgement, Verdict
 
-from .record import StepView
+from .record import WAITING_SHOWN, StepView
 
 NEVER_FIT = "NEVER-FIT"  # judged on add() as well as on steps
-WAITING_SHOWN = 3  # waiting requests named in a row; the rest are counted
 ARRIVED_SHOWN = 2  # arrivals named in a row when more than three arrive at once; the rest are counted
 NOT_RUN = "(not run)"  # the emitted column of a plan that broke a rule before it ran
 ENTRIES_WIDTH = 44  # the entries column; a plan that does not fit goes on under it, a line per part
@@ -50,7 +49,7 @@ def waiting(view: StepView) -> str:
     if not why:
         return "-"
     named = [f"r{rid} {reason}" for rid, reason in list(why.items())[:WAITING_SHOWN]]
-    rest = len(why) - WAITING_SHOWN
+    rest = len(why) + view.more_waiting - WAITING_SHOWN
     if rest > 0:
         named.append(f"+{rest} more")
     return ", ".join(named)

@@ -32,8 +32,9 @@ def head_reason(shadow: Shadow, facts: StepFacts, head: Track) -> str:
     return PASSED_OVER
 
 
-def reasons(shadow: Shadow, facts: StepFacts) -> dict[int, str]:
-    """rid -> why it waits, for every request still waiting after the plan of `facts`, judged on
+def reasons(shadow: Shadow, facts: StepFacts, limit: int | None = None) -> dict[int, str]:
+    """rid -> why it waits, for every request still waiting after the plan of `facts` (the first
+    `limit` of them, when given: a step then costs what it shows, not the whole line), judged on
     `shadow`, the state before the step."""
     admitted = {c.track.rid for c in facts.admitted}
     out: dict[int, str] = {}
@@ -41,6 +42,8 @@ def reasons(shadow: Shadow, facts: StepFacts) -> dict[int, str]:
     for track in shadow.waiting:
         if track.rid in admitted:
             continue
+        if limit is not None and len(out) >= limit:
+            break
         if head is None:
             head = track
             out[track.rid] = head_reason(shadow, facts, track)

@@ -7,6 +7,7 @@ import contextlib
 import json
 import math
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Callable
@@ -194,10 +195,51 @@ def _check_folder(flag: str, path: Path, folder: Path) -> None:
         raise _named(flag, path, f"directory {folder} is not writable")
 
 
+def in_place(path: Path) -> bool:
+    """True if `path` is there and not a regular file (a device such as /dev/null, a FIFO, a socket):
+    an output there is written into it, never renamed over it (which would replace the node)."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def output_path(path: Path) -> Path:
+    """Where an output FILE is written: through any symlinks, so the link's target is written and the
+    link stays a link (renaming a temporary file over the link would replace it)."""
+    return Path(os.path.realpath(path))
+
+
+def check_distinct(inputs: list[tuple[str, Path | None]], outputs: list[tuple[str, Path | None]]) -> None:
+    """Raise ValueError (naming both flags and the path) if an output names an input or another
+    output: writing it would destroy what is being read, or one output would overwrite another.
+    '-' (stdin, stdout) and the null device are never the same file as anything."""
+    seen: dict[str, str] = {}
+    for flag, path in inputs:
+        if path is not None and str(path) != STDOUT:
+            seen.setdefault(os.path.realpath(path), flag)
+    for flag, path in outputs:
+        if path is None or str(path) == STDOUT or os.path.realpath(path) == os.devnull:
+            continue
+        real = os.path.realpath(path)
+        if real in seen:
+            raise _named(flag, path, f"is also {seen[real]}: an output may not name an input or another output")
+        seen[real] = flag
+
+
 def write_output(flag: str, path: Path, text: str) -> None:
-    """Write an output FILE whole or not at all (a temporary file beside it, then renamed over it);
-    an OSError becomes a ValueError naming the flag and the path."""
+    """Write an output FILE whole or not at all (a temporary file beside it, then renamed over it;
+    through a symlink, to its target; into a device or FIFO in place); an OSError becomes a
+    ValueError naming the flag and the path."""
     temporary = None
+    path = output_path(path)
+    if in_place(path):
+        try:
+            with open(path, "w") as out:
+                out.write(text)
+        except OSError as error:
+            raise path_error(flag, path, error) from None
+        return
     try:
         fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         mask = os.umask(0)

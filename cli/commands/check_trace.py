@@ -4,14 +4,16 @@ stallfree.conformance.trace.tracefile) against every rule, from the trace alone,
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
+from pathlib import Path
 from typing import IO, Any
 
 from stallfree.spec import RULE_IDS, RuleViolation
 from stallfree.spec.verdict import Judgement, Verdict, any_broken, as_json, lines
 
 from .. import exits
-from .args import add_output_arguments, check_json, rule_list, shows_progress, write_json
+from .args import add_output_arguments, check_distinct, check_json, rule_list, shows_progress, write_json
 
 NAME = "check-trace"
 HELP = "check a JSON Lines trace of any engine against the rules (streaming; '-' reads stdin)"
@@ -43,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
         return fail("--all reads the trace more than once: give a file, not '-'")
     try:
         check_json(args)
+        check_distinct([("FILE", None if args.file == "-" else Path(args.file))], [("--json", args.json)])
     except ValueError as error:
         return fail(str(error))
     show = shows_progress(args)
@@ -77,12 +80,19 @@ def run(args: argparse.Namespace) -> int:
         write_json(args, report)
     except ValueError as error:  # checked before the run, yet the write failed
         return fail(str(error))
-    return exits.HOLDS if report["ok"] else exits.BROKEN
+    if not report["ok"]:
+        return exits.BROKEN
+    return exits.NOTHING_JUDGED if report["steps"] == 0 else exits.HOLDS
 
 
 def open_trace(name: str) -> IO[bytes]:
     if name == "-":
-        return open(sys.stdin.fileno(), "rb", closefd=False)
+        if sys.stdin is None or sys.stdin.closed:  # started with stdin closed (`<&-`): nothing to read
+            raise OSError(errno.EBADF, "standard input is closed")
+        try:
+            return open(sys.stdin.fileno(), "rb", closefd=False)
+        except (OSError, ValueError) as error:  # a descriptor that is not there, or not a file
+            raise OSError(errno.EBADF, f"standard input cannot be read ({error})") from None
     return open(name, "rb")
 
 

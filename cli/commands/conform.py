@@ -86,6 +86,11 @@ def run(args: argparse.Namespace) -> int:
         write_json(args, report.to_json())
     except ValueError as error:  # checked before the run, yet the write failed
         return fail(str(error))
+    if report.ok and report.refused and len(report.refused) == len(report.shapes):
+        # The factory raised at every config: no scheduler to judge, as with trace's --scheduler.
+        print(f"stallfree conform: {args.target}: the factory refused every config "
+              f"({next(iter(report.refused.values()))}): nothing was judged", file=sys.stderr)
+        return exits.USAGE
     if report.ok:
         return exits.HOLDS
     if set(report.counterexamples) <= {CRASH, TIMEOUT, KIT_ERROR}:

@@ -9,7 +9,7 @@ import io
 import sys
 from pathlib import Path
 
-from .args import check_output_file, write_output
+from .args import check_distinct, check_output_file, write_output
 
 NAME = "import-trace"
 HELP = "convert an engine's own step trace (vLLM V1 steps) into trace v2 for check-trace"
@@ -27,7 +27,14 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stallfree.conformance.engines.import_vllm import convert, load_config, load_workload, read_steps, whole_blocks
+    from stallfree.conformance.engines.import_vllm import (
+        convert,
+        load_config,
+        load_workload,
+        read_capped,
+        read_steps,
+        whole_blocks,
+    )
     from stallfree.conformance.trace.tracefile import TraceError
     from stallfree.conformance.trace.v2 import TraceWriterV2
 
@@ -37,9 +44,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.output is not None:
             check_output_file("--output", args.output)
+        check_distinct([("STEPS", args.file), ("--workload", workload), ("--config", config_path)],
+                       [("--output", args.output), ("--json", getattr(args, "json", None))])
         requests = load_workload(workload)
         config = load_config(config_path)
-        steps = read_steps(args.file.read_text().splitlines())
+        steps = read_steps(read_capped(args.file).splitlines())
     except TraceError as error:
         return fail(f"{args.file}: {error}")
     except (ValueError, OSError) as error:

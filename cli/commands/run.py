@@ -141,6 +141,16 @@ def chosen_stop(args: argparse.Namespace, codec: TextCodec | None, vocab: int) -
     return int(args.stop_token)
 
 
+def check_cancels(cancels: list[tuple[int, int]], workload: Workload) -> None:
+    """Each `--cancel RID@STEP` names a request of the workload: a cancel of a rid the run never adds
+    could only be refused, so it is a mistake in the command line, not a fact about the scheduler."""
+    rids = {a.rid for a in workload.requests}
+    for rid, step in cancels:
+        if rid not in rids:
+            shown = ", ".join(map(str, sorted(rids)[:10])) + (", ..." if len(rids) > 10 else "")
+            raise InvalidField(f"--cancel {rid}@{step}: rid {rid} is not a request of the workload (rids: {shown})")
+
+
 def workload_from(args: argparse.Namespace, codec: TextCodec | None) -> tuple[Workload, Any]:
     """The workload, and for a real model the chat requests it was made from (None otherwise)."""
     from stallfree.executor.prompts import PROMPTS, chat_requests
@@ -181,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
                         str(args.checkpoint) if args.checkpoint else None)
         codec = text_codec(probe.gguf) if args.model in GGUF_MODELS and args.checkpoint is None else None
         workload, chat = workload_from(args, codec)
+        check_cancels(args.cancel, workload)
         codec = codec if chat is not None else None  # a --workload's prompts are drawn ids, not text
         c = workload.config
         scheduler = guarded(load_scheduler(args.scheduler), args.scheduler)(

@@ -46,10 +46,13 @@ from .args import (
     FactoryError,
     add_output_arguments,
     budget_change,
+    check_distinct,
     check_json,
     check_output_file,
     guarded,
+    in_place,
     load_scheduler,
+    output_path,
     path_error,
     positive_int,
     read_workload,
@@ -177,6 +180,9 @@ def run(args: argparse.Namespace) -> int:
             check_output_file("--jsonl", args.jsonl)
         check_json(args)
         check_view_arguments(args)
+        check_distinct([("--workload", args.workload)], [("--jsonl", args.jsonl), ("--json", args.json),
+                                                         ("--plot", getattr(args, "plot", None)),
+                                                         ("--html", getattr(args, "html", None))])
         if design_of(loaded) == PAGED:
             from .paged_trace import trace_paged
 
@@ -213,18 +219,25 @@ def compare_run(args: argparse.Namespace, workload: Workload) -> int:
 
 class PendingFile:
     """An output file written as a run goes, under a temporary name beside it: renamed into place when
-    the run has been judged, removed when it never was, so no half-written FILE is left."""
+    the run has been judged, removed when it never was, so no half-written FILE is left. Through a
+    symlink it writes the link's target; a device or FIFO is written in place, as the run goes."""
 
     def __init__(self, flag: str, path: Path) -> None:
-        self.flag, self.path = flag, path
+        self.flag, self.path = flag, output_path(path)
+        self.temporary: str | None = None
         try:
-            fd, self.temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+            if in_place(self.path):
+                self.out: IO[str] = open(self.path, "w")  # noqa: SIM115 (closed by close())
+                return
+            fd, self.temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
         except OSError as error:
             raise path_error(flag, path, error) from None
-        self.out: IO[str] = os.fdopen(fd, "w")
+        self.out = os.fdopen(fd, "w")
 
     def close(self, keep: bool) -> None:
         self.out.close()
+        if self.temporary is None:  # written in place
+            return
         if keep:
             try:
                 os.chmod(self.temporary, 0o644)
@@ -240,6 +253,16 @@ def policy_target(name: str) -> str:
     """A policy `stallfree simulate` names (reference, prefill-first, unchunked) as MODULE:FACTORY."""
 
     return POLICIES.get(name, name)
+
+
+def write_broken_step(writer: Any, view: StepView | None, num_written: int, budget: int) -> None:
+    """The step a rule broke in, as the last step line of the trace, so that check-trace of the file
+    breaks the same rule there. A step broken by a check of its plan never ran: its line has the plan,
+    and nothing emitted or finished (the plan's checks come first, so nothing else is judged on it)."""
+    if view is None or view.step != num_written:
+        return
+    writer.step(view.step, view.plan, view.emitted, view.finished,
+                budget=view.budget if view.budget != budget else None)
 
 
 def trace(
@@ -309,6 +332,8 @@ def trace(
     recording = done.recording
     stats, violation = recording.stats, recording.violation
     crash = violation if violation is not None and violation.rule == CRASH else None
+    if writer is not None and violation is not None:
+        write_broken_step(writer, recording.broken_step, len(budgets) - 1, budgets[-1])
     # A run stopped by a broken rule, or still pending at the work bound, has no end line: it did
     # not end (as record_trace writes it).
     if writer is not None and stats is not None and stats.stopped_at_bound is None:

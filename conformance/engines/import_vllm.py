@@ -27,10 +27,11 @@ facts above, not copied: a label is vLLM's view, the checker forms its own.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+from stallfree.spec import strictjson
 
 from ..trace.tracefile import TraceError
 from ..trace.v2 import EngineConfig, EngineStep
@@ -39,10 +40,23 @@ STEP_KEYS = {"step", "added", "scheduled", "emitted", "finished", "preempted"}
 CONFIG_KEYS = ("token_budget", "max_seqs", "kv_tokens", "block_size")
 
 
+MAX_INPUT_BYTES = 256 << 20  # a recorded run is far smaller: /dev/zero or an endless pipe is cut here
+
+
+def read_capped(path: Path, limit: int = MAX_INPUT_BYTES) -> str:
+    """`path`'s text, at most `limit` bytes of it; longer, a ValueError naming the path and the limit
+    (an OSError or UnicodeDecodeError as they come)."""
+    with path.open("rb") as stream:
+        data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{path}: longer than {limit:,} bytes: not a recorded run")
+    return data.decode()
+
+
 def _json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text())
-    except ValueError as error:  # bad JSON or bad UTF-8
+        return strictjson.loads(read_capped(path))
+    except ValueError as error:  # bad JSON or bad UTF-8, a key twice, NaN, too deep a nesting
         raise ValueError(f"{path}: not valid JSON: {error}") from None
 
 
@@ -77,8 +91,8 @@ def read_steps(lines: Iterable[str]) -> list[dict[str, Any]]:
         if not text.strip():
             continue
         try:
-            data = json.loads(text)
-        except ValueError as error:
+            data = strictjson.loads(text)
+        except ValueError as error:  # json's errors, a key twice, NaN, too deep a nesting
             raise TraceError(number, f"not valid JSON: {error}") from None
         if type(data) is not dict or not STEP_KEYS.issuperset(data) or "scheduled" not in data:
             raise TraceError(number, f"a vLLM step line has the fields {sorted(STEP_KEYS)}, got {str(data)[:80]}")

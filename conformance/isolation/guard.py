@@ -56,6 +56,9 @@ class Guard:
             f"factory(token_budget={config.token_budget}, max_seqs={config.max_seqs}, kv_tokens={config.kv_tokens})",
             factory, token_budget=config.token_budget, max_seqs=config.max_seqs, kv_tokens=config.kv_tokens,
         )
+        if isinstance(self.target, type):  # `return Scheduler`, not `return Scheduler(...)`
+            raise RuleViolation(PROTOCOL, 0, f"the factory returned the class {self.target.__qualname__} itself, "
+                                             "not a scheduler: name the class, or have the factory call it")
         for name in PROTOCOL_METHODS:
             method = self._call(f"getattr(scheduler, {name!r})", getattr, self.target, name, None)
             if not callable(method):

@@ -62,6 +62,8 @@ def verdict_line(report: Report, rule: str, verdict: Verdict) -> str:
 
 def summary(report: Report) -> str:
     broken = [r for r in report.counterexamples]
+    if not broken and report.refused and len(report.refused) == len(report.shapes):
+        return "nothing judged: the factory refused every config"
     if not broken:
         partial = f"; {len(report.partial)} of them in part, as their lines say" if report.partial else ""
         skipped = f"; {len(report.skipped)} capability test set(s) skipped" if report.skipped else ""

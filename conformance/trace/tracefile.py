@@ -42,7 +42,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from stallfree.spec import MAX_INT, Config, InvalidField
+from stallfree.spec import MAX_INT, Config, InvalidField, strictjson
 
 FORMAT_KEY = "stallfree_trace"
 FORMAT_VERSION = 1
@@ -104,7 +104,7 @@ def _list(line: int, where: str, value: object) -> list[Any]:
     return value
 
 
-_scan = json.JSONDecoder().scan_once  # the decoder's core, without json.loads' checks around it
+_scan = strictjson.scan_once  # the strict decoder's core, without the checks around it
 
 
 def _load(line: int, text: str | bytes) -> dict[str, Any]:
@@ -118,11 +118,10 @@ def _load(line: int, text: str | bytes) -> dict[str, Any]:
             raise ValueError("extra data after the value")
     except (StopIteration, ValueError, RecursionError):
         try:
-            data = json.loads(text)
-        except ValueError as error:  # JSONDecodeError, bad UTF-8, an int of more than 4300 digits
+            data = strictjson.loads(text)
+        except ValueError as error:  # JSONDecodeError, bad UTF-8, an int of more than 4300 digits,
+            # a key twice, NaN, too deep a nesting
             raise TraceError(line, f"not valid JSON: {error}") from None
-        except RecursionError:
-            raise TraceError(line, "JSON nested too deeply to read") from None
     if type(data) is not dict:
         raise TraceError(line, f"must be a JSON object, got {_show(data)}")
     return data

@@ -6,6 +6,10 @@ so each function repeats its contract's.)"""
 
 from __future__ import annotations
 
+# The search on each planted copy is bounded by a count of paths, not by seconds: CrossHair's search is
+# seeded, so it finds the same bug at the same path on any machine, each within 283 (DECODE-FIRST)
+# (proofs.contracts.run.PLANTED_ITERATIONS; docs/proofs.md).
+# crosshair: max_iterations=1000
 from collections.abc import Callable
 
 from .contracts import (

@@ -10,6 +10,10 @@ find each, naming the planted size, which shows the contract's postcondition can
 
 from __future__ import annotations
 
+# The search on each planted copy is bounded by a count of paths, not by seconds: CrossHair's search is
+# seeded, so it finds the same bug at the same path on any machine, each within 154 (the cancel contract)
+# (proofs.contracts.run.PLANTED_ITERATIONS; docs/proofs.md).
+# crosshair: max_iterations=1000
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
