@@ -99,6 +99,8 @@ class Player:
             raise InvalidField("the workload has a budget schedule; its contract has no set_budget (use budget-change)")
         if any(a.priority is not None for a in self.workload.requests) and not hasattr(monitor.shadow, "priority"):
             raise InvalidField("the workload gives priorities; its contract has none (use aging or priority)")
+        if any(a.content is not None for a in self.workload.requests) and not hasattr(monitor.shadow, "cache"):
+            raise InvalidField("the workload gives contents; its design caches no prefixes (use stallfree.prefix)")
         if (self.workload.has_stops or self.workload.cancels) and not hasattr(monitor, "require"):
             raise InvalidField("the workload stops or cancels requests; this design's monitor judges those in its "
                                "own tests, not in a played workload")
@@ -120,7 +122,9 @@ class Player:
                 b += 1
             while i < len(arrivals) and arrivals[i].arrival_step <= step:
                 a = arrivals[i]
-                if a.priority is None:
+                if a.content is not None:
+                    accepted = monitor.add(a.rid, a.prompt_len, a.max_new, a.content)
+                elif a.priority is None:
                     accepted = monitor.add(a.rid, a.prompt_len, a.max_new)
                 else:
                     accepted = monitor.add(a.rid, a.prompt_len, a.max_new, a.priority)

@@ -147,7 +147,7 @@ def workload_from(args: argparse.Namespace) -> Workload:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stallfree.spec.designs import PAGED, design_of
+    from stallfree.spec.designs import PAGED, PREFIX, design_of
 
     try:
         workload = workload_from(args)
@@ -165,10 +165,10 @@ def run(args: argparse.Namespace) -> int:
             check_output_file("--jsonl", args.jsonl)
         check_json(args)
         check_view_arguments(args)
-        if design_of(loaded) == PAGED:
+        if design_of(loaded) in (PAGED, PREFIX):
             from .paged_trace import trace_paged
 
-            return trace_paged(args, workload, factory)
+            return trace_paged(args, workload, factory, design_of(loaded))
     except (InvalidField, FieldTypeError, ValueError, ImportError) as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
         return exits.USAGE
