@@ -38,6 +38,7 @@ class PrefixTrack(PagedTrack):
 class PrefixShadow(PagedShadow):
     cache: Cache = field(default_factory=lambda: Cache(0))
     offered: Content = ()  # the content of the request being added (set by the monitor for accept)
+    num_hits: int = 0  # admissions that held at least one cached block
 
     def __post_init__(self) -> None:
         PagedShadow.__post_init__(self)
@@ -144,6 +145,7 @@ def allocate(shadow: PrefixShadow, cache: Cache, facts: PrefixFacts, commit: boo
                 track.shared.append(key)
         if commit:
             track.num_computed = num * bs
+            shadow.num_hits += num > 0
         facts.expected[track.rid] = (num, revived)
         cache.take(blocks_for(num * bs + c.n, bs) - num)
         facts.free_after.append(cache.num_free - cache.short)
