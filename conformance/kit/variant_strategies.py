@@ -37,8 +37,9 @@ def budgets(max_budget: int) -> st.SearchStrategy[Any]:
 @st.composite
 def variant_workloads(
     draw: Any, shape: Shape, refusals: bool, contract: Contract | None, stops: bool = False, cancels: bool = False,
+    shared: bool = False,
 ) -> Workload:
-    workload = draw(workloads(shape, refusals, stops, cancels))
+    workload = draw(workloads(shape, refusals, stops, cancels, shared))
     if contract is None:
         return workload
     if "BUDGET-CHANGE" in contract.ids:
