@@ -19,3 +19,9 @@ def test_trace_shows_hits_and_every_rule_holding(capsys) -> None:
 def test_trace_of_a_fault_names_its_rule(capsys) -> None:
     assert main(["trace", "--scheduler", "stallfree.prefix.faults:HitOneMore", "--workload", EXAMPLE]) == 1
     assert "HIT-SAME-TOKENS  BROKEN" in capsys.readouterr().out
+
+
+def test_the_python_example_of_docs_prefix_runs() -> None:
+    text = (Path(__file__).resolve().parents[1] / "docs" / "prefix.md").read_text()
+    block = text.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(block, "docs/prefix.md", "exec"), {})
