@@ -15,6 +15,9 @@ as `Request` is; what each does with them (hits, counts, eviction) each decides 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import cast
+
 from stallfree.spec.errors import FieldTypeError, InvalidField
 
 OWN = -1  # the first element of a block key held by one request alone
@@ -26,17 +29,18 @@ def check_content(content: object, prompt_len: int) -> Content:
     """`content` as a tuple of (content_id, length) pairs; raises naming the field and value if it is
     not one, or if its lengths exceed `prompt_len`."""
     try:
-        segments = tuple(content)  # type: ignore[call-overload]
+        segments = tuple(cast(Iterable[object], content))  # raises TypeError where it is not iterable
     except TypeError:
         raise FieldTypeError(f"content must be a sequence of (content_id, length) pairs, got {content!r:.80}") from None
     total = 0
-    out = []
+    out: list[tuple[int, int]] = []
     for i, segment in enumerate(segments):
         try:
-            cid, length = segment
+            cid, length = cast(tuple[object, object], segment)
         except (TypeError, ValueError):
             raise InvalidField(f"content[{i}] must be a (content_id, length) pair, got {segment!r:.60}") from None
-        if type(cid) is not int or type(length) is not int or cid < 0 or length < 1:
+        if not isinstance(cid, int) or not isinstance(length, int) or type(cid) is bool or type(length) is bool \
+                or cid < 0 or length < 1:
             raise InvalidField(f"content[{i}] must be ints content_id >= 0 and length >= 1, got {segment!r:.60}")
         total += length
         out.append((cid, length))

@@ -10,16 +10,17 @@ release on its own cache (`shadow`), and judges what the scheduler claims and sh
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from stallfree.spec.errors import InvalidField
 from stallfree.spec.paged_monitor import PagedMonitor, pool_of, refusal
+from stallfree.spec.paged_rules import PagedCheck
 from stallfree.spec.paged_shadow import observe, observe_emitted, read_live, read_preempted, read_view
 from stallfree.spec.types import Config
 from stallfree.spec.watch import judge
 
 from .keys import Content, check_content
-from .rules import AFTER_STEP, BEFORE_PREEMPTION, PrefixCheck, select
+from .rules import AFTER_STEP, BEFORE_PREEMPTION, select
 from .shadow import PrefixFacts, PrefixShadow, allocate, apply, read_cached
 
 
@@ -29,15 +30,15 @@ class PrefixMonitor(PagedMonitor):
     def __init__(self, scheduler: Any, config: Config, rules: Iterable[str] | None = None) -> None:
         self._start(scheduler, select(rules))
         self.config = config
-        self.shadow: PrefixShadow = PrefixShadow(config, pool_of(scheduler, config))  # type: ignore[assignment]
+        self.shadow: PrefixShadow = PrefixShadow(config, pool_of(scheduler, config))
         ids = {r.id for r in self.rules}
-        self._before: list[tuple[str, PrefixCheck]] = [(i, c) for i, c in BEFORE_PREEMPTION.items() if i in ids]  # type: ignore[assignment]
-        self._after: list[tuple[str, PrefixCheck]] = [(i, c) for i, c in AFTER_STEP.items() if i in ids]  # type: ignore[assignment]
+        self._before = [(i, cast(PagedCheck, c)) for i, c in BEFORE_PREEMPTION.items() if i in ids]
+        self._after = [(i, cast(PagedCheck, c)) for i, c in AFTER_STEP.items() if i in ids]
         self._checks_cancel = "CANCEL" in ids
         self.num_cancels = 0
         self._content: Content = ()
 
-    def add(self, rid: object, prompt_len: object, max_new: object, content: object = ()) -> bool:  # type: ignore[override]
+    def add(self, rid: object, prompt_len: object, max_new: object, content: object = ()) -> bool:
         """Offer a request with its `content` (none: every token its own)."""
         self._content = ()
         try:
@@ -85,11 +86,12 @@ class PrefixMonitor(PagedMonitor):
         self._pending = (plan, facts)
         return plan
 
-    def complete(self, stopped: Iterable[int] = ()) -> PrefixFacts:  # type: ignore[override]
+    def complete(self, stopped: Iterable[int] = ()) -> PrefixFacts:
         """Tell the scheduler the pending plan ran, judge what it reports and shows, advance the shadow."""
         if self._pending is None:
             raise RuntimeError("PrefixMonitor.complete() called without a pending plan")
-        plan, facts = self._pending
+        plan, paged_facts = self._pending
+        facts = cast(PrefixFacts, paged_facts)
         self._pending = None
         shadow = self.shadow
         stops = list(stopped)

@@ -14,6 +14,7 @@ prefill token) and its chunk's new blocks. The rules judge a preview of it on a 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 from stallfree.spec.facts import protocol
 from stallfree.spec.paged_shadow import PagedFacts, PagedShadow, PagedTrack, blocks_for
@@ -136,26 +137,26 @@ def allocate(shadow: PrefixShadow, cache: Cache, facts: PrefixFacts, commit: boo
     for c in facts.chunks:
         cache.take(blocks_for(c.start + c.n, bs) - blocks_for(c.start, bs))
     for c in facts.admitted:
-        track: PrefixTrack = c.track  # type: ignore[assignment]
-        num, revived = match(cache, track, bs)
+        admitted = cast(PrefixTrack, c.track)
+        num, revived = match(cache, admitted, bs)
         for j in range(num):
-            key, counted = track.key(j)
+            key, counted = admitted.key(j)
             cache.hold(key, counted)
             if commit and counted:
-                track.shared.append(key)
+                admitted.shared.append(key)
         if commit:
-            track.num_computed = num * bs
+            admitted.num_computed = num * bs
             shadow.num_hits += num > 0
-        facts.expected[track.rid] = (num, revived)
+        facts.expected[admitted.rid] = (num, revived)
         cache.take(blocks_for(num * bs + c.n, bs) - num)
         facts.free_after.append(cache.num_free - cache.short)
     facts.free_end, facts.short = cache.num_free - cache.short, cache.short
     if not commit:
         facts.evicted, facts.kept = cache.evicted, list(cache.lru)
-    admitted = {c.track.rid for c in facts.admitted}
-    head = next((t for t in shadow.waiting if t.rid not in admitted), None)
+    rids = {c.track.rid for c in facts.admitted}
+    head = cast("PrefixTrack | None", next((t for t in shadow.waiting if t.rid not in rids), None))
     if head is not None:
-        facts.head = (head, *match(cache, head, bs))  # type: ignore[arg-type]
+        facts.head = (head, *match(cache, head, bs))
 
 
 def register(shadow: PrefixShadow, facts: PrefixFacts) -> None:
@@ -163,7 +164,7 @@ def register(shadow: PrefixShadow, facts: PrefixFacts) -> None:
     leaves the block a private copy)."""
     bs = shadow.pool.block_size
     for c in facts.chunks + facts.admitted:
-        track: PrefixTrack = c.track  # type: ignore[assignment]
+        track = cast(PrefixTrack, c.track)
         full = min(track.num_computed // bs, len(track.keys))
         while len(track.shared) < full:
             key = track.keys[len(track.shared)]
