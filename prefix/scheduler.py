@@ -11,7 +11,7 @@ admission under the watermark, newest-first recompute preemption). What it adds:
 - SHARED-READONLY: a hit is whole blocks, and every chunk computes into blocks its request alone holds.
 - FREE-AT-ZERO: a block shared by several requests returns to the pool only when the last of them
   lets it go; a full block then stays cached while free (a request's own blocks only while it waits
-  to be recomputed).
+  to be recomputed: those past its hit become empty when it is admitted again, those left when it ends).
 - EVICT-LRU: a new block is an empty one if any is left, else the least recently freed cached one.
   A request lets its blocks go last block first, so a prefix outlives the blocks that extend it.
 
@@ -104,9 +104,10 @@ class Scheduler(Paged):
     def hold(self, seq: Seq, num: int) -> None:
         """SHARED-READONLY: `seq` holds its first `num` blocks from the cache, read-only; its prefill
         starts after them."""
+        keys, shared = self._keys[seq.rid], self._shared[seq.rid]
+        self.drop_own(seq, max(num, len(keys)))  # the rest of its own cached blocks it computes again
         if not num:
             return
-        keys, shared = self._keys[seq.rid], self._shared[seq.rid]
         for j in range(num):
             key = keys[j] if j < len(keys) else own_key(seq.rid, j)
             if key in self._lru:
@@ -184,9 +185,14 @@ class Scheduler(Paged):
     def end(self, seq: Seq, phase: Phase) -> None:
         """The paged end; the request's own cached blocks become empty (no one else can hit them)."""
         super().end(seq, phase)
-        for j in range(blocks_for(seq.request.prompt_len + seq.request.max_new, self.block_size)):
-            self._lru.pop(own_key(seq.rid, j), None)
+        self.drop_own(seq, 0)
         del self._keys[seq.rid], self._shared[seq.rid]
+
+    def drop_own(self, seq: Seq, first: int) -> None:
+        """`seq`'s own cached blocks from index `first` on become empty: no other request can hit them,
+        and it computes them again (a second copy under the same key would be stale)."""
+        for j in range(first, blocks_for(seq.request.prompt_len + seq.request.max_new, self.block_size)):
+            self._lru.pop(own_key(seq.rid, j), None)
 
     # -- read-only views -------------------------------------------------------------------------
 

@@ -129,3 +129,18 @@ def test_evicting_the_newest_is_caught_as_evict_lru_or_as_the_hit_it_spoils() ->
             named.append(violation.rule)
     assert set(named) <= {"EVICT-LRU", "CACHED-NOT-PREFILLED"}
     assert named.count("EVICT-LRU") > len(named) // 2
+
+
+def test_a_recomputed_request_leaves_no_stale_copy_of_its_own_blocks_in_the_cache() -> None:
+    """Found by the state machine: a preempted request re-admitted with a hit shorter than its own
+    cached blocks computes the rest again; the old copies must not stay cached under the same keys
+    (FREE-AT-ZERO would see a block shown free while the request holds its key)."""
+    s = Scheduler(4, 3, 22, block_size=2, watermark=0)
+    m = PrefixMonitor(s, s.config)
+    m.add(0, 11, 6)
+    m.add(1, 1, 1)
+    m.add(2, 4, 1, ((0, 4),))
+    m.add(3, 4, 4, ((0, 4),))
+    while not m.is_idle:
+        m.step()
+    assert s.num_preemptions == 1 and s.num_hits == 2

@@ -139,6 +139,8 @@ def allocate(shadow: PrefixShadow, cache: Cache, facts: PrefixFacts, commit: boo
     for c in facts.admitted:
         admitted = cast(PrefixTrack, c.track)
         num, revived = match(cache, admitted, bs)
+        for j in range(max(num, len(admitted.keys)), shadow.pool.peak(admitted.request) + 1):
+            cache.drop(own_key(admitted.rid, j))  # its own cached blocks past the hit: computed again
         for j in range(num):
             key, counted = admitted.key(j)
             cache.hold(key, counted)
