@@ -25,3 +25,16 @@ def test_every_reachable_state_keeps_the_prefix_rules_with_hits_and_shared_block
 def test_the_model_check_finds_a_prefix_fault_under_its_rule(fault: type) -> None:
     r = check(Bounds(3, 2, 6, 2, 4, 3), factory=fault, contents=SHARED)
     assert r.counterexample is not None and r.counterexample.rule == fault.breaks, r.counterexample
+
+
+def test_prove_runs_the_prefix_model_check_and_its_negative_controls(capsys) -> None:
+    from stallfree.main import main
+
+    base = ["prove", "--scheduler", "stallfree.prefix:small_blocks", "--bound", "2,2,6,2,4,2", "--methods", "model,z3"]
+    assert main(base) == 0
+    out = capsys.readouterr().out
+    assert "ALL PREFIX RULES" in out and "holds" in out and "not checked" in out
+    assert main([*base[:3], "--bound", "3,2,6,2,4,3", "--methods", "model", "--fault", "SHARED-READONLY"]) == 1
+    assert "SHARED-READONLY" in capsys.readouterr().out
+    assert main([*base[:3], "--fault", "HIT-SAME-TOKENS"]) == 2  # its fault is not reached at these bounds: said
+    assert "HitOneMore" in capsys.readouterr().err
