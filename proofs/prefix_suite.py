@@ -22,21 +22,21 @@ CONTENTS = ((), ((0, 2),))  # no content, or a one-block system prompt
 METHOD = "model check (prefix)"
 
 
-UNREACHED = {"HIT-SAME-TOKENS": "HitOneMore needs a prompt of five tokens or more beside a hit, which the faults' "
-                                  "3-block pool refuses at the bounds the model check runs; the monitor sessions, the "
-                                  "state machine and the kit find it (docs/prefix.md)"}
+# HitOneMore's extra block needs a prompt of five beside a hit, on a pool that holds it with the watermark.
+FAULT_BOUNDS = {"HIT-SAME-TOKENS": "3,1,10,2,5,1"}
 
 
 def fault(rule: str) -> type[PrefixFault]:
-    """The prefix scheduler that breaks `rule`; ValueError naming the rules that have one the model check
-    reaches."""
-    if rule in UNREACHED:
-        raise ValueError(f"--fault {rule}: {UNREACHED[rule]}")
+    """The prefix scheduler that breaks `rule`; ValueError naming the rules that have one."""
     for f in PREFIX_FAULTS:
         if f.breaks == rule:
             return f
-    rules = ", ".join(f.breaks for f in PREFIX_FAULTS if f.breaks not in UNREACHED)
-    raise ValueError(f"no prefix fault the model check reaches breaks {rule}; they break {rules}")
+    raise ValueError(f"no prefix fault breaks {rule}; they break {', '.join(f.breaks for f in PREFIX_FAULTS)}")
+
+
+def control_bound(rule: str) -> Bounds:
+    """The bound at which the model check finds `rule`'s fault."""
+    return Bounds.parse(FAULT_BOUNDS.get(rule, DEFAULT_BOUND))
 
 
 def model_rows(bound: Bounds, factory: Callable[..., Any], max_states: int | None = None) -> list[Row]:

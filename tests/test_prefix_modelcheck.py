@@ -27,6 +27,12 @@ def test_the_model_check_finds_a_prefix_fault_under_its_rule(fault: type) -> Non
     assert r.counterexample is not None and r.counterexample.rule == fault.breaks, r.counterexample
 
 
+def test_the_model_check_finds_a_hit_past_the_cached_run_where_the_pool_holds_one() -> None:
+    """HitOneMore needs a five-token prompt beside a hit: a 5-block pool, one slot."""
+    r = check(Bounds(3, 1, 10, 2, 5, 1), factory=faults.HitOneMore, contents=SHARED)
+    assert r.counterexample is not None and r.counterexample.rule == "HIT-SAME-TOKENS", r.counterexample
+
+
 def test_prove_runs_the_prefix_model_check_and_its_negative_controls(capsys) -> None:
     from stallfree.main import main
 
@@ -36,5 +42,5 @@ def test_prove_runs_the_prefix_model_check_and_its_negative_controls(capsys) -> 
     assert "ALL PREFIX RULES" in out and "holds" in out and "not checked" in out
     assert main([*base[:3], "--bound", "3,2,6,2,4,3", "--methods", "model", "--fault", "SHARED-READONLY"]) == 1
     assert "SHARED-READONLY" in capsys.readouterr().out
-    assert main([*base[:3], "--fault", "HIT-SAME-TOKENS"]) == 2  # its fault is not reached at these bounds: said
-    assert "HitOneMore" in capsys.readouterr().err
+    assert main([*base[:3], "--fault", "HIT-SAME-TOKENS"]) == 1  # at its own control bound
+    assert "HIT-SAME-TOKENS" in capsys.readouterr().out

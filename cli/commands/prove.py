@@ -193,13 +193,14 @@ def prefix_rows(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from stallfree.proofs.explicit.bounds import Bounds
 
     factory = load_scheduler(args.scheduler)
+    bound = Bounds.parse(args.bound or prefix_suite.DEFAULT_BOUND)
     if args.fault is not None:
         factory = prefix_suite.fault(args.fault.upper())
+        bound = Bounds.parse(args.bound) if args.bound else prefix_suite.control_bound(args.fault.upper())
     elif factory not in (small_blocks, faults.small) and not getattr(factory, "__module__", "").startswith(
             "stallfree.prefix"):
         raise ValueError(f"--scheduler {args.scheduler!r}: the prefix model check runs the project's own prefix "
                          "schedulers (stallfree.prefix:small_blocks, the faults) only")
-    bound = Bounds.parse(args.bound or prefix_suite.DEFAULT_BOUND)
     methods = paged_methods(args)
     rows = prefix_suite.model_rows(bound, factory, args.max_states) if "model" in methods else []
     return rows + prefix_suite.not_written(methods)
