@@ -140,6 +140,20 @@ class IgnoreWatermark(PrefixFault):
         return self._free_blocks - revived - new >= 0
 
 
+class CountRevivedTwice(PrefixFault):
+    """While others run, counts the free cached blocks a hit takes back twice against the watermark, so a
+    head that fits waits with budget left. (With nothing running, the same mistake leaves the plan
+    empty, which PROGRESS reports first; this fault makes it only where WORK-CONSERVING judges it.)"""
+
+    breaks = "WORK-CONSERVING"
+
+    def hit_admits(self, num: int, revived: int, n: int) -> bool:
+        times = 2 if self._running else 1
+        new = blocks_for(num * self.block_size + n, self.block_size) - num
+        return self._free_blocks - times * revived - new >= self.watermark
+
+
 PREFIX_FAULTS: tuple[type[PrefixFault], ...] = (
     WriteShared, HitOneMore, HitOneShort, ChargeCached, FreeShared, FreeFirstBlockFirst, IgnoreWatermark,
+    CountRevivedTwice,
 )

@@ -24,14 +24,21 @@ METHOD = "model check (prefix)"
 
 # HitOneMore's extra block needs a prompt of five beside a hit, on a pool that holds it with the watermark.
 FAULT_BOUNDS = {"HIT-SAME-TOKENS": "3,1,10,2,5,1"}
+# CountRevivedTwice (WORK-CONSERVING) is found by the monitor sessions and the state machine, at no bound
+# the model check runs in seconds: --fault WORK-CONSERVING is refused rather than shown holding.
+UNREACHED = {"WORK-CONSERVING"}
 
 
 def fault(rule: str) -> type[PrefixFault]:
-    """The prefix scheduler that breaks `rule`; ValueError naming the rules that have one."""
+    """The prefix scheduler that breaks `rule`; ValueError naming the rules that have one the model check finds."""
+    if rule in UNREACHED:
+        raise ValueError(f"--fault {rule}: its prefix fault is found by the monitor sessions and the state machine, "
+                         "not by the model check at a small bound (docs/prefix.md)")
     for f in PREFIX_FAULTS:
         if f.breaks == rule:
             return f
-    raise ValueError(f"no prefix fault breaks {rule}; they break {', '.join(f.breaks for f in PREFIX_FAULTS)}")
+    rules = ", ".join(f.breaks for f in PREFIX_FAULTS if f.breaks not in UNREACHED)
+    raise ValueError(f"no prefix fault the model check finds breaks {rule}; they break {rules}")
 
 
 def control_bound(rule: str) -> Bounds:
