@@ -24,7 +24,7 @@ def test_the_prefix_scheduler_keeps_every_prefix_rule_through_the_kit() -> None:
     assert report.ok and all(v == PASS for v in report.verdicts.values()), report.verdicts
 
 
-SLOW = {"HitOneShort", "FreeShared", "WriteShared"}  # over 100 s each on a loaded machine: --deep runs them
+SLOW = {"HitOneShort", "FreeShared", "WriteShared"}  # 12 to 34 s each, over 100 s on a loaded machine: --deep
 
 
 @pytest.mark.parametrize("fault", [pytest.param(f.__name__, marks=[pytest.mark.deep] if f.__name__ in SLOW else [])
