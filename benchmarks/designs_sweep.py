@@ -22,12 +22,13 @@ from pathlib import Path
 
 from stallfree.costs import Deployment, Roofline
 from stallfree.costs.presets import gpu, model
-from stallfree.sim.designs import DESIGNS, DesignRun, run_design
+from stallfree.sim.designs import DesignRun, run_design
 from stallfree.sim.trace import load
 from stallfree.spec import Config
 
 BUDGET = 2048
 SLOTS = 256
+SWEPT = ("reservation", "paged")  # the prefix design is compared on shared prompts: benchmarks/prefix_designs.py
 WIN = 1.05  # paged "beats" reservation when its throughput is 5% higher
 
 
@@ -137,7 +138,7 @@ def main() -> None:
         plan += [(SLOTS, rates[-1], cap, pool) for pool in pools for cap in (None, 2048)]
         for slots, rate, cap, pool in plan:
             config = Config(BUDGET, slots, pool)
-            for design in DESIGNS:
+            for design in SWEPT:
                 r = row(name, slots, run_design(design, trace, config, roofline, cap, rate))
                 r["kv_tokens"] = pool
                 rows.append(r)

@@ -175,7 +175,14 @@ class Scheduler:
                 left -= n
         # 3. Then the waiting head, first come first served, while budget, a slot and the watermark
         #    allow; never in a step that preempted. The head blocks those behind it.
-        while not preempted and left and self._waiting and len(self._running) < self.config.max_seqs:
+        if not preempted:
+            self.admit_waiting(step, left, entries)
+        self._planned = self.plan_of(step, entries, preempted)
+        return self._planned
+
+    def admit_waiting(self, step: int, left: int, entries: list[Entry]) -> None:
+        """FCFS admission of the waiting head while `left` budget, a slot and the watermark allow."""
+        while left and self._waiting and len(self._running) < self.config.max_seqs:
             seq = self._waiting[0]
             n = min(seq.target, left)
             if not self.admits(seq, n):
@@ -186,8 +193,10 @@ class Scheduler:
             self.take(seq, n)
             entries.append(Entry(seq.rid, n))
             left -= n
-        self._planned = PagedPlan(step, tuple(entries), tuple(preempted))
-        return self._planned
+
+    def plan_of(self, step: int, entries: list[Entry], preempted: list[int]) -> PagedPlan:
+        """The plan of `step`: its entries and the rids it preempted, newest first."""
+        return PagedPlan(step, tuple(entries), tuple(preempted))
 
     def complete(self, plan: PagedPlan, stopped: object = ()) -> tuple[int, ...]:
         """Record that `plan` ran. Returns the rids that emitted a token: the decodes, then the
@@ -215,6 +224,7 @@ class Scheduler:
             if seq.stored_computed >= seq.target:
                 emitted.append(rid)
                 self._become_ready(seq, step)
+        self.prefilled(chunks)
         self._planned = None
         self._num_steps += 1  # the ends below see the step's tokens counted
         for seq in self._finishing.pop(step, {}).values():
@@ -289,6 +299,10 @@ class Scheduler:
         if more > 0:
             seq.num_blocks += more
             self._free_blocks -= more
+
+    def prefilled(self, chunks: tuple[Entry, ...]) -> None:
+        """The step's prefill `chunks` are in KV, before the step's ends (nothing to record here; the
+        prefix-caching design registers the blocks they filled)."""
 
     def end(self, seq: Seq, phase: Phase) -> None:
         """BLOCKS: `seq` finished, stopped or was cancelled: its blocks return now, and its record goes (its final

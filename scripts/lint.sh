@@ -8,5 +8,5 @@ tree="$(mktemp -d)"
 trap 'rm -rf "$tree"' EXIT
 mkdir "$tree/stallfree"
 for f in cli/*.py; do ln -s "$root/$f" "$tree/stallfree/"; done
-for pkg in spec reference paged; do ln -s "$root/$pkg" "$tree/stallfree/$pkg"; done
-(cd "$tree" && mypy --strict --no-incremental -p stallfree.spec -p stallfree.reference -p stallfree.paged)
+for pkg in spec reference paged prefix; do ln -s "$root/$pkg" "$tree/stallfree/$pkg"; done
+(cd "$tree" && mypy --strict --no-incremental -p stallfree.spec -p stallfree.reference -p stallfree.paged -p stallfree.prefix)

@@ -21,6 +21,7 @@ from typing import Any
 
 from stallfree.costs import Roofline
 from stallfree.paged import Scheduler as Paged
+from stallfree.prefix import Scheduler as Prefix
 from stallfree.reference import Scheduler as Reference
 from stallfree.spec import Config
 
@@ -29,7 +30,7 @@ from .stream import Stream
 from .summary import Summary, summarise
 from .trace import Trace
 
-DESIGNS = ("reservation", "paged")
+DESIGNS = ("reservation", "paged", "prefix")
 
 
 @dataclass(slots=True)
@@ -48,6 +49,14 @@ class DesignStats:
     recomputed_tokens: int = 0
     recompute_seconds: float = 0.0
     kv_tokens: int = 0
+    hit_tokens: int = 0  # prefill positions taken from cached blocks (prefix design)
+    prefill_tokens: int = 0  # prefill positions computed, recompute included
+
+    @property
+    def hit_rate(self) -> float:
+        """Share of the prefill positions admissions needed that came from the cache."""
+        total = self.hit_tokens + self.prefill_tokens
+        return self.hit_tokens / total if total else 0.0
 
     @property
     def mean_running(self) -> float:
@@ -65,8 +74,18 @@ class DesignStats:
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
-        out.update(mean_running=self.mean_running, kv_held=self.kv_held, kv_used=self.kv_used)
+        out.update(mean_running=self.mean_running, kv_held=self.kv_held, kv_used=self.kv_used, hit_rate=self.hit_rate)
         return out
+
+
+def fed(contents: dict[int, Any]) -> Callable[..., Any]:
+    """The prefix scheduler, each add() given its request's content from `contents`."""
+
+    class Fed(Prefix):
+        def add(self, rid: int, prompt_len: int, max_new: int, content: object = ()) -> None:
+            super().add(rid, prompt_len, max_new, content or contents.get(rid, ()))
+
+    return Fed
 
 
 class DesignSimulation(Simulation):
@@ -90,10 +109,15 @@ class DesignSimulation(Simulation):
             stream.num_computed = 0
             stream.target = stream.prompt_len + stream.num_emitted  # its residency's prefill, from position 0
             self.stats.preemptions += 1
+        for rid, cached in getattr(plan, "cached", ()):  # an admission's hit: its chunk starts after it
+            streams[rid].num_computed = cached
+            self.used += cached
+            self.stats.hit_tokens += cached
 
     def measure(self, m: Measured) -> None:
         super().measure(m)
         self.used += m.num_tokens
+        self.stats.prefill_tokens += m.num_tokens - m.num_decodes
         if not m.num_tokens:
             return
         st, seconds = self.stats, m.seconds
@@ -118,9 +142,10 @@ class DesignRun:
 
 
 def run_design(design: str, trace: Trace, config: Config, roofline: Roofline, cap: int | None = None,
-               rate_scale: float = 1.0) -> DesignRun:
-    """One run of `design` ("reservation" or "paged") over `trace` with outputs capped at `cap`
-    (requests reserving it under the reservation design; None: the exact max_new)."""
+               rate_scale: float = 1.0, contents: dict[int, Any] | None = None) -> DesignRun:
+    """One run of `design` ("reservation", "paged" or "prefix") over `trace` with outputs capped at `cap`
+    (requests reserving it under the reservation design; None: the exact max_new). `contents` gives
+    requests' content by rid (`stallfree.prefix.contract.keys`; the prefix design reads it)."""
     if design not in DESIGNS:
         raise ValueError(f"design {design!r} is unknown; the designs are {', '.join(DESIGNS)}")
     shaped = trace.scaled(rate_scale)
@@ -129,8 +154,8 @@ def run_design(design: str, trace: Trace, config: Config, roofline: Roofline, ca
         shaped = Trace(shaped.name, fits)
     stats = DesignStats(design, cap, rate_scale, kv_tokens=config.kv_tokens)
     factory: Callable[..., Any]
-    if design == "paged":
-        factory = Paged
+    if design in ("paged", "prefix"):
+        factory = Paged if design == "paged" else fed(contents or {})
 
         def held(s: Any) -> int:
             return (s.num_blocks - s.free_blocks) * s.block_size

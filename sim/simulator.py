@@ -78,6 +78,7 @@ class Measured:
     kv_reserved: int  # the planned requests' prompt_len + max_new
     kv_used: int  # KV positions of the planned requests
     recomputed: int  # tokens run again after a preemption
+    num_decodes: int = 0  # of the plan's entries
 
 
 @dataclass(slots=True)
@@ -212,7 +213,7 @@ class Simulation:
             num_tokens += n
         seconds = self.roofline.seconds(num_tokens, pairs, kv_read)
         end = clock + seconds
-        self.measure(Measured(seconds, end, len(plan), num_tokens, kv_reserved, kv_used, recomputed))
+        self.measure(Measured(seconds, end, len(plan), num_tokens, kv_reserved, kv_used, recomputed, num_decodes))
         emitted = self.scheduler.complete(given, stopped) if stopped else self.scheduler.complete(given)
         self.emit(emitted, end)
         result = self.result

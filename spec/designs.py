@@ -2,7 +2,8 @@
 
 "reservation" (the reference's: prompt_len + max_new taken at admission) is judged by `Monitor`
 against `rules.RULES`; "paged" (blocks taken as tokens are computed, recompute preemption) by
-`PagedMonitor` against `paged_rules.PAGED_RULES`. A scheduler (or its factory) names its design in
+`PagedMonitor` against `paged_rules.PAGED_RULES`; "prefix" (the paged design with prefix caching,
+`stallfree.prefix`) by its `PrefixMonitor` against its `PREFIX_RULES`. A scheduler (or its factory) names its design in
 a `design` attribute; one that names none is the reservation design's.
 """
 
@@ -11,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from stallfree.prefix.contract.monitor import PrefixMonitor  # the prefix design's contract: layer 0
+from stallfree.prefix.contract.rules import PREFIX_RULES
+
 from .monitor import Monitor
 from .paged_monitor import PagedMonitor
 from .paged_rules import PAGED_RULES
@@ -18,8 +22,9 @@ from .rules import RULES, Rule, select_from
 
 RESERVATION = "reservation"
 PAGED = "paged"
-MONITORS: dict[str, Callable[..., Any]] = {RESERVATION: Monitor, PAGED: PagedMonitor}
-REGISTRIES: dict[str, tuple[Rule, ...]] = {RESERVATION: RULES, PAGED: PAGED_RULES}
+PREFIX = "prefix"
+MONITORS: dict[str, Callable[..., Any]] = {RESERVATION: Monitor, PAGED: PagedMonitor, PREFIX: PrefixMonitor}
+REGISTRIES: dict[str, tuple[Rule, ...]] = {RESERVATION: RULES, PAGED: PAGED_RULES, PREFIX: PREFIX_RULES}
 
 
 def design_of(obj: object) -> str:

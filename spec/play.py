@@ -97,6 +97,7 @@ class Player:
         budgets = self.workload.budgets
         if budgets and not hasattr(monitor, "set_budget"):
             raise InvalidField("the workload has a budget schedule; its contract has no set_budget (use budget-change)")
+        check_contents(self.workload, monitor)
         if any(a.priority is not None for a in self.workload.requests) and not hasattr(monitor.shadow, "priority"):
             raise InvalidField("the workload gives priorities; its contract has none (use aging or priority)")
         if (self.workload.has_stops or self.workload.cancels) and not hasattr(monitor, "require"):
@@ -120,10 +121,7 @@ class Player:
                 b += 1
             while i < len(arrivals) and arrivals[i].arrival_step <= step:
                 a = arrivals[i]
-                if a.priority is None:
-                    accepted = monitor.add(a.rid, a.prompt_len, a.max_new)
-                else:
-                    accepted = monitor.add(a.rid, a.prompt_len, a.max_new, a.priority)
+                accepted = monitor.add(a.rid, a.prompt_len, a.max_new, *extra_of(a))
                 stats.accepted += accepted
                 stats.refused += not accepted
                 if accepted:
@@ -195,3 +193,17 @@ def play(
     monitor (`monitor`, a design's; of `contract`, when given) until every accepted request has ended.
     Raises RuleViolation on the first broken rule."""
     return Player(workload, factory, rules, on_step, on_add, contract, on_cancel, monitor).play()
+
+
+def extra_of(a: Arrival) -> tuple[Any, ...]:
+    """What add() takes beyond (rid, prompt_len, max_new) for arrival `a`: its content (the prefix
+    design's), or its priority (a priority contract's), or nothing."""
+    if a.content is not None:
+        return (a.content,)
+    return () if a.priority is None else (a.priority,)
+
+
+def check_contents(workload: Workload, monitor: Any) -> None:
+    """A workload that gives contents is played only under a design that caches prefixes."""
+    if any(a.content is not None for a in workload.requests) and not hasattr(monitor.shadow, "cache"):
+        raise InvalidField("the workload gives contents; its design caches no prefixes (use stallfree.prefix)")

@@ -88,6 +88,10 @@ class Watch(ABC, Generic[ShadowT, FactsT]):
     def refusal(self, rid: object, prompt_len: object, max_new: object) -> str | None:
         """Why the design's contract refuses add(rid, prompt_len, max_new) now, or None to accept."""
 
+    def offer(self, rid: object, prompt_len: object, max_new: object) -> None:
+        """Pass add() to the scheduler (a design whose requests carry more passes that too)."""
+        self.scheduler.add(rid, prompt_len, max_new)
+
     def add(self, rid: object, prompt_len: object, max_new: object) -> bool:
         """Offer a request. Returns True if accepted, False if (rightly) refused; raises
         RuleViolation('NEVER-FIT') if the scheduler accepts what it must refuse or the reverse."""
@@ -95,7 +99,7 @@ class Watch(ABC, Generic[ShadowT, FactsT]):
         verdict = self.refusal(rid, prompt_len, max_new)
         raised: BaseException | None = None
         try:
-            self.scheduler.add(rid, prompt_len, max_new)
+            self.offer(rid, prompt_len, max_new)
         except Exception as error:  # judged below; anything but ValueError/TypeError on a valid
             if verdict is None and not isinstance(error, ValueError | TypeError):
                 raise  # request is a crash of the scheduler, not a refusal

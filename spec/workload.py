@@ -16,6 +16,9 @@ schedule `[{"step": 3, "token_budget": 2}, ...]`: set_budget(token_budget) is ca
 step numbered `step`, before that step's arrivals (`stallfree.spec.budget_change`). Both are left out
 of the JSON when absent, so a workload of the reference's contract reads as it always did.
 
+`content` (optional, the prefix-caching design's): the request's leading tokens as [content_id,
+length] segments (`stallfree.prefix.contract.keys`), passed as add(rid, prompt_len, max_new, content).
+
 `stop_after` (optional): the request stops on its `stop_after`-th token, as a model sampling its end
 token would (complete() is told so on that step); without it, or at or past max_new, it runs to max_new.
 A cancel is offered just before step `step` is planned (after that step's arrivals), or, with
@@ -50,6 +53,7 @@ class Arrival:
     arrival_step: int = 0
     priority: Any = None  # None: add() is called without one
     stop_after: int | None = None  # the token it stops on (its real output length); None: max_new
+    content: Any = None  # the prefix design's (content_id, length) segments; None: add() is called without
 
     def __post_init__(self) -> None:
         _check_step("arrival_step", self.arrival_step)
@@ -59,7 +63,7 @@ class Arrival:
     def to_json(self) -> dict[str, Any]:
         """Optional fields are left out when absent, so a plain workload reads as it always did."""
         data = asdict(self)
-        for name in ("priority", "stop_after"):
+        for name in ("priority", "stop_after", "content"):
             if data[name] is None:
                 del data[name]
         return data
@@ -145,7 +149,7 @@ class Workload:
             try:
                 arrivals.append(Arrival(
                     item["rid"], item["prompt_len"], item["max_new"], item.get("arrival_step", 0), item.get("priority"),
-                    item.get("stop_after"),
+                    item.get("stop_after"), item.get("content"),
                 ))
             except (InvalidField, FieldTypeError) as error:
                 raise type(error)(f"workload.requests[{i}].{error}") from None
@@ -161,7 +165,7 @@ class Workload:
 
 
 WORKLOAD_FIELDS = ("config", "requests", "budgets", "cancels")
-REQUEST_FIELDS = ("rid", "prompt_len", "max_new", "arrival_step", "priority", "stop_after")
+REQUEST_FIELDS = ("rid", "prompt_len", "max_new", "arrival_step", "priority", "stop_after", "content")
 
 
 def _no_unknown(where: str, data: dict[Any, Any], known: tuple[str, ...]) -> None:

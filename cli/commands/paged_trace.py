@@ -17,7 +17,6 @@ from stallfree import exits
 from stallfree.spec import RuleViolation, Workload, play
 from stallfree.spec.loader import FactoryError
 from stallfree.spec.paged_monitor import PagedMonitor
-from stallfree.spec.paged_rules import PAGED_RULES, select
 from stallfree.spec.verdict import Verdict, as_json, lines
 from stallfree.view.paged import PagedRecorder, entries_of
 from stallfree.view.table import verdicts, wrap_entries
@@ -44,17 +43,22 @@ def row(facts: Any, budget: int, free_blocks: int) -> str:
     return "\n".join([line, *(f"{'':>5}  {part}" for part in more)])
 
 
-def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any]) -> int:
+def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any],
+                design: str = "paged") -> int:
+    """The step table and verdicts of a paged-family design ("paged", or "prefix": its hits shown too)."""
     if args.jsonl:
         raise ValueError("--jsonl: the trace format has no preemption events; it records the reservation design only")
     drawn = [f"--{name}" for name in ("invariants", "ms") if getattr(args, name, None)]
     if drawn:
         raise ValueError(f"{', '.join(drawn)}: the reservation design's views; a paged trace prints its step table "
                          "and draws it with --plot and --html")
-    checked = [r.id for r in select(args.rules)]  # raises naming an ID the paged registry does not hold
+    from stallfree.spec.designs import MONITORS, REGISTRIES, rules_of
+
+    checked = [r.id for r in rules_of(design, args.rules)]  # raises naming an ID the registry does not hold
+    monitor_class, registry = MONITORS[design], REGISTRIES[design]
     cfg = workload.config
     print(f"budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, kv_tokens {cfg.kv_tokens}; "
-          f"scheduler {args.scheduler} (paged design)")
+          f"scheduler {args.scheduler} ({design} design)")
     print(HEADER)
 
     recorder = PagedRecorder(workload, args.scheduler)
@@ -65,6 +69,9 @@ def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[
         if facts.preempted:
             victims = " ".join(f"r{t.rid}" for t in facts.preempted)
             print(f"{'':>5}  preempted: {victims} (blocks freed, back at the head)")
+        for rid, cached in getattr(facts, "claimed", {}).items():
+            if cached:
+                print(f"{'':>5}  hit: r{rid} holds {cached} cached token(s); its chunk starts at {cached}")
 
     def on_add(a: Any, accepted: bool) -> None:
         recorder.on_add(a, accepted)
@@ -74,7 +81,7 @@ def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[
     violation = None
     steps = adds = 0
     try:
-        stats = play(workload, factory, checked, on_step=on_step, on_add=on_add, monitor=PagedMonitor)  # type: ignore[arg-type]
+        stats = play(workload, factory, checked, on_step=on_step, on_add=on_add, monitor=monitor_class)  # type: ignore[arg-type]
         steps, adds = stats.steps, stats.accepted + stats.refused
     except RuleViolation as error:
         violation = error
@@ -82,7 +89,7 @@ def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[
         print(f"stallfree trace: {error}", file=sys.stderr)
         return exits.USAGE
     print()
-    judged = verdicts(checked, steps, violation, adds, registry=PAGED_RULES)
+    judged = verdicts(checked, steps, violation, adds, registry=registry)
     for i, j in enumerate(judged):  # a workload carries no cancels: CANCEL was judged on none
         if j.claim == "CANCEL" and j.verdict is Verdict.HOLDS:
             judged[i] = type(j)("CANCEL", Verdict.NOT_JUDGED, "(no cancel in a workload)")
@@ -97,7 +104,7 @@ def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[
 
             write_output("--html", args.html, paged_page(recorder))
             print(f"html: {args.html}")
-        write_json(args, {"scheduler": args.scheduler, "design": "paged", "config": workload.to_json()["config"],
+        write_json(args, {"scheduler": args.scheduler, "design": design, "config": workload.to_json()["config"],
                           "rules": as_json(judged)})
     except ValueError as error:  # checked before the run, yet the write failed
         print(f"stallfree trace: {error}", file=sys.stderr)

@@ -207,6 +207,33 @@ def paged_methods(args: argparse.Namespace) -> tuple[str, ...]:
     return methods
 
 
+def is_prefix(args: argparse.Namespace) -> bool:
+    from stallfree.spec.designs import PREFIX, design_of
+
+    return args.scheduler is not None and design_of(load_scheduler(args.scheduler)) == PREFIX
+
+
+def prefix_rows(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """The rows of a prefix-caching scheduler: its model check (the project's own scheduler and faults
+    only: another one's hidden state is not declared), the other methods not checked."""
+    from stallfree.prefix import faults, small_blocks
+    from stallfree.proofs import prefix_suite
+    from stallfree.proofs.explicit.bounds import Bounds
+
+    factory = load_scheduler(args.scheduler)
+    bound = Bounds.parse(args.bound or prefix_suite.DEFAULT_BOUND)
+    if args.fault is not None:
+        factory = prefix_suite.fault(args.fault.upper())
+        bound = Bounds.parse(args.bound) if args.bound else prefix_suite.control_bound(args.fault.upper())
+    elif factory not in (small_blocks, faults.small) and not getattr(factory, "__module__", "").startswith(
+            "stallfree.prefix"):
+        raise ValueError(f"--scheduler {args.scheduler!r}: the prefix model check runs the project's own prefix "
+                         "schedulers (stallfree.prefix:small_blocks, the faults) only")
+    methods = paged_methods(args)
+    rows = prefix_suite.model_rows(bound, factory, args.max_states) if "model" in methods else []
+    return rows + prefix_suite.not_written(methods)
+
+
 def is_paged(args: argparse.Namespace) -> bool:
     from stallfree.spec.designs import PAGED, design_of
 
@@ -222,11 +249,16 @@ def run(args: argparse.Namespace) -> int:
     from stallfree.spec import FieldTypeError, InvalidField
 
     try:
-        paged = is_paged(args)
+        prefix = is_prefix(args)
+        paged = prefix or is_paged(args)
         options = None if paged else _options(args)
         if paged:
             paged_methods(args)
-        if paged and args.fault is not None:
+        if prefix and args.fault is not None:
+            from stallfree.proofs import prefix_suite
+
+            prefix_suite.fault(args.fault.upper())  # an unknown prefix rule is a bad argument, found here
+        elif paged and args.fault is not None:
             from stallfree.proofs import paged_suite
 
             paged_suite.fault(args.fault.upper())  # an unknown paged rule is a bad argument, found here
@@ -250,7 +282,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {message}", file=sys.stderr, flush=True)
 
     try:
-        rows = paged_rows(args, say) if paged else suite.run(options, say)
+        rows = prefix_rows(args) if prefix else paged_rows(args, say) if paged else suite.run(options, say)
     except KeyboardInterrupt:
         raise
     except Exception as error:  # the scheduler model-checked raised, or is not a plain-protocol object

@@ -196,6 +196,11 @@ def run(args: argparse.Namespace) -> int:
         c = workload.config
         scheduler = guarded(load_scheduler(args.scheduler), args.scheduler)(
             token_budget=c.token_budget, max_seqs=c.max_seqs, kv_tokens=c.kv_tokens)
+        from stallfree.spec.designs import PREFIX, design_of
+
+        if design_of(scheduler) == PREFIX:
+            raise InvalidField(f"--scheduler {args.scheduler}: the executor runs the reservation and paged designs; "
+                               "the prefix-caching design's real path is not built (docs/prefix.md)")
         stop = chosen_stop(args, codec, probe.model_config().vocab)
         needs = ({"stop"} if stop is not None else set()) | ({"cancel"} if args.cancel else set())
         lacking = sorted(needs - supports(scheduler))

@@ -160,7 +160,7 @@ def workload_from(args: argparse.Namespace) -> Workload:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stallfree.spec.designs import PAGED, design_of
+    from stallfree.spec.designs import PAGED, PREFIX, design_of
 
     try:
         workload = workload_from(args)
@@ -183,10 +183,10 @@ def run(args: argparse.Namespace) -> int:
         check_distinct([("--workload", args.workload)], [("--jsonl", args.jsonl), ("--json", args.json),
                                                          ("--plot", getattr(args, "plot", None)),
                                                          ("--html", getattr(args, "html", None))])
-        if design_of(loaded) == PAGED:
+        if design_of(loaded) in (PAGED, PREFIX):
             from .paged_trace import trace_paged
 
-            return trace_paged(args, workload, factory)
+            return trace_paged(args, workload, factory, design_of(loaded))
     except (InvalidField, FieldTypeError, ValueError, ImportError) as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
         return exits.USAGE

@@ -45,3 +45,32 @@ class PagedGuard(Guard):
     free_blocks = property(lambda self: self._attr("free_blocks"))
     waiting = property(lambda self: self._line("waiting"))
     running = property(lambda self: self._line("running"))
+
+
+class GuardedPrefixPlan(GuardedPlan):
+    """A paged guarded plan, with the target's `cached` claims ((rid, cached tokens) pairs, copied)."""
+
+    cached: tuple[object, ...] = ()
+
+
+class PrefixGuard(PagedGuard):
+    """The paged guard, plus what the prefix monitor reads: the plan's `cached` claims and the target's
+    `cached` view (its free cached blocks' keys), copied into plain values."""
+
+    def schedule(self) -> object:
+        plan = super().schedule()
+        if not isinstance(plan, GuardedPlan):
+            return plan
+        out = GuardedPrefixPlan(plan)
+        out.preempted = plan.preempted
+        raw = self._call("schedule()", getattr, self._raw_plan, "cached", ())
+        out.cached = tuple(self._call("schedule()", self._read, raw, "schedule().cached", lambda r: r))  # type: ignore[arg-type]
+        return out
+
+    @property
+    def cached(self) -> object:
+        def read() -> object:
+            view = getattr(self.target, "cached", None)
+            return None if view is None else tuple(view)
+
+        return self._call(self.call or "cached", read)

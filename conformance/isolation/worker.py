@@ -20,12 +20,12 @@ from stallfree.spec import PROTOCOL, Config, Player, RuleViolation, Workload, su
 from stallfree.spec.alarm import Alarm
 from stallfree.spec.contract import Contract
 from stallfree.spec.contracts import by_name
-from stallfree.spec.designs import MONITORS, PAGED, RESERVATION
+from stallfree.spec.designs import MONITORS, PAGED, PREFIX, RESERVATION
 from stallfree.spec.loader import TargetError, load_target
 
 from .guard import CallTimeout, Guard, JunkReturn, target_traceback
 from .outcome import CRASH, KIT_ERROR, REFUSED, TIMEOUT, Outcome
-from .paged_guard import PagedGuard
+from .paged_guard import PagedGuard, PrefixGuard
 
 DUMP_SIGNAL = signal.SIGUSR1  # the parent's watchdog asks for a traceback with it, then kills
 
@@ -44,7 +44,7 @@ def run_one(
     alarm = Alarm(timeout, CallTimeout, counting=False)  # held over the run; counts during each call
 
     def make(**config: int) -> Guard:
-        guard = (PagedGuard if design == PAGED else Guard)(alarm)
+        guard = {PAGED: PagedGuard, PREFIX: PrefixGuard}.get(design, Guard)(alarm)
         guards.append(guard)
         return guard.start(factory, Config(**config))
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from stallfree.spec import CANCEL, CAPABILITIES, STOP, Workload
 from stallfree.spec.contract import Contract
-from stallfree.spec.designs import PAGED, REGISTRIES, RESERVATION, statement
+from stallfree.spec.designs import PAGED, PREFIX, REGISTRIES, RESERVATION, statement
 from stallfree.spec.loader import TargetError
 from stallfree.spec.verdict import NOT_RULES, Verdict
 
@@ -39,6 +39,8 @@ CAPABILITY_TESTS = {
 }
 CAPABILITY_RULES = {  # the rules of the paged design the same tests judge
     PAGED: {STOP: ("TOKENS-KEPT", "BLOCKS", "PROGRESS"), CANCEL: ("CANCEL", "FCFS", "BLOCKS", "PROGRESS")},
+    PREFIX: {STOP: ("TOKENS-KEPT", "BLOCKS", "FREE-AT-ZERO", "PROGRESS"),
+             CANCEL: ("CANCEL", "FCFS", "BLOCKS", "FREE-AT-ZERO", "PROGRESS")},
 }
 NEEDS = {"CANCEL": CANCEL}  # a rule judged only through a capability: without it, not supported
 

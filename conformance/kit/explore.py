@@ -170,7 +170,7 @@ class Explorer:
         )
         @seed(self.seed * 1000 + index)
         @given(variant_workloads(shape, NEVER_FIT in checked, self.contract, STOP in self.sandbox.capabilities,
-                                 CANCEL in self.sandbox.capabilities))
+                                 CANCEL in self.sandbox.capabilities, "HIT-SAME-TOKENS" in checked))
         def probe(workload: Workload) -> None:
             nonlocal hung, judged
             if hung:  # a hang costs a timeout per run: Hypothesis does not shrink it, the Shrinker does

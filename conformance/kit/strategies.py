@@ -9,6 +9,7 @@ or while a plan is pending, a few after they ended or with a rid never added (th
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import strategies as st
@@ -44,7 +45,10 @@ def kinds(refusals: bool) -> st.SearchStrategy[str | None]:
 
 
 @st.composite
-def workloads(draw: Any, shape: Shape, refusals: bool, stops: bool = False, cancels: bool = False) -> Workload:
+def workloads(draw: Any, shape: Shape, refusals: bool, stops: bool = False, cancels: bool = False,
+              shared: bool = False) -> Workload:
+    """A workload for `shape`; with `shared` (the prefix-caching design), valid requests may start with
+    one of two system prompts (`content`), so that they share blocks and hit the cache."""
     budget, kv = shape.token_budget, shape.kv_tokens
     # One workload in two is of the plain protocol, so a capable target is explored as hard as any
     # other on it; shrinking goes towards plain.
@@ -72,6 +76,8 @@ def workloads(draw: Any, shape: Shape, refusals: bool, stops: bool = False, canc
         arrival = _arrival(kind, rid, prompt_len, max_new, step, kv_tokens)
         if stops and kind is None and max_new > 1 and draw(st.booleans()):
             arrival = Arrival(rid, prompt_len, max_new, step, stop_after=draw(st.integers(1, max_new - 1)))
+        if shared and kind is None and draw(st.booleans()):
+            arrival = replace(arrival, content=((draw(st.integers(0, 1)), draw(st.integers(1, prompt_len))),))
         arrivals.append(arrival)
     cancelled = draw(_cancels(arrivals)) if cancels else ()
     return Workload(Config(budget, shape.max_seqs, kv_tokens), tuple(arrivals), cancels=cancelled)

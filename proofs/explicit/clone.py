@@ -2,7 +2,7 @@
 
 `copy.deepcopy` spends most of its time on generic dispatch (about 0.6 ms for a small reference
 state, and the model checker copies once per transition). This copier knows the few shapes
-scheduler state takes (dicts, lists, deques, sets, objects with `__dict__` or `__slots__`) and shares
+scheduler state takes (dicts, ordered dicts, lists, deques, sets, objects with `__dict__` or `__slots__`) and shares
 what cannot change: ints, strings, frozen dataclasses, enums, functions, types, and tuples of those.
 Aliasing is kept: an object reachable twice is copied once. It reads no scheduler's layout, so it
 serves any scheduler. Two classes are copied their own way, 1.3 to 1.5 times faster than this walk
@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import types
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
 
@@ -169,5 +169,13 @@ def _copier_for(cls: type) -> Callable[[Any, Memo], Any] | None:
     return _object_copier(cls)
 
 
+def _ordered_dict(obj: OrderedDict[Any, Any], memo: Memo) -> OrderedDict[Any, Any]:
+    new: OrderedDict[Any, Any] = OrderedDict()
+    memo[id(obj)] = new
+    for k, v in obj.items():
+        new[k if type(k) in _SHARED else _clone(k, memo)] = v if type(v) in _SHARED else _clone(v, memo)
+    return new
+
+
 _COPIERS: dict[type, Callable[[Any, Memo], Any]] = {dict: _dict, list: _list, deque: _deque, set: _set, tuple: _tuple,
-                                                    Scheduler: copy_scheduler}
+                                                    OrderedDict: _ordered_dict, Scheduler: copy_scheduler}

@@ -1,0 +1,115 @@
+"""The prefix monitor: the paged monitor over a prefix-caching scheduler, with the cache the contract
+expects in its shadow. It reads, beyond the paged protocol, the plan's `cached` claims ((rid, cached
+tokens) per admission) and, where shown, the scheduler's `cached` view (its free cached blocks' keys,
+least recently freed first); add() takes a request's `content` (`keys`), passed on to the scheduler.
+
+It shares no decision with the scheduler: it works out each admission's hit, each eviction and each
+release on its own cache (`shadow`), and judges what the scheduler claims and shows against it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, cast
+
+from stallfree.spec.errors import InvalidField
+from stallfree.spec.paged_monitor import PagedMonitor, pool_of, refusal
+from stallfree.spec.paged_rules import PagedCheck
+from stallfree.spec.paged_shadow import observe, observe_emitted, read_live, read_preempted, read_view
+from stallfree.spec.types import Config
+from stallfree.spec.watch import judge
+
+from .keys import Content, check_content
+from .rules import AFTER_STEP, BEFORE_PREEMPTION, select
+from .shadow import PrefixFacts, PrefixShadow, allocate, apply, read_cached
+
+
+class PrefixMonitor(PagedMonitor):
+    """Drives a prefix-caching `scheduler` under `config`, checking the prefix `rules` (all when None)."""
+
+    def __init__(self, scheduler: Any, config: Config, rules: Iterable[str] | None = None) -> None:
+        self._start(scheduler, select(rules))
+        self.config = config
+        self.shadow: PrefixShadow = PrefixShadow(config, pool_of(scheduler, config))
+        ids = {r.id for r in self.rules}
+        self._before = [(i, cast(PagedCheck, c)) for i, c in BEFORE_PREEMPTION.items() if i in ids]
+        self._after = [(i, cast(PagedCheck, c)) for i, c in AFTER_STEP.items() if i in ids]
+        self._checks_cancel = "CANCEL" in ids
+        self.num_cancels = 0
+        self._content: Content = ()
+
+    def add(self, rid: object, prompt_len: object, max_new: object, content: object = ()) -> bool:
+        """Offer a request with its `content` (none: every token its own)."""
+        self._content = ()
+        try:
+            self._content = check_content(content, prompt_len) if content else ()  # type: ignore[arg-type]
+        except (InvalidField, TypeError):
+            self._content = content  # type: ignore[assignment]  # refused: judged under NEVER-FIT
+        self.shadow.offered = self._content
+        try:
+            return super().add(rid, prompt_len, max_new)
+        finally:
+            self.shadow.offered = ()
+
+    def offer(self, rid: object, prompt_len: object, max_new: object) -> None:
+        if self._content:
+            self.scheduler.add(rid, prompt_len, max_new, self._content)
+        else:
+            self.scheduler.add(rid, prompt_len, max_new)
+
+    def refusal(self, rid: object, prompt_len: object, max_new: object) -> str | None:
+        found = refusal(self.shadow, rid, prompt_len, max_new)
+        if found is None and self._content:
+            try:
+                check_content(self._content, prompt_len)  # type: ignore[arg-type]
+            except (InvalidField, TypeError) as error:
+                return str(error)
+        return found
+
+    def plan(self) -> object:
+        """Ask for a plan; judge its preemptions, apply them, read its cache claims, then judge the plan."""
+        if self._pending is not None:
+            raise RuntimeError("PrefixMonitor.plan() called twice without complete()")
+        shadow = self.shadow
+        plan = self.scheduler.schedule()
+        facts = PrefixFacts(shadow.step)
+        facts.preempted = read_preempted(shadow, plan)
+        judge(self._before, shadow, facts, shadow.step)
+        for track in facts.preempted:
+            shadow.preempt(track)
+        observe(shadow, plan, facts)
+        read_cached(shadow, plan, facts)
+        shown = getattr(self.scheduler, "cached", None)
+        facts.planned_cached = tuple(shown) if isinstance(shown, tuple | list) else None
+        allocate(shadow, shadow.cache.copy(), facts, commit=False)
+        judge(self._plan_checks, shadow, facts, shadow.step)
+        self._pending = (plan, facts)
+        return plan
+
+    def complete(self, stopped: Iterable[int] = ()) -> PrefixFacts:
+        """Tell the scheduler the pending plan ran, judge what it reports and shows, advance the shadow."""
+        if self._pending is None:
+            raise RuntimeError("PrefixMonitor.complete() called without a pending plan")
+        plan, paged_facts = self._pending
+        facts = cast(PrefixFacts, paged_facts)
+        self._pending = None
+        shadow = self.shadow
+        stops = list(stopped)
+        if stops:
+            self.require("stop")
+        emitted = self.scheduler.complete(plan, stops) if stops else self.scheduler.complete(plan)
+        observe_emitted(shadow, facts, emitted, stops, getattr(self.scheduler, "free_blocks", None))
+        judge(self._done_checks, shadow, facts, shadow.step)
+        facts.expected.clear()
+        facts.free_after.clear()
+        apply(shadow, facts)
+        if self._after:
+            facts.reported_live = read_live(self.scheduler)
+            facts.reported_line = read_view(self.scheduler, "waiting")
+            shown = getattr(self.scheduler, "cached", None)
+            facts.reported_cached = tuple(shown) if isinstance(shown, tuple | list) else None
+        judge(self._after, shadow, facts, facts.step)
+        self.num_steps += 1
+        if facts.plan:
+            self.num_busy_steps += 1
+        return facts
