@@ -213,17 +213,18 @@ class Simulation:
                     stopped.append(rid)
             kv_reserved += stream.reservation
             num_tokens += n
-        num_decodes = len(plan) - num_chunks
+        num_planned = len(plan)
+        num_decodes = num_planned - num_chunks
         pairs += contexts  # each decode's context: its pairs, its KV positions, all but one of them read
         kv_read += contexts - num_decodes
         kv_used += contexts
         seconds = self.roofline.seconds(num_tokens, pairs, kv_read)
         end = clock + seconds
         if self.measures:  # a design's own figures, before the step completes (the state is the plan's)
-            self.measure(Measured(seconds, end, len(plan), num_tokens, kv_reserved, kv_used, recomputed))
+            self.measure(Measured(seconds, end, num_planned, num_tokens, kv_reserved, kv_used, recomputed))
         emitted = self.scheduler.complete(given, stopped) if stopped else self.scheduler.complete(given)
         self.emit(emitted, end)
-        self.account(clock, seconds, len(plan), num_tokens, num_decodes, kv_reserved, kv_used)
+        self.account(clock, seconds, num_planned, num_tokens, num_decodes, kv_reserved, kv_used)
         return end
 
     def account(self, clock: float, seconds: float, num_planned: int, num_tokens: int, num_decodes: int,
