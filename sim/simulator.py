@@ -19,10 +19,10 @@ from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any
+from typing import Any, NamedTuple
 
 from stallfree.costs import Roofline
-from stallfree.spec import STOP, Config, Shadow, Unsupported, refusal, supports
+from stallfree.spec import STOP, Config, Plan, Shadow, Unsupported, refusal, supports
 
 from .caps import CapModel, stops
 from .checked import Checked
@@ -67,9 +67,9 @@ class StepRecord:
     num_prefill: int  # prompt tokens
 
 
-@dataclass(frozen=True, slots=True)
-class Measured:
-    """What one priced step shows, before it completes: the figures a simulation accounts."""
+class Measured(NamedTuple):
+    """What one priced step shows, before it completes: the figures a simulation accounts (a named
+    tuple: one is made every step, and a tuple is made in a fraction of a frozen dataclass's time)."""
 
     seconds: float
     end: float  # the clock after it
@@ -125,6 +125,9 @@ class Simulation:
         max_new_caps: tuple[int, ...] = (),
     ) -> None:
         self.caps = CapModel(max_new_cap, max_new_caps)
+        self.capped = self.caps.is_capped
+        self.measures = type(self).measure is not Simulation.measure  # a design that measures its own figures
+        self.empty = Shadow(config)  # the contract's state with no request: NEVER-FIT reads it, never changes it
         scheduler = factory(token_budget=config.token_budget, max_seqs=config.max_seqs, kv_tokens=config.kv_tokens)
         if self.caps.is_capped and STOP not in supports(scheduler):
             raise Unsupported(STOP, scheduler)  # it could not be told that a request stopped
@@ -154,7 +157,7 @@ class Simulation:
 
     def offer(self, request: TraceRequest) -> None:
         reserved = self.caps.max_new(request)
-        why = refusal(Shadow(self.result.config), request.rid, request.prompt_len, reserved)
+        why = refusal(self.empty, request.rid, request.prompt_len, reserved)
         reason = None if why is None else f"NEVER-FIT: {why}"
         priority = self.variant.priority_of
         if reason is None:
@@ -181,42 +184,62 @@ class Simulation:
         """Plan, price and complete one step starting at `clock`; return the clock after it."""
         streams = self.streams
         given = self.scheduler.schedule()
-        plan = bounded(given, len(streams), "schedule() returned")
+        plan = given.entries if type(given) is Plan else given  # a Plan's entries: a tuple
+        if (type(plan) is not tuple and type(plan) is not list) or len(plan) > len(streams):
+            plan = bounded(given, len(streams), "schedule() returned")
         self.preempt(given)
-        num_tokens = pairs = kv_read = num_decodes = kv_reserved = kv_used = recomputed = 0
+        capped = self.capped  # uncapped, no request stops before its max_new: nothing to look for
+        num_tokens = pairs = kv_read = num_chunks = contexts = kv_reserved = kv_used = recomputed = 0
         stopped = []
         for rid, n in plan:
             stream = streams[rid]
-            done = stream.num_computed
-            if done < stream.target:  # a chunk: positions [done, done + n) of this residency's prefill
+            done, target = stream.num_computed, stream.target
+            if done < target:  # a chunk: positions [done, done + n) of this residency's prefill
                 if stream.admitted is None:
                     stream.admitted = clock
-                if stream.target > stream.prompt_len:
+                if target > stream.prompt_len:
                     recomputed += n  # prompt and emitted tokens again, after a preemption
                 else:
                     stream.num_prefilled = done + n
                 pairs += n * done + n * (n + 1) // 2
                 kv_read += done
                 stream.num_computed = done = done + n
-                emits = done == stream.target
                 kv_used += done
-            else:  # a decode: the last token in, attending to every position so far
-                context = stream.prompt_len + stream.num_emitted
-                pairs += context
-                kv_read += context - 1
-                num_decodes += 1
-                emits = True
-                kv_used += context
-            if emits and stops(stream):
-                stopped.append(rid)  # its real last token: the model's end token, before the cap
-            kv_reserved += stream.prompt_len + stream.reserved_new  # type: ignore[operator]
+                num_chunks += 1
+                if capped and done == target and stops(stream):
+                    stopped.append(rid)  # its real last token: the model's end token, before the cap
+            else:  # a decode: the last token in, attending to every position so far (summed below)
+                contexts += stream.prompt_len + stream.num_emitted
+                if capped and stops(stream):
+                    stopped.append(rid)
+            kv_reserved += stream.reservation
             num_tokens += n
+        num_planned = len(plan)
+        num_decodes = num_planned - num_chunks
+        pairs += contexts  # each decode's context: its pairs, its KV positions, all but one of them read
+        kv_read += contexts - num_decodes
+        kv_used += contexts
         seconds = self.roofline.seconds(num_tokens, pairs, kv_read)
         end = clock + seconds
-        self.measure(Measured(seconds, end, len(plan), num_tokens, kv_reserved, kv_used, recomputed, num_decodes))
+        if self.measures:  # a design's own figures, before the step completes (the state is the plan's)
+            self.measure(Measured(seconds, end, num_planned, num_tokens, kv_reserved, kv_used, recomputed,
+                                  num_decodes))
         emitted = self.scheduler.complete(given, stopped) if stopped else self.scheduler.complete(given)
         self.emit(emitted, end)
+        self.account(clock, seconds, num_planned, num_tokens, num_decodes, kv_reserved, kv_used)
+        return end
+
+    def account(self, clock: float, seconds: float, num_planned: int, num_tokens: int, num_decodes: int,
+                kv_reserved: int, kv_used: int) -> None:
+        """Add a step that ran (from `clock`, for `seconds`) to the result's figures."""
         result = self.result
+        result.kv_reserved_seconds += kv_reserved * seconds
+        result.kv_used_seconds += kv_used * seconds
+        result.running_seconds += num_planned * seconds
+        if num_planned > result.max_running:
+            result.max_running = num_planned
+        if self.record:
+            result.kv_timeline.extend((clock + seconds, kv_reserved, kv_used))
         if num_tokens:
             self.num_empty_plans = 0
             result.busy_seconds += seconds
@@ -227,22 +250,15 @@ class Simulation:
                 result.steps.append(StepRecord(clock, seconds, num_decodes, num_tokens - num_decodes))
         else:
             self.num_empty_plans += 1
-        return end
 
     def preempt(self, plan: Any) -> None:
         """What a design does to KV before `plan` runs: nothing under the plain protocol (the paged
         design's plan names the requests it preempts: `designs`)."""
 
     def measure(self, m: Measured) -> None:
-        """Account a priced step, before it completes (so the scheduler's state is the plan's)."""
-        result = self.result
-        result.kv_reserved_seconds += m.kv_reserved * m.seconds
-        result.kv_used_seconds += m.kv_used * m.seconds
-        result.running_seconds += m.num_planned * m.seconds
-        if m.num_planned > result.max_running:
-            result.max_running = m.num_planned
-        if self.record:
-            result.kv_timeline.extend((m.end, m.kv_reserved, m.kv_used))
+        """What a design adds to the figures of a priced step, before it completes (so the scheduler's
+        state is the plan's): nothing here, where `account` keeps the result's figures. Called only
+        where a subclass overrides it, so that the plain run builds no record a step."""
 
     def finished(self, stream: Stream) -> None:
         """`stream` emitted its last token (a hook: a design forgets its KV)."""
@@ -250,7 +266,9 @@ class Simulation:
     def emit(self, rids: Any, clock: float) -> None:
         """Each rid emitted a token at `clock`, the end of the step."""
         streams = self.streams
-        for rid in bounded(rids, len(streams), "complete() returned"):
+        if (type(rids) is not tuple and type(rids) is not list) or len(rids) > len(streams):
+            rids = bounded(rids, len(streams), "complete() returned")
+        for rid in rids:
             stream = streams[rid]
             stream.num_emitted += 1
             last = stream.last_token
@@ -275,7 +293,7 @@ class Simulation:
         num_steps = 0
         budgets = self.variant.budgets
         while True:
-            while self.next_budget < len(budgets) and budgets[self.next_budget][0] <= clock:
+            while budgets and self.next_budget < len(budgets) and budgets[self.next_budget][0] <= clock:
                 self.scheduler.set_budget(budgets[self.next_budget][1])
                 self.next_budget += 1
             self.add_arrivals(clock)

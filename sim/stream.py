@@ -18,6 +18,7 @@ class Stream:
     num_emitted: int = 0
     num_computed: int = 0  # positions of this residency's prefill in KV (a preemption forgets them)
     target: int = field(init=False)  # positions this residency prefills: prompt_len, or prompt and emitted
+    reservation: int = field(init=False)  # prompt_len + reserved_new: the KV the reservation design holds for it
     admitted: float | None = None  # start of the step that ran its first chunk
     first_token: float | None = None  # end of the step that emitted its first token
     last_token: float | None = None
@@ -30,6 +31,7 @@ class Stream:
         if self.reserved_new is None:
             self.reserved_new = self.max_new
         self.max_new = min(self.max_new, self.reserved_new)
+        self.reservation = self.prompt_len + self.reserved_new
 
     @property
     def num_in_kv(self) -> int:

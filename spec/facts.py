@@ -12,6 +12,7 @@ from typing import Generic, Protocol, TypeVar
 
 from .errors import RuleViolation
 from .shadow import Ending, Reason, Shadow, Track, start_running
+from .types import Plan
 from .verdict import PROTOCOL
 
 MAX_ENTRIES = 1_000_000  # a plan or an emitted list longer than this is junk (or endless), not a step
@@ -165,7 +166,9 @@ def observe(shadow: Shadow, plan: object) -> StepFacts:
     before the step). Raises a PROTOCOL violation if the plan is not a sequence of (rid, n) ints
     naming known requests."""
     step = shadow.step
-    items = plan_entries(step, plan)
+    items = plan.entries if type(plan) is Plan else plan  # the reference's plan: its entries, a tuple
+    if (type(items) is not tuple and type(items) is not list) or len(items) > MAX_ENTRIES:
+        items = plan_entries(step, plan)
     facts = StepFacts(step)
     pairs, seen = facts.plan, facts.planned
     running, tracks = shadow.running, shadow.tracks
@@ -215,7 +218,10 @@ def observe(shadow: Shadow, plan: object) -> StepFacts:
 def observe_emitted(shadow: Shadow, facts: StepFacts, emitted: object, free_kv: object) -> None:
     """Add what complete() reported to `facts`: the emitted rids, and the scheduler's free KV if it
     shows one. Raises a PROTOCOL violation if `emitted` is not an iterable of known rids."""
-    rids = emitted_rids(facts.step, emitted)
+    if type(emitted) is tuple and len(emitted) <= MAX_ENTRIES:  # the reference's: a tuple
+        rids = list(emitted)
+    else:
+        rids = emitted_rids(facts.step, emitted)
     facts.emitted = rids
     emitted_set = facts.emitted_set = set()
     facts.reported_free_kv = free_kv if type(free_kv) is int else None

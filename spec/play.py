@@ -114,12 +114,13 @@ class Player:
         bound = getattr(self.monitor_class, "work_bound", work_bound)(self.workload)
         stats = RunStats()
         i = j = b = 0  # the next arrival, cancel and budget change
+        num_arrivals, num_cancels, num_budgets = len(arrivals), len(cancels), len(budgets)
         while True:
             step = monitor.shadow.step
-            while b < len(budgets) and budgets[b].step <= step:
+            while b < num_budgets and budgets[b].step <= step:
                 monitor.set_budget(budgets[b].token_budget)
                 b += 1
-            while i < len(arrivals) and arrivals[i].arrival_step <= step:
+            while i < num_arrivals and arrivals[i].arrival_step <= step:
                 a = arrivals[i]
                 accepted = monitor.add(a.rid, a.prompt_len, a.max_new, *extra_of(a))
                 stats.accepted += accepted
@@ -132,10 +133,10 @@ class Player:
                 if self.on_add is not None:
                     self.on_add(a, accepted)
                 i += 1
-            while j < len(cancels) and (cancels[j].step < step or (cancels[j].step == step and not cancels[j].pending)):
+            while j < num_cancels and (cancels[j].step < step or (cancels[j].step == step and not cancels[j].pending)):
                 self._cancel(monitor, cancels[j], stats)
                 j += 1
-            if i == len(arrivals) and monitor.is_idle:
+            if i == num_arrivals and monitor.is_idle:
                 for c in cancels[j:]:  # nothing waits or runs: each must be refused
                     self._cancel(monitor, c, stats)
                 break
@@ -147,7 +148,7 @@ class Player:
                 stats.stopped_at_bound = bound  # PROGRESS not checked: stop, never loop forever
                 break
             monitor.plan()
-            while j < len(cancels) and cancels[j].step == step:
+            while j < num_cancels and cancels[j].step == step:
                 self._cancel(monitor, cancels[j], stats)
                 j += 1
             if stop_after:
