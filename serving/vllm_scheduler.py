@@ -105,8 +105,9 @@ class StallfreeScheduler(Scheduler):
         return check(deployment, self.design)
 
     def make_core(self, config: Config, block_size: int) -> Any:
-        """The stallfree scheduler making the decisions."""
-        raise NotImplementedError
+        """The stallfree scheduler making the decisions: each design's class builds its own; the base
+        class names no design, so vLLM given it as `scheduler_cls` stops at start-up saying which to use."""
+        raise TypeError(f"{type(self).__name__} names no design: give vLLM ReservationScheduler or PagedScheduler")
 
     def contract_max_new(self, prompt_len: int, max_tokens: int) -> int:
         return max_tokens
