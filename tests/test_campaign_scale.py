@@ -83,7 +83,7 @@ def test_campaign_stops_at_a_scheduler_that_raises_with_the_workload(capsys: pyt
     out = capsys.readouterr().out
     crash = "AttributeError: 'Config' object has no attribute 'add'"
     assert f"CRASH in simulation 0 (seed 0): {crash} (raised at " in out
-    assert "spec/watch.py:" in out and " in add)" in out  # where: the monitor's call to the missing add()
+    assert "spec/watch.py:" in out and " in offer)" in out  # where: the monitor's call to the missing add()
     assert Workload.from_json(json.loads(out.strip().splitlines()[-1])) == Campaign(1, 0, Config).workload(0)
 
 

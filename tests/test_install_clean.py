@@ -43,8 +43,10 @@ def packaged_copy(where: Path) -> Path:
     for name in ("pyproject.toml", "README.md", *config["project"]["license-files"]):
         shutil.copy2(ROOT / name, copy / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "node_modules", "*.egg-info")
-    for folder in sorted(set(config["tool"]["setuptools"]["package-dir"].values())):
-        shutil.copytree(ROOT / folder, copy / folder, ignore=ignore)
+    folders = sorted(set(config["tool"]["setuptools"]["package-dir"].values()))
+    for folder in folders:  # a folder inside another mapped one (prefix/contract) comes with it
+        if not any(folder.startswith(f"{outer}/") for outer in folders):
+            shutil.copytree(ROOT / folder, copy / folder, ignore=ignore)
     return copy
 
 

@@ -93,7 +93,12 @@ def key(monitor: Monitor, hidden: Hidden | None = None) -> Hashable:
         extra = (s.config.token_budget, monitor.num_budget_calls, tuple(order), runs)
     if isinstance(s, PriorityShadow):
         extra = tuple((s.priority[t.rid], s.step - s.arrival[t.rid]) for t in s.waiting)
-    return (base, extra)
+    # The reservations of running requests cancelled since the last schedule(): KV judges them at the
+    # next one. While some are owed, the free KV a scheduler shows may be either of two values (returned
+    # at once, or not yet), and the two continue differently: both go in the key, or a scheduler that
+    # keeps a cancelled reservation merges with one that returned it and is never stepped to KV's judgement.
+    owed = (s.kv_owed, getattr(monitor.scheduler, "free_kv", None)) if s.kv_owed else None
+    return (base, extra, owed)
 
 
 def act(monitor: Monitor, action: Action) -> None:
