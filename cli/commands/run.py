@@ -221,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
 
 def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec | None, chat: Any) -> int:
     from stallfree.executor.launch import RankFailure, launch
-    from stallfree.executor.report import describe_run, request_table, step_table, verdicts
+    from stallfree.executor.report import describe_run, verdicts
     from stallfree.executor.text import TextStream
 
     cfg = job.workload.config
@@ -255,12 +255,7 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
         return exits.USAGE
     result = launched.results[0]
     texts = print_answers(result, codec, chat, args.max_new) if codec is not None else {}
-    print()
-    print("\n".join(step_table(result, cfg.token_budget)))
-    print()
-    print("\n".join(request_table(result)))
-    if result.refused:
-        print(f"refused by add() (rule NEVER-FIT: prompt_len + max_new > kv_tokens, or invalid): {result.refused}")
+    print_tables(result, cfg.token_budget)
     print()
     ends = (("TOKENS",) if job.stop_token is not None else ()) + (("CANCEL",) if job.cancels else ())
     print("\n".join(verdicts(result, job.monitor_rules, ends)))
@@ -305,6 +300,18 @@ def print_answers(result: JobResult, codec: TextCodec, chat: Any, max_new: int |
                             max_new, {rid: r.finish_reason for rid, r in result.requests.items()})))
     return {rid: {"prompt_text": chat.texts[rid], "prompt_ids": r.prompt, "text": codec.answer(r.outputs)}
             for rid, r in result.requests.items()}
+
+
+def print_tables(result: JobResult, token_budget: int) -> None:
+    """Prints the run's step table and request table, and the requests add() refused."""
+    from stallfree.executor.report import request_table, step_table
+
+    print()
+    print("\n".join(step_table(result, token_budget)))
+    print()
+    print("\n".join(request_table(result)))
+    if result.refused:
+        print(f"refused by add() (rule NEVER-FIT: prompt_len + max_new > kv_tokens, or invalid): {result.refused}")
 
 
 def run_json(result: JobResult, job: Job, run_info: Any, checks: dict[str, Any], texts: dict[int, Any],
