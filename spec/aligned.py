@@ -56,68 +56,83 @@ def waiting_head_fits(s: Shadow, f: StepFacts) -> tuple[int, int] | None:
     return None
 
 
+def aligned_violation(f: StepFacts, b: int) -> str | None:
+    """ALIGNED, judged on the plan: every chunk that leaves its prompt unfinished is whole blocks."""
+    for c in f.prefills:
+        if not c.completes and c.n % b:
+            return (
+                f"rid {c.track.rid} gets a chunk of {c.n} at position {c.start} that does not finish its "
+                f"{c.track.request.prompt_len}-token prompt; {c.n} is not a multiple of the block size {b}"
+            )
+    return None
+
+
+def partial_next_violation(s: Shadow, f: StepFacts, b: int) -> str | None:
+    """ALIGNED-PARTIAL-NEXT, judged on the plan: each partial prompt's chunk against its aligned chunk."""
+    if not s.prefilling:
+        return None
+    left = s.config.token_budget - f.num_decode_tokens
+    got_by_rid = {c.track.rid: c.n for c in f.chunks}
+    for track in s.prefilling.values():
+        expected = aligned_chunk(track.num_remaining_prompt, max(left, 0), b)
+        got = got_by_rid.get(track.rid, 0)
+        if got != expected:
+            return (
+                f"partial rid {track.rid} ({track.num_remaining_prompt} prompt tokens left) got {got} with "
+                f"{left} budget left; its aligned chunk (block size {b}) is {expected}"
+            )
+        left -= expected
+        if expected < track.num_remaining_prompt and f.admitted:
+            return (
+                f"admitted rid {f.admitted[0].track.rid} while partial rid {track.rid} is left with "
+                f"{track.num_remaining_prompt - expected} prompt tokens unfinished"
+            )
+    return None
+
+
+def work_conserving_violation(s: Shadow, f: StepFacts, b: int) -> str | None:
+    """ALIGNED-WORK-CONSERVING, judged on the plan: unused budget only with nothing more to run,
+    or fewer than b tokens of it while a prompt waits on alignment."""
+    unused = s.config.token_budget - f.num_tokens
+    if unused <= 0:
+        return None
+    if len(f.decodes) < s.num_ready:
+        return f"{unused} budget token(s) unused while a ready request got no decode"
+    if unfinished(f) or len(f.chunks) < len(s.prefilling):
+        if unused >= b:
+            return (
+                f"{unused} budget token(s) unused while a prompt is left unfinished; a whole block of "
+                f"{b} more fits"
+            )
+        return None
+    head = waiting_head_fits(s, f)
+    if head is None:
+        return None
+    rid, prompt_len = head
+    if prompt_len <= unused or unused >= b:
+        return (
+            f"{unused} budget token(s) unused while waiting rid {rid} ({prompt_len}-token prompt) fits a slot "
+            f"and its reservation, and its aligned first chunk (block size {b}) is "
+            f"{aligned_chunk(prompt_len, unused, b)}"
+        )
+    return None
+
+
 def rules(block_size: int) -> tuple[Rule, ...]:
     """The three rules of the aligned contract for blocks of `block_size` tokens."""
     b = block_size
 
     def aligned(s: Shadow, f: StepFacts) -> str | None:
-        """ALIGNED, judged on the plan: every chunk that leaves its prompt unfinished is whole blocks."""
-        for c in f.prefills:
-            if not c.completes and c.n % b:
-                return (
-                    f"rid {c.track.rid} gets a chunk of {c.n} at position {c.start} that does not finish its "
-                    f"{c.track.request.prompt_len}-token prompt; {c.n} is not a multiple of the block size {b}"
-                )
-        return None
+        """ALIGNED, judged on the plan (see `aligned_violation`)."""
+        return aligned_violation(f, b)
 
     def partial_next(s: Shadow, f: StepFacts) -> str | None:
-        """ALIGNED-PARTIAL-NEXT, judged on the plan: each partial prompt's chunk against its aligned chunk."""
-        if not s.prefilling:
-            return None
-        left = s.config.token_budget - f.num_decode_tokens
-        got_by_rid = {c.track.rid: c.n for c in f.chunks}
-        for track in s.prefilling.values():
-            expected = aligned_chunk(track.num_remaining_prompt, max(left, 0), b)
-            got = got_by_rid.get(track.rid, 0)
-            if got != expected:
-                return (
-                    f"partial rid {track.rid} ({track.num_remaining_prompt} prompt tokens left) got {got} with "
-                    f"{left} budget left; its aligned chunk (block size {b}) is {expected}"
-                )
-            left -= expected
-            if expected < track.num_remaining_prompt and f.admitted:
-                return (
-                    f"admitted rid {f.admitted[0].track.rid} while partial rid {track.rid} is left with "
-                    f"{track.num_remaining_prompt - expected} prompt tokens unfinished"
-                )
-        return None
+        """ALIGNED-PARTIAL-NEXT, judged on the plan (see `partial_next_violation`)."""
+        return partial_next_violation(s, f, b)
 
     def work_conserving(s: Shadow, f: StepFacts) -> str | None:
-        """ALIGNED-WORK-CONSERVING, judged on the plan: unused budget only with nothing more to run,
-        or fewer than b tokens of it while a prompt waits on alignment."""
-        unused = s.config.token_budget - f.num_tokens
-        if unused <= 0:
-            return None
-        if len(f.decodes) < s.num_ready:
-            return f"{unused} budget token(s) unused while a ready request got no decode"
-        if unfinished(f) or len(f.chunks) < len(s.prefilling):
-            if unused >= b:
-                return (
-                    f"{unused} budget token(s) unused while a prompt is left unfinished; a whole block of "
-                    f"{b} more fits"
-                )
-            return None
-        head = waiting_head_fits(s, f)
-        if head is None:
-            return None
-        rid, prompt_len = head
-        if prompt_len <= unused or unused >= b:
-            return (
-                f"{unused} budget token(s) unused while waiting rid {rid} ({prompt_len}-token prompt) fits a slot "
-                f"and its reservation, and its aligned first chunk (block size {b}) is "
-                f"{aligned_chunk(prompt_len, unused, b)}"
-            )
-        return None
+        """ALIGNED-WORK-CONSERVING, judged on the plan (see `work_conserving_violation`)."""
+        return work_conserving_violation(s, f, b)
 
     return (
         Rule("ALIGNED", Kind.SAFETY,

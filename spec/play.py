@@ -88,25 +88,8 @@ class Player:
 
     def play(self) -> RunStats:
         """Raises RuleViolation on the first broken rule; returns the counts when every rule held."""
-        cfg = self.workload.config
-        scheduler = self.factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
-        if self.contract is None:
-            monitor = self.monitor = self.monitor_class(scheduler, cfg, self.rules)
-        else:
-            monitor = self.monitor = self.contract.watch(scheduler, cfg, self.rules)
+        monitor = self._watch()
         budgets = self.workload.budgets
-        if budgets and not hasattr(monitor, "set_budget"):
-            raise InvalidField("the workload has a budget schedule; its contract has no set_budget (use budget-change)")
-        check_contents(self.workload, monitor)
-        if any(a.priority is not None for a in self.workload.requests) and not hasattr(monitor.shadow, "priority"):
-            raise InvalidField("the workload gives priorities; its contract has none (use aging or priority)")
-        if (self.workload.has_stops or self.workload.cancels) and not hasattr(monitor, "require"):
-            raise InvalidField("the workload stops or cancels requests; this design's monitor judges those in its "
-                               "own tests, not in a played workload")
-        if self.workload.has_stops:  # refuse up front, not halfway through the run
-            monitor.require("stop")
-        if self.workload.cancels:
-            monitor.require("cancel")
         checks_progress = any(r.id == "PROGRESS" for r in monitor.rules)
         arrivals = sorted(self.workload.requests, key=lambda a: a.arrival_step)  # stable: list order
         cancels = sorted(self.workload.cancels, key=lambda c: (c.step, c.pending))
@@ -121,17 +104,7 @@ class Player:
                 monitor.set_budget(budgets[b].token_budget)
                 b += 1
             while i < num_arrivals and arrivals[i].arrival_step <= step:
-                a = arrivals[i]
-                accepted = monitor.add(a.rid, a.prompt_len, a.max_new, *extra_of(a))
-                stats.accepted += accepted
-                stats.refused += not accepted
-                if accepted:
-                    if a.stop_after is not None and a.stop_after < a.max_new:
-                        stop_after[a.rid] = a.stop_after
-                    else:
-                        stop_after.pop(a.rid, None)
-                if self.on_add is not None:
-                    self.on_add(a, accepted)
+                self._add(monitor, arrivals[i], stats, stop_after)
                 i += 1
             while j < num_cancels and (cancels[j].step < step or (cancels[j].step == step and not cancels[j].pending)):
                 self._cancel(monitor, cancels[j], stats)
@@ -151,12 +124,7 @@ class Player:
             while j < num_cancels and cancels[j].step == step:
                 self._cancel(monitor, cancels[j], stats)
                 j += 1
-            if stop_after:
-                tracks = monitor.shadow.tracks
-                facts = monitor.complete([rid for rid in monitor.due() if rid in stop_after
-                                          and tracks[rid].num_emitted + 1 == stop_after[rid]])
-            else:
-                facts = monitor.complete()
+            facts = self._complete(monitor, stop_after) if stop_after else monitor.complete()
             stats.tokens += facts.num_tokens
             stats.finished += len(facts.finished)
             stats.stopped += len(facts.stopped)
@@ -166,6 +134,48 @@ class Player:
         stats.busy_steps = monitor.num_busy_steps
         stats.checks = monitor.num_steps * monitor.checks_per_step + monitor.num_adds + len(cancels)
         return stats
+
+    def _watch(self) -> Any:  # a contract's monitor: set_budget, require and the rest are its own
+        """The monitor over a fresh scheduler; refuses, before any step, a workload it cannot judge."""
+        cfg = self.workload.config
+        scheduler = self.factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
+        if self.contract is None:
+            monitor = self.monitor = self.monitor_class(scheduler, cfg, self.rules)
+        else:
+            monitor = self.monitor = self.contract.watch(scheduler, cfg, self.rules)
+        if self.workload.budgets and not hasattr(monitor, "set_budget"):
+            raise InvalidField("the workload has a budget schedule; its contract has no set_budget (use budget-change)")
+        check_contents(self.workload, monitor)
+        if any(a.priority is not None for a in self.workload.requests) and not hasattr(monitor.shadow, "priority"):
+            raise InvalidField("the workload gives priorities; its contract has none (use aging or priority)")
+        if (self.workload.has_stops or self.workload.cancels) and not hasattr(monitor, "require"):
+            raise InvalidField("the workload stops or cancels requests; this design's monitor judges those in its "
+                               "own tests, not in a played workload")
+        if self.workload.has_stops:  # refuse up front, not halfway through the run
+            monitor.require("stop")
+        if self.workload.cancels:
+            monitor.require("cancel")
+        return monitor
+
+    def _add(self, monitor: Monitor, a: Arrival, stats: RunStats, stop_after: dict[int, int]) -> None:
+        """Offers one arrival; an accepted request that stops early is noted in `stop_after`."""
+        accepted = monitor.add(a.rid, a.prompt_len, a.max_new, *extra_of(a))
+        stats.accepted += accepted
+        stats.refused += not accepted
+        if accepted:
+            if a.stop_after is not None and a.stop_after < a.max_new:
+                stop_after[a.rid] = a.stop_after
+            else:
+                stop_after.pop(a.rid, None)
+        if self.on_add is not None:
+            self.on_add(a, accepted)
+
+    @staticmethod
+    def _complete(monitor: Monitor, stop_after: dict[int, int]) -> StepFacts:
+        """Completes the plan, stopping each request whose next token is the one it stops on."""
+        tracks = monitor.shadow.tracks
+        return monitor.complete([rid for rid in monitor.due() if rid in stop_after
+                                 and tracks[rid].num_emitted + 1 == stop_after[rid]])
 
     def _cancel(self, monitor: Monitor, cancel: Cancel, stats: RunStats) -> None:
         pending = monitor.pending is not None

@@ -87,6 +87,32 @@ def reordered(s: PriorityShadow, aging: int | None) -> Shadow:
     return view
 
 
+def aging_bound_violation(s: PriorityShadow, f: StepFacts, aging: int, max_priority: int) -> str | None:
+    """AGING-BOUND, judged on the plan: no admission arrived (P - p) * A steps or more after a
+    request of priority p still waiting."""
+    if not f.admitted:
+        return None
+    admitted = {c.track.rid for c in f.admitted}
+    oldest: dict[int, tuple[int, Track]] = {}  # priority -> (position, the earliest still waiting at it)
+    positions: dict[int, int] = {}  # admitted rid -> its position in arrival order
+    for i, t in enumerate(s.waiting):
+        if t.rid in admitted:
+            positions[t.rid] = i
+        elif s.priority[t.rid] not in oldest:
+            oldest[s.priority[t.rid]] = (i, t)
+    for c in f.admitted:
+        a_x = s.arrival[c.track.rid]
+        for p, (i, t) in oldest.items():
+            limit = s.arrival[t.rid] + (max_priority - p) * aging
+            if a_x >= limit and positions[c.track.rid] > i:
+                return (
+                    f"admitted rid {c.track.rid} (arrived at step {a_x}) while rid {t.rid} of priority {p}, "
+                    f"arrived at step {s.arrival[t.rid]}, waits; none arriving after it at or after step "
+                    f"{limit} (= {s.arrival[t.rid]} + ({max_priority} - {p}) * {aging}) may go before it"
+                )
+    return None
+
+
 def rules(aging: int | None, max_priority: int) -> tuple[Rule, ...]:
     """PRIORITY-ORDER, PRIORITY-WORK-CONSERVING, and AGING-BOUND when there is aging."""
 
@@ -105,30 +131,9 @@ def rules(aging: int | None, max_priority: int) -> tuple[Rule, ...]:
         return work_conserving(reordered(s, aging) if s.waiting else s, f)
 
     def aging_bound(s: Shadow, f: StepFacts) -> str | None:
-        """AGING-BOUND, judged on the plan: no admission arrived (P - p) * A steps or more after a
-        request of priority p still waiting."""
+        """AGING-BOUND, judged on the plan (see `aging_bound_violation`)."""
         assert isinstance(s, PriorityShadow) and aging is not None
-        if not f.admitted:
-            return None
-        admitted = {c.track.rid for c in f.admitted}
-        oldest: dict[int, tuple[int, Track]] = {}  # priority -> (position, the earliest still waiting at it)
-        positions: dict[int, int] = {}  # admitted rid -> its position in arrival order
-        for i, t in enumerate(s.waiting):
-            if t.rid in admitted:
-                positions[t.rid] = i
-            elif s.priority[t.rid] not in oldest:
-                oldest[s.priority[t.rid]] = (i, t)
-        for c in f.admitted:
-            a_x = s.arrival[c.track.rid]
-            for p, (i, t) in oldest.items():
-                limit = s.arrival[t.rid] + (max_priority - p) * aging
-                if a_x >= limit and positions[c.track.rid] > i:
-                    return (
-                        f"admitted rid {c.track.rid} (arrived at step {a_x}) while rid {t.rid} of priority {p}, "
-                        f"arrived at step {s.arrival[t.rid]}, waits; none arriving after it at or after step "
-                        f"{limit} (= {s.arrival[t.rid]} + ({max_priority} - {p}) * {aging}) may go before it"
-                    )
-        return None
+        return aging_bound_violation(s, f, aging, max_priority)
 
     order = Rule(
         "PRIORITY-ORDER", Kind.POLICY,

@@ -34,9 +34,6 @@ def plot(recording: Recording, path: Path, ms: Sequence[float] | None = None,
     """Draw `recording` into `path`; `ms`, if given, is each shown step's milliseconds; each of
     `broken` (rules broken in earlier runs of the workload) is marked at its step, as is the
     recording's own violation."""
-    from matplotlib.colors import ListedColormap
-    from matplotlib.patches import Patch
-
     plt = _pyplot()
     steps = recording.shown_steps
     rows = grid(recording)
@@ -50,6 +47,24 @@ def plot(recording: Recording, path: Path, ms: Sequence[float] | None = None,
     )
     xs = [v.step for v in steps]
 
+    draw_tokens(tokens, recording, xs, ms)
+    draw_cells(cells, recording, rows, num_steps)
+    draw_kv(kv, recording, xs, num_steps)
+    marks = [*broken, *([recording.violation] if recording.violation is not None else [])]
+    for violation in marks:
+        for ax in (tokens, cells, kv):
+            ax.axvline(violation.step, color="#d62728", linewidth=2, alpha=0.6)
+        tokens.text(violation.step, cfg.token_budget * 1.07, f" {violation.rule} broken", color="#d62728",
+                    fontsize=9, ha="left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def draw_tokens(tokens: Any, recording: Recording, xs: list[int], ms: Sequence[float] | None) -> None:
+    """The top panel: each step's tokens by kind against the budget, and each step's ms when given."""
+    steps, cfg = recording.shown_steps, recording.config
     bottom = [0] * len(steps)
     for kind in KINDS:
         values = [v.tokens(kind) for v in steps]
@@ -68,6 +83,13 @@ def plot(recording: Recording, path: Path, ms: Sequence[float] | None = None,
         twin.set(ylabel="ms", ylim=(0, max(ms, default=1.0) * 1.3 or 1.0))
         twin.legend(loc="upper left", bbox_to_anchor=(1.06, 0.35), fontsize=8, frameon=False)
 
+
+def draw_cells(cells: Any, recording: Recording, rows: Any, num_steps: int) -> None:
+    """The middle panel: every request by step, what it ran or why it waited."""
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    steps = recording.shown_steps
     keys = [c.key for c in CATEGORIES]
     cmap = ListedColormap(["#ffffff"] + [c.colour for c in CATEGORIES])
     matrix = [[0 if k is None else 1 + keys.index(k) for k in row] for row in rows.values()]
@@ -91,6 +113,10 @@ def plot(recording: Recording, path: Path, ms: Sequence[float] | None = None,
     cells.legend(handles=[Patch(color=c.colour, label=c.label) for c in CATEGORIES if c.key in shown],
                  loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
+
+def draw_kv(kv: Any, recording: Recording, xs: list[int], num_steps: int) -> None:
+    """The bottom panel: KV in use during each step against the pool."""
+    steps, cfg = recording.shown_steps, recording.config
     kv.bar(xs, [v.kv_in_use for v in steps], width=0.8, color="#9467bd", alpha=0.6)
     kv.axhline(cfg.kv_tokens, color="black", linestyle="--", linewidth=1)
     kv.text(0.005, cfg.kv_tokens, f"K = {cfg.kv_tokens}", transform=kv.get_yaxis_transform(), va="bottom",
@@ -101,13 +127,3 @@ def plot(recording: Recording, path: Path, ms: Sequence[float] | None = None,
     kv.set_xlim(-0.6, num_steps - 0.4)
     if num_steps <= 60:
         kv.set_xticks(range(num_steps))
-    marks = [*broken, *([recording.violation] if recording.violation is not None else [])]
-    for violation in marks:
-        for ax in (tokens, cells, kv):
-            ax.axvline(violation.step, color="#d62728", linewidth=2, alpha=0.6)
-        tokens.text(violation.step, cfg.token_budget * 1.07, f" {violation.rule} broken", color="#d62728",
-                    fontsize=9, ha="left")
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path

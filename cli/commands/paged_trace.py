@@ -43,15 +43,30 @@ def row(facts: Any, budget: int, free_blocks: int) -> str:
     return "\n".join([line, *(f"{'':>5}  {part}" for part in more)])
 
 
-def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any],
-                design: str = "paged") -> int:
-    """The step table and verdicts of a paged-family design ("paged", or "prefix": its hits shown too)."""
+def refuse_reservation_outputs(args: argparse.Namespace) -> None:
+    """Raises naming the flag when the run asks for an output only the reservation design has."""
     if args.jsonl:
         raise ValueError("--jsonl: the trace format has no preemption events; it records the reservation design only")
     drawn = [f"--{name}" for name in ("invariants", "ms") if getattr(args, name, None)]
     if drawn:
         raise ValueError(f"{', '.join(drawn)}: the reservation design's views; a paged trace prints its step table "
                          "and draws it with --plot and --html")
+
+
+def workload_verdicts(checked: list[str], steps: int, violation: RuleViolation | None, adds: int,
+                      registry: Any) -> list[Any]:
+    """The verdicts of a played workload; a workload carries no cancels, so CANCEL was judged on none."""
+    judged = verdicts(checked, steps, violation, adds, registry=registry)
+    for i, j in enumerate(judged):
+        if j.claim == "CANCEL" and j.verdict is Verdict.HOLDS:
+            judged[i] = type(j)("CANCEL", Verdict.NOT_JUDGED, "(no cancel in a workload)")
+    return judged
+
+
+def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any],
+                design: str = "paged") -> int:
+    """The step table and verdicts of a paged-family design ("paged", or "prefix": its hits shown too)."""
+    refuse_reservation_outputs(args)
     from stallfree.spec.designs import MONITORS, REGISTRIES, rules_of
 
     checked = [r.id for r in rules_of(design, args.rules)]  # raises naming an ID the registry does not hold
@@ -89,10 +104,7 @@ def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[
         print(f"stallfree trace: {error}", file=sys.stderr)
         return exits.USAGE
     print()
-    judged = verdicts(checked, steps, violation, adds, registry=registry)
-    for i, j in enumerate(judged):  # a workload carries no cancels: CANCEL was judged on none
-        if j.claim == "CANCEL" and j.verdict is Verdict.HOLDS:
-            judged[i] = type(j)("CANCEL", Verdict.NOT_JUDGED, "(no cancel in a workload)")
+    judged = workload_verdicts(checked, steps, violation, adds, registry)
     for line in lines(judged):
         print(line)
     recorder.violation = violation

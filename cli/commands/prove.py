@@ -240,6 +240,26 @@ def is_paged(args: argparse.Namespace) -> bool:
     return args.scheduler is not None and design_of(load_scheduler(args.scheduler)) == PAGED
 
 
+def check_paged_arguments(args: argparse.Namespace, prefix: bool) -> None:
+    """Raises on a bad argument to the paged (or, with `prefix`, the prefix) suite, before anything runs:
+    the methods, --fault's rule, --bound and --hidden."""
+    paged_methods(args)
+    if prefix and args.fault is not None:
+        from stallfree.proofs import prefix_suite
+
+        prefix_suite.fault(args.fault.upper())  # an unknown prefix rule is a bad argument, found here
+    elif args.fault is not None:
+        from stallfree.proofs import paged_suite
+
+        paged_suite.fault(args.fault.upper())  # an unknown paged rule is a bad argument, found here
+    if args.bound is not None:
+        from stallfree.proofs.explicit.bounds import Bounds
+
+        Bounds.parse(args.bound)
+    if args.hidden not in (None, "none"):
+        load_scheduler(args.hidden, "--hidden")  # a --hidden that does not load is a bad argument
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         from stallfree.proofs import suite
@@ -253,21 +273,7 @@ def run(args: argparse.Namespace) -> int:
         paged = prefix or is_paged(args)
         options = None if paged else _options(args)
         if paged:
-            paged_methods(args)
-        if prefix and args.fault is not None:
-            from stallfree.proofs import prefix_suite
-
-            prefix_suite.fault(args.fault.upper())  # an unknown prefix rule is a bad argument, found here
-        elif paged and args.fault is not None:
-            from stallfree.proofs import paged_suite
-
-            paged_suite.fault(args.fault.upper())  # an unknown paged rule is a bad argument, found here
-        if paged and args.bound is not None:
-            from stallfree.proofs.explicit.bounds import Bounds
-
-            Bounds.parse(args.bound)
-        if paged and args.hidden not in (None, "none"):
-            load_scheduler(args.hidden, "--hidden")  # a --hidden that does not load is a bad argument
+            check_paged_arguments(args, prefix)
         missing = None if options is None else missing_extra(options.methods, False)
         if missing is not None:
             raise ValueError(missing)

@@ -220,10 +220,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec | None, chat: Any) -> int:
-    from stallfree.executor.isolation import perturbed
     from stallfree.executor.launch import RankFailure, launch
-    from stallfree.executor.report import describe_run, request_table, step_table, verdicts
-    from stallfree.executor.text import TextStream, answers
+    from stallfree.executor.report import describe_run, verdicts
+    from stallfree.executor.text import TextStream
 
     cfg = job.workload.config
     model = spec.model_config()
@@ -231,14 +230,8 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
     print(f"model {model.name} ({model.num_layers} layers, {run_info['source']['kind']} weights), tp {spec.tp}, "
           f"{spec.dtype} on {spec.device}; budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, "
           f"kv_tokens {cfg.kv_tokens}; scheduler {args.scheduler}", flush=True)
-    # Isolation: the same workload again with one prompt token of the first request changed.
     first = min(a.rid for a in job.workload.requests)
-    # Its stops are those of the first run, replayed (the same plans), whatever rid 0 now samples.
-    twin = replace(perturbed(job, first, spec.seed, model.vocab), stream=False, replay_ends=True)
-    jobs = (job, twin) if job.keep_logits else (job,)
-    roomy = unpreempted(job)
-    if roomy is not None and job.keep_logits:  # recompute exactness: the same workload on a pool that never preempts
-        jobs = (*jobs, roomy)
+    jobs = jobs_to_launch(spec, job, first, model.vocab)
     stream = TextStream(codec) if codec is not None else None
 
     def on_step(record: Any) -> None:
@@ -261,19 +254,8 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
         print(f"stallfree run: {error}", file=sys.stderr)
         return exits.USAGE
     result = launched.results[0]
-    texts: dict[int, Any] = {}
-    if codec is not None:
-        print()
-        print("\n".join(answers(codec, chat.texts, {rid: r.outputs for rid, r in result.requests.items()},
-                                args.max_new, {rid: r.finish_reason for rid, r in result.requests.items()})))
-        texts = {rid: {"prompt_text": chat.texts[rid], "prompt_ids": r.prompt, "text": codec.answer(r.outputs)}
-                 for rid, r in result.requests.items()}
-    print()
-    print("\n".join(step_table(result, cfg.token_budget)))
-    print()
-    print("\n".join(request_table(result)))
-    if result.refused:
-        print(f"refused by add() (rule NEVER-FIT: prompt_len + max_new > kv_tokens, or invalid): {result.refused}")
+    texts = print_answers(result, codec, chat, args.max_new) if codec is not None else {}
+    print_tables(result, cfg.token_budget)
     print()
     ends = (("TOKENS",) if job.stop_token is not None else ()) + (("CANCEL",) if job.cancels else ())
     print("\n".join(verdicts(result, job.monitor_rules, ends)))
@@ -284,15 +266,8 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
     elif job.keep_logits:
         print("EXACTNESS        not judged: a rule broke, the run did not finish")
     if args.json is not None:
-        from stallfree.executor.report import as_json, judgements
-        from stallfree.spec.verdict import as_json as verdicts_json
-
-        sections, unlisted = judgements(result, job.monitor_rules, ends)
-        report = as_json(result, run_info, checks, texts) | {
-            "verdicts": {where: verdicts_json(judged) for where, judged in sections.items()}
-            | ({"unlisted": verdicts_json(unlisted)} if unlisted else {})}
         try:
-            write_json(args, report)
+            write_json(args, run_json(result, job, run_info, checks, texts, ends))
         except ValueError as error:  # checked before the run, yet the write failed
             print(f"stallfree run: {error}", file=sys.stderr)
             return exits.USAGE
@@ -300,6 +275,55 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
     if named:
         print(f"stallfree run: BROKEN: {', '.join(named)}", file=sys.stderr)
     return exits.BROKEN if failed else exits.HOLDS
+
+
+def jobs_to_launch(spec: RunSpec, job: Job, first: int, vocab: int) -> tuple[Job, ...]:
+    """The job, and where it keeps logits its exactness twins: the same workload with one prompt token of
+    request `first` changed (isolation), and the same workload on a pool that never preempts (recompute)."""
+    from stallfree.executor.isolation import perturbed
+
+    # Its stops are those of the first run, replayed (the same plans), whatever rid 0 now samples.
+    twin = replace(perturbed(job, first, spec.seed, vocab), stream=False, replay_ends=True)
+    jobs = (job, twin) if job.keep_logits else (job,)
+    roomy = unpreempted(job)
+    if roomy is not None and job.keep_logits:  # recompute exactness: the same workload on a pool that never preempts
+        jobs = (*jobs, roomy)
+    return jobs
+
+
+def print_answers(result: JobResult, codec: TextCodec, chat: Any, max_new: int | None) -> dict[int, Any]:
+    """Prints each request's answer as text; returns, by rid, its prompt text and ids and its answer."""
+    from stallfree.executor.text import answers
+
+    print()
+    print("\n".join(answers(codec, chat.texts, {rid: r.outputs for rid, r in result.requests.items()},
+                            max_new, {rid: r.finish_reason for rid, r in result.requests.items()})))
+    return {rid: {"prompt_text": chat.texts[rid], "prompt_ids": r.prompt, "text": codec.answer(r.outputs)}
+            for rid, r in result.requests.items()}
+
+
+def print_tables(result: JobResult, token_budget: int) -> None:
+    """Prints the run's step table and request table, and the requests add() refused."""
+    from stallfree.executor.report import request_table, step_table
+
+    print()
+    print("\n".join(step_table(result, token_budget)))
+    print()
+    print("\n".join(request_table(result)))
+    if result.refused:
+        print(f"refused by add() (rule NEVER-FIT: prompt_len + max_new > kv_tokens, or invalid): {result.refused}")
+
+
+def run_json(result: JobResult, job: Job, run_info: Any, checks: dict[str, Any], texts: dict[int, Any],
+             ends: tuple[str, ...]) -> dict[str, Any]:
+    """The run's JSON report: the run, its output checks and texts, and the verdicts where each was judged."""
+    from stallfree.executor.report import as_json, judgements
+    from stallfree.spec.verdict import as_json as verdicts_json
+
+    sections, unlisted = judgements(result, job.monitor_rules, ends)
+    return as_json(result, run_info, checks, texts) | {
+        "verdicts": {where: verdicts_json(judged) for where, judged in sections.items()}
+        | ({"unlisted": verdicts_json(unlisted)} if unlisted else {})}
 
 
 def broken_names(result: JobResult, checks: dict[str, Any]) -> list[str]:

@@ -86,7 +86,6 @@ def run(args: argparse.Namespace) -> int:
     from stallfree.costs import Roofline
     from stallfree.sim.policies import CONTRACTS, POLICIES
     from stallfree.sim.simulator import Stalled, Variant, simulate
-    from stallfree.sim.summary import report, summarise
     from stallfree.sim.trace import TraceError, load
     from stallfree.spec import Config, InvalidField, RuleViolation, Unsupported
     from stallfree.spec.contracts import by_name
@@ -136,6 +135,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"{NEWLINE[not shown]}stallfree simulate: {args.scheduler} crashed: {type(error).__name__}: "
               f"{str(error)[:300]}", file=sys.stderr)
         return exits.CRASHED
+    return print_result(args, result)
+
+
+def print_result(args: argparse.Namespace, result: Any) -> int:
+    """Prints the summary of a finished run and what the monitor judged, writes its JSON and plots."""
+    from stallfree.sim.summary import report, summarise
+
     summary = summarise(result)
     for line in report(summary):
         print(line)

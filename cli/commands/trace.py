@@ -319,25 +319,45 @@ def trace(
         print(f"stallfree trace: {error}", file=sys.stderr)
         return exits.USAGE
     except Hung as error:  # the scheduler did not answer: no rule judged it, and the run cannot go on
-        ids = [r.id for r in (RULES if contract is None else contract.rules)]
-        judged = verdicts(args.rules or ids, steps_done[0], None, 0, (), str(error), TIMEOUT,
-                          registry=RULES if contract is None else contract.rules)
-        print()
-        for line in lines(judged):
-            print(line)
-        write_json(args, {"scheduler": args.scheduler, "config": workload.to_json()["config"],
-                          "rules": as_json(judged)})
-        print(f"stallfree trace: {args.scheduler} did not answer: {error}", file=sys.stderr)
-        return exits.CRASHED
-    recording = done.recording
+        return report_hung(args, workload, contract, steps_done[0], error)
+    if writer is not None:
+        finish_trace_file(writer, done.recording, budgets)
+    return report_run(args, workload, contract, done, price)
+
+
+def report_hung(
+    args: argparse.Namespace, workload: Workload, contract: Contract | None, steps_done: int, error: Hung,
+) -> int:
+    """The verdicts of a run whose scheduler did not answer after `steps_done` steps: TIMEOUT, no rule judged."""
+    ids = [r.id for r in (RULES if contract is None else contract.rules)]
+    judged = verdicts(args.rules or ids, steps_done, None, 0, (), str(error), TIMEOUT,
+                      registry=RULES if contract is None else contract.rules)
+    print()
+    for line in lines(judged):
+        print(line)
+    write_json(args, {"scheduler": args.scheduler, "config": workload.to_json()["config"],
+                      "rules": as_json(judged)})
+    print(f"stallfree trace: {args.scheduler} did not answer: {error}", file=sys.stderr)
+    return exits.CRASHED
+
+
+def finish_trace_file(writer: Any, recording: Any, budgets: list[int]) -> None:
+    """Writes the step a rule broke on, and the end line of a run that ended; `budgets[-1]` is the budget
+    in force at the last step written."""
     stats, violation = recording.stats, recording.violation
-    crash = violation if violation is not None and violation.rule == CRASH else None
-    if writer is not None and violation is not None:
+    if violation is not None:
         write_broken_step(writer, recording.broken_step, len(budgets) - 1, budgets[-1])
     # A run stopped by a broken rule, or still pending at the work bound, has no end line: it did
     # not end (as record_trace writes it).
-    if writer is not None and stats is not None and stats.stopped_at_bound is None:
+    if stats is not None and stats.stopped_at_bound is None:
         writer.end()
+
+
+def report_run(args: argparse.Namespace, workload: Workload, contract: Contract | None, done: Any, price: Any) -> int:
+    """Prints the verdicts, notes and views of a finished run, writes its JSON, and gives its exit status."""
+    recording = done.recording
+    stats, violation = recording.stats, recording.violation
+    crash = violation if violation is not None and violation.rule == CRASH else None
     steps = stats.steps if stats is not None else recording.num_steps
     adds = stats.adds if stats is not None else len(recording.offers)
     judged = verdicts(done.checked, steps, violation, adds, done.broken,

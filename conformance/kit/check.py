@@ -150,12 +150,7 @@ def conform(
         raise ValueError(f"examples must be an int >= 1, got {examples!r}")
     if not timeout > 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
-    grid = shapes(budget, max_seqs, kv_tokens)
-    if contract is not None:  # a contract whose schedulers refuse small budgets is explored above them
-        grid = [s for s in grid if s.token_budget >= contract.min_budget]
-        if not grid:
-            least = contract.min_budget
-            raise ValueError(f"--budget {budget} is below {least}, the least the {profile} profile allows")
+    grid = contract_shapes(budget, max_seqs, kv_tokens, contract, profile)
     started = time.monotonic()
     with Sandbox(target, timeout, run_timeout, profile if contract is not None else None, design=design) as sandbox:
         registry = contract.ids if contract is not None else tuple(r.id for r in REGISTRIES[design])
@@ -174,7 +169,40 @@ def conform(
             if progress:
                 progress(f"shrinking the {rule} counterexample ({len(finding.workload.requests)} requests)")
             counterexamples[rule] = minimal_counterexample(sandbox, finding, contract=contract, design=design)
-    verdicts = {}
+    verdicts = rule_verdicts(registry, checked, not_applicable, unsupported, counterexamples, explored)
+    runs = explored.runs + sum(c.shrink_runs for c in counterexamples.values())
+    ended_early = why_ended_early(explored)
+    report = Report(
+        target, None if rules is not None else (profile or "full"), checked, verdicts, counterexamples,
+        runs, explored.steps, grid, explored.shapes_explored, examples, seed,
+        time.monotonic() - started, ended_early,
+    )
+    report.not_applicable = not_applicable
+    report.refused = dict(explored.shapes_refused)
+    report.capabilities = supported
+    report.design = design
+    label_partial(report, explored)
+    return report
+
+
+def contract_shapes(budget: int | None, max_seqs: int | None, kv_tokens: int | None, contract: Contract | None,
+                    profile: str | None) -> list[Shape]:
+    """The config grid (fixed fields held); a contract whose schedulers refuse small budgets is explored
+    above them. Raises ValueError when that leaves no config."""
+    grid = shapes(budget, max_seqs, kv_tokens)
+    if contract is not None:
+        grid = [s for s in grid if s.token_budget >= contract.min_budget]
+        if not grid:
+            least = contract.min_budget
+            raise ValueError(f"--budget {budget} is below {least}, the least the {profile} profile allows")
+    return grid
+
+
+def rule_verdicts(registry: Iterable[str], checked: tuple[str, ...], not_applicable: dict[str, Any],
+                  unsupported: set[str], counterexamples: dict[str, Any], explored: Exploration) -> dict[str, Verdict]:
+    """Each rule's verdict: not applicable, not checked, failed (a counterexample), not judged (nothing ran to
+    the end), not supported (the target lacks what it needs), or passed."""
+    verdicts: dict[str, Verdict] = {}
     for rule in registry:
         if rule in not_applicable:
             verdicts[rule] = NOT_APPLICABLE
@@ -188,23 +216,17 @@ def conform(
             verdicts[rule] = NOT_SUPPORTED
         else:
             verdicts[rule] = PASS
-    runs = explored.runs + sum(c.shrink_runs for c in counterexamples.values())
+    return verdicts
+
+
+def why_ended_early(explored: Exploration) -> str | None:
+    """Why the exploration ended early, also when no config was judged because every one was refused or cut."""
     ended_early = explored.ended_early
     if ended_early is None and explored.shapes_judged == 0 and explored.shapes_refused:
         ended_early = "the factory refused every config"
     elif ended_early is None and explored.shapes_judged == 0 and explored.shapes_cut:
         ended_early = f"{explored.shapes_cut[0][1]} at every config"
-    report = Report(
-        target, None if rules is not None else (profile or "full"), checked, verdicts, counterexamples,
-        runs, explored.steps, grid, explored.shapes_explored, examples, seed,
-        time.monotonic() - started, ended_early,
-    )
-    report.not_applicable = not_applicable
-    report.refused = dict(explored.shapes_refused)
-    report.capabilities = supported
-    report.design = design
-    label_partial(report, explored)
-    return report
+    return ended_early
 
 
 def label_partial(report: Report, explored: Exploration) -> None:

@@ -99,6 +99,16 @@ def size(w: Workload) -> tuple[int, ...]:
             c.kv_tokens)
 
 
+def count_run(result: Exploration, outcome: Outcome) -> None:
+    """Counts one judged run into `result`: its steps, what cut it short, whether it showed its free KV."""
+    result.runs += 1
+    result.steps += outcome.steps
+    if outcome.cut_by is not None:
+        result.runs_cut[outcome.cut_by] = result.runs_cut.get(outcome.cut_by, 0) + 1
+    if outcome.free_kv_shown is False:
+        result.runs_without_free_kv += 1
+
+
 class Explorer:
     def __init__(
         self, sandbox: Sandbox, examples: int, seed: int, progress: Callable[[str], None] | None = None,
@@ -184,12 +194,7 @@ class Explorer:
                 result.refused[config] = outcome.message
                 return
             judged = True
-            result.runs += 1
-            result.steps += outcome.steps
-            if outcome.cut_by is not None:
-                result.runs_cut[outcome.cut_by] = result.runs_cut.get(outcome.cut_by, 0) + 1
-            if outcome.free_kv_shown is False:
-                result.runs_without_free_kv += 1
+            count_run(result, outcome)
             rule = outcome.rule
             if rule is None:
                 return

@@ -172,13 +172,7 @@ class Judge:
         for key, value in s.config.items():
             setattr(self.cfg, key, value)
         budget, slots = self.cfg.token_budget, self.cfg.max_seqs
-        planned_now = {rid for rid, _ in s.plan}
-        for rid, reason in s.finished:  # withdrawn before this step: gone before it is judged
-            if reason == "cancel" and rid not in planned_now and rid in self.reqs:
-                del self.reqs[rid]
-                self.finished_at[rid] = s.step
-                self._cancelled_before.add(rid)
-                self.cancelled.add(rid)
+        self._withdraw_cancelled(s)
         running_before = self._running()
         for rid, kind in s.preempt:
             req = self._req(rid, "preempt")
@@ -188,19 +182,8 @@ class Judge:
         ready = [r for r in running_before if r.ready and r.state == RUNNING]
         partial = [r for r in running_before if r.state == RUNNING and not r.ready]
         waiting = sorted((r for r in self.reqs.values() if r.state in (WAITING, PREEMPTED)), key=lambda r: r.arrival)
-        # Admissions: the admit events, then any planned request that was waiting.
-        cached = dict(s.admit)
-        admitted: list[Req] = []
-        for rid, _ in s.admit:
-            req = self._req(rid, "admit")
-            if req.state not in (WAITING, PREEMPTED):
-                self.broke(PROTOCOL, f"admit names rid {rid!r}, which is {req.state}, not waiting")
-            admitted.append(req)
-        for rid, _ in s.plan:
-            req = self.reqs.get(rid)
-            if req is not None and req.state in (WAITING, PREEMPTED) and req not in admitted:
-                admitted.append(req)
-        self._judge_admissions(admitted, waiting, cached, s)
+        admitted = self._admitted(s)
+        self._judge_admissions(admitted, waiting, dict(s.admit), s)
         plan_rids = [rid for rid, _ in s.plan]
         planned = set(plan_rids)
         self._judge_plan(s, ready, partial, admitted, waiting, budget, slots)
@@ -209,22 +192,7 @@ class Judge:
         if len(emitted_set) != len(s.emitted):
             dup = next(r for r in s.emitted if s.emitted.count(r) > 1)
             self.broke("TOKENS", f"rid {dup!r} emitted more than one token in one step")
-        seen: set[Rid] = set()
-        for rid, n in s.plan:
-            if rid in seen:
-                continue
-            seen.add(rid)
-            req = self.reqs.get(rid)
-            if req is None:
-                continue
-            req.computed = min(req.known, req.computed + n)
-            due_now = req.computed == req.known
-            if due_now and rid not in emitted_set:
-                self.broke("FIRST-TOKEN", f"rid {rid!r}'s chunk brings it to all {req.known} known tokens, but the "
-                                          "step emitted no token for it")
-            if not due_now and rid in emitted_set:
-                self.broke("FIRST-TOKEN", f"rid {rid!r} emitted a token with {req.computed} of its {req.known} known "
-                                          "tokens computed: before its prompt (or recompute) was done")
+        self._compute(s, emitted_set)
         for rid in s.emitted:
             if rid in self.finished_at:
                 rule, how = self._ended(rid)
@@ -243,6 +211,49 @@ class Judge:
                     self.broke("TOKENS", f"rid {rid!r} emitted {req.emitted} tokens; its max_new is {req.max_new}")
             emitted_set.discard(rid)
         self._finish(s)
+
+    def _withdraw_cancelled(self, s: EngineStep) -> None:
+        """Requests cancelled before this step (not in its plan) are gone before it is judged."""
+        planned_now = {rid for rid, _ in s.plan}
+        for rid, reason in s.finished:
+            if reason == "cancel" and rid not in planned_now and rid in self.reqs:
+                del self.reqs[rid]
+                self.finished_at[rid] = s.step
+                self._cancelled_before.add(rid)
+                self.cancelled.add(rid)
+
+    def _admitted(self, s: EngineStep) -> list[Req]:
+        """The step's admissions: the admit events, then any planned request that was waiting."""
+        admitted: list[Req] = []
+        for rid, _ in s.admit:
+            req = self._req(rid, "admit")
+            if req.state not in (WAITING, PREEMPTED):
+                self.broke(PROTOCOL, f"admit names rid {rid!r}, which is {req.state}, not waiting")
+            admitted.append(req)
+        for rid, _ in s.plan:
+            req = self.reqs.get(rid)
+            if req is not None and req.state in (WAITING, PREEMPTED) and req not in admitted:
+                admitted.append(req)
+        return admitted
+
+    def _compute(self, s: EngineStep, emitted_set: set[Rid]) -> None:
+        """The step ran: each planned request's computed tokens move, and FIRST-TOKEN is judged on what it emitted."""
+        seen: set[Rid] = set()
+        for rid, n in s.plan:
+            if rid in seen:
+                continue
+            seen.add(rid)
+            req = self.reqs.get(rid)
+            if req is None:
+                continue
+            req.computed = min(req.known, req.computed + n)
+            due_now = req.computed == req.known
+            if due_now and rid not in emitted_set:
+                self.broke("FIRST-TOKEN", f"rid {rid!r}'s chunk brings it to all {req.known} known tokens, but the "
+                                          "step emitted no token for it")
+            if not due_now and rid in emitted_set:
+                self.broke("FIRST-TOKEN", f"rid {rid!r} emitted a token with {req.computed} of its {req.known} known "
+                                          "tokens computed: before its prompt (or recompute) was done")
 
     def _judge_admissions(self, admitted: list[Req], waiting: list[Req], cached: dict[Rid, int], s: EngineStep) -> None:
         heads = waiting[:len(admitted)]
@@ -276,36 +287,7 @@ class Judge:
 
     def _judge_plan(self, s: EngineStep, ready: list[Req], partial: list[Req], admitted: list[Req],
                     waiting: list[Req], budget: int, slots: int) -> None:
-        tokens = 0
-        seen: set[Rid] = set()
-        got: dict[Rid, int] = {}
-        for rid, n in s.plan:
-            tokens += n
-            if rid in seen:
-                self.broke("ONE-ENTRY", f"rid {rid!r} appears more than once in the plan")
-                continue
-            seen.add(rid)
-            if n < 1:
-                self.broke("ONE-ENTRY", f"rid {rid!r} is given n={n}; every entry needs n >= 1")
-            req = self.reqs.get(rid)
-            if req is None:
-                if rid in self.finished_at:
-                    rule, how = self._ended(rid)
-                    self.broke(rule, f"plan names rid {rid!r}, which {how} at step {self.finished_at[rid]}")
-                    continue
-                if rid in self.refused:
-                    self.broke("NEVER-FIT", f"rid {rid!r} was refused by add() yet is planned")
-                    continue
-                self.broke(PROTOCOL, f"plan names rid {rid!r}, which was never added")
-            assert req is not None
-            if req.state != RUNNING:
-                self.broke(PROTOCOL, f"plan names rid {rid!r}, which is {req.state}")
-            got[rid] = n
-            if req.ready and n != 1:
-                self.broke("TOKENS", f"rid {rid!r} has one token due and is given n={n}; a decode is exactly 1 token")
-            elif req.computed + n > req.known:
-                self.broke("PREFILL-ONCE", f"rid {rid!r} gets a chunk of {n} at position {req.computed}, past its "
-                                           f"{req.known} known tokens (only {req.due} remain)")
+        tokens, got = self._judge_entries(s)
         if tokens > budget:
             self.broke("BUDGET", f"the plan carries {tokens} tokens; the budget is {budget}")
         busy = any(r.state in (WAITING, PREEMPTED, RUNNING) for r in self.reqs.values()) or bool(admitted)
@@ -348,6 +330,41 @@ class Judge:
                                                       f"fits: {slots - running} slot(s) free, reservation "
                                                       f"{head.prompt_len + head.max_new} <= free KV {free}"
                                                       f"{PAGED_NOTE if self.cfg.paged else ''}")
+
+    def _judge_entries(self, s: EngineStep) -> tuple[int, dict[Rid, int]]:
+        """ONE-ENTRY, TOKENS and PREFILL-ONCE on each entry of the plan, and that each names a running request:
+        the plan's tokens, and each request's n (its first entry)."""
+        tokens = 0
+        seen: set[Rid] = set()
+        got: dict[Rid, int] = {}
+        for rid, n in s.plan:
+            tokens += n
+            if rid in seen:
+                self.broke("ONE-ENTRY", f"rid {rid!r} appears more than once in the plan")
+                continue
+            seen.add(rid)
+            if n < 1:
+                self.broke("ONE-ENTRY", f"rid {rid!r} is given n={n}; every entry needs n >= 1")
+            req = self.reqs.get(rid)
+            if req is None:
+                if rid in self.finished_at:
+                    rule, how = self._ended(rid)
+                    self.broke(rule, f"plan names rid {rid!r}, which {how} at step {self.finished_at[rid]}")
+                    continue
+                if rid in self.refused:
+                    self.broke("NEVER-FIT", f"rid {rid!r} was refused by add() yet is planned")
+                    continue
+                self.broke(PROTOCOL, f"plan names rid {rid!r}, which was never added")
+            assert req is not None
+            if req.state != RUNNING:
+                self.broke(PROTOCOL, f"plan names rid {rid!r}, which is {req.state}")
+            got[rid] = n
+            if req.ready and n != 1:
+                self.broke("TOKENS", f"rid {rid!r} has one token due and is given n={n}; a decode is exactly 1 token")
+            elif req.computed + n > req.known:
+                self.broke("PREFILL-ONCE", f"rid {rid!r} gets a chunk of {n} at position {req.computed}, past its "
+                                           f"{req.known} known tokens (only {req.due} remain)")
+        return tokens, got
 
     def _finish(self, s: EngineStep) -> None:
         finishing = {rid for rid, _ in s.finished}

@@ -26,11 +26,12 @@ from stallfree.spec import PROTOCOL, Arrival, Cancel, Monitor, RuleViolation, Wo
 from stallfree.spec.budget_change import BudgetMonitor, BudgetShadow
 from stallfree.spec.contract import Contract
 from stallfree.spec.priority import PriorityShadow
+from stallfree.spec.shadow import Shadow
 from stallfree.spec.workload import BudgetChange
 
 from . import lifecycle
 from .bounds import Bounds
-from .graph import STEP, Graph, analyse
+from .graph import STEP, Graph, Liveness, analyse
 from .snapshot import Hidden, encode, fork
 
 Action = Any  # ("step",), ("add", prompt_len, max_new, priority | None), ("budget", B), or a lifecycle action
@@ -189,10 +190,7 @@ def check(
                 child_key = key(monitor, hidden)
                 child = index.get(child_key)
                 if child is None:
-                    shadow = monitor.shadow
-                    work = sum(t.request.prompt_len - t.num_prefilled + t.request.max_new - t.num_emitted
-                               for t in (*shadow.waiting, *shadow.running.values()))
-                    child = graph.add_state(state, number, shadow.is_idle, work)
+                    child = graph.add_state(state, number, monitor.shadow.is_idle, work_left(monitor.shadow))
                     index[child_key] = child
                     next_frontier.append((child, monitor))
                 graph.succ[state * len(actions) + number] = child
@@ -201,14 +199,31 @@ def check(
                 return result()
         frontier = next_frontier
     liveness = analyse(graph)
-    if liveness.livelock is not None:
-        path = path_to(graph, actions, liveness.livelock[0]) + [STEP_ACTION] * len(liveness.livelock)
-        return result("PROGRESS", f"a cycle of {len(liveness.livelock)} step(s) with work pending", path)
-    if liveness.over_rank is not None:
-        s, steps, work = liveness.over_rank
-        return result("PROGRESS", f"needs {steps} steps to finish {work} units of work", path_to(graph, actions, s))
+    stall = progress_broken(graph, actions, liveness)
+    if stall is not None:
+        return result(*stall)
     drain = liveness.drain_bound
     return result()
+
+
+def work_left(shadow: Shadow) -> int:
+    """The units of work still pending: prompt tokens to prefill and tokens to emit, over every request."""
+    return sum(t.request.prompt_len - t.num_prefilled + t.request.max_new - t.num_emitted
+               for t in (*shadow.waiting, *shadow.running.values()))
+
+
+def progress_broken(
+    graph: Graph, actions: tuple[Action, ...], liveness: Liveness,
+) -> tuple[str, str, list[Action]] | None:
+    """PROGRESS's rule, message and witness path when the explored graph has a livelock or a state that
+    needs more steps than its work allows; None when it has neither."""
+    if liveness.livelock is not None:
+        path = path_to(graph, actions, liveness.livelock[0]) + [STEP_ACTION] * len(liveness.livelock)
+        return "PROGRESS", f"a cycle of {len(liveness.livelock)} step(s) with work pending", path
+    if liveness.over_rank is not None:
+        s, steps, work = liveness.over_rank
+        return "PROGRESS", f"needs {steps} steps to finish {work} units of work", path_to(graph, actions, s)
+    return None
 
 
 def path_to(graph: Graph, actions: tuple[Action, ...], state: int) -> list[Action]:

@@ -37,6 +37,24 @@ def definitions(defs: z3.BoolRef) -> dict[str, z3.ExprRef]:
     return named
 
 
+def operation(node: z3.ExprRef, args: list[str]) -> str:
+    """The Python expression of the operator at `node` applied to `args`, the names of its operands' values."""
+    kind = node.decl().kind()
+    if kind in _NARY:
+        return "(" + _NARY[kind].join(args) + ")"
+    if kind in _BINARY and len(args) == 2:
+        return f"({args[0]}{_BINARY[kind]}{args[1]})"
+    if kind == z3.Z3_OP_UMINUS:
+        return f"(-{args[0]})"
+    if kind == z3.Z3_OP_NOT:
+        return f"(not {args[0]})"
+    if kind == z3.Z3_OP_IMPLIES:
+        return f"((not {args[0]}) or {args[1]})"
+    if kind == z3.Z3_OP_ITE:
+        return f"({args[1]} if {args[0]} else {args[2]})"
+    raise ValueError(f"cannot compile the Z3 operator {node.decl().name()!r} in {str(node)[:80]}")
+
+
 def compile_terms(inputs: Sequence[z3.ExprRef], defs: z3.BoolRef, outputs: Sequence[z3.ExprRef]) -> Compiled:
     """A function from the values of `inputs` (in order) to the values of `outputs` (in order)."""
     named = definitions(defs)
@@ -60,20 +78,7 @@ def compile_terms(inputs: Sequence[z3.ExprRef], defs: z3.BoolRef, outputs: Seque
             if name in argument:
                 return f"x[{argument[name]}]"
             return operand(named[name])
-        args = [operand(a) for a in node.children()]
-        if kind in _NARY:
-            return "(" + _NARY[kind].join(args) + ")"
-        if kind in _BINARY and len(args) == 2:
-            return f"({args[0]}{_BINARY[kind]}{args[1]})"
-        if kind == z3.Z3_OP_UMINUS:
-            return f"(-{args[0]})"
-        if kind == z3.Z3_OP_NOT:
-            return f"(not {args[0]})"
-        if kind == z3.Z3_OP_IMPLIES:
-            return f"((not {args[0]}) or {args[1]})"
-        if kind == z3.Z3_OP_ITE:
-            return f"({args[1]} if {args[0]} else {args[2]})"
-        raise ValueError(f"cannot compile the Z3 operator {node.decl().name()!r} in {str(node)[:80]}")
+        return operation(node, [operand(a) for a in node.children()])
 
     def children(node: z3.ExprRef) -> list[z3.ExprRef]:
         if z3.is_const(node) and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:

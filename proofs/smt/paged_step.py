@@ -237,12 +237,12 @@ class PagedPolicy:
         """Blocks an ending request gives back."""
         return held
 
-    def step(self, s: PagedState) -> PagedStep:
-        n, bs = len(s.requests), s.block_size
-        d = Defs(f"{s.free}.d", bs)
-        rs = list(s.requests)
-        need = [z3.And(r.ready, r.computed == r.held * bs) for r in rs]
-        # 1. preemption, newest first, while the decodes need more new blocks than are free
+    def preempt_for_decodes(
+        self, s: PagedState, d: Defs, need: list[z3.BoolRef],
+    ) -> tuple[list[z3.BoolRef], list[PagedRequest], z3.ArithRef]:
+        """Preemption, in `victims_order`, while the decodes (`need`: those at a block boundary) need more
+        new blocks than are free: which requests are preempted, the requests after it, and the free blocks."""
+        n, rs = len(s.requests), list(s.requests)
         preempted: list[z3.BoolRef] = [z3.BoolVal(False)] * n
         free, needs = s.free, d.int(z3.Sum([z3.If(x, 1, 0) for x in need]))
         for i in self.victims_order(n):
@@ -250,10 +250,44 @@ class PagedPolicy:
             preempted[i] = go
             free = d.int(free + z3.If(go, rs[i].held, 0))
             needs = d.int(needs - z3.If(z3.And(go, need[i]), 1, 0))
-        any_preempted = z3.Or(preempted)
         cur = [replace(r, running=z3.And(r.running, z3.Not(p)), computed=z3.If(p, 0, r.computed),
                        held=z3.If(p, 0, r.held), target=z3.If(p, self.recompute_target(r), r.target))
                for r, p in zip(rs, preempted, strict=True)]
+        return preempted, cur, free
+
+    def admit_waiting(
+        self, s: PagedState, d: Defs, cur: list[PagedRequest], held: list[z3.ArithRef], free: z3.ArithRef,
+        left: z3.ArithRef, stopped: z3.BoolRef,
+    ) -> tuple[list[z3.BoolRef], list[z3.ArithRef], z3.ArithRef]:
+        """Admission in `admission_order`, each its first chunk min(target, left), until one does not fit
+        (`stopped` from the start in a step that preempted): which are admitted, their first chunks, and the
+        free blocks; `held` gains the blocks each takes."""
+        n = len(s.requests)
+        admit: list[z3.BoolRef] = [z3.BoolVal(False)] * n
+        first: list[z3.ArithRef] = [z3.IntVal(0)] * n
+        running = d.int(z3.Sum([z3.If(c.running, 1, 0) for c in cur]))
+        for i, placed in self.admission_order(s):
+            c = cur[i]
+            in_line = z3.And(c.waiting, placed)
+            k = d.int(smin(c.target, left))
+            h = d.blocks(k)
+            go = z3.And(in_line, z3.Not(stopped), left > 0, running < s.max_seqs, free - h >= s.watermark)
+            admit[i] = z3.Or(admit[i], go)
+            first[i] = d.int(first[i] + z3.If(go, k, 0))
+            held[i] = d.int(held[i] + z3.If(go, h, 0))
+            free = d.int(free - z3.If(go, h, 0))
+            left = d.int(left - z3.If(go, k, 0))
+            running = d.int(running + z3.If(go, 1, 0))
+            stopped = z3.Or(stopped, z3.And(in_line, z3.Not(go)))
+        return admit, first, free
+
+    def step(self, s: PagedState) -> PagedStep:
+        n, bs = len(s.requests), s.block_size
+        d = Defs(f"{s.free}.d", bs)
+        need = [z3.And(r.ready, r.computed == r.held * bs) for r in s.requests]
+        # 1. preemption, newest first, while the decodes need more new blocks than are free
+        preempted, cur, free = self.preempt_for_decodes(s, d, need)
+        any_preempted = z3.Or(preempted)
         # 2. decodes: every ready request; those at a block boundary take a block
         decode = [c.ready for c in cur]
         held = [d.int(c.held + z3.If(z3.And(decode[i], need[i]), 1, 0)) for i, c in enumerate(cur)]
@@ -272,23 +306,7 @@ class PagedPolicy:
             left = d.int(left - k)
             chunk.append(k)
         # 4. admission, never in a step that preempted
-        admit: list[z3.BoolRef] = [z3.BoolVal(False)] * n
-        first: list[z3.ArithRef] = [z3.IntVal(0)] * n
-        stopped: z3.BoolRef = any_preempted
-        running = d.int(z3.Sum([z3.If(c.running, 1, 0) for c in cur]))
-        for i, placed in self.admission_order(s):
-            c = cur[i]
-            in_line = z3.And(c.waiting, placed)
-            k = d.int(smin(c.target, left))
-            h = d.blocks(k)
-            go = z3.And(in_line, z3.Not(stopped), left > 0, running < s.max_seqs, free - h >= s.watermark)
-            admit[i] = z3.Or(admit[i], go)
-            first[i] = d.int(first[i] + z3.If(go, k, 0))
-            held[i] = d.int(held[i] + z3.If(go, h, 0))
-            free = d.int(free - z3.If(go, h, 0))
-            left = d.int(left - z3.If(go, k, 0))
-            running = d.int(running + z3.If(go, 1, 0))
-            stopped = z3.Or(stopped, z3.And(in_line, z3.Not(go)))
+        admit, first, free = self.admit_waiting(s, d, cur, held, free, left, any_preempted)
         # 5. completion
         after, emits = [], []
         for i, c in enumerate(cur):
