@@ -139,6 +139,7 @@ def conform(
     seed: int = 0,
     timeout: float = DEFAULT_TIMEOUT,
     run_timeout: float | None = None,
+    load_timeout: float | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Report:
     """Check `target` (MODULE:FACTORY) against the chosen rules over the config grid (fixed fields held).
@@ -157,7 +158,8 @@ def conform(
             least = contract.min_budget
             raise ValueError(f"--budget {budget} is below {least}, the least the {profile} profile allows")
     started = time.monotonic()
-    with Sandbox(target, timeout, run_timeout, profile if contract is not None else None, design=design) as sandbox:
+    with Sandbox(target, timeout, run_timeout, profile if contract is not None else None, design=design,
+                 load_timeout=load_timeout) as sandbox:
         registry = contract.ids if contract is not None else tuple(r.id for r in REGISTRIES[design])
         not_applicable = {r: why for r, why in sandbox.not_applicable.items() if r in checked}
         unknown = [r for r in sandbox.not_applicable if r not in registry]
