@@ -23,13 +23,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import IO, Any, ClassVar
 
-from vllm.v1.core.sched.scheduler import Scheduler
-from vllm.v1.engine import FinishReason
+from .vllm_api import checked_once
 
-from stallfree.spec import Workload
+checked_once()  # before vLLM's classes are imported: a moved API is named here, symbol by symbol
 
-from ..trace.v2 import EngineConfig, EngineStep, TraceWriterV2
-from .vllm_setup import model_folder, prompt_ids
+from vllm.v1.core.sched.scheduler import Scheduler  # noqa: E402
+from vllm.v1.engine import FinishReason  # noqa: E402
+
+from stallfree.spec import Workload  # noqa: E402
+
+from ..trace.v2 import EngineConfig, EngineStep, TraceWriterV2  # noqa: E402
+from .vllm_setup import model_folder, prompt_ids  # noqa: E402
 
 REASONS = {FinishReason.LENGTH: "length", FinishReason.STOP: "stop", FinishReason.ABORT: "cancel"}
 ENGINE_BLOCK_SIZE = 32  # the CPU engine takes block sizes that are multiples of 32
