@@ -102,5 +102,9 @@ def test_the_step_that_crashes_the_engine_is_in_the_trace_and_judged() -> None:
     assert len(lines) == 1 + FATAL + 1 and last["step"] == FATAL and last["ran"] is False and last["emitted"] == []
     assert sum(n for _, n in last["plan"]) > 32
     verdict = check_engine_trace(lines)
-    assert set(verdict.violations) == {"BUDGET"} and verdict.violations["BUDGET"][0].step == FATAL, verdict.violations
+    # The planted plan gives a decode 33 tokens: past the budget, and not one token. Both are judged at the
+    # fatal step; no token rule breaks for what the step never got to emit.
+    assert set(verdict.violations) == {"BUDGET", "TOKENS"}, verdict.violations
+    assert all(v.step == FATAL for v, _ in verdict.violations.values())
+    assert "a decode is exactly 1 token" in verdict.violations["TOKENS"][0].message
     assert verdict.unfinished_step == FATAL and not verdict.ended
