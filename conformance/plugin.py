@@ -83,7 +83,8 @@ def conformance_tests(
 ) -> Callable[[str], None]:
     """A test function parametrized over the rule IDs (and PROTOCOL) checking `target` (MODULE:FACTORY).
     `options` go to `stallfree.conformance.kit.conform` (examples, seed, budget, max_seqs, kv_tokens,
-    timeout)."""
+    timeout, run_timeout, load_timeout; the last two default to STALLFREE_RUN_TIMEOUT and
+    STALLFREE_LOAD_TIMEOUT when set)."""
     from stallfree.spec.loader import split_target
 
     from .kit.profiles import checked_rules

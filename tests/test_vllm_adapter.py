@@ -98,3 +98,11 @@ def test_vllm_preempts_where_the_k_token_pool_runs_out() -> None:
     w = workload((3, 2, 18), (16, 2, 0), (1, 2, 0))
     with pytest.raises(Preempted, match=r"vLLM preempted \['1'\]"):
         check_workload(w, VllmKvScheduler, rules=[])
+
+
+def test_every_vllm_symbol_the_adapter_and_recorder_use_is_on_the_installed_vllm() -> None:
+    from stallfree.conformance.engines.vllm_api import SYMBOLS, check_vllm_api, checked_once
+
+    assert checked_once.cache_info().currsize == 1  # the adapter's import ran the check
+    check_vllm_api()  # raises VllmApiMoved naming the symbol if one had moved
+    assert len(SYMBOLS) >= 40

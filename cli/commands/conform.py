@@ -45,6 +45,11 @@ def configure(p: argparse.ArgumentParser) -> None:
                             "(docs/variants.md)")
     p.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
                    help="per-call timeout for the scheduler (default 2)")
+    p.add_argument("--load-timeout", type=seconds, default=None, metavar="SECONDS",
+                   help="seconds the scheduler's import may take (default: $STALLFREE_LOAD_TIMEOUT, else 300)")
+    p.add_argument("--run-timeout", type=seconds, default=None, metavar="SECONDS",
+                   help="seconds one workload may take before the kit stops it from outside (default: "
+                        "$STALLFREE_RUN_TIMEOUT, else 30 + 20 per-call timeouts)")
     add_output_arguments(p, "the report")
 
 
@@ -77,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
         report = conform(
             args.target, rules=args.rules, profile=args.profile, budget=args.budget, max_seqs=args.max_seqs,
             kv_tokens=args.kv, examples=args.examples or DEFAULT_EXAMPLES, seed=args.seed,
-            timeout=args.timeout or DEFAULT_TIMEOUT, progress=progress,
+            timeout=args.timeout or DEFAULT_TIMEOUT, run_timeout=args.run_timeout, load_timeout=args.load_timeout,
+            progress=progress,
         )
     except (TargetError, ValueError) as error:
         return fail(str(error))

@@ -14,6 +14,13 @@ it, one step line with the facts the engine had (its requests' ids, as strings, 
   gave new tokens; `finished`: those it finished, with vLLM's reason (length, stop; abort is cancel);
 - `x.vllm.free_blocks`: the block pool's free blocks after the step (kept, not judged).
 
+Each step is written twice: at `schedule()`, before the forward pass runs, a provisional line with its
+plan, admissions, preemptions and arrivals, nothing emitted, and `"ran": false`; then, at
+`update_from_output()`, the whole step replaces it (`TraceWriterV2.provisional`). An engine that dies
+in the forward pass (a budget overrun that kills it) leaves that provisional line as the trace's last,
+so `check-trace` judges the step that killed it; the trace has no end line, so nothing is judged of
+what the engine would have done after it.
+
 `record_engine_run(workload, out)` runs a workload through a whole engine on the CPU (dummy weights,
 in-process engine core so that requests arrive at exact steps) and returns its request outputs.
 """
@@ -23,13 +30,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import IO, Any, ClassVar
 
-from vllm.v1.core.sched.scheduler import Scheduler
-from vllm.v1.engine import FinishReason
+from .vllm_api import checked_once
 
-from stallfree.spec import Workload
+checked_once()  # before vLLM's classes are imported: a moved API is named here, symbol by symbol
 
-from ..trace.v2 import EngineConfig, EngineStep, TraceWriterV2
-from .vllm_setup import model_folder, prompt_ids
+from vllm.v1.core.sched.scheduler import Scheduler  # noqa: E402
+from vllm.v1.engine import FinishReason  # noqa: E402
+
+from stallfree.spec import Workload  # noqa: E402
+
+from ..trace.v2 import EngineConfig, EngineStep, TraceWriterV2  # noqa: E402
+from .vllm_setup import model_folder, prompt_ids  # noqa: E402
 
 REASONS = {FinishReason.LENGTH: "length", FinishReason.STOP: "stop", FinishReason.ABORT: "cancel"}
 ENGINE_BLOCK_SIZE = 32  # the CPU engine takes block sizes that are multiples of 32
@@ -67,37 +78,46 @@ class TraceRecorder(Scheduler):
         plan = list(output.num_scheduled_tokens.items())
         preempt = [(rid, "recompute") for rid in sorted(output.preempted_req_ids)]
         self._pending = (plan, admit, preempt)
+        if TraceRecorder.writer is not None:  # before the forward pass: a crash leaves the fatal step
+            TraceRecorder.writer.provisional(self._step_line([], [], {}))
         return output
 
     def update_from_output(self, scheduler_output: Any, model_runner_output: Any) -> Any:
         outputs = super().update_from_output(scheduler_output, model_runner_output)
-        emitted, finished = [], [(rid, "cancel") for rid in self._cancelled]
+        emitted, finished = [], []
         for engine_outputs in outputs.values():
             for o in engine_outputs.outputs:
                 if o.new_token_ids:
                     emitted.append(o.request_id)
                 if o.finish_reason is not None:
                     finished.append((o.request_id, REASONS.get(o.finish_reason, "stop")))
-        plan, admit, preempt = self._pending
-        step = EngineStep(self._step, plan, emitted, finished, list(self._added), [], {}, admit, preempt,
-                          {"vllm": {"free_blocks": self.kv_cache_manager.block_pool.get_num_free_blocks()}})
+        free = self.kv_cache_manager.block_pool.get_num_free_blocks()
+        step = self._step_line(emitted, finished, {"free_blocks": free})
         if TraceRecorder.writer is not None:
             TraceRecorder.writer.step(step)
         self._step += 1
         self._added, self._cancelled, self._pending = [], [], None
         return outputs
 
+    def _step_line(self, emitted: list[str], finished: list[tuple[str, str]], facts: dict[str, Any]) -> EngineStep:
+        """This step's line: the scheduling facts of schedule(), and what the step's output said."""
+        plan, admit, preempt = self._pending
+        finished = [(rid, "cancel") for rid in self._cancelled] + finished
+        return EngineStep(self._step, plan, emitted, finished, list(self._added), [], {}, admit, preempt,
+                          {"vllm": facts} if facts else {})
+
 
 def record_engine_run(
     workload: Workload, out: IO[str], kv_tokens: int | None = None,
     prompts: Callable[[int, int], list[int]] = prompt_ids, prefix_caching: bool = True,
-    cancel: dict[int, int] | None = None,
+    cancel: dict[int, int] | None = None, recorder: type[TraceRecorder] = TraceRecorder,
 ) -> list[Any]:
     """Run `workload` through a whole vLLM engine (dummy weights, CPU) and write its trace v2 to `out`.
     The block pool holds `kv_tokens` (default: the workload's K) rounded up to blocks of 32, plus vLLM's
     null block. Each request arrives just before the engine step numbered by its arrival_step (an idle
     engine takes no step: a later arrival then comes at the next step); `cancel` maps a rid to the step
-    before which the client withdraws it (vLLM's abort_request). Returns the finished outputs."""
+    before which the client withdraws it (vLLM's abort_request); `recorder` is TraceRecorder or a subclass
+    (a planted fault). Returns the finished outputs."""
     from vllm import SamplingParams
     from vllm.engine.arg_utils import EngineArgs
     from vllm.inputs import TokensPrompt
@@ -110,7 +130,7 @@ def record_engine_run(
         model=model_folder(), load_format="dummy", skip_tokenizer_init=True, dtype="float32", enforce_eager=True,
         block_size=ENGINE_BLOCK_SIZE, max_model_len=blocks * ENGINE_BLOCK_SIZE, num_gpu_blocks_override=blocks + 1,
         max_num_seqs=cfg.max_seqs, max_num_batched_tokens=cfg.token_budget, enable_chunked_prefill=True,
-        enable_prefix_caching=prefix_caching, scheduler_cls=TraceRecorder, async_scheduling=False,
+        enable_prefix_caching=prefix_caching, scheduler_cls=recorder, async_scheduling=False,
         kv_cache_memory_bytes=KV_BYTES,  # a fixed size: else the CPU worker asks for 92% of the memory
     ))
     config = EngineConfig(cfg.token_budget, cfg.max_seqs, cfg.kv_tokens, ENGINE_BLOCK_SIZE)

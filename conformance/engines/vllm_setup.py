@@ -2,7 +2,8 @@
 requests, and the sampled output of a forward pass that is not run.
 
 Importing this module sets the environment vLLM reads at import (in-process engine core, no thread
-binding, one OpenMP thread, no hub access, warnings only) unless the caller set it, then imports vLLM
+binding, one OpenMP thread, no hub access, warnings only) unless the caller set it, checks that every
+piece of vLLM's API the adapter and recorder use is there (`vllm_api`, naming what moved), imports vLLM
 and builds one config, so that the lazy imports of the first build (seconds) are paid here and not by
 the first call to a scheduler.
 """
@@ -18,6 +19,10 @@ from typing import Any
 for _name, _value in (("VLLM_ENABLE_V1_MULTIPROCESSING", "0"), ("VLLM_CPU_OMP_THREADS_BIND", "nobind"),
                       ("OMP_NUM_THREADS", "1"), ("HF_HUB_OFFLINE", "1"), ("VLLM_LOGGING_LEVEL", "WARNING")):
     os.environ.setdefault(_name, _value)
+
+from .vllm_api import checked_once  # noqa: E402
+
+checked_once()  # before vLLM's classes are imported: a moved API is named here, symbol by symbol
 
 import torch  # noqa: E402
 from pydantic import ValidationError  # noqa: E402

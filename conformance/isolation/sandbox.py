@@ -1,8 +1,9 @@
 """The kit's side of the worker process: send a workload, get an Outcome, whatever the target does.
 
-Two clocks guard the target. Inside the worker each call has `timeout` seconds (SIGALRM). Here, each
-run has `run_timeout` seconds: a target stuck where a signal cannot reach it (a C loop, a swallowed
-timeout) is asked for its traceback and killed, and the next run starts a fresh worker.
+Three clocks guard the target. Inside the worker each call has `timeout` seconds (SIGALRM). Here, the
+import has `load_timeout` seconds and each run `run_timeout` seconds (both set by argument, variable or
+default: `timeouts`): a target stuck where a signal cannot reach it (a C loop, a swallowed timeout) is
+asked for its traceback and killed, and the next run starts a fresh worker.
 """
 
 from __future__ import annotations
@@ -20,17 +21,13 @@ from stallfree.spec import Workload
 from stallfree.spec.loader import TargetError, split_target
 
 from .outcome import CRASH, TIMEOUT, Outcome
+from .timeouts import load_timeout as load_timeout_of
+from .timeouts import run_timeout as run_timeout_of
 from .worker import DUMP_SIGNAL
 
 DEFAULT_TIMEOUT = 2.0  # seconds a single call to the target may take
-LOAD_TIMEOUT = 60.0  # seconds the target's import may take
 DUMP_GRACE = 0.5  # seconds the worker has to write its traceback before it is killed
 STDERR_TAIL = 4000  # characters of the worker's stderr kept in a report
-
-
-def default_run_timeout(timeout: float) -> float:
-    """Seconds one workload may take: generous, as the kit's workloads are a few hundred steps."""
-    return 30.0 + 20.0 * timeout
 
 
 class Sandbox:
@@ -39,14 +36,15 @@ class Sandbox:
     def __init__(
         self, target: str, timeout: float = DEFAULT_TIMEOUT, run_timeout: float | None = None,
         contract: str | None = None,
-        design: str = "reservation",
+        design: str = "reservation", load_timeout: float | None = None,
     ) -> None:
         split_target(target)  # a malformed target is an argument error, before any process starts
         self.target = target
         self.contract = contract  # a variant's contract by name (stallfree.spec.contracts); None: RULES
         self.design = design  # whose monitor the worker judges with (stallfree.spec.designs)
         self.timeout = timeout
-        self.run_timeout = default_run_timeout(timeout) if run_timeout is None else run_timeout
+        self.run_timeout = run_timeout_of(run_timeout, timeout)
+        self.load_timeout = load_timeout_of(load_timeout)
         self.num_restarts = 0
         self.capabilities: frozenset[str] = frozenset()  # what the target supports beyond the plain protocol
         self._proc: subprocess.Popen[bytes] | None = None
@@ -74,11 +72,11 @@ class Sandbox:
         )
         sys_path = [p if p else os.getcwd() for p in sys.path]
         self._send({"target": self.target, "contract": self.contract, "sys_path": sys_path})
-        reply = self._receive(LOAD_TIMEOUT)
+        reply = self._receive(self.load_timeout)
         if reply is None or "ready" not in reply:
             why = (reply or {}).get("load_error")
             if why is None:  # it hung or died: name the target, and where it was stuck
-                ended = self._ended_why(LOAD_TIMEOUT, "importing it").partition(" (stopped from outside")[0]
+                ended = self._ended_why(self.load_timeout, "importing it").partition(" (stopped from outside")[0]
                 stuck = _innermost_frame(self._stderr_tail())
                 why = f"target {self.target!r}: {ended}" + (f"; it was at {stuck}" if stuck else "")
             self._kill()

@@ -139,6 +139,7 @@ def conform(
     seed: int = 0,
     timeout: float = DEFAULT_TIMEOUT,
     run_timeout: float | None = None,
+    load_timeout: float | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Report:
     """Check `target` (MODULE:FACTORY) against the chosen rules over the config grid (fixed fields held).
@@ -152,7 +153,8 @@ def conform(
         raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
     grid = contract_shapes(budget, max_seqs, kv_tokens, contract, profile)
     started = time.monotonic()
-    with Sandbox(target, timeout, run_timeout, profile if contract is not None else None, design=design) as sandbox:
+    with Sandbox(target, timeout, run_timeout, profile if contract is not None else None, design=design,
+                 load_timeout=load_timeout) as sandbox:
         registry = contract.ids if contract is not None else tuple(r.id for r in REGISTRIES[design])
         not_applicable = {r: why for r, why in sandbox.not_applicable.items() if r in checked}
         unknown = [r for r in sandbox.not_applicable if r not in registry]

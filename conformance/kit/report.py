@@ -3,6 +3,7 @@ happened, what the rule requires, the minimal workload as JSON and as a ready-to
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from stallfree.spec import Workload
@@ -108,7 +109,8 @@ def workload_json(w: Workload) -> str:
 def pytest_test(target: str, c: Counterexample) -> str:
     """A test that fails while the scheduler breaks the rule on this workload, and passes once fixed."""
     statement, factory = import_line(target)
-    name = c.rule.lower().replace("-", "_")
+    name = printed_test_name(c)
+    constant = "COUNTEREXAMPLE_" + name.upper().replace("_MINIMAL_COUNTEREXAMPLE", "")  # COUNTEREXAMPLE_FCFS_23F6BCC9
     rules = list(c.rules)
     hang = ""
     contract = "" if c.contract is None else f", contract={json.dumps(c.contract)}"
@@ -118,12 +120,20 @@ def pytest_test(target: str, c: Counterexample) -> str:
         f"from stallfree.conformance import check_workload\n"
         f"from stallfree.spec import Workload\n"
         f"{statement}\n\n"
-        f'COUNTEREXAMPLE = """\n{workload_json(c.workload)}\n"""\n\n\n'
-        f"def test_{name}_minimal_counterexample() -> None:\n"
+        f'{constant} = """\n{workload_json(c.workload)}\n"""\n\n\n'
+        f"def test_{name}() -> None:\n"
         f'    """{c.rule} at step {c.step}: {_docstring(c.message)}"""\n'
         f"{hang}"
-        f"    check_workload(Workload.loads(COUNTEREXAMPLE), {factory}, rules={json.dumps(rules)}{contract})"
+        f"    check_workload(Workload.loads({constant}), {factory}, rules={json.dumps(rules)}{contract})"
     )
+
+
+def printed_test_name(c: Counterexample) -> str:
+    """`RULE_minimal_counterexample_HASH`: the rule, and 8 hex digits of a hash of the rule, the contract and
+    the workload, so that printed tests pasted into one file keep their own names and workloads."""
+    rule = c.rule.lower().replace("-", "_")
+    facts = json.dumps([c.rule, c.contract, c.workload.to_json()], sort_keys=True, separators=(",", ":"))
+    return f"{rule}_minimal_counterexample_{hashlib.sha256(facts.encode()).hexdigest()[:8]}"
 
 
 def _docstring(text: str) -> str:

@@ -92,6 +92,7 @@ class EngineVerdict:
     steps: int = 0
     lines: int = 0
     ended: bool = False
+    unfinished_step: int | None = None  # the last step, written before it ran and never finished
     violations: dict[str, tuple[RuleViolation, int]] = field(default_factory=dict)  # rule -> (first break, line)
     partial: dict[str, str] = field(default_factory=dict)  # rule -> what of it was not judged
     not_judged: dict[str, str] = field(default_factory=dict)  # rule -> why the trace's facts judged nothing of it
@@ -187,6 +188,9 @@ class Judge:
         plan_rids = [rid for rid, _ in s.plan]
         planned = set(plan_rids)
         self._judge_plan(s, ready, partial, admitted, waiting, budget, slots)
+        if not s.ran:  # the engine stopped in this step: its plan is judged, it emitted nothing
+            self.verdict.unfinished_step = s.step
+            return
         # The step ran: computed tokens move, tokens are emitted.
         emitted_set = set(s.emitted)
         if len(emitted_set) != len(s.emitted):
@@ -449,6 +453,9 @@ def check_engine_trace(
         for number, item in records:
             if verdict.ended:
                 raise TraceError(number, "nothing may follow the end line")
+            if verdict.unfinished_step is not None:
+                raise TraceError(number, f"nothing may follow step {verdict.unfinished_step}, which did not finish "
+                                         "(ran: false)")
             judge.line = number
             verdict.lines = number
             if isinstance(item, EngineEnd):
@@ -478,6 +485,10 @@ def label_partial(verdict: EngineVerdict, saw_refusals: bool, saw_cancels: bool 
         gaps["NEVER-FIT"] = "the trace lists no refusals: only that accepted requests fit K was judged"
     if not verdict.ended:
         gaps["PROGRESS"] = "no end line: that every request finished was not judged"
+    if verdict.unfinished_step is not None:
+        for rule in verdict.checked:
+            gaps.setdefault(rule, f"the trace ends in step {verdict.unfinished_step}, which did not finish (the engine "
+                                  "stopped in it): its plan was judged, not its tokens")
     if PROTOCOL in verdict.violations:
         for rule in verdict.checked:
             step = verdict.violations[PROTOCOL][0].step

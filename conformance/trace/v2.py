@@ -27,6 +27,9 @@ this module):
 - `finished`: each a rid (reason "length") or `[rid, reason]` with reason "length" (all max_new tokens
   emitted), "stop" (a stop condition such as EOS ended it earlier) or "cancel" (the client withdrew it;
   a cancelled request not in the step's plan was withdrawn before the step);
+- `ran` (optional, only `false`): the step was written before it ran and never finished (the engine
+  stopped in it). Its plan, admissions and preemptions are judged, not its tokens: `emitted` must be
+  empty, and nothing may follow it, not even the end line;
 - `x` (optional, on any line): engine-specific facts, an object of objects keyed by the engine's name.
   The checker keeps and does not judge it. Every other unknown field is still an error, so a typo is
   never silently ignored.
@@ -36,7 +39,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import IO, Any
 
@@ -47,7 +50,7 @@ from .tracefile import TraceError, _int, _list, _load, _show
 
 VERSION = 2
 HEADER_KEYS = {tracefile.FORMAT_KEY, "config", "meta", "x"}
-STEP_KEYS = {"step", "add", "refuse", "config", "admit", "preempt", "plan", "emitted", "finished", "x"}
+STEP_KEYS = {"step", "add", "refuse", "config", "admit", "preempt", "plan", "emitted", "finished", "ran", "x"}
 END_KEYS = {"end", "refuse", "x"}
 CONFIG_KEYS = ("token_budget", "max_seqs", "kv_tokens")
 OPTIONAL_CONFIG_KEYS = ("block_size",)
@@ -88,6 +91,7 @@ class EngineStep:
     admit: list[tuple[Rid, int]] = field(default_factory=list)
     preempt: list[tuple[Rid, str]] = field(default_factory=list)
     x: dict[str, Any] = field(default_factory=dict)
+    ran: bool = True  # False: written before it ran, and the engine never finished it
 
 
 @dataclass(slots=True)
@@ -205,8 +209,13 @@ def parse_line(line: int, text: str | bytes, expected_step: int) -> EngineStep |
         raise TraceError(line, f"config must be an object, got {_show(change)}")
     _no_unknown(line, "config", change, {*CONFIG_KEYS, *OPTIONAL_CONFIG_KEYS})
     config = {key: _positive(line, f"config.{key}", value) for key, value in change.items()}
+    ran = data.get("ran", True)
+    if ran is not False and "ran" in data:
+        raise TraceError(line, f"ran may only be false (a step that never finished), got {_show(ran)}")
+    if ran is False and emitted:
+        raise TraceError(line, f"step {step} did not finish (ran: false), yet emitted {_show(data['emitted'])}")
     return EngineStep(step, plan, emitted, finished, add, _refuse(line, data.get("refuse", [])), config, admit,
-                      preempt, _x(line, data))
+                      preempt, _x(line, data), ran is not False)
 
 
 def _no_unknown(line: int, what: str, data: dict[str, Any], known: set[str]) -> None:
@@ -269,10 +278,16 @@ def _x(line: int, data: dict[str, Any]) -> dict[str, Any]:
 
 
 class TraceWriterV2:
-    """Writes a v2 trace line by line, as the engine runs."""
+    """Writes a v2 trace line by line, as the engine runs.
+
+    `provisional(step)` writes a step before it runs (its plan, with nothing emitted yet) and flushes it;
+    `step()` of the same step then replaces that line with the whole step. An engine that dies while the
+    step runs leaves the provisional line as the trace's last, so the step that killed it is judged. On
+    a stream that cannot seek back (a pipe), `provisional` writes nothing and `step` writes once."""
 
     def __init__(self, out: IO[str], config: EngineConfig, meta: dict[str, Any] | None = None) -> None:
         self.out = out
+        self._provisional: tuple[int, int] | None = None  # (step, where its line starts)
         cfg: dict[str, int] = {k: getattr(config, k) for k in CONFIG_KEYS}
         if config.block_size is not None:
             cfg["block_size"] = config.block_size
@@ -284,7 +299,29 @@ class TraceWriterV2:
     def _write(self, data: dict[str, Any]) -> None:
         self.out.write(json.dumps(data, separators=(",", ":")) + "\n")
 
+    def provisional(self, step: EngineStep) -> None:
+        """Write `step` before it runs, flushed: marked `"ran": false`, with nothing emitted."""
+        try:
+            if not self.out.seekable():
+                return
+            where = self.out.tell()
+        except (OSError, ValueError):
+            return
+        self._write(self._data(replace(step, ran=False, emitted=[])))
+        self.out.flush()
+        self._provisional = (step.step, where)
+
     def step(self, step: EngineStep) -> None:
+        if self._provisional is not None:
+            number, where = self._provisional
+            self._provisional = None
+            if number == step.step:
+                self.out.seek(where)
+                self.out.truncate()
+        self._write(self._data(step))
+
+    @staticmethod
+    def _data(step: EngineStep) -> dict[str, Any]:
         data: dict[str, Any] = {"step": step.step}
         for key, value in (("add", [list(a) for a in step.add]), ("refuse", step.refuse), ("config", step.config),
                            ("preempt", [list(p) for p in step.preempt]), ("admit", [list(a) for a in step.admit])):
@@ -293,9 +330,11 @@ class TraceWriterV2:
         data["plan"] = [[rid, n] for rid, n in step.plan]
         data["emitted"] = list(step.emitted)
         data["finished"] = [rid if reason == "length" else [rid, reason] for rid, reason in step.finished]
+        if not step.ran:
+            data["ran"] = False
         if step.x:
             data["x"] = step.x
-        self._write(data)
+        return data
 
     def end(self, x: dict[str, Any] | None = None) -> None:
         self._write({"end": True, **({"x": x} if x else {})})
