@@ -53,9 +53,10 @@ class Judgement:
         return [r for r in RULE_IDS if r not in self.broken]
 
 
-def judge(factory: Callable[..., Any], seed: int) -> Judgement:
+def judge(factory: Callable[..., Any], seed: int, drawn: list[Workload] | None = None) -> Judgement:
+    """Every rule `factory` breaks on `seed`'s workloads (or on `drawn`, some of them)."""
     out = Judgement(seed)
-    for workload in workloads(seed):
+    for workload in workloads(seed) if drawn is None else drawn:
         out.num_workloads += 1
         checked = list(RULE_IDS)
         while True:

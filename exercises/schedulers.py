@@ -31,21 +31,16 @@ def resource(name: str) -> str:
 
 
 STARTER = "faulty.py"
-# The two faults of the starter and their fixes: (the faulty line, the fixed line).
-FIXES = (
-    ("n = min(r.prompt_len - r.num_prefilled, self.token_budget)", "n = min(r.prompt_len - r.num_prefilled, left)"),
-    ("self.free_kv += r.prompt_len\n", "self.free_kv += r.reservation\n"),
-)
 
 
 def fixed_source() -> str:
-    """The starter with both faults fixed."""
-    source = resource(STARTER)
-    for faulty, fixed in FIXES:
-        if source.count(faulty) != 1:
-            raise RuntimeError(f"the starter must hold {faulty!r} exactly once")
-        source = source.replace(faulty, fixed)
-    return source
+    """The starter with both faults fixed, derived when asked (`derive`): the package holds no fixed line."""
+    from .derive import derive_fix
+
+    fixed = derive_fix(resource(STARTER), ANSWER_SEED)
+    if fixed is None:
+        raise RuntimeError(f"no one-token edit of the starter, alone or paired, keeps every rule on seed {ANSWER_SEED}")
+    return fixed
 
 
 def fix_diff() -> str:
@@ -176,9 +171,9 @@ FIX = Exercise(
         "Look at how much budget the chunk of a partial prompt may take, and at what release() gives back.",
     ),
     answer=lambda: (
-        "Two lines: a partial prompt's chunk takes min(remaining, left), the budget the decodes left, not\n"
-        "the whole budget; and a finished request gives back its whole reservation, prompt_len + max_new.\n"
-        "The fix:\n\n" + fix_diff()
+        "Derived when asked: one-token edits of the starter's step methods (another field, attribute or\n"
+        "local in place of one), judged the way a FILE is; the first edit, or pair on two lines, that keeps\n"
+        f"every rule (seed {ANSWER_SEED}) is the fix:\n\n" + fix_diff()
     ),
     grade=grade_fix,
 )

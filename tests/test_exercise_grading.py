@@ -203,6 +203,61 @@ def test_every_exercise_has_hints_and_an_answer_shown_only_when_asked(capsys: py
         assert capsys.readouterr().out.strip() == answer.strip()
 
 
+# The starter's two faults and their fixes, written here and nowhere in the package.
+FIXES = (("n = min(r.prompt_len - r.num_prefilled, self.token_budget)",
+          "n = min(r.prompt_len - r.num_prefilled, left)"),
+         ("self.free_kv += r.prompt_len", "self.free_kv += r.reservation"))
+
+
+def diff_lines(answer: str, sign: str) -> list[str]:
+    return [line[1:].strip() for line in answer.splitlines() if line.startswith(sign) and not line.startswith(sign * 3)]
+
+
+def test_the_fix_is_derived_when_asked_and_grades_correct(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    answer = answer_of(5)
+    assert diff_lines(answer, "-") == [faulty for faulty, _ in FIXES]
+    assert diff_lines(answer, "+") == [fixed for _, fixed in FIXES]
+    source = starter(5)
+    for faulty, fixed in FIXES:
+        source = source.replace(faulty, fixed)
+    assert fixed_source() == source
+    assert grade(5, fixed_source(), tmp_path, capsys)[0] == 0
+
+
+def package_texts() -> dict[str, str]:
+    """Every installed file of the package (pyproject's packages) that is text, by path."""
+    import tomllib
+    from importlib.resources import files
+
+    packages = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["tool"][
+        "setuptools"]["packages"]
+    found: dict[str, str] = {}
+    for package in packages:
+        for path in Path(str(files(package))).rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts and str(path) not in found:
+                try:
+                    found[str(path)] = path.read_text()
+                except UnicodeDecodeError:  # a picture or a compressed trace: no source in it
+                    found[str(path)] = ""
+    return found
+
+
+def holding(texts: dict[str, str], wanted: set[str]) -> dict[str, list[str]]:
+    return {path: hits for path, text in texts.items() if (hits := sorted(w for w in wanted if w in text))}
+
+
+def test_no_fixed_line_ships_in_the_package() -> None:
+    shipped = package_texts()
+    fixed = set(diff_lines(answer_of(5), "+"))
+    assert fixed == {f for _, f in FIXES}
+    assert holding(shipped, fixed) == {}
+    # The control: the same scan does find the starter's faulty lines, in the starter only, and would
+    # find the fixed lines in a file that stored them as the answer once did (a pair in a tuple).
+    assert [Path(p).name for p in holding(shipped, {f for f, _ in FIXES})] == ["faulty.py"]
+    stored = {"schedulers.py": "FIXES = (\n" + "".join(f"    ({a!r}, {b!r}),\n" for a, b in FIXES) + ")\n"}
+    assert holding(stored, fixed) == {"schedulers.py": sorted(fixed)}
+
+
 def test_no_answer_ships_in_the_package() -> None:
     from importlib.resources import files
 

@@ -57,6 +57,8 @@ def redirect(argv: list[str], tmp_path: Path) -> tuple[list[str], dict[Path, Pat
             target = tmp_path / Path(arg).name if arg.endswith(OUTPUTS) else tmp_path
             written[target] = ROOT / arg
             out.append(str(target))
+        elif arg.startswith("docs/examples/"):  # an input the page names from the repository's root
+            out.append(str(ROOT / arg))
         else:
             out.append(arg)
     return out, written

@@ -1,7 +1,8 @@
 """The step view of the paged design (`stallfree.paged`): KV in blocks, preemption by recompute. Each
 step as the paged monitor judged it: what every request ran (a decode, a chunk, an admission, or a
 chunk recomputing what a preemption threw away), which requests were preempted (their blocks freed,
-back at the head of the line), and the blocks in use against the pool. Recorded from the paged
+back at the head of the line), which admissions held cached prompt tokens (a design with a prefix cache:
+`facts.claimed`; that cell is drawn "cached"), and the blocks in use against the pool. Recorded from the paged
 monitor's facts (`PagedRecorder.on_step`), drawn as a PNG (`plot_paged`) or as the step view's HTML
 page (`paged_data`, for `html.page_of`)."""
 
@@ -16,12 +17,13 @@ from stallfree.spec import RuleViolation, Workload
 
 from .grid import BY_KEY, CATEGORIES, Category
 
-RECOMPUTE, PREEMPTED, WAITING_LINE = "recompute", "preempted", "waiting-line"
+RECOMPUTE, PREEMPTED, WAITING_LINE, CACHED = "recompute", "preempted", "waiting-line", "cached"
 KINDS = ("decode", "chunk", "admission", RECOMPUTE)  # a step's tokens, by kind
 PAGED_CATEGORIES: tuple[Category, ...] = (
     *(c for c in CATEGORIES if c.key in ("decode", "chunk", "admission")),
     Category(RECOMPUTE, "recompute (a preempted request's tokens again)", "#17becf"),
     Category(PREEMPTED, "preempted (blocks freed, back at the head)", "#8c564b"),
+    Category(CACHED, "cached (admitted holding cached prompt tokens)", "#bcbd22"),
     Category(WAITING_LINE, "waiting", "#c7c7c7"),
     BY_KEY["finished"],
 )
@@ -46,6 +48,7 @@ class PagedStep:
     emitted: tuple[int, ...]
     ended: tuple[int, ...]
     blocks_in_use: int
+    cached: tuple[tuple[int, int], ...] = ()  # (rid, cached prompt tokens) of each admission that hit
 
     @property
     def num_tokens(self) -> int:
@@ -74,6 +77,7 @@ class PagedRecorder:
 
     workload: Workload
     scheduler: str
+    design: str = "paged"  # the registry's name of the design the monitor judged: "paged" or "prefix"
     block_size: int = 0  # the pool's, read off the monitor at the first step
     num_blocks: int = 0
     steps: list[PagedStep] = field(default_factory=list)
@@ -90,7 +94,8 @@ class PagedRecorder:
         self.steps.append(PagedStep(
             facts.step, monitor.config.token_budget, entries_of(facts), tuple(t.rid for t in facts.preempted),
             tuple(t.rid for t in shadow.waiting), tuple(facts.emitted), tuple(t.rid for t in facts.ended),
-            self.num_blocks - shadow.free_blocks))
+            self.num_blocks - shadow.free_blocks,
+            tuple((rid, n) for rid, n in getattr(facts, "claimed", {}).items() if n)))
 
     def grid(self) -> dict[int, list[str | None]]:
         """rid -> a category per step (None before it arrived), in arrival order."""
@@ -98,7 +103,7 @@ class PagedRecorder:
         rows: dict[int, list[str | None]] = {rid: [None] * len(self.steps) for rid in self.accepted}
         done: set[int] = set()
         for i, view in enumerate(self.steps):
-            ran = {e.rid: e.kind for e in view.entries}
+            ran = {e.rid: e.kind for e in view.entries} | {rid: CACHED for rid, _ in view.cached}
             for rid, row in rows.items():
                 if rid in done or arrival[rid] > view.step:
                     continue
@@ -134,7 +139,7 @@ def plot_paged(recorder: PagedRecorder, path: Path, broken: Sequence[RuleViolati
         bottom = [b + h for b, h in zip(bottom, values, strict=True)]
     tokens.axhline(cfg.token_budget, color="black", linestyle="--", linewidth=1)
     tokens.set(ylabel="tokens", ylim=(0, cfg.token_budget * 1.15))
-    tokens.set_title(f"{recorder.scheduler} (paged design): B={cfg.token_budget}, S={cfg.max_seqs}, "
+    tokens.set_title(f"{recorder.scheduler} ({recorder.design} design): B={cfg.token_budget}, S={cfg.max_seqs}, "
                      f"{recorder.num_blocks} blocks of {recorder.block_size} tokens; tokens per step by kind",
                      fontsize=11, loc="left")
     tokens.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
@@ -175,13 +180,14 @@ def paged_data(recorder: PagedRecorder) -> dict[str, Any]:
     arrival = {a.rid: a for a in recorder.workload.requests}
     steps = []
     for view in recorder.steps:
-        ran = {e.rid: e.n for e in view.entries}
+        ran, cached = {e.rid: e.n for e in view.entries}, dict(view.cached)
         cells = [{"rid": rid, "state": "paged", "n": n, "why": None} for rid, n in ran.items()]
         cells += [{"rid": rid, "state": "waiting", "n": 0, "why": "preempted" if rid in view.preempted else "waiting"}
                   for rid in (*view.preempted, *(r for r in view.waiting if r not in view.preempted))
                   if arrival[rid].arrival_step <= view.step]
         steps.append({"step": view.step, "arrived": [r for r, a in arrival.items() if a.arrival_step == view.step],
-                      "entries": [{"rid": e.rid, "n": e.n, "kind": e.kind, "text": e.text} for e in view.entries],
+                      "entries": [{"rid": e.rid, "n": e.n, "kind": e.kind, "text": e.text + (
+                          f" ({cached[e.rid]} cached)" if e.rid in cached else "")} for e in view.entries],
                       "tokens": {kind: view.tokens(kind) for kind in KINDS}, "num_tokens": view.num_tokens,
                       "emitted": list(view.emitted), "finished": list(view.ended), "completed": True,
                       "kv_in_use": view.blocks_in_use * size, "kv_after": view.blocks_in_use * size, "cells": cells,
@@ -202,6 +208,6 @@ def paged_page(recorder: PagedRecorder) -> str:
     from .html import page_of
 
     cfg = recorder.workload.config
-    return page_of(paged_data(recorder), f"stallfree step view: {recorder.scheduler} (paged design), "
+    return page_of(paged_data(recorder), f"stallfree step view: {recorder.scheduler} ({recorder.design} design), "
                    f"B={cfg.token_budget}, S={cfg.max_seqs}, {recorder.num_blocks} blocks of {recorder.block_size}",
                    "KV blocks in use, in tokens (a block holds a request's next tokens; freed by a preemption)")

@@ -76,7 +76,7 @@ def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[
           f"scheduler {args.scheduler} ({design} design)")
     print(HEADER)
 
-    recorder = PagedRecorder(workload, args.scheduler)
+    recorder = PagedRecorder(workload, args.scheduler, design)
 
     def on_step(monitor: PagedMonitor, facts: Any) -> None:
         recorder.on_step(monitor, facts)
