@@ -22,7 +22,8 @@ from stallfree.executor.job import Job
 from stallfree.executor.launch import run_local
 from stallfree.executor.runspec import RunSpec
 from stallfree.executor.workloads import long_prompt_amid_decodes, preempting
-from stallfree.spec import Config, Workload
+from stallfree.spec import Config, Workload, registry
+from stallfree.spec.loader import load_target
 
 RESERVATION, PAGED = "stallfree.reference:Scheduler", "stallfree.paged:Scheduler"
 
@@ -63,7 +64,7 @@ def main() -> None:
     for i, (base, scheduler, workload) in enumerate(CASES):
         name = f"{base}, K={workload.config.kv_tokens}"
         step, forward, host = (statistics.median(samples[i][k]) for k in ("step", "forward", "host"))
-        design = "paged" if scheduler == PAGED else "reservation"
+        design = registry.of(load_target(scheduler)).name
         print(f"{name:<18} {design:<12} {preemptions[i]:>9} {step:>8.2f} {forward:>10.2f} {host:>8.3f} "
               f"{100 * host / step:>6.1f}%")
 

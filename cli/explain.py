@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stallfree.spec import RULE_IDS, Request, RuleViolation, Shadow, StepFacts, Workload, refusal
+from stallfree.spec import RULE_IDS, Request, RuleViolation, Shadow, StepFacts, Workload, refusal, registry
 from stallfree.view import Recording, StepView, record
 from stallfree.view.record import Offer
 from stallfree.view.table import broken_line, row
@@ -45,7 +45,7 @@ def explain(
 ) -> Explained:
     """Run `workload` and print its table with `out`; see the module doc. `keep`: keep every step in
     the recording, for the views (keeping going keeps them anyway, to compare each replay)."""
-    checked = tuple(rules) if rules is not None else RULE_IDS if contract is None else contract.ids
+    checked = tuple(rules) if rules is not None else (contract or registry.RESERVATION).ids
     broken: list[RuleViolation] = []
     shown_steps = shown_offers = 0
     previous: Recording | None = None

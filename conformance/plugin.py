@@ -132,7 +132,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Bad --stallfree-* options are one usage error before any test runs, not the same failure in each."""
     from stallfree.spec.loader import TargetError, split_target
 
-    from .kit.profiles import PROFILES
+    from .kit.profiles import is_profile, profiles
 
     target = config.getoption("--stallfree-target", None)
     profile = config.getoption("--stallfree-profile", None)
@@ -145,8 +145,8 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--stallfree-target: {error}") from None
     elif profile is not None or examples is not None:
         raise pytest.UsageError("--stallfree-profile and --stallfree-examples need --stallfree-target MODULE:FACTORY")
-    if profile is not None and profile not in PROFILES:
-        raise pytest.UsageError(f"--stallfree-profile {profile!r} is unknown; the profiles are {', '.join(PROFILES)}")
+    if profile is not None and not is_profile(profile):
+        raise pytest.UsageError(f"--stallfree-profile {profile!r} is unknown; the profiles are {', '.join(profiles())}")
     if examples is not None and not 1 <= examples <= MAX_EXAMPLES:
         raise pytest.UsageError(f"--stallfree-examples must be from 1 to {MAX_EXAMPLES:,}, got {examples}")
     if not 0 <= seed <= MAX_INT:

@@ -81,7 +81,7 @@ class JobResult:
     refused: list[int] = field(default_factory=list)
     violation: tuple[str, int, str, str] | None = None  # (rule, step, message, where) of the first broken rule
     cancels: list[tuple[int, int, bool]] = field(default_factory=list)  # (rid, step, accepted) of each cancel
-    design: str = "reservation"  # the scheduler's memory design (stallfree.spec.designs): its rules judged it
+    design: str = "reservation"  # the scheduler's memory design (stallfree.spec.registry): its rules judged it
     cancelled_silent: list[int] = field(default_factory=list)  # cancelled before their first token
 
     @property

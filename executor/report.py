@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from stallfree.spec.designs import REGISTRIES
+from stallfree.spec import registry
+from stallfree.spec.loader import load_target
 from stallfree.spec.verdict import Judgement, Verdict
 
 from .checks import REAL_PATH_END_RULES, REAL_PATH_RULES
@@ -73,12 +74,12 @@ def judgements(
     broken = result.violation
     steps = len(result.steps)
     real = REAL_PATH_RULES + tuple(rule for rule in REAL_PATH_END_RULES if rule in ends)
-    if result.design == "paged":  # the paged executor's names for the same checks (BLOCKS, TOKENS-KEPT, RECOMPUTE)
-        from .paged import PagedExecutor as paged
-
-        renamed = {"KV": paged.memory_rule, "TOKENS": paged.tokens_rule, "PREFILL-ONCE": paged.prefill_rule}
+    design = registry.contract(result.design)
+    if design.executor:  # the design's executor names the same checks its own way (BLOCKS, TOKENS-KEPT, RECOMPUTE)
+        executor = load_target(design.executor)
+        renamed = {"KV": executor.memory_rule, "TOKENS": executor.tokens_rule, "PREFILL-ONCE": executor.prefill_rule}
         real = tuple(dict.fromkeys(renamed.get(rule, rule) for rule in real))
-    sections = {"real path": real, "monitor": monitor_rules or tuple(r.id for r in REGISTRIES[result.design])}
+    sections = {"real path": real, "monitor": monitor_rules or design.ids}
     judged: dict[str, list[Judgement]] = {}
     for where, rules in sections.items():
         judged[where] = []

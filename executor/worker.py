@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from stallfree.spec.designs import MONITORS, PAGED, design_of
+from stallfree.spec import registry
 from stallfree.spec.loader import guarded, load_target
 
 from .batch import HEADER_LEN, OP_RESET, OP_STEP, OP_STOP, FlatBatch, control
@@ -24,7 +24,6 @@ from .group import Group, join, leave
 from .job import Job, JobResult, drive
 from .launch import HEARTBEAT_S
 from .model import Transformer
-from .paged import PagedExecutor
 from .progress import Progress
 from .runspec import RunSpec
 from .sampler import Sampler
@@ -90,10 +89,10 @@ def lead(spec: RunSpec, group: Group, model: Transformer, job: Job,
     target = load_target(job.scheduler, "--scheduler")
     factory = guarded(target, job.scheduler)
     scheduler = factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
-    design = design_of(target)
-    monitor = MONITORS[design](scheduler, cfg, job.monitor_rules)
+    design = registry.of(target)
+    monitor = design.watch(scheduler, cfg, job.monitor_rules)
     device = spec.device_for(group.rank)
-    cls = VARIANTS[job.variant] if job.variant else PagedExecutor if design == PAGED else Executor
+    cls = VARIANTS[job.variant] if job.variant else load_target(design.executor) if design.executor else Executor
 
     sent = 0
 

@@ -90,7 +90,7 @@ class Seq:
 class Scheduler:
     """Spends a budget of `token_budget` tokens a step over a pool of kv_tokens // block_size blocks."""
 
-    design = "paged"  # judged by the paged monitor against the paged rules (stallfree.spec.designs)
+    design = "paged"  # judged by the paged monitor against the paged rules (stallfree.spec.registry)
 
     def __init__(
         self, token_budget: int, max_seqs: int, kv_tokens: int,

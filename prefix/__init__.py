@@ -5,7 +5,7 @@ first. Its scheduler is `scheduler`; its contract (block keys, rules, shadow, mo
 See docs/prefix.md.
 
 `Scheduler`, `small_blocks` and `PrefixPlan` are loaded on first use, so that importing the contract
-(as the registry in `stallfree.spec.designs` does) does not load the schedulers."""
+(as the registry in `stallfree.spec.registry` does) does not load the schedulers."""
 
 from __future__ import annotations
 

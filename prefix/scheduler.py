@@ -38,7 +38,7 @@ from .plan import PrefixPlan
 class Scheduler(Paged):
     """The paged scheduler with automatic prefix caching; add() takes an optional `content`."""
 
-    design = "prefix"  # judged by the prefix monitor against the prefix rules (stallfree.spec.designs)
+    design = "prefix"  # judged by the prefix monitor against the prefix rules (stallfree.spec.registry)
 
     def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int, block_size: int = 16,
                  watermark: int | None = None) -> None:

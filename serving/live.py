@@ -2,7 +2,7 @@
 
 `Live` is what the vLLM scheduler class talks to: add, plan, complete, cancel, in the contract's
 words (int rids, a plan of (rid, n) entries). Each call goes through the design's monitor
-(`stallfree.spec.designs.MONITORS`), which judges it against every rule of the design's registry.
+(`stallfree.spec.registry`), which judges it against every rule of the design's registry.
 
 A violation is reported with its step and rule. By default (`on_violation="stop"`) it raises
 `MonitorStop` from the call that found it: from plan(), before the plan reaches the engine. With
@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stallfree.spec.designs import MONITORS, REGISTRIES
+from stallfree.spec import registry
 from stallfree.spec.errors import RuleViolation
 from stallfree.spec.types import Config
 from stallfree.spec.verdict import Verdict
@@ -59,14 +59,17 @@ class Live:
 
     def __init__(self, scheduler: Any, config: Config, design: str, on_violation: str = "stop",
                  monitored: bool = True) -> None:
-        if design not in MONITORS:
-            raise ValueError(f"design {design!r} is unknown; the designs are {', '.join(MONITORS)}")
+        designs = {d.name: d for d in registry.designs()}
+        if design not in designs:
+            raise ValueError(f"design {design!r} is unknown; the designs are {', '.join(designs)}")
+        contract = designs[design]
         if on_violation not in ON_VIOLATION:
             raise ValueError(f"on_violation must be one of {', '.join(ON_VIOLATION)}, got {on_violation!r}")
         self.design = design
         self.on_violation = on_violation
         self.scheduler = Timed(scheduler)
-        self.monitor: Any = MONITORS[design](self.scheduler, config) if monitored else None
+        self.contract = contract
+        self.monitor: Any = contract.watch(self.scheduler, config) if monitored else None
         self.monitored = monitored
         self.violations: list[RuleViolation] = []
         self.detached_at: int | None = None  # the step the monitor was detached at (log mode)
@@ -140,7 +143,7 @@ class Live:
 
     def verdicts(self) -> dict[str, Verdict]:
         """Each rule of the design's registry: holds only where it was judged on every step so far."""
-        ids = [r.id for r in REGISTRIES[self.design]]
+        ids = list(self.contract.ids)
         if not self.monitored:
             return dict.fromkeys(ids, Verdict.NOT_CHECKED)
         broken = {v.rule for v in self.violations}

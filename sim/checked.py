@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from stallfree.spec import Config, InvalidField, Monitor
+from stallfree.spec import Config, InvalidField, registry
 
 
 class Checked:
     """Speaks the plain protocol; forwards each call through a `Monitor` judging every rule (of
-    `contract`, a variant's, when given: then set_budget and priorities pass through too)."""
+    `contract`, the reservation design's unless given: a variant's passes set_budget and priorities too)."""
 
     def __init__(self, scheduler: Any, config: Config, contract: Any = None) -> None:
-        self.monitor = Monitor(scheduler, config) if contract is None else contract.watch(scheduler, config)
+        self.monitor = (contract or registry.RESERVATION).watch(scheduler, config)
 
     def add(self, rid: int, prompt_len: int, max_new: int, *priority: int) -> None:
         if not self.monitor.add(rid, prompt_len, max_new, *priority):

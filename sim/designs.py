@@ -20,17 +20,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from stallfree.costs import Roofline
-from stallfree.paged import Scheduler as Paged
-from stallfree.prefix import Scheduler as Prefix
-from stallfree.reference import Scheduler as Reference
-from stallfree.spec import Config
+from stallfree.spec import Config, registry
+from stallfree.spec.contract import CONTENTS, Contract
+from stallfree.spec.loader import load_target
 
 from .simulator import Measured, SimResult, Simulation, bounded
 from .stream import Stream
 from .summary import Summary, summarise
 from .trace import Trace
 
-DESIGNS = ("reservation", "paged", "prefix")
+DESIGNS = tuple(d.name for d in registry.designs())  # the designs registered when the simulator was loaded
 
 
 @dataclass(slots=True)
@@ -78,10 +77,10 @@ class DesignStats:
         return out
 
 
-def fed(contents: dict[int, Any]) -> Callable[..., Any]:
-    """The prefix scheduler, each add() given its request's content from `contents`."""
+def fed(contents: dict[int, Any], base: Any) -> Callable[..., Any]:
+    """`base` (a prefix-caching scheduler), each add() given its request's content from `contents`."""
 
-    class Fed(Prefix):
+    class Fed(base):  # type: ignore[valid-type,misc]
         def add(self, rid: int, prompt_len: int, max_new: int, content: object = ()) -> None:
             super().add(rid, prompt_len, max_new, content or contents.get(rid, ()))
 
@@ -141,29 +140,28 @@ class DesignRun:
     result: SimResult = field(repr=False)
 
 
-def run_design(design: str, trace: Trace, config: Config, roofline: Roofline, cap: int | None = None,
+def run_design(design: str | Contract, trace: Trace, config: Config, roofline: Roofline, cap: int | None = None,
                rate_scale: float = 1.0, contents: dict[int, Any] | None = None) -> DesignRun:
-    """One run of `design` ("reservation", "paged" or "prefix") over `trace` with outputs capped at `cap`
-    (requests reserving it under the reservation design; None: the exact max_new). `contents` gives
-    requests' content by rid (`stallfree.prefix.contract.keys`; the prefix design reads it)."""
-    if design not in DESIGNS:
-        raise ValueError(f"design {design!r} is unknown; the designs are {', '.join(DESIGNS)}")
+    """One run of `design` (a registered design, or its name: "reservation", "paged", "prefix") over
+    `trace` with outputs capped at `cap` (requests reserving it under the reservation design; None: the
+    exact max_new), by its reference scheduler. `contents` gives requests' content by rid
+    (`stallfree.prefix.contract.keys`; a design whose workloads carry contents reads it)."""
+    simulated = {d.name: d for d in registry.designs() if d.held is not None}
+    if not isinstance(design, Contract) and design not in simulated:
+        raise ValueError(f"design {design!r} is unknown; the designs are {', '.join(simulated)}")
+    contract = design if isinstance(design, Contract) else simulated[design]
     shaped = trace.scaled(rate_scale)
     if cap is not None:  # both designs skip what could never fit the cap's reservation
         fits = tuple(r for r in shaped.requests if r.prompt_len + cap <= config.kv_tokens)
         shaped = Trace(shaped.name, fits)
-    stats = DesignStats(design, cap, rate_scale, kv_tokens=config.kv_tokens)
-    factory: Callable[..., Any]
-    if design in ("paged", "prefix"):
-        factory = Paged if design == "paged" else fed(contents or {})
+    stats = DesignStats(contract.name, cap, rate_scale, kv_tokens=config.kv_tokens)
+    scheduler = load_target(contract.scheduler)
+    factory = fed(contents or {}, scheduler) if CONTENTS in contract.carries else scheduler
+    measure = contract.held or registry.RESERVATION.held
 
-        def held(s: Any) -> int:
-            return (s.num_blocks - s.free_blocks) * s.block_size
-    else:
-        factory = Reference
+    def held(s: Any) -> int:
+        return measure(s, config)
 
-        def held(s: Any) -> int:
-            return config.kv_tokens - s.free_kv  # type: ignore[no-any-return]
     sim = DesignSimulation(shaped, factory, config, roofline, stats, held)
     result = sim.run()
     return DesignRun(stats, summarise(result), result)

@@ -44,7 +44,7 @@ class Stalled(RuntimeError):
 class Variant:
     """What a variant's run adds to the trace: a budget schedule, (seconds, B) in time order, each
     set with set_budget(B) before the first step that starts at or after it; a priority per rid,
-    passed to add(); the contract `check` judges it under (`stallfree.spec.contracts`)."""
+    passed to add(); the contract `check` judges it under (`stallfree.spec.registry`)."""
 
     budgets: tuple[tuple[float, int], ...] = ()
     priority_of: Callable[[int], int] | None = None

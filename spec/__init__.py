@@ -29,6 +29,7 @@ from .capability import CANCEL, CAPABILITIES, STOP, Unsupported, supports
 from .errors import FieldTypeError, InvalidField, ProtocolError, RuleViolation
 from .facts import StepFacts
 from .monitor import Monitor, refusal
+from . import registry
 from .play import Player, RunStats, play, work_bound
 from .rules import BY_ID, RULE_IDS, RULES, Kind, Rule, of_kind, select
 from .shadow import Ending, Reason, Shadow, Track
@@ -75,5 +76,6 @@ __all__ = [
     "refusal",
     "select",
     "supports",
+    "registry",
     "work_bound",
 ]

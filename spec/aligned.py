@@ -30,6 +30,7 @@ from .rules import Kind, Rule, waiting_head
 from .shadow import Shadow, Track
 
 DEFAULT_BLOCK_SIZE = 16  # tokens per KV block (vLLM's default block size)
+LISTED_BLOCKS = (16, 32, 64, 128, 256)  # the block sizes stallfree.variants.aligned ships a scheduler for
 
 
 def aligned_chunk(remaining: int, left: int, block_size: int) -> int:
@@ -160,4 +161,7 @@ def contract(block_size: int = DEFAULT_BLOCK_SIZE) -> Contract:
         keeping("PARTIAL-NEXT", "WORK-CONSERVING", extra=rules(block_size)),
         widens=(("PARTIAL-NEXT", "ALIGNED-PARTIAL-NEXT"), ("WORK-CONSERVING", "ALIGNED-WORK-CONSERVING")),
         min_budget=block_size,
+        scheduler=f"stallfree.variants.aligned:Aligned{block_size}" if block_size in LISTED_BLOCKS else "",
+        policies=((f"aligned-{block_size}", f"stallfree.variants.aligned:Aligned{block_size}"),)
+        if block_size in LISTED_BLOCKS else (),
     )

@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .contract import Contract, ContractMonitor, keeping
+from .contract import BUDGETS, STOPS, Contract, ContractMonitor, keeping
 from .errors import FieldTypeError, InvalidField, RuleViolation
 from .facts import StepFacts
 from .rules import Kind, Rule
@@ -218,9 +218,15 @@ class BudgetMonitor(ContractMonitor):
 
 
 # The reference's rules with a budget that may change: oldest-first decodes when they do not all fit.
-BUDGET_CONTRACT = Contract("budget-change", keeping(extra=(BUDGET_CHANGE,)), monitor=BudgetMonitor)
+BUDGET_CONTRACT = Contract(
+    "budget-change", keeping(extra=(BUDGET_CHANGE,)), monitor=BudgetMonitor,
+    scheduler="stallfree.variants.batched:BatchedResizable", faults="stallfree.faults.budget:BUDGET_FAULTS",
+    carries=frozenset({STOPS, BUDGETS}), policies=(("resizable", "stallfree.variants.batched:BatchedResizable"),),
+)
 # Rotation: DECODE-FIRST gives way to DECODE-FAIR, with its bound DECODE-WAIT.
 ROTATION_CONTRACT = Contract(
     "rotation", keeping("DECODE-FIRST", extra=(BUDGET_CHANGE, DECODE_WAIT, DECODE_FAIR)),
     widens=(("DECODE-FIRST", "DECODE-FAIR"),), monitor=BudgetMonitor,
+    scheduler="stallfree.variants.rotating:BatchedRotating", faults="stallfree.faults.budget:BUDGET_FAULTS",
+    carries=frozenset({STOPS, BUDGETS}), policies=(("rotating", "stallfree.variants.rotating:BatchedRotating"),),
 )

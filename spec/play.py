@@ -4,7 +4,7 @@ Arrivals are added just before their step (after the budget changes of that step
 workload has a budget schedule), then the workload's cancels for that step, then the monitor steps
 the scheduler (cancels marked pending while its plan is pending; a request whose `stop_after`-th
 token comes out on the step is passed to complete() as stopped), until every accepted request has
-ended. A variant's contract (`stallfree.spec.contract`) brings its own monitor. Cancels left when
+ended. The contract (`stallfree.spec.contract`) brings its own monitor and says what a workload may carry. Cancels left when
 nothing is pending are offered at the end: each must be refused, its rid being no waiting or running
 request's. The loop is bounded by the work bound (rule PROGRESS): past it, a run checking PROGRESS
 raises; a run that does not check it stops there, the rules it checks having held so far (a
@@ -19,6 +19,8 @@ from typing import Any
 
 from .errors import InvalidField, RuleViolation
 from .facts import StepFacts
+from . import registry
+from .contract import BUDGETS, CONTENTS, PRIORITIES, STOPS, Contract
 from .monitor import Monitor
 from .workload import Arrival, Cancel, Workload
 
@@ -60,21 +62,19 @@ class RunStats:
 
 class Player:
     """One run of `workload` through a fresh `factory(token_budget=, max_seqs=, kv_tokens=)`, checking
-    `rules` (all when None) under `monitor` (the reservation design's Monitor unless told). Keeps
-    its monitor, so that when the run ends in an exception the step and the adds so far are known
+    `rules` (all when None) of `contract` (the design the factory declares, the reservation's if none).
+    Keeps its monitor, so that when the run ends in an exception the step and the adds so far are known
     (`monitor`, `step`)."""
 
     def __init__(
         self, workload: Workload, factory: Callable[..., Any], rules: Iterable[str] | None = None,
         on_step: Callable[[Monitor, StepFacts], None] | None = None,
         on_add: Callable[[Arrival, bool], None] | None = None,
-        contract: Any = None,
+        contract: Contract | None = None,
         on_cancel: Callable[[Cancel, bool, bool], None] | None = None,
-        monitor: Callable[..., Any] = Monitor,
     ) -> None:
         self.workload = workload
-        self.contract = contract  # a stallfree.spec.contract.Contract; None: the reference's RULES
-        self.monitor_class = monitor  # Monitor, or a design's sibling with its face (PagedMonitor)
+        self.contract = contract or registry.of(factory)
         self.factory = factory
         self.rules = None if rules is None else tuple(rules)
         self.on_step = on_step
@@ -94,7 +94,7 @@ class Player:
         arrivals = sorted(self.workload.requests, key=lambda a: a.arrival_step)  # stable: list order
         cancels = sorted(self.workload.cancels, key=lambda c: (c.step, c.pending))
         stop_after: dict[int, int] = {}  # rid -> the token it stops on, for accepted requests
-        bound = getattr(self.monitor_class, "work_bound", work_bound)(self.workload)
+        bound = self.contract.work_bound(self.workload)
         stats = RunStats()
         i = j = b = 0  # the next arrival, cancel and budget change
         num_arrivals, num_cancels, num_budgets = len(arrivals), len(cancels), len(budgets)
@@ -135,22 +135,12 @@ class Player:
         stats.checks = monitor.num_steps * monitor.checks_per_step + monitor.num_adds + len(cancels)
         return stats
 
-    def _watch(self) -> Any:  # a contract's monitor: set_budget, require and the rest are its own
+    def _watch(self) -> Any:
         """The monitor over a fresh scheduler; refuses, before any step, a workload it cannot judge."""
         cfg = self.workload.config
         scheduler = self.factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
-        if self.contract is None:
-            monitor = self.monitor = self.monitor_class(scheduler, cfg, self.rules)
-        else:
-            monitor = self.monitor = self.contract.watch(scheduler, cfg, self.rules)
-        if self.workload.budgets and not hasattr(monitor, "set_budget"):
-            raise InvalidField("the workload has a budget schedule; its contract has no set_budget (use budget-change)")
-        check_contents(self.workload, monitor)
-        if any(a.priority is not None for a in self.workload.requests) and not hasattr(monitor.shadow, "priority"):
-            raise InvalidField("the workload gives priorities; its contract has none (use aging or priority)")
-        if (self.workload.has_stops or self.workload.cancels) and not hasattr(monitor, "require"):
-            raise InvalidField("the workload stops or cancels requests; this design's monitor judges those in its "
-                               "own tests, not in a played workload")
+        monitor = self.monitor = self.contract.watch(scheduler, cfg, self.rules)
+        refuse_uncarried(self.workload, self.contract)
         if self.workload.has_stops:  # refuse up front, not halfway through the run
             monitor.require("stop")
         if self.workload.cancels:
@@ -196,14 +186,13 @@ def play(
     rules: Iterable[str] | None = None,
     on_step: Callable[[Monitor, StepFacts], None] | None = None,
     on_add: Callable[[Arrival, bool], None] | None = None,
-    contract: Any = None,
+    contract: Contract | None = None,
     on_cancel: Callable[[Cancel, bool, bool], None] | None = None,
-    monitor: Callable[..., Any] = Monitor,
 ) -> RunStats:
     """Play `workload` through a fresh `factory(token_budget=, max_seqs=, kv_tokens=)` under the
-    monitor (`monitor`, a design's; of `contract`, when given) until every accepted request has ended.
-    Raises RuleViolation on the first broken rule."""
-    return Player(workload, factory, rules, on_step, on_add, contract, on_cancel, monitor).play()
+    monitor of `contract` (the design the factory declares, when none is given) until every accepted
+    request has ended. Raises RuleViolation on the first broken rule."""
+    return Player(workload, factory, rules, on_step, on_add, contract, on_cancel).play()
 
 
 def extra_of(a: Arrival) -> tuple[Any, ...]:
@@ -214,7 +203,31 @@ def extra_of(a: Arrival) -> tuple[Any, ...]:
     return () if a.priority is None else (a.priority,)
 
 
-def check_contents(workload: Workload, monitor: Any) -> None:
-    """A workload that gives contents is played only under a design that caches prefixes."""
-    if any(a.content is not None for a in workload.requests) and not hasattr(monitor.shadow, "cache"):
-        raise InvalidField("the workload gives contents; its design caches no prefixes (use stallfree.prefix)")
+# What a workload may carry, each refused with the advice of the contract that takes it, when its
+# contract does not: the budget schedule, priorities, contents, stops and cancels.
+REFUSALS = {
+    BUDGETS: "the workload has a budget schedule; its contract has no set_budget (use budget-change)",
+    PRIORITIES: "the workload gives priorities; its contract has none (use aging or priority)",
+    CONTENTS: "the workload gives contents; its design caches no prefixes (use stallfree.prefix)",
+    STOPS: "the workload stops or cancels requests; this design's monitor judges those in its own tests, "
+           "not in a played workload",
+}
+
+
+def carried(workload: Workload) -> list[str]:
+    """What `workload` carries beyond its requests (keys of REFUSALS), in the order they are refused."""
+    found = [BUDGETS] if workload.budgets else []
+    if any(a.content is not None for a in workload.requests):
+        found.append(CONTENTS)
+    if any(a.priority is not None for a in workload.requests):
+        found.append(PRIORITIES)
+    if workload.has_stops or workload.cancels:
+        found.append(STOPS)
+    return found
+
+
+def refuse_uncarried(workload: Workload, contract: Contract) -> None:
+    """Raises InvalidField when `workload` carries what `contract` does not take."""
+    for what in carried(workload):
+        if what not in contract.carries:
+            raise InvalidField(REFUSALS[what])

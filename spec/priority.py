@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from .contract import Contract, ContractMonitor, keeping
+from .contract import PRIORITIES, STOPS, Contract, ContractMonitor, keeping
 from .errors import FieldTypeError, InvalidField, RuleViolation
 from .facts import StepFacts
 from .monitor import refusal
@@ -47,6 +47,7 @@ from .verdict import PROTOCOL
 
 MAX_PRIORITY = 3  # P: priorities are 0..P (the contract's arrival assumption for AGING-BOUND)
 DEFAULT_AGING = 64  # A: steps a waiting request takes to gain one priority level
+LISTED_AGING = (DEFAULT_AGING, 4)  # the aging periods stallfree.variants.priority ships a scheduler for
 
 
 def check_priority(priority: object, max_priority: int = MAX_PRIORITY) -> int:
@@ -221,4 +222,15 @@ def contract(aging: int | None = DEFAULT_AGING, max_priority: int = MAX_PRIORITY
         name, keeping("FCFS", "WORK-CONSERVING", extra=rules(aging, max_priority)),
         widens=(("FCFS", "PRIORITY-ORDER"), ("WORK-CONSERVING", "PRIORITY-WORK-CONSERVING")),
         monitor=PriorityMonitor, aging=aging, max_priority=max_priority,
+        scheduler=SCHEDULERS.get(aging, ""), faults="stallfree.faults.priority:PRIORITY_FAULTS",
+        carries=frozenset({STOPS, PRIORITIES}), policies=POLICIES.get(aging, ()),
     )
+
+
+# The priority variants' schedulers by aging period, and the simulator's names for them.
+SCHEDULERS = {DEFAULT_AGING: "stallfree.variants.priority:BatchedPrioritized", 4: "stallfree.variants.priority:Aging4"}
+POLICIES: dict[int | None, tuple[tuple[str, str], ...]] = {
+    DEFAULT_AGING: (("aging", SCHEDULERS[DEFAULT_AGING]),  # admission by priority with aging (A = 64)
+                    ("no-aging", "stallfree.faults.priority:NoAging")),  # strict priority: AGING-BOUND's control
+    4: (("aging-4", SCHEDULERS[4]),),  # the same, A = 4 (the trace example)
+}

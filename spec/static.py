@@ -54,4 +54,6 @@ RULES_OF_STATIC = (
 STATIC_CONTRACT = Contract(
     "static", keeping("WORK-CONSERVING", extra=RULES_OF_STATIC),
     widens=(("WORK-CONSERVING", "BATCH-CONSERVING"),),
+    scheduler="stallfree.variants.static:StaticBatching", faults="stallfree.faults.static:STATIC_FAULTS",
+    policies=(("static", "stallfree.variants.static:StaticBatching"),),  # static batching: the teaching baseline
 )

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from stallfree.spec.designs import MONITORS, design_of, rules_of
+from stallfree.spec import registry
 from stallfree.spec.errors import RuleViolation
 from stallfree.spec.play import play
 from stallfree.spec.verdict import CRASH, TIMEOUT
@@ -96,7 +96,7 @@ class Campaign:
     @property
     def checks_per_step(self) -> int:
         """Rule predicates that judge each step (a rule may judge the plan and the step done)."""
-        chosen = rules_of(design_of(self.factory), self.rules)
+        chosen = registry.of(self.factory).select(self.rules)
         return sum((r.plan_check is not None) + (r.done_check is not None) for r in chosen)
 
     def workload(self, sim: int) -> Workload:
@@ -123,7 +123,7 @@ def run_batch(campaign: Campaign, first: int, last: int) -> Tally:
     for sim in range(first, last):
         workload = campaign.workload(sim)
         try:
-            stats = play(workload, campaign.factory, campaign.rules, monitor=MONITORS[design_of(campaign.factory)])
+            stats = play(workload, campaign.factory, campaign.rules)
         except RuleViolation as error:
             tally.violation = Violation(sim, error.rule, error.step, error.message, workload.dumps())
             break

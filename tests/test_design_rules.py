@@ -1,22 +1,21 @@
-"""spec.designs.rules_of: one selection over every design's registry (rules.select_from)."""
+"""The registry's designs: each selects from its own rules (rules.select_from), and names what it lacks."""
 
 import pytest
 
-from stallfree.spec import paged_rules, rules
-from stallfree.spec.designs import PAGED, REGISTRIES, RESERVATION, rules_of
+from stallfree.spec import paged_rules, registry, rules
 
 
 def test_each_design_selects_from_its_own_registry() -> None:
-    for design, registry in REGISTRIES.items():
-        assert rules_of(design) == registry
-    assert rules_of(RESERVATION, ["KV", "BUDGET"]) == rules.select(["KV", "BUDGET"])
-    assert rules_of(PAGED, ["BLOCKS", "SLOTS"]) == paged_rules.select(["BLOCKS", "SLOTS"])
+    for design in registry.designs():
+        assert design.select() == design.rules
+    assert registry.RESERVATION.select(["KV", "BUDGET"]) == rules.select(["KV", "BUDGET"])
+    assert registry.PAGED.select(["BLOCKS", "SLOTS"]) == paged_rules.select(["BLOCKS", "SLOTS"])
 
 
 def test_an_id_outside_the_design_and_an_unknown_design_are_named() -> None:
     with pytest.raises(ValueError, match=r"unknown paged rule ID\(s\) \['KV'\]"):
-        rules_of(PAGED, ["KV"])
+        registry.PAGED.select(["KV"])
     with pytest.raises(ValueError, match=r"unknown rule ID\(s\) \['BLOCKS'\]"):
-        rules_of(RESERVATION, ["BLOCKS"])
+        registry.RESERVATION.select(["BLOCKS"])
     with pytest.raises(ValueError, match="design 'slab' is unknown"):
-        rules_of("slab")
+        registry.of(type("Slab", (), {"design": "slab"}))

@@ -10,8 +10,7 @@ import sys
 import pytest
 
 from stallfree.commands.args import rule_list
-from stallfree.spec.contracts import variant_rule_ids
-from stallfree.spec.designs import REGISTRIES
+from stallfree.spec import registry
 
 REFUSE = """
 from stallfree.commands.args import rule_list
@@ -30,9 +29,9 @@ def known_in_message() -> list[str]:
 
 def test_every_design_and_variant_rule_is_known_and_named_once() -> None:
     known = known_in_message()
-    wanted = {r.id for registry in REGISTRIES.values() for r in registry} | set(variant_rule_ids())
+    wanted = {r.id for contract in (*registry.designs(), *registry.variants()) for r in contract.rules}
     assert set(known) == wanted and len(known) == len(wanted)
-    assert known[: len(REGISTRIES["reservation"])] == [r.id for r in REGISTRIES["reservation"]]
+    assert known[: len(registry.RESERVATION.rules)] == list(registry.RESERVATION.ids)
     assert rule_list("tokens-kept, aligned") == ["TOKENS-KEPT", "ALIGNED"]
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from stallfree.spec.contracts import by_name
+from stallfree.spec.registry import contract as by_name
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "variants.md").read_text()
 ROWS = {rule_id: (kind, statement) for rule_id, kind, statement in

@@ -61,6 +61,6 @@ def test_trace_names_static_and_judges_it_under_its_contract(capsys: pytest.Capt
 
 
 def test_the_kit_takes_the_static_profile() -> None:
-    from stallfree.conformance.kit.profiles import contract_of, is_variant_profile
+    from stallfree.conformance.kit.profiles import contract_of, is_profile
 
-    assert is_variant_profile("static") and contract_of("static") is STATIC_CONTRACT
+    assert is_profile("static") and contract_of("static") is STATIC_CONTRACT and not STATIC_CONTRACT.is_design

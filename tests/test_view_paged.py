@@ -13,8 +13,7 @@ import pytest
 
 from stallfree.main import main
 from stallfree.paged import small_blocks
-from stallfree.spec import Arrival, Config, Workload, play
-from stallfree.spec.paged_monitor import PagedMonitor
+from stallfree.spec import Arrival, Config, Workload, play, registry
 from stallfree.view.paged import KINDS, PREEMPTED, RECOMPUTE, WAITING_LINE, PagedRecorder, paged_data
 
 WORKLOAD = Workload(Config(4, 4, 12), (Arrival(0, 3, 8, 0), Arrival(1, 3, 8, 0), Arrival(2, 2, 2, 1)))
@@ -24,7 +23,7 @@ ARGV = ["trace", "--scheduler", "stallfree.paged:small_blocks", "--request", "0:
 
 def recorded() -> PagedRecorder:
     recorder = PagedRecorder(WORKLOAD, "stallfree.paged:small_blocks")
-    play(WORKLOAD, small_blocks, on_step=recorder.on_step, on_add=recorder.on_add, monitor=PagedMonitor)  # type: ignore[arg-type]
+    play(WORKLOAD, small_blocks, on_step=recorder.on_step, on_add=recorder.on_add, contract=registry.PAGED)  # type: ignore[arg-type]
     return recorder
 
 
@@ -54,7 +53,7 @@ def test_a_run_without_preemption_draws_none() -> None:
     """The control: with room for all three (K = 32), no cell is preempted or recomputed."""
     roomy = Workload(Config(4, 4, 32), WORKLOAD.requests)
     recorder = PagedRecorder(roomy, "small_blocks")
-    play(roomy, small_blocks, on_step=recorder.on_step, on_add=recorder.on_add, monitor=PagedMonitor)  # type: ignore[arg-type]
+    play(roomy, small_blocks, on_step=recorder.on_step, on_add=recorder.on_add, contract=registry.PAGED)  # type: ignore[arg-type]
     kinds = {k for row in recorder.grid().values() for k in row}
     assert PREEMPTED not in kinds and RECOMPUTE not in kinds
 

@@ -14,7 +14,7 @@ import pytest
 from stallfree.main import main
 from stallfree.prefix import small_blocks
 from stallfree.spec import Workload, play
-from stallfree.spec.designs import MONITORS
+from stallfree.spec import registry
 from stallfree.view.paged import CACHED, PAGED_CATEGORIES, PagedRecorder
 
 HITS = Path(__file__).resolve().parents[1] / "docs" / "examples" / "prefix-hits.json"
@@ -89,7 +89,7 @@ def test_the_recorder_reads_the_monitors_claims() -> None:
         recorder.on_step(monitor, facts)
         claims.update((facts.step, rid) for rid, n in facts.claimed.items() if n)
 
-    play(workload, small_blocks, on_step=on_step, on_add=recorder.on_add, monitor=MONITORS["prefix"])  # type: ignore[arg-type]
+    play(workload, small_blocks, on_step=on_step, on_add=recorder.on_add, contract=registry.PREFIX)  # type: ignore[arg-type]
     grid = recorder.grid()
     assert claims and {(i, rid) for rid, row in grid.items() for i, k in enumerate(row) if k == CACHED} == claims
 

@@ -111,20 +111,37 @@ def budget_change(text: str) -> BudgetChange:
 
 
 def rule_list(text: str) -> list[str]:
-    """ID,ID: at least one rule ID of a design's contract (`stallfree.spec.designs`) or of a variant's
-    (`stallfree.spec.contracts`). An empty selection would check nothing, so it is refused."""
-    from stallfree.spec.contracts import variant_rule_ids
-    from stallfree.spec.designs import REGISTRIES
+    """ID,ID: at least one rule ID of a design's contract or of a variant's (`stallfree.spec.registry`).
+    An empty selection would check nothing, so it is refused."""
+    from stallfree.spec import registry
 
     ids = [t.strip().upper() for t in text.split(",") if t.strip()]
     if not ids:
         raise argparse.ArgumentTypeError(f"no rule ID in {text!r}: give at least one of {', '.join(RULE_IDS)}")
-    every_design = [r.id for registry in REGISTRIES.values() for r in registry]  # the reservation design's first
-    known = tuple(dict.fromkeys([*every_design, *sorted(variant_rule_ids())]))  # each once, in a fixed order
+    every_design = [r.id for design in registry.designs() for r in design.rules]  # the reservation design's first
+    of_variants = {rule_id for variant in registry.variants() for rule_id in variant.ids}
+    known = tuple(dict.fromkeys([*every_design, *sorted(of_variants)]))  # each once, in a fixed order
     unknown = [i for i in ids if i not in known]
     if unknown:
         raise argparse.ArgumentTypeError(f"unknown rule ID(s) {unknown}; the rules are {', '.join(known)}")
     return ids
+
+
+REFERENCE_CONTRACT = "reference"  # --contract reference: the reference's rules, for a variant that has its own
+
+
+def contract_of(name: str | None, scheduler: str, loaded: object) -> Any:
+    """The contract a run is judged under: --contract `name` ("reference": the reservation design's),
+    else the one the simulator's scheduler name `scheduler` is judged under, else the design the
+    loaded factory declares (`stallfree.spec.registry`). Raises ValueError naming an unknown name."""
+    from stallfree.spec import registry
+
+    if name == REFERENCE_CONTRACT:
+        return registry.RESERVATION
+    if name:
+        return registry.contract(name)
+    policy = registry.policies().get(scheduler)
+    return policy[1] if policy is not None else registry.of(loaded)
 
 
 # Short names for the schedulers stallfree ships, accepted wherever a MODULE:FACTORY is.

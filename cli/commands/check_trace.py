@@ -35,10 +35,13 @@ def run(args: argparse.Namespace) -> int:
     from stallfree.conformance.kit.profiles import checked_rules, contract_of
     from stallfree.conformance.trace.tracecheck import TraceVerdict, check_trace, read_lines
     from stallfree.conformance.trace.tracefile import TraceError
+    from stallfree.spec import registry
 
     try:
         checked = checked_rules(args.rules, args.profile)
         contract = contract_of(args.profile)
+        if contract.is_design:  # a trace file's steps are judged by the reservation design's monitor; an
+            contract = registry.RESERVATION  # engine's trace (format v2) by its own checker, of the IDs checked
     except ValueError as error:
         return fail(f"--profile: {error}")
     if args.all and args.file == "-":
@@ -73,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"{args.file}: {error.strerror or error}")
     except UnicodeDecodeError as error:
         return fail(f"{args.file}: not UTF-8 text: {error}")
-    judged = judge(checked, verdicts, RULE_IDS if contract is None else contract.ids)
+    judged = judge(checked, verdicts, contract.ids)
     report = summarise(args.file, judged, verdicts)
     print(render(report, judged))
     try:

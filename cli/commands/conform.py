@@ -60,12 +60,12 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"needs hypothesis ({error}): pip install 'stallfree[conform]'")
     from stallfree.conformance.isolation.outcome import CRASH, KIT_ERROR, TIMEOUT
     from stallfree.conformance.isolation.sandbox import DEFAULT_TIMEOUT
-    from stallfree.conformance.kit.profiles import PROFILES, VARIANT_PROFILES, is_variant_profile
+    from stallfree.conformance.kit.profiles import is_profile, profiles
     from stallfree.conformance.kit.report import render
     from stallfree.spec.loader import TargetError
 
-    if args.profile is not None and args.profile not in PROFILES and not is_variant_profile(args.profile):
-        names = ", ".join((*PROFILES, *VARIANT_PROFILES))
+    if args.profile is not None and not is_profile(args.profile):
+        names = ", ".join(profiles())
         return fail(f"--profile {args.profile!r} is unknown; the profiles are {names}")
     try:
         check_json(args)

@@ -15,6 +15,7 @@ from typing import Any
 
 from stallfree import exits
 from stallfree.spec import RuleViolation, Workload, play
+from stallfree.spec.contract import Contract
 from stallfree.spec.loader import FactoryError
 from stallfree.spec.paged_monitor import PagedMonitor
 from stallfree.spec.verdict import Verdict, as_json, lines
@@ -63,14 +64,11 @@ def workload_verdicts(checked: list[str], steps: int, violation: RuleViolation |
     return judged
 
 
-def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any],
-                design: str = "paged") -> int:
+def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any], contract: Contract) -> int:
     """The step table and verdicts of a paged-family design ("paged", or "prefix": its hits shown too)."""
     refuse_reservation_outputs(args)
-    from stallfree.spec.designs import MONITORS, REGISTRIES, rules_of
-
-    checked = [r.id for r in rules_of(design, args.rules)]  # raises naming an ID the registry does not hold
-    monitor_class, registry = MONITORS[design], REGISTRIES[design]
+    checked = [r.id for r in contract.select(args.rules)]  # raises naming an ID the registry does not hold
+    design, registry = contract.name, contract.rules
     cfg = workload.config
     print(f"budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, kv_tokens {cfg.kv_tokens}; "
           f"scheduler {args.scheduler} ({design} design)")
@@ -96,7 +94,7 @@ def trace_paged(args: argparse.Namespace, workload: Workload, factory: Callable[
     violation = None
     steps = adds = 0
     try:
-        stats = play(workload, factory, checked, on_step=on_step, on_add=on_add, monitor=monitor_class)  # type: ignore[arg-type]
+        stats = play(workload, factory, checked, on_step=on_step, on_add=on_add, contract=contract)  # type: ignore[arg-type]
         steps, adds = stats.steps, stats.accepted + stats.refused
     except RuleViolation as error:
         violation = error

@@ -207,13 +207,14 @@ def paged_methods(args: argparse.Namespace) -> tuple[str, ...]:
     return methods
 
 
-def is_prefix(args: argparse.Namespace) -> bool:
-    from stallfree.spec.designs import PREFIX, design_of
+def design_name(args: argparse.Namespace) -> str:
+    """The design --scheduler declares (`stallfree.spec.registry`), the reservation's without one."""
+    from stallfree.spec import registry
 
-    return args.scheduler is not None and design_of(load_scheduler(args.scheduler)) == PREFIX
+    return registry.of(load_scheduler(args.scheduler)).name if args.scheduler is not None else "reservation"
 
 
-def prefix_rows(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def prefix_rows(args: argparse.Namespace, say=None):  # type: ignore[no-untyped-def]
     """The rows of a prefix-caching scheduler: its model check (the project's own scheduler and faults
     only: another one's hidden state is not declared), the other methods not checked."""
     from stallfree.prefix import faults, small_blocks
@@ -232,12 +233,6 @@ def prefix_rows(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     methods = paged_methods(args)
     rows = prefix_suite.model_rows(bound, factory, args.max_states) if "model" in methods else []
     return rows + prefix_suite.not_written(methods)
-
-
-def is_paged(args: argparse.Namespace) -> bool:
-    from stallfree.spec.designs import PAGED, design_of
-
-    return args.scheduler is not None and design_of(load_scheduler(args.scheduler)) == PAGED
 
 
 def check_paged_arguments(args: argparse.Namespace, prefix: bool) -> None:
@@ -260,6 +255,11 @@ def check_paged_arguments(args: argparse.Namespace, prefix: bool) -> None:
         load_scheduler(args.hidden, "--hidden")  # a --hidden that does not load is a bad argument
 
 
+# The designs whose rows come from a suite of their own, by registry name; the others run the reservation
+# design's suite (`stallfree.proofs.suite`).
+OWN_SUITES = {"paged": paged_rows, "prefix": prefix_rows}
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         from stallfree.proofs import suite
@@ -269,11 +269,10 @@ def run(args: argparse.Namespace) -> int:
     from stallfree.spec import FieldTypeError, InvalidField
 
     try:
-        prefix = is_prefix(args)
-        paged = prefix or is_paged(args)
-        options = None if paged else _options(args)
-        if paged:
-            check_paged_arguments(args, prefix)
+        own = OWN_SUITES.get(design_name(args))  # a design with a suite of its own; else the reservation's
+        options = None if own else _options(args)
+        if own:
+            check_paged_arguments(args, own is prefix_rows)
         missing = None if options is None else missing_extra(options.methods, False)
         if missing is not None:
             raise ValueError(missing)
@@ -288,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {message}", file=sys.stderr, flush=True)
 
     try:
-        rows = prefix_rows(args) if prefix else paged_rows(args, say) if paged else suite.run(options, say)
+        rows = own(args, say) if own else suite.run(options, say)
     except KeyboardInterrupt:
         raise
     except Exception as error:  # the scheduler model-checked raised, or is not a plain-protocol object

@@ -84,11 +84,9 @@ def caps(text: str) -> tuple[int, ...]:
 
 def run(args: argparse.Namespace) -> int:
     from stallfree.costs import Roofline
-    from stallfree.sim.policies import CONTRACTS, POLICIES
     from stallfree.sim.simulator import Stalled, Variant, simulate
     from stallfree.sim.trace import TraceError, load
-    from stallfree.spec import Config, InvalidField, RuleViolation, Unsupported
-    from stallfree.spec.contracts import by_name
+    from stallfree.spec import Config, InvalidField, RuleViolation, Unsupported, registry
 
     try:
         deployment = deployment_from(args)
@@ -99,7 +97,10 @@ def run(args: argparse.Namespace) -> int:
         if args.limit is not None:
             trace = trace.head(args.limit)
         trace = trace.scaled(args.rate_scale)
-        make = guarded(load_scheduler(POLICIES.get(args.scheduler, args.scheduler)), args.scheduler)
+        policy = registry.policies().get(args.scheduler)
+        loaded = load_scheduler(args.scheduler if policy is None else policy[0])
+        make = guarded(loaded, args.scheduler)
+        contract = policy[1] if policy is not None else registry.of(loaded)
         check_json(args)
         if args.plot is not None:
             check_output_dir("--plot", args.plot)
@@ -108,16 +109,12 @@ def run(args: argparse.Namespace) -> int:
         flag = "--trace: " if isinstance(error, TraceError) else ""
         print(f"stallfree simulate: {flag}{error}", file=sys.stderr)
         return exits.USAGE
-    if args.scheduler == "paged":
-        from .paged_simulate import simulate_paged
-
-        return simulate_paged(args, trace, config, roofline)
+    if contract.is_design and contract.held is not None and contract is not registry.RESERVATION:
+        return simulate_design(args, contract, trace, config, roofline)
     shown = shows_progress(args)
     try:
         check_variant_arguments(args, make, config)
-        name = CONTRACTS.get(args.scheduler)
-        contract = by_name(name) if name else None
-        variant = Variant(tuple(sorted(args.budget_at)), args.priority_mix, contract)
+        variant = Variant(tuple(sorted(args.budget_at)), args.priority_mix, None if contract.is_design else contract)
         cap, distribution = (None, ()) if args.max_new_cap is None else (
             (args.max_new_cap[0], ()) if len(args.max_new_cap) == 1 else (None, args.max_new_cap))
         result = simulate(trace, make, config, roofline, args.scheduler, check=args.check, progress=shown,
@@ -136,6 +133,43 @@ def run(args: argparse.Namespace) -> int:
               f"{str(error)[:300]}", file=sys.stderr)
         return exits.CRASHED
     return print_result(args, result)
+
+
+def design_lines(stats: Any) -> list[str]:
+    return [
+        f"memory ({stats.design}): {stats.mean_running:.1f} requests running on average (max {stats.max_running}); "
+        f"KV held {stats.kv_held:.1%} of K, holding computed tokens {stats.kv_used:.1%} (time-weighted over busy time)",
+        f"preemptions: {stats.preemptions}; recomputed {stats.recomputed_tokens:,} tokens, "
+        f"{stats.recompute_seconds:.2f} s of step time (each step's seconds shared among its tokens)",
+    ]
+
+
+def simulate_design(args: argparse.Namespace, design: Any, trace: Any, config: Any, roofline: Any) -> int:
+    """`--scheduler paged` (a design other than the reservation's): its preemptions priced
+    (sim/designs.py), reported as `simulate` reports, plus what the memory design did; one
+    --max-new-cap N caps every output at N."""
+    from stallfree.sim.designs import run_design
+    from stallfree.sim.summary import report
+
+    name = design.name
+    if args.check or args.plot is not None:
+        print(f"stallfree simulate: --check and --plot are not available with --scheduler {args.scheduler}; "
+              f"check it with `stallfree conform --profile {name}`", file=sys.stderr)
+        return exits.USAGE
+    if args.max_new_cap is not None and len(args.max_new_cap) > 1:
+        print(f"stallfree simulate: --max-new-cap {','.join(map(str, args.max_new_cap))}: the {name} design takes "
+              "one cap N, not a distribution", file=sys.stderr)
+        return exits.USAGE
+    run = run_design(design, trace, config, roofline, None if args.max_new_cap is None else args.max_new_cap[0])
+    for line in [*report(run.summary), *design_lines(run.stats)]:
+        print(line)
+    print(f"rules: not checked (check the {name} design with stallfree conform --profile {name})")
+    try:
+        write_json(args, {**run.summary.to_json(), "design": run.stats.to_json()})
+    except ValueError as error:
+        print(f"stallfree simulate: {error}", file=sys.stderr)
+        return exits.USAGE
+    return exits.HOLDS
 
 
 def print_result(args: argparse.Namespace, result: Any) -> int:

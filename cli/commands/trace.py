@@ -13,10 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
-from stallfree.sim.policies import CONTRACTS as VARIANT_CONTRACTS
-from stallfree.sim.policies import POLICIES
 from stallfree.spec import (
-    RULES,
     Arrival,
     Cancel,
     Config,
@@ -30,7 +27,7 @@ from stallfree.spec.alarm import Alarm
 from stallfree.spec.capability import CANCEL as CANCEL_CAPABILITY
 from stallfree.spec.capability import supports
 from stallfree.spec.contract import Contract
-from stallfree.spec.contracts import by_name
+from stallfree.spec import registry
 from stallfree.spec.examples import HAND_TRACE  # the contract's hand trace: --example hand
 from stallfree.spec.facts import stops
 from stallfree.spec.verdict import CRASH, TIMEOUT, as_json, lines
@@ -44,6 +41,7 @@ from ..explain import Nondeterministic, explain
 from ..stepviews import add_view_arguments, check_view_arguments, pricing, wants_views, write_views
 from .args import (
     FactoryError,
+    contract_of,
     add_output_arguments,
     budget_change,
     check_distinct,
@@ -92,7 +90,6 @@ EXAMPLES = {
 
 
 DEFAULT_SCHEDULER = "stallfree.reference:Scheduler"
-REFERENCE_CONTRACT = "reference"  # --contract reference: the reference's rules, for a variant that has its own
 DEFAULTS = {"budget": 8, "max_seqs": 4, "kv": 256}  # of a workload given as --request flags
 DEFAULT_TIMEOUT = 60.0  # seconds for one step of the scheduler: the reference takes microseconds
 MAX_STEPS = 1_000_000  # a step table longer than this is for `campaign` or `check-trace`, not for reading
@@ -160,8 +157,6 @@ def workload_from(args: argparse.Namespace) -> Workload:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stallfree.spec.designs import PAGED, PREFIX, design_of
-
     try:
         workload = workload_from(args)
         if steps_needed(workload) > MAX_STEPS:
@@ -174,8 +169,7 @@ def run(args: argparse.Namespace) -> int:
         factory = guarded(loaded, args.scheduler)
         if args.budget_at and (args.example or args.workload):
             workload = replace(workload, budgets=tuple(sorted(args.budget_at, key=lambda c: c.step)))
-        name = args.contract or VARIANT_CONTRACTS.get(args.scheduler)
-        contract = by_name(name) if name and name != REFERENCE_CONTRACT else None
+        contract = contract_of(args.contract, args.scheduler, loaded)
         if args.jsonl:
             check_output_file("--jsonl", args.jsonl)
         check_json(args)
@@ -183,10 +177,10 @@ def run(args: argparse.Namespace) -> int:
         check_distinct([("--workload", args.workload)], [("--jsonl", args.jsonl), ("--json", args.json),
                                                          ("--plot", getattr(args, "plot", None)),
                                                          ("--html", getattr(args, "html", None))])
-        if design_of(loaded) in (PAGED, PREFIX):
+        if contract.drawer:  # a design with a step view of its own: its table, verdicts and view
             from .paged_trace import trace_paged
 
-            return trace_paged(args, workload, factory, design_of(loaded))
+            return trace_paged(args, workload, factory, contract)
     except (InvalidField, FieldTypeError, ValueError, ImportError) as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
         return exits.USAGE
@@ -252,7 +246,8 @@ class PendingFile:
 def policy_target(name: str) -> str:
     """A policy `stallfree simulate` names (reference, prefill-first, unchunked) as MODULE:FACTORY."""
 
-    return POLICIES.get(name, name)
+    policy = registry.policies().get(name)
+    return name if policy is None else policy[0]
 
 
 def write_broken_step(writer: Any, view: StepView | None, num_written: int, budget: int) -> None:
@@ -267,7 +262,7 @@ def write_broken_step(writer: Any, view: StepView | None, num_written: int, budg
 
 def trace(
     args: argparse.Namespace, workload: Workload, factory: Callable[..., Any], jsonl: IO[str] | None,
-    contract: Contract | None = None,
+    contract: Contract = registry.RESERVATION,
 ) -> int:
     from stallfree.conformance.trace.tracefile import TraceWriter
 
@@ -326,12 +321,11 @@ def trace(
 
 
 def report_hung(
-    args: argparse.Namespace, workload: Workload, contract: Contract | None, steps_done: int, error: Hung,
+    args: argparse.Namespace, workload: Workload, contract: Contract, steps_done: int, error: Hung,
 ) -> int:
     """The verdicts of a run whose scheduler did not answer after `steps_done` steps: TIMEOUT, no rule judged."""
-    ids = [r.id for r in (RULES if contract is None else contract.rules)]
-    judged = verdicts(args.rules or ids, steps_done, None, 0, (), str(error), TIMEOUT,
-                      registry=RULES if contract is None else contract.rules)
+    judged = verdicts(args.rules or list(contract.ids), steps_done, None, 0, (), str(error), TIMEOUT,
+                      registry=contract.rules)
     print()
     for line in lines(judged):
         print(line)
@@ -353,7 +347,7 @@ def finish_trace_file(writer: Any, recording: Any, budgets: list[int]) -> None:
         writer.end()
 
 
-def report_run(args: argparse.Namespace, workload: Workload, contract: Contract | None, done: Any, price: Any) -> int:
+def report_run(args: argparse.Namespace, workload: Workload, contract: Contract, done: Any, price: Any) -> int:
     """Prints the verdicts, notes and views of a finished run, writes its JSON, and gives its exit status."""
     recording = done.recording
     stats, violation = recording.stats, recording.violation
@@ -361,10 +355,10 @@ def report_run(args: argparse.Namespace, workload: Workload, contract: Contract 
     steps = stats.steps if stats is not None else recording.num_steps
     adds = stats.adds if stats is not None else len(recording.offers)
     judged = verdicts(done.checked, steps, violation, adds, done.broken,
-                      registry=RULES if contract is None else contract.rules,
+                      registry=contract.rules,
                       unjudged=unjudged_rules(workload, recording.target))
     print()
-    if contract is not None:
+    if not contract.is_design:
         print(f"contract {contract.name} (docs/variants.md)")
     for line in lines(judged):
         print(line)

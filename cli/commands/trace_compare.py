@@ -8,15 +8,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from stallfree.sim.policies import CONTRACTS as VARIANT_CONTRACTS
 from stallfree.spec import InvalidField, Workload
-from stallfree.spec.contracts import by_name
+from stallfree.spec import registry
 from stallfree.view.compare import Run, worst_ttft
 
 from .. import exits
 from ..explain import explain
 from ..stepviews import pricing
-from .args import guarded, load_scheduler, path_error, write_output
+from .args import contract_of, guarded, load_scheduler, path_error, write_output
 
 MAX_COMPARED = 8  # policies on one page; more would not read side by side
 
@@ -35,20 +34,23 @@ def quiet(line: str) -> None:
 
 
 def run_one(args: argparse.Namespace, workload: Workload, name: str, target: str) -> Run:
-    from stallfree.spec.designs import PAGED, design_of
-
     loaded = load_scheduler(target)
-    if design_of(loaded) == PAGED:
+    if registry.of(loaded).drawer:  # a design with its own step view is drawn on its own
         raise InvalidField(f"--compare {name!r}: the comparison draws the reservation design; trace the paged "
                            "scheduler on its own")
-    contract_name = args.contract or VARIANT_CONTRACTS.get(name)
-    contract = by_name(contract_name) if contract_name and contract_name != "reference" else None
+    contract = contract_of(args.contract, name, loaded)
     price = pricing(args)
     done = explain(workload, guarded(loaded, name), args.rules, name, quiet, price, True, keep=True,
                    contract=contract)
     broken = [*done.broken, *([done.recording.violation] if done.recording.violation is not None else [])]
     ms = [price(v) for v in done.recording.shown_steps] if price is not None else None
     return Run(name, done.recording, broken, ms)
+
+
+def label(name: str) -> str:
+    """The contract a policy is judged under, as --contract names it ("reference": the reservation design's)."""
+    policy = registry.policies().get(name)
+    return "reference" if policy is None or policy[1].is_design else policy[1].name
 
 
 def table(runs: list[Run], contracts: list[str]) -> list[str]:
@@ -75,7 +77,7 @@ def compare(args: argparse.Namespace, workload: Workload, targets: dict[str, str
     except (InvalidField, ValueError, ImportError) as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
         return exits.USAGE
-    contracts = [args.contract or VARIANT_CONTRACTS.get(name) or "reference" for name in targets]
+    contracts = [args.contract or label(name) for name in targets]
     print(f"budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, kv_tokens {cfg.kv_tokens}; "
           f"comparing {', '.join(targets)}")
     price = pricing(args)

@@ -35,13 +35,11 @@ class Sandbox:
 
     def __init__(
         self, target: str, timeout: float = DEFAULT_TIMEOUT, run_timeout: float | None = None,
-        contract: str | None = None,
-        design: str = "reservation", load_timeout: float | None = None,
+        contract: str | None = None, load_timeout: float | None = None,
     ) -> None:
         split_target(target)  # a malformed target is an argument error, before any process starts
         self.target = target
-        self.contract = contract  # a variant's contract by name (stallfree.spec.contracts); None: RULES
-        self.design = design  # whose monitor the worker judges with (stallfree.spec.designs)
+        self.contract = contract  # the contract by name (stallfree.spec.registry); None: the target's design
         self.timeout = timeout
         self.run_timeout = run_timeout_of(run_timeout, timeout)
         self.load_timeout = load_timeout_of(load_timeout)
@@ -108,8 +106,7 @@ class Sandbox:
             self.start()
             self.num_restarts += 1
         self._clear_stderr()
-        self._send({"workload": workload.to_json(), "rules": rules, "known": known or [], "timeout": self.timeout,
-                    "design": self.design})
+        self._send({"workload": workload.to_json(), "rules": rules, "known": known or [], "timeout": self.timeout})
         reply = self._receive(self.run_timeout)
         if reply is not None:
             return Outcome.from_json(reply)

@@ -18,21 +18,19 @@ from typing import Any, BinaryIO
 
 from stallfree.spec import PROTOCOL, Config, Player, RuleViolation, Workload, supports
 from stallfree.spec.alarm import Alarm
+from stallfree.spec import registry
 from stallfree.spec.contract import Contract
-from stallfree.spec.contracts import by_name
-from stallfree.spec.designs import MONITORS, PAGED, PREFIX, RESERVATION
 from stallfree.spec.loader import TargetError, load_target
 
 from .guard import CallTimeout, Guard, JunkReturn, target_traceback
 from .outcome import CRASH, KIT_ERROR, REFUSED, TIMEOUT, Outcome
-from .paged_guard import PagedGuard, PrefixGuard
 
 DUMP_SIGNAL = signal.SIGUSR1  # the parent's watchdog asks for a traceback with it, then kills
 
 
 def run_one(
     factory: Callable[..., Any], workload: Workload, rules: list[str], timeout: float, known: list[str] | None = None,
-    contract: Contract | None = None, design: str = RESERVATION,
+    contract: Contract | None = None,
 ) -> Outcome:
     """Play one workload through the target; every way it can end becomes an Outcome.
 
@@ -42,13 +40,15 @@ def run_one(
     known = [r for r in known or () if r not in rules]
 
     alarm = Alarm(timeout, CallTimeout, counting=False)  # held over the run; counts during each call
+    contract = contract or registry.of(factory)
+    guard_class = load_target(contract.guard) if contract.guard else Guard
 
     def make(**config: int) -> Guard:
-        guard = {PAGED: PagedGuard, PREFIX: PrefixGuard}.get(design, Guard)(alarm)
+        guard = guard_class(alarm)
         guards.append(guard)
         return guard.start(factory, Config(**config))
 
-    player = Player(workload, make, [*rules, *(known or [])], contract=contract, monitor=MONITORS[design])
+    player = Player(workload, make, [*rules, *(known or [])], contract=contract)
     try:
         with alarm:
             counts = player.play()
@@ -122,15 +122,17 @@ def serve(requests: BinaryIO, out: BinaryIO) -> None:
     except TargetError as error:
         send(out, {"load_error": str(error)})
         return
-    contract = by_name(hello["contract"]) if hello.get("contract") else None
-    min_budget = contract.min_budget if contract is not None else 1
+    try:  # after the target's import, which may register its own design (`stallfree.spec.registry.register`)
+        contract = registry.contract(hello["contract"]) if hello.get("contract") else registry.of(factory)
+    except ValueError as error:
+        send(out, {"load_error": f"{hello['target']}: {error}"})
+        return
     send(out, {"ready": True, "not_applicable": not_applicable(factory),
-               "capabilities": capabilities(factory, min_budget)})
+               "capabilities": capabilities(factory, contract.min_budget)})
     for line in requests:
         request = json.loads(line)
         workload = Workload.from_json(request["workload"])
-        outcome = run_one(factory, workload, request["rules"], request["timeout"], request.get("known"), contract,
-                          request.get("design", RESERVATION))
+        outcome = run_one(factory, workload, request["rules"], request["timeout"], request.get("known"), contract)
         send(out, outcome.to_json())
 
 

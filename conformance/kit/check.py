@@ -9,7 +9,7 @@ from typing import Any
 
 from stallfree.spec import CANCEL, CAPABILITIES, STOP, Workload
 from stallfree.spec.contract import Contract
-from stallfree.spec.designs import PAGED, PREFIX, REGISTRIES, RESERVATION, statement
+from stallfree.spec import registry
 from stallfree.spec.loader import TargetError
 from stallfree.spec.verdict import NOT_RULES, Verdict
 
@@ -17,7 +17,7 @@ from ..isolation.outcome import TIMEOUT, Outcome
 from ..isolation.sandbox import DEFAULT_TIMEOUT, Sandbox
 from .explore import Exploration, Explorer, Finding, is_rule
 from .grid import Shape, shapes
-from .profiles import checked_rules, contract_of, design_of_profile
+from .profiles import checked_rules, contract_of
 from .shrink import MAX_RUNS, MAX_SECONDS, Shrinker
 
 DEFAULT_EXAMPLES = 25  # per grid point; the default grid has 60 points
@@ -37,20 +37,15 @@ CAPABILITY_TESTS = {
     CANCEL: ("workloads with cancels: of waiting, running and ended requests, between steps and while a plan "
              "is pending (cancel(rid))", ("CANCEL", "FCFS", "KV", "PROGRESS")),
 }
-CAPABILITY_RULES = {  # the rules of the paged design the same tests judge
-    PAGED: {STOP: ("TOKENS-KEPT", "BLOCKS", "PROGRESS"), CANCEL: ("CANCEL", "FCFS", "BLOCKS", "PROGRESS")},
-    PREFIX: {STOP: ("TOKENS-KEPT", "BLOCKS", "FREE-AT-ZERO", "PROGRESS"),
-             CANCEL: ("CANCEL", "FCFS", "BLOCKS", "FREE-AT-ZERO", "PROGRESS")},
-}
 NEEDS = {"CANCEL": CANCEL}  # a rule judged only through a capability: without it, not supported
 
 
-def requirement(rule: str, contract: Contract | None = None, design: str | None = None) -> str:
-    """What `rule` requires, in one sentence (under `contract`, when a variant's; else as `design`, or
-    the design that names it, states it)."""
-    if contract is not None and rule in contract.ids:
+def requirement(rule: str, contract: Contract = registry.RESERVATION, design: str | None = None) -> str:
+    """What `rule` requires, in one sentence (as `contract` states it; else as `design`, or the design
+    that names it, states it)."""
+    if rule in contract.ids:
         return contract.statement(rule)
-    return statement(rule, design) or WHAT_IT_MEANS.get(rule, "")
+    return registry.statement(rule, design) or WHAT_IT_MEANS.get(rule, "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,12 +91,12 @@ class Report:
     not_applicable: dict[str, str] = field(default_factory=dict)  # rule -> the target's reason
     refused: dict[str, str] = field(default_factory=dict)  # config refused by the factory -> its message
     capabilities: frozenset[str] = frozenset(CAPABILITIES)  # what the target supports beyond the plain protocol
-    design: str = RESERVATION  # whose monitor judged it (stallfree.spec.designs)
+    design: str = registry.RESERVATION.name  # whose monitor judged it (stallfree.spec.registry)
 
     @property
     def skipped(self) -> list[str]:
         """The capability tests left out, each with the rules they would have judged."""
-        rules = CAPABILITY_RULES.get(self.design, {})
+        rules = dict(registry.contract(self.design).capability_rules)
         return [f"{c}: {CAPABILITY_TESTS[c][0]}, judging {', '.join(rules.get(c, CAPABILITY_TESTS[c][1]))}"
                 for c in CAPABILITIES if c not in self.capabilities]
 
@@ -146,21 +141,20 @@ def conform(
     Raises TargetError if the target cannot be loaded, ValueError for bad arguments."""
     checked = checked_rules(rules, profile)
     contract = contract_of(profile)
-    design = design_of_profile(profile if rules is None else None)
+    design = contract.design
     if type(examples) is not int or examples < 1:
         raise ValueError(f"examples must be an int >= 1, got {examples!r}")
     if not timeout > 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
     grid = contract_shapes(budget, max_seqs, kv_tokens, contract, profile)
     started = time.monotonic()
-    with Sandbox(target, timeout, run_timeout, profile if contract is not None else None, design=design,
-                 load_timeout=load_timeout) as sandbox:
-        registry = contract.ids if contract is not None else tuple(r.id for r in REGISTRIES[design])
+    with Sandbox(target, timeout, run_timeout, contract.name, load_timeout=load_timeout) as sandbox:
+        ids = contract.ids
         not_applicable = {r: why for r, why in sandbox.not_applicable.items() if r in checked}
-        unknown = [r for r in sandbox.not_applicable if r not in registry]
+        unknown = [r for r in sandbox.not_applicable if r not in ids]
         if unknown:
             raise TargetError(f"{target}: stallfree_not_applicable names {unknown}, which are not rule IDs "
-                              f"({sandbox.not_applicable.get('?', 'the rules are ' + ', '.join(registry))})")
+                              f"({sandbox.not_applicable.get('?', 'the rules are ' + ', '.join(ids))})")
         checked = tuple(r for r in checked if r not in not_applicable)
         supported = sandbox.capabilities
         unsupported = {rule for rule, capability in NEEDS.items() if capability not in supported}
@@ -171,7 +165,7 @@ def conform(
             if progress:
                 progress(f"shrinking the {rule} counterexample ({len(finding.workload.requests)} requests)")
             counterexamples[rule] = minimal_counterexample(sandbox, finding, contract=contract, design=design)
-    verdicts = rule_verdicts(registry, checked, not_applicable, unsupported, counterexamples, explored)
+    verdicts = rule_verdicts(ids, checked, not_applicable, unsupported, counterexamples, explored)
     runs = explored.runs + sum(c.shrink_runs for c in counterexamples.values())
     ended_early = why_ended_early(explored)
     report = Report(
@@ -187,16 +181,14 @@ def conform(
     return report
 
 
-def contract_shapes(budget: int | None, max_seqs: int | None, kv_tokens: int | None, contract: Contract | None,
+def contract_shapes(budget: int | None, max_seqs: int | None, kv_tokens: int | None, contract: Contract,
                     profile: str | None) -> list[Shape]:
     """The config grid (fixed fields held); a contract whose schedulers refuse small budgets is explored
     above them. Raises ValueError when that leaves no config."""
-    grid = shapes(budget, max_seqs, kv_tokens)
-    if contract is not None:
-        grid = [s for s in grid if s.token_budget >= contract.min_budget]
-        if not grid:
-            least = contract.min_budget
-            raise ValueError(f"--budget {budget} is below {least}, the least the {profile} profile allows")
+    grid = [s for s in shapes(budget, max_seqs, kv_tokens) if s.token_budget >= contract.min_budget]
+    if not grid:
+        least = contract.min_budget
+        raise ValueError(f"--budget {budget} is below {least}, the least the {profile} profile allows")
     return grid
 
 
@@ -264,7 +256,7 @@ def label_partial(report: Report, explored: Exploration) -> None:
 
 
 def minimal_counterexample(
-    sandbox: Sandbox, finding: Finding, max_seconds: float = MAX_SECONDS, contract: Contract | None = None,
+    sandbox: Sandbox, finding: Finding, max_seconds: float = MAX_SECONDS, contract: Contract = registry.RESERVATION,
     design: str | None = None,
 ) -> Counterexample:
     """Shrink with only the broken rule checked (PROTOCOL and the like: with none but the protocol's own
@@ -284,10 +276,16 @@ def minimal_counterexample(
                   "is not deterministic)"
         requires = requirement(finding.rule, contract, design)
         return Counterexample(finding.rule, o.step, message, requires, finding.workload,
-                              o.call, o.traceback, False, 1, tuple(rules), contract and contract.name)
+                              o.call, o.traceback, False, 1, tuple(rules), repro_name(contract))
     shrunk = Shrinker(run, finding.rule, max_runs, max_seconds).shrink(finding.workload, start)
     o = shrunk.outcome
     return Counterexample(
         finding.rule, o.step, o.message, requirement(finding.rule, contract, design), shrunk.workload, o.call,
-        o.traceback, shrunk.minimal, shrunk.runs, tuple(rules), contract and contract.name,
+        o.traceback, shrunk.minimal, shrunk.runs, tuple(rules), repro_name(contract),
     )
+
+
+def repro_name(contract: Contract) -> str | None:
+    """The contract a pasted test names (a variant's, by --contract); None for a design, which the
+    replayed factory declares itself."""
+    return None if contract.is_design else contract.name

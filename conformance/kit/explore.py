@@ -24,6 +24,7 @@ from functools import cache
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 
 from stallfree.spec import CANCEL, PROTOCOL, STOP, Workload
+from stallfree.spec import registry
 from stallfree.spec.contract import Contract
 
 from ..isolation.outcome import REFUSED, TIMEOUT, Outcome
@@ -112,7 +113,7 @@ def count_run(result: Exploration, outcome: Outcome) -> None:
 class Explorer:
     def __init__(
         self, sandbox: Sandbox, examples: int, seed: int, progress: Callable[[str], None] | None = None,
-        contract: Contract | None = None,
+        contract: Contract = registry.RESERVATION,
     ):
         self.sandbox = sandbox
         self.contract = contract  # a variant's contract: its workloads get budget schedules or priorities

@@ -1,49 +1,42 @@
 """Profiles: the parts of the contract a scheduler may claim. Rules outside the claim are listed as
-not checked, never as passing."""
+not checked, never as passing.
+
+"safety" and "full" are parts of the reservation design's contract; every other profile is a
+contract of the registry (`stallfree.spec.registry`) by its name, claimed whole: a design ("paged",
+docs/paged.md) or a variant's contract (aligned-B and aging-A name a block size and an aging period
+other than the defaults, 16 and 64), widened rules and new rules included; its workloads get budget
+schedules or priorities where it has them, stops and cancels where the target supports them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from stallfree.spec import RULE_IDS, Kind, of_kind
+from stallfree.spec import RULE_IDS, Kind, of_kind, registry
 from stallfree.spec.contract import Contract
-from stallfree.spec.contracts import by_name
-from stallfree.spec.designs import REGISTRIES, RESERVATION, rules_of
 
 # Safety of every single step and of each request's tokens: what any chunked-prefill scheduler keeps,
 # whatever its policy, its admission or its memory accounting (the safety rules of no one design).
 SAFETY = of_kind(Kind.SAFETY)
-
-PROFILES: dict[str, tuple[str, ...]] = {
-    "safety": SAFETY,
-    "full": RULE_IDS,
-    # Each other design's registry, under the design's name ("paged": docs/paged.md): its workloads stop
-    # and cancel requests where the target supports it, as the reservation design's do.
-    **{design: tuple(r.id for r in registry) for design, registry in REGISTRIES.items() if design != RESERVATION},
-}
-# The profiles a design other than the reservation's judges (by its own monitor): those named after it.
-DESIGN_OF_PROFILE: dict[str, str] = {design: design for design in REGISTRIES if design != RESERVATION}
+PROFILES: dict[str, tuple[str, ...]] = {"safety": SAFETY, "full": RULE_IDS}  # of the reservation design's contract
 
 
-def design_of_profile(profile: str | None) -> str:
-    """The design whose monitor judges `profile` (None: the default profile, full)."""
-    return DESIGN_OF_PROFILE.get(profile or "full", RESERVATION)
-
-# The variants' profiles: each claims the whole contract of that name (`stallfree.spec.contracts`),
-# widened rules and new rules included; workloads get budget schedules or priorities where it has them.
-# aligned-B and aging-A name a block size and an aging period other than the defaults (16, 64).
-VARIANT_PROFILES: tuple[str, ...] = ("aligned", "budget-change", "rotation", "aging", "priority", "static")
-VARIANT_FAMILIES = frozenset(p.partition("-")[0] for p in VARIANT_PROFILES)  # "budget-change" -> "budget"
+def profiles() -> tuple[str, ...]:
+    """Every profile's name: the reservation design's parts, then each other contract of the registry."""
+    return (*PROFILES, *(name for name in registry.names() if name != registry.RESERVATION.name))
 
 
-def is_variant_profile(profile: str | None) -> bool:
-    return profile is not None and profile.partition("-")[0] in VARIANT_FAMILIES
+def is_profile(profile: str) -> bool:
+    return profile in PROFILES or registry.knows(profile)
 
 
-def contract_of(profile: str | None) -> Contract | None:
-    """The variant contract a profile claims, or None for the reference's profiles. Raises
-    ValueError naming a variant profile that names no contract (aligned-0, aging-x)."""
-    return by_name(profile) if profile is not None and is_variant_profile(profile) else None
+def contract_of(profile: str | None) -> Contract:
+    """The contract a profile claims (part of) (None: the default profile, full). Raises ValueError naming
+    an unknown profile, or a family's profile that names no contract (aligned-0, aging-x)."""
+    if profile is None or profile in PROFILES:
+        return registry.RESERVATION
+    if not registry.knows(profile):
+        raise ValueError(f"profile {profile!r} is unknown; the profiles are {', '.join(profiles())}")
+    return registry.contract(profile)
 
 
 def checked_rules(rules: Iterable[str] | None = None, profile: str | None = None) -> tuple[str, ...]:
@@ -56,12 +49,6 @@ def checked_rules(rules: Iterable[str] | None = None, profile: str | None = None
         if not rules:  # checking nothing would report every rule as held by nobody: refused
             raise ValueError(f"no rule given: name at least one of {', '.join(RULE_IDS)}")
     contract = contract_of(profile)
-    if contract is not None:
-        return contract.ids
     if rules is None:
-        name = profile or "full"
-        if name not in PROFILES:
-            names = ", ".join((*PROFILES, *VARIANT_PROFILES))
-            raise ValueError(f"profile {name!r} is unknown; the profiles are {names}")
-        rules = PROFILES[name]
-    return tuple(r.id for r in rules_of(design_of_profile(profile), list(rules)))
+        rules = PROFILES.get(profile or "full", contract.ids)
+    return tuple(r.id for r in contract.select(list(rules)))

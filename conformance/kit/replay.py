@@ -6,16 +6,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from stallfree.spec import RunStats, Workload, play
-from stallfree.spec.contracts import by_name
-from stallfree.spec.designs import MONITORS, design_of
+from stallfree.spec import registry
 
 
 def check_workload(
     workload: Workload, factory: Callable[..., Any], rules: Iterable[str] | None = None, contract: str | None = None,
 ) -> RunStats:
     """Play `workload` through a fresh `factory(token_budget=, max_seqs=, kv_tokens=)`, checking `rules`
-    (all when None) of `contract` (a variant's, by name; None: the reference's), under the monitor of
-    the design the factory declares (`design`; the reservation's when it declares none). Raises
-    RuleViolation naming the first broken rule."""
-    return play(workload, factory, rules, contract=None if contract is None else by_name(contract),
-                monitor=MONITORS[design_of(factory)])
+    (all when None) of `contract` (by name; None: the design the factory declares in `design`, the
+    reservation's when it declares none). Raises RuleViolation naming the first broken rule."""
+    return play(workload, factory, rules, contract=None if contract is None else registry.contract(contract))

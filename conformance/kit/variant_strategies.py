@@ -62,14 +62,12 @@ def aging_workloads(draw: Any, shape: Shape, aging: int, max_priority: int) -> W
 
 @st.composite
 def variant_workloads(
-    draw: Any, shape: Shape, refusals: bool, contract: Contract | None, stops: bool = False, cancels: bool = False,
+    draw: Any, shape: Shape, refusals: bool, contract: Contract, stops: bool = False, cancels: bool = False,
     shared: bool = False,
 ) -> Workload:
     if isinstance(contract, PriorityContract) and contract.aging is not None and draw(st.integers(0, 3)) == 0:
         return draw(aging_workloads(shape, contract.aging, contract.max_priority))
     workload = draw(workloads(shape, refusals, stops, cancels, shared))
-    if contract is None:
-        return workload
     if "BUDGET-CHANGE" in contract.ids:
         # A burst of short requests, so that several streams decode when the budget drops.
         kv, first = workload.config.kv_tokens, len(workload.requests)

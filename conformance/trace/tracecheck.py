@@ -12,7 +12,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from stallfree.spec import PROTOCOL, Config, Monitor, RuleViolation, select
+from stallfree.spec import PROTOCOL, Config, Monitor, RuleViolation
+from stallfree.spec.contract import BUDGETS
+from stallfree.spec.registry import RESERVATION
 from stallfree.spec.contract import Contract
 
 from .tracefile import TraceEnd, TraceError, TraceStep, parse_header, parse_line
@@ -111,8 +113,8 @@ def check_trace(
     """Judge a trace (its lines, header first) against `rules` of the reference's contract, or of a
     variant's `contract`. Returns the verdict with the first broken rule, if any; raises TraceError
     (with the line number) if the trace does not follow the format."""
-    registry = select if contract is None else contract.select
-    checked = tuple(r.id for r in registry(None if rules is None else list(rules)))
+    contract = contract or RESERVATION
+    checked = tuple(r.id for r in contract.select(None if rules is None else list(rules)))
     verdict = TraceVerdict(None, checked)
     started = time.monotonic()
     numbered = enumerate(lines, 1)
@@ -127,7 +129,7 @@ def check_trace(
         return check_engine_trace(chain([first[1]], (text for _, text in numbered)), checked, progress)  # type: ignore[return-value]
     config = verdict.config = parse_header(first[1])
     engine = TraceScheduler(config)
-    monitor = Monitor(engine, config, checked) if contract is None else contract.watch(engine, config, checked)
+    monitor = contract.watch(engine, config, checked)
     number, expected = 1, 0
     try:
         for number, text in numbered:
@@ -135,7 +137,7 @@ def check_trace(
                 raise TraceError(number, "nothing may follow the end line")
             item = parse_line(number, text, expected)
             if isinstance(item, TraceStep) and item.budget is not None:
-                if not hasattr(monitor, "set_budget"):
+                if BUDGETS not in contract.carries:
                     message = '"budget" needs a budget-change contract: --profile budget-change or rotation'
                     raise TraceError(number, message)
                 monitor.set_budget(item.budget)
