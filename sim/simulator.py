@@ -22,7 +22,7 @@ from itertools import islice
 from typing import Any, NamedTuple
 
 from stallfree.costs import Roofline
-from stallfree.spec import STOP, Config, Plan, Shadow, Unsupported, refusal, supports
+from stallfree.spec import STOP, Config, Plan, Shadow, Unsupported, refusal, registry, supports
 
 from .caps import CapModel, stops
 from .checked import Checked
@@ -132,7 +132,8 @@ class Simulation:
         if self.caps.is_capped and STOP not in supports(scheduler):
             raise Unsupported(STOP, scheduler)  # it could not be told that a request stopped
         self.variant = variant or Variant()
-        self.scheduler = Checked(scheduler, config, self.variant.contract) if check else scheduler
+        contract = self.variant.contract or registry.of(scheduler)  # a variant's, else the design it declares
+        self.scheduler = Checked(scheduler, config, contract) if check else scheduler
         self.next_budget = 0  # index into variant.budgets
         self.trace = trace
         self.roofline = roofline

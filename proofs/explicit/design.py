@@ -14,7 +14,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
-from stallfree.spec import Config, Monitor, invariants
+from stallfree.spec import Config, Monitor, invariants, registry
+from stallfree.spec.contract import Contract
 
 from . import lifecycle
 from .bounds import Bounds
@@ -83,12 +84,15 @@ class Design(ABC):
 
 class Reservation(Design):
     """The reservation design: the spec's `Monitor`, adds of the bounds' universe (and the lifecycle
-    actions where the bounds have them), the key of `snapshot`, the state invariants of `spec`."""
+    actions where the bounds have them), the key of `snapshot`, the state invariants of `spec`. With a
+    `contract` (one whose monitor keeps the reservation design's shadow: a variant's, or a design of
+    that memory registered from outside), the monitor is the contract's."""
 
     symmetric = staticmethod(symmetric)  # merges states that differ only in their ready requests' order
 
-    def __init__(self, bounds: Bounds) -> None:
+    def __init__(self, bounds: Bounds, contract: Contract = registry.RESERVATION) -> None:
         self.bounds = bounds
+        self.watch = contract.watch
         more = lifecycle.actions(bounds.max_seqs, bounds.num_requests) if bounds.lifecycle else ()
         self.actions: tuple[Action, ...] = (None, *bounds.universe(), *more)
         num_adds = len(bounds.universe())  # indexes 1..num_adds are the adds
@@ -98,7 +102,7 @@ class Reservation(Design):
         self.no_adds = [i for i in self.every if not 1 <= i <= num_adds]
 
     def monitor(self, scheduler: Any, config: Config, rules: Iterable[str] | None) -> Any:
-        return Monitor(scheduler, config, rules)
+        return self.watch(scheduler, config, rules)
 
     def enabled(self, monitor: Any) -> list[int]:
         return self.every if monitor.num_adds < self.bounds.num_requests else self.no_adds
