@@ -75,10 +75,9 @@ def judgements(
     steps = len(result.steps)
     real = REAL_PATH_RULES + tuple(rule for rule in REAL_PATH_END_RULES if rule in ends)
     design = registry.contract(result.design)
-    if design.executor:  # the design's executor names the same checks its own way (BLOCKS, TOKENS-KEPT, RECOMPUTE)
-        executor = load_target(design.executor)
-        renamed = {"KV": executor.memory_rule, "TOKENS": executor.tokens_rule, "PREFILL-ONCE": executor.prefill_rule}
-        real = tuple(dict.fromkeys(renamed.get(rule, rule) for rule in real))
+    executor = load_target(design.executor)  # it names the real path's checks its own way (BLOCKS, TOKENS-KEPT)
+    renamed = {"KV": executor.memory_rule, "TOKENS": executor.tokens_rule, "PREFILL-ONCE": executor.prefill_rule}
+    real = tuple(dict.fromkeys(renamed.get(rule, rule) for rule in real))
     sections = {"real path": real, "monitor": monitor_rules or design.ids}
     judged: dict[str, list[Judgement]] = {}
     for where, rules in sections.items():

@@ -92,7 +92,7 @@ def lead(spec: RunSpec, group: Group, model: Transformer, job: Job,
     design = registry.of(target)
     monitor = design.watch(scheduler, cfg, job.monitor_rules)
     device = spec.device_for(group.rank)
-    cls = VARIANTS[job.variant] if job.variant else load_target(design.executor) if design.executor else Executor
+    cls = VARIANTS[job.variant] if job.variant else load_target(design.executor)
 
     sent = 0
 
@@ -109,7 +109,7 @@ def lead(spec: RunSpec, group: Group, model: Transformer, job: Job,
     executor = cls(model, monitor, Sampler(job.temperature, spec.seed), spec.seed, device, send, job.keep_logits,
                    {rid: list(tokens) for rid, tokens in job.prompts}, job.stop_token, dict(job.stop_after))
     result = drive(executor, job, on_step if job.stream else None)
-    result.design = design
+    result.design = design.name
     if group.world_size > 1:
         group.broadcast(control(OP_RESET).to(device))
     return result

@@ -50,7 +50,7 @@ class Contract:
     policies: tuple[tuple[str, str], ...] = ()  # the simulator's scheduler names judged under it -> MODULE:FACTORY
     held: Callable[[Any, Config], int] | None = None  # KV tokens a scheduler holds (the simulator's memory report)
     drawer: str = ""  # the step view's module for its runs ("": the reservation design's table and view)
-    executor: str = ""  # MODULE:CLASS of the executor that runs its plans on a model ("": the reservation's)
+    executor: str = ""  # MODULE:CLASS of the executor that runs its plans on a model ("": no real path built)
 
     @property
     def ids(self) -> tuple[str, ...]:

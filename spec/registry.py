@@ -17,6 +17,7 @@ needs off the `Contract`. A new design is one `register` call, from any module (
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from stallfree.prefix.contract.monitor import PrefixMonitor  # the prefix design's contract: layer 0
@@ -136,13 +137,15 @@ def _is_design(name: str) -> bool:
     return name in _CONTRACTS and _CONTRACTS[name].is_design
 
 
-def _watching(monitor: Callable[..., Any]) -> Callable[..., Any]:
-    """A design monitor built as `contract.watch` builds one: (scheduler, config, rules, contract)."""
+@dataclass(frozen=True, slots=True)
+class _watching:  # noqa: N801 (used as a function)
+    """A design monitor built as `contract.watch` builds one: (scheduler, config, rules, contract); a
+    value, not a closure, so that a contract crosses a process boundary (the executor's ranks)."""
 
-    def watch(scheduler: Any, config: Config, rules: Any, _contract: Contract) -> Any:
-        return monitor(scheduler, config, rules)
+    monitor: Callable[..., Any]
 
-    return watch
+    def __call__(self, scheduler: Any, config: Config, rules: Any, _contract: Contract) -> Any:
+        return self.monitor(scheduler, config, rules)
 
 
 def _reserved(scheduler: Any, config: Config) -> int:
@@ -158,7 +161,7 @@ RESERVATION = register(Contract(
     policies=(("reference", "stallfree.reference:Scheduler"),  # decodes first, chunked prefill (the contract)
               ("prefill-first", "stallfree.variants.prefill_first:PrefillFirst"),  # chunked, prompts before decodes
               ("unchunked", "stallfree.variants.unchunked:UnchunkedPrefillFirst")),  # whole prompts in their own steps
-    held=_reserved,
+    held=_reserved, executor="stallfree.executor.executor:Executor",
 ))
 PAGED = register(Contract(
     "paged", PAGED_RULES, monitor=_watching(PagedMonitor), design="paged", scheduler="stallfree.paged:Scheduler",

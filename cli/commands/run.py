@@ -41,7 +41,6 @@ if TYPE_CHECKING:  # torch stays out of `stallfree --help`
 NAME = "run"
 HELP = "run a workload on the tensor-parallel executor; check the rules on the real step path and its outputs"
 DEFAULT_TP = 4  # SmolLM2's 9 query and 3 KV heads are zero-padded to 12 and 4 for it (executor/padding.py)
-RUNS_ON_A_MODEL = ("reservation", "paged")  # the designs whose real path the executor builds (registry names)
 FAULTS = ("raise", "exit", "stop", "hang")  # --fault KIND: what the rank does at that step (worker.crash_if_due)
 CHAT_MAX_NEW = 32  # tokens per chat answer
 CHAT_CONFIG = Config(16, 8, 2048)  # budget 16: prompts of ~40 tokens are prefilled in chunks while others decode
@@ -199,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
             token_budget=c.token_budget, max_seqs=c.max_seqs, kv_tokens=c.kv_tokens)
         from stallfree.spec import registry
 
-        if registry.of(scheduler).name not in RUNS_ON_A_MODEL:
+        if not registry.of(scheduler).executor:  # a design whose real path the executor does not build
             raise InvalidField(f"--scheduler {args.scheduler}: the executor runs the reservation and paged designs; "
                                "the prefix-caching design's real path is not built (docs/prefix.md)")
         stop = chosen_stop(args, codec, probe.model_config().vocab)
@@ -340,7 +339,7 @@ def unpreempted(job: Job) -> Job | None:
     from stallfree.spec.paged_shadow import blocks_for
 
     factory = load_scheduler(job.scheduler)
-    if not registry.of(factory).executor:  # only a design with its own executor (the paged one) preempts
+    if registry.of(factory).bound is None:  # only a design that preempts has a work bound of its own
         return None
     c = job.workload.config
     scheduler = factory(token_budget=c.token_budget, max_seqs=c.max_seqs, kv_tokens=c.kv_tokens)

@@ -1,0 +1,83 @@
+"""The structure's figures, read from a git revision (default: the work tree), so that
+docs/architecture.md's before/after table regenerates:
+
+    python benchmarks/architecture_counts.py --rev fb6b634   # before the registry
+    python benchmarks/architecture_counts.py                 # the work tree
+
+- files a design spans: product files (outside tests/, docs/, benchmarks/, scripts/) whose path names
+  the design (`paged`, `prefix`), and the folders they sit in;
+- branches on design identity: lines of the product that ask which contract or design they are under
+  (`design == `, `== PAGED`, `== PREFIX`, `contract is None`, `contract is not None`), and `hasattr`
+  probes in spec/play.py;
+- places that list the designs or contracts by name (a table keyed by design or contract name);
+- functions over 60 lines (tests/test_function_length.py's measure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NOT_PRODUCT = ("tests/", "docs/", "benchmarks/", "scripts/")
+BRANCH = re.compile(r"design == |== PAGED|== PREFIX|contract is None|contract is not None")
+# A table keyed by design or variant names: the lists the registry replaced, and any new one.
+NAME_TABLE = re.compile(r"^[A-Z_]+(: [^=]+)? = .*[{(]\s*(\"reservation\"|RESERVATION:|\"aligned\", \"budget-change\"|"
+                        r"\"aging\": \"stallfree|\*\*\{design: )")
+DESIGNS = ("paged", "prefix")
+
+
+def files(rev: str | None) -> list[str]:
+    if rev is None:
+        out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    else:
+        out = subprocess.run(["git", "ls-tree", "-r", "--name-only", rev], cwd=ROOT, capture_output=True,
+                             text=True, check=True).stdout
+    return [f for f in out.splitlines() if f.endswith(".py") and not f.startswith(NOT_PRODUCT)]
+
+
+def read(rev: str | None, path: str) -> str:
+    if rev is None:
+        return (ROOT / path).read_text() if (ROOT / path).exists() else ""
+    return subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, text=True).stdout
+
+
+def long_functions(source: str, limit: int = 60) -> int:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return 0
+    return sum(1 for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+               and n.end_lineno is not None and n.end_lineno - n.lineno + 1 > limit)
+
+
+def counts(rev: str | None) -> dict[str, object]:
+    paths = files(rev)
+    sources = {p: read(rev, p) for p in paths}
+    spans = {}
+    for design in DESIGNS:
+        named = [p for p in paths if design in p]
+        spans[design] = (len(named), len({str(Path(p).parent) for p in named}))
+    branches = sum(1 for s in sources.values() for line in s.splitlines() if BRANCH.search(line))
+    probes = len(re.findall(r"hasattr\(", sources.get("spec/play.py", "")))
+    tables = sorted(p for p, s in sources.items() for line in s.splitlines() if NAME_TABLE.search(line))
+    return {"spans": spans, "branches": branches, "play_probes": probes, "name_tables": tables,
+            "long_functions": sum(long_functions(s) for s in sources.values()), "files": len(paths)}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rev", default=None, help="a git revision (default: the work tree)")
+    c = counts(p.parse_args().rev)
+    for design, (num, folders) in c["spans"].items():  # type: ignore[attr-defined]
+        print(f"files named after the {design} design: {num} in {folders} folders")
+    print(f"branches on design identity: {c['branches']}; hasattr probes in spec/play.py: {c['play_probes']}")
+    print(f"tables listing designs or contracts by name: {len(c['name_tables'])} ({', '.join(c['name_tables'])})")  # type: ignore[arg-type]
+    print(f"functions over 60 lines: {c['long_functions']} (of {c['files']} product files)")
+
+
+if __name__ == "__main__":
+    main()
