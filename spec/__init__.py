@@ -24,12 +24,11 @@ The map, in the order of a TLA+ specification:
                      (proofs.contracts); docs/proofs.md lists each with its bounds and assumptions
 """
 
-from . import invariants
+from . import invariants, registry
 from .capability import CANCEL, CAPABILITIES, STOP, Unsupported, supports
 from .errors import FieldTypeError, InvalidField, ProtocolError, RuleViolation
 from .facts import StepFacts
 from .monitor import Monitor, refusal
-from . import registry
 from .play import Player, RunStats, play, work_bound
 from .rules import BY_ID, RULE_IDS, RULES, Kind, Rule, of_kind, select
 from .shadow import Ending, Reason, Shadow, Track
@@ -74,8 +73,8 @@ __all__ = [
     "of_kind",
     "play",
     "refusal",
+    "registry",
     "select",
     "supports",
-    "registry",
     "work_bound",
 ]

@@ -4,11 +4,12 @@ Arrivals are added just before their step (after the budget changes of that step
 workload has a budget schedule), then the workload's cancels for that step, then the monitor steps
 the scheduler (cancels marked pending while its plan is pending; a request whose `stop_after`-th
 token comes out on the step is passed to complete() as stopped), until every accepted request has
-ended. The contract (`stallfree.spec.contract`) brings its own monitor and says what a workload may carry. Cancels left when
-nothing is pending are offered at the end: each must be refused, its rid being no waiting or running
-request's. The loop is bounded by the work bound (rule PROGRESS): past it, a run checking PROGRESS
-raises; a run that does not check it stops there, the rules it checks having held so far (a
-scheduler that claims only part of the contract may never finish a request).
+ended. The contract (`stallfree.spec.contract`) brings its own monitor and says what a workload
+may carry. Cancels left when nothing is pending are offered at the end: each must be refused, its
+rid being no waiting or running request's. The loop is bounded by the contract's work bound (rule
+PROGRESS): past it, a run checking PROGRESS raises; a run that does not check it stops there, the
+rules it checks having held so far (a scheduler that claims only part of the contract may never
+finish a request).
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import InvalidField, RuleViolation
-from .facts import StepFacts
 from . import registry
 from .contract import BUDGETS, CONTENTS, PRIORITIES, STOPS, Contract
+from .errors import InvalidField, RuleViolation
+from .facts import StepFacts
 from .monitor import Monitor
 from .workload import Arrival, Cancel, Workload
 

@@ -222,13 +222,15 @@ def contract(aging: int | None = DEFAULT_AGING, max_priority: int = MAX_PRIORITY
         name, keeping("FCFS", "WORK-CONSERVING", extra=rules(aging, max_priority)),
         widens=(("FCFS", "PRIORITY-ORDER"), ("WORK-CONSERVING", "PRIORITY-WORK-CONSERVING")),
         monitor=PriorityMonitor, aging=aging, max_priority=max_priority,
-        scheduler=SCHEDULERS.get(aging, ""), faults="stallfree.faults.priority:PRIORITY_FAULTS",
+        scheduler=SCHEDULERS.get(aging or 0, ""), faults="stallfree.faults.priority:PRIORITY_FAULTS",
         carries=frozenset({STOPS, PRIORITIES}), policies=POLICIES.get(aging, ()),
     )
 
 
 # The priority variants' schedulers by aging period, and the simulator's names for them.
-SCHEDULERS = {DEFAULT_AGING: "stallfree.variants.priority:BatchedPrioritized", 4: "stallfree.variants.priority:Aging4"}
+SCHEDULERS: dict[int, str] = {
+    DEFAULT_AGING: "stallfree.variants.priority:BatchedPrioritized", 4: "stallfree.variants.priority:Aging4",
+}
 POLICIES: dict[int | None, tuple[tuple[str, str], ...]] = {
     DEFAULT_AGING: (("aging", SCHEDULERS[DEFAULT_AGING]),  # admission by priority with aging (A = 64)
                     ("no-aging", "stallfree.faults.priority:NoAging")),  # strict priority: AGING-BOUND's control

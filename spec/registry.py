@@ -138,7 +138,7 @@ def _is_design(name: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class _watching:  # noqa: N801 (used as a function)
+class _watching:
     """A design monitor built as `contract.watch` builds one: (scheduler, config, rules, contract); a
     value, not a closure, so that a contract crosses a process boundary (the executor's ranks)."""
 
@@ -166,7 +166,8 @@ RESERVATION = register(Contract(
 PAGED = register(Contract(
     "paged", PAGED_RULES, monitor=_watching(PagedMonitor), design="paged", scheduler="stallfree.paged:Scheduler",
     faults="stallfree.faults.paged:PAGED_FAULTS", bound=PagedMonitor.work_bound, noun="paged rule",
-    capability_rules=((STOP, ("TOKENS-KEPT", "BLOCKS", "PROGRESS")), (CANCEL, ("CANCEL", "FCFS", "BLOCKS", "PROGRESS"))),
+    capability_rules=((STOP, ("TOKENS-KEPT", "BLOCKS", "PROGRESS")),
+                      (CANCEL, ("CANCEL", "FCFS", "BLOCKS", "PROGRESS"))),
     guard="stallfree.conformance.isolation.paged_guard:PagedGuard", policies=(("paged", "stallfree.paged:Scheduler"),),
     held=_in_blocks, drawer="stallfree.view.paged", executor="stallfree.executor.paged:PagedExecutor",
 ))

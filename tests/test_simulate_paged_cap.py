@@ -22,7 +22,7 @@ def output_tokens(tmp_path: Path, capsys: pytest.CaptureFixture[str], *more: str
 
 
 def test_the_paged_design_honours_one_max_new_cap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    uncapped, finished = output_tokens(tmp_path, capsys)
+    uncapped, _ = output_tokens(tmp_path, capsys)
     capped, finished_capped = output_tokens(tmp_path, capsys, "--max-new-cap", "4")
     assert capped <= 4 * finished_capped < uncapped  # every output stopped at the cap, and some were longer
 

@@ -13,8 +13,7 @@ import pytest
 
 from stallfree.main import main
 from stallfree.prefix import small_blocks
-from stallfree.spec import Workload, play
-from stallfree.spec import registry
+from stallfree.spec import Workload, play, registry
 from stallfree.view.paged import CACHED, PAGED_CATEGORIES, PagedRecorder
 
 HITS = Path(__file__).resolve().parents[1] / "docs" / "examples" / "prefix-hits.json"

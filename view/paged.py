@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from stallfree.spec import RuleViolation, Workload
+from stallfree.spec.verdict import Verdict
 
 from .grid import BY_KEY, CATEGORIES, Category
+from .table import verdicts, wrap_entries
 
 RECOMPUTE, PREEMPTED, WAITING_LINE, CACHED = "recompute", "preempted", "waiting-line", "cached"
 KINDS = ("decode", "chunk", "admission", RECOMPUTE)  # a step's tokens, by kind
@@ -211,3 +213,30 @@ def paged_page(recorder: PagedRecorder) -> str:
     return page_of(paged_data(recorder), f"stallfree step view: {recorder.scheduler} ({recorder.design} design), "
                    f"B={cfg.token_budget}, S={cfg.max_seqs}, {recorder.num_blocks} blocks of {recorder.block_size}",
                    "KV blocks in use, in tokens (a block holds a request's next tokens; freed by a preemption)")
+
+
+# The paged step table, as `stallfree trace` prints it for a design with this view (`Contract.drawer`).
+ENTRIES_WIDTH = 48  # the entries column; a plan that does not fit goes on under it
+HEADER = f"{'step':>5}  {'entries':<{ENTRIES_WIDTH}} {'tokens':>9}  {'emitted':<14} {'finished':<10} {'free blk':>8}"
+
+
+def row(facts: Any, budget: int, free_blocks: int) -> str:
+    """The step's row: `r3 decode`, `r1 chunk 7-14`, `r2 chunk 0-5 (admitted)`, `(recompute)` on a
+    re-admitted request's chunks (as `entries_of` names them); entries that do not fit their column go
+    on lines of their own under it."""
+    emitted = " ".join(f"r{r}" for r in facts.emitted) or "-"
+    ended = " ".join(f"r{t.rid}" for t in facts.ended) or "-"
+    first, *more = wrap_entries([e.text for e in entries_of(facts)] or ["(empty)"], ENTRIES_WIDTH)
+    line = (f"{facts.step:>5}  {first:<{ENTRIES_WIDTH}} {f'{facts.num_tokens}/{budget}':>9}  {emitted:<14} "
+            f"{ended:<10} {free_blocks:>8}")
+    return "\n".join([line, *(f"{'':>5}  {part}" for part in more)])
+
+
+def workload_verdicts(checked: list[str], steps: int, violation: RuleViolation | None, adds: int,
+                      registry: Any) -> list[Any]:
+    """The verdicts of a played workload; a workload carries no cancels, so CANCEL was judged on none."""
+    judged = verdicts(checked, steps, violation, adds, registry=registry)
+    for i, j in enumerate(judged):
+        if j.claim == "CANCEL" and j.verdict is Verdict.HOLDS:
+            judged[i] = type(j)("CANCEL", Verdict.NOT_JUDGED, "(no cancel in a workload)")
+    return judged

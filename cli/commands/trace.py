@@ -19,15 +19,17 @@ from stallfree.spec import (
     Config,
     FieldTypeError,
     InvalidField,
+    RuleViolation,
     StepFacts,
     Unsupported,
     Workload,
+    play,
+    registry,
 )
 from stallfree.spec.alarm import Alarm
 from stallfree.spec.capability import CANCEL as CANCEL_CAPABILITY
 from stallfree.spec.capability import supports
 from stallfree.spec.contract import Contract
-from stallfree.spec import registry
 from stallfree.spec.examples import HAND_TRACE  # the contract's hand trace: --example hand
 from stallfree.spec.facts import stops
 from stallfree.spec.verdict import CRASH, TIMEOUT, as_json, lines
@@ -41,12 +43,12 @@ from ..explain import Nondeterministic, explain
 from ..stepviews import add_view_arguments, check_view_arguments, pricing, wants_views, write_views
 from .args import (
     FactoryError,
-    contract_of,
     add_output_arguments,
     budget_change,
     check_distinct,
     check_json,
     check_output_file,
+    contract_of,
     guarded,
     in_place,
     load_scheduler,
@@ -58,6 +60,7 @@ from .args import (
     rule_list,
     seconds,
     write_json,
+    write_output,
 )
 
 NAME = "trace"
@@ -178,9 +181,7 @@ def run(args: argparse.Namespace) -> int:
                                                          ("--plot", getattr(args, "plot", None)),
                                                          ("--html", getattr(args, "html", None))])
         if contract.drawer:  # a design with a step view of its own: its table, verdicts and view
-            from .paged_trace import trace_paged
-
-            return trace_paged(args, workload, factory, contract)
+            return trace_blocks(args, workload, factory, contract)
     except (InvalidField, FieldTypeError, ValueError, ImportError) as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
         return exits.USAGE
@@ -421,3 +422,82 @@ def watchdog(seconds: float) -> Alarm:
     sleep) is stopped there and reported as TIMEOUT, not waited for. Rearmed by each step and add;
     called from another thread than the main one, trace runs without a watchdog."""
     return Alarm(seconds, lambda: Hung(f"no step finished within {seconds:g} s (--timeout)"))
+
+
+def refuse_reservation_outputs(args: argparse.Namespace) -> None:
+    """Raises naming the flag when a run in blocks asks for an output only the reservation design has."""
+    if args.jsonl:
+        raise ValueError("--jsonl: the trace format has no preemption events; it records the reservation design only")
+    drawn = [f"--{name}" for name in ("invariants", "ms") if getattr(args, name, None)]
+    if drawn:
+        raise ValueError(f"{', '.join(drawn)}: the reservation design's views; a paged trace prints its step table "
+                         "and draws it with --plot and --html")
+
+
+def trace_blocks(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any], contract: Contract) -> int:
+    """The step table (free blocks, preemptions, cache hits) and verdicts of a design drawn by the paged
+    step view (`contract.drawer`: the paged and prefix designs), and with --plot and --html its view.
+    The --invariants and --ms views and the --timeout watchdog are the reservation design's: refused,
+    and run without."""
+    from stallfree.view.paged import HEADER, PagedRecorder, row, workload_verdicts
+
+    refuse_reservation_outputs(args)
+    checked = [r.id for r in contract.select(args.rules)]  # raises naming an ID the design does not hold
+    cfg = workload.config
+    print(f"budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, kv_tokens {cfg.kv_tokens}; "
+          f"scheduler {args.scheduler} ({contract.name} design)")
+    print(HEADER)
+    recorder = PagedRecorder(workload, args.scheduler, contract.name)
+
+    def on_step(monitor: Any, facts: Any) -> None:
+        recorder.on_step(monitor, facts)
+        print(row(facts, cfg.token_budget, monitor.shadow.free_blocks))
+        if facts.preempted:
+            victims = " ".join(f"r{t.rid}" for t in facts.preempted)
+            print(f"{'':>5}  preempted: {victims} (blocks freed, back at the head)")
+        for rid, cached in getattr(facts, "claimed", {}).items():
+            if cached:
+                print(f"{'':>5}  hit: r{rid} holds {cached} cached token(s); its chunk starts at {cached}")
+
+    def on_add(a: Any, accepted: bool) -> None:
+        recorder.on_add(a, accepted)
+        if not accepted:
+            print(f"{'':>5}  refused: add({a.rid}, {a.prompt_len}, {a.max_new})")
+
+    violation, steps, adds = None, 0, 0
+    try:
+        stats = play(workload, factory, checked, on_step=on_step, on_add=on_add, contract=contract)
+        steps, adds = stats.steps, stats.accepted + stats.refused
+    except RuleViolation as error:
+        violation = error
+    except FactoryError as error:
+        print(f"stallfree trace: {error}", file=sys.stderr)
+        return exits.USAGE
+    print()
+    judged = workload_verdicts(checked, steps, violation, adds, contract.rules)
+    for line in lines(judged):
+        print(line)
+    recorder.violation = violation
+    return draw_blocks(args, recorder, contract, workload, judged, violation)
+
+
+def draw_blocks(args: argparse.Namespace, recorder: Any, contract: Contract, workload: Workload, judged: Any,
+                violation: Any) -> int:
+    """--plot, --html and --json of a run in blocks; the exit status of its verdicts."""
+    from stallfree.view.paged import paged_page, plot_paged
+
+    try:
+        if getattr(args, "plot", None) is not None:
+            try:
+                print(f"plot: {plot_paged(recorder, args.plot)}")
+            except OSError as error:
+                raise path_error("--plot", args.plot, error) from None
+        if getattr(args, "html", None) is not None:
+            write_output("--html", args.html, paged_page(recorder))
+            print(f"html: {args.html}")
+        write_json(args, {"scheduler": args.scheduler, "design": contract.name, "config": workload.to_json()["config"],
+                          "rules": as_json(judged)})
+    except ValueError as error:  # checked before the run, yet the write failed
+        print(f"stallfree trace: {error}", file=sys.stderr)
+        return exits.USAGE
+    return exits.BROKEN if violation else exits.HOLDS

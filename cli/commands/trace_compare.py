@@ -8,8 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from stallfree.spec import InvalidField, Workload
-from stallfree.spec import registry
+from stallfree.spec import InvalidField, Workload, registry
 from stallfree.view.compare import Run, worst_ttft
 
 from .. import exits
