@@ -16,9 +16,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from stallfree.spec import PROTOCOL, Config, Player, RuleViolation, Workload, supports
+from stallfree.spec import PROTOCOL, Config, Player, RuleViolation, Workload, registry, supports
 from stallfree.spec.alarm import Alarm
-from stallfree.spec import registry
 from stallfree.spec.contract import Contract
 from stallfree.spec.loader import TargetError, load_target
 

@@ -7,9 +7,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stallfree.spec import CANCEL, CAPABILITIES, STOP, Workload
+from stallfree.spec import CANCEL, CAPABILITIES, STOP, Workload, registry
 from stallfree.spec.contract import Contract
-from stallfree.spec import registry
 from stallfree.spec.loader import TargetError
 from stallfree.spec.verdict import NOT_RULES, Verdict
 

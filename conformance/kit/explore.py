@@ -23,8 +23,7 @@ from functools import cache
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 
-from stallfree.spec import CANCEL, PROTOCOL, STOP, Workload
-from stallfree.spec import registry
+from stallfree.spec import CANCEL, PROTOCOL, STOP, Workload, registry
 from stallfree.spec.contract import Contract
 
 from ..isolation.outcome import REFUSED, TIMEOUT, Outcome

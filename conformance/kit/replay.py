@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from stallfree.spec import RunStats, Workload, play
-from stallfree.spec import registry
+from stallfree.spec import RunStats, Workload, play, registry
 
 
 def check_workload(

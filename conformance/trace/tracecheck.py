@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from stallfree.spec import PROTOCOL, Config, Monitor, RuleViolation
-from stallfree.spec.contract import BUDGETS
+from stallfree.spec.contract import BUDGETS, Contract
 from stallfree.spec.registry import RESERVATION
-from stallfree.spec.contract import Contract
 
 from .tracefile import TraceEnd, TraceError, TraceStep, parse_header, parse_line
 from .v2 import VERSION as VERSION_2
