@@ -4,6 +4,7 @@ docs/architecture.md's before/after table regenerates:
     python benchmarks/architecture_counts.py --rev fb6b634   # before the registry
     python benchmarks/architecture_counts.py                 # the work tree
 
+- spec/'s layout: the modules directly in spec/, and its subfolders (a design's room);
 - files a design spans: product files (outside tests/, docs/, benchmarks/, scripts/) whose path names
   the design (`paged`, `prefix`), and the folders they sit in;
 - branches on design identity: lines of the product that ask which contract or design they are under
@@ -64,8 +65,11 @@ def counts(rev: str | None) -> dict[str, object]:
     branches = sum(1 for s in sources.values() for line in s.splitlines() if BRANCH.search(line))
     probes = len(re.findall(r"hasattr\(", sources.get("spec/play.py", "")))
     tables = sorted(p for p, s in sources.items() for line in s.splitlines() if NAME_TABLE.search(line))
-    return {"spans": spans, "branches": branches, "play_probes": probes, "name_tables": tables,
-            "long_functions": sum(long_functions(s) for s in sources.values()), "files": len(paths)}
+    flat = sum(1 for p in paths if p.startswith("spec/") and p.count("/") == 1)
+    rooms = sorted({p.split("/")[1] for p in paths if p.startswith("spec/") and p.count("/") == 2})
+    return {"spec_flat": flat, "spec_rooms": rooms, "spans": spans, "branches": branches, "play_probes": probes,
+            "name_tables": tables, "long_functions": sum(long_functions(s) for s in sources.values()),
+            "files": len(paths)}
 
 
 def main() -> None:
@@ -74,6 +78,8 @@ def main() -> None:
     c = counts(p.parse_args().rev)
     for design, (num, folders) in c["spans"].items():  # type: ignore[attr-defined]
         print(f"files named after the {design} design: {num} in {folders} folders")
+    rooms = ", ".join(c["spec_rooms"]) or "none"  # type: ignore[arg-type]
+    print(f"files directly in spec/: {c['spec_flat']}; its subfolders: {rooms}")
     print(f"branches on design identity: {c['branches']}; hasattr probes in spec/play.py: {c['play_probes']}")
     print(f"tables listing designs or contracts by name: {len(c['name_tables'])} ({', '.join(c['name_tables'])})")  # type: ignore[arg-type]
     print(f"functions over 60 lines: {c['long_functions']} (of {c['files']} product files)")

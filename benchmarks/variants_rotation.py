@@ -25,7 +25,7 @@ from stallfree.sim.simulator import Variant, simulate
 from stallfree.sim.summary import summarise
 from stallfree.sim.trace import load
 from stallfree.spec import Arrival, Config, Workload, play
-from stallfree.spec.budget_change import ROTATION_CONTRACT
+from stallfree.spec.variants.budget_change import ROTATION_CONTRACT
 from stallfree.spec.workload import BudgetChange
 from stallfree.variants.rotating import Resizable, Rotating
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from stallfree.spec.paged_shadow import blocks_for
+from stallfree.spec.paged.shadow import blocks_for
 
 from .blocks import BlockAllocator
 from .checks import RealPathViolation
 from .executor import Executor
 from .stream import Stream
 
-MEMORY_RULE = "BLOCKS"  # the paged design's rule for KV memory (stallfree.spec.paged_rules)
+MEMORY_RULE = "BLOCKS"  # the paged design's rule for KV memory (stallfree.spec.paged.rules)
 
 
 class PagedExecutor(Executor):

@@ -1,4 +1,4 @@
-"""Wrong schedulers for the aligned contract (`stallfree.spec.aligned`), one per rule it adds or widens."""
+"""Wrong schedulers for the aligned contract (`stallfree.spec.variants.aligned`), one per rule it adds or widens."""
 
 from __future__ import annotations
 

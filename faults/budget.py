@@ -1,4 +1,4 @@
-"""Wrong schedulers for the budget-change and rotation contracts (`stallfree.spec.budget_change`)."""
+"""Wrong schedulers for the budget-change and rotation contracts (`stallfree.spec.variants.budget_change`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Wrong schedulers for the priority contracts (`stallfree.spec.priority`), one per rule they widen or add."""
+"""Wrong schedulers for the priority contracts (`stallfree.spec.variants.priority`), one per rule they widen or add."""
 
 from __future__ import annotations
 

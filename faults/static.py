@@ -1,4 +1,4 @@
-"""Negative controls of the static-batching contract (`stallfree.spec.static`), one per rule of its own."""
+"""Negative controls of the static-batching contract (`stallfree.spec.variants.static`), one per rule of its own."""
 
 from __future__ import annotations
 

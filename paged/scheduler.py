@@ -3,7 +3,7 @@
 The step order is the reference's (decodes, then the partial prompt, then FCFS admission); memory
 is what differs. KV is held in blocks of `block_size` tokens, taken as tokens are computed (a chunk
 of prompt positions, a decode) and returned when the request finishes, stops, is cancelled or is
-preempted. The rules it keeps are stated, and checked, in `stallfree.spec.paged_rules`.
+preempted. The rules it keeps are stated, and checked, in `stallfree.spec.paged.rules`.
 
 The decisions, each named by the rule that states it:
 - WATERMARK: the waiting head is admitted only while the free blocks left after its first chunk stay

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 from stallfree.faults.paged import PAGED_FAULTS, PagedFault
-from stallfree.spec.paged_invariants import PAGED_INVARIANTS
-from stallfree.spec.paged_rules import PAGED_RULE_IDS
+from stallfree.spec.paged.invariants import PAGED_INVARIANTS
+from stallfree.spec.paged.rules import PAGED_RULE_IDS
 
 from .explicit import paged
 from .explicit.bounds import Bounds

@@ -16,10 +16,10 @@ from stallfree.faults.aligned import ALIGNED_FAULTS
 from stallfree.faults.budget import BUDGET_FAULTS
 from stallfree.faults.priority import PRIORITY_FAULTS
 from stallfree.faults.variant_lifecycle import VARIANT_LIFECYCLE_FAULTS
-from stallfree.spec.aligned import contract as aligned
-from stallfree.spec.budget_change import BUDGET_CONTRACT, ROTATION_CONTRACT
 from stallfree.spec.contract import Contract
-from stallfree.spec.priority import contract as aging
+from stallfree.spec.variants.aligned import contract as aligned
+from stallfree.spec.variants.budget_change import BUDGET_CONTRACT, ROTATION_CONTRACT
+from stallfree.spec.variants.priority import contract as aging
 from stallfree.variants.aligned import Aligned, BatchedAligned
 from stallfree.variants.batched import BatchedResizable
 from stallfree.variants.priority import BatchedPrioritized, Prioritized

@@ -8,8 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 from stallfree.spec import registry
-from stallfree.spec.aligned import LISTED_BLOCKS as ALIGNED_BLOCKS  # the block sizes of stallfree.variants.aligned
 from stallfree.spec.loader import load_target
+from stallfree.spec.variants.aligned import (
+    LISTED_BLOCKS as ALIGNED_BLOCKS,  # the block sizes of stallfree.variants.aligned
+)
 
 COMPARED: dict[str, str] = dict(registry.RESERVATION.policies)
 POLICIES: dict[str, str] = {name: target for name, (target, _) in registry.policies().items()}

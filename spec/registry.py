@@ -6,12 +6,12 @@ declares in its `design` attribute, the reservation's if none) or `contract(name
 needs off the `Contract`. A new design is one `register` call, from any module (a test's included).
 `aligned-B` and `aging-A` are families: `contract("aligned-32")` builds the member for B = 32.
 
-    aligned, aligned-B      block-aligned chunks, blocks of B tokens (aligned: 16)   stallfree.spec.aligned
-    budget-change           the reference's rules with set_budget(B)                 stallfree.spec.budget_change
-    rotation                set_budget(B), decodes to the longest waiting            stallfree.spec.budget_change
-    aging, aging-A          priorities 0..3, one level gained every A steps (64)     stallfree.spec.priority
-    priority                priorities 0..3 without aging                            stallfree.spec.priority
-    static                  static batching: a batch closed until it has all finished stallfree.spec.static
+    aligned, aligned-B      block-aligned chunks, blocks of B tokens (aligned: 16)   spec/variants/aligned.py
+    budget-change           the reference's rules with set_budget(B)                 spec/variants/budget_change.py
+    rotation                set_budget(B), decodes to the longest waiting            spec/variants/budget_change.py
+    aging, aging-A          priorities 0..3, one level gained every A steps (64)     spec/variants/priority.py
+    priority                priorities 0..3 without aging                            spec/variants/priority.py
+    static                  static batching: a batch closed until it has all finished spec/variants/static.py
 """
 
 from __future__ import annotations
@@ -23,16 +23,16 @@ from typing import Any
 from stallfree.prefix.contract.monitor import PrefixMonitor  # the prefix design's contract: layer 0
 from stallfree.prefix.contract.rules import PREFIX_RULES
 
-from . import aligned, priority
-from .budget_change import BUDGET_CONTRACT, ROTATION_CONTRACT
 from .capability import CANCEL, STOP
 from .contract import CONTENTS, RESERVATION_DESIGN, STOPS, Contract
 from .monitor import Monitor
-from .paged_monitor import PagedMonitor
-from .paged_rules import PAGED_RULES
+from .paged.monitor import PagedMonitor
+from .paged.rules import PAGED_RULES
 from .rules import RULES, Rule
-from .static import STATIC_CONTRACT
 from .types import Config
+from .variants import aligned, priority
+from .variants.budget_change import BUDGET_CONTRACT, ROTATION_CONTRACT
+from .variants.static import STATIC_CONTRACT
 
 _CONTRACTS: dict[str, Contract] = {}
 _FAMILIES: dict[str, tuple[Callable[[int], Contract], tuple[int, ...]]] = {}  # name -> (member of N, listed Ns)

@@ -11,9 +11,9 @@ A request is added just before the step numbered `arrival_step` (steps count fro
 Request fields are passed to add() as written, so a workload may hold requests the contract refuses.
 
 Two optional parts serve the variants' contracts: a request's `"priority"` (passed to
-add(rid, prompt_len, max_new, priority); `stallfree.spec.priority`), and `"budgets"`, a budget
+add(rid, prompt_len, max_new, priority); `stallfree.spec.variants.priority`), and `"budgets"`, a budget
 schedule `[{"step": 3, "token_budget": 2}, ...]`: set_budget(token_budget) is called just before the
-step numbered `step`, before that step's arrivals (`stallfree.spec.budget_change`). Both are left out
+step numbered `step`, before that step's arrivals (`stallfree.spec.variants.budget_change`). Both are left out
 of the JSON when absent, so a workload of the reference's contract reads as it always did.
 
 `content` (optional, the prefix-caching design's): the request's leading tokens as [content_id,

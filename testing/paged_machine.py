@@ -7,7 +7,7 @@ The sibling of `machine` for the paged design. Actions: add a request that fits 
 add one whose peak cannot (NEVER-FIT), offer a bad field; run a step in which some emitted tokens
 stop their request; run several steps; cancel a live request between steps or while a plan is
 pending; cancel a rid that is not live (it must be refused); drain. Every action goes through the
-`PagedMonitor`; every state is judged by the paged invariants (`spec.paged_invariants`).
+`PagedMonitor`; every state is judged by the paged invariants (`spec.paged.invariants`).
 
 The pool is drawn too: blocks of 1 to 4 tokens, 1 to 12 blocks, a watermark of 0 to 2 blocks, passed
 to `factory(token_budget=, max_seqs=, kv_tokens=, block_size=, watermark=)`; with `fixed_pool` the
@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from stallfree.spec.errors import RuleViolation
-from stallfree.spec.paged_invariants import broken
-from stallfree.spec.paged_monitor import PagedMonitor
+from stallfree.spec.paged.invariants import broken
+from stallfree.spec.paged.monitor import PagedMonitor
 from stallfree.spec.types import Config
 
 from .machine import BAD_VALUES, FIELDS

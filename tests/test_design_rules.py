@@ -2,7 +2,8 @@
 
 import pytest
 
-from stallfree.spec import paged_rules, registry, rules
+from stallfree.spec import registry, rules
+from stallfree.spec.paged import rules as paged_rules
 
 
 def test_each_design_selects_from_its_own_registry() -> None:

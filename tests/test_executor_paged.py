@@ -139,7 +139,7 @@ def test_the_paged_real_path_names_the_paged_rules() -> None:
     from stallfree.executor.checks import RealPathViolation, WriteLedger
     from stallfree.executor.paged import PagedExecutor
     from stallfree.executor.report import judgements
-    from stallfree.spec.paged_rules import PAGED_RULE_IDS
+    from stallfree.spec.paged.rules import PAGED_RULE_IDS
 
     (small,) = play(job())
     sections, _ = judgements(small, None)

@@ -13,7 +13,7 @@ from stallfree.faults.paged import PAGED_FAULTS, RequeueAtBack, small
 from stallfree.proofs.explicit.bounds import Bounds
 from stallfree.proofs.explicit.paged import check
 from stallfree.spec import RULES, RuleViolation
-from stallfree.spec.paged_rules import NEW_IDS, PAGED_RULE_IDS, PAGED_RULES, SHARED_IDS
+from stallfree.spec.paged.rules import NEW_IDS, PAGED_RULE_IDS, PAGED_RULES, SHARED_IDS
 
 CI_BOUND = "2,2,6,3,3,3"  # preempts; ~2,400 states
 FAULT_BOUND = {RequeueAtBack: "2,3,6,3,2,3"}  # a preempted request and a later arrival both waiting

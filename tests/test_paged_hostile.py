@@ -12,7 +12,7 @@ import pytest
 
 from stallfree.paged import PagedPlan, Scheduler
 from stallfree.spec import Config, RuleViolation
-from stallfree.spec.paged_monitor import PagedMonitor
+from stallfree.spec.paged.monitor import PagedMonitor
 
 CONFIG = Config(4, 2, 16)
 

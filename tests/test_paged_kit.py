@@ -10,7 +10,7 @@ import pytest
 from stallfree.conformance.kit import FAIL, PASS, conform
 from stallfree.conformance.kit.report import render
 from stallfree.faults.paged import PAGED_FAULTS
-from stallfree.spec.paged_rules import PAGED_BY_ID, PAGED_RULE_IDS
+from stallfree.spec.paged.rules import PAGED_BY_ID, PAGED_RULE_IDS
 
 EXAMPLES = 5
 BUDGET = 4  # one budget: 12 configs, a few seconds a target

@@ -11,7 +11,7 @@ import pytest
 
 from stallfree.paged import PagedPlan, Phase, Scheduler
 from stallfree.spec import Config, InvalidField, ProtocolError, RuleViolation
-from stallfree.spec.paged_monitor import PagedMonitor
+from stallfree.spec.paged.monitor import PagedMonitor
 
 
 def state(s: Scheduler) -> tuple[object, ...]:

@@ -21,8 +21,8 @@ from stallfree.reference import Scheduler
 from stallfree.reference.pending import Pending
 from stallfree.reference.sequence import Sequence
 from stallfree.spec import Config, Monitor, copies
-from stallfree.spec.budget_change import BudgetShadow
 from stallfree.spec.shadow import Shadow
+from stallfree.spec.variants.budget_change import BudgetShadow
 
 IMMUTABLE = (int, str, bool, float, type(None), frozenset)
 

@@ -8,6 +8,9 @@ anywhere else, and each catches the fault by the toy's rule."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+
 import pytest
 
 from stallfree.reference import Scheduler as Reference
@@ -46,8 +49,18 @@ TOY = Contract(
     held=registry.RESERVATION.held,
 )
 FAULTS = {RULE: Fault}
-if "toy" not in registry.names():  # the kit's worker imports this module as its target: registered there too
+REGISTER = "STALLFREE_TEST_TOY_DESIGN"  # set while a test runs: the kit's worker, importing this module as
+if os.environ.get(REGISTER) and "toy" not in registry.names():  # its target, registers the toy there too
     registry.register(TOY)
+
+
+@pytest.fixture(autouse=True)
+def toy(monkeypatch: pytest.MonkeyPatch) -> Iterator[Contract]:
+    """The toy registered for one test, and gone after it (no other test sees it)."""
+    monkeypatch.setenv(REGISTER, "1")
+    registry.register(TOY)
+    yield TOY
+    registry.unregister("toy")
 
 
 def test_the_registry_finds_the_toy_by_the_design_its_scheduler_declares() -> None:

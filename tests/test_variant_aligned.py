@@ -1,4 +1,4 @@
-"""Block-aligned chunks (stallfree.spec.aligned): the variant keeps its contract, each rule it adds
+"""Block-aligned chunks (stallfree.spec.variants.aligned): the variant keeps its contract, each rule it adds
 or widens catches its fault, and the unused-budget bound b - 1 is exact."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from stallfree.faults.aligned import ALIGNED_FAULTS
 from stallfree.spec import Arrival, Config, InvalidField, RuleViolation, Workload, play
-from stallfree.spec.aligned import aligned_chunk, contract
+from stallfree.spec.variants.aligned import aligned_chunk, contract
 from stallfree.testing.generate import random_workload
 from stallfree.variants.aligned import Aligned
 from stallfree.variants.stepwise import Stepwise

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from stallfree.spec import play
-from stallfree.spec.aligned import contract as aligned_contract
-from stallfree.spec.budget_change import BUDGET_CONTRACT, ROTATION_CONTRACT
-from stallfree.spec.priority import contract as aging_contract
+from stallfree.spec.variants.aligned import contract as aligned_contract
+from stallfree.spec.variants.budget_change import BUDGET_CONTRACT, ROTATION_CONTRACT
+from stallfree.spec.variants.priority import contract as aging_contract
 from stallfree.variants.aligned import Aligned, BatchedAligned
 from stallfree.variants.batched import BatchedResizable
 from stallfree.variants.priority import BatchedPrioritized, Prioritized

@@ -9,7 +9,7 @@ import pytest
 
 from stallfree.conformance.kit import FAIL, PASS, conform
 from stallfree.faults.variant_lifecycle import VARIANT_LIFECYCLE_FAULTS
-from stallfree.spec.priority import DEFAULT_AGING, MAX_PRIORITY
+from stallfree.spec.variants.priority import DEFAULT_AGING, MAX_PRIORITY
 
 EXAMPLES = 4
 PROFILES = {"Aligned": "aligned", "BatchedAligned": "aligned", "Rotating": "rotation", "BatchedRotating": "rotation",

@@ -15,9 +15,9 @@ from stallfree.proofs import variant_rows
 from stallfree.proofs.controls import wrong_lifecycle_state
 from stallfree.proofs.explicit.bounds import Bounds
 from stallfree.proofs.explicit.variants import VariantBounds, check
-from stallfree.spec.aligned import contract as aligned
-from stallfree.spec.budget_change import ROTATION_CONTRACT
-from stallfree.spec.priority import contract as aging
+from stallfree.spec.variants.aligned import contract as aligned
+from stallfree.spec.variants.budget_change import ROTATION_CONTRACT
+from stallfree.spec.variants.priority import contract as aging
 from stallfree.variants.aligned import Aligned, BatchedAligned
 from stallfree.variants.priority import BatchedPrioritized, Prioritized
 from stallfree.variants.rotating import BatchedRotating, Rotating

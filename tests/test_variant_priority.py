@@ -1,4 +1,4 @@
-"""Priorities with aging (stallfree.spec.priority): priority validated in add(), admission by effective
+"""Priorities with aging (stallfree.spec.variants.priority): priority validated in add(), admission by effective
 priority, the bounded-wait theorem AGING-BOUND, and each rule catching its fault; strict priority
 starves a low-priority request under a stream of high-priority arrivals."""
 
@@ -12,7 +12,7 @@ from violations import first_violation
 
 from stallfree.faults.priority import PRIORITY_FAULTS, NoAging
 from stallfree.spec import Arrival, Config, RuleViolation, Workload, play
-from stallfree.spec.priority import MAX_PRIORITY, PriorityMonitor, contract
+from stallfree.spec.variants.priority import MAX_PRIORITY, PriorityMonitor, contract
 from stallfree.testing.generate import Ranges, random_workload
 from stallfree.variants.priority import Aging4, Prioritized
 

@@ -1,4 +1,4 @@
-"""A budget changed while running (stallfree.spec.budget_change): set_budget in the protocol, the
+"""A budget changed while running (stallfree.spec.variants.budget_change): set_budget in the protocol, the
 rotating variant keeping DECODE-FAIR and its bound DECODE-WAIT, oldest-first failing both after a
 budget drop, and each rule catching its fault."""
 
@@ -12,7 +12,7 @@ from violations import first_violation
 
 from stallfree.faults.budget import BUDGET_FAULTS
 from stallfree.spec import Arrival, Config, RuleViolation, Workload, play
-from stallfree.spec.budget_change import BUDGET_CONTRACT, ROTATION_CONTRACT
+from stallfree.spec.variants.budget_change import BUDGET_CONTRACT, ROTATION_CONTRACT
 from stallfree.spec.workload import BudgetChange
 from stallfree.variants.rotating import Resizable, Rotating
 

@@ -1,5 +1,5 @@
 """Static batching (stallfree.variants.static), the teaching baseline: it keeps its own contract
-(stallfree.spec.static) on random workloads, breaks WORK-CONSERVING and only it under the reference's,
+(stallfree.spec.variants.static) on random workloads, breaks WORK-CONSERVING and only it under the reference's,
 and each rule of its own catches its fault."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from violations import first_violation
 from stallfree.faults.static import STATIC_FAULTS
 from stallfree.main import main
 from stallfree.spec import RULE_IDS, Arrival, Config, RuleViolation, Workload, play
-from stallfree.spec.static import STATIC_CONTRACT
+from stallfree.spec.variants.static import STATIC_CONTRACT
 from stallfree.testing.generate import Ranges, random_workload
 from stallfree.variants import StaticBatching
 

@@ -5,7 +5,7 @@ the reference, that keeps every rule). The comparison policies the simulator run
 steps: `PrefillFirst` (chunked, prompts before decodes: breaks DECODE-FIRST by design) and
 `UnchunkedPrefillFirst` (whole prompts in their own steps: breaks BUDGET by design). `StaticBatching`,
 the baseline continuous batching replaced, closes each batch until it has finished (breaks
-WORK-CONSERVING; its own contract is `stallfree.spec.static`). The deliberately
+WORK-CONSERVING; its own contract is `stallfree.spec.variants.static`). The deliberately
 wrong schedulers of `stallfree.faults` are built on `Stepwise` too.
 """
 

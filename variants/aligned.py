@@ -6,14 +6,14 @@ not finish its prompt down to a multiple of the block size keeps every chunk on 
 (TensorRT-LLM chunks in units of its chunk size, SGLang in multiples of its page size). The cost is
 budget: up to b - 1 tokens a step stay unused while a prompt waits for a whole block to fit.
 
-The contract it keeps is `stallfree.spec.aligned.contract(b)`: a prompt left unfinished ends the
+The contract it keeps is `stallfree.spec.variants.aligned.contract(b)`: a prompt left unfinished ends the
 step's prefill, and a budget below b is refused.
 """
 
 from __future__ import annotations
 
 from stallfree.spec import InvalidField, check_int
-from stallfree.spec.aligned import DEFAULT_BLOCK_SIZE, aligned_chunk
+from stallfree.spec.variants.aligned import DEFAULT_BLOCK_SIZE, aligned_chunk
 
 from .batched import Batched
 from .stepwise import Seq, Stepwise

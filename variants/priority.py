@@ -1,5 +1,5 @@
 """Priorities with aging: admission by effective priority (priority + steps waited // A), ties by
-arrival, the head of that order blocking everyone behind it (`stallfree.spec.priority`).
+arrival, the head of that order blocking everyone behind it (`stallfree.spec.variants.priority`).
 
 Waiting requests sit in one first-in first-out queue per priority level. Within a level the earlier
 arrival always has the higher or equal effective priority (all age at one rate), so the head of the
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from stallfree.spec.priority import DEFAULT_AGING, MAX_PRIORITY, check_priority, effective
+from stallfree.spec.variants.priority import DEFAULT_AGING, MAX_PRIORITY, check_priority, effective
 
 from .batched import Batched
 from .batched import Seq as BatchedSeq

@@ -4,7 +4,7 @@
 below the ready count the newest ready requests get nothing until the oldest finish (it keeps the
 `budget-change` contract and breaks DECODE-FAIR: the negative control of rotation). `Rotating` gives
 the B decodes to the ready requests that waited longest since their last token (the `rotation`
-contract, `stallfree.spec.budget_change`): the start of the decodes rotates through the ready
+contract, `stallfree.spec.variants.budget_change`): the start of the decodes rotates through the ready
 requests, and none goes more than ceil(R/B) - 1 steps in a row without a token.
 """
 

@@ -2,7 +2,7 @@
 
 A batch is formed only when nothing runs, and runs until every request in it has finished: the
 requests that arrive meanwhile wait for the whole batch, however much budget goes unused. Inside the
-batch it spends the budget as the contract's policy does. Its own contract is `stallfree.spec.static`
+batch it spends the budget as the contract's policy does. Its own contract is `stallfree.spec.variants.static`
 (`--contract static`, the default for `--scheduler static`); judged under the reference's, it breaks
 WORK-CONSERVING, and only it.
 """

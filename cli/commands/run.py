@@ -336,7 +336,7 @@ def unpreempted(job: Job) -> Job | None:
     """For a paged scheduler, `job` on a pool that holds every request's peak at once (so nothing is
     ever preempted); None for the reservation design."""
     from stallfree.spec import registry
-    from stallfree.spec.paged_shadow import blocks_for
+    from stallfree.spec.paged.shadow import blocks_for
 
     factory = load_scheduler(job.scheduler)
     if registry.of(factory).bound is None:  # only a design that preempts has a work bound of its own

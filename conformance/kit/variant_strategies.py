@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from stallfree.spec import Arrival, Config, Workload
 from stallfree.spec.contract import Contract
-from stallfree.spec.priority import MAX_PRIORITY, PriorityContract
+from stallfree.spec.variants.priority import MAX_PRIORITY, PriorityContract
 from stallfree.spec.workload import BudgetChange
 
 from .grid import Shape

@@ -13,9 +13,9 @@ from collections import Counter
 from typing import Any, cast
 
 from stallfree.spec import invariants
-from stallfree.spec import paged_invariants as paged
 from stallfree.spec.invariants import Invariant, Origin
-from stallfree.spec.paged_shadow import blocks_for
+from stallfree.spec.paged import invariants as paged
+from stallfree.spec.paged.shadow import blocks_for
 
 from .shadow import PrefixShadow, PrefixTrack
 

@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from stallfree.spec.errors import InvalidField
-from stallfree.spec.paged_monitor import PagedMonitor, pool_of, refusal
-from stallfree.spec.paged_rules import PagedCheck
-from stallfree.spec.paged_shadow import observe, observe_emitted, read_live, read_preempted, read_view
+from stallfree.spec.paged.monitor import PagedMonitor, pool_of, refusal
+from stallfree.spec.paged.rules import PagedCheck
+from stallfree.spec.paged.shadow import observe, observe_emitted, read_live, read_preempted, read_view
 from stallfree.spec.types import Config
 from stallfree.spec.watch import judge
 

@@ -1,5 +1,5 @@
 """The prefix monitor's shadow: the paged shadow, with the block cache the contract expects
-(`cache.Cache`) and, per request, the keys of its blocks. The sibling of `spec.paged_shadow`.
+(`cache.Cache`) and, per request, the keys of its blocks. The sibling of `spec.paged.shadow`.
 
 A running request holds ceil(tokens in KV / block_size) blocks as in the paged design; its leading
 content blocks may be shared with other requests, so the free blocks are the cache's empty plus free
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from stallfree.spec.facts import protocol
-from stallfree.spec.paged_shadow import PagedFacts, PagedShadow, PagedTrack, blocks_for
+from stallfree.spec.paged.shadow import PagedFacts, PagedShadow, PagedTrack, blocks_for
 from stallfree.spec.shadow import Reason, start_running
 from stallfree.spec.types import Request
 

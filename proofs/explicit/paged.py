@@ -24,8 +24,8 @@ from typing import Any
 
 from stallfree.paged import small_blocks
 from stallfree.spec import Config
-from stallfree.spec.paged_invariants import broken
-from stallfree.spec.paged_monitor import PagedMonitor
+from stallfree.spec.paged.invariants import broken
+from stallfree.spec.paged.monitor import PagedMonitor
 
 from . import modelcheck
 from .bounds import Bounds

@@ -23,10 +23,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from stallfree.spec import PROTOCOL, Arrival, Cancel, Monitor, RuleViolation, Workload, invariants, play
-from stallfree.spec.budget_change import BudgetMonitor, BudgetShadow
 from stallfree.spec.contract import Contract
-from stallfree.spec.priority import PriorityShadow
 from stallfree.spec.shadow import Shadow
+from stallfree.spec.variants.budget_change import BudgetMonitor, BudgetShadow
+from stallfree.spec.variants.priority import PriorityShadow
 from stallfree.spec.workload import BudgetChange
 
 from . import lifecycle

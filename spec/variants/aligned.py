@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from functools import cache
 
-from .contract import Contract, keeping
-from .facts import StepFacts
-from .rules import Kind, Rule, waiting_head
-from .shadow import Shadow, Track
+from ..contract import Contract, keeping
+from ..facts import StepFacts
+from ..rules import Kind, Rule, waiting_head
+from ..shadow import Shadow, Track
 
 DEFAULT_BLOCK_SIZE = 16  # tokens per KV block (vLLM's default block size)
 LISTED_BLOCKS = (16, 32, 64, 128, 256)  # the block sizes stallfree.variants.aligned ships a scheduler for

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from .facts import MAX_ENTRIES, Chunk, bounded, emitted_rids, plan_entries, protocol
-from .shadow import Ending, Lines, Reason, start_running
-from .types import Config, Request
+from ..facts import MAX_ENTRIES, Chunk, bounded, emitted_rids, plan_entries, protocol
+from ..shadow import Ending, Lines, Reason, start_running
+from ..types import Config, Request
 
 
 def blocks_for(num_tokens: int, block_size: int) -> int:

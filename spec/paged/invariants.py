@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from . import invariants
-from .invariants import Invariant, Origin
-from .paged_shadow import PagedShadow, blocks_for
+from .. import invariants
+from ..invariants import Invariant, Origin
+from .shadow import PagedShadow, blocks_for
 
 
 def types(s: PagedShadow, v: Any) -> str | None:

@@ -13,9 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .errors import InvalidField, RuleViolation
-from .paged_rules import AFTER_STEP, BEFORE_PREEMPTION, PagedCheck, Rule, select
-from .paged_shadow import (
+from ..errors import InvalidField, RuleViolation
+from ..shadow import Reason
+from ..types import Config, Request
+from ..verdict import PROTOCOL
+from ..watch import Watch, judge
+from ..workload import Workload
+from .rules import AFTER_STEP, BEFORE_PREEMPTION, PagedCheck, Rule, select
+from .shadow import (
     PagedFacts,
     PagedShadow,
     Pool,
@@ -26,11 +31,6 @@ from .paged_shadow import (
     read_preempted,
     read_view,
 )
-from .shadow import Reason
-from .types import Config, Request
-from .verdict import PROTOCOL
-from .watch import Watch, judge
-from .workload import Workload
 
 
 def pool_of(scheduler: Any, config: Config) -> Pool:

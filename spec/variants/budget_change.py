@@ -32,13 +32,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .contract import BUDGETS, STOPS, Contract, ContractMonitor, keeping
-from .errors import FieldTypeError, InvalidField, RuleViolation
-from .facts import StepFacts
-from .rules import Kind, Rule
-from .shadow import Shadow
-from .types import Config, check_int
-from .verdict import PROTOCOL
+from ..contract import BUDGETS, STOPS, Contract, ContractMonitor, keeping
+from ..errors import FieldTypeError, InvalidField, RuleViolation
+from ..facts import StepFacts
+from ..rules import Kind, Rule
+from ..shadow import Shadow
+from ..types import Config, check_int
+from ..verdict import PROTOCOL
 
 
 @dataclass(slots=True)

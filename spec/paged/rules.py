@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import cast
 
-from . import rules as shared
-from .paged_shadow import PagedChunk, PagedFacts, PagedShadow, PagedTrack, blocks_for
-from .rules import Kind, Rule, StepCheck
+from .. import rules as shared
+from ..rules import Kind, Rule, StepCheck
+from .shadow import PagedChunk, PagedFacts, PagedShadow, PagedTrack, blocks_for
 
 __all__ = ["PAGED_BY_ID", "PAGED_RULES", "PAGED_RULE_IDS", "Rule", "select"]
 

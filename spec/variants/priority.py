@@ -36,14 +36,14 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from .contract import PRIORITIES, STOPS, Contract, ContractMonitor, keeping
-from .errors import FieldTypeError, InvalidField, RuleViolation
-from .facts import StepFacts
-from .monitor import refusal
-from .rules import Kind, Rule, fcfs, never_fit, work_conserving
-from .shadow import Shadow, Track
-from .types import Config, Request, check_int
-from .verdict import PROTOCOL
+from ..contract import PRIORITIES, STOPS, Contract, ContractMonitor, keeping
+from ..errors import FieldTypeError, InvalidField, RuleViolation
+from ..facts import StepFacts
+from ..monitor import refusal
+from ..rules import Kind, Rule, fcfs, never_fit, work_conserving
+from ..shadow import Shadow, Track
+from ..types import Config, Request, check_int
+from ..verdict import PROTOCOL
 
 MAX_PRIORITY = 3  # P: priorities are 0..P (the contract's arrival assumption for AGING-BOUND)
 DEFAULT_AGING = 64  # A: steps a waiting request takes to gain one priority level
