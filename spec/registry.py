@@ -20,15 +20,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from stallfree.prefix.contract.invariants import PREFIX_INVARIANTS
 from stallfree.prefix.contract.monitor import PrefixMonitor  # the prefix design's contract: layer 0
 from stallfree.prefix.contract.rules import PREFIX_RULES
 
 from .capability import CANCEL, STOP
 from .contract import CONTENTS, RESERVATION_DESIGN, STOPS, Contract
+from .invariants import INVARIANTS
 from .monitor import Monitor
+from .paged.invariants import PAGED_INVARIANTS
 from .paged.monitor import PagedMonitor
 from .paged.rules import PAGED_RULES
-from .rules import RULES, Rule
+from .rules import RULES
 from .types import Config
 from .variants import aligned, priority
 from .variants.budget_change import BUDGET_CONTRACT, ROTATION_CONTRACT
@@ -138,9 +141,10 @@ def _is_design(name: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class _watching:
-    """A design monitor built as `contract.watch` builds one: (scheduler, config, rules, contract); a
-    value, not a closure, so that a contract crosses a process boundary (the executor's ranks)."""
+class DesignMonitor:
+    """A design's monitor class, built as `contract.watch` builds one: (scheduler, config, rules,
+    contract); a value, not a closure, so that a contract crosses a process boundary (the executor's
+    ranks)."""
 
     monitor: Callable[..., Any]
 
@@ -157,14 +161,16 @@ def _in_blocks(scheduler: Any, config: Config) -> int:
 
 
 RESERVATION = register(Contract(
-    RESERVATION_DESIGN, RULES, monitor=_watching(Monitor), noun="rule", faults="stallfree.faults.catalog:FAULTS",
+    RESERVATION_DESIGN, RULES, monitor=DesignMonitor(Monitor), noun="rule",
+    invariants=INVARIANTS, faults="stallfree.faults.catalog:FAULTS",
     policies=(("reference", "stallfree.reference:Scheduler"),  # decodes first, chunked prefill (the contract)
               ("prefill-first", "stallfree.variants.prefill_first:PrefillFirst"),  # chunked, prompts before decodes
               ("unchunked", "stallfree.variants.unchunked:UnchunkedPrefillFirst")),  # whole prompts in their own steps
     held=_reserved, executor="stallfree.executor.executor:Executor",
 ))
 PAGED = register(Contract(
-    "paged", PAGED_RULES, monitor=_watching(PagedMonitor), design="paged", scheduler="stallfree.paged:Scheduler",
+    "paged", PAGED_RULES, monitor=DesignMonitor(PagedMonitor), design="paged",
+    invariants=PAGED_INVARIANTS, scheduler="stallfree.paged:Scheduler",
     faults="stallfree.faults.paged:PAGED_FAULTS", bound=PagedMonitor.work_bound, noun="paged rule",
     capability_rules=((STOP, ("TOKENS-KEPT", "BLOCKS", "PROGRESS")),
                       (CANCEL, ("CANCEL", "FCFS", "BLOCKS", "PROGRESS"))),
@@ -172,7 +178,8 @@ PAGED = register(Contract(
     held=_in_blocks, drawer="stallfree.view.paged", executor="stallfree.executor.paged:PagedExecutor",
 ))
 PREFIX = register(Contract(
-    "prefix", PREFIX_RULES, monitor=_watching(PrefixMonitor), design="prefix", scheduler="stallfree.prefix:Scheduler",
+    "prefix", PREFIX_RULES, monitor=DesignMonitor(PrefixMonitor), design="prefix",
+    invariants=PREFIX_INVARIANTS, scheduler="stallfree.prefix:Scheduler",
     faults="stallfree.prefix.faults:PREFIX_FAULTS", bound=PagedMonitor.work_bound, noun="prefix rule",
     carries=frozenset({STOPS, CONTENTS}),
     capability_rules=((STOP, ("TOKENS-KEPT", "BLOCKS", "FREE-AT-ZERO", "PROGRESS")),
@@ -186,11 +193,3 @@ register_family("aging", priority.contract, priority.LISTED_AGING)
 register(priority.contract(None))
 register(STATIC_CONTRACT)
 
-
-def every_rule() -> tuple[Rule, ...]:
-    """Every rule of every design and listed variant, each ID once (the reservation's first)."""
-    seen: dict[str, Rule] = {}
-    for c in (*designs(), *variants()):
-        for r in c.rules:
-            seen.setdefault(r.id, r)
-    return tuple(seen.values())

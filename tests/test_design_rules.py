@@ -20,3 +20,12 @@ def test_an_id_outside_the_design_and_an_unknown_design_are_named() -> None:
         registry.RESERVATION.select(["BLOCKS"])
     with pytest.raises(ValueError, match="design 'slab' is unknown"):
         registry.of(type("Slab", (), {"design": "slab"}))
+
+
+def test_each_design_carries_its_own_state_invariants() -> None:
+    from stallfree.prefix.contract.invariants import PREFIX_INVARIANTS
+    from stallfree.spec.invariants import INVARIANTS
+    from stallfree.spec.paged.invariants import PAGED_INVARIANTS
+
+    held = {d.name: d.invariants for d in registry.designs()}
+    assert held == {"reservation": INVARIANTS, "paged": PAGED_INVARIANTS, "prefix": PREFIX_INVARIANTS}
