@@ -52,11 +52,26 @@ LAYER = "model.layers.0.self_attn.attn"
 
 @cache
 def model_folder() -> str:
-    """A folder holding only the small model's config.json (no weights, no tokenizer)."""
+    """A folder holding the small model's config.json (no weights) and a word-level tokenizer of its
+    vocabulary (token i is the word `t<i>`, words joined by spaces), for the runs that detokenize."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
     folder = tempfile.mkdtemp(prefix="stallfree-vllm-model-")
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(MODEL, f)
+    tokenizer = Tokenizer(models.WordLevel({word(i): i for i in range(VOCAB)}, unk_token=word(SAMPLED_TOKEN)))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.decoder = decoders.WordPiece(prefix="##", cleanup=False)  # words joined by single spaces
+    tokenizer.save(os.path.join(folder, "tokenizer.json"))
+    with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": word(EOS_TOKEN),
+                   "unk_token": word(SAMPLED_TOKEN)}, f)
     return folder
+
+
+def word(token: int) -> str:
+    """The text of token id `token` in the small model's tokenizer."""
+    return f"t{token}"
 
 
 def vllm_config(token_budget: int, max_seqs: int, max_model_len: int, block_size: int,
