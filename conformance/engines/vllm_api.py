@@ -36,6 +36,9 @@ SYMBOLS: tuple[str, ...] = (
     # kv_cache_manager are instance fields set in __init__: a run names them if they move)
     f"{SCHEDULER}._preempt_request(request, timestamp)",
     "vllm.v1.core.block_pool:BlockPool.get_num_free_blocks()",
+    # what the planted faults (vllm_faults) override
+    f"{SCHEDULER}._free_request_blocks(request)",
+    f"{SCHEDULER}._get_local_prefix_cache_hit(request)",
     "vllm.v1.request:RequestStatus.FINISHED_ABORTED",
     "vllm.sampling_params:SamplingParams.update_from_generation_config(generation_config, eos_token_id)",
     # what schedule() returns, read by both

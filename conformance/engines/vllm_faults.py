@@ -10,6 +10,7 @@ Each overrides one method of vLLM's `Scheduler` and leaves the rest of vLLM's de
 | `FreedBlockCountedTwice` | freeing a request's blocks counts one of them twice in the pool's free count | BLOCKS |
 | `PreemptedForever` | a preempted request is parked outside the waiting queue and never resumed | TOKENS-KEPT (dropped before its last token) |
 | `StopIgnored` | the stop check reads the EOS token as an ordinary one: a stopped request keeps running | TOKENS-KEPT |
+| `SkipUncachedBlock` (prefix caching on) | the prefix-cache lookup counts one block more than it found: a block that was never cached is skipped, never prefilled | HIT-SAME-TOKENS |
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from .vllm_paged import VllmPagedScheduler
+from .vllm_prefix import VllmPrefixScheduler
 from .vllm_setup import EOS_TOKEN, SAMPLED_TOKEN, Scheduler
 
 
@@ -67,6 +69,14 @@ class _StopIgnored(Scheduler):
         return super().update_from_output(scheduler_output, model_runner_output)
 
 
+class _SkipUncachedBlock(Scheduler):
+    def _get_local_prefix_cache_hit(self, request: Any) -> Any:
+        blocks, num_local, *rest = super()._get_local_prefix_cache_hit(request)
+        if num_local + self.block_size <= request.num_tokens - 1:
+            num_local += self.block_size  # the bug: one block more than the cache holds is taken as cached
+        return (blocks, num_local, *rest)
+
+
 class ResumeWithoutRecompute(VllmPagedScheduler):
     scheduler_cls = _ResumeWithoutRecompute
 
@@ -85,6 +95,10 @@ class PreemptedForever(VllmPagedScheduler):
 
 class StopIgnored(VllmPagedScheduler):
     scheduler_cls = _StopIgnored
+
+
+class SkipUncachedBlock(VllmPrefixScheduler):
+    scheduler_cls = _SkipUncachedBlock
 
 
 CAUGHT_BY: dict[type[VllmPagedScheduler], str] = {  # each planted bug, and the paged rule it breaks

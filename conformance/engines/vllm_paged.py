@@ -32,7 +32,7 @@ from types import SimpleNamespace
 from typing import Any, ClassVar
 
 from .vllm_adapter import NEVER_FIT_IS_THE_ADAPTERS, check_request
-from .vllm_setup import EOS_TOKEN, Scheduler, faked_forward, make_request, make_scheduler, prompt_ids, vllm_config
+from .vllm_setup import SAMPLED_TOKEN, Scheduler, faked_forward, make_request, make_scheduler, prompt_ids, vllm_config
 
 PAGED_BLOCK_SIZE = 2  # small blocks, as the paged design's own `small_blocks`: the kit's pools are small
 ABORTED = "FINISHED_ABORTED"
@@ -101,13 +101,18 @@ class VllmPagedScheduler:
         if output is None:
             raise RuntimeError("complete() without a pending schedule()")
         stops = {str(rid) for rid in stopped}  # type: ignore[attr-defined]
-        sampled = faked_forward(self._scheduler, output, stops)
+        sampled = faked_forward(self._scheduler, output, stops, self.sampled_token)
         engine_outputs = self._scheduler.update_from_output(output, sampled)
         emitted = [int(o.request_id) for outputs in engine_outputs.values() for o in outputs.outputs if o.new_token_ids]
         withdrawn, self._cancelling = self._cancelling, []
         for rid in withdrawn:
             self._abort(rid)
         return emitted
+
+    @staticmethod
+    def sampled_token(request_id: str) -> int:
+        """The token the faked forward pass samples for a request that goes on."""
+        return SAMPLED_TOKEN
 
     def cancel(self, rid: object) -> None:
         if type(rid) is not int:

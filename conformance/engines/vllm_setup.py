@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -124,16 +125,17 @@ def prompt_ids(rid: int, prompt_len: int) -> list[int]:
     return [(rid * 7919 + i) % (VOCAB - 2) + 2 for i in range(prompt_len)]
 
 
-def faked_forward(scheduler: Scheduler, output: Any, stops: frozenset[str] | set[str] = frozenset()) -> ModelRunnerOutput:
+def faked_forward(scheduler: Scheduler, output: Any, stops: frozenset[str] | set[str] = frozenset(),
+                  token: Callable[[str], int] = lambda request_id: SAMPLED_TOKEN) -> ModelRunnerOutput:
     """What the model runner would return for `output`: one sampled token for each scheduled request
     whose computed tokens now reach all its tokens (a partial prompt chunk samples none): EOS_TOKEN for
-    those in `stops`, SAMPLED_TOKEN for the others."""
+    those in `stops`, `token(request_id)` (SAMPLED_TOKEN) for the others."""
     ids = list(output.num_scheduled_tokens)
     sampled = []
     for request_id in ids:
         request = scheduler.requests[request_id]
-        token = EOS_TOKEN if request_id in stops else SAMPLED_TOKEN
-        sampled.append([token] if request.num_computed_tokens >= request.num_tokens else [])
+        token_id = EOS_TOKEN if request_id in stops else token(request_id)
+        sampled.append([token_id] if request.num_computed_tokens >= request.num_tokens else [])
     return ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)}, sampled_token_ids=sampled)
 
 
