@@ -27,14 +27,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stallfree.conformance.engines.import_vllm import (
-        convert,
-        load_config,
-        load_workload,
-        read_capped,
-        read_steps,
-        whole_blocks,
-    )
+    from stallfree.conformance.engines.cache_claims import CacheClaims, verify
+    from stallfree.conformance.engines.import_vllm import convert, load_config, load_workload, read_capped, read_steps
     from stallfree.conformance.trace.tracefile import TraceError
     from stallfree.conformance.trace.v2 import TraceWriterV2
 
@@ -55,15 +49,18 @@ def run(args: argparse.Namespace) -> int:
         text = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         where = getattr(error, "filename", None)
         return fail(f"{where}: {text}" if where else text)
-    out = io.StringIO()
-    writer = TraceWriterV2(out, config, {"engine": "vllm V1 scheduler", "imported_from": args.file.name,
-                                          "cached": "inferred: whole blocks only"})
+    claims = CacheClaims()
     try:
-        for step in whole_blocks(convert(steps, requests), config.block_size or 1):
-            writer.step(step)
+        converted = list(verify(convert(steps, requests), config.block_size or 1, claims))
     except TraceError as error:
         return fail(f"{args.file}: {error}")
+    out = io.StringIO()
+    writer = TraceWriterV2(out, config, {"engine": "vllm V1 scheduler", "imported_from": args.file.name,
+                                          "cached": claims.as_meta()})
+    for step in converted:
+        writer.step(step)
     writer.end()
+    print(f"stallfree import-trace: {claims.summary()}", file=sys.stderr)
     if args.output is None:
         sys.stdout.write(out.getvalue())
         return 0
