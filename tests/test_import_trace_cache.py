@@ -88,7 +88,7 @@ def test_import_trace_says_what_it_inferred(tmp_path: Path, capsys: pytest.Captu
     err = capsys.readouterr().err
     assert "cached prefixes inferred for 1 admission(s): 1 checked against the request's own blocks" in err
     header = json.loads(out.read_text().splitlines()[0])
-    assert header["meta"]["cached"] == {"inferred": True, "checked": [[24, 1, 32]], "trusted": [], "refused": []}
+    assert header["meta"]["cached"] == {"source": "inferred", "checked": [[24, 1, 32]], "trusted": [], "refused": []}
     planted = tmp_path / "vllm" / "w1.jsonl"
     planted.parent.mkdir()
     planted.write_text("\n".join(json.dumps(s) for s in skip_a_block(raw(W1))) + "\n")

@@ -30,6 +30,7 @@ from ..trace.v2 import EngineStep
 class CacheClaims:
     """Each admission's claim, by what it rests on: (step, rid, cached tokens[, why])."""
 
+    source: str = "inferred"  # or "claimed": the engine's own numbers, judged all the same
     checked: list[tuple[int, Any, int]] = field(default_factory=list)
     trusted: list[tuple[int, Any, int]] = field(default_factory=list)
     refused: list[tuple[int, Any, int, str]] = field(default_factory=list)
@@ -38,14 +39,14 @@ class CacheClaims:
         """One line a person reads: what was inferred and what it rests on."""
         claims = len(self.checked) + len(self.trusted) + len(self.refused)
         if not claims:
-            return "no cached prefix inferred (every admission prefills from token 0)"
-        return (f"cached prefixes inferred for {claims} admission(s): {len(self.checked)} checked against the "
+            return f"no cached prefix {self.source} (every admission prefills from token 0)"
+        return (f"cached prefixes {self.source} for {claims} admission(s): {len(self.checked)} checked against the "
                 f"request's own blocks before its preemption; {len(self.trusted)} trusted unchecked (another "
                 f"request had that many tokens in KV, but the trace has no token ids); {len(self.refused)} "
                 "refused, no cache could hold them (written as 0: judged as prefilled)")
 
     def as_meta(self) -> dict[str, Any]:
-        return {"inferred": True, "checked": [list(c) for c in self.checked],
+        return {"source": self.source, "checked": [list(c) for c in self.checked],
                 "trusted": [list(c) for c in self.trusted], "refused": [list(c) for c in self.refused]}
 
 
