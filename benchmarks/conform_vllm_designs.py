@@ -15,7 +15,8 @@ import time
 from stallfree.conformance.kit import NOT_APPLICABLE, PASS, conform
 
 ENGINES = "stallfree.conformance.engines"
-TARGETS = ((f"{ENGINES}.vllm_paged:VllmPagedScheduler", "paged"), (f"{ENGINES}.vllm_prefix:VllmPrefixScheduler", "prefix"))
+TARGETS = ((f"{ENGINES}.vllm_paged:VllmPagedScheduler", "paged"),
+           (f"{ENGINES}.vllm_prefix:VllmPrefixScheduler", "prefix"))
 
 
 def main() -> None:
@@ -31,11 +32,13 @@ def main() -> None:
             times[target].append(time.perf_counter() - started)
             held = sum(v == PASS for v in report.verdicts.values())
             na = sum(v == NOT_APPLICABLE for v in report.verdicts.values())
-            print(f"{target.rsplit(':', 1)[1]:<22} --profile {profile:<7} {times[target][-1]:6.1f} s  {report.runs:>5} "
+            name = target.rsplit(":", 1)[1]
+            print(f"{name:<22} --profile {profile:<7} {times[target][-1]:6.1f} s  {report.runs:>5} "
                   f"runs {report.steps:>6} steps  {held} held, {na} not applicable; broken: "
                   f"{', '.join(report.counterexamples) or 'none'}", flush=True)
-    for target, profile in TARGETS:
-        print(f"median {target.rsplit(':', 1)[1]:<22} {statistics.median(times[target]):6.1f} s over {args.repeats} run(s)")
+    for target, _ in TARGETS:
+        median = statistics.median(times[target])
+        print(f"median {target.rsplit(':', 1)[1]:<22} {median:6.1f} s over {args.repeats} run(s)")
 
 
 if __name__ == "__main__":

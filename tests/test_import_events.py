@@ -29,7 +29,8 @@ def as_events(v2_lines: list[str]) -> list[str]:
             events.append({"step": len(events), "event": "end"})
             continue
         n = data["step"]
-        step = [{"step": n, "event": "arrive", "rid": r, "prompt_len": p, "max_new": m} for r, p, m in data.get("add", [])]
+        step = [{"step": n, "event": "arrive", "rid": r, "prompt_len": p, "max_new": m}
+                for r, p, m in data.get("add", [])]
         step += [{"step": n, "event": "preempt", "rid": r, "kind": k} for r, k in data.get("preempt", [])]
         step += [{"step": n, "event": "admit", "rid": r, "cached": c} for r, c in data.get("admit", [])]
         step += [{"step": n, "event": "schedule", "rid": r, "tokens": t} for r, t in data["plan"]]

@@ -34,8 +34,8 @@ from typing import Any
 from stallfree.spec import strictjson
 
 from ..trace.tracefile import TraceError
-from .cache_claims import CacheClaims, verify
 from ..trace.v2 import EngineConfig, EngineStep
+from .cache_claims import CacheClaims, verify
 
 STEP_KEYS = {"step", "added", "scheduled", "emitted", "finished", "preempted"}
 CONFIG_KEYS = ("token_budget", "max_seqs", "kv_tokens", "block_size")

@@ -3,14 +3,15 @@ that `stallfree conform ... --profile paged` catches what breaks in a real engin
 
 Each overrides one method of vLLM's `Scheduler` and leaves the rest of vLLM's decisions alone:
 
-| adapter | the bug in vLLM's scheduler | caught by |
-|---|---|---|
-| `ResumeWithoutRecompute` | a preempted request keeps its computed-token count, though its blocks were freed: it resumes as if its KV were still there | RECOMPUTE |
-| `PreemptOldest` | the victim is the oldest running request, not the newest | PREEMPT-BOUND (vLLM then also fails its own assertion) |
-| `FreedBlockCountedTwice` | freeing a request's blocks counts one of them twice in the pool's free count | BLOCKS |
-| `PreemptedForever` | a preempted request is parked outside the waiting queue and never resumed | TOKENS-KEPT (dropped before its last token) |
-| `StopIgnored` | the stop check reads the EOS token as an ordinary one: a stopped request keeps running | TOKENS-KEPT |
-| `SkipUncachedBlock` (prefix caching on) | the prefix-cache lookup counts one block more than it found: a block that was never cached is skipped, never prefilled | HIT-SAME-TOKENS |
+- `ResumeWithoutRecompute`: a preempted request keeps its computed-token count though its blocks were
+  freed, so it resumes as if its KV were still there (RECOMPUTE);
+- `PreemptOldest`: the victim is the oldest running request, not the newest (PREEMPT-BOUND; vLLM then
+  fails its own assertion, a CRASH);
+- `FreedBlockCountedTwice`: freeing a request's blocks counts one of them twice in the free count (BLOCKS);
+- `PreemptedForever`: a preempted request is parked outside the waiting queue, never resumed (TOKENS-KEPT);
+- `StopIgnored`: the stop check reads EOS as an ordinary token, a stopped request runs on (TOKENS-KEPT);
+- `SkipUncachedBlock` (prefix caching on): the cache lookup counts one block more than it found
+  (HIT-SAME-TOKENS).
 """
 
 from __future__ import annotations
@@ -77,28 +78,18 @@ class _SkipUncachedBlock(Scheduler):
         return (blocks, num_local, *rest)
 
 
-class ResumeWithoutRecompute(VllmPagedScheduler):
-    scheduler_cls = _ResumeWithoutRecompute
+def _adapter(bug: type, base: type[VllmPagedScheduler] = VllmPagedScheduler) -> type[VllmPagedScheduler]:
+    """The adapter `base` over the planted `bug` (a subclass of vLLM's scheduler), named as the bug."""
+    doc = f"The adapter over vLLM's scheduler with the bug {bug.__name__}."
+    return type(bug.__name__.lstrip("_"), (base,), {"scheduler_cls": bug, "__module__": __name__, "__doc__": doc})
 
 
-class PreemptOldest(VllmPagedScheduler):
-    scheduler_cls = _PreemptOldest
-
-
-class FreedBlockCountedTwice(VllmPagedScheduler):
-    scheduler_cls = _FreedBlockCountedTwice
-
-
-class PreemptedForever(VllmPagedScheduler):
-    scheduler_cls = _PreemptedForever
-
-
-class StopIgnored(VllmPagedScheduler):
-    scheduler_cls = _StopIgnored
-
-
-class SkipUncachedBlock(VllmPrefixScheduler):
-    scheduler_cls = _SkipUncachedBlock
+ResumeWithoutRecompute = _adapter(_ResumeWithoutRecompute)
+PreemptOldest = _adapter(_PreemptOldest)
+FreedBlockCountedTwice = _adapter(_FreedBlockCountedTwice)
+PreemptedForever = _adapter(_PreemptedForever)
+StopIgnored = _adapter(_StopIgnored)
+SkipUncachedBlock = _adapter(_SkipUncachedBlock, VllmPrefixScheduler)
 
 
 CAUGHT_BY: dict[type[VllmPagedScheduler], str] = {  # each planted bug, and the paged rule it breaks

@@ -156,8 +156,8 @@ def record_engine_run(
     engine takes no step: a later arrival then comes at the next step); `cancel` maps a rid to the step
     before which the client withdraws it (vLLM's abort_request); `stops` maps a rid to the number of
     tokens after which it samples the model's EOS and stops, `stop_strings` to the number after which
-    its text ends in its stop string (`sampling`; the engine then loads the model's tokenizer); `recorder` is TraceRecorder or
-    a subclass (a planted fault). Returns the finished outputs."""
+    its text ends in its stop string (`sampling`; the engine then loads the model's tokenizer);
+    `recorder` is TraceRecorder or a subclass (a planted fault). Returns the finished outputs."""
     from vllm.engine.arg_utils import EngineArgs
     from vllm.inputs import TokensPrompt
     from vllm.v1.engine.llm_engine import LLMEngine
@@ -166,7 +166,8 @@ def record_engine_run(
     pool = kv_tokens if kv_tokens is not None else cfg.kv_tokens
     blocks = -(-pool // ENGINE_BLOCK_SIZE)
     engine = LLMEngine.from_engine_args(EngineArgs(
-        model=model_folder(), load_format="dummy", skip_tokenizer_init=not stop_strings, dtype="float32", enforce_eager=True,
+        model=model_folder(), load_format="dummy", skip_tokenizer_init=not stop_strings, dtype="float32",
+        enforce_eager=True,
         block_size=ENGINE_BLOCK_SIZE, max_model_len=blocks * ENGINE_BLOCK_SIZE, num_gpu_blocks_override=blocks + 1,
         max_num_seqs=cfg.max_seqs, max_num_batched_tokens=cfg.token_budget, enable_chunked_prefill=True,
         enable_prefix_caching=prefix_caching, scheduler_cls=recorder, async_scheduling=False,
