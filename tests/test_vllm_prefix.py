@@ -1,6 +1,6 @@
 """vLLM's own V1 scheduler with automatic prefix caching on, live, behind the prefix protocol
 (`vllm_prefix`): requests that share a system prompt share vLLM's cached blocks, and the prefix monitor
-judges each admission's hit. vLLM keeps every prefix rule but four its design breaks (each reason in
+judges each admission's hit and vLLM's free cached blocks. vLLM keeps every prefix rule but six its design breaks (each reason in
 docs/conformance.md, each counterexample replaying on vLLM); a lookup planted into a subclass of vLLM's
 scheduler that skips a block never cached is caught, shrunk to one request, where vLLM itself holds."""
 
@@ -16,6 +16,7 @@ from stallfree.conformance import check_workload  # noqa: E402
 from stallfree.conformance.engines.vllm_faults import SkipUncachedBlock  # noqa: E402
 from stallfree.conformance.engines.vllm_prefix import VllmPrefixScheduler  # noqa: E402
 from stallfree.conformance.kit import FAIL, conform  # noqa: E402
+from stallfree.conformance.kit.profiles import checked_rules  # noqa: E402
 from stallfree.conformance.kit.report import render  # noqa: E402
 from stallfree.spec import RuleViolation, Workload  # noqa: E402
 
@@ -25,6 +26,8 @@ DESIGN_BREAKS = {  # the prefix rules vLLM's design breaks, with what the counte
     "WORK-CONSERVING": "fits",  # it admits a prompt only if the whole prompt's blocks are free
     "HIT-SAME-TOKENS": "cached tokens; only its first 0",  # a block is cached when scheduled, not once computed
     "CACHED-NOT-PREFILLED": "holds 0 cached tokens",  # LRU over every freed full block, a finished request's own too
+    "EVICT-LRU": "free cached blocks are",  # a finished request's own full blocks stay cached
+    "FREE-AT-ZERO": "free in its cache while a running request holds it",  # a second copy is cached too
 }
 SMALL = {"examples": 6}
 
@@ -47,7 +50,10 @@ def test_a_shared_system_prompt_is_served_from_vllms_cache_and_judged() -> None:
     s.add(1, 9, 2, ((0, 6),))
     plan = s.schedule()
     assert plan.cached == ((1, 6),) and (1, 3) in plan
-    check_workload(w, VllmPrefixScheduler)  # every prefix rule, the design breaks included, holds here
+    judged = [r for r in checked_rules(profile="prefix") if r not in DESIGN_BREAKS and r != "NEVER-FIT"]
+    check_workload(w, VllmPrefixScheduler, judged)
+    with pytest.raises(RuleViolation, match="EVICT-LRU"):  # rid 0's own last block stays in vLLM's cache
+        check_workload(w, VllmPrefixScheduler, ["EVICT-LRU"])
 
 
 def test_conform_prefix_on_vllm_holds_every_rule_but_its_design_breaks() -> None:

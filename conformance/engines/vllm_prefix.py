@@ -10,8 +10,11 @@ The paged adapter (`vllm_paged`), plus:
   another's (the contract's contents model prompts only);
 - each plan's `cached`: the tokens vLLM found in its prefix cache for each request it admitted or
   resumed this step (`num_computed_tokens` of the scheduled new and resumed requests), as the prefix
-  monitor reads them. The adapter does not show the `cached` view (vLLM's free cached blocks keyed as
-  the contract keys them): EVICT-LRU and FREE-AT-ZERO are judged on the plans only.
+  monitor reads them;
+- the `cached` view: vLLM's free blocks that hold a cached block, in its free queue's order (the next
+  to be evicted first), each named by the contract's key for the same tokens (`prefix.contract.keys`:
+  a content block by its content, a block of a request's own tokens by (-1, rid, index)), learned from
+  each request's vLLM block hashes as they appear. EVICT-LRU and FREE-AT-ZERO read it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from typing import Any, ClassVar
 
 from .vllm_paged import VllmPagedScheduler, VllmPlan
 from .vllm_setup import make_request
+
+UNKNOWN = -2  # the first element of the key shown for a cached vLLM block no request's hashes named
 
 CONTENT_BASE = 1_000_000  # token o of content c is CONTENT_BASE + c * SPAN + o
 OWN_BASE = 1_000_000_000  # token i of rid r's own is OWN_BASE + r * SPAN + i
@@ -45,7 +50,7 @@ class VllmPrefixScheduler(VllmPagedScheduler):
     prefix_caching: ClassVar[bool] = True
 
     def add(self, rid: int, prompt_len: int, max_new: int, content: object = ()) -> None:
-        from stallfree.prefix.contract.keys import check_content
+        from stallfree.prefix.contract.keys import check_content, content_keys
 
         segments = check_content(content, prompt_len) if content else ()
         self._content = segments
@@ -53,6 +58,34 @@ class VllmPrefixScheduler(VllmPagedScheduler):
             super().add(rid, prompt_len, max_new)
         finally:
             self._content = ()
+        if not hasattr(self, "_keys"):
+            self._keys: dict[int, list[Any]] = {}
+            self._key_of: dict[bytes, Any] = {}
+        self._keys[rid] = content_keys(segments, self.block_size) if segments else []
+        self._learn()
+
+    def _learn(self) -> None:
+        """Name each live request's vLLM block hashes by the contract's keys for the same blocks."""
+        from stallfree.prefix.contract.keys import own_key
+
+        for request_id, request in self._scheduler.requests.items():
+            rid = int(request_id)
+            keys = getattr(self, "_keys", {}).get(rid, [])
+            for i, block_hash in enumerate(request.block_hashes):
+                self._key_of.setdefault(block_hash, keys[i] if i < len(keys) else own_key(rid, i))
+
+    @property
+    def cached(self) -> tuple[Any, ...]:
+        from vllm.v1.core.kv_cache_utils import get_block_hash
+
+        self._learn()
+        queue = self._scheduler.kv_cache_manager.block_pool.free_block_queue
+        shown = []
+        for block in queue.get_all_free_blocks():
+            if block.block_hash is not None:
+                block_hash = get_block_hash(block.block_hash)
+                shown.append(self._key_of.get(block_hash, (UNKNOWN, block_hash.hex()[:16], 0)))
+        return tuple(shown)
 
     def request(self, rid: int, prompt_len: int, max_new: int) -> Any:
         ids = token_ids(rid, prompt_len, getattr(self, "_content", ()))
