@@ -1,8 +1,9 @@
 """vLLM's own V1 scheduler with automatic prefix caching on, live, behind the prefix protocol
 (`vllm_prefix`): requests that share a system prompt share vLLM's cached blocks, and the prefix monitor
-judges each admission's hit and vLLM's free cached blocks. vLLM keeps every prefix rule but six its design breaks (each reason in
-docs/conformance.md, each counterexample replaying on vLLM); a lookup planted into a subclass of vLLM's
-scheduler that skips a block never cached is caught, shrunk to one request, where vLLM itself holds."""
+judges each admission's hit and vLLM's free cached blocks. vLLM keeps every prefix rule but six its
+design breaks (each reason in docs/conformance.md, each counterexample replaying on vLLM); a lookup
+planted into a subclass of vLLM's scheduler that skips a block never cached is caught, shrunk to one
+request, where vLLM itself holds."""
 
 from __future__ import annotations
 
