@@ -18,9 +18,10 @@ What is vLLM's and what is the adapter's:
   null block), as a deployment sized for K would. Memory binds, so rule KV judges vLLM's admission
   against the contract's reservation design. When vLLM preempts, schedule() raises `Preempted`: the
   kit reports it as a CRASH with the smallest workload that makes vLLM preempt, and goes on with the
-  other configs. Preemption itself is judged from recorded traces (`vllm_recorder`, trace v2).
+  other configs. Preemption itself is judged live by the paged adapter (`vllm_paged`, profile `paged`)
+  and from recorded traces (`vllm_recorder`, trace v2).
 - Prefix caching is off: prompts are made up (`prompt_ids`), and the plain protocol has no word for a
-  cached prefix either.
+  cached prefix either (`vllm_prefix` turns it on, under the prefix design's protocol).
 """
 
 from __future__ import annotations
