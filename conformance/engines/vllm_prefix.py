@@ -49,6 +49,12 @@ class VllmPrefixScheduler(VllmPagedScheduler):
     design: ClassVar[str] = "prefix"
     prefix_caching: ClassVar[bool] = True
 
+    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int, **kwargs: Any) -> None:
+        super().__init__(token_budget, max_seqs, kv_tokens, **kwargs)
+        self._content: tuple[tuple[int, int], ...] = ()  # the content of the request being added
+        self._keys: dict[int, list[Any]] = {}  # rid -> the contract's keys of its content's full blocks
+        self._key_of: dict[bytes, Any] = {}  # vLLM's block hash -> the contract's key of that block
+
     def add(self, rid: int, prompt_len: int, max_new: int, content: object = ()) -> None:
         from stallfree.prefix.contract.keys import check_content, content_keys
 
@@ -58,9 +64,6 @@ class VllmPrefixScheduler(VllmPagedScheduler):
             super().add(rid, prompt_len, max_new)
         finally:
             self._content = ()
-        if not hasattr(self, "_keys"):
-            self._keys: dict[int, list[Any]] = {}
-            self._key_of: dict[bytes, Any] = {}
         self._keys[rid] = content_keys(segments, self.block_size) if segments else []
         self._learn()
 
@@ -70,7 +73,7 @@ class VllmPrefixScheduler(VllmPagedScheduler):
 
         for request_id, request in self._scheduler.requests.items():
             rid = int(request_id)
-            keys = getattr(self, "_keys", {}).get(rid, [])
+            keys = self._keys.get(rid, [])
             for i, block_hash in enumerate(request.block_hashes):
                 self._key_of.setdefault(block_hash, keys[i] if i < len(keys) else own_key(rid, i))
 
@@ -88,7 +91,7 @@ class VllmPrefixScheduler(VllmPagedScheduler):
         return tuple(shown)
 
     def request(self, rid: int, prompt_len: int, max_new: int) -> Any:
-        ids = token_ids(rid, prompt_len, getattr(self, "_content", ()))
+        ids = token_ids(rid, prompt_len, self._content)
         return make_request(str(rid), ids, max_new, self.block_size, ignore_eos=False)
 
     @staticmethod
