@@ -16,9 +16,9 @@ What the converter adds, and from what:
 - `admit`: a request's (re)admission is the first step it is scheduled after it was added or preempted.
   Its cached prefix is not in the input, so it is inferred: the tokens it knows (prompt plus tokens
   emitted) minus the tokens scheduled from its admission through the step that emits its next token.
-  vLLM caches whole blocks, so an inferred prefix that is not a whole number of blocks (or is negative)
-  is not vLLM's: the converter then writes a cached prefix of 0 and the checker judges the chunks
-  against it (PREFILL-ONCE or FIRST-TOKEN then name the step). Only whole-block prefixes are trusted;
+  What each inferred prefix rests on is judged by `cache_claims.verify` (checked against the request's
+  own blocks, trusted, or refused and written as 0 so that the checker judges the chunks against it:
+  PREFILL-ONCE or FIRST-TOKEN then name the step), and `stallfree import-trace` says so;
 - `finished`: each rid, reason "length" (the requests ignore EOS and stop at max_new).
 
 The "prefill" / "decode" labels and the input's step numbers are checked for consistency with the
@@ -35,6 +35,7 @@ from stallfree.spec import strictjson
 
 from ..trace.tracefile import TraceError
 from ..trace.v2 import EngineConfig, EngineStep
+from .cache_claims import CacheClaims, verify
 
 STEP_KEYS = {"step", "added", "scheduled", "emitted", "finished", "preempted"}
 CONFIG_KEYS = ("token_budget", "max_seqs", "kv_tokens", "block_size")
@@ -146,7 +147,7 @@ def _cached(steps: list[dict[str, Any]], start: int, rid: Any, known: int) -> in
 
 
 def whole_blocks(steps: Iterable[EngineStep], block_size: int) -> Iterator[EngineStep]:
-    """Drop inferred cached prefixes that vLLM could not have found: negative, or not whole blocks."""
-    for step in steps:
-        step.admit = [(rid, cached if cached >= 0 and cached % block_size == 0 else 0) for rid, cached in step.admit]
-        yield step
+    """`steps` with each inferred cached prefix judged by what it rests on (`cache_claims.verify`): one
+    no cache could have held (negative, not whole blocks, longer than any request had in KV) is
+    written as 0."""
+    return verify(steps, block_size, CacheClaims())

@@ -18,9 +18,10 @@ What is vLLM's and what is the adapter's:
   null block), as a deployment sized for K would. Memory binds, so rule KV judges vLLM's admission
   against the contract's reservation design. When vLLM preempts, schedule() raises `Preempted`: the
   kit reports it as a CRASH with the smallest workload that makes vLLM preempt, and goes on with the
-  other configs. Preemption itself is judged from recorded traces (`vllm_recorder`, trace v2).
+  other configs. Preemption itself is judged live by the paged adapter (`vllm_paged`, profile `paged`)
+  and from recorded traces (`vllm_recorder`, trace v2).
 - Prefix caching is off: prompts are made up (`prompt_ids`), and the plain protocol has no word for a
-  cached prefix either.
+  cached prefix either (`vllm_prefix` turns it on, under the prefix design's protocol).
 """
 
 from __future__ import annotations
@@ -33,6 +34,21 @@ BLOCK_SIZE = 16
 NEVER_FIT_IS_THE_ADAPTERS = (
     "add() is the adapter's own check of the contract's refusals: vLLM's scheduler checks no request, its "
     "front end does, so NEVER-FIT would judge the adapter, not vLLM")
+
+
+def check_request(rid: object, prompt_len: object, max_new: object, taken: set[int]) -> None:
+    """The contract's refusals that vLLM's front end makes, not its scheduler: ints, a rid >= 0 not
+    taken, a prompt and an output of at least one token (TypeError or ValueError naming the field)."""
+    for name, value in (("rid", rid), ("prompt_len", prompt_len), ("max_new", max_new)):
+        if type(value) is not int:
+            raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    assert isinstance(rid, int) and isinstance(prompt_len, int) and isinstance(max_new, int)
+    if rid < 0:
+        raise ValueError(f"rid must be >= 0, got {rid}")
+    if prompt_len < 1 or max_new < 1:
+        raise ValueError(f"prompt_len and max_new must be >= 1, got {prompt_len} and {max_new}")
+    if rid in taken:
+        raise ValueError(f"rid {rid} is already taken")
 
 
 class Preempted(RuntimeError):
@@ -63,17 +79,9 @@ class VllmScheduler:
         return max_seqs * -(-kv_tokens // block_size) + 1
 
     def add(self, rid: int, prompt_len: int, max_new: int) -> None:
-        for name, value in (("rid", rid), ("prompt_len", prompt_len), ("max_new", max_new)):
-            if type(value) is not int:
-                raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-        if rid < 0:
-            raise ValueError(f"rid must be >= 0, got {rid}")
-        if prompt_len < 1 or max_new < 1:
-            raise ValueError(f"prompt_len and max_new must be >= 1, got {prompt_len} and {max_new}")
+        check_request(rid, prompt_len, max_new, self._taken)
         if prompt_len + max_new > self.kv_tokens:
             raise ValueError(f"prompt_len + max_new = {prompt_len + max_new} exceeds max_model_len {self.kv_tokens}")
-        if rid in self._taken:
-            raise ValueError(f"rid {rid} is already taken")
         self._scheduler.add_request(make_request(str(rid), prompt_ids(rid, prompt_len), max_new, self.block_size))
         self._taken.add(rid)
 

@@ -32,6 +32,15 @@ SYMBOLS: tuple[str, ...] = (
     f"{SCHEDULER}.update_from_output(scheduler_output, model_runner_output)",
     f"{SCHEDULER}.add_request(request)",
     f"{SCHEDULER}.finish_requests(request_ids, finished_status)",
+    # the paged adapter (vllm_paged): where vLLM preempts, its pool, an abort, EOS (its queues and
+    # kv_cache_manager are instance fields set in __init__: a run names them if they move)
+    f"{SCHEDULER}._preempt_request(request, timestamp)",
+    "vllm.v1.core.block_pool:BlockPool.get_num_free_blocks()",
+    # what the planted faults (vllm_faults) override
+    f"{SCHEDULER}._free_request_blocks(request)",
+    f"{SCHEDULER}._get_local_prefix_cache_hit(request)",
+    "vllm.v1.request:RequestStatus.FINISHED_ABORTED",
+    "vllm.sampling_params:SamplingParams.update_from_generation_config(generation_config, eos_token_id)",
     # what schedule() returns, read by both
     "vllm.v1.core.sched.output:SchedulerOutput.num_scheduled_tokens",
     "vllm.v1.core.sched.output:SchedulerOutput.preempted_req_ids",

@@ -40,9 +40,11 @@ NEVER_FIT = "NEVER-FIT"
 # in step: it follows admissions and tokens whatever they are.) A request planned after its cancel took
 # effect is one the model has ended. In the paged design a block held that the model freed (BLOCKS),
 # a recompute the model does not run (RECOMPUTE) and a token the model does not count (TOKENS-KEPT)
-# move the scheduler's later preemptions where the model's do not go.
+# move the scheduler's later preemptions where the model's do not go. In the prefix design a hit the
+# model does not take, or takes where the scheduler does not (HIT-SAME-TOKENS, CACHED-NOT-PREFILLED,
+# SHARED-READONLY), moves the blocks each request holds: BLOCKS and later hits then follow from it.
 TRACKING = ("ONE-ENTRY", "PREFILL-ONCE", "FIRST-TOKEN", "TOKENS", NEVER_FIT, "CANCEL", "BLOCKS", "RECOMPUTE",
-            "TOKENS-KEPT")
+            "TOKENS-KEPT", "HIT-SAME-TOKENS", "CACHED-NOT-PREFILLED", "SHARED-READONLY")
 
 
 @dataclass(frozen=True, slots=True)

@@ -288,6 +288,7 @@ class TraceWriterV2:
     def __init__(self, out: IO[str], config: EngineConfig, meta: dict[str, Any] | None = None) -> None:
         self.out = out
         self._provisional: tuple[int, int] | None = None  # (step, where its line starts)
+        self._last: tuple[int, int] | None = None  # the last whole step written: (step, where its line starts)
         cfg: dict[str, int] = {k: getattr(config, k) for k in CONFIG_KEYS}
         if config.block_size is not None:
             cfg["block_size"] = config.block_size
@@ -310,6 +311,7 @@ class TraceWriterV2:
         self._write(self._data(replace(step, ran=False, emitted=[])))
         self.out.flush()
         self._provisional = (step.step, where)
+        self._last = None
 
     def step(self, step: EngineStep) -> None:
         if self._provisional is not None:
@@ -318,7 +320,20 @@ class TraceWriterV2:
             if number == step.step:
                 self.out.seek(where)
                 self.out.truncate()
+        try:
+            self._last = (step.step, self.out.tell()) if self.out.seekable() else None
+        except (OSError, ValueError):
+            self._last = None
         self._write(self._data(step))
+
+    def amend(self, step: EngineStep) -> bool:
+        """Rewrite the last whole step written (the same step number) as `step`; False if it cannot."""
+        if self._last is None or self._last[0] != step.step or self._provisional is not None:
+            return False
+        self.out.seek(self._last[1])
+        self.out.truncate()
+        self._write(self._data(step))
+        return True
 
     @staticmethod
     def _data(step: EngineStep) -> dict[str, Any]:
@@ -337,4 +352,5 @@ class TraceWriterV2:
         return data
 
     def end(self, x: dict[str, Any] | None = None) -> None:
+        self._last = None
         self._write({"end": True, **({"x": x} if x else {})})
