@@ -19,7 +19,7 @@ from stallfree.conformance.kit import FAIL, PASS, conform  # noqa: E402
 from stallfree.conformance.kit.profiles import checked_rules  # noqa: E402
 from stallfree.conformance.kit.report import render  # noqa: E402
 from stallfree.spec import RuleViolation, Workload, play  # noqa: E402
-from stallfree.spec.designs import MONITORS  # noqa: E402
+from stallfree.spec import registry  # noqa: E402
 
 ENGINES = "stallfree.conformance.engines"
 DESIGN_BREAKS = {  # the paged rules vLLM's design breaks, with what the counterexample shows
@@ -42,7 +42,7 @@ def test_vllm_preempts_recomputes_and_resumes_under_the_paged_monitor() -> None:
                  {"prompt_len": 1, "max_new": 2, "arrival_step": 0})
     preempted: list[tuple[int, ...]] = []
     judged = [r for r in checked_rules(profile="paged") if r not in DESIGN_BREAKS and r != "NEVER-FIT"]
-    stats = play(w, VllmPagedScheduler, judged, monitor=MONITORS["paged"],
+    stats = play(w, VllmPagedScheduler, judged, contract=registry.contract("paged"),
                  on_step=lambda m, f: preempted.append(tuple(t.rid for t in f.preempted)))
     assert stats.finished == 2 and (1,) in preempted
 

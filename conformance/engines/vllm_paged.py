@@ -58,7 +58,7 @@ def observed(cls: type) -> type:
 class VllmPagedScheduler:
     """vLLM's scheduler over K // block_size blocks, behind the paged protocol (see the module)."""
 
-    design: ClassVar[str] = "paged"  # judged by the paged monitor (stallfree.spec.designs)
+    design: ClassVar[str] = "paged"  # judged by the paged monitor (stallfree.spec.registry)
     scheduler_cls: ClassVar[type] = Scheduler
     watermark: ClassVar[int] = 0
     stallfree_not_applicable: ClassVar[dict[str, str]] = {"NEVER-FIT": NEVER_FIT_IS_THE_ADAPTERS}
