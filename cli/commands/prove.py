@@ -31,6 +31,8 @@ METHODS = ("model", "symbolic", "z3", "differential", "crosshair", "variants", "
 # (docs/proofs.md; needs node) take longer: asked for.
 DEFAULT_METHODS = ("model", "symbolic", "z3", "differential", "crosshair")
 SCHEDULER_METHODS = "model,symbolic"  # with --scheduler: the methods that run its own code
+# A paged or prefix scheduler's methods: the symbolic execution builds the reservation design's fields.
+PAGED_METHODS = tuple(m for m in METHODS if m != "symbolic")
 MAX_REQUESTS = 64  # symbolic requests per Z3 theorem: past this a proof takes hours
 MAX_CODE_REQUESTS = 6  # past this the paths of one state number millions
 MAX_STATES = 10**9
@@ -208,8 +210,7 @@ def paged_rows(args: argparse.Namespace, say):  # type: ignore[no-untyped-def]
 def paged_methods(args: argparse.Namespace) -> tuple[str, ...]:
     """The methods a paged scheduler is proved by: all of them unless --methods names some (each has
     paged rows: the paged model check, the paged Z3 theorems, the paged CrossHair contracts)."""
-    # the symbolic execution builds the reservation design's fields: not the paged design's
-    text = args.methods if args.methods is not None else ",".join(m for m in METHODS if m != "symbolic")
+    text = args.methods if args.methods is not None else ",".join(PAGED_METHODS)
     methods = tuple(m.strip() for m in text.split(",") if m.strip())
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:

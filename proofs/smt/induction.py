@@ -242,23 +242,38 @@ def admissions(policy: Policy) -> list[Obligation]:
 
 
 def finishing(policy: Policy) -> list[Obligation]:
-    """KV's return over the completion loop: the free KV after the step is the free KV before plus
-    the reservations of exactly the requests whose last token this step emits (`returned`, a prefix
-    sum defined by its recurrence), and a request returns its reservation only then."""
+    """KV conservation over the completion loop, for any N: if the free KV before completion is K
+    less the reservations held (`held_before`: the requests running or admitted in the step), the free
+    KV after is K less the reservations still held after it (`held_after`: admitted, tokens left, read
+    off each request's state after the step). Both are prefix sums defined by their own recurrences;
+    the loop invariant only relates the free KV so far to them, so the exit (KV of the state after)
+    follows from the invariant and the premise, and is no part of the invariant."""
     config, reqs, n, i = _common()
-    returned = z3.Function("returned", INT, INT)  # returned(j): reservations back from requests 0..j-1
+    held_before = z3.Function("held_before", INT, INT)  # reservations held by requests 0..j-1 before
+    held_after = z3.Function("held_after", INT, INT)  # and after the step
     planned = z3.Array("planned", INT, BOOL)  # the plan, any: which requests got an entry
     prefill = z3.Array("prefill", INT, INT)
     free, free0 = z3.Ints("free free0")
 
-    def finishes(j_: z3.ArithRef) -> z3.BoolRef:
+    def step_of(j_: z3.ArithRef) -> tuple[SymEntry, z3.ArithRef, z3.ArithRef]:  # request j's entry, prefill, tokens
         r = reqs.at(j_)
-        done = r.num_prefilled + prefill[j_]
-        emits = z3.And(planned[j_], done == r.prompt_len)
-        return z3.And(emits, r.num_emitted + 1 >= r.max_new, z3.Or(r.admitted, prefill[j_] > 0))
+        entry = SymEntry(z3.And(planned[j_], prefill[j_] == 0, r.ready), z3.If(r.admitted, prefill[j_], 0),
+                         z3.And(planned[j_], z3.Not(r.admitted)), z3.If(r.admitted, 0, prefill[j_]))
+        num_prefilled = r.num_prefilled + entry.prefill
+        return entry, num_prefilled, policy.emitted(entry, r, num_prefilled)
 
-    def recurrence(at: z3.ArithRef) -> z3.BoolRef:  # the definition of `returned`, at one index
-        return returned(at + 1) == returned(at) + z3.If(finishes(at), reqs.at(at).reservation, 0)
+    def holds_before(j_: z3.ArithRef) -> z3.BoolRef:
+        r = reqs.at(j_)
+        return z3.And(z3.Or(r.admitted, planned[j_]), r.num_emitted < r.max_new)
+
+    def holds_after(j_: z3.ArithRef) -> z3.BoolRef:
+        r = reqs.at(j_)
+        return z3.And(z3.Or(r.admitted, planned[j_]), r.num_emitted + step_of(j_)[2] < r.max_new)
+
+    def recurrences(at: z3.ArithRef) -> z3.BoolRef:  # the definitions of the two sums, at one index
+        reservation = reqs.at(at).reservation
+        return z3.And(held_before(at + 1) == held_before(at) + z3.If(holds_before(at), reservation, 0),
+                      held_after(at + 1) == held_after(at) + z3.If(holds_after(at), reservation, 0))
 
     def plan_ok(at: z3.ArithRef) -> z3.BoolRef:  # any plan the rules allow, for request `at`
         r = reqs.at(at)
@@ -267,23 +282,21 @@ def finishing(policy: Policy) -> list[Obligation]:
                                                                                                 r.waiting)))
 
     # Only request i's facts are needed (every request has them): instances keep this quantifier-free.
-    base = z3.And(config.valid(), n >= 0, returned(0) == 0)
+    base = z3.And(config.valid(), n >= 0, held_before(0) == 0, held_after(0) == 0)
 
     def inv(at: z3.ArithRef, free_: z3.ArithRef) -> z3.BoolRef:
-        return z3.And(at >= 0, at <= n, free_ == free0 + returned(at))
+        return z3.And(at >= 0, at <= n, free_ == free0 + held_before(at) - held_after(at))
 
     r = reqs.at(i)
-    entry = SymEntry(z3.And(planned[i], prefill[i] == 0, r.ready), z3.If(r.admitted, prefill[i], 0),
-                     z3.And(planned[i], z3.Not(r.admitted)), z3.If(r.admitted, 0, prefill[i]))
-    num_prefilled = r.num_prefilled + entry.prefill
-    tokens = policy.emitted(entry, r, num_prefilled)
+    entry, num_prefilled, tokens = step_of(i)
     released = policy.releases(entry, r, num_prefilled, r.num_emitted + tokens, tokens)
     after = inv(i + 1, free + z3.If(released, r.reservation, 0))
+    kv_before = free0 == config.kv_tokens - held_before(n)
     return [
         Obligation("initiation", base, inv(z3.IntVal(0), free0)),
         Obligation("consecution", z3.And(base, inv(i, free), i < n, reqs.valid_at(i, config), plan_ok(i),
-                                         recurrence(i)), after),
-        Obligation("exit", z3.And(base, inv(n, free)), free == free0 + returned(n)),
+                                         recurrences(i)), after),
+        Obligation("exit", z3.And(base, inv(n, free), kv_before), free == config.kv_tokens - held_after(n)),
     ]
 
 
@@ -369,7 +382,7 @@ INDUCTIONS: tuple[LoopInduction, ...] = (
     LoopInduction("PARTIALS (induction)", "PARTIAL-NEXT", partials, "ShortChunk"),
     LoopInduction("ADMITS (induction)", "FCFS, SLOTS, KV, WORK-CONSERVING (admission)", admissions,
                   "CappedAdmissions"),
-    LoopInduction("FINISH (induction)", "KV (return)", finishing, "EarlyRelease"),
+    LoopInduction("FINISH (induction)", "KV (conservation)", finishing, "EarlyRelease"),
     LoopInduction("PROGRESS (induction)", "PROGRESS", progress, "Stalls"),
 )
 
