@@ -1,7 +1,8 @@
 """The code theorems (`proofs/smt/code_theorems.py`): Z3 over the reference's own code, run on
 symbolic values along every path. They hold of the reference, and each bug planted in a copy of
 reference/ (one line changed) is refuted by them, through `stallfree prove --scheduler COPY`, with the
-rule it breaks: a bug only long prompts reach, one in a view, a decode skipped, a stop ignored."""
+rule it breaks: a bug only long prompts reach, one in a view, a decode skipped, a stop ignored, a
+repeated cancel accepted."""
 
 from __future__ import annotations
 
@@ -39,6 +40,10 @@ PLANTED = {
     # STOP: of two stops in one step, only the first ends its request.
     "second_stop_ignored": ("scheduler.py", "        for rid in stopped:\n", "        for rid in stopped[:1]:\n",
                             STOPS, 2, {"STOP"}),
+    # CANCEL: a repeated cancel while the plan is pending is taken as a no-op instead of refused.
+    "repeat_cancel_accepted": ("scheduler.py", "        if pending is not None and rid in pending.cancelled:\n",
+                               "        if pending is not None and rid in pending.cancelled and rid < 0:\n",
+                               CANCEL, 1, {"CANCEL"}),
 }
 
 

@@ -141,3 +141,17 @@ def kv_view(claim: Claim, s: Any, after: Views) -> None:
     """KV through the views: the free KV shown is K less the reservations of the requests shown running."""
     reserved = sum(after.progress[rid].prompt_len + after.progress[rid].max_new for rid in after.running)
     claim("KV", after.free_kv == s.config.kv_tokens - reserved, "free_kv is not K less the running reservations")
+
+
+def ranking(claim: Claim, before: Views, after: Views, busy: bool) -> None:
+    """PROGRESS: a step that planned something lowers the remaining work (prompt positions to run plus
+    tokens to emit, of the requests not ended, read through `progress`), which never goes below 0."""
+
+    def work(shown: Views) -> Any:
+        return sum(p.prompt_len - p.num_prefilled + p.max_new - p.num_emitted
+                   for p in shown.progress.values() if p is not None and p.phase not in ENDS)
+
+    w0, w1 = work(before), work(after)
+    claim("PROGRESS", w1 >= 0, "remaining work below 0")
+    if busy:
+        claim("PROGRESS", w1 < w0, f"a busy step left the remaining work at {w1} from {w0}")

@@ -60,6 +60,7 @@ def step(stopped: tuple[int, ...]) -> Transition:
         after = code_claims.views(s, rids)
         code_claims.life(claim, before, after, plan, tuple(emitted), stopped)
         code_claims.kv_view(claim, s, after)
+        code_claims.ranking(claim, before, after, bool(plan.entries))
         code_claims.invariant(claim, s, f"complete(plan, stopped={list(stopped)})")
 
     return run
@@ -91,6 +92,7 @@ def cancel(victim: int, pending: bool) -> Transition:
         plan = s.schedule() if pending else None
         s.cancel(victim)
         code_claims.invariant(claim, s, f"cancel({victim})")
+        _refused(claim, s, rids, victim)
         if plan is None:
             after = code_claims.views(s, rids)
             _cancelled_now(claim, before, after, victim)
@@ -109,6 +111,20 @@ def cancel(victim: int, pending: bool) -> Transition:
         code_claims.invariant(claim, s, "complete(plan) after the cancel")
 
     return run
+
+
+def _refused(claim: Claim, s: Any, rids: range, victim: int) -> None:
+    """CANCEL: a second cancel of the same request, and a cancel of a rid never added, raise and change nothing."""
+    shown = code_claims.views(s, rids)
+    for rid in (victim, len(rids)):
+        try:
+            s.cancel(rid)
+        except InvalidField:
+            continue
+        claim("CANCEL", False, f"cancel({rid}) was accepted after cancel({victim}) (a repeat, or a rid never added)")
+    now = code_claims.views(s, rids)
+    claim("CANCEL", (now.waiting, now.running, now.ended) == (shown.waiting, shown.running, shown.ended),
+          "a refused cancel moved a request")
 
 
 def _cancelled_now(claim: Claim, before: code_claims.Views, after: code_claims.Views, victim: int) -> None:
