@@ -108,6 +108,20 @@ def test_schedulers_outside_the_reference_fields_read_not_applicable(capsys: pyt
     assert "n/a" in capsys.readouterr().out
 
 
+class HashesTheBudget(Scheduler):
+    """Looks its budget up in a dict: symbolic values cannot be hashed, so nothing can be claimed."""
+
+    def schedule(self):  # type: ignore[no-untyped-def]
+        {self.config.token_budget: None}  # noqa: B018
+        return super().schedule()
+
+
+def test_code_that_cannot_run_symbolically_is_unknown_not_holding() -> None:
+    assert not_applicable(HashesTheBudget) is None
+    outcome = prove(STEP, HashesTheBudget, 1)
+    assert outcome.result == "unknown" and "cannot run symbolically" in outcome.detail
+
+
 def test_every_feasible_path_is_run_once() -> None:
     """The explorer on a small program: each of its three feasible paths once, none of the infeasible one."""
     import z3

@@ -18,7 +18,6 @@ requests: any that add() takes).
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from stallfree.spec.phase import Phase
 from . import code_claims
 from .code_claims import Claim
 from .symexec import Explorer, explore, variables
-from .symstate import Shape, build, names, shapes, type_assumptions
+from .symstate import Shape, build, home, names, shapes, type_assumptions
 
 DEFAULT_N = 3  # requests per state: every shape of at most 3 (`stallfree prove`; --requests raises it)
 MAX_PATHS = 200_000  # per shape and choice: past it the theorem is unknown (a count, not seconds)
@@ -271,6 +270,6 @@ def not_applicable(factory: Any) -> str | None:
     if held != FIELDS:
         extra, missing = sorted(held - FIELDS), sorted(FIELDS - held)
         return f"its state is not the reference's fields (more: {extra}; missing: {missing})"
-    if not hasattr(sys.modules[factory.__module__], "Sequence"):
-        return "its module has no Sequence class to hold a request"
+    if home(factory) is None:
+        return "neither its module nor a base class's has a Sequence class to hold a request"
     return None

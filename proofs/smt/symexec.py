@@ -96,6 +96,12 @@ class Bool:
     def __bool__(self) -> bool:
         return self.ex.decide(self.term)
 
+    def __eq__(self, o: object) -> bool:  # type: ignore[override]  # identity would answer silently wrong
+        raise TypeError("comparing two symbolic conditions is not supported: branch on each instead")
+
+    def __ne__(self, o: object) -> bool:  # type: ignore[override]
+        raise TypeError("comparing two symbolic conditions is not supported: branch on each instead")
+
     def __radd__(self, o: object) -> Int:
         return Int(z3.If(self.term, 1, 0), self.ex) + o  # type: ignore[operator]
 

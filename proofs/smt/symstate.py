@@ -142,10 +142,20 @@ def _unchecked(cls: type, **fields: object) -> Any:
     return value
 
 
+def home(cls: type) -> Any:
+    """The module of `cls` or of the nearest class it derives from that holds a `Sequence` (the
+    request class its code builds), or None: a subclass defined elsewhere uses its base's."""
+    for base in cls.__mro__:
+        module = sys.modules.get(base.__module__)
+        if module is not None and hasattr(module, "Sequence"):
+            return module
+    return None
+
+
 def build(cls: type, shape: Shape, v: dict[str, z3.ArithRef], ex: Explorer) -> Any:
     """An instance of `cls` in the symbolic state of `shape`; raises the scheduler's own error if a
     waiting request is one add() refuses (that path is no state of the scheduler)."""
-    module = sys.modules[cls.__module__]
+    module = home(cls)
     sym = {name: Int(term, ex) for name, term in v.items()}
     s = cls.__new__(cls)
     cls.__init__(s, 1, 1, 1)
