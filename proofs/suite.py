@@ -34,7 +34,7 @@ NOT_JUDGED = Verdict.NOT_JUDGED
 HIDDEN_UNDECLARED = ("refused: states with one key were merged, which is sound only if the scheduler decides on "
                      "nothing the key leaves out; declare its hidden state (--hidden MODULE:FUNCTION, or "
                      "--hidden none)")
-METHODS = ("model", "z3", "differential", "crosshair", "variants", "quint")
+METHODS = ("model", "symbolic", "z3", "differential", "crosshair", "variants", "quint")
 DEFAULT_BOUND = "2,3,8,4,3,3"  # S > B, so READY-WITHIN-BUDGET can fail; M = 3
 LIVENESS_BOUND = "2,2,8,2,3,2"  # B,S,K, at most 2 waiting at once (arrivals never stop), P, M
 LIVENESS_METHOD = "model check (lassos, WF Step)"  # `explicit.starvation`
@@ -102,6 +102,8 @@ class Options:
     random_states: int = RANDOM_STATES
     cancel_requests: int | None = None  # symbolic requests in each cancel theorem; None: their default
     random_cancels: int = RANDOM_CANCELS
+    code_requests: int | None = None  # requests per state of the code theorems; None: code_suite's defaults
+    deep: bool = False  # --profile deep
 
 
 def model_rows(o: Options, say: Say) -> list[Row]:
@@ -402,8 +404,14 @@ def quint_rows(o: Options, say: Say) -> list[Row]:
     return rows.rows(Row, o.fault_rule, say)
 
 
+def symbolic_rows(o: Options, say: Say) -> list[Row]:
+    from .code_suite import code_rows
+
+    return code_rows(o, say)
+
+
 RUNNERS: dict[str, Callable[[Options, Say], list[Row]]] = {
-    "model": model_rows, "z3": z3_rows, "differential": differential_rows, "crosshair": crosshair_rows,
+    "model": model_rows, "symbolic": symbolic_rows, "z3": z3_rows, "differential": differential_rows, "crosshair": crosshair_rows,
     "variants": variants_rows, "quint": quint_rows,
 }
 

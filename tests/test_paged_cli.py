@@ -103,9 +103,9 @@ def test_prove_a_paged_model_check_where_nothing_runs_is_not_called_holding(caps
 def test_prove_scheduler_paged_runs_every_method_unless_told() -> None:
     import argparse
 
-    from stallfree.commands.prove import METHODS, paged_methods
+    from stallfree.commands.prove import PAGED_METHODS, paged_methods
 
-    assert paged_methods(argparse.Namespace(methods=None)) == METHODS
+    assert paged_methods(argparse.Namespace(methods=None)) == PAGED_METHODS
     assert paged_methods(argparse.Namespace(methods="z3")) == ("z3",)
     with pytest.raises(ValueError, match="expected some of"):
         paged_methods(argparse.Namespace(methods="nope"))

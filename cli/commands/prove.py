@@ -26,11 +26,15 @@ from .args import (
 NAME = "prove"
 HELP = "prove the rules: model check the reference, Z3 theorems, CrossHair contracts; print the table"
 
-METHODS = ("model", "z3", "differential", "crosshair", "variants", "quint")
+METHODS = ("model", "symbolic", "z3", "differential", "crosshair", "variants", "quint")
 # The reference's claims, in about a minute; the variants' contracts (docs/variants.md) and the Quint spec
 # (docs/proofs.md; needs node) take longer: asked for.
-DEFAULT_METHODS = ("model", "z3", "differential", "crosshair")
+DEFAULT_METHODS = ("model", "symbolic", "z3", "differential", "crosshair")
+SCHEDULER_METHODS = "model,symbolic"  # with --scheduler: the methods that run its own code
+# A paged or prefix scheduler's methods: the symbolic execution builds the reservation design's fields.
+PAGED_METHODS = tuple(m for m in METHODS if m != "symbolic")
 MAX_REQUESTS = 64  # symbolic requests per Z3 theorem: past this a proof takes hours
+MAX_CODE_REQUESTS = 6  # past this the paths of one state number millions
 MAX_STATES = 10**9
 MAX_CROSSHAIR_SECONDS = 3600.0
 
@@ -48,6 +52,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--requests", type=bounded_int(MAX_REQUESTS), default=None, metavar="N",
                    help=f"symbolic requests in each Z3 step theorem, at most {MAX_REQUESTS} (default 12; 8 for the "
                         "cancel theorems)")
+    p.add_argument("--code-requests", type=bounded_int(MAX_CODE_REQUESTS), default=None, metavar="N",
+                   help="requests per state in the symbolic execution of the scheduler's code, at most "
+                        f"{MAX_CODE_REQUESTS} (default 3 for a step, 2 with stops or cancels; deep: 4 and 3)")
     p.add_argument("--crosshair-seconds", type=crosshair_seconds, default=None, metavar="S",
                    help="CPU seconds CrossHair spends on each contract (default 4; 15 with --fault)")
     p.add_argument("--methods", default=None, metavar="M,M",
@@ -57,8 +64,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="run the negative controls of RULE instead: its faulty scheduler, its wrong Z3 policy, "
                         "its planted CrossHair bug; the checks that judge RULE must then fail (the others may hold)")
     p.add_argument("--scheduler", default=None, metavar="MODULE:FACTORY",
-                   help="model-check this scheduler instead (the model check only: the Z3 theorems, the "
-                        "differential check and CrossHair are about the reference's own code); `paged` (or any "
+                   help="model-check this scheduler instead, and run its code symbolically (a class kept in the "
+                        "reference's fields; the other Z3 theorems, the differential check and CrossHair are about "
+                        "the reference's own code); `paged` (or any "
                         "factory of the paged design) runs the paged rows, and --fault then names a paged rule")
     p.add_argument("--hidden", default=None, metavar="MODULE:FUNCTION",
                    help="with --scheduler: the function giving the scheduler's state that the model checker's "
@@ -73,7 +81,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 # The module each method needs beyond the standard library (the `proofs` extra); the model check needs none.
-NEEDS = {"z3": "z3", "differential": "z3", "crosshair": "crosshair"}
+NEEDS = {"z3": "z3", "symbolic": "z3", "differential": "z3", "crosshair": "crosshair"}
 
 
 def missing_extra(methods: tuple[str, ...], fault: bool) -> str | None:
@@ -116,21 +124,23 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from stallfree.proofs.suite import Options
 
     options = Options()
-    default = "model" if args.scheduler is not None else ",".join(DEFAULT_METHODS)
+    default = SCHEDULER_METHODS if args.scheduler is not None else ",".join(DEFAULT_METHODS)
     text = args.methods if args.methods is not None else default
     methods = tuple(m.strip() for m in text.split(",") if m.strip())
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise ValueError(f"--methods {text!r}: expected some of {','.join(METHODS)}")
-    about_reference = [m for m in methods if m not in ("model", "differential")]
+    about_reference = [m for m in methods if m not in ("model", "symbolic", "differential")]
     if args.scheduler is not None and about_reference:
         others = ",".join(about_reference)
-        raise ValueError(f"--scheduler {args.scheduler!r} is model-checked and compared with the Z3 step only; "
-                         f"--methods {others} would prove the reference instead: give --methods model,differential")
+        raise ValueError(f"--scheduler {args.scheduler!r} is model-checked, run symbolically and compared with the Z3 "
+                         f"step only; --methods {others} would prove the reference instead: give --methods "
+                         "model,symbolic,differential")
     options.methods = methods
     if args.profile == "deep":
         from stallfree.proofs import suite
 
+        options.deep = True
         options.bound, options.liveness_bound = Bounds.parse(suite.DEEP_BOUND), Bounds.parse(suite.DEEP_LIVENESS_BOUND)
         options.num_requests, options.random_states = suite.DEEP_REQUESTS, suite.DEEP_RANDOM_STATES
         options.cancel_requests, options.random_cancels = suite.DEEP_CANCEL_REQUESTS, suite.DEEP_RANDOM_CANCELS
@@ -155,6 +165,7 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         options.hidden = None if args.hidden == "none" else load_scheduler(args.hidden, "--hidden")
     if args.requests is not None:
         options.num_requests = options.cancel_requests = args.requests
+    options.code_requests = args.code_requests
     if args.crosshair_seconds is not None:
         options.crosshair_seconds = args.crosshair_seconds
     if args.max_states is not None:
@@ -199,7 +210,7 @@ def paged_rows(args: argparse.Namespace, say):  # type: ignore[no-untyped-def]
 def paged_methods(args: argparse.Namespace) -> tuple[str, ...]:
     """The methods a paged scheduler is proved by: all of them unless --methods names some (each has
     paged rows: the paged model check, the paged Z3 theorems, the paged CrossHair contracts)."""
-    text = args.methods if args.methods is not None else ",".join(METHODS)
+    text = args.methods if args.methods is not None else ",".join(PAGED_METHODS)
     methods = tuple(m.strip() for m in text.split(",") if m.strip())
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:

@@ -141,7 +141,8 @@ def policy(config: tuple[int, int, int], ready: Sequence[int], remaining: dict[i
         given[rid] = n
     decoded = [rid for rid in ready if rid in given]
     prefill = [rid for rid in given if rid not in ready]
-    decode_first = (set(ready[:token_budget]) <= set(decoded) and all(given[r] == 1 for r in decoded)
+    oldest = [rid for i, rid in enumerate(ready) if i < token_budget]  # ready[:B], written so a symbolic B runs
+    decode_first = (set(oldest) <= set(decoded) and all(given[r] == 1 for r in decoded)
                     and (not prefill or len(decoded) == len(ready)))
     left = token_budget - len(decoded)
     partial_next = True

@@ -241,49 +241,104 @@ def admissions(policy: Policy) -> list[Obligation]:
     ]
 
 
-def finishing(policy: Policy) -> list[Obligation]:
-    """KV's return over the completion loop: the free KV after the step is the free KV before plus
-    the reservations of exactly the requests whose last token this step emits (`returned`, a prefix
-    sum defined by its recurrence), and a request returns its reservation only then."""
+def _completion(policy: Policy, reqs: Requests, planned: z3.ArrayRef, prefill: z3.ArrayRef,
+                j: z3.ArithRef) -> tuple[SymEntry, z3.ArithRef, z3.ArithRef]:
+    """Request j's entry in any plan (`planned`, `prefill`), its prefill after the step and the tokens
+    the policy's completion has it emit."""
+    r = reqs.at(j)
+    entry = SymEntry(z3.And(planned[j], prefill[j] == 0, r.ready), z3.If(r.admitted, prefill[j], 0),
+                     z3.And(planned[j], z3.Not(r.admitted)), z3.If(r.admitted, 0, prefill[j]))
+    num_prefilled = r.num_prefilled + entry.prefill
+    return entry, num_prefilled, policy.emitted(entry, r, num_prefilled)
+
+
+def _plan_ok(reqs: Requests, planned: z3.ArrayRef, prefill: z3.ArrayRef, at: z3.ArithRef) -> z3.BoolRef:
+    """Any plan the rules allow, for request `at`: a chunk within its prompt, only for a request that
+    is ready (a decode: no prefill), partial or waiting."""
+    r = reqs.at(at)
+    return z3.And(prefill[at] >= 0, r.num_prefilled + prefill[at] <= r.prompt_len,
+                  z3.Implies(prefill[at] > 0, planned[at]),
+                  z3.Implies(planned[at], z3.Or(r.ready, r.partial, r.waiting)),
+                  z3.Implies(z3.And(planned[at], r.ready), prefill[at] == 0))
+
+
+def per_request(policy: Policy) -> list[Obligation]:
+    """The per-request parts of the invariant (`Requests.valid_at`: lengths, progress within them,
+    nothing before admission, FIRST-TOKEN's "emitted exactly when the prompt is done", NEVER-FIT),
+    for any N: a request as add() queues it has them, and one step keeps them for a request that has
+    them, whatever entry a plan keeping PREFILL-ONCE and ONE-ENTRY gives it (a chunk within its
+    prompt, n >= 1 for a chunk or an admission, a decode only once its prompt is done). No other
+    request enters the obligation, so it holds for every N; the plan's rules it assumes are proved of
+    the code by the code theorems and of the policy at N = 12."""
     config, reqs, n, i = _common()
-    returned = z3.Function("returned", INT, INT)  # returned(j): reservations back from requests 0..j-1
+    planned, prefill = z3.Array("planned", INT, BOOL), z3.Array("prefill", INT, INT)
+    r = reqs.at(i)
+    entry, num_prefilled, tokens = _completion(policy, reqs, planned, prefill, i)
+    after = SymRequest(r.arrived, z3.Or(r.admitted, planned[i]), r.prompt_len, r.max_new, num_prefilled,
+                       r.num_emitted + tokens)
+    after_reqs = Requests(*(z3.Store(a, i, v) for a, v in (
+        (reqs.prompt, after.prompt_len), (reqs.max_new, after.max_new), (reqs.prefilled, after.num_prefilled),
+        (reqs.emitted, after.num_emitted), (reqs.arrived, after.arrived), (reqs.admitted, after.admitted))))
+    one_entry = z3.Implies(z3.And(planned[i], z3.Not(r.ready)), prefill[i] >= 1)
+    added = z3.And(r.arrived, z3.Not(r.admitted), r.num_prefilled == 0, r.num_emitted == 0, r.prompt_len >= 1,
+                   r.max_new >= 1, r.reservation <= config.kv_tokens)
+    return [
+        Obligation("initiation", z3.And(config.valid(), added), reqs.valid_at(i, config)),
+        Obligation("consecution", z3.And(config.valid(), n >= 1, i >= 0, i < n, reqs.valid_at(i, config),
+                                         _plan_ok(reqs, planned, prefill, i), one_entry),
+                   after_reqs.valid_at(i, config)),
+    ]
+
+
+def finishing(policy: Policy) -> list[Obligation]:
+    """KV conservation over the completion loop, for any N: if the free KV before completion is K
+    less the reservations held (`held_before`: the requests running or admitted in the step), the free
+    KV after is K less the reservations still held after it (`held_after`: admitted, tokens left, read
+    off each request's state after the step). Both are prefix sums defined by their own recurrences;
+    the loop invariant only relates the free KV so far to them, so the exit (KV of the state after)
+    follows from the invariant and the premise, and is no part of the invariant."""
+    config, reqs, n, i = _common()
+    held_before = z3.Function("held_before", INT, INT)  # reservations held by requests 0..j-1 before
+    held_after = z3.Function("held_after", INT, INT)  # and after the step
     planned = z3.Array("planned", INT, BOOL)  # the plan, any: which requests got an entry
     prefill = z3.Array("prefill", INT, INT)
     free, free0 = z3.Ints("free free0")
 
-    def finishes(j_: z3.ArithRef) -> z3.BoolRef:
+    def step_of(j_: z3.ArithRef) -> tuple[SymEntry, z3.ArithRef, z3.ArithRef]:
+        return _completion(policy, reqs, planned, prefill, j_)
+
+    def holds_before(j_: z3.ArithRef) -> z3.BoolRef:
         r = reqs.at(j_)
-        done = r.num_prefilled + prefill[j_]
-        emits = z3.And(planned[j_], done == r.prompt_len)
-        return z3.And(emits, r.num_emitted + 1 >= r.max_new, z3.Or(r.admitted, prefill[j_] > 0))
+        return z3.And(z3.Or(r.admitted, planned[j_]), r.num_emitted < r.max_new)
 
-    def recurrence(at: z3.ArithRef) -> z3.BoolRef:  # the definition of `returned`, at one index
-        return returned(at + 1) == returned(at) + z3.If(finishes(at), reqs.at(at).reservation, 0)
+    def holds_after(j_: z3.ArithRef) -> z3.BoolRef:
+        r = reqs.at(j_)
+        return z3.And(z3.Or(r.admitted, planned[j_]), r.num_emitted + step_of(j_)[2] < r.max_new)
 
-    def plan_ok(at: z3.ArithRef) -> z3.BoolRef:  # any plan the rules allow, for request `at`
-        r = reqs.at(at)
-        return z3.And(prefill[at] >= 0, r.num_prefilled + prefill[at] <= r.prompt_len,
-                      z3.Implies(prefill[at] > 0, planned[at]), z3.Implies(planned[at], z3.Or(r.ready, r.partial,
-                                                                                                r.waiting)))
+    def recurrences(at: z3.ArithRef) -> z3.BoolRef:  # the definitions of the two sums, at one index
+        reservation = reqs.at(at).reservation
+        return z3.And(held_before(at + 1) == held_before(at) + z3.If(holds_before(at), reservation, 0),
+                      held_after(at + 1) == held_after(at) + z3.If(holds_after(at), reservation, 0))
+
+    def plan_ok(at: z3.ArithRef) -> z3.BoolRef:
+        return _plan_ok(reqs, planned, prefill, at)
 
     # Only request i's facts are needed (every request has them): instances keep this quantifier-free.
-    base = z3.And(config.valid(), n >= 0, returned(0) == 0)
+    base = z3.And(config.valid(), n >= 0, held_before(0) == 0, held_after(0) == 0)
 
     def inv(at: z3.ArithRef, free_: z3.ArithRef) -> z3.BoolRef:
-        return z3.And(at >= 0, at <= n, free_ == free0 + returned(at))
+        return z3.And(at >= 0, at <= n, free_ == free0 + held_before(at) - held_after(at))
 
     r = reqs.at(i)
-    entry = SymEntry(z3.And(planned[i], prefill[i] == 0, r.ready), z3.If(r.admitted, prefill[i], 0),
-                     z3.And(planned[i], z3.Not(r.admitted)), z3.If(r.admitted, 0, prefill[i]))
-    num_prefilled = r.num_prefilled + entry.prefill
-    tokens = policy.emitted(entry, r, num_prefilled)
+    entry, num_prefilled, tokens = step_of(i)
     released = policy.releases(entry, r, num_prefilled, r.num_emitted + tokens, tokens)
     after = inv(i + 1, free + z3.If(released, r.reservation, 0))
+    kv_before = free0 == config.kv_tokens - held_before(n)
     return [
         Obligation("initiation", base, inv(z3.IntVal(0), free0)),
         Obligation("consecution", z3.And(base, inv(i, free), i < n, reqs.valid_at(i, config), plan_ok(i),
-                                         recurrence(i)), after),
-        Obligation("exit", z3.And(base, inv(n, free)), free == free0 + returned(n)),
+                                         recurrences(i)), after),
+        Obligation("exit", z3.And(base, inv(n, free), kv_before), free == config.kv_tokens - held_after(n)),
     ]
 
 
@@ -369,7 +424,9 @@ INDUCTIONS: tuple[LoopInduction, ...] = (
     LoopInduction("PARTIALS (induction)", "PARTIAL-NEXT", partials, "ShortChunk"),
     LoopInduction("ADMITS (induction)", "FCFS, SLOTS, KV, WORK-CONSERVING (admission)", admissions,
                   "CappedAdmissions"),
-    LoopInduction("FINISH (induction)", "KV (return)", finishing, "EarlyRelease"),
+    LoopInduction("FINISH (induction)", "KV (conservation)", finishing, "EarlyRelease"),
+    LoopInduction("PER-REQUEST (induction)", "TYPES, FIRST-TOKEN, NEVER-FIT (per request)", per_request,
+                  "LateFirstToken"),
     LoopInduction("PROGRESS (induction)", "PROGRESS", progress, "Stalls"),
 )
 

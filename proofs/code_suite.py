@@ -1,0 +1,50 @@
+"""The rows of the code theorems (`smt.code_theorems`): Z3 over the scheduler's own code, run on
+symbolic values, every path (method `symbolic` of `stallfree prove`). They speak of the scheduler
+checked, the reference or a `--scheduler` kept in the reference's fields (a copy of it with a bug
+planted, say); of any other the rows read n/a."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stallfree.spec.verdict import Verdict
+
+from .suite import Options, Row, Say, z3_verdict
+
+# Requests per state for each theorem: STEP at 3, the stops (every subset) and cancels (every victim,
+# two moments) at 2, so that the three take about 10 s; `--profile deep` (and --code-requests) raise them.
+REQUESTS = {"STEP (code)": 3, "STOPS (code)": 2, "CANCEL (code)": 2}
+DEEP_REQUESTS = {"STEP (code)": 4, "STOPS (code)": 3, "CANCEL (code)": 3}
+
+
+def code_rows(o: Options, say: Say) -> list[Row]:
+    from .smt import code_theorems
+
+    cls = o.factory
+    name = "reference" if o.factory is code_theorems_reference() else getattr(cls, "__qualname__", str(cls))
+    why = code_theorems.not_applicable(cls)
+    if why is not None:
+        return [Row(t.name, "Z3 symbolic execution", "-", f"n/a ({why[:60]})", 0.0, why) for t in code_theorems.THEOREMS]
+    rows = []
+    for theorem in code_theorems.THEOREMS:
+        n = o.code_requests or (DEEP_REQUESTS if o.deep else REQUESTS)[theorem.name]
+        say(f"z3: {theorem.name} of {name}'s code (every state of at most {n} requests)")
+        outcome = code_theorems.prove(theorem, cls, n)
+        rows.append(_row(outcome, f"Z3 symbolic execution ({name})", n))
+    return rows
+
+
+def code_theorems_reference() -> Any:
+    from stallfree.reference import Scheduler
+
+    return Scheduler
+
+
+def _row(outcome: Any, method: str, n: int) -> Row:
+    result = z3_verdict(outcome.result)
+    bound = f"N<={n}, lengths unbounded"
+    if result == Verdict.BROKEN:
+        detail = f"broken: {', '.join(outcome.broken)}; first: {outcome.detail}"
+    else:
+        detail = outcome.detail
+    return Row(outcome.theorem, method, bound, result, outcome.seconds, detail, outcome.counterexample)
