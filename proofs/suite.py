@@ -19,7 +19,7 @@ from stallfree.spec.verdict import Verdict
 
 from .contracts import planted, planted_contracts, planted_lifecycle
 from .contracts import run as crosshair_run
-from .explicit import modelcheck, starvation
+from .explicit import coverage, modelcheck, starvation
 from .explicit.bounds import Bounds
 from .explicit.counterexample import replay
 from .explicit.snapshot import Hidden
@@ -36,8 +36,13 @@ HIDDEN_UNDECLARED = ("refused: states with one key were merged, which is sound o
                      "--hidden none)")
 METHODS = ("model", "z3", "differential", "crosshair", "variants", "quint")
 DEFAULT_BOUND = "2,3,8,4,3,3"  # S > B, so READY-WITHIN-BUDGET can fail; M = 3
+# The default's second bound, where the cases S > B rules out are reached (see `coverage`): with S <= B the
+# waiting head is refused for want of a slot, and B = 3 admits three in one step. Every claim's case is
+# reached at one of the two bounds (docs/proofs.md, the vacuity table).
+COVERAGE_BOUND = "3,3,12,4,3,3"
 LIVENESS_BOUND = "2,2,8,2,3,2"  # B,S,K, at most 2 waiting at once (arrivals never stop), P, M
-LIVENESS_METHOD = "model check (lassos, WF Step)"  # `explicit.starvation`
+LIVENESS_METHOD = "model check (lassos, WF Step)"
+VACUOUS_METHOD = "model check (vacuous here)"  # a claim whose case the model check never reached at that bound  # `explicit.starvation`
 RANDOM_STATES = 10_000  # states of random workloads the differential compares (see smt.refinement)
 RANDOM_CANCELS = 300  # cancels of random workloads the cancel differential compares (smt.cancel_refinement)
 # `stallfree prove --profile deep`: every figure a step up (several minutes)
@@ -72,6 +77,7 @@ class Row:
     seconds: float
     detail: str = ""
     counterexample: dict[str, Any] | None = field(default=None)
+    coverage: list[dict[str, Any]] | None = field(default=None)  # a model check's cases and their counts
 
     @property
     def failed(self) -> bool:
@@ -102,6 +108,8 @@ class Options:
     random_states: int = RANDOM_STATES
     cancel_requests: int | None = None  # symbolic requests in each cancel theorem; None: their default
     random_cancels: int = RANDOM_CANCELS
+    # A second bound model-checked with the first (None: the first alone), where its vacuous cases are reached.
+    coverage_bound: Bounds | None = field(default_factory=lambda: Bounds.parse(COVERAGE_BOUND))
 
 
 def model_rows(o: Options, say: Say) -> list[Row]:
@@ -112,6 +120,8 @@ def model_rows(o: Options, say: Say) -> list[Row]:
     if not o.bound.lifecycle and _supports_both(o):
         # Again with stops and cancels: the same states, every stop and cancel transition between them.
         rows += _safety_rows(o, replace(o.bound, lifecycle=True), say, differential=False)
+    if o.coverage_bound is not None and o.coverage_bound != o.bound and not any(r.failed for r in rows):
+        rows += _safety_rows(o, o.coverage_bound, say, differential=False)
     return [*rows, liveness_row(o, say)]
 
 
@@ -169,7 +179,7 @@ def _safety_rows(o: Options, bounds: Bounds, say: Say, differential: bool = True
         refused = f"{HIDDEN_UNDECLARED}; {figures}"
         return [Row("ALL RULES", "model check", bound, UNKNOWN, result.seconds, refused),
                 Row("PROGRESS", "model check (liveness)", bound, UNKNOWN, 0.0, refused)]
-    return [
+    rows = [
         Row("ALL RULES", "model check", bound, HOLDS, result.seconds,
             f"{len(RULE_IDS)} rules on every transition ({actions}), {len(INVARIANTS)} state invariants in every "
             f"state; {figures}"),
@@ -177,6 +187,31 @@ def _safety_rows(o: Options, bounds: Bounds, say: Say, differential: bool = True
             f"no cycle with work pending; longest behaviour {result.longest_steps} steps; "
             f"any state finishes its work within {result.drain_bound} steps"),
     ]
+    return rows + coverage_rows(result, bound)
+
+
+def coverage_rows(result: modelcheck.CheckResult, bound: str) -> list[Row]:
+    """The model check's coverage (`explicit.coverage`): one row holding if every claim's cases were
+    reached (or excluded by an invariant), else one `not judged` row per claim vacuous at this bound."""
+    report = result.coverage
+    if report is None:
+        return []
+    cases = [r.to_json() for r in report]
+    lines = "\n".join(r.line() for r in report)
+    vacuous = coverage.vacuous_claims(report)
+    if not vacuous:
+        reached = sum(r.status == coverage.REACHED for r in report)
+        return [Row("COVERAGE", "model check (coverage)", bound, HOLDS, 0.0,
+                    f"every claim's cases reached ({reached} cases; the others excluded by an invariant or not "
+                    f"run):\n{lines}", coverage=cases)]
+    rows = []
+    for claim in vacuous:
+        never = "; ".join(r.case for r in report if r.claim == claim and r.status == coverage.VACUOUS)
+        table = f"\nthe cases at this bound:\n{lines}" if not rows else ""
+        rows.append(Row(claim, VACUOUS_METHOD, bound, NOT_JUDGED, 0.0,
+                        f"vacuous at this bound: {never}: never reached, so the rule was judged only where it "
+                        f"could not fail{table}", coverage=cases))
+    return rows
 
 
 def z3_rows(o: Options, say: Say) -> list[Row]:

@@ -108,6 +108,7 @@ def with_fault(options, fault: str, methods: tuple[str, ...]) -> None:  # type: 
     options.rules = controls.judged(rule)
     options.bound = controls.control_bound(rule)
     options.fault_rule = rule
+    options.coverage_bound = None  # a control is judged at its own bound
     options.crosshair_seconds = crosshair_run.PLANTED_S
 
 
@@ -139,6 +140,7 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     if args.bound is not None:
         try:
             options.bound = Bounds.parse(args.bound)
+            options.coverage_bound = None  # the bound asked for, alone
         except (ValueError, TypeError) as error:  # the field named by Bounds, the flag and value here
             raise ValueError(f"--bound {args.bound!r}: {str(error).removeprefix(f'bound {args.bound!r}: ')}") from None
     if args.liveness_bound is not None:
@@ -300,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
         result = row.result.label if isinstance(row.result, Verdict) else row.result
         print(f"{row.claim:<20} {row.method:<36} {row.bound:<28} {result:<12} {row.seconds:>8.2f}")
     failed = [row for row in rows if row.failed]
-    for row in failed:
+    for row in [row for row in rows if row.failed or row.result == Verdict.NOT_JUDGED]:
         print(f"\n{row.claim} ({row.method}): {row.result.label}\n{row.detail}")
     try:
         write_json(args, [row.to_json() for row in rows])
@@ -324,6 +326,8 @@ def summary(rows: list) -> str:  # type: ignore[type-arg]
         text += f"; {counts[Verdict.BROKEN]} broken"
     if counts[Verdict.UNKNOWN]:
         text += f"; {counts[Verdict.UNKNOWN]} unknown"
+    if counts[Verdict.NOT_JUDGED]:
+        text += f"; {counts[Verdict.NOT_JUDGED]} not judged (vacuous at a bound, or not run)"
     if not_applicable:
         text += f"; {not_applicable} not applicable"
     return text
