@@ -134,7 +134,7 @@ def _supports_both(o: Options) -> bool:
 def liveness_row(o: Options, say: Say) -> Row:
     """The per-request bound under never-ending arrivals (`explicit.starvation`)."""
     say(f"model check: LIVENESS at {o.liveness_bound.label()}, arrivals never stop")
-    result = starvation.check(o.liveness_bound, o.factory, o.max_states)
+    result = starvation.check(o.liveness_bound, o.factory, o.max_states, o.hidden)
     bound = f"{o.liveness_bound.label()}: {result.states:,} states"
     method = LIVENESS_METHOD
     if result.counterexample is not None:
@@ -147,9 +147,9 @@ def liveness_row(o: Options, say: Say) -> Row:
         return Row(starvation.LIVENESS, method, bound, UNKNOWN, result.seconds,
                    "refused: declare the scheduler's hidden state (--hidden MODULE:FUNCTION, or --hidden none)")
     return Row(starvation.LIVENESS, method, bound, HOLDS, result.seconds,
-               f"every request finished within the work ahead of it at its arrival plus its own, under arrivals "
-               f"that never stop (at most {o.liveness_bound.num_requests} waiting); tightest margin "
-               f"{result.worst_margin} step(s)")
+               f"every request finished within floor(P / B) + D steps of its arrival (P prompt positions, D "
+               f"tokens of it and the requests ahead of it then), under arrivals that never stop (at most "
+               f"{o.liveness_bound.num_requests} waiting); tightest margin {result.worst_margin} step(s)")
 
 
 def _safety_rows(o: Options, bounds: Bounds, say: Say, differential: bool = True) -> list[Row]:
@@ -218,13 +218,14 @@ def z3_rows(o: Options, say: Say) -> list[Row]:
     from .controls import twin_fault
     from .smt import ends
     from .smt.induction import INDUCTIONS, prove_induction
+    from .smt.liveness_steps import LIVENESS_STEPS
     from .smt.loops import LOOP_THEOREMS, prove_loop
     from .smt.reach import reach
     from .smt.theorems import THEOREMS, prove
 
     o = with_z3_defaults(o)
     rows = []
-    for theorem in THEOREMS:
+    for theorem in (*THEOREMS, LIVENESS_STEPS):
         say(f"z3: {theorem.name} ({o.policy.name}, N={o.num_requests})")
         outcome = prove(theorem, o.policy, o.num_requests)
         row = _z3_row(theorem.name, f"Z3 inductive step ({o.policy.name})", f"N={o.num_requests}", outcome)
