@@ -217,7 +217,7 @@ def is_prefix(args: argparse.Namespace) -> bool:
 
 def prefix_rows(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """The rows of a prefix-caching scheduler: its model check (the project's own scheduler and faults
-    only: another one's hidden state is not declared), the other methods not checked."""
+    only: another one's hidden state is not declared), its Z3 theorems, the other methods not checked."""
     from stallfree.prefix import faults, small_blocks
     from stallfree.proofs import prefix_suite
     from stallfree.proofs.explicit.bounds import Bounds
@@ -233,6 +233,8 @@ def prefix_rows(args: argparse.Namespace):  # type: ignore[no-untyped-def]
                          "schedulers (stallfree.prefix:small_blocks, the faults) only")
     methods = paged_methods(args)
     rows = prefix_suite.model_rows(bound, factory, args.max_states) if "model" in methods else []
+    if "z3" in methods:
+        rows += prefix_suite.z3_rows(args.fault.upper() if args.fault else None)
     return rows + prefix_suite.not_written(methods)
 
 
