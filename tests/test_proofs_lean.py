@@ -46,3 +46,11 @@ def test_a_stall_by_a_hidden_counter_is_found_once_declared() -> None:
     assert lean.check(bounds, FAULTS["PROGRESS"]).counterexample is None
     ce = lean.check(bounds, FAULTS["PROGRESS"], hidden=hidden_for("PROGRESS")).counterexample
     assert ce is not None and ce.rule == "PROGRESS"
+
+
+def test_workers_find_the_same_states_and_counterexamples() -> None:
+    bounds = Bounds.parse("2,3,8,3,3,3")
+    one, two = lean.check(bounds), lean.check(bounds, workers=2)
+    assert (one.states, one.transitions, one.depth) == (two.states, two.transitions, two.depth)
+    ce = lean.check(Bounds.parse("2,2,6,3,3,2"), FAULTS["FCFS"], workers=2).counterexample
+    assert ce is not None and ce.rule == "FCFS" and ce.replayed is not None

@@ -10,6 +10,8 @@ the revisit comparison, so a scheduler's hidden state must be declared (`hidden`
 
 from __future__ import annotations
 
+import gc
+import multiprocessing
 import time
 from array import array
 from collections.abc import Callable
@@ -88,48 +90,89 @@ class LeanResult:
         return self.states / self.seconds if self.seconds > 0 else 0.0
 
 
+Task = tuple[int, int, bytes, bool]  # a state, its parent, its path (array "h" bytes), a sibling follows
+BATCH = 512  # states a worker expands per message
+_worker: Any = None  # a worker process's copy of the explorer, set when it forks
+
+
+def _start(explorer: _Explorer) -> None:
+    global _worker
+    _worker = explorer
+    gc.freeze()  # the forked heap stays shared with the parent
+
+
+def _expand(explorer: _Explorer, batch: list[Task]) -> list[tuple[int, list[Any]]]:
+    """Rebuild each state of `batch` and judge its every action: (state, [(action, fingerprint or None,
+    summary or (rule, message))])."""
+    out = []
+    for state, parent, packed, follows in batch:
+        path = array("h")
+        path.frombytes(packed)
+        node = explorer.rebuild(path.tolist(), parent, follows) if path else explorer.fresh()
+        out.append((state, explorer.outcomes(node)))
+    explorer.parent_copy = None
+    return out
+
+
+def _in_worker(batch: list[Task]) -> list[tuple[int, list[Any]]]:
+    return _expand(_worker, batch)
+
+
 def check(bounds: Bounds, factory: Callable[..., Any] = Scheduler, max_states: int | None = None,
-          hidden: Hidden | None = None) -> LeanResult:
+          hidden: Hidden | None = None, workers: int = 1) -> LeanResult:
     """Every state reachable under `bounds`, breadth first, judged per transition; see the module doc.
     `hidden` is the scheduler's state the key leaves out, as `modelcheck.check` takes it: with no
-    revisit comparison here, a scheduler with hidden state must declare it."""
+    revisit comparison here, a scheduler with hidden state must declare it. With `workers` > 1, forked
+    processes rebuild and judge each level's states; this process keeps the table and the paths."""
     began = time.perf_counter()
     explorer = _Explorer(bounds, factory, hidden, compact=True)  # `stored` is the key's 64-bit hash
     explorer.coverage = None  # not counted here
     seen = FingerprintSet()
     parent, via = array("i", [-1]), array("h", [0])
-
-    def path_to(state: int) -> list[int]:
-        out = []
-        while state > 0:
-            out.append(via[state])
-            state = parent[state]
-        return out[::-1]
-
-    root = explorer.fresh()
-    seen.add(explorer.stored(explorer.key(root)))
+    seen.add(explorer.stored(explorer.key(explorer.fresh())))
+    pool = multiprocessing.get_context("fork").Pool(workers, _start, (explorer,)) if workers > 1 else None
     frontier, depth, transitions = [0], 0, 0
-    while frontier:
-        next_frontier: list[int] = []
-        for i, state in enumerate(frontier):
-            follows = i + 1 < len(frontier) and parent[frontier[i + 1]] == parent[state]
-            node = root if state == 0 else explorer.rebuild(path_to(state), parent[state], follows)
-            for index, after in explorer.successors(node):
-                transitions += 1
-                if isinstance(after, tuple):
-                    path = [explorer.actions[s] for s in [*path_to(state), index]]
-                    ce = explorer.counterexample(path, *after)
-                    return _result(bounds, seen, parent, transitions, depth + 1, began, True, ce)
-                if seen.add(explorer.stored(explorer.key(after))):
-                    parent.append(state)
-                    via.append(index)
-                    next_frontier.append(len(parent) - 1)
-            if max_states is not None and len(parent) > max_states:
-                return _result(bounds, seen, parent, transitions, depth + 1, began, False, None)
-        depth += bool(next_frontier)
-        frontier = next_frontier
-        explorer.parent_copy = None
+    try:
+        while frontier:
+            batches = [_tasks(frontier[i:i + BATCH], frontier, i, parent, via) for i in range(0, len(frontier), BATCH)]
+            results = pool.imap(_in_worker, batches) if pool else (_expand(explorer, b) for b in batches)
+            next_frontier: list[int] = []
+            for expanded in results:
+                for state, outcomes in expanded:
+                    for index, stored, summary in outcomes:
+                        transitions += 1
+                        if stored is None:
+                            path = [explorer.actions[a] for a in [*_path(state, parent, via), index]]
+                            ce = explorer.counterexample(path, *summary)
+                            return _result(bounds, seen, parent, transitions, depth + 1, began, True, ce)
+                        if seen.add(stored):
+                            parent.append(state)
+                            via.append(index)
+                            next_frontier.append(len(parent) - 1)
+                if max_states is not None and len(parent) > max_states:
+                    return _result(bounds, seen, parent, transitions, depth + 1, began, False, None)
+            depth += bool(next_frontier)
+            frontier = next_frontier
+    finally:
+        if pool is not None:
+            pool.terminate()
     return _result(bounds, seen, parent, transitions, depth, began, True, None)
+
+
+def _path(state: int, parent: array, via: array) -> list[int]:
+    out = []
+    while state > 0:
+        out.append(via[state])
+        state = parent[state]
+    return out[::-1]
+
+
+def _tasks(batch: list[int], frontier: list[int], begin: int, parent: array, via: array) -> list[Task]:
+    tasks = []
+    for i, state in enumerate(batch, begin):
+        follows = i + 1 < len(frontier) and parent[frontier[i + 1]] == parent[state]
+        tasks.append((state, parent[state], array("h", _path(state, parent, via)).tobytes(), follows))
+    return tasks
 
 
 def _result(bounds: Bounds, seen: FingerprintSet, parent: array, transitions: int, depth: int, began: float,
