@@ -22,7 +22,7 @@ from stallfree.reference import Scheduler
 
 from .bounds import Bounds
 from .counterexample import Counterexample
-from .modelcheck import _Explorer
+from .modelcheck import Tally, _Explorer
 from .snapshot import Hidden
 
 EMPTY = 0  # a free slot; a fingerprint of 0 is stored as 1
@@ -70,7 +70,7 @@ class FingerprintSet:
 
 
 @dataclass(frozen=True, slots=True)
-class LeanResult:
+class LeanResult(Tally):
     bounds: Bounds
     states: int
     transitions: int
@@ -85,9 +85,6 @@ class LeanResult:
     def bytes_per_state(self) -> float:
         return (self.visited_bytes + self.path_bytes) / self.states if self.states else 0.0
 
-    @property
-    def states_per_second(self) -> float:
-        return self.states / self.seconds if self.seconds > 0 else 0.0
 
 
 Task = tuple[int, int, bytes, bool]  # a state, its parent, its path (array "h" bytes), a sibling follows

@@ -86,20 +86,23 @@ def _admits(scheduler: Any, bs: int, running: bool) -> tuple[z3.BoolRef, z3.Bool
     return hypothesis, admits, free - revived - new >= watermark
 
 
-def watermark_kept(scheduler: Any, bs: int) -> tuple[z3.BoolRef, z3.BoolRef]:
+def _with_and_without_running(scheduler: Any, bs: int, decides: bool) -> tuple[z3.BoolRef, z3.BoolRef]:
+    """`decides`: an admission leaves the watermark (WATERMARK); else one that would is admitted
+    (WORK-CONSERVING's admission part); with no request running and with some."""
     goals = []
     for running in (False, True):
         hypothesis, admits, leaves = _admits(scheduler, bs, running)
-        goals.append(z3.Implies(z3.And(hypothesis, admits), leaves))
+        goals.append(z3.Implies(z3.And(hypothesis, admits), leaves) if decides
+                     else z3.Implies(z3.And(hypothesis, leaves), admits))
     return z3.BoolVal(True), z3.And(goals)
+
+
+def watermark_kept(scheduler: Any, bs: int) -> tuple[z3.BoolRef, z3.BoolRef]:
+    return _with_and_without_running(scheduler, bs, True)
 
 
 def admits_what_fits(scheduler: Any, bs: int) -> tuple[z3.BoolRef, z3.BoolRef]:
-    goals = []
-    for running in (False, True):
-        hypothesis, admits, leaves = _admits(scheduler, bs, running)
-        goals.append(z3.Implies(z3.And(hypothesis, leaves), admits))
-    return z3.BoolVal(True), z3.And(goals)
+    return _with_and_without_running(scheduler, bs, False)
 
 
 THEOREMS: tuple[PrefixTheorem, ...] = (
