@@ -65,10 +65,22 @@ def test_prove_reports_vacuous_claims_in_the_table_and_the_json(tmp_path: Path,
     assert all(c["status"] in ("reached", "vacuous", "excluded", "not run") for c in vacuous[0]["coverage"])
 
 
+def test_a_claim_vacuous_at_the_first_bound_says_where_it_is_reached() -> None:
+    """The suite's second bound reaches what the first leaves vacuous, and the vacuous rows say so;
+    they stay `not judged` at their own bound."""
+    options = suite.Options(methods=("model",), bound=Bounds.parse("2,2,6,2,2,2"),
+                            coverage_bound=Bounds.parse(suite.COVERAGE_BOUND), liveness_bound=Bounds.parse("2,2,6,2,2,2"))
+    rows = suite.model_rows(options, lambda _: None)
+    vacuous = [r for r in rows if r.method == suite.VACUOUS_METHOD]
+    assert vacuous and all(r.result == suite.NOT_JUDGED and f"every case reached at {suite.COVERAGE_BOUND}" in r.detail
+                           for r in vacuous)
+    assert any(r.claim == "COVERAGE" and r.result == suite.HOLDS for r in rows)
+
+
 @pytest.mark.deep
 def test_the_default_bounds_together_reach_every_case() -> None:
     """The published pair: 2,3,8,4,3,3 (S > B) leaves SLOTS and three admissions a step vacuous, which
-    3,3,12,4,3,3 reaches; the stop and cancel cases are reached by the lifecycle check."""
+    the coverage bound (3,3,9,4,4,2) reaches; the stop and cancel cases are reached by the lifecycle check."""
     first = statuses(suite.DEFAULT_BOUND)
     second = statuses(suite.COVERAGE_BOUND)
     lifecycle = modelcheck.check(replace(Bounds.parse(suite.DEFAULT_BOUND), lifecycle=True), compact=True)
