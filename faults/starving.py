@@ -35,8 +35,8 @@ class StarveLongPrompt(Stepwise):
 
 class IdleOneInThree(Stepwise):
     """Plans nothing every third step, by its own step counter (hidden state: `idle_phase`), and is the
-    reference otherwise: every request still finishes, and within W + w steps (the work ahead of it plus
-    its own), but not within the per-request bound in steps, floor(P / B) + D."""
+    reference otherwise: every request still finishes, at 2,2,8,2,2,2 each within W + w steps (the work
+    ahead of it plus its own), but not within the per-request bound in steps, floor(P / B) + D."""
 
     breaks = "PROGRESS"
     PERIOD = 3

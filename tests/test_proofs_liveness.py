@@ -24,7 +24,7 @@ LIVENESS = next(t for t in THEOREMS if t.name == "LIVENESS")
 def test_the_reference_meets_the_per_request_bound_under_endless_arrivals() -> None:
     result = starvation.check(BOUND)
     assert result.holds and result.states > 5_000
-    assert result.worst_margin is not None and result.worst_margin >= 0
+    assert result.worst_margin == 0  # floor(P / B) + D is met exactly by some behaviour: it cannot be lowered
 
 
 @pytest.mark.parametrize("name", list(STARVING))
@@ -53,19 +53,14 @@ def test_prove_fault_liveness_fails(capsys: pytest.CaptureFixture[str]) -> None:
 # -- the bound in steps: floor(P / B) + D (LIVENESS-STEPS) ------------------------------------------
 
 
-def test_the_bound_in_steps_is_tight_on_the_reference() -> None:
-    """The reference meets floor(P / B) + D with a margin of 0 somewhere: the bound cannot be lowered."""
-    result = starvation.check(BOUND)
-    assert result.holds and result.worst_margin == 0
-
-
 def test_idling_one_step_in_three_breaks_the_bound_in_steps_not_the_work_bound(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """IdleOneInThree, its step counter declared as hidden state, breaks floor(P / B) + D; under the
-    weaker W + w (units of work) it would pass, which is why the bound is in steps."""
+    weaker W + w (units of work) it passes at 2,2,8,2,2,2, which is why the bound is in steps."""
     from stallfree.faults.starving import IdleOneInThree, idle_phase
 
-    ce = starvation.check(BOUND, IdleOneInThree, hidden=idle_phase).counterexample
+    small = Bounds.parse("2,2,8,2,2,2")
+    ce = starvation.check(small, IdleOneInThree, hidden=idle_phase).counterexample
     assert ce is not None and ce.rule == "LIVENESS"
     play(ce.workload, Scheduler)  # the same arrivals keep every rule on the reference
 
@@ -74,7 +69,7 @@ def test_idling_one_step_in_three_breaks_the_bound_in_steps_not_the_work_bound(
         return prompts + tokens + prompt_len + max_new
 
     monkeypatch.setattr(starvation, "deadline", work_bound)
-    assert starvation.check(BOUND, IdleOneInThree, hidden=idle_phase).holds
+    assert starvation.check(small, IdleOneInThree, hidden=idle_phase).holds
 
 
 def test_the_hidden_state_is_in_the_liveness_key() -> None:
