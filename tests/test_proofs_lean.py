@@ -54,3 +54,16 @@ def test_workers_find_the_same_states_and_counterexamples() -> None:
     assert (one.states, one.transitions, one.depth) == (two.states, two.transitions, two.depth)
     ce = lean.check(Bounds.parse("2,2,6,3,3,2"), FAULTS["FCFS"], workers=2).counterexample
     assert ce is not None and ce.rule == "FCFS" and ce.replayed is not None
+
+
+def test_the_paged_design_runs_lean_with_its_counts() -> None:
+    """The paged design's states, transitions and what it counts (preempting states) are the full
+    check's."""
+    from stallfree.paged import small_blocks
+    from stallfree.proofs.explicit import paged
+
+    bounds = Bounds.parse("2,2,6,3,3,3")
+    design = paged.Paged(bounds, 1)
+    thin, full = lean.check(bounds, small_blocks, design=design), paged.check(bounds, small_blocks)
+    assert (thin.states, thin.transitions) == (full.states, full.transitions)
+    assert design.preempting_states == full.preempting_states > 0

@@ -22,6 +22,7 @@ from stallfree.reference import Scheduler
 
 from .bounds import Bounds
 from .counterexample import Counterexample
+from .design import Design
 from .modelcheck import Tally, _Explorer
 from .snapshot import Hidden
 
@@ -116,13 +117,14 @@ def _in_worker(batch: list[Task]) -> list[tuple[int, list[Any]]]:
 
 
 def check(bounds: Bounds, factory: Callable[..., Any] = Scheduler, max_states: int | None = None,
-          hidden: Hidden | None = None, workers: int = 1) -> LeanResult:
+          hidden: Hidden | None = None, workers: int = 1, design: Design | None = None) -> LeanResult:
     """Every state reachable under `bounds`, breadth first, judged per transition; see the module doc.
     `hidden` is the scheduler's state the key leaves out, as `modelcheck.check` takes it: with no
     revisit comparison here, a scheduler with hidden state must declare it. With `workers` > 1, forked
-    processes rebuild and judge each level's states; this process keeps the table and the paths."""
+    processes rebuild and judge each level's states; this process keeps the table and the paths.
+    `design` as for `modelcheck.check` (the paged design's counts of what it met, by `Design.seen`)."""
     began = time.perf_counter()
-    explorer = _Explorer(bounds, factory, hidden, compact=True)  # `stored` is the key's 64-bit hash
+    explorer = _Explorer(bounds, factory, hidden, compact=True, design=design)  # `stored`: the key's 64-bit hash
     explorer.coverage = None  # not counted here
     seen = FingerprintSet()
     parent, via = array("i", [-1]), array("h", [0])
@@ -143,6 +145,7 @@ def check(bounds: Bounds, factory: Callable[..., Any] = Scheduler, max_states: i
                             ce = explorer.counterexample(path, *summary)
                             return _result(bounds, seen, parent, transitions, depth + 1, began, True, ce)
                         if seen.add(stored):
+                            explorer.design.seen(summary)
                             parent.append(state)
                             via.append(index)
                             next_frontier.append(len(parent) - 1)
