@@ -33,4 +33,25 @@ class StarveLongPrompt(Stepwise):
         return super().phases()
 
 
+class IdleOneInThree(Stepwise):
+    """Plans nothing every third step, by its own step counter (hidden state: `idle_phase`), and is the
+    reference otherwise: every request still finishes, at 2,2,8,2,2,2 each within W + w steps (the work
+    ahead of it plus its own), but not within the per-request bound in steps, floor(P / B) + D."""
+
+    breaks = "PROGRESS"
+    PERIOD = 3
+
+    def schedule(self) -> list[tuple[int, int]]:
+        if self.num_steps % self.PERIOD == self.PERIOD - 1:
+            return []
+        return super().schedule()
+
+
+def idle_phase(scheduler: IdleOneInThree) -> int:
+    """IdleOneInThree's hidden state: where it is in its period, which decides when it idles."""
+    return scheduler.num_steps % IdleOneInThree.PERIOD
+
+
 STARVING: dict[str, type[Stepwise]] = {cls.__name__: cls for cls in (LifoAdmission, StarveLongPrompt)}
+# The controls of the bound in steps alone: each keeps W + w (LIVENESS's weaker bound).
+SLOW: dict[str, type[Stepwise]] = {IdleOneInThree.__name__: IdleOneInThree}

@@ -1,8 +1,10 @@
 """What `stallfree prove --scheduler stallfree.prefix:small_blocks` runs: the explicit model check of a
 prefix-caching scheduler (`explicit.prefix`: adds that share a system prompt, the prefix monitor and
 invariants), as rows of the same table; with --fault RULE, the same check on the prefix fault that
-breaks RULE, which must fail naming it. No Z3 theorem, CrossHair contract or differential check is
-written for the prefix design: those methods are rows that say "not checked", never rows that hold."""
+breaks RULE, which must fail naming it. The Z3 theorems of `smt.prefix` (the scheduler's own
+first_chunk and hit_admits, executed symbolically) are its z3 rows. No CrossHair contract or
+differential check is written for the prefix design: those methods are rows that say "not checked",
+never rows that hold."""
 
 from __future__ import annotations
 
@@ -64,6 +66,25 @@ def model_rows(bound: Bounds, factory: Callable[..., Any], max_states: int | Non
                 f"preemption {r.preempting_states}; with a block shared {r.shared_states}")]
 
 
+def z3_rows(fault_rule: str | None) -> list[Row]:
+    """The prefix theorems (`smt.prefix`) of the prefix scheduler; with a fault rule, the theorem of that
+    rule on its fault, which must be refuted (none where no theorem states the rule)."""
+    from .smt import prefix as theorems
+
+    rows = []
+    for t in theorems.THEOREMS:
+        if fault_rule is not None and t.name != fault_rule:
+            continue
+        cls = None if fault_rule is None else theorems.control(t)
+        o = theorems.prove(t, cls)
+        result = {"holds": HOLDS, "counterexample": BROKEN}.get(o.result, UNKNOWN)
+        detail = (f"the scheduler's own {t.method}, every path, any lengths, budget, pool and watermark; block "
+                  f"sizes {', '.join(map(str, theorems.BLOCK_SIZES))}") if result == HOLDS else str(o.counterexample)
+        rows.append(Row(t.name, f"Z3 prefix ({o.scheduler}.{t.method})", "any value", result, o.seconds, detail,
+                        o.counterexample))
+    return rows
+
+
 def not_written(methods: tuple[str, ...]) -> list[Row]:
     return [Row(m.upper(), m, "-", "not checked", 0.0, f"no {m} is written for the prefix design")
-            for m in methods if m != "model"]
+            for m in methods if m not in ("model", "z3")]

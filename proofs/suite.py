@@ -19,7 +19,7 @@ from stallfree.spec.verdict import Verdict
 
 from .contracts import planted, planted_contracts, planted_lifecycle
 from .contracts import run as crosshair_run
-from .explicit import modelcheck, starvation
+from .explicit import coverage, modelcheck, starvation
 from .explicit.bounds import Bounds
 from .explicit.counterexample import replay
 from .explicit.snapshot import Hidden
@@ -36,8 +36,13 @@ HIDDEN_UNDECLARED = ("refused: states with one key were merged, which is sound o
                      "--hidden none)")
 METHODS = ("model", "symbolic", "z3", "differential", "crosshair", "variants", "quint")
 DEFAULT_BOUND = "2,3,8,4,3,3"  # S > B, so READY-WITHIN-BUDGET can fail; M = 3
+# The default's second bound, where the cases S > B rules out are reached (see `coverage`): with S <= B the
+# waiting head is refused for want of a slot, and B = 3 admits three in one step. Every claim's case is
+# reached at one of the two bounds (docs/proofs.md, the vacuity table).
+COVERAGE_BOUND = "3,3,9,4,4,2"
 LIVENESS_BOUND = "2,2,8,2,3,2"  # B,S,K, at most 2 waiting at once (arrivals never stop), P, M
 LIVENESS_METHOD = "model check (lassos, WF Step)"  # `explicit.starvation`
+VACUOUS_METHOD = "model check (vacuous here)"  # a claim whose case the model check never reached at that bound
 RANDOM_STATES = 10_000  # states of random workloads the differential compares (see smt.refinement)
 RANDOM_CANCELS = 300  # cancels of random workloads the cancel differential compares (smt.cancel_refinement)
 # `stallfree prove --profile deep`: every figure a step up (several minutes)
@@ -72,6 +77,7 @@ class Row:
     seconds: float
     detail: str = ""
     counterexample: dict[str, Any] | None = field(default=None)
+    coverage: list[dict[str, Any]] | None = field(default=None)  # a model check's cases and their counts
 
     @property
     def failed(self) -> bool:
@@ -104,6 +110,8 @@ class Options:
     random_cancels: int = RANDOM_CANCELS
     code_requests: int | None = None  # requests per state of the code theorems; None: code_suite's defaults
     deep: bool = False  # --profile deep
+    # A second bound model-checked with the first (None: the first alone), where its vacuous cases are reached.
+    coverage_bound: Bounds | None = field(default_factory=lambda: Bounds.parse(COVERAGE_BOUND))
 
 
 def model_rows(o: Options, say: Say) -> list[Row]:
@@ -114,6 +122,15 @@ def model_rows(o: Options, say: Say) -> list[Row]:
     if not o.bound.lifecycle and _supports_both(o):
         # Again with stops and cancels: the same states, every stop and cancel transition between them.
         rows += _safety_rows(o, replace(o.bound, lifecycle=True), say, differential=False)
+    if o.coverage_bound is not None and o.coverage_bound != o.bound and not any(r.failed for r in rows):
+        second = _safety_rows(o, o.coverage_bound, say, differential=False)
+        if any(r.claim == "COVERAGE" and r.result == HOLDS for r in second):
+            for row in rows:
+                if row.method == VACUOUS_METHOD:  # vacuous at the first bound, exercised at the second
+                    head, newline, table = row.detail.partition("\n")
+                    row.detail = f"{head}; every case reached at {o.coverage_bound.label()} (its COVERAGE row)" \
+                                 f"{newline}{table}"
+        rows += second
     return [*rows, liveness_row(o, say)]
 
 
@@ -126,7 +143,7 @@ def _supports_both(o: Options) -> bool:
 def liveness_row(o: Options, say: Say) -> Row:
     """The per-request bound under never-ending arrivals (`explicit.starvation`)."""
     say(f"model check: LIVENESS at {o.liveness_bound.label()}, arrivals never stop")
-    result = starvation.check(o.liveness_bound, o.factory, o.max_states)
+    result = starvation.check(o.liveness_bound, o.factory, o.max_states, o.hidden)
     bound = f"{o.liveness_bound.label()}: {result.states:,} states"
     method = LIVENESS_METHOD
     if result.counterexample is not None:
@@ -139,9 +156,9 @@ def liveness_row(o: Options, say: Say) -> Row:
         return Row(starvation.LIVENESS, method, bound, UNKNOWN, result.seconds,
                    "refused: declare the scheduler's hidden state (--hidden MODULE:FUNCTION, or --hidden none)")
     return Row(starvation.LIVENESS, method, bound, HOLDS, result.seconds,
-               f"every request finished within the work ahead of it at its arrival plus its own, under arrivals "
-               f"that never stop (at most {o.liveness_bound.num_requests} waiting); tightest margin "
-               f"{result.worst_margin} step(s)")
+               f"every request finished within floor(P / B) + D steps of its arrival (P prompt positions, D "
+               f"tokens of it and the requests ahead of it then), under arrivals that never stop (at most "
+               f"{o.liveness_bound.num_requests} waiting); tightest margin {result.worst_margin} step(s)")
 
 
 def _safety_rows(o: Options, bounds: Bounds, say: Say, differential: bool = True) -> list[Row]:
@@ -171,7 +188,7 @@ def _safety_rows(o: Options, bounds: Bounds, say: Say, differential: bool = True
         refused = f"{HIDDEN_UNDECLARED}; {figures}"
         return [Row("ALL RULES", "model check", bound, UNKNOWN, result.seconds, refused),
                 Row("PROGRESS", "model check (liveness)", bound, UNKNOWN, 0.0, refused)]
-    return [
+    rows = [
         Row("ALL RULES", "model check", bound, HOLDS, result.seconds,
             f"{len(RULE_IDS)} rules on every transition ({actions}), {len(INVARIANTS)} state invariants in every "
             f"state; {figures}"),
@@ -179,19 +196,45 @@ def _safety_rows(o: Options, bounds: Bounds, say: Say, differential: bool = True
             f"no cycle with work pending; longest behaviour {result.longest_steps} steps; "
             f"any state finishes its work within {result.drain_bound} steps"),
     ]
+    return rows + coverage_rows(result, bound)
+
+
+def coverage_rows(result: modelcheck.CheckResult, bound: str) -> list[Row]:
+    """The model check's coverage (`explicit.coverage`): one row holding if every claim's cases were
+    reached (or excluded by an invariant), else one `not judged` row per claim vacuous at this bound."""
+    report = result.coverage
+    if report is None:
+        return []
+    cases = [r.to_json() for r in report]
+    lines = "\n".join(r.line() for r in report)
+    vacuous = coverage.vacuous_claims(report)
+    if not vacuous:
+        reached = sum(r.status == coverage.REACHED for r in report)
+        return [Row("COVERAGE", "model check (coverage)", bound, HOLDS, 0.0,
+                    f"every claim's cases reached ({reached} cases; the others excluded by an invariant or not "
+                    f"run):\n{lines}", coverage=cases)]
+    rows = []
+    for claim in vacuous:
+        never = "; ".join(r.case for r in report if r.claim == claim and r.status == coverage.VACUOUS)
+        table = f"\nthe cases at this bound:\n{lines}" if not rows else ""
+        rows.append(Row(claim, VACUOUS_METHOD, bound, NOT_JUDGED, 0.0,
+                        f"vacuous at this bound: {never}: never reached, so the rule was judged only where it "
+                        f"could not fail{table}", coverage=cases))
+    return rows
 
 
 def z3_rows(o: Options, say: Say) -> list[Row]:
     from .controls import twin_fault
     from .smt import ends
     from .smt.induction import INDUCTIONS, prove_induction
+    from .smt.liveness_steps import LIVENESS_STEPS
     from .smt.loops import LOOP_THEOREMS, prove_loop
     from .smt.reach import reach
     from .smt.theorems import THEOREMS, prove
 
     o = with_z3_defaults(o)
     rows = []
-    for theorem in THEOREMS:
+    for theorem in (*THEOREMS, LIVENESS_STEPS):
         say(f"z3: {theorem.name} ({o.policy.name}, N={o.num_requests})")
         outcome = prove(theorem, o.policy, o.num_requests)
         row = _z3_row(theorem.name, f"Z3 inductive step ({o.policy.name})", f"N={o.num_requests}", outcome)

@@ -132,3 +132,11 @@ def test_the_paged_scheduler_has_no_hidden_state_states_with_one_key_continue_al
     with pytest.raises(AssertionError, match="two continuations"):
         for seed in range(5):
             continue_alike(TiredAfterTwo, seed, rules=("BLOCKS",))
+
+
+@pytest.mark.deep
+def test_six_blocks_preempt_and_hold() -> None:
+    """A pool of 6 blocks (K = 12, 2-token blocks) with three requests: long answers make running
+    requests outgrow the pool, so preemption and recompute occur inside the bound, and every rule holds."""
+    r = check(Bounds.parse("2,2,12,3,2,6"), small_blocks)
+    assert r.holds and r.preempting_states > 0 and r.states > 10_000

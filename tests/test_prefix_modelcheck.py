@@ -39,7 +39,7 @@ def test_prove_runs_the_prefix_model_check_and_its_negative_controls(capsys) -> 
     base = ["prove", "--scheduler", "stallfree.prefix:small_blocks", "--bound", "2,2,6,2,4,2", "--methods", "model,z3"]
     assert main(base) == 0
     out = capsys.readouterr().out
-    assert "ALL PREFIX RULES" in out and "holds" in out and "not checked" in out
+    assert "ALL PREFIX RULES" in out and "holds" in out and "Z3 prefix (Scheduler.first_chunk)" in out
     assert main([*base[:3], "--bound", "3,2,6,2,4,3", "--methods", "model", "--fault", "SHARED-READONLY"]) == 1
     assert "SHARED-READONLY" in capsys.readouterr().out
     assert main([*base[:3], "--fault", "HIT-SAME-TOKENS"]) == 1  # at its own control bound

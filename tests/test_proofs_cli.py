@@ -24,7 +24,9 @@ def test_prove_holds_on_the_reference(
     assert "ALL RULES" in out.out and "BUDGET (any N)" in out.out and "claims hold" in out.out
     assert "z3: BUDGET" in out.err  # progress goes to stderr
     rows = json.loads(out_file.read_text())
-    assert {r["result"] for r in rows} == {"holds"} and {r["claim"] for r in rows} >= {"PROGRESS", "KV"}
+    judged = [r for r in rows if r["method"] != "model check (vacuous here)"]  # 2,2,6,2,2,2 reaches few cases
+    assert {r["result"] for r in judged} == {"holds"} and {r["claim"] for r in rows} >= {"PROGRESS", "KV"}
+    assert {r["result"] for r in rows if r not in judged} == {"not judged"}
 
 
 def test_prove_fails_on_a_negative_control_with_a_counterexample(capsys: pytest.CaptureFixture[str]) -> None:

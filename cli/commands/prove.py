@@ -116,6 +116,7 @@ def with_fault(options, fault: str, methods: tuple[str, ...]) -> None:  # type: 
     options.rules = controls.judged(rule)
     options.bound = controls.control_bound(rule)
     options.fault_rule = rule
+    options.coverage_bound = None  # a control is judged at its own bound
     options.crosshair_seconds = crosshair_run.PLANTED_S
 
 
@@ -149,6 +150,7 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     if args.bound is not None:
         try:
             options.bound = Bounds.parse(args.bound)
+            options.coverage_bound = None  # the bound asked for, alone
         except (ValueError, TypeError) as error:  # the field named by Bounds, the flag and value here
             raise ValueError(f"--bound {args.bound!r}: {str(error).removeprefix(f'bound {args.bound!r}: ')}") from None
     if args.liveness_bound is not None:
@@ -227,7 +229,7 @@ def design_name(args: argparse.Namespace) -> str:
 
 def prefix_rows(args: argparse.Namespace, say=None):  # type: ignore[no-untyped-def]
     """The rows of a prefix-caching scheduler: its model check (the project's own scheduler and faults
-    only: another one's hidden state is not declared), the other methods not checked."""
+    only: another one's hidden state is not declared), its Z3 theorems, the other methods not checked."""
     from stallfree.prefix import faults, small_blocks
     from stallfree.proofs import prefix_suite
     from stallfree.proofs.explicit.bounds import Bounds
@@ -243,6 +245,8 @@ def prefix_rows(args: argparse.Namespace, say=None):  # type: ignore[no-untyped-
                          "schedulers (stallfree.prefix:small_blocks, the faults) only")
     methods = paged_methods(args)
     rows = prefix_suite.model_rows(bound, factory, args.max_states) if "model" in methods else []
+    if "z3" in methods:
+        rows += prefix_suite.z3_rows(args.fault.upper() if args.fault else None)
     return rows + prefix_suite.not_written(methods)
 
 
@@ -310,7 +314,7 @@ def run(args: argparse.Namespace) -> int:
         result = row.result.label if isinstance(row.result, Verdict) else row.result
         print(f"{row.claim:<20} {row.method:<36} {row.bound:<28} {result:<12} {row.seconds:>8.2f}")
     failed = [row for row in rows if row.failed]
-    for row in failed:
+    for row in [row for row in rows if row.failed or row.result == Verdict.NOT_JUDGED]:
         print(f"\n{row.claim} ({row.method}): {row.result.label}\n{row.detail}")
     try:
         write_json(args, [row.to_json() for row in rows])
@@ -334,6 +338,8 @@ def summary(rows: list) -> str:  # type: ignore[type-arg]
         text += f"; {counts[Verdict.BROKEN]} broken"
     if counts[Verdict.UNKNOWN]:
         text += f"; {counts[Verdict.UNKNOWN]} unknown"
+    if counts[Verdict.NOT_JUDGED]:
+        text += f"; {counts[Verdict.NOT_JUDGED]} not judged (vacuous at a bound, or not run)"
     if not_applicable:
         text += f"; {not_applicable} not applicable"
     return text

@@ -16,8 +16,10 @@ from typing import Any
 
 from stallfree.spec import Config, Monitor, invariants, registry
 from stallfree.spec.contract import Contract
+from stallfree.spec.facts import StepFacts
 
 from . import lifecycle
+from .coverage import Coverage
 from .bounds import Bounds
 from .counterexample import Action, Counterexample, build
 from .graph import STEP
@@ -26,15 +28,17 @@ from .snapshot import Hidden, encode, is_idle, remaining_work, symmetric
 Summary = tuple[Any, ...]  # a new state's (idle, remaining work, *what the design counts)
 
 
-def act(monitor: Monitor, action: Action) -> None:
+def act(monitor: Monitor, action: Action) -> StepFacts | None:
     """Apply one action to `monitor` (and the scheduler it drives): a step, an add, or a stop or
-    cancel action (`lifecycle`; raises lifecycle.Disabled where it names no request)."""
+    cancel action (`lifecycle`; raises lifecycle.Disabled where it names no request). Returns a plain
+    step's facts (None for any other action)."""
     if action is None:
-        monitor.step()
-    elif isinstance(action, tuple):
+        return monitor.step()
+    if isinstance(action, tuple):
         monitor.add(monitor.num_adds, action[0], action[1])
     else:
         lifecycle.apply(monitor, action)
+    return None
 
 
 class Design(ABC):
@@ -53,8 +57,12 @@ class Design(ABC):
         """The action indexes to try from this state (an action may still raise `lifecycle.Disabled`)."""
 
     @abstractmethod
-    def act(self, monitor: Any, action: Action) -> None:
-        """Apply `action` to `monitor` and the scheduler it drives."""
+    def act(self, monitor: Any, action: Action) -> Any:
+        """Apply `action` to `monitor` and the scheduler it drives (returns a plain step's facts, or None)."""
+
+    def coverage(self) -> Coverage | None:
+        """A new count of the cases each claim is about (`coverage`), or None where the design has none."""
+        return None
 
     @abstractmethod
     def key(self, monitor: Any, hidden: Hidden | None) -> Hashable:
@@ -107,8 +115,11 @@ class Reservation(Design):
     def enabled(self, monitor: Any) -> list[int]:
         return self.every if monitor.num_adds < self.bounds.num_requests else self.no_adds
 
-    def act(self, monitor: Any, action: Action) -> None:
-        act(monitor, action)
+    def act(self, monitor: Any, action: Action) -> StepFacts | None:
+        return act(monitor, action)
+
+    def coverage(self) -> Coverage:
+        return Coverage(self.bounds.config, self.bounds.lifecycle)
 
     def key(self, monitor: Any, hidden: Hidden | None) -> Hashable:
         return encode(monitor, hidden)

@@ -30,6 +30,8 @@ from stallfree.spec import PROTOCOL, InvalidField, Monitor, RuleViolation, check
 from . import lifecycle, parallel
 from .bounds import Bounds
 from .counterexample import Action, Counterexample
+from .coverage import CaseReport
+from .coverage import before as coverage_before
 from .design import Design, Reservation, Summary
 from .design import act as act  # the reservation design's actions, as callers have always found them here
 from .graph import STEP, Graph, analyse
@@ -74,6 +76,7 @@ class CheckResult(Tally):
     drain_bound: int | None  # the most steps any state needs to finish once adds stop
     counterexample: Counterexample | None
     inspected: Counterexample | None = None  # the first state `inspect` reported, with its path
+    coverage: list[CaseReport] | None = None  # each claim's cases and the transitions that reached them
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +114,7 @@ class _Explorer:
         self.parent_copy: tuple[int, Monitor] | None = None  # a rebuilt state whose children are being rebuilt
         self.reported = 0  # states at the last progress report
         self.deferred: list[tuple[int, int, int]] = []  # revisits (state, action, known) to compare later
+        self.coverage = self.design.coverage()  # the cases each claim is about, counted per transition
 
     def key(self, monitor: Monitor) -> Hashable:
         """The state's key (the design's), its ready requests' order dropped with `symmetry`."""
@@ -164,10 +168,13 @@ class _Explorer:
         """(action index, the monitor after it) for every enabled action of `node`, the last on `node`
         itself, the others on copies; a broken rule yields (index, (rule, message)) and ends it."""
         indexes = self.design.enabled(node)
+        coverage = self.coverage
+        was = None if coverage is None else coverage_before(node.shadow)
         for index in indexes:
             monitor = node if index == indexes[-1] else fork(node)
+            action = self.actions[index]
             try:
-                self.design.act(monitor, self.actions[index])
+                facts = self.design.act(monitor, action)
             except lifecycle.Disabled:
                 continue
             except RuleViolation as violation:
@@ -180,6 +187,8 @@ class _Explorer:
             if broken is not None:
                 yield index, broken
                 return
+            if coverage is not None:
+                coverage.count(was, facts, action)  # type: ignore[arg-type]
             yield index, monitor
 
     def outcomes(self, node: Monitor) -> list[Outcome]:
@@ -363,6 +372,7 @@ def _run(explorer: _Explorer, workers: int, max_states: int | None, on_progress:
     return CheckResult(
         bounds, explorer.graph.num_states, explorer.transitions, depth, time.perf_counter() - start, complete,
         longest, drain, counterexample, explorer.inspected,
+        None if explorer.coverage is None else explorer.coverage.report(),
     )
 
 

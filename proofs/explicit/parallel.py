@@ -36,11 +36,13 @@ _explorer: Any = None  # the worker process's copy of the explorer, set once by 
 def _start(explorer: Any) -> None:
     global _explorer
     _explorer = explorer
+    if explorer.coverage is not None:
+        explorer.coverage.take()  # the counts made before the fork are this process's parent's
     gc.freeze()  # the forked heap is never collected here, so its pages stay shared with this process
 
 
-def _expand(batch: list[Task]) -> list[tuple[int, list[Outcome]]]:
-    """Rebuild and expand each state of `batch` (in a worker)."""
+def _expand(batch: list[Task]) -> tuple[list[tuple[int, list[Outcome]]], list[int] | None]:
+    """Rebuild and expand each state of `batch` (in a worker); with the coverage counts of its transitions."""
     explorer = _explorer
     out = []
     for state, parent, packed, sibling_follows in batch:
@@ -48,7 +50,7 @@ def _expand(batch: list[Task]) -> list[tuple[int, list[Outcome]]]:
         path.frombytes(packed)
         out.append((state, explorer.outcomes(explorer.rebuild(path.tolist(), parent, sibling_follows))))
     explorer.parent_copy = None  # the next batch may start anywhere
-    return out
+    return out, None if explorer.coverage is None else explorer.coverage.take()
 
 
 def search(explorer: _Explorer, workers: int, start: float, max_states: int | None,
@@ -71,7 +73,9 @@ def search(explorer: _Explorer, workers: int, start: float, max_states: int | No
                 if len(pending) >= IN_FLIGHT * workers:
                     break
             while pending:
-                results = pending.popleft().get()
+                results, counts = pending.popleft().get()
+                if counts is not None:
+                    explorer.coverage.merge(counts)
                 batch = next(batches, None)
                 if batch is not None:
                     pending.append(pool.apply_async(_expand, (batch,)))

@@ -1,0 +1,144 @@
+"""Z3 theorems of the prefix-caching design, proved of the scheduler's own methods (`symexec_methods` runs
+them on symbolic values down every path), for any lengths, budget, pool and watermark, at each block
+size of `BLOCK_SIZES`:
+
+- **CACHED-NOT-CHARGED** (`Scheduler.first_chunk`): an admission after `cached` tokens from the cache,
+  with `left` budget, gets a first chunk of exactly min(prefill after the hit, left): the cached
+  tokens cost no budget, and the chunk neither overruns the budget nor the prefill.
+- **WATERMARK** (`Scheduler.hit_admits`, prefix reading): an admission taking `revived` free cached
+  blocks back and the new blocks its chunk needs is allowed only if at least `watermark` blocks stay
+  free; **WORK-CONSERVING** (its admission part): and it is allowed whenever they do, with or without
+  requests running.
+
+Each claim is stated from the rule's text in Z3 (the blocks a chunk needs written as a ceiling here,
+not through the code's `blocks_for`), and the method's result is the code's. A fault of
+`stallfree.prefix.faults` that overrides the method is refuted by the same theorem: ChargeCached
+(CACHED-NOT-CHARGED), IgnoreWatermark (WATERMARK), CountRevivedTwice (WORK-CONSERVING).
+
+Outside the fragment symbolic execution runs (`symexec_methods`): the hit's match over the cached keys, the
+hold, release and eviction of blocks (dicts and loops over the request's blocks). Those rules
+(SHARED-READONLY, HIT-SAME-TOKENS, CACHED-NOT-PREFILLED, FREE-AT-ZERO, EVICT-LRU) are judged by the
+prefix model check and the monitor, not by a theorem here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import z3
+
+from . import symexec_methods as symexec
+from .symexec_methods import Sym
+
+BLOCK_SIZES = (1, 2, 3, 16)  # as the paged step theorems
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixTheorem:
+    name: str  # the rule ID
+    method: str  # the scheduler method it is about
+    obligation: Callable[[Any, int], tuple[z3.BoolRef, z3.BoolRef]]  # (scheduler, block size) -> (hypothesis, goal)
+    control: str  # the prefix fault it must fail on
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixOutcome:
+    theorem: str
+    scheduler: str
+    result: str  # "holds", "counterexample", "unknown"
+    seconds: float
+    counterexample: dict[str, Any] | None = None
+
+
+def _scheduler(cls: type, block_size: int) -> Any:
+    """An instance of `cls` (the prefix scheduler or a fault) with blocks of `block_size` tokens."""
+    from stallfree.prefix.faults import PrefixFault
+
+    if issubclass(cls, PrefixFault):
+        scheduler = cls(4, 2, 64)
+        scheduler.block_size = block_size
+        return scheduler
+    return cls(4, 2, 64, block_size=block_size, watermark=0)
+
+
+def first_chunk(scheduler: Any, bs: int) -> tuple[z3.BoolRef, z3.BoolRef]:
+    target, num, left = z3.Ints("target num left")
+    cached = num * bs
+    paths = symexec.explore(lambda: scheduler.first_chunk(SimpleNamespace(target=Sym(target)), Sym(cached), Sym(left)))
+    n = symexec.as_term(paths)
+    hypothesis = z3.And(num >= 0, cached < target, left >= 1)  # a hit leaves its last prefill token
+    owed = z3.If(target - cached < left, target - cached, left)
+    return hypothesis, z3.And(n == owed, n >= 1, n <= left, cached + n <= target)
+
+
+def _admits(scheduler: Any, bs: int, running: bool) -> tuple[z3.BoolRef, z3.BoolRef, z3.BoolRef]:
+    """(hypothesis, the code's decision, the rule's: the blocks left free reach the watermark)."""
+    num, revived, n, free, watermark = z3.Ints("num revived n free watermark")
+    scheduler._free_blocks, scheduler.watermark = Sym(free), Sym(watermark)
+    scheduler._running = {0: None} if running else {}
+    admits = symexec.as_term(symexec.explore(lambda: scheduler.hit_admits(Sym(num), Sym(revived), Sym(n))))
+    new = (num * bs + n + bs - 1) / bs - num  # the new blocks the chunk needs past the hit's
+    hypothesis = z3.And(num >= 0, revived >= 0, revived <= num, n >= 1, free >= revived, watermark >= 0)
+    return hypothesis, admits, free - revived - new >= watermark
+
+
+def _with_and_without_running(scheduler: Any, bs: int, decides: bool) -> tuple[z3.BoolRef, z3.BoolRef]:
+    """`decides`: an admission leaves the watermark (WATERMARK); else one that would is admitted
+    (WORK-CONSERVING's admission part); with no request running and with some."""
+    goals = []
+    for running in (False, True):
+        hypothesis, admits, leaves = _admits(scheduler, bs, running)
+        goals.append(z3.Implies(z3.And(hypothesis, admits), leaves) if decides
+                     else z3.Implies(z3.And(hypothesis, leaves), admits))
+    return z3.BoolVal(True), z3.And(goals)
+
+
+def watermark_kept(scheduler: Any, bs: int) -> tuple[z3.BoolRef, z3.BoolRef]:
+    return _with_and_without_running(scheduler, bs, True)
+
+
+def admits_what_fits(scheduler: Any, bs: int) -> tuple[z3.BoolRef, z3.BoolRef]:
+    return _with_and_without_running(scheduler, bs, False)
+
+
+THEOREMS: tuple[PrefixTheorem, ...] = (
+    PrefixTheorem("CACHED-NOT-CHARGED", "first_chunk", first_chunk, "ChargeCached"),
+    PrefixTheorem("WATERMARK", "hit_admits", watermark_kept, "IgnoreWatermark"),
+    PrefixTheorem("WORK-CONSERVING", "hit_admits", admits_what_fits, "CountRevivedTwice"),
+)
+
+
+def prove(theorem: PrefixTheorem, cls: type | None = None, timeout_ms: int = 60_000) -> PrefixOutcome:
+    """The theorem of `cls`'s own method (default the prefix scheduler) at every block size."""
+    from stallfree.prefix import Scheduler
+
+    cls = Scheduler if cls is None else cls
+    began = time.perf_counter()
+    for bs in BLOCK_SIZES:
+        try:
+            hypothesis, goal = theorem.obligation(_scheduler(cls, bs), bs)
+        except symexec.Refused as error:
+            return PrefixOutcome(theorem.name, cls.__name__, "unknown", time.perf_counter() - began,
+                                 {"refused": str(error)})
+        solver = z3.Solver()
+        solver.set("timeout", timeout_ms)
+        solver.add(hypothesis, z3.Not(goal))
+        verdict = solver.check()
+        if verdict == z3.sat:
+            model = solver.model()
+            values = {str(d): model[d].as_long() for d in model.decls() if z3.is_int_value(model[d])}
+            return PrefixOutcome(theorem.name, cls.__name__, "counterexample", time.perf_counter() - began,
+                                 {"block_size": bs, **values})
+        if verdict != z3.unsat:
+            return PrefixOutcome(theorem.name, cls.__name__, "unknown", time.perf_counter() - began)
+    return PrefixOutcome(theorem.name, cls.__name__, "holds", time.perf_counter() - began)
+
+
+def control(theorem: PrefixTheorem) -> type:
+    from stallfree.prefix import faults
+
+    return getattr(faults, theorem.control)  # type: ignore[no-any-return]
