@@ -13,7 +13,7 @@ from stallfree.main import main
 from stallfree.prefix import Scheduler, faults
 from stallfree.proofs.smt import prefix
 from stallfree.proofs.smt import symexec_methods as symexec
-from stallfree.proofs.smt.symexec import Sym
+from stallfree.proofs.smt.symexec_methods import Sym
 
 
 @pytest.mark.parametrize("theorem", prefix.THEOREMS, ids=lambda t: t.name)
