@@ -6,6 +6,7 @@ literal name count too. `python benchmarks/import_graph.py` prints the arrows th
 from __future__ import annotations
 
 import ast
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -119,6 +120,41 @@ def upward_imports() -> list[str]:
             for path, folder, module, target in edges() if LAYERS[target] > LAYERS[folder]]
 
 
+def src_view_links(root: Path = ROOT) -> dict[str, str]:
+    """src/stallfree/'s entries (scripts/src-view.sh): name -> the folder or file it links to."""
+    view = root / "src" / "stallfree"
+    return {entry.name: os.readlink(entry) if entry.is_symlink() else "(not a link)" for entry in view.iterdir()}
+
+
+def src_view_expected(root: Path = ROOT) -> dict[str, str]:
+    """The links the package map asks for: the root package's entries, then one per top-level subpackage."""
+    folders = package_dirs()
+    top = {v: k for k, v in folders.items()}["stallfree"]
+    links = {p.name: f"../../{top}/{p.name}" for p in (root / top).iterdir() if p.name != "__pycache__"}
+    for folder, name in folders.items():
+        if name.count(".") == 1:
+            links[name.split(".")[1]] = f"../../{folder}"
+    return links
+
+
+def test_the_src_view_is_the_package_map() -> None:
+    """src/stallfree/ lays the package out by its import names, for tools that read a package by its
+    paths (docs/architecture.md); it is links only, and matches pyproject.toml's package-dir."""
+    assert src_view_links() == src_view_expected(), "run scripts/src-view.sh"
+
+
+def test_the_src_view_check_sees_a_missing_link(tmp_path: Path) -> None:
+    """Negative control: a cli/ file with no link in the view, and a copied file instead of a link."""
+    (tmp_path / "cli").mkdir()
+    (tmp_path / "cli" / "new.py").write_text("")
+    view = tmp_path / "src" / "stallfree"
+    view.mkdir(parents=True)
+    (view / "spec").write_text("")
+    links, expected = src_view_links(tmp_path), src_view_expected(tmp_path)
+    assert "new.py" in expected and "new.py" not in links
+    assert links["spec"] == "(not a link)" != expected["spec"]
+
+
 def test_every_folder_has_a_layer() -> None:
     assert set(package_dirs()) == set(LAYERS), "a new top-level folder needs its layer here"
 
@@ -129,7 +165,7 @@ IGNORED = {"build", "dist", "mutants", "out"}
 
 def top_folders_with_python(root: Path = ROOT) -> set[str]:
     return {d.name for d in root.iterdir() if d.is_dir() and not d.name.startswith(".") and d.name not in IGNORED
-            and not d.name.endswith(".egg-info") and next(d.rglob("*.py"), None) is not None}
+            and not d.name.endswith(".egg-info") and next((p for p in d.rglob("*.py") if not p.is_symlink()), None)}
 
 
 def test_every_folder_with_python_is_a_layer_or_outside() -> None:
