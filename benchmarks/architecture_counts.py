@@ -23,7 +23,7 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-NOT_PRODUCT = ("tests/", "docs/", "benchmarks/", "scripts/")
+NOT_PRODUCT = ("tests/", "docs/", "benchmarks/", "scripts/", "src/")  # src/: links to the product (scripts/src-view.sh)
 BRANCH = re.compile(r"design == |== PAGED|== PREFIX|contract is None|contract is not None")
 # A table keyed by design or variant names: the lists the registry replaced, and any new one.
 NAME_TABLE = re.compile(r"^[A-Z_]+(: [^=]+)? = .*[{(]\s*(\"reservation\"|RESERVATION:|\"aligned\", \"budget-change\"|"
