@@ -74,12 +74,12 @@ class Req:
 
     @property
     def due(self) -> int:
-        return self.known - self.computed
+        return self.prompt_len + self.emitted - self.computed  # known - computed, read a step per request
 
     @property
     def ready(self) -> bool:
         """Running with one token due after at least one emitted: a decode."""
-        return self.state == RUNNING and self.emitted >= 1 and self.due == 1
+        return self.state == RUNNING and self.emitted >= 1 and self.prompt_len + self.emitted - self.computed == 1
 
 
 @dataclass(slots=True)
@@ -184,7 +184,7 @@ class Judge:
         partial = [r for r in running_before if r.state == RUNNING and not r.ready]
         waiting = sorted((r for r in self.reqs.values() if r.state in (WAITING, PREEMPTED)), key=lambda r: r.arrival)
         admitted = self._admitted(s)
-        self._judge_admissions(admitted, waiting, dict(s.admit), s)
+        self._judge_admissions(admitted, waiting, dict(s.admit), s, running_before)
         plan_rids = [rid for rid, _ in s.plan]
         planned = set(plan_rids)
         self._judge_plan(s, ready, partial, admitted, waiting, budget, slots)
@@ -218,9 +218,13 @@ class Judge:
 
     def _withdraw_cancelled(self, s: EngineStep) -> None:
         """Requests cancelled before this step (not in its plan) are gone before it is judged."""
-        planned_now = {rid for rid, _ in s.plan}
+        planned_now: set[Rid] | None = None  # made at the first cancel: most steps finish none
         for rid, reason in s.finished:
-            if reason == "cancel" and rid not in planned_now and rid in self.reqs:
+            if reason != "cancel":
+                continue
+            if planned_now is None:
+                planned_now = {planned for planned, _ in s.plan}
+            if rid not in planned_now and rid in self.reqs:
                 del self.reqs[rid]
                 self.finished_at[rid] = s.step
                 self._cancelled_before.add(rid)
@@ -259,7 +263,8 @@ class Judge:
                 self.broke("FIRST-TOKEN", f"rid {rid!r} emitted a token with {req.computed} of its {req.known} known "
                                           "tokens computed: before its prompt (or recompute) was done")
 
-    def _judge_admissions(self, admitted: list[Req], waiting: list[Req], cached: dict[Rid, int], s: EngineStep) -> None:
+    def _judge_admissions(self, admitted: list[Req], waiting: list[Req], cached: dict[Rid, int], s: EngineStep,
+                          running_before: list[Req]) -> None:
         heads = waiting[:len(admitted)]
         for req in admitted:
             if req not in heads:
@@ -280,7 +285,8 @@ class Judge:
             req.state, req.preempted = RUNNING, None
             req.admitted_at = self._admissions
             self._admissions += 1
-        running = self._running()
+        # With no admission and no preemption, the running requests are those before the step.
+        running = self._running() if admitted or s.preempt else running_before
         if len(running) > self.cfg.max_seqs:
             self.broke("SLOTS", f"admitting {[r.rid for r in admitted]} makes {len(running)} requests running; "
                                 f"max_seqs is {self.cfg.max_seqs}")

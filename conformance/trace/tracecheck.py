@@ -15,7 +15,8 @@ from typing import IO, Any
 from stallfree.spec import PROTOCOL, Config, Monitor, RuleViolation, select
 from stallfree.spec.contract import Contract
 
-from .tracefile import TraceEnd, TraceError, TraceStep, parse_header, parse_line
+from .fastread import parse_line
+from .tracefile import TraceEnd, TraceError, TraceStep, parse_header
 from .v2 import VERSION as VERSION_2
 from .v2 import version_of
 
