@@ -21,7 +21,8 @@ TAKEN = [  # lines the shortcut reads itself
     '{"step":0,"add":[[0,4,5]],"plan":[[0,4]],"emitted":[0],"finished":[]}',
     '{"step": 0, "add": [[0, 4, 5, 2]], "plan": [], "emitted": [], "finished": []}',
     '{"step": 0, "refuse": [[1, 2.5, "x", 3]], "plan": [], "emitted": [], "finished": []}',
-    '{"step": 0, "budget": 7, "cancel": [1], "plan": [], "cancel_pending": [2], "stop": [0], "emitted": [], "finished": [0]}',
+    '{"step": 0, "budget": 7, "cancel": [1], "plan": [], "cancel_pending": [2], "stop": [0], "emitted": [], '
+    '"finished": [0]}',
     '{"step": 0, "budget": null, "plan": [], "emitted": [], "finished": []}',
     '  {"step" : 0 , "plan" : [ ] , "emitted" : [ ], "finished":[]}  \n',
     '{"st\\u0065p": 0, "plan": [[9223372036854775807, 0]], "emitted": [], "finished": []}',
@@ -63,6 +64,7 @@ HANDED_BACK = [  # lines the strict reader must judge
 
 
 def _read(reader, text: str | bytes) -> object:
+    """What `reader` makes of `text` as line 2, expecting step 0: the item, or its error's message."""
     try:
         return reader(2, text, 0)
     except TraceError as error:
@@ -93,3 +95,45 @@ def test_a_duplicate_key_is_refused_naming_it() -> None:
     line = '{"step": 0, "plan": [], "emitted": [], "finished": [], "plan": [[0, 1]]}'
     with pytest.raises(TraceError, match="'plan' appears twice"):
         fastread.parse_line(2, line, 0)
+
+
+V2_TAKEN = [
+    '{"step": 0, "plan": [[0, 4]], "emitted": [0], "finished": []}',
+    '{"step": 0, "add": [["a", 4, 5]], "plan": [["a", 4]], "emitted": ["a"], "finished": ["a"]}',
+    '{"step": 0, "admit": [[1, 3]], "preempt": [[2, "swap"], [3, "recompute"]], "plan": [[1, 1]], "emitted": [], '
+    '"finished": [], "ran": false}',
+    '{"step": 0, "refuse": [[1, 2, 3]], "plan": [], "emitted": [], "finished": []}',
+    '{"step": 0, "plan": [["' + "r" * 256 + '", 1]], "emitted": [], "finished": []}',
+]
+V2_HANDED_BACK = [
+    '{"step": 0, "plan": [], "emitted": [], "finished": [], "emitted": [0]}',
+    '{"step": 0, "plan": [["a:b", 1]], "emitted": [], "finished": []}',
+    '{"step": 0, "plan": [["' + "r" * 257 + '", 1]], "emitted": [], "finished": []}',
+    '{"step": 0, "plan": [["", 1]], "emitted": [], "finished": []}',
+    '{"step": 0, "plan": [[0, 1]], "emitted": [], "finished": [[0, "stop"]]}',
+    '{"step": 0, "plan": [[0, 1]], "emitted": [], "finished": [[0, "later"]]}',
+    '{"step": 0, "preempt": [[2, "drop"]], "plan": [], "emitted": [], "finished": []}',
+    '{"step": 0, "plan": [[0, 1]], "emitted": [0], "finished": [], "ran": false}',
+    '{"step": 0, "plan": [], "emitted": [], "finished": [], "ran": true}',
+    '{"step": 0, "config": {"token_budget": 4}, "plan": [], "emitted": [], "finished": []}',
+    '{"step": 0, "x": {"vllm": {"a": 1}}, "plan": [], "emitted": [], "finished": []}',
+    '{"step": 0, "refuse": [[1, NaN, 3]], "plan": [], "emitted": [], "finished": []}',
+    '{"step": 0, "plan": [[0, -1]], "emitted": [], "finished": []}',
+    '{"step": 2, "plan": [], "emitted": [], "finished": []}',
+    '{"end": true, "x": {"e": {}}}',
+]
+
+
+@pytest.mark.parametrize("text", V2_TAKEN + V2_HANDED_BACK)
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_fast_v2_reading_reads_as_the_strict_reader(text: str, as_bytes: bool) -> None:
+    from stallfree.conformance.trace import v2
+
+    line = text.encode() if as_bytes else text
+    assert _read(fastread.parse_line_v2, line) == _read(v2.parse_line, line)
+
+
+@pytest.mark.skipif(not msgspec_here, reason="msgspec (the fast extra) is not installed")
+def test_fast_v2_reading_takes_well_formed_steps_and_hands_back_the_rest() -> None:
+    assert all(fastread._fast_v2(2, text.encode(), 0) is not None for text in V2_TAKEN)
+    assert all(fastread._fast_v2(2, text.encode(), 0) is None for text in V2_HANDED_BACK)

@@ -180,8 +180,11 @@ class Judge:
             if req.state != RUNNING:
                 self.broke(PROTOCOL, f"preempt names rid {rid!r}, which is {req.state}, not running")
             req.state, req.preempted = PREEMPTED, (s.step, kind)
-        ready = [r for r in running_before if r.ready and r.state == RUNNING]
-        partial = [r for r in running_before if r.state == RUNNING and not r.ready]
+        ready: list[Req] = []  # running with a decode due
+        partial: list[Req] = []  # running with a chunk of its prompt (or recompute) due
+        for r in running_before:
+            if r.state == RUNNING:
+                (ready if r.ready else partial).append(r)
         waiting = sorted((r for r in self.reqs.values() if r.state in (WAITING, PREEMPTED)), key=lambda r: r.arrival)
         admitted = self._admitted(s)
         self._judge_admissions(admitted, waiting, dict(s.admit), s, running_before)
@@ -209,7 +212,7 @@ class Judge:
             if rid not in planned:
                 self.broke("TOKENS", f"rid {rid!r} emitted a token but was not in the plan")
                 continue
-            if rid in emitted_set and req.computed == req.known:
+            if rid in emitted_set and req.computed == req.prompt_len + req.emitted:  # all known tokens computed
                 req.emitted += 1
                 if req.emitted > req.max_new:
                     self.broke("TOKENS", f"rid {rid!r} emitted {req.emitted} tokens; its max_new is {req.max_new}")
@@ -254,8 +257,9 @@ class Judge:
             req = self.reqs.get(rid)
             if req is None:
                 continue
-            req.computed = min(req.known, req.computed + n)
-            due_now = req.computed == req.known
+            known = req.prompt_len + req.emitted
+            req.computed = min(known, req.computed + n)
+            due_now = req.computed == known
             if due_now and rid not in emitted_set:
                 self.broke("FIRST-TOKEN", f"rid {rid!r}'s chunk brings it to all {req.known} known tokens, but the "
                                           "step emitted no token for it")

@@ -149,9 +149,11 @@ def _v1_records(numbered: Iterator[tuple[int, bytes | str]]) -> Iterator[tuple[i
 
 
 def _v2_records(numbered: Iterator[tuple[int, bytes | str]]) -> Iterator[tuple[int, EngineStep | EngineEnd]]:
+    from .fastread import parse_line_v2  # msgspec's shortcut where installed, else parse_line (fastread imports v2)
+
     expected = 0
     for number, text in numbered:
-        item = parse_line(number, text, expected)
+        item = parse_line_v2(number, text, expected)
         if isinstance(item, EngineStep):
             expected += 1
         yield number, item
