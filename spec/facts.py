@@ -220,6 +220,8 @@ def observe_emitted(shadow: Shadow, facts: StepFacts, emitted: object, free_kv: 
     shows one. Raises a PROTOCOL violation if `emitted` is not an iterable of known rids."""
     if type(emitted) is tuple and len(emitted) <= MAX_ENTRIES:  # the reference's: a tuple
         rids = list(emitted)
+    elif type(emitted) is list and len(emitted) <= MAX_ENTRIES:  # a trace's: read as `returned` reads a list
+        rids = emitted
     else:
         rids = emitted_rids(facts.step, emitted)
     facts.emitted = rids

@@ -74,12 +74,12 @@ class Req:
 
     @property
     def due(self) -> int:
-        return self.known - self.computed
+        return self.prompt_len + self.emitted - self.computed  # known - computed, read a step per request
 
     @property
     def ready(self) -> bool:
         """Running with one token due after at least one emitted: a decode."""
-        return self.state == RUNNING and self.emitted >= 1 and self.due == 1
+        return self.state == RUNNING and self.emitted >= 1 and self.prompt_len + self.emitted - self.computed == 1
 
 
 @dataclass(slots=True)
@@ -180,11 +180,14 @@ class Judge:
             if req.state != RUNNING:
                 self.broke(PROTOCOL, f"preempt names rid {rid!r}, which is {req.state}, not running")
             req.state, req.preempted = PREEMPTED, (s.step, kind)
-        ready = [r for r in running_before if r.ready and r.state == RUNNING]
-        partial = [r for r in running_before if r.state == RUNNING and not r.ready]
+        ready: list[Req] = []  # running with a decode due
+        partial: list[Req] = []  # running with a chunk of its prompt (or recompute) due
+        for r in running_before:
+            if r.state == RUNNING:
+                (ready if r.ready else partial).append(r)
         waiting = sorted((r for r in self.reqs.values() if r.state in (WAITING, PREEMPTED)), key=lambda r: r.arrival)
         admitted = self._admitted(s)
-        self._judge_admissions(admitted, waiting, dict(s.admit), s)
+        self._judge_admissions(admitted, waiting, dict(s.admit), s, running_before)
         plan_rids = [rid for rid, _ in s.plan]
         planned = set(plan_rids)
         self._judge_plan(s, ready, partial, admitted, waiting, budget, slots)
@@ -209,7 +212,7 @@ class Judge:
             if rid not in planned:
                 self.broke("TOKENS", f"rid {rid!r} emitted a token but was not in the plan")
                 continue
-            if rid in emitted_set and req.computed == req.known:
+            if rid in emitted_set and req.computed == req.prompt_len + req.emitted:  # all known tokens computed
                 req.emitted += 1
                 if req.emitted > req.max_new:
                     self.broke("TOKENS", f"rid {rid!r} emitted {req.emitted} tokens; its max_new is {req.max_new}")
@@ -218,9 +221,13 @@ class Judge:
 
     def _withdraw_cancelled(self, s: EngineStep) -> None:
         """Requests cancelled before this step (not in its plan) are gone before it is judged."""
-        planned_now = {rid for rid, _ in s.plan}
+        planned_now: set[Rid] | None = None  # made at the first cancel: most steps finish none
         for rid, reason in s.finished:
-            if reason == "cancel" and rid not in planned_now and rid in self.reqs:
+            if reason != "cancel":
+                continue
+            if planned_now is None:
+                planned_now = {planned for planned, _ in s.plan}
+            if rid not in planned_now and rid in self.reqs:
                 del self.reqs[rid]
                 self.finished_at[rid] = s.step
                 self._cancelled_before.add(rid)
@@ -250,8 +257,9 @@ class Judge:
             req = self.reqs.get(rid)
             if req is None:
                 continue
-            req.computed = min(req.known, req.computed + n)
-            due_now = req.computed == req.known
+            known = req.prompt_len + req.emitted
+            req.computed = min(known, req.computed + n)
+            due_now = req.computed == known
             if due_now and rid not in emitted_set:
                 self.broke("FIRST-TOKEN", f"rid {rid!r}'s chunk brings it to all {req.known} known tokens, but the "
                                           "step emitted no token for it")
@@ -259,7 +267,8 @@ class Judge:
                 self.broke("FIRST-TOKEN", f"rid {rid!r} emitted a token with {req.computed} of its {req.known} known "
                                           "tokens computed: before its prompt (or recompute) was done")
 
-    def _judge_admissions(self, admitted: list[Req], waiting: list[Req], cached: dict[Rid, int], s: EngineStep) -> None:
+    def _judge_admissions(self, admitted: list[Req], waiting: list[Req], cached: dict[Rid, int], s: EngineStep,
+                          running_before: list[Req]) -> None:
         heads = waiting[:len(admitted)]
         for req in admitted:
             if req not in heads:
@@ -280,7 +289,8 @@ class Judge:
             req.state, req.preempted = RUNNING, None
             req.admitted_at = self._admissions
             self._admissions += 1
-        running = self._running()
+        # With no admission and no preemption, the running requests are those before the step.
+        running = self._running() if admitted or s.preempt else running_before
         if len(running) > self.cfg.max_seqs:
             self.broke("SLOTS", f"admitting {[r.rid for r in admitted]} makes {len(running)} requests running; "
                                 f"max_seqs is {self.cfg.max_seqs}")

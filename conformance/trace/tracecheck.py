@@ -16,7 +16,8 @@ from stallfree.spec import PROTOCOL, Config, Monitor, RuleViolation
 from stallfree.spec.contract import BUDGETS, Contract
 from stallfree.spec.registry import RESERVATION
 
-from .tracefile import TraceEnd, TraceError, TraceStep, parse_header, parse_line
+from .fastread import parse_line
+from .tracefile import TraceEnd, TraceError, TraceStep, parse_header
 from .v2 import VERSION as VERSION_2
 from .v2 import version_of
 

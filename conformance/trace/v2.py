@@ -149,9 +149,11 @@ def _v1_records(numbered: Iterator[tuple[int, bytes | str]]) -> Iterator[tuple[i
 
 
 def _v2_records(numbered: Iterator[tuple[int, bytes | str]]) -> Iterator[tuple[int, EngineStep | EngineEnd]]:
+    from .fastread import parse_line_v2  # msgspec's shortcut where installed, else parse_line (fastread imports v2)
+
     expected = 0
     for number, text in numbered:
-        item = parse_line(number, text, expected)
+        item = parse_line_v2(number, text, expected)
         if isinstance(item, EngineStep):
             expected += 1
         yield number, item
@@ -193,22 +195,30 @@ def parse_line(line: int, text: str | bytes, expected_step: int) -> EngineStep |
     for key in ("plan", "emitted", "finished"):
         if key not in data:
             raise TraceError(line, f"step {step} lacks {key}")
-    plan = [(_rid(line, f"plan[{i}] rid", e[0]), _int(line, f"plan[{i}] n", e[1]))
-            for i, e in enumerate(_entries(line, "plan", data["plan"], 2, "[rid, n]"))]
-    emitted = [_rid(line, f"emitted[{i}]", rid) for i, rid in enumerate(_list(line, "emitted", data["emitted"]))]
-    finished = [_finish(line, i, item) for i, item in enumerate(_list(line, "finished", data["finished"]))]
+    # Each field is read by a fast path that only says yes (with the value) or no; a field it refuses
+    # is read again item by item, to say exactly which item is wrong. The fields are read in the same
+    # order either way, so the first wrong one is named as before.
+    plan = _pairs_fast(data["plan"])
+    if plan is None:
+        plan = [(_rid(line, f"plan[{i}] rid", e[0]), _int(line, f"plan[{i}] n", e[1]))
+                for i, e in enumerate(_entries(line, "plan", data["plan"], 2, "[rid, n]"))]
+    emitted = data["emitted"]
+    if not _rids_fast(emitted):
+        emitted = [_rid(line, f"emitted[{i}]", rid) for i, rid in enumerate(_list(line, "emitted", emitted))]
+    finished = _finished_fast(data["finished"])
+    if finished is None:
+        finished = [_finish(line, i, item) for i, item in enumerate(_list(line, "finished", data["finished"]))]
     add = [(_rid(line, f"add[{i}] rid", e[0]), _int(line, f"add[{i}] prompt_len", e[1]),
             _int(line, f"add[{i}] max_new", e[2]))
-           for i, e in enumerate(_entries(line, "add", data.get("add", []), 3, "[rid, prompt_len, max_new]"))]
+           for i, e in enumerate(_entries(line, "add", data["add"], 3, "[rid, prompt_len, max_new]"))] \
+        if "add" in data else []
     admit = [(_rid(line, f"admit[{i}] rid", e[0]), _int(line, f"admit[{i}] cached", e[1]))
-             for i, e in enumerate(_entries(line, "admit", data.get("admit", []), 2, "[rid, cached]"))]
+             for i, e in enumerate(_entries(line, "admit", data["admit"], 2, "[rid, cached]"))] \
+        if "admit" in data else []
     preempt = [(_rid(line, f"preempt[{i}] rid", e[0]), _choice(line, f"preempt[{i}] kind", e[1], PREEMPT_KINDS))
-               for i, e in enumerate(_entries(line, "preempt", data.get("preempt", []), 2, "[rid, kind]"))]
-    change = data.get("config", {})
-    if type(change) is not dict:
-        raise TraceError(line, f"config must be an object, got {_show(change)}")
-    _no_unknown(line, "config", change, {*CONFIG_KEYS, *OPTIONAL_CONFIG_KEYS})
-    config = {key: _positive(line, f"config.{key}", value) for key, value in change.items()}
+               for i, e in enumerate(_entries(line, "preempt", data["preempt"], 2, "[rid, kind]"))] \
+        if "preempt" in data else []
+    config = _config_change(line, data["config"]) if "config" in data else {}
     ran = data.get("ran", True)
     if ran is not False and "ran" in data:
         raise TraceError(line, f"ran may only be false (a step that never finished), got {_show(ran)}")
@@ -216,6 +226,52 @@ def parse_line(line: int, text: str | bytes, expected_step: int) -> EngineStep |
         raise TraceError(line, f"step {step} did not finish (ran: false), yet emitted {_show(data['emitted'])}")
     return EngineStep(step, plan, emitted, finished, add, _refuse(line, data.get("refuse", [])), config, admit,
                       preempt, _x(line, data), ran is not False)
+
+
+def _config_change(line: int, change: object) -> dict[str, int]:
+    if type(change) is not dict:
+        raise TraceError(line, f"config must be an object, got {_show(change)}")
+    _no_unknown(line, "config", change, {*CONFIG_KEYS, *OPTIONAL_CONFIG_KEYS})
+    return {key: _positive(line, f"config.{key}", value) for key, value in change.items()}
+
+
+def _rid_ok(value: object) -> bool:
+    kind = type(value)
+    if kind is int:
+        return 0 <= value <= MAX_INT  # type: ignore[operator]
+    return kind is str and 0 < len(value) <= MAX_RID_CHARS  # type: ignore[arg-type]
+
+
+def _rids_fast(values: object) -> bool:
+    """True if `values` is a list of rids (what the item-by-item reading accepts)."""
+    if type(values) is not list:
+        return False
+    for rid in values:  # noqa: SIM110 (a plain loop: faster than all() over a generator here)
+        if not _rid_ok(rid):
+            return False
+    return True
+
+
+def _pairs_fast(entries: object) -> list[tuple[Rid, int]] | None:
+    """The plan as (rid, n) pairs, or None if any entry is off (then read item by item)."""
+    if type(entries) is not list:
+        return None
+    pairs = []
+    for entry in entries:
+        if type(entry) is not list or len(entry) != 2:
+            return None
+        rid, n = entry
+        if not _rid_ok(rid) or type(n) is not int or not 0 <= n <= MAX_INT:
+            return None
+        pairs.append((rid, n))
+    return pairs
+
+
+def _finished_fast(items: object) -> list[tuple[Rid, str]] | None:
+    """"finished" when every item is a bare rid (each ended by length), else None."""
+    if not _rids_fast(items):
+        return None
+    return [(rid, "length") for rid in items]  # type: ignore[union-attr]
 
 
 def _no_unknown(line: int, what: str, data: dict[str, Any], known: set[str]) -> None:
