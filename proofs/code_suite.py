@@ -24,7 +24,8 @@ def code_rows(o: Options, say: Say) -> list[Row]:
     name = "reference" if o.factory is code_theorems_reference() else getattr(cls, "__qualname__", str(cls))
     why = code_theorems.not_applicable(cls)
     if why is not None:
-        return [Row(t.name, "Z3 symbolic execution", "-", f"n/a ({why[:60]})", 0.0, why) for t in code_theorems.THEOREMS]
+        return [Row(t.name, "Z3 symbolic execution", "-", f"n/a ({why[:60]})", 0.0, why)
+                for t in code_theorems.THEOREMS]
     rows = []
     for theorem in code_theorems.THEOREMS:
         n = o.code_requests or (DEEP_REQUESTS if o.deep else REQUESTS)[theorem.name]

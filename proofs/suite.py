@@ -454,8 +454,8 @@ def symbolic_rows(o: Options, say: Say) -> list[Row]:
 
 
 RUNNERS: dict[str, Callable[[Options, Say], list[Row]]] = {
-    "model": model_rows, "symbolic": symbolic_rows, "z3": z3_rows, "differential": differential_rows, "crosshair": crosshair_rows,
-    "variants": variants_rows, "quint": quint_rows,
+    "model": model_rows, "symbolic": symbolic_rows, "z3": z3_rows, "differential": differential_rows,
+    "crosshair": crosshair_rows, "variants": variants_rows, "quint": quint_rows,
 }
 
 

@@ -133,7 +133,7 @@ def test_every_feasible_path_is_run_once() -> None:
         v = symexec.Int(x, ex)
         seen.append(("big" if v > 10 else "small") + (" odd" if v == 11 else "") + (" neg" if v < 0 else ""))
 
-    runs, _, complete = symexec.explore(program, [x >= -5], 100)
+    _runs, _, complete = symexec.explore(program, [x >= -5], 100)
     assert complete and sorted(seen) == ["big", "big odd", "small", "small neg"]
 
 

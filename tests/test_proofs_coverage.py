@@ -69,7 +69,8 @@ def test_a_claim_vacuous_at_the_first_bound_says_where_it_is_reached() -> None:
     """The suite's second bound reaches what the first leaves vacuous, and the vacuous rows say so;
     they stay `not judged` at their own bound."""
     options = suite.Options(methods=("model",), bound=Bounds.parse("2,2,6,2,2,2"),
-                            coverage_bound=Bounds.parse(suite.COVERAGE_BOUND), liveness_bound=Bounds.parse("2,2,6,2,2,2"))
+                            coverage_bound=Bounds.parse(suite.COVERAGE_BOUND),
+                            liveness_bound=Bounds.parse("2,2,6,2,2,2"))
     rows = suite.model_rows(options, lambda _: None)
     vacuous = [r for r in rows if r.method == suite.VACUOUS_METHOD]
     assert vacuous and all(r.result == suite.NOT_JUDGED and f"every case reached at {suite.COVERAGE_BOUND}" in r.detail

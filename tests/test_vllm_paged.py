@@ -18,8 +18,12 @@ from stallfree.conformance.engines.vllm_paged import VllmPagedScheduler  # noqa:
 from stallfree.conformance.kit import FAIL, PASS, conform  # noqa: E402
 from stallfree.conformance.kit.profiles import checked_rules  # noqa: E402
 from stallfree.conformance.kit.report import render  # noqa: E402
-from stallfree.spec import RuleViolation, Workload, play  # noqa: E402
-from stallfree.spec import registry  # noqa: E402
+from stallfree.spec import (  # noqa: E402
+    RuleViolation,
+    Workload,
+    play,
+    registry,
+)
 
 ENGINES = "stallfree.conformance.engines"
 DESIGN_BREAKS = {  # the paged rules vLLM's design breaks, with what the counterexample shows

@@ -19,9 +19,9 @@ from stallfree.spec.contract import Contract
 from stallfree.spec.facts import StepFacts
 
 from . import lifecycle
-from .coverage import Coverage
 from .bounds import Bounds
 from .counterexample import Action, Counterexample, build
+from .coverage import Coverage
 from .graph import STEP
 from .snapshot import Hidden, encode, is_idle, remaining_work, symmetric
 

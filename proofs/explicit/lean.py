@@ -5,7 +5,8 @@ set is an open-addressed table of 64-bit fingerprints (`FingerprintSet`, at most
 bytes a state), and each state keeps its parent's number and the action that reached it (6 bytes), from
 which a counterexample's path is read and a state rebuilt. What it gives up: the liveness analysis
 (cycles and the drain bound need the graph: `modelcheck.check` does that), the coverage counts, and
-the revisit comparison, so a scheduler's hidden state must be declared (`hidden`) or its states merge. Two keys with one fingerprint are merged, as in compact mode (about n^2 / 2^65).
+the revisit comparison, so a scheduler's hidden state must be declared (`hidden`) or its states merge.
+Two keys with one fingerprint are merged, as in compact mode (about n^2 / 2^65).
 """
 
 from __future__ import annotations

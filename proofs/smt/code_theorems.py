@@ -70,8 +70,8 @@ def _refused_stop(claim: Claim, s: Any, rids: range, planned: code_claims.Views,
     """A refused stop names a rid that emits nothing in the plan, and changes nothing."""
     given = {e.rid: e.n for e in plan}
     shown = planned.progress
-    silent = [rid for rid in stopped if shown[rid] is None or shown[rid].phase is not Phase.READY and (
-        shown[rid].phase is Phase.WAITING or given.get(rid, 0) != shown[rid].prompt_len - shown[rid].num_prefilled)]
+    silent = [rid for rid in stopped if shown[rid] is None or (shown[rid].phase is not Phase.READY and (
+        shown[rid].phase is Phase.WAITING or given.get(rid, 0) != shown[rid].prompt_len - shown[rid].num_prefilled))]
     claim("TOKENS", bool(silent), f"complete() refused stops {stopped}, each of which emits a token")
     now = code_claims.views(s, rids)
     claim("TOKENS", (now.waiting, now.running, now.ended) == (planned.waiting, planned.running, planned.ended),
@@ -100,7 +100,8 @@ def cancel(victim: int, pending: bool) -> Transition:
         waited = victim in {r.rid for r in s.running}  # running: it ends when the plan completes
         if not waited:  # waiting: it leaves now, and its record lasts until the step completes
             shown = s.progress(victim)
-            claim("CANCEL", shown.phase is Phase.CANCELLED, f"rid {victim}, cancelled waiting, shows {shown.phase.value}")
+            claim("CANCEL", shown.phase is Phase.CANCELLED,
+                  f"rid {victim}, cancelled waiting, shows {shown.phase.value}")
             before.progress[victim] = None
         emitted = s.complete(plan)
         after = code_claims.views(s, rids)
@@ -225,7 +226,7 @@ def prove(theorem: Theorem, cls: type, n: int = DEFAULT_N, max_paths: int = MAX_
         v = variables(names(shape))
         for choice, transition in theorem.choices(shape):
             try:
-                runs, ex, complete = explore(lambda ex: _path(ex, cls, shape, v, transition),
+                runs, ex, complete = explore(lambda ex, s=shape, v=v, t=transition: _path(ex, cls, s, v, t),
                                              type_assumptions(v, shape), max_paths)
             except TypeError as error:  # an operation symbolic values do not support: nothing is claimed
                 undecided.append(f"{shape.label()}, {choice}: the code cannot run symbolically ({error})")
@@ -263,7 +264,7 @@ def not_applicable(factory: Any) -> str | None:
         return "the scheduler is made by a function, not a class: its state cannot be built symbolically"
     try:
         s = factory(1, 1, 1)
-    except Exception as error:  # noqa: BLE001  (any failure: the theorems do not apply; the model check reports it)
+    except Exception as error:
         return f"its constructor failed: {type(error).__name__}"
     held = set(getattr(s, "__dict__", {})) | {n for c in type(s).__mro__ for n in getattr(c, "__slots__", ())
                                               if hasattr(s, n)}

@@ -273,7 +273,7 @@ def per_request(policy: Policy) -> list[Obligation]:
     config, reqs, n, i = _common()
     planned, prefill = z3.Array("planned", INT, BOOL), z3.Array("prefill", INT, INT)
     r = reqs.at(i)
-    entry, num_prefilled, tokens = _completion(policy, reqs, planned, prefill, i)
+    _entry, num_prefilled, tokens = _completion(policy, reqs, planned, prefill, i)
     after = SymRequest(r.arrived, z3.Or(r.admitted, planned[i]), r.prompt_len, r.max_new, num_prefilled,
                        r.num_emitted + tokens)
     after_reqs = Requests(*(z3.Store(a, i, v) for a, v in (

@@ -21,8 +21,7 @@ import z3
 
 from .claims import Names
 from .policy import Draft, Policy, SymStep, smin
-from .symbolic import SymState
-from .symbolic import SymRequest
+from .symbolic import SymRequest, SymState
 from .theorems import Theorem
 
 

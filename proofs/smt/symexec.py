@@ -29,7 +29,7 @@ TIMEOUT_MS = 20_000  # one feasibility check; past it the branch counts as unkno
 class Int:
     """A symbolic integer of one exploration: a Z3 term and the explorer that decides its branches."""
 
-    __slots__ = ("term", "ex")
+    __slots__ = ("ex", "term")
     __hash__ = None  # type: ignore[assignment]  # a symbolic value as a dict key would hide a branch
 
     def __init__(self, term: z3.ArithRef, ex: Explorer) -> None:
@@ -87,7 +87,7 @@ class Int:
 class Bool:
     """A symbolic condition: its truth, asked by a branch, is the explorer's decision."""
 
-    __slots__ = ("term", "ex")
+    __slots__ = ("ex", "term")
     __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, term: z3.BoolRef, ex: Explorer) -> None:
