@@ -39,6 +39,8 @@ from stallfree.view import StepView
 from stallfree.view.record import Offer
 from stallfree.view.table import header, verdicts
 
+from stallfree.conformance.isolation.remote import CallHung
+
 from .. import exits
 from ..explain import Nondeterministic, explain
 from ..stepviews import add_view_arguments, check_view_arguments, pricing, wants_views, write_views
@@ -49,9 +51,7 @@ from .args import (
     check_distinct,
     check_json,
     check_output_file,
-    guarded,
     in_place,
-    load_scheduler,
     output_path,
     path_error,
     positive_int,
@@ -61,6 +61,7 @@ from .args import (
     seconds,
     write_json,
 )
+from .hosting import close, hosted, load_judged
 
 NAME = "trace"
 
@@ -160,7 +161,7 @@ def workload_from(args: argparse.Namespace) -> Workload:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stallfree.spec.designs import PAGED, PREFIX, design_of
+    from stallfree.spec.designs import PAGED, PREFIX
 
     try:
         workload = workload_from(args)
@@ -170,8 +171,7 @@ def run(args: argparse.Namespace) -> int:
                                f"trace runs at most {MAX_STEPS:,} (check more with stallfree campaign or check-trace)")
         if args.compare is not None:
             return compare_run(args, workload)
-        loaded = load_scheduler(policy_target(args.scheduler))
-        factory = guarded(loaded, args.scheduler)
+        factory, design = load_judged(policy_target(args.scheduler), args.scheduler, args.timeout)
         if args.budget_at and (args.example or args.workload):
             workload = replace(workload, budgets=tuple(sorted(args.budget_at, key=lambda c: c.step)))
         name = args.contract or VARIANT_CONTRACTS.get(args.scheduler)
@@ -183,13 +183,21 @@ def run(args: argparse.Namespace) -> int:
         check_distinct([("--workload", args.workload)], [("--jsonl", args.jsonl), ("--json", args.json),
                                                          ("--plot", getattr(args, "plot", None)),
                                                          ("--html", getattr(args, "html", None))])
-        if design_of(loaded) in (PAGED, PREFIX):
+        if design in (PAGED, PREFIX):
             from .paged_trace import trace_paged
 
-            return trace_paged(args, workload, factory, design_of(loaded))
+            return trace_paged(args, workload, factory, design)
     except (InvalidField, FieldTypeError, ValueError, ImportError) as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
         return exits.USAGE
+    try:
+        return judged(args, workload, factory, contract)
+    finally:
+        close(factory)
+
+
+def judged(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any], contract: Contract | None) -> int:
+    """Runs the trace, its --jsonl written as it goes and kept once the run has been judged."""
     try:
         jsonl = PendingFile("--jsonl", args.jsonl) if args.jsonl else None
     except ValueError as error:
@@ -305,7 +313,7 @@ def trace(
         budgets.append(budget)
 
     steps_done = [0]  # steps judged, for a run stopped by the watchdog
-    alarm = watchdog(args.timeout)
+    alarm = watchdog(None if hosted(factory) else args.timeout)  # a hosted scheduler's calls are timed by its link
     try:
         with alarm:
             done = explain(workload, factory, args.rules, args.scheduler, table, price,
@@ -318,7 +326,7 @@ def trace(
         # priorities, and no contract for them
         print(f"stallfree trace: {error}", file=sys.stderr)
         return exits.USAGE
-    except Hung as error:  # the scheduler did not answer: no rule judged it, and the run cannot go on
+    except (Hung, CallHung) as error:  # the scheduler did not answer: no rule judged it, and the run cannot go on
         return report_hung(args, workload, contract, steps_done[0], error)
     if writer is not None:
         finish_trace_file(writer, done.recording, budgets)
@@ -422,7 +430,7 @@ class Hung(BaseException):
     handler for the scheduler's own errors (which are Exceptions) takes it for one of them."""
 
 
-def watchdog(seconds: float) -> Alarm:
+def watchdog(seconds: float | None) -> Alarm:
     """SIGALRM after `seconds` without a step or an add: a scheduler stuck in Python code (a loop, a
     sleep) is stopped there and reported as TIMEOUT, not waited for. Rearmed by each step and add;
     called from another thread than the main one, trace runs without a watchdog."""

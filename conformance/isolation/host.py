@@ -1,0 +1,149 @@
+"""The host process of one user scheduler for `trace` (and the commands that follow it): the target is
+imported and called here, one protocol call per request, never in the oracle's process. Run as
+`python -m stallfree.conformance.isolation.host`; the parent's side is `remote`.
+
+What crosses the pipe is data only (`encode`): ints, strings, floats, bools, None, lists and tuples;
+anything else arrives as an `Opaque` stand-in naming its type. So the oracle judges one value per
+call, read once here (a plan that iterates differently each look is read exactly once), and no code of
+the target ever runs in the oracle's process. A call that forks is answered by the forking process only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import sys
+from itertools import islice
+from typing import Any, BinaryIO
+
+from stallfree.spec.capability import supports
+from stallfree.spec.designs import design_of
+from stallfree.spec.loader import FactoryError, TargetError, guarded, load_target
+
+from .guard import MAX_ENTRIES
+from .worker import DUMP_SIGNAL
+
+CALLS = ("add", "schedule", "complete", "cancel", "set_budget")
+MAX_DEPTH = 4  # a value nested deeper crosses as Opaque (a plan entry is two deep)
+PR_SET_PDEATHSIG = 1  # prctl(2): the host is killed when the oracle's process dies
+
+
+def encode(value: object, depth: int = 0) -> Any:
+    """`value` as JSON data that `remote.decode` turns back into the same plain value."""
+    if value is None or type(value) in (bool, int, str, float):
+        return value
+    if type(value) in (list, tuple) and depth < MAX_DEPTH and len(value) <= MAX_ENTRIES:  # type: ignore[arg-type]
+        items = [encode(item, depth + 1) for item in value]  # type: ignore[union-attr]
+        return items if type(value) is list else {"t": items}
+    try:
+        shown = repr(value)[:80]
+    except Exception:
+        shown = "?"
+    return {"o": [type(value).__name__, shown]}
+
+
+def read_plan(plan: object) -> object:
+    """The plan as one list of entries (each a tuple of its first three items, as the kit's guard reads
+    it), or the value itself where it is not iterable: read once, here."""
+    try:
+        iterator = iter(plan)  # type: ignore[call-overload]
+    except TypeError:
+        return plan
+    items = list(islice(iterator, MAX_ENTRIES + 1))
+    return [item if type(item) is tuple else _entry(item) for item in items]
+
+
+def _entry(item: object) -> object:
+    try:
+        return tuple(islice(item, 3))  # type: ignore[call-overload]
+    except TypeError:
+        return item
+
+
+class Host:
+    """The target's factory and its current scheduler, answering the parent's requests."""
+
+    def __init__(self, target: str, flag: str) -> None:
+        self.target, self.flag = target, flag
+        self.factory = load_target(target, flag)
+        self.scheduler: Any = None
+        self.raw_plan: object = None
+
+    def new(self, config: dict[str, int]) -> dict[str, Any]:
+        try:
+            self.scheduler = guarded(self.factory, self.target, self.flag)(**config)
+        except FactoryError as error:
+            return {"factory_error": str(error)}
+        capabilities = sorted(supports(self.scheduler))
+        name = getattr(self.scheduler, "stallfree_name", None) or type(self.scheduler).__name__
+        has = [call for call in CALLS if callable(getattr(self.scheduler, call, None))]
+        return {"capabilities": capabilities, "name": str(name), "has": has}
+
+    def call(self, name: str, args: list[Any]) -> Any:
+        if name == "free_kv":
+            return getattr(self.scheduler, "free_kv", None)
+        if name == "complete":
+            return getattr(self.scheduler, name)(self.raw_plan, *args)
+        value = getattr(self.scheduler, name)(*args)
+        if name == "schedule":
+            self.raw_plan = value
+            return read_plan(value)
+        return value
+
+    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        if request["op"] == "new":
+            return self.new(request["config"])
+        try:
+            return {"value": encode(self.call(request["op"], decode_args(request["args"])))}
+        except BaseException as error:  # the target may raise anything: it crosses as its type and text
+            try:
+                text = str(error)
+            except Exception:
+                text = "?"
+            return {"raised": [type(error).__name__, text]}
+
+
+def decode_args(args: list[Any]) -> list[Any]:
+    return [tuple(a["t"]) if isinstance(a, dict) and "t" in a else a for a in args]
+
+
+def send(out: BinaryIO, message: dict[str, Any]) -> None:
+    out.write(json.dumps(message).encode() + b"\n")
+    out.flush()
+
+
+def serve(requests: BinaryIO, out: BinaryIO) -> None:
+    hello = json.loads(requests.readline())
+    sys.path[:] = hello["sys_path"]
+    pid = os.getpid()
+    try:
+        host = Host(hello["target"], hello["flag"])
+        send(out, {"ready": True, "design": design_of(host.factory)})
+    except (TargetError, ValueError) as error:
+        send(out, {"load_error": str(error)})
+        return
+    for line in requests:
+        reply = host.answer(json.loads(line))
+        if os.getpid() != pid:  # the target forked: the copy ends here, unheard
+            os._exit(0)
+        send(out, reply)
+
+
+def main() -> None:
+    requests = os.fdopen(os.dup(0), "rb")
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    os.dup2(2, 1)  # the target's prints go to stderr, never into the protocol or the step table
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the oracle's to handle
+    signal.signal(DUMP_SIGNAL, signal.SIG_DFL)
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the parent's close() and atexit kill it
+        pass
+    serve(requests, out)
+
+
+if __name__ == "__main__":
+    main()
