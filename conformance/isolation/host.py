@@ -27,6 +27,7 @@ from .worker import DUMP_SIGNAL
 
 CALLS = ("add", "schedule", "complete", "cancel", "set_budget")
 MAX_DEPTH = 4  # a value nested deeper crosses as Opaque (a plan entry is two deep)
+REAL_EXIT = os._exit
 PR_SET_PDEATHSIG = 1  # prctl(2): the host is killed when the oracle's process dies
 
 
@@ -34,7 +35,7 @@ def encode(value: object, depth: int = 0) -> Any:
     """`value` as JSON data that `remote.decode` turns back into the same plain value."""
     if value is None or type(value) in (bool, int, str, float):
         return value
-    if type(value) in (list, tuple) and depth < MAX_DEPTH and len(value) <= MAX_ENTRIES:  # type: ignore[arg-type]
+    if type(value) in (list, tuple) and depth < MAX_DEPTH and len(value) <= MAX_ENTRIES + 1:  # type: ignore[arg-type]
         items = [encode(item, depth + 1) for item in value]  # type: ignore[union-attr]
         return items if type(value) is list else {"t": items}
     try:
@@ -42,6 +43,17 @@ def encode(value: object, depth: int = 0) -> Any:
     except Exception:
         shown = "?"
     return {"o": [type(value).__name__, shown]}
+
+
+def read_all(value: object) -> object:
+    """An iterable that is not plain data (a generator, a set) as the list of its items, read once and
+    cut one past MAX_ENTRIES (the monitor names an endless one); anything else as it is."""
+    if value is None or type(value) in (bool, int, str, float, list, tuple):
+        return value
+    try:
+        return list(islice(iter(value), MAX_ENTRIES + 1))  # type: ignore[call-overload]
+    except TypeError:
+        return value
 
 
 def read_plan(plan: object) -> object:
@@ -85,7 +97,7 @@ class Host:
         if name == "free_kv":
             return getattr(self.scheduler, "free_kv", None)
         if name == "complete":
-            return getattr(self.scheduler, name)(self.raw_plan, *args)
+            return read_all(getattr(self.scheduler, name)(self.raw_plan, *args))
         value = getattr(self.scheduler, name)(*args)
         if name == "schedule":
             self.raw_plan = value
@@ -97,12 +109,27 @@ class Host:
             return self.new(request["config"])
         try:
             return {"value": encode(self.call(request["op"], decode_args(request["args"])))}
+        except SystemExit as error:  # sys.exit or os._exit in the target: a crash, named as the call
+            call = getattr(error, "call", None) or f"sys.exit({error.code!r})"
+            return {"raised": ["SystemExit", f"the scheduler called {call}"]}
         except BaseException as error:  # the target may raise anything: it crosses as its type and text
             try:
                 text = str(error)
             except Exception:
                 text = "?"
             return {"raised": [type(error).__name__, text]}
+
+
+class CalledExit(SystemExit):
+    """The target called os._exit(code): the host answers it as a crash instead of vanishing."""
+
+    def __init__(self, code: object) -> None:
+        super().__init__(code)
+        self.call = f"os._exit({code!r})"
+
+
+def refuse_exit(code: int) -> None:
+    raise CalledExit(code)
 
 
 def decode_args(args: list[Any]) -> list[Any]:
@@ -127,7 +154,7 @@ def serve(requests: BinaryIO, out: BinaryIO) -> None:
     for line in requests:
         reply = host.answer(json.loads(line))
         if os.getpid() != pid:  # the target forked: the copy ends here, unheard
-            os._exit(0)
+            REAL_EXIT(0)
         send(out, reply)
 
 
@@ -142,6 +169,7 @@ def main() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):  # not Linux: the parent's close() and atexit kill it
         pass
+    os._exit = refuse_exit  # type: ignore[assignment]
     serve(requests, out)
 
 
