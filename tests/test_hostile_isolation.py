@@ -1,0 +1,74 @@
+"""A user's scheduler runs in a host process of its own (stallfree.conformance.isolation.host), so
+nothing it does reaches the oracle: each case of the second hostile round that attacked trace's
+process, with the status the README's exit-status table promises. Each is a child `stallfree trace`,
+waited on as an event (the limit only turns a hang into a failure; nothing here reads the clock)."""
+
+from __future__ import annotations
+
+import pytest
+from hostile import assert_clean, assert_refused, spawn
+
+HOSTILE = "hostile_isolated"
+TRACE = ["trace", "--example", "hand", "--scheduler"]
+
+
+def trace(name: str, *more: str) -> object:
+    return spawn([*TRACE, f"{HOSTILE}:{name}", *more])
+
+
+@pytest.mark.parametrize("name", ["OverBudget", "PatchesTheJudge"])
+def test_a_scheduler_that_swaps_the_judge_is_judged_all_the_same(name: str) -> None:
+    """The negative control and the attack read the same: BUDGET broken at step 0, exit 1."""
+    ran = trace(name)
+    assert ran.status == 1, ran.err[-2000:]
+    assert "BUDGET           BROKEN at step 0: the plan carries 16 tokens; the budget is 8" in ran.out
+
+
+def test_a_plan_that_reads_differently_on_each_look_is_judged_on_the_one_value_read() -> None:
+    """Read once in the host: the table shows the plan the verdict judged (the honest first look), never
+    the over-budget one beside a hold."""
+    ran = trace("FicklePlan")
+    assert ran.status == 0, ran.out[-2000:]
+    assert "16/8" not in ran.out and "BUDGET           holds" in ran.out
+
+
+def test_a_generator_as_the_plan_reads_as_conform_reads_it() -> None:
+    ran = trace("GeneratorPlan")
+    assert ran.status == 0, ran.out[-2000:]
+    assert "PROGRESS         holds" in ran.out
+
+
+@pytest.mark.parametrize("name", ["LongCCall", "DisarmsTheAlarm"])
+def test_a_call_stuck_where_no_signal_reaches_is_stopped_from_outside(name: str) -> None:
+    ran = trace(name, "--timeout", "1")
+    assert_refused(ran, "did not answer", "schedule() did not return within 1 s", status=3)
+    assert "TIMEOUT          BROKEN at step 0" in ran.out
+
+
+def test_a_non_daemon_thread_of_the_scheduler_does_not_keep_trace_alive() -> None:
+    ran = trace("LeavesAThread")  # returns at all: the host and its thread were ended after the verdict
+    assert ran.status == 0, ran.err[-2000:]
+    assert_clean(ran)
+
+
+def test_a_scheduler_that_forks_gives_one_report() -> None:
+    ran = trace("Forks")
+    assert ran.status == 0, ran.err[-2000:]
+    assert ran.out.count("BUDGET           holds") == 1, ran.out
+
+
+def test_the_schedulers_own_interrupt_is_not_the_users_ctrl_c() -> None:
+    raised = trace("RaisesKeyboardInterrupt")
+    assert_refused(raised, "schedule() raised KeyboardInterrupt", status=3)
+    signalled = trace("SignalsItsOwnInterrupt")  # SIGINT to its own process: the host ignores it
+    assert signalled.status == 0, signalled.err[-2000:]
+
+
+def test_a_bare_base_exception_is_a_crash_not_a_traceback() -> None:
+    assert_refused(trace("RaisesBaseException"), "schedule() raised BaseException: not an Exception", status=3)
+
+
+def test_a_segfault_is_a_crash_naming_the_signal() -> None:
+    ran = trace("Segfaults")
+    assert_refused(ran, "schedule()", "killed by SIGSEGV", status=3)
+    assert "CRASH            BROKEN at step 0" in ran.out
