@@ -72,3 +72,16 @@ def test_a_segfault_is_a_crash_naming_the_signal() -> None:
     ran = trace("Segfaults")
     assert_refused(ran, "schedule()", "killed by SIGSEGV", status=3)
     assert "CRASH            BROKEN at step 0" in ran.out
+
+
+SIMULATE = ["simulate", "--trace", "code", "--limit", "5", "--quiet", "--timeout", "1", "--scheduler"]
+
+
+@pytest.mark.parametrize("name", ["hostile_schedulers:HangsInSchedule", f"{HOSTILE}:LongCCall"])
+def test_simulate_stops_a_scheduler_that_never_answers(name: str) -> None:
+    assert_refused(spawn([*SIMULATE, name]), "did not answer", "schedule() did not return within 1 s", status=3)
+
+
+def test_simulate_of_a_scheduler_that_swaps_the_judge_still_finds_the_break() -> None:
+    ran = spawn([*SIMULATE, f"{HOSTILE}:PatchesTheJudge", "--check"])
+    assert_refused(ran, "broke BUDGET at step 0", status=1)

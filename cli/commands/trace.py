@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
+from stallfree.conformance.isolation.remote import CallHung
 from stallfree.sim.policies import CONTRACTS as VARIANT_CONTRACTS
 from stallfree.sim.policies import POLICIES
 from stallfree.spec import (
@@ -38,8 +39,6 @@ from stallfree.spec.workload import BudgetChange
 from stallfree.view import StepView
 from stallfree.view.record import Offer
 from stallfree.view.table import header, verdicts
-
-from stallfree.conformance.isolation.remote import CallHung
 
 from .. import exits
 from ..explain import Nondeterministic, explain

@@ -10,6 +10,7 @@ the target ever runs in the oracle's process. A call that forks is answered by t
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -165,10 +166,8 @@ def main() -> None:
     os.dup2(2, 1)  # the target's prints go to stderr, never into the protocol or the step table
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the oracle's to handle
     signal.signal(DUMP_SIGNAL, signal.SIG_DFL)
-    try:
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: the parent's close() and atexit kill it
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux: the parent's close() and atexit kill it
-        pass
     os._exit = refuse_exit  # type: ignore[assignment]
     serve(requests, out)
 
