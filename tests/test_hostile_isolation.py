@@ -85,3 +85,18 @@ def test_simulate_stops_a_scheduler_that_never_answers(name: str) -> None:
 def test_simulate_of_a_scheduler_that_swaps_the_judge_still_finds_the_break() -> None:
     ran = spawn([*SIMULATE, f"{HOSTILE}:PatchesTheJudge", "--check"])
     assert_refused(ran, "broke BUDGET at step 0", status=1)
+
+
+PROVE = ["prove", "--methods", "model", "--bound", "2,2,6,2,2,2", "--hidden", "none", "--scheduler"]
+
+
+def test_the_model_check_of_a_scheduler_that_never_answers_is_stopped_naming_the_call() -> None:
+    ran = spawn([*PROVE, "hostile_schedulers:HangsInSchedule", "--timeout", "1"])
+    assert_refused(ran, "did not answer", "schedule() did not return within 1 s", status=3)
+
+
+def test_the_model_check_through_the_watchdog_still_finds_a_break() -> None:
+    """The negative control: the timed subclass is copied and judged as the scheduler itself."""
+    ran = spawn([*PROVE, f"{HOSTILE}:OverBudget", "--quiet"])
+    assert ran.status == 1, ran.err[-2000:]
+    assert "BUDGET at step 0: the plan carries 3 tokens; the budget is 2" in ran.out
