@@ -100,3 +100,24 @@ def test_the_model_check_through_the_watchdog_still_finds_a_break() -> None:
     ran = spawn([*PROVE, f"{HOSTILE}:OverBudget", "--quiet"])
     assert ran.status == 1, ran.err[-2000:]
     assert "BUDGET at step 0: the plan carries 3 tokens; the budget is 2" in ran.out
+
+
+CAMPAIGN = ["campaign", "--sims", "3", "--jobs", "1", "--quiet", "--scheduler"]
+
+
+@pytest.mark.parametrize(("name", "status"), [
+    ("OverBudget", 1), ("PatchesTheJudge", 1), ("RaisesKeyboardInterrupt", 3), ("Segfaults", 3),
+    ("LeavesAThread", 0), ("Forks", 0),
+])
+def test_campaign_judges_a_hosted_scheduler_whatever_it_does(name: str, status: int) -> None:
+    ran = spawn([*CAMPAIGN, f"{HOSTILE}:{name}"])  # returns at all: no thread or fork outlived the verdict
+    assert ran.status == status, (ran.out[-1500:], ran.err[-1500:])
+    assert_clean(ran)
+    assert ("BUDGET broken" in ran.out) == (status == 1), ran.out[-1500:]
+
+
+def test_a_hosted_schedulers_value_error_is_still_a_value_error() -> None:
+    """The negative control of the crossing: an add() refusing with InvalidField (a ValueError) is a
+    refusal as in process, not a NEVER-FIT break."""
+    ran = spawn(["campaign", "--sims", "300", "--jobs", "2", "--quiet", "--scheduler", f"{HOSTILE}:Rewrites"])
+    assert ran.status == 0, ran.out[-1500:]

@@ -18,17 +18,26 @@ OWN = "stallfree."  # a target in stallfree's own package runs in this process
 
 def load_judged(target: str, name: str, timeout: float) -> tuple[Callable[..., Any], str]:
     """The factory to judge `target` (`name` as given on the command line) and the design it declares;
-    a TargetError (a ValueError) naming --scheduler where it cannot be loaded."""
-    from stallfree.conformance.isolation.remote import remote_factory
+    a TargetError (a ValueError) naming --scheduler where it cannot be loaded. Stallfree's own is
+    guarded (its failure to build a scheduler a FactoryError naming --scheduler), as a hosted one is."""
+    factory = load_raw(target, timeout)
+    if hosted(factory):
+        return factory, factory.design  # type: ignore[attr-defined]
+    return guarded(factory, name), design_of(factory)
+
+
+def load_raw(target: str, timeout: float) -> Callable[..., Any]:
+    """`target`'s factory: hosted in its own process unless it is stallfree's own (or of a design not
+    hosted yet: the paged and prefix designs are judged in process). Picklable either way."""
+    from stallfree.conformance.isolation.remote import HostedFactory
 
     target = SCHEDULERS.get(target, target)
     if not target.startswith(OWN):
-        factory, design = remote_factory(target, timeout)
-        if design == RESERVATION:
-            return factory, design
-        factory.close()  # type: ignore[attr-defined]  # the paged and prefix designs are judged in process
-    loaded = load_scheduler(target)
-    return guarded(loaded, name), design_of(loaded)
+        factory = HostedFactory(target, timeout)
+        if factory.design == RESERVATION:
+            return factory
+        factory.close()
+    return load_scheduler(target)
 
 
 def hosted(factory: Callable[..., Any]) -> bool:

@@ -10,6 +10,7 @@ the target ever runs in the oracle's process. A call that forks is answered by t
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import ctypes
 import json
@@ -36,6 +37,9 @@ def encode(value: object, depth: int = 0) -> Any:
     """`value` as JSON data that `remote.decode` turns back into the same plain value."""
     if value is None or type(value) in (bool, int, str, float):
         return value
+    if type(value) is list and depth == 0 and all(  # a plan of int entries: JSON's own C encoder, no walk
+            type(e) is tuple and all(type(x) is int for x in e) for e in value):
+        return {"p": value}
     if type(value) in (list, tuple) and depth < MAX_DEPTH and len(value) <= MAX_ENTRIES + 1:  # type: ignore[arg-type]
         items = [encode(item, depth + 1) for item in value]  # type: ignore[union-attr]
         return items if type(value) is list else {"t": items}
@@ -118,7 +122,8 @@ class Host:
                 text = str(error)
             except Exception:
                 text = "?"
-            return {"raised": [type(error).__name__, text]}
+            kind = next(c.__name__ for c in type(error).__mro__ if getattr(builtins, c.__name__, None) is c)
+            return {"raised": [type(error).__name__, text, kind]}
 
 
 class CalledExit(SystemExit):
@@ -169,7 +174,10 @@ def main() -> None:
     with contextlib.suppress(OSError, AttributeError):  # not Linux: the parent's close() and atexit kill it
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     os._exit = refuse_exit  # type: ignore[assignment]
-    serve(requests, out)
+    try:
+        serve(requests, out)
+    except (OSError, ValueError):  # the oracle's side went away mid-line (its worker ended): none to answer
+        REAL_EXIT(0)
 
 
 if __name__ == "__main__":

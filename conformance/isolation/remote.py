@@ -12,6 +12,7 @@ then, and at exit, so no thread or child the target started outlives the command
 from __future__ import annotations
 
 import atexit
+import builtins
 import json
 import os
 import selectors
@@ -52,15 +53,22 @@ def decode(data: Any) -> Any:
     if isinstance(data, list):
         return [decode(item) for item in data]
     if isinstance(data, dict):
+        if "p" in data:  # a list of int tuples, sent as lists
+            return [tuple(entry) for entry in data["p"]]
         if "t" in data:
             return tuple(decode(item) for item in data["t"])
         return Opaque(*data["o"])
     return data
 
 
-def raised(type_name: str, text: str) -> Exception:
-    """The target's exception as an Exception of the same name (so messages read as in-process)."""
-    return type(type_name, (Exception,), {"__module__": "scheduler"})(text)
+def raised(type_name: str, text: str, kind: str = "Exception") -> Exception:
+    """The target's exception as an Exception of the same name, and of the same built-in kind (an
+    InvalidField is a ValueError), so it reads and is judged as in process; a BaseException that is no
+    Exception (its KeyboardInterrupt, SystemExit) becomes a plain Exception: the scheduler's crash."""
+    base = getattr(builtins, kind, Exception)
+    if not (isinstance(base, type) and issubclass(base, Exception)):
+        base = Exception
+    return type(type_name, (base,), {"__module__": "scheduler"})(text)  # type: ignore[no-any-return]
 
 
 def _kill_hosts() -> None:
@@ -188,19 +196,40 @@ def _wire(value: object) -> Any:
     return {"t": list(value)} if type(value) is tuple else value
 
 
-def remote_factory(target: str, timeout: float, flag: str = "--scheduler") -> tuple[Callable[..., Any], str]:
-    """A factory for `target` hosted in its own process, and the design it declares. Raises TargetError
-    (the import failed or hung) before any run."""
-    link = Link(target, flag, timeout)
-    design = link.start()
+class HostedFactory:
+    """A factory for `target` hosted in its own process: one host per process that calls it (a forked
+    campaign worker starts its own), each call a fresh scheduler there. Picklable: the link stays behind."""
 
-    def make(**config: int) -> RemoteScheduler:
-        if link.proc is None:  # killed after a hang: a fresh host for the next scheduler
+    def __init__(self, target: str, timeout: float, flag: str = "--scheduler") -> None:
+        self.target, self.timeout, self.flag = target, timeout, flag
+        self._link: Link | None = None
+        self._pid = 0
+        self.design = self._started().start()  # the import fails or hangs here, before any run
+
+    def _started(self) -> Link:
+        if self._link is None or self._pid != os.getpid():
+            self._link, self._pid = Link(self.target, self.flag, self.timeout), os.getpid()
+        return self._link
+
+    def __call__(self, **config: int) -> RemoteScheduler:
+        link = self._started()
+        if link.proc is None:  # killed after a hang, or not started in this process yet
             link.start()
         made = link.ask({"op": "new", "config": config}, "calling the factory")
         if "factory_error" in made:
             raise FactoryError(made["factory_error"])
         return RemoteScheduler(link, made)
 
-    make.close = link.kill  # type: ignore[attr-defined]
-    return make, design
+    def close(self) -> None:
+        if self._link is not None and self._pid == os.getpid():
+            self._link.kill()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_link": None, "_pid": 0}
+
+
+def remote_factory(target: str, timeout: float, flag: str = "--scheduler") -> tuple[Callable[..., Any], str]:
+    """A factory for `target` hosted in its own process, and the design it declares. Raises TargetError
+    (the import failed or hung) before any run."""
+    factory = HostedFactory(target, timeout, flag)
+    return factory, factory.design
