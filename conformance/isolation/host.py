@@ -25,7 +25,7 @@ from stallfree.spec.designs import design_of
 from stallfree.spec.loader import FactoryError, TargetError, guarded, load_target
 
 from .guard import MAX_ENTRIES
-from .worker import DUMP_SIGNAL
+from .worker import DUMP_SIGNAL, send
 
 CALLS = ("add", "schedule", "complete", "cancel", "set_budget")
 MAX_DEPTH = 4  # a value nested deeper crosses as Opaque (a plan entry is two deep)
@@ -140,11 +140,6 @@ def refuse_exit(code: int) -> None:
 
 def decode_args(args: list[Any]) -> list[Any]:
     return [tuple(a["t"]) if isinstance(a, dict) and "t" in a else a for a in args]
-
-
-def send(out: BinaryIO, message: dict[str, Any]) -> None:
-    out.write(json.dumps(message).encode() + b"\n")
-    out.flush()
 
 
 def serve(requests: BinaryIO, out: BinaryIO) -> None:

@@ -15,16 +15,15 @@ import atexit
 import builtins
 import json
 import os
-import selectors
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
 from stallfree.spec.loader import FactoryError, TargetError, split_target
 
+from .sandbox import next_line
 from .timeouts import load_timeout
 
 HOSTS: list[subprocess.Popen[bytes]] = []  # every host started, killed at exit
@@ -120,19 +119,12 @@ class Link:
 
     def receive(self, call: str, timeout: float) -> dict[str, Any]:
         assert self.proc is not None and self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + timeout
-        with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_READ)
-            while b"\n" not in self.buffer:
-                left = deadline - time.monotonic()
-                if left <= 0 or not selector.select(left):
-                    raise CallHung(f"{call} did not return within {timeout:g} s (--timeout; stopped from outside)")
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    raise TargetDied(f"the scheduler's process ended during {call} ({self._ended()})")
-                self.buffer += chunk
-        line, _, self.buffer = self.buffer.partition(b"\n")
+        try:
+            line, self.buffer = next_line(self.proc.stdout.fileno(), self.buffer, timeout)
+        except EOFError:
+            raise TargetDied(f"the scheduler's process ended during {call} ({self._ended()})") from None
+        if line is None:
+            raise CallHung(f"{call} did not return within {timeout:g} s (--timeout; stopped from outside)")
         return json.loads(line)  # type: ignore[no-any-return]
 
     def _ended(self) -> str:
