@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stallfree.conformance.isolation.timeouts import LOAD_TIMEOUT_ENV, load_timeout
+from stallfree.spec.alarm import Alarm
+
 from .base import AnswerError
 
 FACTORY = "Scheduler"
@@ -67,6 +70,11 @@ def watched(forbidden: Sequence[str]) -> Iterator[Watch]:
             setattr(holder, child, value)
 
 
+class ImportHung(BaseException):
+    """The learner's file ran past the load timeout on import (a BaseException, so its own `except
+    Exception` does not swallow it)."""
+
+
 def load(path: Path) -> Callable[..., Any]:
     """`Scheduler` from the Python file `path`, written in it: AnswerError if it cannot be loaded,
     NotWritten if it names a scheduler defined elsewhere (`from stallfree.variants import Stepwise as Scheduler`)."""
@@ -78,8 +86,13 @@ def load(path: Path) -> Callable[..., Any]:
         raise AnswerError(f"FILE {str(path)!r}: not a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    seconds = load_timeout()
     try:
-        spec.loader.exec_module(module)
+        with Alarm(seconds, lambda: ImportHung(f"FILE {str(path)!r}: importing it did not finish within {seconds:g} s "
+                                               f"(the load timeout, {LOAD_TIMEOUT_ENV})")):
+            spec.loader.exec_module(module)
+    except ImportHung as error:
+        raise AnswerError(str(error)) from None
     except Exception as error:  # whatever the learner's module raises on import, it is the answer's fault
         raise AnswerError(f"FILE {str(path)!r}: importing it raised {type(error).__name__}: {error}") from None
     finally:

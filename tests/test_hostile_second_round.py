@@ -72,3 +72,20 @@ def test_conform_of_a_factory_that_refuses_every_config_judges_nothing(capsys: p
     assert_refused(ran, "the factory refused every config", "no scheduler today")
     assert "every checked rule held" not in ran.out and "nothing judged" in ran.out
     assert " holds" not in ran.out
+
+
+@pytest.mark.parametrize("exercise", ["4", "5"])
+def test_an_exercise_answer_calling_os_exit_0_does_not_pass(exercise: str, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    answer = tmp_path / "answer.py"
+    answer.write_text("import os\nos._exit(0)\n")
+    assert_refused(call(["exercise", exercise, str(answer)], capsys), "os._exit(0)", status=3)
+
+
+def test_an_exercise_answer_that_hangs_on_import_is_stopped(tmp_path: Path) -> None:
+    answer = tmp_path / "answer.py"
+    answer.write_text("while True:\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "stallfree", "exercise", "4", str(answer)], capture_output=True,
+                          text=True, env={**env(), "STALLFREE_LOAD_TIMEOUT": "1"}, timeout=EVENT_LIMIT_S)
+    assert done.returncode == 2, done.stderr
+    assert "importing it did not finish within 1 s" in done.stderr.strip().splitlines()[-1]

@@ -9,8 +9,10 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
+from typing import Any
 
 import stallfree.spec.monitor as monitor
 from stallfree.spec import RULE_IDS
@@ -25,7 +27,6 @@ from .args import (
     bounded_int,
     check_json,
     guarded,
-    load_scheduler,
     positive_int,
     rule_list,
     seconds,
@@ -33,6 +34,7 @@ from .args import (
     shows_progress,
     write_json,
 )
+from .hosting import close, hosted, load_raw
 
 NAME = "campaign"
 HELP = "randomized simulations under the monitor: counts, rules checked per step, steps per second"
@@ -99,12 +101,21 @@ def core_build() -> str:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        factory = load_scheduler(args.scheduler)
-        guarded(factory, args.scheduler)(token_budget=8, max_seqs=2, kv_tokens=64)  # fails here, not in a worker
+        factory = load_raw(args.scheduler, args.timeout)
+        (factory if hosted(factory) else guarded(factory, args.scheduler))(  # fails here, not in a worker
+            token_budget=8, max_seqs=2, kv_tokens=64)
         check_json(args)
     except (ValueError, FactoryError) as error:
         print(f"stallfree campaign: {error}", file=sys.stderr)
         return exits.USAGE
+    try:
+        return campaigned(args, factory)
+    finally:
+        close(factory)
+
+
+def campaigned(args: argparse.Namespace, factory: Callable[..., Any]) -> int:
+    """The campaign of a loaded scheduler: its report, JSON and exit status."""
     rules = None if args.rules is None else tuple(args.rules)
     campaign = Campaign(args.sims, args.seed, factory, rules, args.jobs, batch_timeout=args.timeout,
                         lifecycle=args.lifecycle)

@@ -7,9 +7,11 @@ checks on that rule's negative controls: the checks that judge RULE must then fa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 
+from stallfree.conformance.isolation.remote import CallHung
 from stallfree.spec.verdict import Verdict
 
 from .. import exits
@@ -19,11 +21,14 @@ from .args import (
     check_json,
     load_scheduler,
     positive_float,
+    seconds,
     shows_progress,
     write_json,
 )
+from .timed import Watch
 
 NAME = "prove"
+DEFAULT_TIMEOUT = 60.0  # seconds one call of a --scheduler may take in the model check
 HELP = "prove the rules: model check the reference, Z3 theorems, CrossHair contracts; print the table"
 
 METHODS = ("model", "symbolic", "z3", "differential", "crosshair", "variants", "quint")
@@ -77,6 +82,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "differential states (minutes); explicit flags override it")
     p.add_argument("--max-states", type=bounded_int(MAX_STATES), default=None, metavar="N",
                    help="stop the model check past N states")
+    p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help="with --scheduler: a call of it taking longer ends the model check, exit 3 naming the "
+                        f"call (default {DEFAULT_TIMEOUT:g})")
     add_output_arguments(p, "the rows")
 
 
@@ -159,7 +167,8 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         except (ValueError, TypeError) as error:
             raise ValueError(f"--liveness-bound {args.liveness_bound!r}: {error}") from None
     if args.scheduler is not None:
-        options.factory = load_scheduler(args.scheduler)
+        args.watch = Watch(args.timeout)
+        options.factory = args.watch.timed(load_scheduler(args.scheduler))
         options.hidden_declared = args.hidden is not None
     if args.hidden is not None:
         if args.scheduler is None:
@@ -302,9 +311,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {message}", file=sys.stderr, flush=True)
 
     try:
-        rows = own(args, say) if own else suite.run(options, say)
+        with getattr(args, "watch", None) or contextlib.nullcontext():
+            rows = own(args, say) if own else suite.run(options, say)
     except KeyboardInterrupt:
         raise
+    except CallHung as error:  # the scheduler model-checked did not answer
+        print(f"stallfree prove: --scheduler {args.scheduler!r} did not answer: {error}", file=sys.stderr)
+        return exits.CRASHED
     except Exception as error:  # the scheduler model-checked raised, or is not a plain-protocol object
         who = f"--scheduler {args.scheduler!r}" if args.scheduler else "the proof suite"
         print(f"stallfree prove: {who} failed: {type(error).__name__}: {str(error)[:300]}", file=sys.stderr)

@@ -18,15 +18,15 @@ from .args import (
     add_output_arguments,
     check_json,
     check_output_dir,
-    guarded,
-    load_scheduler,
     path_error,
     positive_float,
     positive_int,
+    seconds,
     shows_progress,
     write_json,
 )
 from .budget import add_deployment_arguments, deployment_from
+from .hosting import close, load_judged
 
 NAME = "simulate"
 HELP = "replay a trace (conv, code or a CSV) through a scheduler on a cost model; report latency percentiles"
@@ -64,9 +64,13 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "its real output length from the trace (default: max_new is the real length, the oracle)")
     p.add_argument("--check", action="store_true", help="run the monitor: stop at the first broken rule")
     p.add_argument("--plot", type=Path, default=None, metavar="DIR", help="write PNG plots of the run into DIR")
+    p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help="a call of a scheduler outside stallfree (MODULE:FACTORY) taking longer ends the run: "
+                        f"exit 3, naming the call (default {DEFAULT_TIMEOUT:g})")
     add_output_arguments(p, "the summary")
 
 
+DEFAULT_TIMEOUT = 60.0  # seconds one call of a hosted scheduler may take (trace's default too)
 MAX_RATE_SCALE = 1e6  # arrivals a million times as fast: all at once, for any trace
 
 
@@ -84,9 +88,8 @@ def caps(text: str) -> tuple[int, ...]:
 
 def run(args: argparse.Namespace) -> int:
     from stallfree.costs import Roofline
-    from stallfree.sim.simulator import Stalled, Variant, simulate
     from stallfree.sim.trace import TraceError, load
-    from stallfree.spec import Config, InvalidField, RuleViolation, Unsupported, registry
+    from stallfree.spec import Config, InvalidField, registry
 
     try:
         deployment = deployment_from(args)
@@ -98,9 +101,8 @@ def run(args: argparse.Namespace) -> int:
             trace = trace.head(args.limit)
         trace = trace.scaled(args.rate_scale)
         policy = registry.policies().get(args.scheduler)
-        loaded = load_scheduler(args.scheduler if policy is None else policy[0])
-        make = guarded(loaded, args.scheduler)
-        contract = policy[1] if policy is not None else registry.of(loaded)
+        make, design = load_judged(args.scheduler if policy is None else policy[0], args.scheduler, args.timeout)
+        contract = policy[1] if policy is not None else registry.contract(design)
         check_json(args)
         if args.plot is not None:
             check_output_dir("--plot", args.plot)
@@ -109,8 +111,21 @@ def run(args: argparse.Namespace) -> int:
         flag = "--trace: " if isinstance(error, TraceError) else ""
         print(f"stallfree simulate: {flag}{error}", file=sys.stderr)
         return exits.USAGE
-    if contract.is_design and contract.held is not None and contract is not registry.RESERVATION:
-        return simulate_design(args, contract, trace, config, roofline)
+    try:
+        if contract.is_design and contract.held is not None and contract is not registry.RESERVATION:
+            return simulate_design(args, contract, trace, config, roofline)
+        return simulated(args, trace, config, roofline, make, contract)
+    finally:
+        close(make)
+
+
+def simulated(args: argparse.Namespace, trace: Any, config: Any, roofline: Any, make: Callable[..., Any],
+              contract: Any) -> int:
+    """The run of a loaded scheduler over the trace under `contract`, each way it can end as its exit status."""
+    from stallfree.conformance.isolation.remote import CallHung
+    from stallfree.sim.simulator import Stalled, Variant, simulate
+    from stallfree.spec import RuleViolation, Unsupported
+
     shown = shows_progress(args)
     try:
         check_variant_arguments(args, make, config)
@@ -125,6 +140,9 @@ def run(args: argparse.Namespace) -> int:
     except (FactoryError, Unsupported) as error:
         print(f"stallfree simulate: {error}", file=sys.stderr)
         return exits.USAGE
+    except CallHung as error:  # a hosted scheduler did not answer: stopped from outside
+        print(f"{NEWLINE[not shown]}stallfree simulate: {args.scheduler} did not answer: {error}", file=sys.stderr)
+        return exits.CRASHED
     except Stalled as error:  # no rule judged it (no --check), but the scheduler stopped making progress
         print(f"{NEWLINE[not shown]}stallfree simulate: {args.scheduler} failed: {error}", file=sys.stderr)
         return exits.BROKEN

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
+from stallfree.conformance.isolation.remote import CallHung
 from stallfree.spec import (
     Arrival,
     Cancel,
@@ -49,9 +50,7 @@ from .args import (
     check_json,
     check_output_file,
     contract_of,
-    guarded,
     in_place,
-    load_scheduler,
     output_path,
     path_error,
     positive_int,
@@ -62,6 +61,7 @@ from .args import (
     write_json,
     write_output,
 )
+from .hosting import close, hosted, load_judged
 
 NAME = "trace"
 
@@ -168,11 +168,10 @@ def run(args: argparse.Namespace) -> int:
                                f"trace runs at most {MAX_STEPS:,} (check more with stallfree campaign or check-trace)")
         if args.compare is not None:
             return compare_run(args, workload)
-        loaded = load_scheduler(policy_target(args.scheduler))
-        factory = guarded(loaded, args.scheduler)
+        factory, design = load_judged(policy_target(args.scheduler), args.scheduler, args.timeout)
         if args.budget_at and (args.example or args.workload):
             workload = replace(workload, budgets=tuple(sorted(args.budget_at, key=lambda c: c.step)))
-        contract = contract_of(args.contract, args.scheduler, loaded)
+        contract = contract_of(args.contract, args.scheduler, factory)
         if args.jsonl:
             check_output_file("--jsonl", args.jsonl)
         check_json(args)
@@ -181,10 +180,21 @@ def run(args: argparse.Namespace) -> int:
                                                          ("--plot", getattr(args, "plot", None)),
                                                          ("--html", getattr(args, "html", None))])
         if contract.drawer:  # a design with a step view of its own: its table, verdicts and view
-            return trace_blocks(args, workload, factory, contract)
+            try:
+                return trace_blocks(args, workload, factory, contract)
+            finally:
+                close(factory)
     except (InvalidField, FieldTypeError, ValueError, ImportError) as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
         return exits.USAGE
+    try:
+        return judged(args, workload, factory, contract)
+    finally:
+        close(factory)
+
+
+def judged(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any], contract: Contract | None) -> int:
+    """Runs the trace, its --jsonl written as it goes and kept once the run has been judged."""
     try:
         jsonl = PendingFile("--jsonl", args.jsonl) if args.jsonl else None
     except ValueError as error:
@@ -301,7 +311,7 @@ def trace(
         budgets.append(budget)
 
     steps_done = [0]  # steps judged, for a run stopped by the watchdog
-    alarm = watchdog(args.timeout)
+    alarm = watchdog(None if hosted(factory) else args.timeout)  # a hosted scheduler's calls are timed by its link
     try:
         with alarm:
             done = explain(workload, factory, args.rules, args.scheduler, table, price,
@@ -314,7 +324,7 @@ def trace(
         # priorities, and no contract for them
         print(f"stallfree trace: {error}", file=sys.stderr)
         return exits.USAGE
-    except Hung as error:  # the scheduler did not answer: no rule judged it, and the run cannot go on
+    except (Hung, CallHung) as error:  # the scheduler did not answer: no rule judged it, and the run cannot go on
         return report_hung(args, workload, contract, steps_done[0], error)
     if writer is not None:
         finish_trace_file(writer, done.recording, budgets)
@@ -417,7 +427,7 @@ class Hung(BaseException):
     handler for the scheduler's own errors (which are Exceptions) takes it for one of them."""
 
 
-def watchdog(seconds: float) -> Alarm:
+def watchdog(seconds: float | None) -> Alarm:
     """SIGALRM after `seconds` without a step or an add: a scheduler stuck in Python code (a loop, a
     sleep) is stopped there and reported as TIMEOUT, not waited for. Rearmed by each step and add;
     called from another thread than the main one, trace runs without a watchdog."""

@@ -144,21 +144,12 @@ class Sandbox:
     def _receive(self, timeout: float) -> dict[str, Any] | None:
         """The next JSON line from the worker, or None if it ended or `timeout` passed."""
         assert self._proc is not None and self._proc.stdout is not None
-        fd = self._proc.stdout.fileno()
-        deadline = time.monotonic() + timeout
-        with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_READ)
-            while b"\n" not in self._buffer:
-                left = deadline - time.monotonic()
-                if left <= 0 or not selector.select(left):
-                    return None
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    self._proc.wait()
-                    return None
-                self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return json.loads(line)  # type: ignore[no-any-return]
+        try:
+            line, self._buffer = next_line(self._proc.stdout.fileno(), self._buffer, timeout)
+        except EOFError:
+            self._proc.wait()
+            return None
+        return None if line is None else json.loads(line)  # type: ignore[no-any-return]
 
     def _clear_stderr(self) -> None:
         self._stderr.truncate(0)
@@ -168,6 +159,24 @@ class Sandbox:
         size = self._stderr.tell()
         self._stderr.seek(max(0, size - STDERR_TAIL))
         return self._stderr.read().decode(errors="replace")
+
+
+def next_line(fd: int, buffer: bytes, timeout: float) -> tuple[bytes | None, bytes]:
+    """The next line read from `fd` after the bytes of `buffer`, and the bytes left after it; None for
+    the line if `timeout` seconds passed first. EOFError at the end of the output."""
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while b"\n" not in buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not selector.select(left):
+                return None, buffer
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise EOFError
+            buffer += chunk
+    line, _, buffer = buffer.partition(b"\n")
+    return line, buffer
 
 
 def _innermost_frame(dump: str) -> str:
