@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
                                f"trace runs at most {MAX_STEPS:,} (check more with stallfree campaign or check-trace)")
         if args.compare is not None:
             return compare_run(args, workload)
-        factory, design = load_judged(policy_target(args.scheduler), args.scheduler, args.timeout)
+        factory, _ = load_judged(policy_target(args.scheduler), args.scheduler, args.timeout)
         if args.budget_at and (args.example or args.workload):
             workload = replace(workload, budgets=tuple(sorted(args.budget_at, key=lambda c: c.step)))
         contract = contract_of(args.contract, args.scheduler, factory)

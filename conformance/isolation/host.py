@@ -20,8 +20,8 @@ import sys
 from itertools import islice
 from typing import Any, BinaryIO
 
-from stallfree.spec.capability import supports
 from stallfree.spec import registry
+from stallfree.spec.capability import supports
 from stallfree.spec.loader import FactoryError, TargetError, guarded, load_target
 
 from .guard import MAX_ENTRIES
