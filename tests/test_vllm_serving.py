@@ -202,6 +202,8 @@ def scheduler_for(scheduler_cls: type, prefix_caching: bool = False, **changes: 
     (ReservationScheduler, False, {"scheduler_config.policy": "priority"}, "scheduling_policy='priority'"),
     (PagedScheduler, False, {"scheduler_config.long_prefill_token_threshold": 8}, "long_prefill_token_threshold=8"),
     (ReservationScheduler, False, {"model_config.max_model_len": 300}, "max_model_len=300"),
+    (PagedScheduler, False, {"speculative_config": object()}, "speculative decoding"),
+    (ReservationScheduler, False, {"scheduler_config.async_scheduling": True}, "async_scheduling=True"),
     (ReservationScheduler, False, {"additional_config": {"stallfree": {"on_violations": "log"}}},
      "unknown option(s) ['on_violations']"),
 ])
@@ -262,3 +264,34 @@ def test_without_the_schedulers_search_a_stop_string_arrives_as_a_cancel() -> No
     run = drive(build(CancelledStopStrings, **ENGINE), [WORKLOAD[5]])
     assert reason(run.outputs[0]) == "stop"  # vLLM's engine still ends it on the string
     assert by_index(run.scheduler.ends) == {"0": "cancel"}  # but stallfree heard a cancel
+
+
+def test_a_structured_output_request_is_refused_by_name_and_leaves_the_scheduler_unchanged() -> None:
+    from vllm.sampling_params import StructuredOutputsParams
+    from vllm.v1.request import Request
+
+    from stallfree.conformance.engines.vllm_setup import make_request, prompt_ids
+
+    scheduler = scheduler_for(ReservationScheduler)
+    params = SamplingParams(max_tokens=8, structured_outputs=StructuredOutputsParams(json={"type": "object"}))
+    with pytest.raises(Unmapped, match="request g: structured output"):
+        scheduler.add_request(Request("g", prompt_ids(0, 8), params, None))  # type: ignore[attr-defined]
+    assert not scheduler.requests and scheduler.live.monitor.num_adds == 0  # type: ignore[attr-defined]
+    scheduler.add_request(make_request("p", prompt_ids(0, 8), 8, 32))  # type: ignore[attr-defined]
+    assert list(scheduler.requests) == ["p"]  # type: ignore[attr-defined]  # the control: a plain one is taken
+
+
+@pytest.mark.parametrize(("design", "option", "words"), [
+    ("reservation", ["--enable-prefix-caching"], "enable_prefix_caching=True"),
+    ("paged", ["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 2}'], "speculative decoding"),
+    ("paged", ["--async-scheduling"], "async_scheduling=True"),
+])
+def test_stallfree_serve_refuses_an_option_that_does_not_map_before_anything_starts(
+        design: str, option: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Judged on vLLM's own parse of the arguments; the exit comes before the server is exec'd (a
+    started server would not return here)."""
+    from stallfree.main import main
+
+    assert main(["serve", "--design", design, "--", "some-model", *option]) == 2
+    err = capsys.readouterr().err
+    assert words in err and f"stallfree's {design} scheduler cannot run this vLLM config" in err
