@@ -95,3 +95,4 @@ def test_a_burst_over_http_is_answered_as_vllms_own_scheduler_answers_it(server:
             break
         time.sleep(0.2)
     assert verdicts and set(verdicts.values()) == {"holds"}, verdicts
+    assert json.loads(report.read_text())["stops"] >= 2  # the two stop strings: stops inside the engine
