@@ -142,6 +142,7 @@ def main() -> None:
     print(f"{'scheduler':<28} {'tok/s':>7} {'TTFT p50':>9} {'p90':>7} {'TPOT p50':>9} {'p90':>6} "
           f"{'sched %':>8} {'monitor %':>9} {'steps':>6} {'max run':>7} {'mean run':>8} {'preempt':>7}")
     outputs: dict[str, list[list[int]]] = {}
+    table: list[tuple[str, dict[str, float]]] = []
     for name, cls, extra in RUNS:
         engine = build(cls, **engine_args, **extra)
         rows = []
@@ -157,6 +158,7 @@ def main() -> None:
             run.scheduler.running_counts.clear()
             run.scheduler.max_running = 0
         m = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
+        table.append((name, m))
         print(f"{name:<28} {m['tok/s']:>7.0f} {m['ttft50'] * 1e3:>9.1f} {m['ttft90'] * 1e3:>7.1f} "
               f"{m['tpot50'] * 1e3:>9.2f} {m['tpot90'] * 1e3:>6.2f} {m['share'] * 100:>7.1f}% "
               f"{m['monitor'] * 100:>8.1f}% {m['steps']:>6.0f} {m['max_running']:>7.0f} {m['mean_running']:>8.2f} "
@@ -165,6 +167,18 @@ def main() -> None:
         gc.collect()
     same = all(o == outputs["vLLM's scheduler"] for o in outputs.values())
     print(f"greedy outputs token for token the same as vLLM's scheduler: {'yes' if same else 'NO'}")
+    markdown(table)
+
+
+def markdown(table: list[tuple[str, dict[str, float]]]) -> None:
+    """The table as docs/serving.md shows it."""
+    print("\n| scheduler | tok/s | TTFT p50 / p90 (ms) | TPOT p50 / p90 (ms) | scheduler share | monitor share "
+          "| steps | running, max / mean | preemptions |\n|---|---|---|---|---|---|---|---|---|")
+    for name, m in table:
+        monitor = f"{m['monitor'] * 100:.1f}%" if m["monitor"] else ""
+        print(f"| {name} | {m['tok/s']:.0f} | {m['ttft50'] * 1e3:.0f} / {m['ttft90'] * 1e3:.0f} | "
+              f"{m['tpot50'] * 1e3:.0f} / {m['tpot90'] * 1e3:.0f} | {m['share'] * 100:.1f}% | {monitor} | "
+              f"{m['steps']:.0f} | {m['max_running']:.0f} / {m['mean_running']:.2f} | {m['preemptions']:.0f} |")
 
 
 if __name__ == "__main__":
