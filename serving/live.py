@@ -75,6 +75,8 @@ class Live:
         self.detached_at: int | None = None  # the step the monitor was detached at (log mode)
         self.costs = Costs()
         self.num_steps = 0
+        self.num_stops = 0  # requests ended on their token (complete()'s stopped), as handed to the design
+        self.num_cancels = 0
         self._step_ns = 0  # the monitored calls' time in the current step
         self.pending = False  # a plan was given and has not completed
 
@@ -92,6 +94,7 @@ class Live:
                              f"(prompt_len={prompt_len}, max_new={max_new}): {why}")
 
     def cancel(self, rid: int) -> None:
+        self.num_cancels += 1
         if self.monitor is None:
             self.scheduler.cancel(rid)
         else:
@@ -111,6 +114,7 @@ class Live:
     def complete(self, stopped: Iterable[int]) -> tuple[int, ...]:
         """The pending plan ran; `stopped` ended on their token. Returns the rids that emitted a token."""
         stopped = tuple(stopped)
+        self.num_stops += len(stopped)
         if self.monitor is None:
             emitted = self.scheduler.complete(self.scheduler.last_plan, stopped)
         else:
@@ -163,6 +167,7 @@ class Live:
         """The verdicts, the violations and the costs, as JSON values."""
         return {
             "design": self.design, "steps": self.num_steps, "monitored": self.monitored,
+            "stops": self.num_stops, "cancels": self.num_cancels,
             "rules": {rule: {"verdict": verdict.value} for rule, verdict in self.verdicts().items()},
             "violations": [{"rule": v.rule, "step": v.step, "message": v.message} for v in self.violations],
             "scheduler_us_per_step": self.costs.median_us("scheduler"),

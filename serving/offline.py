@@ -47,7 +47,8 @@ class Run:
 
 def build(scheduler_cls: Any = None, *, num_blocks: int, max_model_len: int, budget: int, max_seqs: int,
           model: str | None = None, **extra: Any) -> Any:
-    """An LLMEngine over the tiny model (dummy weights) with `scheduler_cls` (None: vLLM's own)."""
+    """An LLMEngine over the tiny model (dummy weights), or `model` (a folder, with its weights), with
+    `scheduler_cls` (None: vLLM's own)."""
     from vllm.engine.arg_utils import EngineArgs
     from vllm.v1.engine.llm_engine import LLMEngine
 
@@ -56,8 +57,9 @@ def build(scheduler_cls: Any = None, *, num_blocks: int, max_model_len: int, bud
     if scheduler_cls is not None:
         extra["scheduler_cls"] = scheduler_cls
     extra.setdefault("enable_prefix_caching", False)
+    extra.setdefault("load_format", "dummy" if model is None else "auto")  # a model folder of its own: its weights
     return LLMEngine.from_engine_args(EngineArgs(
-        model=model or model_folder(), load_format="dummy", dtype="float32", enforce_eager=True,
+        model=model or model_folder(), dtype="float32", enforce_eager=True,
         block_size=BLOCK_SIZE, max_model_len=max_model_len, num_gpu_blocks_override=num_blocks,
         max_num_seqs=max_seqs, max_num_batched_tokens=budget, enable_chunked_prefill=True,
         async_scheduling=False, kv_cache_memory_bytes=KV_BYTES, **extra))

@@ -45,6 +45,7 @@ from stallfree.spec.types import Config
 
 from .live import LOG, Live
 from .mapping import PAGED, RESERVATION, Deployment, Unmapped, check, reserved_max_new
+from .stops import StopStrings, remember
 
 
 class Disagreement(RuntimeError):
@@ -99,6 +100,8 @@ class StallfreeScheduler(Scheduler):
         self._next_rid = 0
         self._cancelled_now: set[int] = set()  # cancelled while the plan was pending
         self._report_path: str | None = options.get("report")
+        self._stop_strings = StopStrings(vllm_config.model_config)
+        self.ends: dict[str, str] = {}  # vLLM's request id -> how stallfree heard it end: stop, cancel, length
 
     def contract(self, deployment: Deployment) -> Config:
         """The contract's config for vLLM's deployment (Unmapped listing what does not map)."""
@@ -126,6 +129,7 @@ class StallfreeScheduler(Scheduler):
         self._next_rid += 1
         self._rid_of[request.request_id], self._id_of[rid] = rid, request.request_id
         self._max_new[request.request_id], self._emitted[request.request_id] = max_new, 0
+        self._stop_strings.watch(request)
         super().add_request(request)
 
     def finish_requests(self, request_ids: Any, finished_status: Any) -> Any:
@@ -140,6 +144,7 @@ class StallfreeScheduler(Scheduler):
             if rid is not None:
                 self._forget(request_id, rid)
                 self.live.cancel(rid)
+                remember(self.ends, request_id, "cancel")
                 if pending:
                     self._cancelled_now.add(rid)
         return super().finish_requests(ids, finished_status)
@@ -247,11 +252,17 @@ class StallfreeScheduler(Scheduler):
                 if o.new_token_ids:
                     sampled.add(rid)
                     self._emitted[o.request_id] += len(o.new_token_ids)
-                if o.finish_reason is not None:  # EOS, a stop token, max_tokens, max_model_len
-                    if self._emitted[o.request_id] < self._max_new[o.request_id]:
+                if o.finish_reason is None and self._stop_strings.found(o.request_id, o.new_token_ids):
+                    # vLLM's detokenizer (the engine's, outside the scheduler) finds the same stop string
+                    # in these tokens and aborts the request after this step: it ends here, on this token
+                    super().finish_requests([o.request_id], RequestStatus.FINISHED_STOPPED)
+                    stopped.append(rid)
+                    self._end(o.request_id, rid, "stop")
+                elif o.finish_reason is not None:  # EOS, a stop token, max_tokens, max_model_len
+                    early = self._emitted[o.request_id] < self._max_new[o.request_id]
+                    if early:
                         stopped.append(rid)  # an end before the contract's max_new: a stop on this token
-                    del self._rid_of[o.request_id]
-                    self._forget(o.request_id, rid)
+                    self._end(o.request_id, rid, "stop" if early else "length")
         emitted = set(self.live.complete(stopped)) - self._cancelled_now
         if emitted != sampled - self._cancelled_now:
             raise Disagreement(f"step {self.live.num_steps - 1}: stallfree says rids {sorted(emitted)} emitted a "
@@ -289,8 +300,14 @@ class StallfreeScheduler(Scheduler):
         self._write_report()
         super().shutdown()
 
+    def _end(self, request_id: str, rid: int, how: str) -> None:
+        del self._rid_of[request_id]
+        self._forget(request_id, rid)
+        remember(self.ends, request_id, how)
+
     def _forget(self, request_id: str, rid: int) -> None:
         del self._max_new[request_id], self._emitted[request_id], self._id_of[rid]
+        self._stop_strings.forget(request_id)
 
 
 def refused_request(request: Any) -> str | None:

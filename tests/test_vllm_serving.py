@@ -86,6 +86,26 @@ def test_stallfree_gives_vllms_greedy_tokens_request_for_request(runs: dict[str,
         assert got == tokens(ours[twin])[:len(got)] and len(got) < len(tokens(ours[twin]))
 
 
+def by_index(ends: dict[str, str]) -> dict[str, str]:
+    """The scheduler's ends keyed by the index the request was added under (vLLM adds a suffix)."""
+    return {request_id.rsplit("-", 1)[0]: how for request_id, how in ends.items()}
+
+
+@pytest.mark.parametrize("design", ["reservation", "paged"])
+def test_eos_stop_tokens_and_stop_strings_are_stops_and_aborts_are_cancels(runs: dict[str, object],
+                                                                          design: str) -> None:
+    """Each end as the monitor heard it: EOS, a stop token and a stop string end on their token (STOP:
+    the stop string found inside the scheduler by vLLM's own detokenizer, on the same token as vLLM's
+    engine finds it), a client's abort is a cancel. The reservation design hears max_tokens as a stop
+    too (its reservation is rounded up to whole blocks); the paged design as the end of max_new."""
+    ends = by_index(runs[design].scheduler.ends)  # type: ignore[attr-defined]
+    assert {i: ends[str(i)] for i in STOPS} == dict.fromkeys(STOPS, "stop")
+    assert ends["6"] == ends["7"] == "cancel"
+    assert {ends[str(i)] for i in (1, 2, 4)} == {"stop" if design == "reservation" else "length"}
+    live = runs[design].scheduler.live  # type: ignore[attr-defined]
+    assert live.num_stops == 3 + (3 if design == "reservation" else 0) and live.num_cancels == 2
+
+
 @pytest.mark.parametrize("design", ["reservation", "paged"])
 def test_the_monitor_judged_every_step_and_every_rule_holds(runs: dict[str, object], design: str) -> None:
     live = runs[design].scheduler.live  # type: ignore[attr-defined]
@@ -182,6 +202,8 @@ def scheduler_for(scheduler_cls: type, prefix_caching: bool = False, **changes: 
     (ReservationScheduler, False, {"scheduler_config.policy": "priority"}, "scheduling_policy='priority'"),
     (PagedScheduler, False, {"scheduler_config.long_prefill_token_threshold": 8}, "long_prefill_token_threshold=8"),
     (ReservationScheduler, False, {"model_config.max_model_len": 300}, "max_model_len=300"),
+    (PagedScheduler, False, {"speculative_config": object()}, "speculative decoding"),
+    (ReservationScheduler, False, {"scheduler_config.async_scheduling": True}, "async_scheduling=True"),
     (ReservationScheduler, False, {"additional_config": {"stallfree": {"on_violations": "log"}}},
      "unknown option(s) ['on_violations']"),
 ])
@@ -227,3 +249,49 @@ def test_the_adapter_checks_vllms_pool_against_the_designs_every_step(scheduler_
     except Disagreement as error:
         outcome = "BLOCKS" if "(BLOCKS)" in str(error) else str(error)
     assert outcome == ends
+
+
+class CancelledStopStrings(ReservationScheduler):
+    """The control of the stop-string test: the scheduler's own search for stop strings switched off, so
+    vLLM's engine finds the string after the step and aborts the request."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self._stop_strings.found = lambda request_id, new_token_ids: False  # type: ignore[method-assign]
+
+
+def test_without_the_schedulers_search_a_stop_string_arrives_as_a_cancel() -> None:
+    run = drive(build(CancelledStopStrings, **ENGINE), [WORKLOAD[5]])
+    assert reason(run.outputs[0]) == "stop"  # vLLM's engine still ends it on the string
+    assert by_index(run.scheduler.ends) == {"0": "cancel"}  # but stallfree heard a cancel
+
+
+def test_a_structured_output_request_is_refused_by_name_and_leaves_the_scheduler_unchanged() -> None:
+    from vllm.sampling_params import StructuredOutputsParams
+    from vllm.v1.request import Request
+
+    from stallfree.conformance.engines.vllm_setup import make_request, prompt_ids
+
+    scheduler = scheduler_for(ReservationScheduler)
+    params = SamplingParams(max_tokens=8, structured_outputs=StructuredOutputsParams(json={"type": "object"}))
+    with pytest.raises(Unmapped, match="request g: structured output"):
+        scheduler.add_request(Request("g", prompt_ids(0, 8), params, None))  # type: ignore[attr-defined]
+    assert not scheduler.requests and scheduler.live.monitor.num_adds == 0  # type: ignore[attr-defined]
+    scheduler.add_request(make_request("p", prompt_ids(0, 8), 8, 32))  # type: ignore[attr-defined]
+    assert list(scheduler.requests) == ["p"]  # type: ignore[attr-defined]  # the control: a plain one is taken
+
+
+@pytest.mark.parametrize(("design", "option", "words"), [
+    ("reservation", ["--enable-prefix-caching"], "enable_prefix_caching=True"),
+    ("paged", ["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 2}'], "speculative decoding"),
+    ("paged", ["--async-scheduling"], "async_scheduling=True"),
+])
+def test_stallfree_serve_refuses_an_option_that_does_not_map_before_anything_starts(
+        design: str, option: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Judged on vLLM's own parse of the arguments; the exit comes before the server is exec'd (a
+    started server would not return here)."""
+    from stallfree.main import main
+
+    assert main(["serve", "--design", design, "--", "some-model", *option]) == 2
+    err = capsys.readouterr().err
+    assert words in err and f"stallfree's {design} scheduler cannot run this vLLM config" in err
