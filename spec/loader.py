@@ -68,6 +68,8 @@ def guarded(factory: Callable[..., Any], target: str, flag: str = "--scheduler")
                                "factory call it")
         return made
 
+    if hasattr(factory, "design"):  # the design the factory declares stays declared (spec.registry.of)
+        make.design = factory.design  # type: ignore[attr-defined]
     return make
 
 
