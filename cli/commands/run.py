@@ -382,6 +382,8 @@ def output_checks(spec: RunSpec, job: Job, results: list[JobResult], first: int,
         print(agreed.summary())
         checks["agreement"] = check_json(agreed) | {"ok": None, "why": AGREEMENT_WHY}
         measured = [measure(f"{spec.dtype} (this run)", run_logits(result), fp32)]
+    exact_logits = run_logits(result) if spec.dtype == "fp32" else fp32
+    failed = independent(spec, result, exact_logits, checks) or failed
     failed = judged(checks, "isolation", isolation(result, results[1], first) if results[1].ok else None,
                     f"ISOLATION        not judged: the perturbed run broke {results[1].violation}") or failed
     if len(results) > 2:  # the paged design: the same workload on a pool that never preempts
@@ -397,6 +399,24 @@ def output_checks(spec: RunSpec, job: Job, results: list[JobResult], first: int,
         print(a.summary())
     checks["accuracy"] = [check_json(a) for a in measured]
     return failed
+
+
+def independent(spec: RunSpec, result: JobResult, logits: dict[int, Any], checks: dict[str, Any]) -> bool:
+    """INDEPENDENT: a real checkpoint's fp32 logits (the run's in fp32; in fp8 its one-rank fp32
+    reference's) against a numpy forward pass of the file that shares none of the executor's math
+    (executor/plainref.py). True when it fails; not judged with `--layers`, absent for random weights
+    (nothing independent computes them)."""
+    from stallfree.executor.independent import independent_check
+
+    gguf = spec.gguf
+    if gguf is None:
+        return False
+    if spec.num_layers is not None:
+        return judged(checks, "independent", None,
+                      f"INDEPENDENT      not judged: --layers {spec.num_layers} (the file has every layer)")
+    of = "the run's logits" if spec.dtype == "fp32" else "the one-rank fp32 reference's logits"
+    check = independent_check(of, spec.model_config(), gguf.path, result.requests, logits)
+    return judged(checks, "independent", check, "")
 
 
 AGREEMENT_WHY = ("a measurement: e4m3 rounding is a step function, so fp32-rounding differences between the "
