@@ -15,11 +15,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from stallfree.executor import executor, model, parallel  # noqa: E402
-from stallfree.executor.broken import FutureTokenPlan  # noqa: E402
-from stallfree.executor.fp8 import FP8, row_scale  # noqa: E402
+from stallfree.executor.broken import FutureTokenPlan, per_batch_scale  # noqa: E402
 from stallfree.main import main  # noqa: E402
 
-LINEAR, ROTATE = parallel.linear, model.rotate
+ROTATE = model.rotate
 CHAT = ["--model", "smollm2", "--tp", "1", "--prompt", "What is the capital of France?", "--prompt", "Name a prime.",
         "--max-new", "6"]
 ONE = [*CHAT[:-4], "--max-new", "3"]  # one prompt, 3 tokens: the real model's cheapest run
@@ -30,15 +29,6 @@ def broken_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[in
     err = capsys.readouterr().err
     named = [line for line in err.splitlines() if line.startswith("stallfree run: BROKEN:")]
     return code, named[-1] if named else err
-
-
-def per_batch_scale(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor | None,
-                    unpacked: torch.Tensor | None = None, x_scale: torch.Tensor | None = None) -> torch.Tensor:
-    """Planted: every token of the step quantized with the step's largest activation (a cross-request leak)."""
-    if weight.dtype == FP8 and x.shape[0]:
-        shared = row_scale(x.abs().amax().reshape(1, 1)) if x_scale is None else x_scale.max().reshape(1, 1)
-        x_scale = shared.expand(x.shape[0], 1)
-    return LINEAR(x, weight, scale, unpacked, x_scale)
 
 
 def positions_per_step(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
