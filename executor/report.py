@@ -134,7 +134,11 @@ DERIVATIONS = {
     "isolation": "none (0): the same plans run the same orders, so another request's logits must be bit for bit "
                  "equal",
     "recompute": "the exactness tolerance (fp32 rounding)",
-    "agreement": "none: a measurement (see why)",
+    "agreement": "e4m3 rounding propagated (executor/agreement.py): each row's centred RMS logit difference from the "
+                 "request run alone in fp8, relative to that row's centred RMS, at most 4 sigma x sqrt(2 runs x 2 "
+                 "operands x 2 matmuls in series) x e4m3's RMS rounding error 2^-3/sqrt(12) = 0.408",
+    "independent": "fp32 rounding over the depth (executor/independent.py): 2 x layers x sqrt(ffn) x 2^-24 x the "
+                   "largest |logit| (at least 1); the independent reference is float64",
     "accuracy": "none: measurements of rounding, not a pass/fail",
 }
 

@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from stallfree.executor import parallel  # noqa: E402
-from stallfree.executor.fp8 import FP8, row_scale  # noqa: E402
+from stallfree.executor.broken import per_batch_scale  # noqa: E402
 from stallfree.executor.group import Group  # noqa: E402
 from stallfree.executor.isolation import isolation, perturbed  # noqa: E402
 from stallfree.executor.job import Job  # noqa: E402
@@ -22,18 +22,6 @@ WORKLOAD = Workload(Config(16, 4, 256), (Arrival(0, 20, 6, 0), Arrival(1, 12, 6,
                                          Arrival(3, 30, 4, 2)))
 BASE = Job(WORKLOAD, keep_logits=True, label="fp8")
 JOBS = (BASE, perturbed(BASE, 0, 0, 2048))
-
-ORIGINAL = parallel.linear
-
-
-def per_batch_scale(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor | None,
-                    unpacked: torch.Tensor | None = None, x_scale: torch.Tensor | None = None) -> torch.Tensor:
-    """The planted bug: every token of the step quantized with the step's largest activation."""
-    if weight.dtype == FP8 and x.shape[0]:
-        shared = row_scale(x.abs().amax().reshape(1, 1)) if x_scale is None else x_scale.max().reshape(1, 1)
-        x_scale = shared.expand(x.shape[0], 1)
-    return ORIGINAL(x, weight, scale, unpacked, x_scale)
-
 
 def fp8_isolation(monkeypatch: pytest.MonkeyPatch | None = None):  # type: ignore[no-untyped-def]
     spec = RunSpec(JOBS, tp=1, dtype="fp8")

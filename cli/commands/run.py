@@ -1,7 +1,8 @@
 """`stallfree run`: run a workload on the executor (a Llama-architecture model, tensor parallel, in
 fp32, bf16 or FP8), checking the rules on the real step path, then the model's outputs: exactness
-against an unbatched one-rank fp32 run (fp32 runs), request isolation (bit for bit, every dtype), and
-as measurements an FP8 run's agreement with each request run alone and bf16/FP8 accuracy.
+against an unbatched one-rank fp32 run (fp32 runs), a real checkpoint against an independent numpy
+forward pass, request isolation (bit for bit, every dtype), an FP8 run's agreement with each request
+run alone in FP8 (within e4m3 rounding), and as measurements bf16/FP8 accuracy.
 `--model smollm2` runs a real checkpoint on real prompts and prints the text as it is generated."""
 
 from __future__ import annotations
@@ -378,10 +379,10 @@ def output_checks(spec: RunSpec, job: Job, results: list[JobResult], first: int,
         print(f"EXACTNESS        not judged: {spec.dtype} weights round (exactness is judged in fp32: --dtype fp32)")
         checks["exactness"] = {"ok": None, "why": f"not judged for {spec.dtype}"}
         alone = reference_logits(reference_model(spec, spec.dtype), result)
-        agreed = agreement(spec.dtype, run_logits(result), alone)
-        print(agreed.summary())
-        checks["agreement"] = check_json(agreed) | {"ok": None, "why": AGREEMENT_WHY}
+        failed = judged(checks, "agreement", agreement(spec.dtype, run_logits(result), alone), "")
         measured = [measure(f"{spec.dtype} (this run)", run_logits(result), fp32)]
+    exact_logits = run_logits(result) if spec.dtype == "fp32" else fp32
+    failed = independent(spec, result, exact_logits, checks) or failed
     failed = judged(checks, "isolation", isolation(result, results[1], first) if results[1].ok else None,
                     f"ISOLATION        not judged: the perturbed run broke {results[1].violation}") or failed
     if len(results) > 2:  # the paged design: the same workload on a pool that never preempts
@@ -399,9 +400,22 @@ def output_checks(spec: RunSpec, job: Job, results: list[JobResult], first: int,
     return failed
 
 
-AGREEMENT_WHY = ("a measurement: e4m3 rounding is a step function, so fp32-rounding differences between the "
-                 "batched and the alone run flip some activations by a whole e4m3 spacing and the flips grow over "
-                 "the layers; isolation, bit for bit, is the fp8 pass/fail")
+def independent(spec: RunSpec, result: JobResult, logits: dict[int, Any], checks: dict[str, Any]) -> bool:
+    """INDEPENDENT: a real checkpoint's fp32 logits (the run's in fp32; in fp8 its one-rank fp32
+    reference's) against a numpy forward pass of the file that shares none of the executor's math
+    (executor/plainref.py). True when it fails; not judged with `--layers`, absent for random weights
+    (nothing independent computes them)."""
+    from stallfree.executor.independent import independent_check
+
+    gguf = spec.gguf
+    if gguf is None:
+        return False
+    if spec.num_layers is not None:
+        return judged(checks, "independent", None,
+                      f"INDEPENDENT      not judged: --layers {spec.num_layers} (the file has every layer)")
+    of = "the run's logits" if spec.dtype == "fp32" else "the one-rank fp32 reference's logits"
+    check = independent_check(of, spec.model_config(), gguf.path, result.requests, logits)
+    return judged(checks, "independent", check, "")
 
 
 def judged(checks: dict[str, Any], name: str, check: Any, why_not: str) -> bool:
