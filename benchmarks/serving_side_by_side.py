@@ -136,7 +136,8 @@ def main() -> None:
     args = parser.parse_args()
     arrivals = WORKLOADS[args.workload](args.requests)
     engine_args = {"num_blocks": args.blocks, "max_model_len": 256, "budget": 64, "max_seqs": 8}
-    when = "at once" if args.workload == "burst" else f"of the Azure conversation trace over {arrivals[-1].arrival_step} steps"
+    span = f"of the Azure conversation trace over {arrivals[-1].arrival_step} steps"
+    when = "at once" if args.workload == "burst" else span
     print(f"{args.requests} requests {when}; budget 64, 8 slots, {args.blocks - 1} blocks of 32; medians of "
           f"{args.repeats} runs; times in ms")
     print(f"{'scheduler':<28} {'tok/s':>7} {'TTFT p50':>9} {'p90':>7} {'TPOT p50':>9} {'p90':>6} "
