@@ -99,19 +99,25 @@ class DesignSimulation(Simulation):
         self.stats = stats
         self.held = held
         self.used = 0  # tokens in KV over running requests
+        self.recomputed = 0  # of the step's tokens, run again after a preemption (set by `preempt`)
 
-    def preempt(self, plan: Any) -> None:
+    def preempt(self, given: Any, plan: Any) -> None:
         streams = self.streams
-        for rid in bounded(getattr(plan, "preempted", ()), len(streams), "schedule() preempted"):
+        for rid in bounded(getattr(given, "preempted", ()), len(streams), "schedule() preempted"):
             stream = streams[rid]
             self.used -= stream.num_in_kv
             stream.num_computed = 0
             stream.target = stream.prompt_len + stream.num_emitted  # its residency's prefill, from position 0
             self.stats.preemptions += 1
-        for rid, cached in getattr(plan, "cached", ()):  # an admission's hit: its chunk starts after it
+        for rid, cached in getattr(given, "cached", ()):  # an admission's hit: its chunk starts after it
             streams[rid].num_computed = cached
             self.used += cached
             self.stats.hit_tokens += cached
+        self.recomputed = 0  # the plan's tokens run again after a preemption: prompt and emitted tokens
+        for rid, n in plan:
+            stream = streams[rid]
+            if stream.num_computed < stream.target > stream.prompt_len:
+                self.recomputed += n
 
     def measure(self, m: Measured) -> None:
         super().measure(m)
@@ -126,8 +132,8 @@ class DesignSimulation(Simulation):
         st.held_seconds += self.held(self.scheduler) * seconds
         st.used_seconds += self.used * seconds
         st.max_running = max(st.max_running, running)
-        st.recomputed_tokens += m.recomputed
-        st.recompute_seconds += seconds * m.recomputed / m.num_tokens
+        st.recomputed_tokens += self.recomputed
+        st.recompute_seconds += seconds * self.recomputed / m.num_tokens
 
     def finished(self, stream: Stream) -> None:
         self.used -= stream.num_in_kv

@@ -14,6 +14,7 @@ requests' prompt_len + max_new) and the KV used (positions already computed) to 
 
 from __future__ import annotations
 
+import math
 import time
 from array import array
 from collections.abc import Callable
@@ -77,7 +78,6 @@ class Measured(NamedTuple):
     num_tokens: int
     kv_reserved: int  # the planned requests' prompt_len + max_new
     kv_used: int  # KV positions of the planned requests
-    recomputed: int  # tokens run again after a preemption
     num_decodes: int = 0  # of the plan's entries
 
 
@@ -127,6 +127,7 @@ class Simulation:
         self.caps = CapModel(max_new_cap, max_new_caps)
         self.capped = self.caps.is_capped
         self.measures = type(self).measure is not Simulation.measure  # a design that measures its own figures
+        self.preempts = type(self).preempt is not Simulation.preempt  # a design that follows preemptions
         self.empty = Shadow(config)  # the contract's state with no request: NEVER-FIT reads it, never changes it
         scheduler = factory(token_budget=config.token_budget, max_seqs=config.max_seqs, kv_tokens=config.kv_tokens)
         if self.caps.is_capped and STOP not in supports(scheduler):
@@ -149,12 +150,14 @@ class Simulation:
 
     # -- arrivals --------------------------------------------------------------------------------
 
-    def add_arrivals(self, clock: float) -> None:
-        """Offer the scheduler every request that has arrived by `clock`, in arrival order."""
+    def add_arrivals(self, clock: float) -> float:
+        """Offer the scheduler every request that has arrived by `clock`, in arrival order; return the
+        next arrival's time (infinity: none is left)."""
         requests = self.trace.requests
         while self.next_arrival < len(requests) and requests[self.next_arrival].arrival <= clock:
             self.offer(requests[self.next_arrival])
             self.next_arrival += 1
+        return requests[self.next_arrival].arrival if self.next_arrival < len(requests) else math.inf
 
     def offer(self, request: TraceRequest) -> None:
         reserved = self.caps.max_new(request)
@@ -188,19 +191,18 @@ class Simulation:
         plan = given.entries if type(given) is Plan else given  # a Plan's entries: a tuple
         if (type(plan) is not tuple and type(plan) is not list) or len(plan) > len(streams):
             plan = bounded(given, len(streams), "schedule() returned")
-        self.preempt(given)
-        capped = self.capped  # uncapped, no request stops before its max_new: nothing to look for
-        num_tokens = pairs = kv_read = num_chunks = contexts = kv_reserved = kv_used = recomputed = 0
-        stopped = []
+        if self.preempts:  # a design that forgets KV before the plan runs
+            self.preempt(given, plan)
+        capped, stopped = self.capped, []  # uncapped, no request stops before its max_new: nothing to look for
+        num_tokens = pairs = kv_read = num_chunks = contexts = kv_reserved = kv_used = 0
         for rid, n in plan:
             stream = streams[rid]
-            done, target = stream.num_computed, stream.target
-            if done < target:  # a chunk: positions [done, done + n) of this residency's prefill
+            done = stream.num_computed
+            if done < stream.target:  # a chunk: positions [done, done + n) of this residency's prefill
+                target = stream.target
                 if stream.admitted is None:
                     stream.admitted = clock
-                if target > stream.prompt_len:
-                    recomputed += n  # prompt and emitted tokens again, after a preemption
-                else:
+                if target == stream.prompt_len:  # not a recompute of prompt and emitted tokens (`designs`)
                     stream.num_prefilled = done + n
                 pairs += n * done + n * (n + 1) // 2
                 kv_read += done
@@ -223,38 +225,39 @@ class Simulation:
         seconds = self.roofline.seconds(num_tokens, pairs, kv_read)
         end = clock + seconds
         if self.measures:  # a design's own figures, before the step completes (the state is the plan's)
-            self.measure(Measured(seconds, end, num_planned, num_tokens, kv_reserved, kv_used, recomputed,
-                                  num_decodes))
-        emitted = self.scheduler.complete(given, stopped) if stopped else self.scheduler.complete(given)
-        self.emit(emitted, end)
-        self.account(clock, seconds, num_planned, num_tokens, num_decodes, kv_reserved, kv_used)
-        return end
-
-    def account(self, clock: float, seconds: float, num_planned: int, num_tokens: int, num_decodes: int,
-                kv_reserved: int, kv_used: int) -> None:
-        """Add a step that ran (from `clock`, for `seconds`) to the result's figures."""
-        result = self.result
+            self.measure(Measured(seconds, end, num_planned, num_tokens, kv_reserved, kv_used, num_decodes))
+        self.emit(self.scheduler.complete(given, stopped) if stopped else self.scheduler.complete(given), end)
+        result = self.result  # the figures over the steps that ran, weighted by their seconds
         result.kv_reserved_seconds += kv_reserved * seconds
         result.kv_used_seconds += kv_used * seconds
         result.running_seconds += num_planned * seconds
         if num_planned > result.max_running:
             result.max_running = num_planned
         if self.record:
-            result.kv_timeline.extend((clock + seconds, kv_reserved, kv_used))
+            self.keep(clock, seconds, num_tokens, num_decodes, kv_reserved, kv_used)
         if num_tokens:
             self.num_empty_plans = 0
             result.busy_seconds += seconds
             if seconds > result.longest_step:
                 result.longest_step = seconds
             result.step_tokens.append(num_tokens)
-            if result.steps is not None:
-                result.steps.append(StepRecord(clock, seconds, num_decodes, num_tokens - num_decodes))
         else:
             self.num_empty_plans += 1
+        return end
 
-    def preempt(self, plan: Any) -> None:
-        """What a design does to KV before `plan` runs: nothing under the plain protocol (the paged
-        design's plan names the requests it preempts: `designs`)."""
+    def keep(self, clock: float, seconds: float, num_tokens: int, num_decodes: int, kv_reserved: int,
+             kv_used: int) -> None:
+        """Record a step (from `clock`, for `seconds`) for a run that records its steps: its KV, and a
+        `StepRecord` of a step that carried tokens."""
+        result = self.result
+        result.kv_timeline.extend((clock + seconds, kv_reserved, kv_used))
+        if num_tokens and result.steps is not None:
+            result.steps.append(StepRecord(clock, seconds, num_decodes, num_tokens - num_decodes))
+
+    def preempt(self, given: Any, plan: Any) -> None:
+        """What a design does to KV before the plan `given` (its entries: `plan`) runs: nothing under
+        the plain protocol (the paged design's plan names the requests it preempts: `designs`). Called
+        only where a subclass overrides it."""
 
     def measure(self, m: Measured) -> None:
         """What a design adds to the figures of a priced step, before it completes (so the scheduler's
@@ -293,16 +296,17 @@ class Simulation:
         clock = 0.0
         num_steps = 0
         budgets = self.variant.budgets
+        next_arrival = clock  # the next arrival's time: the first call offers those at 0
         while True:
             while budgets and self.next_budget < len(budgets) and budgets[self.next_budget][0] <= clock:
                 self.scheduler.set_budget(budgets[self.next_budget][1])
                 self.next_budget += 1
-            self.add_arrivals(clock)
-            arrivals_left = self.next_arrival < len(requests)
+            if next_arrival <= clock:  # most steps see no arrival
+                next_arrival = self.add_arrivals(clock)
             if self.num_pending == 0 or self.num_empty_plans >= MAX_EMPTY_PLANS:
-                if not arrivals_left:
+                if self.next_arrival >= len(requests):
                     break
-                clock = max(clock, requests[self.next_arrival].arrival)  # skip the idle gap
+                clock = max(clock, next_arrival)  # skip the idle gap
                 self.num_empty_plans = 0
                 continue
             clock = self.step(clock)
