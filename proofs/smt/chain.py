@@ -1,0 +1,224 @@
+"""The three phases of a step chained, for any N: READY-WITHIN-BUDGET and ONE-PARTIAL by induction.
+
+`induction` proves each phase's loop on its own. Here the loops run in the order the policy's
+`phases()` gives, each entered with the budget the one before left (`entered`, a constant that is
+the previous loop's `left` at i = N; the first is entered with B), and each records what it decides
+for request i in one array of the whole plan (DEC, CH, ADM, FC: decode, chunk, admission, first
+chunk). Counts over the requests are prefix-sum functions, each defined by its recurrence (F(0) = 0,
+F(j + 1) = F(j) + [fact about request j]), asserted at the one index a consecution is about, so no
+obligation holds a formula for the whole step and none grows with N.
+
+Each loop's invariant (initiation at i = 0, consecution i -> i + 1) relates what it has spent of the
+budget it was entered with to what it counted: the decodes loop decodes every ready request until
+the budget is spent; a chunk that completes a prompt, or an admission whose first chunk is the whole
+prompt, costs at least one token; a chunk that leaves a prompt unfinished, or a first chunk shorter
+than its prompt, leaves no budget; nothing is admitted once the budget is spent. A fourth loop, over
+the state after the step, bounds each request's share: ready after means ready before or completed
+this step; partial after means a short chunk or a short first chunk. The rule is then one
+obligation over the loops' exits and the counts before the step (ready <= B, partial <= 1), with
+neither in any invariant. Phases in another order (`AdmitBeforePartial`, `PartialsBeforeDecodes`)
+or a budget that changes (`ChangingBudget`) fail it; so does admitting with no budget left
+(`AdmitWithoutBudget`: a second partial).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import z3
+
+from .induction import INT, LoopInduction, Obligation, Requests, _iteration
+from .policy import Policy, SymEntry
+from .symbolic import SymConfig, SymRequest
+
+COUNTS = ("decoded", "missed", "ready", "partial", "completed_chunk", "completed_admit", "short_chunk",
+          "short_admit", "ready_after", "partial_after")
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The symbols every obligation of the chain shares: the requests, N, the plan's arrays, the counts."""
+
+    policy: Policy
+    config: SymConfig
+    reqs: Requests
+    n: z3.ArithRef
+    i: z3.ArithRef
+    plan: dict[str, z3.ArrayRef]
+    count: dict[str, z3.FuncDeclRef]
+
+    @classmethod
+    def fresh(cls, policy: Policy) -> Chain:
+        plan = {"DEC": z3.Array("DEC", INT, z3.BoolSort()), "CH": z3.Array("CH", INT, INT),
+                "ADM": z3.Array("ADM", INT, z3.BoolSort()), "FC": z3.Array("FC", INT, INT)}
+        count = {name: z3.Function(f"count_{name}", INT, INT) for name in COUNTS}
+        return cls(policy, SymConfig.fresh(), Requests.fresh(), z3.Int("N"), z3.Int("i"), plan, count)
+
+    def facts(self, j: z3.ArithRef) -> dict[str, z3.BoolRef]:
+        """What each count counts, about request j and its entry in the plan."""
+        r, p = self.reqs.at(j), self.plan
+        rem = r.prompt_len - r.num_prefilled
+        after = self.after(j)
+        return {
+            "decoded": p["DEC"][j], "missed": z3.And(r.ready, z3.Not(p["DEC"][j])), "ready": r.ready,
+            "partial": r.partial, "completed_chunk": z3.And(r.partial, p["CH"][j] > 0, p["CH"][j] == rem),
+            "completed_admit": z3.And(p["ADM"][j], p["FC"][j] == r.prompt_len),
+            "short_chunk": z3.And(r.partial, p["CH"][j] < rem),
+            "short_admit": z3.And(p["ADM"][j], p["FC"][j] < r.prompt_len),
+            "ready_after": after.ready, "partial_after": after.partial,
+        }
+
+    def after(self, j: z3.ArithRef) -> SymRequest:
+        """Request j after the step, completed by the policy from its entry in the plan."""
+        r, p = self.reqs.at(j), self.plan
+        entry = SymEntry(p["DEC"][j], p["CH"][j], p["ADM"][j], p["FC"][j])
+        num_prefilled = r.num_prefilled + entry.prefill
+        tokens = self.policy.emitted(entry, r, num_prefilled)
+        return SymRequest(r.arrived, z3.Or(r.admitted, entry.admit), r.prompt_len, r.max_new, num_prefilled,
+                          r.num_emitted + tokens)
+
+    def c(self, name: str, at: z3.ArithRef) -> z3.ArithRef:
+        return self.count[name](at)
+
+    def recurrences(self, names: tuple[str, ...], at: z3.ArithRef) -> z3.BoolRef:
+        """The definitions of the named counts, at index `at`."""
+        facts = self.facts(at)
+        return z3.And([self.c(k, at + 1) == self.c(k, at) + z3.If(facts[k], 1, 0) for k in names])
+
+    def base(self) -> z3.BoolRef:
+        return z3.And(self.config.valid(), self.n >= 0, *(self.c(k, z3.IntVal(0)) == 0 for k in COUNTS))
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase's loop: the array it writes, the counts it defines, its invariant in two parts: what
+    holds of the loop's state (`scalar`: chain, i, entered, left) and of each request it has met
+    (`each`: chain, j)."""
+
+    array: str
+    counts: tuple[str, ...]
+    scalar: Callable[[Chain, z3.ArithRef, z3.ArithRef, z3.ArithRef], z3.BoolRef]
+    each: Callable[[Chain, z3.ArithRef], z3.BoolRef]
+
+    def invariant(self, c: Chain, at: z3.ArithRef, entered: z3.ArithRef, left: z3.ArithRef) -> z3.BoolRef:
+        j = z3.Int("j")
+        return z3.And(self.scalar(c, at, entered, left),
+                      z3.ForAll([j], z3.Implies(z3.And(j >= 0, j < at), self.each(c, j))))
+
+
+def _spent(c: Chain, at: z3.ArithRef, entered: z3.ArithRef, left: z3.ArithRef, count: str) -> z3.BoolRef:
+    return z3.And(at >= 0, at <= c.n, left >= 0, left <= entered, c.c(count, at) <= entered - left)
+
+
+def _decodes(c: Chain, at: z3.ArithRef, entered: z3.ArithRef, left: z3.ArithRef) -> z3.BoolRef:
+    missed = c.c("missed", at)
+    return z3.And(_spent(c, at, entered, left, "decoded"), c.c("ready", at) == c.c("decoded", at) + missed,
+                  missed >= 0, z3.Implies(missed > 0, left == 0))
+
+
+def _decode_ok(c: Chain, j: z3.ArithRef) -> z3.BoolRef:
+    return z3.Implies(c.plan["DEC"][j], c.reqs.at(j).ready)
+
+
+def _partials(c: Chain, at: z3.ArithRef, entered: z3.ArithRef, left: z3.ArithRef) -> z3.BoolRef:
+    short = c.c("short_chunk", at)
+    return z3.And(_spent(c, at, entered, left, "completed_chunk"), short <= c.c("partial", at),
+                  z3.Implies(short > 0, left == 0))
+
+
+def _chunk_ok(c: Chain, j: z3.ArithRef) -> z3.BoolRef:
+    r, ch = c.reqs.at(j), c.plan["CH"][j]
+    return z3.And(ch >= 0, ch <= r.prompt_len - r.num_prefilled, z3.Implies(ch > 0, r.partial))
+
+
+def _admissions(c: Chain, at: z3.ArithRef, entered: z3.ArithRef, left: z3.ArithRef) -> z3.BoolRef:
+    short = c.c("short_admit", at)
+    return z3.And(_spent(c, at, entered, left, "completed_admit"), short <= 1, z3.Implies(short > 0, left == 0),
+                  z3.Implies(entered == 0, short == 0))
+
+
+def _admit_ok(c: Chain, j: z3.ArithRef) -> z3.BoolRef:
+    r, adm, fc = c.reqs.at(j), c.plan["ADM"][j], c.plan["FC"][j]
+    return z3.And(fc >= 0, fc <= r.prompt_len, z3.Implies(adm, r.waiting), z3.Implies(z3.Not(adm), fc == 0))
+
+
+PHASES: dict[str, Phase] = {
+    "plan_decodes": Phase("DEC", ("decoded", "missed", "ready"), _decodes, _decode_ok),
+    "plan_partials": Phase("CH", ("completed_chunk", "short_chunk", "partial"), _partials, _chunk_ok),
+    "admit": Phase("ADM", ("completed_admit", "short_admit"), _admissions, _admit_ok),
+}
+
+
+def _phase_loop(c: Chain, name: str, entered: z3.ArithRef, exited: z3.ArithRef) -> tuple[list[Obligation], z3.BoolRef]:
+    """Initiation and consecution of phase `name`'s loop, entered with `entered` budget; and its exit's
+    state part (the invariant at i = N, leaving `exited`), which the later obligations assume."""
+    phase = PHASES[name]
+    left = z3.Int(f"{name}.left")
+    d = _iteration(c.policy, name, c.reqs.at(c.i), c.config, left, z3.Int(f"{name}.running"),
+                   z3.Int(f"{name}.free"), z3.Bool(f"{name}.stopped"), z3.Int(f"{name}.admitted"))
+    i = c.i
+    writes = {"DEC": c.plan["DEC"][i] == d.decode[0], "CH": c.plan["CH"][i] == d.chunk[0],
+              "ADM": z3.And(c.plan["ADM"][i] == d.admit[0], c.plan["FC"][i] == d.first_chunk[0])}[phase.array]
+    step = z3.And(c.base(), entered >= 0, phase.invariant(c, i, entered, left), i < c.n, c.reqs.valid_at(i, c.config),
+                  z3.And(d.defs), writes, c.recurrences(phase.counts, i))
+    return [
+        Obligation(f"{name}: initiation", z3.And(c.base(), entered >= 0), phase.invariant(c, z3.IntVal(0), entered,
+                                                                                             entered)),
+        Obligation(f"{name}: consecution", step, phase.invariant(c, i + 1, entered, d.left)),
+    ], phase.scalar(c, c.n, entered, exited)
+
+
+def _after(c: Chain, at: z3.ArithRef) -> z3.BoolRef:
+    """The loop over the state after the step: each request's share of the counts after."""
+    return z3.And(at >= 0, at <= c.n,
+                  c.c("ready_after", at) <= c.c("ready", at) + c.c("completed_chunk", at) + c.c("completed_admit", at),
+                  c.c("partial_after", at) <= c.c("short_chunk", at) + c.c("short_admit", at))
+
+
+def chain(c: Chain) -> tuple[list[Obligation], z3.BoolRef]:
+    """Every loop's obligations, in the policy's phase order, and what their exits give together."""
+    obligations: list[Obligation] = []
+    exits = []
+    entered: z3.ArithRef = c.config.token_budget
+    for k, phase in enumerate(c.policy.phases()):
+        exited = z3.Int(f"L{k + 1}")
+        obs, exit_ = _phase_loop(c, phase.__name__, entered, exited)
+        obligations += obs
+        exits.append(exit_)
+        entered = exited
+    i = c.i
+    sums = ("ready_after", "partial_after", "ready", "completed_chunk", "completed_admit", "short_chunk",
+            "short_admit")
+    # Each loop's exit gives its per-request fact for every j < N; the consecution takes it at j = i.
+    met = [PHASES[phase.__name__].each(c, i) for phase in c.policy.phases()]
+    step = z3.And(c.base(), *exits, *met, _after(c, i), i >= 0, i < c.n, c.reqs.valid_at(i, c.config),
+                  c.recurrences(sums, i))
+    obligations += [Obligation("after: initiation", c.base(), _after(c, z3.IntVal(0))),
+                    Obligation("after: consecution", step, _after(c, i + 1))]
+    return obligations, z3.And(c.base(), *exits, _after(c, c.n))
+
+
+def ready_within_budget(policy: Policy) -> list[Obligation]:
+    """READY-WITHIN-BUDGET for any N: ready <= B before the step implies ready <= B after it (the
+    budget of the state after: `Policy.after_config`)."""
+    c = Chain.fresh(policy)
+    obligations, exits = chain(c)
+    before = c.c("ready", c.n) <= c.config.token_budget
+    goal = c.c("ready_after", c.n) <= policy.after_config(c.config).token_budget
+    return [*obligations, Obligation("chain: the rule", z3.And(exits, before), goal)]
+
+
+def one_partial(policy: Policy) -> list[Obligation]:
+    """ONE-PARTIAL for any N: at most one partial before the step implies at most one after it."""
+    c = Chain.fresh(policy)
+    obligations, exits = chain(c)
+    before = c.c("partial", c.n) <= 1
+    return [*obligations, Obligation("chain: the rule", z3.And(exits, before), c.c("partial_after", c.n) <= 1)]
+
+
+CHAINS: tuple[LoopInduction, ...] = (
+    LoopInduction("READY-WITHIN-BUDGET (induction, phases chained)", "READY-WITHIN-BUDGET", ready_within_budget,
+                  "ChangingBudget"),
+    LoopInduction("ONE-PARTIAL (induction, phases chained)", "ONE-PARTIAL", one_partial, "AdmitBeforePartial"),
+)
