@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import z3
 
-from .induction import INT, LoopInduction, Obligation, Requests, _iteration
+from .induction import INT, LoopInduction, Obligation, Requests, _iteration, _plan_ok
 from .policy import Policy, SymEntry
 from .symbolic import SymConfig, SymRequest
 
@@ -140,7 +140,8 @@ def _admissions(c: Chain, at: z3.ArithRef, entered: z3.ArithRef, left: z3.ArithR
 
 def _admit_ok(c: Chain, j: z3.ArithRef) -> z3.BoolRef:
     r, adm, fc = c.reqs.at(j), c.plan["ADM"][j], c.plan["FC"][j]
-    return z3.And(fc >= 0, fc <= r.prompt_len, z3.Implies(adm, r.waiting), z3.Implies(z3.Not(adm), fc == 0))
+    return z3.And(fc >= 0, fc <= r.prompt_len, z3.Implies(adm, z3.And(r.waiting, fc >= 1)),
+                  z3.Implies(z3.Not(adm), fc == 0))
 
 
 PHASES: dict[str, Phase] = {
@@ -217,8 +218,28 @@ def one_partial(policy: Policy) -> list[Obligation]:
     return [*obligations, Obligation("chain: the rule", z3.And(exits, before), c.c("partial_after", c.n) <= 1)]
 
 
+def plan_rules(policy: Policy) -> list[Obligation]:
+    """The plan rules PER-REQUEST and FINISH assume of any plan (`induction._plan_ok`: a chunk
+    within the prompt, an entry only for a ready, partial or waiting request, a decode with no
+    prefill; ONE-ENTRY: a chunk or an admission of at least one token), for every request of the
+    chained phases' plan, any N: each loop's exit gives its per-request fact for every j < N, and
+    together they give the rules at any i < N."""
+    c = Chain.fresh(policy)
+    obligations, _exits = chain(c)
+    i, j, p = c.i, z3.Int("j"), c.plan
+    planned = z3.Lambda([j], z3.Or(p["DEC"][j], p["CH"][j] > 0, p["ADM"][j]))
+    prefill = z3.Lambda([j], p["CH"][j] + p["FC"][j])
+    met = [PHASES[phase.__name__].each(c, i) for phase in policy.phases()]
+    one_entry = z3.Implies(z3.And(planned[i], z3.Not(c.reqs.at(i).ready)), prefill[i] >= 1)
+    hypothesis = z3.And(c.base(), *met, i >= 0, i < c.n, c.reqs.valid_at(i, c.config))
+    return [*obligations, Obligation("chain: the plan rules", hypothesis,
+                                     z3.And(_plan_ok(c.reqs, planned, prefill, i), one_entry))]
+
+
 CHAINS: tuple[LoopInduction, ...] = (
     LoopInduction("READY-WITHIN-BUDGET (induction, phases chained)", "READY-WITHIN-BUDGET", ready_within_budget,
                   "ChangingBudget"),
     LoopInduction("ONE-PARTIAL (induction, phases chained)", "ONE-PARTIAL", one_partial, "AdmitBeforePartial"),
+    LoopInduction("PLAN RULES (induction, phases chained)",
+                  "PREFILL-ONCE, ONE-ENTRY (the premise of PER-REQUEST, FINISH)", plan_rules, "AdmitWithoutBudget"),
 )

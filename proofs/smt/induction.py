@@ -269,7 +269,7 @@ def per_request(policy: Policy) -> list[Obligation]:
     them, whatever entry a plan keeping PREFILL-ONCE and ONE-ENTRY gives it (a chunk within its
     prompt, n >= 1 for a chunk or an admission, a decode only once its prompt is done). No other
     request enters the obligation, so it holds for every N; the plan's rules it assumes are proved of
-    the code by the code theorems and of the policy at N = 12."""
+    the policy's chained phases for any N (`chain.plan_rules`) and of the code by the code theorems."""
     config, reqs, n, i = _common()
     planned, prefill = z3.Array("planned", INT, BOOL), z3.Array("prefill", INT, INT)
     r = reqs.at(i)
