@@ -1,4 +1,5 @@
-"""The three phases of a step chained, for any N: READY-WITHIN-BUDGET and ONE-PARTIAL by induction.
+"""The three phases of a step chained, for any N: READY-WITHIN-BUDGET, ONE-PARTIAL, KV and the plan
+rules by induction.
 
 `induction` proves each phase's loop on its own. Here the loops run in the order the policy's
 `phases()` gives, each entered with the budget the one before left (`entered`, a constant that is
@@ -14,11 +15,14 @@ the budget is spent; a chunk that completes a prompt, or an admission whose firs
 prompt, costs at least one token; a chunk that leaves a prompt unfinished, or a first chunk shorter
 than its prompt, leaves no budget; nothing is admitted once the budget is spent. A fourth loop, over
 the state after the step, bounds each request's share: ready after means ready before or completed
-this step; partial after means a short chunk or a short first chunk. The rule is then one
-obligation over the loops' exits and the counts before the step (ready <= B, partial <= 1), with
-neither in any invariant. Phases in another order (`AdmitBeforePartial`, `PartialsBeforeDecodes`)
-or a budget that changes (`ChangingBudget`) fail it; so does admitting with no budget left
-(`AdmitWithoutBudget`: a second partial).
+this step; partial after means a short chunk or a short first chunk. The admission loop also
+carries the free KV (what it was entered with, less the reservations admitted), and a completion
+loop over the plan returns reservations as the policy's `releases` says. The rule is then one
+obligation over the loops' exits and the rule before the step (ready <= B, partial <= 1, free =
+K - reserved), with none of them in any invariant. Phases in another order (`AdmitBeforePartial`,
+`PartialsBeforeDecodes`) or a budget that changes (`ChangingBudget`) fail it; so do admitting with
+no budget left (`AdmitWithoutBudget`: a second partial), past the free KV (`IgnoreKV`) and an early
+release (`EarlyRelease`).
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ from .policy import Policy, SymEntry
 from .symbolic import SymConfig, SymRequest
 
 COUNTS = ("decoded", "missed", "ready", "partial", "completed_chunk", "completed_admit", "short_chunk",
-          "short_admit", "ready_after", "partial_after")
+          "short_admit", "ready_after", "partial_after", "running_kv", "admitted_kv", "held_after_kv")
+WEIGHED = ("running_kv", "admitted_kv", "held_after_kv")  # sums of reservations, not counts
+FREE_BEFORE, FREE_AFTER = z3.Int("F0"), z3.Int("free_after")  # the free KV before and after the step
 
 
 @dataclass(frozen=True)
@@ -67,12 +73,16 @@ class Chain:
             "short_chunk": z3.And(r.partial, p["CH"][j] < rem),
             "short_admit": z3.And(p["ADM"][j], p["FC"][j] < r.prompt_len),
             "ready_after": after.ready, "partial_after": after.partial,
+            "running_kv": r.running, "admitted_kv": p["ADM"][j], "held_after_kv": after.running,
         }
+
+    def entry(self, j: z3.ArithRef) -> SymEntry:
+        p = self.plan
+        return SymEntry(p["DEC"][j], p["CH"][j], p["ADM"][j], p["FC"][j])
 
     def after(self, j: z3.ArithRef) -> SymRequest:
         """Request j after the step, completed by the policy from its entry in the plan."""
-        r, p = self.reqs.at(j), self.plan
-        entry = SymEntry(p["DEC"][j], p["CH"][j], p["ADM"][j], p["FC"][j])
+        r, entry = self.reqs.at(j), self.entry(j)
         num_prefilled = r.num_prefilled + entry.prefill
         tokens = self.policy.emitted(entry, r, num_prefilled)
         return SymRequest(r.arrived, z3.Or(r.admitted, entry.admit), r.prompt_len, r.max_new, num_prefilled,
@@ -84,7 +94,9 @@ class Chain:
     def recurrences(self, names: tuple[str, ...], at: z3.ArithRef) -> z3.BoolRef:
         """The definitions of the named counts, at index `at`."""
         facts = self.facts(at)
-        return z3.And([self.c(k, at + 1) == self.c(k, at) + z3.If(facts[k], 1, 0) for k in names])
+        weight = self.reqs.at(at).reservation
+        return z3.And([self.c(k, at + 1) == self.c(k, at) + z3.If(facts[k], weight if k in WEIGHED else 1, 0)
+                       for k in names])
 
     def base(self) -> z3.BoolRef:
         return z3.And(self.config.valid(), self.n >= 0, *(self.c(k, z3.IntVal(0)) == 0 for k in COUNTS))
@@ -94,16 +106,24 @@ class Chain:
 class Phase:
     """One phase's loop: the array it writes, the counts it defines, its invariant in two parts: what
     holds of the loop's state (`scalar`: chain, i, entered, left) and of each request it has met
-    (`each`: chain, j)."""
+    (`each`: chain, j); and what it does to the free KV (`kv`: chain, i, free entered with, free;
+    default: nothing)."""
 
     array: str
     counts: tuple[str, ...]
     scalar: Callable[[Chain, z3.ArithRef, z3.ArithRef, z3.ArithRef], z3.BoolRef]
     each: Callable[[Chain, z3.ArithRef], z3.BoolRef]
+    kv: Callable[[Chain, z3.ArithRef, z3.ArithRef, z3.ArithRef], z3.BoolRef] = lambda c, at, fin, free: free == fin
 
-    def invariant(self, c: Chain, at: z3.ArithRef, entered: z3.ArithRef, left: z3.ArithRef) -> z3.BoolRef:
+    def state(self, c: Chain, at: z3.ArithRef, entered: tuple[z3.ArithRef, z3.ArithRef],
+              now: tuple[z3.ArithRef, z3.ArithRef]) -> z3.BoolRef:
+        """The loop's state part at `at`: budget and free KV `now`, entered with `entered`."""
+        return z3.And(self.scalar(c, at, entered[0], now[0]), self.kv(c, at, entered[1], now[1]))
+
+    def invariant(self, c: Chain, at: z3.ArithRef, entered: tuple[z3.ArithRef, z3.ArithRef],
+                  now: tuple[z3.ArithRef, z3.ArithRef]) -> z3.BoolRef:
         j = z3.Int("j")
-        return z3.And(self.scalar(c, at, entered, left),
+        return z3.And(self.state(c, at, entered, now),
                       z3.ForAll([j], z3.Implies(z3.And(j >= 0, j < at), self.each(c, j))))
 
 
@@ -144,30 +164,38 @@ def _admit_ok(c: Chain, j: z3.ArithRef) -> z3.BoolRef:
                   z3.Implies(z3.Not(adm), fc == 0))
 
 
+def _admitted_kv(c: Chain, at: z3.ArithRef, fin: z3.ArithRef, free: z3.ArithRef) -> z3.BoolRef:
+    return z3.And(free == fin - c.c("admitted_kv", at), free >= 0)
+
+
 PHASES: dict[str, Phase] = {
     "plan_decodes": Phase("DEC", ("decoded", "missed", "ready"), _decodes, _decode_ok),
     "plan_partials": Phase("CH", ("completed_chunk", "short_chunk", "partial"), _partials, _chunk_ok),
-    "admit": Phase("ADM", ("completed_admit", "short_admit"), _admissions, _admit_ok),
+    "admit": Phase("ADM", ("completed_admit", "short_admit", "admitted_kv"), _admissions, _admit_ok, _admitted_kv),
 }
 
 
-def _phase_loop(c: Chain, name: str, entered: z3.ArithRef, exited: z3.ArithRef) -> tuple[list[Obligation], z3.BoolRef]:
-    """Initiation and consecution of phase `name`'s loop, entered with `entered` budget; and its exit's
-    state part (the invariant at i = N, leaving `exited`), which the later obligations assume."""
+Pair = tuple[z3.ArithRef, z3.ArithRef]  # the budget left and the free KV
+
+
+def _phase_loop(c: Chain, name: str, entered: Pair, exited: Pair) -> tuple[list[Obligation], z3.BoolRef]:
+    """Initiation and consecution of phase `name`'s loop, entered with `entered` (budget, free KV);
+    and its exit's state part (the invariant at i = N, leaving `exited`), which later obligations
+    assume. The running count and whether admission stopped are left any value each iteration."""
     phase = PHASES[name]
-    left = z3.Int(f"{name}.left")
+    left, free = z3.Int(f"{name}.left"), z3.Int(f"{name}.free")
     d = _iteration(c.policy, name, c.reqs.at(c.i), c.config, left, z3.Int(f"{name}.running"),
-                   z3.Int(f"{name}.free"), z3.Bool(f"{name}.stopped"), z3.Int(f"{name}.admitted"))
+                   free, z3.Bool(f"{name}.stopped"), z3.Int(f"{name}.admitted"))
     i = c.i
     writes = {"DEC": c.plan["DEC"][i] == d.decode[0], "CH": c.plan["CH"][i] == d.chunk[0],
               "ADM": z3.And(c.plan["ADM"][i] == d.admit[0], c.plan["FC"][i] == d.first_chunk[0])}[phase.array]
-    step = z3.And(c.base(), entered >= 0, phase.invariant(c, i, entered, left), i < c.n, c.reqs.valid_at(i, c.config),
+    entry = z3.And(c.base(), entered[0] >= 0, entered[1] >= 0)
+    step = z3.And(entry, phase.invariant(c, i, entered, (left, free)), i < c.n, c.reqs.valid_at(i, c.config),
                   z3.And(d.defs), writes, c.recurrences(phase.counts, i))
     return [
-        Obligation(f"{name}: initiation", z3.And(c.base(), entered >= 0), phase.invariant(c, z3.IntVal(0), entered,
-                                                                                             entered)),
-        Obligation(f"{name}: consecution", step, phase.invariant(c, i + 1, entered, d.left)),
-    ], phase.scalar(c, c.n, entered, exited)
+        Obligation(f"{name}: initiation", entry, phase.invariant(c, z3.IntVal(0), entered, entered)),
+        Obligation(f"{name}: consecution", step, phase.invariant(c, i + 1, entered, (d.left, d.free_kv))),
+    ], phase.state(c, c.n, entered, exited)
 
 
 def _after(c: Chain, at: z3.ArithRef) -> z3.BoolRef:
@@ -177,13 +205,33 @@ def _after(c: Chain, at: z3.ArithRef) -> z3.BoolRef:
                   c.c("partial_after", at) <= c.c("short_chunk", at) + c.c("short_admit", at))
 
 
+def _completion(c: Chain, free_admitted: z3.ArithRef, met: list[z3.BoolRef]) -> tuple[list[Obligation], z3.BoolRef]:
+    """The completion loop over the plan, entered with the free KV admission left: a reservation
+    comes back as the policy's `releases` says, and the free KV so far is what admission left, plus
+    the reservations held before (running, or admitted now), less those held after, over the
+    requests met; it leaves FREE_AFTER."""
+    def inv(at: z3.ArithRef, free: z3.ArithRef) -> z3.BoolRef:
+        held = c.c("running_kv", at) + c.c("admitted_kv", at) - c.c("held_after_kv", at)
+        return z3.And(at >= 0, at <= c.n, free == free_admitted + held, free >= free_admitted)
+
+    i, free = c.i, z3.Int("complete.free")
+    r, entry, after = c.reqs.at(i), c.entry(i), c.after(i)
+    tokens = after.num_emitted - r.num_emitted
+    released = c.policy.releases(entry, r, after.num_prefilled, after.num_emitted, tokens)
+    step = z3.And(c.base(), inv(i, free), *met, i < c.n, c.reqs.valid_at(i, c.config),
+                  c.recurrences(("running_kv", "admitted_kv", "held_after_kv"), i))
+    return [Obligation("complete: initiation", c.base(), inv(z3.IntVal(0), free_admitted)),
+            Obligation("complete: consecution", step, inv(i + 1, free + z3.If(released, r.reservation, 0)))
+            ], inv(c.n, FREE_AFTER)
+
+
 def chain(c: Chain) -> tuple[list[Obligation], z3.BoolRef]:
     """Every loop's obligations, in the policy's phase order, and what their exits give together."""
     obligations: list[Obligation] = []
     exits = []
-    entered: z3.ArithRef = c.config.token_budget
+    entered: Pair = (c.config.token_budget, FREE_BEFORE)
     for k, phase in enumerate(c.policy.phases()):
-        exited = z3.Int(f"L{k + 1}")
+        exited = (z3.Int(f"L{k + 1}"), z3.Int(f"F{k + 1}"))
         obs, exit_ = _phase_loop(c, phase.__name__, entered, exited)
         obligations += obs
         exits.append(exit_)
@@ -197,7 +245,8 @@ def chain(c: Chain) -> tuple[list[Obligation], z3.BoolRef]:
                   c.recurrences(sums, i))
     obligations += [Obligation("after: initiation", c.base(), _after(c, z3.IntVal(0))),
                     Obligation("after: consecution", step, _after(c, i + 1))]
-    return obligations, z3.And(c.base(), *exits, _after(c, c.n))
+    completion, done = _completion(c, entered[1], met)
+    return obligations + completion, z3.And(c.base(), *exits, _after(c, c.n), done)
 
 
 def ready_within_budget(policy: Policy) -> list[Obligation]:
@@ -216,6 +265,17 @@ def one_partial(policy: Policy) -> list[Obligation]:
     obligations, exits = chain(c)
     before = c.c("partial", c.n) <= 1
     return [*obligations, Obligation("chain: the rule", z3.And(exits, before), c.c("partial_after", c.n) <= 1)]
+
+
+def kv(policy: Policy) -> list[Obligation]:
+    """KV through the whole step for any N: free = K - (reservations of the running requests) before
+    the step implies the same of the state after it, and free >= 0, through admission (which
+    takes reservations) and completion (which returns them)."""
+    c = Chain.fresh(policy)
+    obligations, exits = chain(c)
+    before = z3.And(c.config.kv_tokens - c.c("running_kv", c.n) == FREE_BEFORE, FREE_BEFORE >= 0)
+    goal = z3.And(c.config.kv_tokens - c.c("held_after_kv", c.n) == FREE_AFTER, FREE_AFTER >= 0)
+    return [*obligations, Obligation("chain: the rule", z3.And(exits, before), goal)]
 
 
 def plan_rules(policy: Policy) -> list[Obligation]:
@@ -240,6 +300,7 @@ CHAINS: tuple[LoopInduction, ...] = (
     LoopInduction("READY-WITHIN-BUDGET (induction, phases chained)", "READY-WITHIN-BUDGET", ready_within_budget,
                   "ChangingBudget"),
     LoopInduction("ONE-PARTIAL (induction, phases chained)", "ONE-PARTIAL", one_partial, "AdmitBeforePartial"),
+    LoopInduction("KV (induction, phases chained)", "KV", kv, "IgnoreKV"),
     LoopInduction("PLAN RULES (induction, phases chained)",
                   "PREFILL-ONCE, ONE-ENTRY (the premise of PER-REQUEST, FINISH)", plan_rules, "AdmitWithoutBudget"),
 )
