@@ -5,6 +5,7 @@ admission cap of 12 and a policy that stalls, both of which every one-iteration 
 from __future__ import annotations
 
 import pytest
+import z3
 
 from stallfree.proofs.smt import chain, induction
 from stallfree.proofs.smt.loops import LOOP_THEOREMS, prove_loop
@@ -62,3 +63,11 @@ def test_no_obligation_of_the_chain_contains_its_goal() -> None:
         bare = induction.Obligation(last.name, exits, last.goal)
         result = induction._prove([bare], loop.name, induction.Policy(), 30_000)
         assert result.result == "counterexample", loop.name
+
+
+def test_a_hypothesis_that_cannot_hold_is_reported_vacuous_even_with_a_witness() -> None:
+    x = z3.Int("x")
+    vacuous = induction.Obligation("consecution", z3.And(x > 0, x < 0), x == 7, x == 1)
+    result = induction._prove([vacuous], "a vacuous claim", induction.Policy(), 5_000)
+    assert result.result == "unknown" and result.counterexample == {
+        "obligation": "consecution", "vacuous": "its hypothesis is unsatisfiable"}

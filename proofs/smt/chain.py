@@ -194,7 +194,7 @@ def _phase_loop(c: Chain, name: str, entered: Pair, exited: Pair) -> tuple[list[
                   z3.And(d.defs), writes, c.recurrences(phase.counts, i))
     return [
         Obligation(f"{name}: initiation", entry, phase.invariant(c, z3.IntVal(0), entered, entered)),
-        Obligation(f"{name}: consecution", step, phase.invariant(c, i + 1, entered, (d.left, d.free_kv))),
+        Obligation(f"{name}: consecution", step, phase.invariant(c, i + 1, entered, (d.left, d.free_kv)), i == 0),
     ], phase.state(c, c.n, entered, exited)
 
 
