@@ -55,12 +55,12 @@ def run(options: Any, say: Callable[[str], None], runners: dict[str, Any], jobs:
     todo = [tuple(methods[at] for at in group) for group in groups(methods)]
     order = sorted(range(len(todo)), key=lambda i: -sum(COST.get(m, 1.0) for m in todo[i]))
     done: dict[int, tuple[str, Any]] = {}
-    running: dict[Connection, tuple[int, Any]] = {}
+    running: dict[Any, tuple[int, Any]] = {}  # a worker's end of its pipe: its group and process
     try:
         while len(done) < len(todo):
             while order and len(running) < jobs:
                 i = order.pop(0)
-                running.update(_start(options, say, runners, todo[i], i))
+                _start(options, say, runners, todo[i], i, running)
             for conn in wait(list(running)):
                 i, process = running.pop(conn)
                 done[i] = _receive(conn, process)
@@ -82,17 +82,18 @@ def _raise_first_error(done: dict[int, tuple[str, Any]]) -> None:
 
 
 def _start(options: Any, say: Callable[[str], None], runners: dict[str, Any], group: tuple[str, ...],
-           i: int) -> dict[Connection, tuple[int, Any]]:
+           i: int, running: dict[Any, tuple[int, Any]]) -> None:
+    """Fork the worker of group `i` and add it to `running` (before a Ctrl-C held meanwhile is raised)."""
     ours, theirs = multiprocessing.Pipe(duplex=False)
-    process = multiprocessing.get_context("fork").Process(target=_work, args=(options, say, runners, group, theirs),
-                                                          daemon=True)
+    # Not a daemon: a method may fork a pool of its own (the model check's workers).
+    process = multiprocessing.get_context("fork").Process(target=_work, args=(options, say, runners, group, theirs))
     with _interrupts_held():
         process.start()
-    theirs.close()
-    return {ours: (i, process)}
+        theirs.close()
+        running[ours] = (i, process)
 
 
-def _receive(conn: Connection, process: Any) -> tuple[str, Any]:
+def _receive(conn: Any, process: Any) -> tuple[str, Any]:
     try:
         answer: tuple[str, Any] = conn.recv()
     except EOFError:  # the worker died without answering (killed, or out of memory)
@@ -113,7 +114,7 @@ def _work(options: Any, say: Callable[[str], None], runners: dict[str, Any], gro
         conn.send(("rows", [runners[method](options, say) for method in group]))
     except _Stopped:
         pass
-    except Exception as error:  # noqa: BLE001  # raised in the parent, as the serial run would
+    except Exception as error:  # raised in the parent, as the serial run would
         conn.send(("error", _picklable(error)))
     finally:
         sys.stdout.flush()
@@ -135,7 +136,7 @@ def _picklable(error: Exception) -> Exception:
     try:
         pickle.loads(pickle.dumps(error))
         return error
-    except Exception:  # noqa: BLE001  # an error that does not pickle is sent as its type and message
+    except Exception:  # an error that does not pickle is sent as its type and message
         return RuntimeError(f"{type(error).__name__}: {error}")
 
 

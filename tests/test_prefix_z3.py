@@ -11,8 +11,7 @@ import z3
 
 from stallfree.main import main
 from stallfree.prefix import Scheduler, faults
-from stallfree.proofs.smt import prefix
-from stallfree.proofs.smt import symexec
+from stallfree.proofs.smt import prefix, symexec
 from stallfree.proofs.smt.symexec import Int
 
 
