@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -30,8 +31,9 @@ def one(jobs: int, extra: list[str], out: Path) -> tuple[float, float, int, list
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     rows = json.loads(out.read_text()) if out.exists() else []
-    for row in rows:
+    for row in rows:  # what varies from run to run: the seconds, and the rate a model check ran at
         row.pop("seconds", None)
+        row["detail"] = re.sub(r"[\d,.]+ states/s", "_ states/s", row.get("detail") or "")
     table = [line[:98] for line in done.stdout.splitlines()]  # the seconds column cut off
     return wall, cpu, done.returncode, rows, table
 
@@ -55,6 +57,8 @@ def main() -> int:
                 print(f"run {repeat + 1}: --jobs {jobs}: wall {wall:6.1f} s, CPU {cpu:6.1f} s, exit {code}, "
                       f"{len(rows)} rows, load {os.getloadavg()[0]:.1f}", flush=True)
     first = args.jobs[0]
+    for jobs in args.jobs:  # kept for a diff when they differ
+        (Path(tempfile.gettempdir()) / f"prove_wall-{jobs}.json").write_text(json.dumps(seen[jobs][1], indent=1))
     for jobs in args.jobs:
         same = seen[jobs] == seen[first]
         print(f"--jobs {jobs}: median wall {statistics.median(walls[jobs]):6.1f} s, median CPU "

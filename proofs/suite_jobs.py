@@ -60,10 +60,14 @@ def run(options: Any, say: Callable[[str], None], runners: dict[str, Any], jobs:
         while len(done) < len(todo):
             while order and len(running) < jobs:
                 i = order.pop(0)
-                _start(options, say, runners, todo[i], i, running)
+                _start(options, runners, todo[i], i, running)
             for conn in wait(list(running)):
-                i, process = running.pop(conn)
-                done[i] = _receive(conn, process)
+                answer = _receive(conn, running[conn][1])
+                if answer[0] == "say":  # a worker's progress line, said here (where stderr is this process's)
+                    say(answer[1])
+                    continue
+                i, _ = running.pop(conn)
+                done[i] = answer
             _raise_first_error(done)
     finally:
         _stop([process for _, process in running.values()])
@@ -81,12 +85,12 @@ def _raise_first_error(done: dict[int, tuple[str, Any]]) -> None:
             raise value
 
 
-def _start(options: Any, say: Callable[[str], None], runners: dict[str, Any], group: tuple[str, ...],
-           i: int, running: dict[Any, tuple[int, Any]]) -> None:
+def _start(options: Any, runners: dict[str, Any], group: tuple[str, ...], i: int,
+           running: dict[Any, tuple[int, Any]]) -> None:
     """Fork the worker of group `i` and add it to `running` (before a Ctrl-C held meanwhile is raised)."""
     ours, theirs = multiprocessing.Pipe(duplex=False)
     # Not a daemon: a method may fork a pool of its own (the model check's workers).
-    process = multiprocessing.get_context("fork").Process(target=_work, args=(options, say, runners, group, theirs))
+    process = multiprocessing.get_context("fork").Process(target=_work, args=(options, runners, group, theirs))
     with _interrupts_held():
         process.start()
         theirs.close()
@@ -94,24 +98,29 @@ def _start(options: Any, say: Callable[[str], None], runners: dict[str, Any], gr
 
 
 def _receive(conn: Any, process: Any) -> tuple[str, Any]:
+    """The worker's next message: ("say", a progress line), or its last: ("rows", ...) or ("error", ...)."""
     try:
         answer: tuple[str, Any] = conn.recv()
     except EOFError:  # the worker died without answering (killed, or out of memory)
         process.join()
         answer = ("error", RuntimeError(f"a proof worker ended without an answer (exit status {process.exitcode})"))
-    conn.close()
-    process.join()
+    if answer[0] != "say":
+        conn.close()
+        process.join()
     return answer
 
 
-def _work(options: Any, say: Callable[[str], None], runners: dict[str, Any], group: tuple[str, ...],
-          conn: Connection) -> None:
-    """A worker: run the group's methods, send their rows (or the error), and end the process here
-    (`posix._exit`: `os._exit` may be the caller's guard, which raises instead of exiting)."""
+def _work(options: Any, runners: dict[str, Any], group: tuple[str, ...], conn: Connection) -> None:
+    """A worker: run the group's methods, send their progress lines and then their rows (or the error),
+    and end the process here (`posix._exit`: `os._exit` may be the caller's guard, which raises)."""
     signal.signal(signal.SIGINT, _ignore)
     signal.signal(signal.SIGTERM, _stop_worker)
+
+    def said(message: str) -> None:
+        conn.send(("say", message))
+
     try:
-        conn.send(("rows", [runners[method](options, say) for method in group]))
+        conn.send(("rows", [runners[method](options, said) for method in group]))
     except _Stopped:
         pass
     except Exception as error:  # raised in the parent, as the serial run would
