@@ -19,12 +19,12 @@ import multiprocessing
 import posix
 import signal
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from typing import Any
+
+from stallfree.testing.campaign import interrupts_held  # the campaign's workers are forked the same way
 
 GRACE_S = 2.0  # how long a stopped worker has to end its own subprocesses before it is killed
 # Rough CPU seconds of each method at the default bound (benchmarks/prove_wall.py): the order groups start in.
@@ -91,7 +91,7 @@ def _start(options: Any, runners: dict[str, Any], group: tuple[str, ...], i: int
     ours, theirs = multiprocessing.Pipe(duplex=False)
     # Not a daemon: a method may fork a pool of its own (the model check's workers).
     process = multiprocessing.get_context("fork").Process(target=_work, args=(options, runners, group, theirs))
-    with _interrupts_held():
+    with interrupts_held():
         process.start()
         theirs.close()
         running[ours] = (i, process)
@@ -158,22 +158,3 @@ def _stop(processes: list[Any]) -> None:
         if process.is_alive():
             process.kill()
             process.join()
-
-
-@contextmanager
-def _interrupts_held() -> Iterator[None]:
-    """Hold a Ctrl-C (or SIGTERM) back while a worker is forked, then raise it here: the worker
-    starts with the holding handler, which does nothing, until it sets its own."""
-    if threading.current_thread() is not threading.main_thread():  # signals are set from the main thread only
-        yield
-        return
-    held: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-    if held:
-        raise KeyboardInterrupt
-
