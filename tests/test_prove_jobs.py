@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import os
 import posix
-import signal
-import subprocess
-import sys
 import time
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from hostile import EVENT_LIMIT_S, children, env, wait_for
+from hostile import EVENT_LIMIT_S, interrupted_job, wait_for
 
 from stallfree.proofs import suite_jobs
 
@@ -71,16 +68,7 @@ def test_a_worker_that_dies_is_an_error_not_a_hang() -> None:
 
 
 def test_ctrl_c_stops_prove_and_every_worker() -> None:
-    def as_from_a_terminal() -> None:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.setpgrp()  # its own process group, as a shell gives a job: Ctrl-C reaches the workers too
-
-    proc = subprocess.Popen([sys.executable, "-m", "stallfree", "prove", "--methods", "z3,crosshair", "--jobs", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(),
-                            preexec_fn=as_from_a_terminal)
-    wait_for(lambda: len(children(proc.pid)) >= 2 or proc.poll() is not None, "prove's two workers")
-    workers = children(proc.pid)
-    os.killpg(proc.pid, signal.SIGINT)
+    proc, workers = interrupted_job(["prove", "--methods", "z3,crosshair", "--jobs", "2"], 2)
     out, err = proc.communicate(timeout=EVENT_LIMIT_S)
     assert proc.returncode == 130 and err.strip().splitlines()[-1] == "stallfree prove: interrupted", err[-2000:]
     assert "Traceback" not in err and "claims hold" not in out
