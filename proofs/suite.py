@@ -112,6 +112,7 @@ class Options:
     deep: bool = False  # --profile deep
     # A second bound model-checked with the first (None: the first alone), where its vacuous cases are reached.
     coverage_bound: Bounds | None = field(default_factory=lambda: Bounds.parse(COVERAGE_BOUND))
+    jobs: int = 1  # worker processes the methods run in (`suite_jobs`); the rows are the same for any number
 
 
 def model_rows(o: Options, say: Say) -> list[Row]:
@@ -461,6 +462,12 @@ RUNNERS: dict[str, Callable[[Options, Say], list[Row]]] = {
 
 
 def run(options: Options, say: Say) -> list[Row]:
+    """Every method's rows, in the order of `options.methods`; with `jobs` > 1, from worker processes."""
+    if options.jobs > 1:
+        from . import suite_jobs
+
+        if len(suite_jobs.groups(options.methods)) > 1:
+            return suite_jobs.run(options, say, RUNNERS, options.jobs)
     rows: list[Row] = []
     for method in options.methods:
         rows += RUNNERS[method](options, say)

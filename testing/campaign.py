@@ -181,7 +181,7 @@ def run(
     futures: list = []  # type: ignore[type-arg]
     try:
         tasks = list(batches(campaign))
-        with _interrupts_held():  # the workers are forked here: they must never see a Ctrl-C as their own
+        with interrupts_held():  # the workers are forked here: they must never see a Ctrl-C as their own
             futures = [pool.submit(_run_task, task) for task in tasks]
         tally = _collect(_results(futures, tasks), progress, on_progress)
     finally:
@@ -202,7 +202,7 @@ def _ignore_interrupts() -> None:
 
 
 @contextmanager
-def _interrupts_held() -> Iterator[None]:
+def interrupts_held() -> Iterator[None]:
     """Hold a Ctrl-C back while workers are forked, then raise it here: a worker forked in between
     inherits the holding handler, which raises nothing, until its initializer ignores SIGINT."""
     if threading.current_thread() is not threading.main_thread():

@@ -101,3 +101,22 @@ def maps(pid: int, library: str) -> bool:
             return library in f.read()
     except (FileNotFoundError, ProcessLookupError):
         return False
+
+
+def interrupted_job(argv: Sequence[str], workers: int) -> tuple[subprocess.Popen[str], list[int]]:
+    """Start `stallfree ARGV` as a shell starts a job (its own process group, Ctrl-C's default action),
+    wait for its `workers` child processes, and send Ctrl-C to the whole group, as a terminal does;
+    returns the process (to `communicate` with) and the workers' ids."""
+    import os
+    import signal
+
+    def as_from_a_terminal() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.setpgrp()
+
+    proc = subprocess.Popen([sys.executable, "-m", "stallfree", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env(), preexec_fn=as_from_a_terminal)
+    wait_for(lambda: len(children(proc.pid)) >= workers or proc.poll() is not None, f"{workers} workers")
+    started = children(proc.pid)
+    os.killpg(proc.pid, signal.SIGINT)
+    return proc, started

@@ -18,8 +18,8 @@ from hostile import (
     assert_not_written,
     assert_refused,
     call,
-    children,
     env,
+    interrupted_job,
     maps,
     spawn,
     wait_for,
@@ -186,17 +186,7 @@ def test_ctrl_c_during_the_z3_phase_of_prove_stops_it() -> None:
 
 
 def test_ctrl_c_to_a_campaign_stops_it_and_its_workers() -> None:
-    import os
-
-    def as_from_a_terminal() -> None:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.setpgrp()  # its own process group, as a shell gives a job: Ctrl-C reaches the workers too
-
-    proc = subprocess.Popen([sys.executable, "-m", "stallfree", "campaign", "--sims", "3000", "--jobs", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(),
-                            preexec_fn=as_from_a_terminal)
-    wait_for(lambda: len(children(proc.pid)) >= 2 or proc.poll() is not None, "the campaign's two workers")
-    os.killpg(proc.pid, signal.SIGINT)
+    proc, _ = interrupted_job(["campaign", "--sims", "3000", "--jobs", "2"], 2)
     out, err = proc.communicate(timeout=EVENT_LIMIT_S)
     assert proc.returncode == 130 and err.strip().splitlines()[-1] == "stallfree campaign: interrupted", err
     assert "Traceback" not in err and "no rule broken" not in out

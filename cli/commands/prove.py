@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
 import sys
 
 from stallfree.conformance.isolation.remote import CallHung
@@ -42,6 +43,8 @@ MAX_REQUESTS = 64  # symbolic requests per Z3 theorem: past this a proof takes h
 MAX_CODE_REQUESTS = 6  # past this the paths of one state number millions
 MAX_STATES = 10**9
 MAX_CROSSHAIR_SECONDS = 3600.0
+MAX_JOBS = 64
+DEFAULT_JOBS = 2  # the methods' worker processes (proofs/suite_jobs.py); fewer on a machine with fewer cores
 
 
 def crosshair_seconds(text: str) -> float:
@@ -85,6 +88,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help="with --scheduler: a call of it taking longer ends the model check, exit 3 naming the "
                         f"call (default {DEFAULT_TIMEOUT:g})")
+    p.add_argument("--jobs", type=bounded_int(MAX_JOBS), default=None, metavar="N",
+                   help="worker processes the methods run in at once (default 2, or 1 on one core); the rows and "
+                        "verdicts are the same for any N")
     add_output_arguments(p, "the rows")
 
 
@@ -177,6 +183,7 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     if args.requests is not None:
         options.num_requests = options.cancel_requests = args.requests
     options.code_requests = args.code_requests
+    options.jobs = args.jobs if args.jobs is not None else min(DEFAULT_JOBS, os.cpu_count() or 1)
     if args.crosshair_seconds is not None:
         options.crosshair_seconds = args.crosshair_seconds
     if args.max_states is not None:

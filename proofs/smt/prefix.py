@@ -1,5 +1,5 @@
-"""Z3 theorems of the prefix-caching design, proved of the scheduler's own methods (`symexec_methods` runs
-them on symbolic values down every path), for any lengths, budget, pool and watermark, at each block
+"""Z3 theorems of the prefix-caching design, proved of the scheduler's own methods (`symexec.paths` runs
+them on symbolic values down every feasible path), for any lengths, budget, pool and watermark, at each block
 size of `BLOCK_SIZES`:
 
 - **CACHED-NOT-CHARGED** (`Scheduler.first_chunk`): an admission after `cached` tokens from the cache,
@@ -15,7 +15,7 @@ not through the code's `blocks_for`), and the method's result is the code's. A f
 `stallfree.prefix.faults` that overrides the method is refuted by the same theorem: ChargeCached
 (CACHED-NOT-CHARGED), IgnoreWatermark (WATERMARK), CountRevivedTwice (WORK-CONSERVING).
 
-Outside the fragment symbolic execution runs (`symexec_methods`): the hit's match over the cached keys, the
+Outside the fragment symbolic execution runs (`symexec`): the hit's match over the cached keys, the
 hold, release and eviction of blocks (dicts and loops over the request's blocks). Those rules
 (SHARED-READONLY, HIT-SAME-TOKENS, CACHED-NOT-PREFILLED, FREE-AT-ZERO, EVICT-LRU) are judged by the
 prefix model check and the monitor, not by a theorem here.
@@ -31,8 +31,8 @@ from typing import Any
 
 import z3
 
-from . import symexec_methods as symexec
-from .symexec_methods import Sym
+from . import symexec
+from .symexec import Int
 
 BLOCK_SIZES = (1, 2, 3, 16)  # as the paged step theorems
 
@@ -68,7 +68,8 @@ def _scheduler(cls: type, block_size: int) -> Any:
 def first_chunk(scheduler: Any, bs: int) -> tuple[z3.BoolRef, z3.BoolRef]:
     target, num, left = z3.Ints("target num left")
     cached = num * bs
-    paths = symexec.explore(lambda: scheduler.first_chunk(SimpleNamespace(target=Sym(target)), Sym(cached), Sym(left)))
+    paths = symexec.paths(lambda ex: scheduler.first_chunk(SimpleNamespace(target=Int(target, ex)), Int(cached, ex),
+                                                           Int(left, ex)))
     n = symexec.as_term(paths)
     hypothesis = z3.And(num >= 0, cached < target, left >= 1)  # a hit leaves its last prefill token
     owed = z3.If(target - cached < left, target - cached, left)
@@ -78,9 +79,13 @@ def first_chunk(scheduler: Any, bs: int) -> tuple[z3.BoolRef, z3.BoolRef]:
 def _admits(scheduler: Any, bs: int, running: bool) -> tuple[z3.BoolRef, z3.BoolRef, z3.BoolRef]:
     """(hypothesis, the code's decision, the rule's: the blocks left free reach the watermark)."""
     num, revived, n, free, watermark = z3.Ints("num revived n free watermark")
-    scheduler._free_blocks, scheduler.watermark = Sym(free), Sym(watermark)
     scheduler._running = {0: None} if running else {}
-    admits = symexec.as_term(symexec.explore(lambda: scheduler.hit_admits(Sym(num), Sym(revived), Sym(n))))
+
+    def run(ex: symexec.Explorer) -> Any:
+        scheduler._free_blocks, scheduler.watermark = Int(free, ex), Int(watermark, ex)
+        return scheduler.hit_admits(Int(num, ex), Int(revived, ex), Int(n, ex))
+
+    admits = symexec.as_term(symexec.paths(run))
     new = (num * bs + n + bs - 1) / bs - num  # the new blocks the chunk needs past the hit's
     hypothesis = z3.And(num >= 0, revived >= 0, revived <= num, n >= 1, free >= revived, watermark >= 0)
     return hypothesis, admits, free - revived - new >= watermark

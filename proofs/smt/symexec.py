@@ -11,8 +11,14 @@ feasible path of the code has run once: a property asserted on every path holds 
 
 This is how `code_theorems` proves the rules of the code that runs (the reference's own `schedule()`,
 `complete()`, `cancel()` and views), not of a transcription of it. The code needs no change as long as
-it only adds, subtracts, compares and branches on the values (which the reference does); anything
-else (hashing a value, `range` of it, an `int()`) raises `TypeError` rather than guessing.
+it only adds, subtracts, multiplies, divides by a constant (`//`), compares and branches on the values
+(which the reference does); anything else (hashing a value, `range` of it or an index, an `int()`, `//` by
+a symbolic value) raises `TypeError` rather than guessing.
+
+`paths` is the same search for one method's result (the prefix design's theorems, `prefix`): each
+feasible path's condition and what the method returned on it, and `as_term` folds them into one term. A
+method that leaves the fragment, or has more than `MAX_PATHS` paths, is `Refused`: nothing is claimed
+of it, never a half-proof.
 """
 
 from __future__ import annotations
@@ -24,6 +30,11 @@ from typing import Any
 import z3
 
 TIMEOUT_MS = 20_000  # one feasibility check; past it the branch counts as unknown, never as infeasible
+MAX_PATHS = 256  # `paths` refuses a method with more feasible paths than this
+
+
+class Refused(Exception):
+    """The method left the fragment, or has too many paths: nothing is claimed of it."""
 
 
 class Int:
@@ -57,6 +68,18 @@ class Int:
     def __mul__(self, o: object) -> Int: return self._arith(o, lambda a, b: a * b)
     def __rmul__(self, o: object) -> Int: return self._arith(o, lambda a, b: b * a)
     def __neg__(self) -> Int: return Int(-self.term, self.ex)
+
+    def __floordiv__(self, other: object) -> Int:
+        """Python's // by a constant (toward minus infinity; Z3's div rounds so for a positive divisor)."""
+        if not isinstance(other, int) or isinstance(other, bool) or other == 0:
+            raise TypeError(f"symbolic execution: // by {other!r} is outside the fragment (a nonzero int only)")
+        return Int(self.term / other if other > 0 else -self.term / -other, self.ex)
+
+    def __rfloordiv__(self, other: object) -> Int:
+        raise TypeError("symbolic execution: // by a symbolic value is outside the fragment")
+
+    def __index__(self) -> int:
+        raise TypeError("symbolic execution: a symbolic value used as an index or range bound")
 
     def _compare(self, other: object, op: Callable[[Any, Any], Any]) -> Bool:
         term = self._wrap(other)
@@ -190,3 +213,51 @@ def explore(program: Callable[[Explorer], Any], assumptions: list[z3.BoolRef],
             return results, ex, not ex.backtrack()
         if not ex.backtrack():
             return results, ex, True
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    condition: z3.BoolRef  # the path's condition
+    result: Any  # what the method returned on it: a Z3 term where it was symbolic, else the value itself
+
+
+def value(result: Any) -> Any:
+    """A method's result as a Z3 term where it is symbolic (or a plain int or bool)."""
+    if isinstance(result, Int | Bool):
+        return result.term
+    if isinstance(result, bool):
+        return z3.BoolVal(result)
+    if isinstance(result, int):
+        return z3.IntVal(result)
+    return result
+
+
+def paths(run: Callable[[Explorer], Any], assumptions: tuple[z3.BoolRef, ...] = (),
+          max_paths: int = MAX_PATHS) -> list[Outcome]:
+    """Every feasible path of `run(explorer)` (which calls a method on `Int`s of that explorer): its
+    condition and its result. Raises `Refused` if the method leaves the fragment or has more than
+    `max_paths` paths, or if a branch could not be decided."""
+
+    def program(ex: Explorer) -> Outcome:
+        result = value(run(ex))
+        taken = [b.condition if b.taken else z3.Not(b.condition) for b in ex.branches[:ex.depth]]
+        return Outcome(z3.And(taken) if taken else z3.BoolVal(True), result)
+
+    try:
+        outcomes, ex, complete = explore(program, list(assumptions), max_paths)
+    except TypeError as error:
+        raise Refused(str(error)) from None
+    if not complete:
+        raise Refused(f"more than {max_paths} paths")
+    if ex is not None and ex.unknown:
+        raise Refused(f"{ex.unknown} branch(es) Z3 could not decide")
+    return outcomes
+
+
+def as_term(outcomes: list[Outcome]) -> Any:
+    """The method's result as one term: If(path 1, result 1, If(path 2, ...)); the feasible paths cover
+    every value, so the last is the rest."""
+    term = outcomes[-1].result
+    for o in reversed(outcomes[:-1]):
+        term = z3.If(o.condition, o.result, term)
+    return term

@@ -1,0 +1,83 @@
+"""`stallfree prove --jobs N` (proofs/suite_jobs.py): the methods run in worker processes, their rows in
+the serial order, an error raised as the serial run would raise it, and Ctrl-C stopping every worker."""
+
+from __future__ import annotations
+
+import os
+import posix
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from hostile import EVENT_LIMIT_S, interrupted_job, wait_for
+
+from stallfree.proofs import suite_jobs
+
+
+def test_a_differential_after_the_model_check_shares_its_group() -> None:
+    assert suite_jobs.groups(("model", "symbolic", "z3", "differential", "crosshair")) == [
+        (0, 3), (1,), (2,), (4,)]
+    assert suite_jobs.groups(("differential", "model")) == [(0,), (1,)]  # no model check before it to share
+
+
+def runner(name: str, pause: float = 0.0, fails: bool = False) -> Any:
+    def run(options: Any, say: Any) -> list[str]:
+        time.sleep(pause)
+        if fails:
+            raise ValueError(f"{name} failed")
+        return [f"{name}:{os.getpid()}", f"{name}:2"]
+    return run
+
+
+RUNNERS = {"model": runner("model", 0.3), "symbolic": runner("symbolic"), "z3": runner("z3", 0.1),
+           "differential": runner("differential"), "crosshair": runner("crosshair", 0.2)}
+
+
+def test_rows_come_back_in_the_serial_order_from_other_processes() -> None:
+    options = SimpleNamespace(methods=("model", "symbolic", "z3", "differential", "crosshair"))
+    rows = suite_jobs.run(options, print, RUNNERS, 2)
+    assert [r.split(":")[0] for r in rows] == ["model", "model", "symbolic", "symbolic", "z3", "z3",
+                                                "differential", "differential", "crosshair", "crosshair"]
+    pids = {r.split(":")[1] for r in rows[::2]}
+    assert str(os.getpid()) not in pids and len(pids) >= 2  # run in workers, more than one
+    model_pid = rows[0].split(":")[1]
+    assert rows[6].split(":")[1] == model_pid  # the differential ran after the model check, in its worker
+
+
+def test_a_method_asked_for_twice_runs_twice() -> None:
+    options = SimpleNamespace(methods=("z3", "symbolic", "z3"))
+    assert [r.split(":")[0] for r in suite_jobs.run(options, print, RUNNERS, 2)] == [
+        "z3", "z3", "symbolic", "symbolic", "z3", "z3"]
+
+
+def test_the_first_error_in_serial_order_is_raised() -> None:
+    runners = {**RUNNERS, "model": runner("model", 0.5, fails=True), "z3": runner("z3", fails=True)}
+    options = SimpleNamespace(methods=("model", "symbolic", "z3"))
+    with pytest.raises(ValueError, match="model failed"):  # z3's error came first, but model runs first serially
+        suite_jobs.run(options, print, runners, 2)
+
+
+def test_a_worker_that_dies_is_an_error_not_a_hang() -> None:
+    def dies(options: Any, say: Any) -> list[str]:
+        posix._exit(3)
+
+    options = SimpleNamespace(methods=("model", "symbolic"))
+    with pytest.raises(RuntimeError, match="exit status 3"):
+        suite_jobs.run(options, print, {**RUNNERS, "model": dies}, 2)
+
+
+def test_ctrl_c_stops_prove_and_every_worker() -> None:
+    proc, workers = interrupted_job(["prove", "--methods", "z3,crosshair", "--jobs", "2"], 2)
+    out, err = proc.communicate(timeout=EVENT_LIMIT_S)
+    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "stallfree prove: interrupted", err[-2000:]
+    assert "Traceback" not in err and "claims hold" not in out
+    wait_for(lambda: not any(os.path.exists(f"/proc/{pid}") and _alive(pid) for pid in workers), "every worker gone")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
