@@ -37,7 +37,11 @@ class Watch:
 
     def timed(self, factory: Callable[..., Any]) -> Callable[..., Any]:
         """`factory`, each scheduler it makes turned into a subclass of its own class that times each call
-        (its state, name and methods otherwise the same, so copies and state reads see the scheduler)."""
+        (its state, name and methods otherwise the same, so copies and state reads see the scheduler). A
+        class stays a class (the timed subclass), so the code theorems can still build its state."""
+        if isinstance(factory, type):
+            with contextlib.suppress(TypeError):  # a class that takes no subclass: timed through `make`
+                return self._timed_class(factory)
 
         def make(**config: int) -> Any:
             made = factory(**config)
