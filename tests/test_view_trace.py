@@ -99,40 +99,40 @@ def test_unknown_scheduler_name_is_refused(capsys: pytest.CaptureFixture[str]) -
     assert "--scheduler 'prefil-first'" in capsys.readouterr().err
 
 
-class CrashesOnSecondStep:
-    """Plans like the reference, then raises inside complete() at step 1."""
+CRASHES_ON_SECOND_STEP = """
+from stallfree.reference import Scheduler
 
-    def __init__(self, **config: int) -> None:
-        from stallfree.reference import Scheduler
 
+class Crash:
+    \"\"\"Plans like the reference, then raises inside complete() at step 1.\"\"\"
+
+    def __init__(self, **config):
         self.inner = Scheduler(**config)
         self.steps = 0
 
-    def add(self, rid: int, prompt_len: int, max_new: int) -> None:
+    def add(self, rid, prompt_len, max_new):
         self.inner.add(rid, prompt_len, max_new)
 
-    def schedule(self):  # type: ignore[no-untyped-def]
+    def schedule(self):
         return self.inner.schedule()
 
-    def complete(self, plan):  # type: ignore[no-untyped-def]
+    def complete(self, plan):
         self.steps += 1
         if self.steps == 2:
             raise KeyError("lost track")
         return self.inner.complete(plan)
+"""
 
 
-def test_a_scheduler_that_raises_is_reported_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
-    import sys
-    import types
-
-    module = types.ModuleType("crashing_for_trace")
-    module.Crash = CrashesOnSecondStep  # type: ignore[attr-defined]
-    sys.modules["crashing_for_trace"] = module
-    try:
-        lines = out_of(["trace", "--example", "hand", "--scheduler", "crashing_for_trace:Crash", "--keep-going"],
-                       capsys, code=3)  # a crash of the checked scheduler, not a broken rule
-    finally:
-        del sys.modules["crashing_for_trace"]
+def test_a_scheduler_that_raises_is_reported_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A real module file, as a user's scheduler is: it runs in a host process of its own, which
+    # imports it by the path this process has.
+    (tmp_path / "crashing_for_trace.py").write_text(CRASHES_ON_SECOND_STEP)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    lines = out_of(["trace", "--example", "hand", "--scheduler", "crashing_for_trace:Crash", "--keep-going"],
+                   capsys, code=3)  # a crash of the checked scheduler, not a broken rule
     assert "^ the scheduler raised at step 1: complete() raised KeyError: 'lost track'" in [x.strip() for x in lines]
     assert lines[-1] == "CRASH            BROKEN at step 1: complete() raised KeyError: 'lost track'"
     assert "BUDGET           not judged (held until step 1, where CRASH stopped the run; nothing judged after)" in lines

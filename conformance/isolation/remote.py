@@ -67,7 +67,13 @@ def raised(type_name: str, text: str, kind: str = "Exception") -> Exception:
     base = getattr(builtins, kind, Exception)
     if not (isinstance(base, type) and issubclass(base, Exception)):
         base = Exception
-    return type(type_name, (base,), {"__module__": "scheduler"})(text)  # type: ignore[no-any-return]
+    made = type(type_name, (base,), {"__module__": "scheduler", "__str__": _as_sent})
+    return made(text)  # type: ignore[no-any-return]
+
+
+def _as_sent(error: BaseException) -> str:
+    """The text the target's exception had: a KeyError would quote it a second time."""
+    return str(error.args[0]) if error.args else ""
 
 
 def _kill_hosts() -> None:
