@@ -15,7 +15,7 @@ from typing import Any, cast
 from stallfree.spec.errors import InvalidField
 from stallfree.spec.paged.monitor import PagedMonitor, pool_of, refusal
 from stallfree.spec.paged.rules import PagedCheck
-from stallfree.spec.paged.shadow import observe, observe_emitted, read_live, read_preempted, read_view
+from stallfree.spec.paged.shadow import PagedFacts, observe_emitted, read_live, read_view
 from stallfree.spec.types import Config
 from stallfree.spec.watch import judge
 
@@ -66,25 +66,17 @@ class PrefixMonitor(PagedMonitor):
                 return str(error)
         return found
 
-    def plan(self) -> object:
-        """Ask for a plan; judge its preemptions, apply them, read its cache claims, then judge the plan."""
-        if self._pending is not None:
-            raise RuntimeError("PrefixMonitor.plan() called twice without complete()")
+    def _facts(self, step: int) -> PrefixFacts:
+        return PrefixFacts(step)
+
+    def _observe_more(self, plan: object, facts: PagedFacts) -> None:
+        """The plan's cache claims, and the blocks they would take (not yet committed)."""
+        facts = cast(PrefixFacts, facts)
         shadow = self.shadow
-        plan = self.scheduler.schedule()
-        facts = PrefixFacts(shadow.step)
-        facts.preempted = read_preempted(shadow, plan)
-        judge(self._before, shadow, facts, shadow.step)
-        for track in facts.preempted:
-            shadow.preempt(track)
-        observe(shadow, plan, facts)
         read_cached(shadow, plan, facts)
         shown = getattr(self.scheduler, "cached", None)
         facts.planned_cached = tuple(shown) if isinstance(shown, tuple | list) else None
         allocate(shadow, shadow.cache.copy(), facts, commit=False)
-        judge(self._plan_checks, shadow, facts, shadow.step)
-        self._pending = (plan, facts)
-        return plan
 
     def complete(self, stopped: Iterable[int] = ()) -> PrefixFacts:
         """Tell the scheduler the pending plan ran, judge what it reports and shows, advance the shadow."""

@@ -133,18 +133,27 @@ class PagedMonitor(Watch[PagedShadow, PagedFacts]):
     def plan(self) -> object:
         """Ask for a plan; judge its preemptions, apply them to the shadow, then judge the plan."""
         if self._pending is not None:
-            raise RuntimeError("PagedMonitor.plan() called twice without complete()")
+            raise RuntimeError(f"{type(self).__name__}.plan() called twice without complete()")
         shadow = self.shadow
         plan = self.scheduler.schedule()
-        facts = PagedFacts(shadow.step)
+        facts = self._facts(shadow.step)
         facts.preempted = read_preempted(shadow, plan)
         judge(self._before, shadow, facts, shadow.step)
         for track in facts.preempted:
             shadow.preempt(track)
         observe(shadow, plan, facts)
+        self._observe_more(plan, facts)
         judge(self._plan_checks, shadow, facts, shadow.step)
         self._pending = (plan, facts)
         return plan
+
+    def _facts(self, step: int) -> PagedFacts:
+        """The facts record of one step (a design that reads more facts makes its own)."""
+        return PagedFacts(step)
+
+    def _observe_more(self, plan: object, facts: PagedFacts) -> None:
+        """What a design that extends this one reads from the plan after the preemptions and the
+        entries, before the plan's checks (the paged design reads nothing more)."""
 
     def due(self) -> list[int]:
         """The rids the pending plan must make emit (decodes and completing chunks): those a stop may name."""
