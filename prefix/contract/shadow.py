@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from stallfree.spec.facts import protocol
-from stallfree.spec.paged.shadow import PagedFacts, PagedShadow, PagedTrack, blocks_for
+from stallfree.spec.paged.shadow import PagedFacts, PagedShadow, PagedTrack, blocks_for, count_emitted, end_all
 from stallfree.spec.shadow import Reason, start_running
 from stallfree.spec.types import Request
 
@@ -190,20 +190,8 @@ def apply(shadow: PrefixShadow, facts: PrefixFacts) -> None:
             shadow.num_ready += 1
             del shadow.prefilling[track.rid]
     register(shadow, facts)
-    for rid in facts.emitted_set:
-        live = shadow.running.get(rid)
-        if live is not None:
-            live.num_emitted += 1
+    count_emitted(shadow, facts)
     shadow.free_blocks = shadow.cache.num_free
-    for tracks, reason in ((facts.finished, Reason.LENGTH), (facts.stopped, Reason.STOP)):
-        for track in tracks:
-            shadow.end(track, reason)
-            facts.ended.append(track)
-    for rid in sorted(shadow.cancelling):
-        cancelled = shadow.tracks.get(rid)
-        if cancelled is not None:
-            shadow.end(cancelled, Reason.CANCEL)
-            facts.ended.append(cancelled)
-    shadow.cancelling.clear()
+    end_all(shadow, facts)
     shadow.free_blocks = shadow.cache.num_free
     shadow.step = step + 1

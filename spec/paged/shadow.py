@@ -304,10 +304,22 @@ def apply(shadow: PagedShadow, facts: PagedFacts) -> None:
             track.is_ready = True
             shadow.num_ready += 1
             del shadow.prefilling[track.rid]
+    count_emitted(shadow, facts)
+    end_all(shadow, facts)
+    shadow.step = step + 1
+
+
+def count_emitted(shadow: PagedShadow, facts: PagedFacts) -> None:
+    """Action, part of apply: each running request that emitted this step has one token more."""
     for rid in facts.emitted_set:
         live = shadow.running.get(rid)
         if live is not None:
             live.num_emitted += 1
+
+
+def end_all(shadow: PagedShadow, facts: PagedFacts) -> None:
+    """Action, part of apply: the step's ends, in order: finished, stopped, then the cancels that
+    waited for this step (by rid)."""
     for tracks, reason in ((facts.finished, Reason.LENGTH), (facts.stopped, Reason.STOP)):
         for track in tracks:
             shadow.end(track, reason)
@@ -318,4 +330,3 @@ def apply(shadow: PagedShadow, facts: PagedFacts) -> None:
             shadow.end(cancelled, Reason.CANCEL)
             facts.ended.append(cancelled)
     shadow.cancelling.clear()
-    shadow.step = step + 1
