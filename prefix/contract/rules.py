@@ -142,10 +142,9 @@ def preempt_order(s: PrefixShadow, f: PrefixFacts) -> str | None:
     request holds."""
     if not f.preempted:
         return None
-    newest = list(reversed(s.running.values()))[: len(f.preempted)]
-    if [t.rid for t in f.preempted] != [t.rid for t in newest]:
-        return (f"preempted {[t.rid for t in f.preempted]}; the newest running requests, newest first, are "
-                f"{[t.rid for t in newest]}")
+    misordered = paged.not_newest_first(s, f)
+    if misordered:
+        return misordered
     need = sum(1 for t in s.running.values() if t.is_ready and s.needs_block(t))
     cache, free = s.cache.copy(), s.free_blocks
     for track in f.preempted:

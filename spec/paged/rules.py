@@ -178,16 +178,25 @@ def preempt_bound(s: PagedShadow, f: PagedFacts) -> str | None:
     return None
 
 
+def not_newest_first(s: PagedShadow, f: PagedFacts) -> str | None:
+    """PREEMPT-ORDER's first part (every design that preempts): the victims are the newest running
+    requests, newest first."""
+    newest = list(reversed(s.running.values()))[: len(f.preempted)]
+    if [t.rid for t in f.preempted] != [t.rid for t in newest]:
+        return (f"preempted {[t.rid for t in f.preempted]}; the newest running requests, newest first, are "
+                f"{[t.rid for t in newest]}")
+    return None
+
+
 def preempt_order(s: PagedShadow, f: PagedFacts) -> str | None:
     """PREEMPT-ORDER, judged on the plan (before its preemptions apply): the victims are the newest
     running requests, newest first, each taken only while the decodes still needed more new blocks
     than were free; a step that preempts admits nothing."""
     if not f.preempted:
         return None
-    newest = list(reversed(s.running.values()))[: len(f.preempted)]
-    if [t.rid for t in f.preempted] != [t.rid for t in newest]:
-        return (f"preempted {[t.rid for t in f.preempted]}; the newest running requests, newest first, are "
-                f"{[t.rid for t in newest]}")
+    misordered = not_newest_first(s, f)
+    if misordered:
+        return misordered
     need = sum(1 for t in s.running.values() if t.is_ready and s.needs_block(t))
     free = s.free_blocks
     for track in f.preempted:
