@@ -12,6 +12,7 @@ import z3
 
 from stallfree.main import main
 from stallfree.prefix import Scheduler, faults
+from stallfree.prefix.contract.rules import NEW_IDS
 from stallfree.proofs.smt import prefix, prefix_cache, symexec
 from stallfree.proofs.smt.symexec import Int
 
@@ -25,12 +26,13 @@ def test_each_theorem_holds_of_the_scheduler_and_fails_on_its_fault(theorem: pre
 
 def test_a_fault_of_another_method_keeps_the_theorem() -> None:
     """The theorems speak of the methods they name: a fault elsewhere keeps them (WriteShared's hold keeps
-    the budget and watermark theorems; EvictNewest's evict keeps every one; FreeShared, which errs in
-    complete(), keeps FREE-AT-ZERO's theorem of release())."""
+    the budget and watermark theorems; EvictNewest's evict keeps all but EVICT-LRU; FreeShared, which errs
+    in complete(), keeps the theorems of release())."""
+    by = {t.name: t for t in prefix.THEOREMS}
     assert all(prefix.prove(t, faults.WriteShared).result == "holds" for t in prefix.THEOREMS[:3])
-    assert all(prefix.prove(t, faults.EvictNewest).result == "holds" for t in prefix.THEOREMS)
-    free_at_zero = next(t for t in prefix.THEOREMS if t.name == "FREE-AT-ZERO")
-    assert prefix.prove(free_at_zero, faults.FreeShared).result == "holds"
+    assert all(prefix.prove(t, faults.EvictNewest).result == "holds" for t in prefix.THEOREMS if t.name != "EVICT-LRU")
+    assert prefix.prove(by["FREE-AT-ZERO"], faults.FreeShared).result == "holds"
+    assert prefix.prove(by["EVICT-LRU"], faults.FreeShared).result == "holds"
 
 
 def test_each_admission_fault_breaks_its_own_theorem_and_not_the_hit_soundness_of_others() -> None:
@@ -42,8 +44,17 @@ def test_each_admission_fault_breaks_its_own_theorem_and_not_the_hit_soundness_o
     assert prefix.prove(by["SHARED-READONLY"], faults.HitOneShort).result == "holds"
 
 
-def test_eviction_order_is_outside_the_fragment() -> None:
-    """evict() asks len() of the free cached blocks: refused, so EVICT-LRU has no theorem (a row not checked)."""
+def test_eviction_order_is_refuted_on_both_of_its_faults() -> None:
+    """EVICT-LRU's theorem reads both halves of the rule: evict() takes the least recently freed
+    (EvictNewest fails), and release() lets a request's blocks go last block first (FreeFirstBlockFirst fails)."""
+    evict_lru = next(t for t in prefix.THEOREMS if t.name == "EVICT-LRU")
+    assert prefix.prove(evict_lru, faults.FreeFirstBlockFirst).result == "counterexample"
+    assert prefix.prove(evict_lru, faults.EvictNewest).result == "counterexample"
+
+
+def test_the_symbolic_free_list_has_no_length() -> None:
+    """SymFree (membership symbolic) has no len(): evict() on it is refused, never half-proved; the
+    EVICT-LRU theorem runs evict() on a concrete list instead."""
     scheduler = Scheduler(4, 2, 64, block_size=2, watermark=0)
     free = z3.Int("free")
 
@@ -54,7 +65,6 @@ def test_eviction_order_is_outside_the_fragment() -> None:
 
     with pytest.raises(symexec.Refused):
         symexec.paths(run)
-    assert "EVICT-LRU" in prefix.NOT_PROVED and "EVICT-LRU" not in {t.name for t in prefix.THEOREMS}
 
 
 @pytest.mark.deep
@@ -97,9 +107,9 @@ def test_prove_prints_the_prefix_theorems_and_their_controls(capsys: pytest.Capt
     base = ["prove", "--scheduler", "stallfree.prefix:small_blocks", "--methods", "z3"]
     assert main(base) == 0
     out = capsys.readouterr().out
-    assert "7 of 8 claims hold" in out
-    evict_row = next(line for line in out.splitlines() if line.startswith("EVICT-LRU"))
-    assert "not checked" in evict_row and "holds" not in evict_row
+    assert "8 of 8 claims hold" in out
+    rows = {line.split()[0] for line in out.splitlines() if "Z3 prefix" in line}
+    assert rows == {*NEW_IDS, "WATERMARK", "WORK-CONSERVING"}  # every rule of the design's own has a theorem
     assert main([*base, "--fault", "CACHED-NOT-CHARGED"]) == 1
     out = capsys.readouterr().out
     assert "ChargeCached.first_chunk" in out and "BROKEN" in out

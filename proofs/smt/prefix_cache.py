@@ -30,9 +30,11 @@ The theorems, each from its rule's text:
   that frees a shared block while another request holds it; the registry's `FreeShared` errs in
   `complete`, outside this theorem, which it keeps).
 
-EVICT-LRU (the order of the free cached blocks) is not proved here: `evict` asks `len()` of the free
-cached blocks, which Python requires to be a concrete int. It is judged by the model check and the
-monitor only.
+- **EVICT-LRU** (`evict` and `release`): `evict` asks `len()` of the free cached blocks, which Python
+  requires to be an int, so that theorem runs it on a concrete list (every length up to BLOCKS + 1, the
+  free blocks symbolic): what stays is the most recently freed min(cached, free), in order; and
+  `release` (counts symbolic, a real OrderedDict) lets a request's blocks go last block first, at the
+  back (controls: `faults.EvictNewest`, and `faults.FreeFirstBlockFirst` in the tests).
 """
 
 from __future__ import annotations
@@ -253,5 +255,59 @@ def _release(scheduler: Any, bs: int, held: int, shared: list[Any], counts: dict
             else:
                 goals += [after_c[k] == counts[k], after_f[k] == flags[k]]
         return z3.And(goals)
+
+    return run
+
+
+def evict_lru(scheduler: Any, bs: int, blocks: int = BLOCKS) -> tuple[z3.BoolRef, z3.BoolRef]:
+    """EVICT-LRU, of the scheduler's own `evict` and `release`. `evict` with every list of at most
+    blocks + 1 free cached blocks (concrete keys in a concrete order: `len()` must be an int) and any
+    number of free blocks (>= 0): what stays is the most recently freed min(cached, free), in order.
+    `release` of every shape of FREE-AT-ZERO's theorem (the counts symbolic) after one free cached block:
+    the blocks it frees join the back in descending block order (last block first), the others keep theirs."""
+    from collections import OrderedDict
+
+    claims = []
+    free = z3.Int("free")
+    for length in range(blocks + 2):
+        before = [own_key(RID + 1, j) for j in range(length)]
+
+        def run_evict(ex: symexec.Explorer, before: list[Any] = before) -> Any:
+            s = copy.deepcopy(scheduler)
+            s._lru, s._free_blocks = OrderedDict.fromkeys(before), Int(free, ex)
+            s.evict()
+            kept = list(s._lru)
+            suffix = kept == before[len(before) - len(kept):]
+            want = z3.If(free >= len(before), len(before), free)
+            return z3.And(z3.BoolVal(suffix), want == len(kept))
+
+        claims += [z3.Implies(z3.And(free >= 0, o.condition), o.result) for o in symexec.paths(run_evict, (free >= 0,))]
+    older = own_key(RID + 1, 0)
+    for held in range(blocks + 1):
+        keys = list(CONTENT[:held])
+        counts = {k: z3.Int(f"held_{k}") for k in keys}
+        for shared in _patterns(held):
+            hyp = [counts[k] >= 1 for k in shared if k is not None]
+            run = _release_order(scheduler, bs, held, shared, counts, older)
+            claims += [z3.Implies(z3.And(*hyp, o.condition), o.result) for o in symexec.paths(run, tuple(hyp))]
+    return z3.BoolVal(True), z3.And(claims)
+
+
+def _release_order(scheduler: Any, bs: int, held: int, shared: list[Any], counts: dict[Any, Any],
+                   older: Any) -> Callable[[symexec.Explorer], Any]:
+    """One run of `release` with a concrete free cached list holding `older`: EVICT-LRU's order."""
+    from collections import OrderedDict
+
+    def run(ex: symexec.Explorer) -> Any:
+        s = copy.deepcopy(scheduler)
+        s._refs, s._lru = SymRefs(counts, ex), OrderedDict.fromkeys([older])
+        s._shared[RID] = list(shared)
+        s.release(SimpleNamespace(rid=RID, stored_computed=held * bs), held)
+        after = list(s._lru)
+        index = {k: j for j, k in enumerate(shared) if k is not None}
+        index.update({own_key(RID, j): j for j in range(len(shared), held)})
+        joined = [index.get(k) for k in after[1:]]
+        descending = all(j is not None for j in joined) and joined == sorted(joined, reverse=True)  # type: ignore[type-var]
+        return z3.BoolVal(after[:1] == [older] and descending)
 
     return run
