@@ -66,9 +66,10 @@ def model_rows(bound: Bounds, factory: Callable[..., Any], max_states: int | Non
                 f"preemption {r.preempting_states}; with a block shared {r.shared_states}")]
 
 
-def z3_rows(fault_rule: str | None) -> list[Row]:
+def z3_rows(fault_rule: str | None, deep: bool = False) -> list[Row]:
     """The prefix theorems (`smt.prefix`) of the prefix scheduler; with a fault rule, the theorem of that
-    rule on its fault, which must be refuted (none where no theorem states the rule)."""
+    rule on its fault, which must be refuted (none where no theorem states the rule). A rule no theorem
+    states (EVICT-LRU) is a row that says so, never one that holds."""
     from .smt import prefix as theorems
 
     rows = []
@@ -76,12 +77,17 @@ def z3_rows(fault_rule: str | None) -> list[Row]:
         if fault_rule is not None and t.name != fault_rule:
             continue
         cls = None if fault_rule is None else theorems.control(t)
-        o = theorems.prove(t, cls)
+        o = theorems.prove(t, cls, deep=deep)
         result = {"holds": HOLDS, "counterexample": BROKEN}.get(o.result, UNKNOWN)
-        detail = (f"the scheduler's own {t.method}, every path, any lengths, budget, pool and watermark; block "
-                  f"sizes {', '.join(map(str, theorems.BLOCK_SIZES))}") if result == HOLDS else str(o.counterexample)
-        rows.append(Row(t.name, f"Z3 prefix ({o.scheduler}.{t.method})", "any value", result, o.seconds, detail,
-                        o.counterexample))
+        what = ("any lengths, budget, pool and watermark" if t.bound == "any value" else
+                "the cache's state of each block symbolic, every target and content within the bound")
+        detail = (f"the scheduler's own {t.method}, every path, {what}; block sizes "
+                  f"{', '.join(map(str, t.block_sizes))}") if result == HOLDS else str(o.counterexample)
+        rows.append(Row(t.name, f"Z3 prefix ({o.scheduler}.{t.method})", theorems.bound(t, deep), result, o.seconds,
+                        detail, o.counterexample))
+    if fault_rule is None:
+        rows += [Row(rule, "Z3 prefix", "-", "not checked", 0.0, f"not proved in Z3: {why}")
+                 for rule, why in theorems.NOT_PROVED.items()]
     return rows
 
 

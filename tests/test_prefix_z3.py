@@ -1,6 +1,7 @@
-"""The prefix design's Z3 theorems (proofs/smt/prefix.py), proved of the scheduler's own methods by
-symbolic execution down every feasible path (proofs/smt/symexec.py), each refuted on the prefix fault that
-overrides that method; the executor refuses code outside its fragment rather than half-prove it."""
+"""The prefix design's Z3 theorems (proofs/smt/prefix.py, prefix_cache.py), proved of the scheduler's own
+methods by symbolic execution down every feasible path (proofs/smt/symexec.py), each refuted on the prefix
+fault (or planted copy, prefix_planted.py) that overrides that method; the executor refuses code outside
+its fragment rather than half-prove it, and the rule it cannot reach (EVICT-LRU) is a row not checked."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import z3
 
 from stallfree.main import main
 from stallfree.prefix import Scheduler, faults
-from stallfree.proofs.smt import prefix, symexec
+from stallfree.prefix.contract.rules import NEW_IDS
+from stallfree.proofs.smt import prefix, prefix_cache, symexec
 from stallfree.proofs.smt.symexec import Int
 
 
@@ -23,8 +25,52 @@ def test_each_theorem_holds_of_the_scheduler_and_fails_on_its_fault(theorem: pre
 
 
 def test_a_fault_of_another_method_keeps_the_theorem() -> None:
-    """The theorems speak of the method they name: a fault elsewhere (WriteShared's hold) keeps them."""
-    assert all(prefix.prove(t, faults.WriteShared).result == "holds" for t in prefix.THEOREMS)
+    """The theorems speak of the methods they name: a fault elsewhere keeps them (WriteShared's hold keeps
+    the budget and watermark theorems; EvictNewest's evict keeps all but EVICT-LRU; FreeShared, which errs
+    in complete(), keeps the theorems of release())."""
+    by = {t.name: t for t in prefix.THEOREMS}
+    assert all(prefix.prove(t, faults.WriteShared).result == "holds" for t in prefix.THEOREMS[:3])
+    assert all(prefix.prove(t, faults.EvictNewest).result == "holds" for t in prefix.THEOREMS if t.name != "EVICT-LRU")
+    assert prefix.prove(by["FREE-AT-ZERO"], faults.FreeShared).result == "holds"
+    assert prefix.prove(by["EVICT-LRU"], faults.FreeShared).result == "holds"
+
+
+def test_each_admission_fault_breaks_its_own_theorem_and_not_the_hit_soundness_of_others() -> None:
+    """HitOneMore holds a block not cached: HIT-SAME-TOKENS fails and SHARED-READONLY (its chunk still starts
+    on a block boundary) holds; HitOneShort holds too few: CACHED-NOT-PREFILLED fails, HIT-SAME-TOKENS holds."""
+    by = {t.name: t for t in prefix.THEOREMS}
+    assert prefix.prove(by["SHARED-READONLY"], faults.HitOneMore).result == "holds"
+    assert prefix.prove(by["HIT-SAME-TOKENS"], faults.HitOneShort).result == "holds"
+    assert prefix.prove(by["SHARED-READONLY"], faults.HitOneShort).result == "holds"
+
+
+def test_eviction_order_is_refuted_on_both_of_its_faults() -> None:
+    """EVICT-LRU's theorem reads both halves of the rule: evict() takes the least recently freed
+    (EvictNewest fails), and release() lets a request's blocks go last block first (FreeFirstBlockFirst fails)."""
+    evict_lru = next(t for t in prefix.THEOREMS if t.name == "EVICT-LRU")
+    assert prefix.prove(evict_lru, faults.FreeFirstBlockFirst).result == "counterexample"
+    assert prefix.prove(evict_lru, faults.EvictNewest).result == "counterexample"
+
+
+def test_the_symbolic_free_list_has_no_length() -> None:
+    """SymFree (membership symbolic) has no len(): evict() on it is refused, never half-proved; the
+    EVICT-LRU theorem runs evict() on a concrete list instead."""
+    scheduler = Scheduler(4, 2, 64, block_size=2, watermark=0)
+    free = z3.Int("free")
+
+    def run(ex: symexec.Explorer) -> None:
+        scheduler._lru = prefix_cache.SymFree({1: z3.Bool("f1")}, ex)
+        scheduler._free_blocks = Int(free, ex)
+        scheduler.evict()
+
+    with pytest.raises(symexec.Refused):
+        symexec.paths(run)
+
+
+@pytest.mark.deep
+def test_the_cache_theorems_hold_at_the_deep_bound() -> None:
+    for t in prefix.THEOREMS[3:]:
+        assert prefix.prove(t, deep=True).result == "holds", t.name
 
 
 def test_every_path_is_explored() -> None:
@@ -60,7 +106,13 @@ def test_floor_division_by_a_constant_is_pythons() -> None:
 def test_prove_prints_the_prefix_theorems_and_their_controls(capsys: pytest.CaptureFixture[str]) -> None:
     base = ["prove", "--scheduler", "stallfree.prefix:small_blocks", "--methods", "z3"]
     assert main(base) == 0
-    assert "3 of 3 claims hold" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "8 of 8 claims hold" in out
+    rows = {line.split()[0] for line in out.splitlines() if "Z3 prefix" in line}
+    assert rows == {*NEW_IDS, "WATERMARK", "WORK-CONSERVING"}  # every rule of the design's own has a theorem
     assert main([*base, "--fault", "CACHED-NOT-CHARGED"]) == 1
     out = capsys.readouterr().out
     assert "ChargeCached.first_chunk" in out and "BROKEN" in out
+    assert main([*base, "--fault", "FREE-AT-ZERO"]) == 1
+    out = capsys.readouterr().out
+    assert "FreeWhileHeld.release" in out and "BROKEN" in out

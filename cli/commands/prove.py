@@ -262,7 +262,7 @@ def prefix_rows(args: argparse.Namespace, say=None):  # type: ignore[no-untyped-
     methods = paged_methods(args)
     rows = prefix_suite.model_rows(bound, factory, args.max_states) if "model" in methods else []
     if "z3" in methods:
-        rows += prefix_suite.z3_rows(args.fault.upper() if args.fault else None)
+        rows += prefix_suite.z3_rows(args.fault.upper() if args.fault else None, args.profile == "deep")
     return rows + prefix_suite.not_written(methods)
 
 

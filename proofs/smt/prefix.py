@@ -15,10 +15,12 @@ not through the code's `blocks_for`), and the method's result is the code's. A f
 `stallfree.prefix.faults` that overrides the method is refuted by the same theorem: ChargeCached
 (CACHED-NOT-CHARGED), IgnoreWatermark (WATERMARK), CountRevivedTwice (WORK-CONSERVING).
 
-Outside the fragment symbolic execution runs (`symexec`): the hit's match over the cached keys, the
-hold, release and eviction of blocks (dicts and loops over the request's blocks). Those rules
-(SHARED-READONLY, HIT-SAME-TOKENS, CACHED-NOT-PREFILLED, FREE-AT-ZERO, EVICT-LRU) are judged by the
-prefix model check and the monitor, not by a theorem here.
+The rules whose code uses dicts (the hit's match over the cached keys, the hold and release of blocks)
+are proved in `prefix_cache`, with the dicts made symbolic and the number of blocks bounded (3; deep: 4):
+SHARED-READONLY, HIT-SAME-TOKENS, CACHED-NOT-PREFILLED (`match` then `hold`), FREE-AT-ZERO (`release`)
+and EVICT-LRU (`evict` on a concrete free list with the free count symbolic, and `release`'s order), at
+block sizes 1, 2, 3. `NOT_PROVED` names any prefix rule left without a theorem (none now): its row
+reads not checked, never holds.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 
 import z3
 
+from . import prefix_cache as cache
 from . import symexec
 from .symexec import Int
 
@@ -41,8 +44,10 @@ BLOCK_SIZES = (1, 2, 3, 16)  # as the paged step theorems
 class PrefixTheorem:
     name: str  # the rule ID
     method: str  # the scheduler method it is about
-    obligation: Callable[[Any, int], tuple[z3.BoolRef, z3.BoolRef]]  # (scheduler, block size) -> (hypothesis, goal)
-    control: str  # the prefix fault it must fail on
+    obligation: Callable[..., tuple[z3.BoolRef, z3.BoolRef]]  # (scheduler, block size[, blocks]) -> (hypothesis, goal)
+    control: str  # the prefix fault it must fail on (`stallfree.prefix.faults`, else `prefix_planted`)
+    block_sizes: tuple[int, ...] = BLOCK_SIZES
+    bound: str = "any value"  # what the theorem is proved for, as prove's row says
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,22 +115,41 @@ def admits_what_fits(scheduler: Any, bs: int) -> tuple[z3.BoolRef, z3.BoolRef]:
     return _with_and_without_running(scheduler, bs, False)
 
 
+CACHE_BOUND = "<= {blocks} blocks"
 THEOREMS: tuple[PrefixTheorem, ...] = (
     PrefixTheorem("CACHED-NOT-CHARGED", "first_chunk", first_chunk, "ChargeCached"),
     PrefixTheorem("WATERMARK", "hit_admits", watermark_kept, "IgnoreWatermark"),
     PrefixTheorem("WORK-CONSERVING", "hit_admits", admits_what_fits, "CountRevivedTwice"),
+    PrefixTheorem("SHARED-READONLY", "match+hold", cache.shared_readonly, "WriteShared", cache.BLOCK_SIZES,
+                  CACHE_BOUND),
+    PrefixTheorem("HIT-SAME-TOKENS", "match+hold", cache.hit_same_tokens, "HitOneMore", cache.BLOCK_SIZES,
+                  CACHE_BOUND),
+    PrefixTheorem("CACHED-NOT-PREFILLED", "match+hold", cache.cached_not_prefilled, "HitOneShort",
+                  cache.BLOCK_SIZES, CACHE_BOUND),
+    PrefixTheorem("FREE-AT-ZERO", "release", cache.free_at_zero, "FreeWhileHeld", cache.BLOCK_SIZES, CACHE_BOUND),
+    PrefixTheorem("EVICT-LRU", "evict+release", cache.evict_lru, "EvictNewest", cache.BLOCK_SIZES, CACHE_BOUND),
 )
+NOT_PROVED: dict[str, str] = {}  # a prefix rule with no theorem here: its row says why, never that it holds
 
 
-def prove(theorem: PrefixTheorem, cls: type | None = None, timeout_ms: int = 60_000) -> PrefixOutcome:
-    """The theorem of `cls`'s own method (default the prefix scheduler) at every block size."""
+def bound(theorem: PrefixTheorem, deep: bool = False) -> str:
+    """What `theorem` is proved for: any value, or the cache theorems' bound (deeper with `deep`)."""
+    return theorem.bound.format(blocks=cache.DEEP_BLOCKS if deep else cache.BLOCKS)
+
+
+def prove(theorem: PrefixTheorem, cls: type | None = None, timeout_ms: int = 60_000,
+          deep: bool = False) -> PrefixOutcome:
+    """The theorem of `cls`'s own method (default the prefix scheduler) at every block size; `deep`: the
+    cache theorems at `prefix_cache.DEEP_BLOCKS`."""
     from stallfree.prefix import Scheduler
 
     cls = Scheduler if cls is None else cls
     began = time.perf_counter()
-    for bs in BLOCK_SIZES:
+    for bs in theorem.block_sizes:
         try:
-            hypothesis, goal = theorem.obligation(_scheduler(cls, bs), bs)
+            scheduler = _scheduler(cls, bs)
+            hypothesis, goal = (theorem.obligation(scheduler, bs, cache.DEEP_BLOCKS)  # type: ignore[call-arg]
+                                if deep and theorem.bound != "any value" else theorem.obligation(scheduler, bs))
         except symexec.Refused as error:
             return PrefixOutcome(theorem.name, cls.__name__, "unknown", time.perf_counter() - began,
                                  {"refused": str(error)})
@@ -135,7 +159,8 @@ def prove(theorem: PrefixTheorem, cls: type | None = None, timeout_ms: int = 60_
         verdict = solver.check()
         if verdict == z3.sat:
             model = solver.model()
-            values = {str(d): model[d].as_long() for d in model.decls() if z3.is_int_value(model[d])}
+            values = {str(d): model[d].as_long() if z3.is_int_value(model[d]) else z3.is_true(model[d])
+                      for d in model.decls() if z3.is_int_value(model[d]) or z3.is_bool(model[d])}
             return PrefixOutcome(theorem.name, cls.__name__, "counterexample", time.perf_counter() - began,
                                  {"block_size": bs, **values})
         if verdict != z3.unsat:
@@ -146,4 +171,6 @@ def prove(theorem: PrefixTheorem, cls: type | None = None, timeout_ms: int = 60_
 def control(theorem: PrefixTheorem) -> type:
     from stallfree.prefix import faults
 
-    return getattr(faults, theorem.control)  # type: ignore[no-any-return]
+    from . import prefix_planted
+
+    return getattr(faults, theorem.control, None) or getattr(prefix_planted, theorem.control)  # type: ignore[no-any-return]
