@@ -117,3 +117,13 @@ def test_a_policy_that_is_not_the_fold_its_loops_run_is_judged_by_no_chain() -> 
         assert result.counterexample is not None and result.counterexample["obligation"] == "FOLD: admit (N=3)"
     fold_only = induction._prove(fold.folds(Policy()), "FOLD", Policy(), 30_000)
     assert fold_only.result == "holds", fold_only.counterexample
+
+
+def test_prove_says_why_a_chained_row_is_unknown() -> None:
+    """The row names the unmet premise, not a solver timeout."""
+    from stallfree.proofs.suite import _z3_row
+
+    loop = chain.CHAINS[0]
+    row = _z3_row(loop.name, "Z3 loop induction", "any N", induction.prove_induction(loop, MUTANTS["LifoAdmission"]()))
+    assert row.result == "unknown" and "FOLD: admit (N=3): premise not met" in row.detail
+    assert "ran out of time" not in row.detail
