@@ -295,7 +295,13 @@ def _z3_row(claim: str, method: str, bound: str, outcome: Any) -> Row:
     result = z3_verdict(outcome.result)
     detail = "" if outcome.counterexample is None else f"counterexample state: {outcome.counterexample}"
     if result == UNKNOWN:
-        detail = "the solver ran out of time: nothing proved"
+        why = outcome.counterexample or {}
+        if "premise" in why:  # `smt.fold`: the theorem is about another policy than this one
+            detail = f"{why['obligation']}: premise {why['premise']}: nothing proved"
+        elif "vacuous" in why:
+            detail = f"{why['obligation']}: {why['vacuous']}: nothing proved"
+        else:
+            detail = "the solver ran out of time: nothing proved"
     return Row(claim, method, bound, result, outcome.seconds, detail, outcome.counterexample)
 
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 import pytest
 import z3
 
-from stallfree.proofs.smt import chain, induction
+from stallfree.proofs.smt import chain, fold, induction
 from stallfree.proofs.smt.loops import LOOP_THEOREMS, prove_loop
 from stallfree.proofs.smt.mutants import MUTANTS
+from stallfree.proofs.smt.policy import Policy
+from stallfree.proofs.smt.symbolic import SymRequest
 
 
 @pytest.mark.parametrize("loop", induction.INDUCTIONS, ids=lambda loop: loop.name)
@@ -43,12 +45,44 @@ def test_the_chained_phases_prove_the_whole_state_rules_for_any_n(loop: inductio
     ("ONE-PARTIAL", "AdmitWithoutBudget"),  # a second partial, admitted with no budget left
     ("KV", "EarlyRelease"),  # a reservation back when the prompt is done, tokens still to come
     ("PREFILL-ONCE, ONE-ENTRY (the premise of PER-REQUEST, FINISH)", "RepeatPosition"),  # a chunk past the prompt
+    ("PARTIAL-YOUNGEST", "AdmitWithoutBudget"),  # admits behind a short chunk with no budget left
+    ("PARTIAL-YOUNGEST", "ShortChunk"),  # a short chunk that leaves budget, so admission goes on behind it
+    ("FCFS (the order of the state after the step)", "LongHeadLetsShortIn"),  # admits past a long refused head
 ])
 def test_the_chain_fails_on_each_policy_that_breaks_its_rule(claim: str, wrong: str) -> None:
     loop = next(loop for loop in chain.CHAINS if loop.rules == claim)
-    refuted = induction.prove_induction(loop, MUTANTS[wrong]())
+    refuted = induction.prove_induction(loop, WRONG[wrong]())
     assert refuted.result == "counterexample", (wrong, refuted.result)
     assert refuted.counterexample is not None and refuted.counterexample["obligation"]
+
+
+class LongHeadLetsShortIn(Policy):
+    """Admission stops at a refused head only if its prompt is short: behind a long refused head a
+    shorter request that fits is admitted (a planted FCFS bug, not in `mutants`)."""
+
+    def stops(self, stopped: z3.BoolRef, r: SymRequest, admitted: z3.BoolRef) -> z3.BoolRef:
+        return z3.Or(stopped, z3.And(r.waiting, z3.Not(admitted), r.prompt_len <= 4))
+
+
+WRONG = {**MUTANTS, **induction.CONTROLS, "LongHeadLetsShortIn": LongHeadLetsShortIn}
+
+
+def test_the_order_rules_fail_at_the_rule_itself_when_admission_runs_before_the_partials() -> None:
+    """AdmitBeforePartial keeps every loop's invariant: it is refuted by the last obligation, where
+    the phases' order enters (admission was entered with budget a short chunk then spent)."""
+    loop = next(loop for loop in chain.CHAINS if loop.rules == "PARTIAL-YOUNGEST")
+    refuted = induction.prove_induction(loop, MUTANTS["AdmitBeforePartial"]())
+    assert refuted.counterexample is not None and refuted.counterexample["obligation"] == "chain: the rule"
+
+
+def test_only_the_order_rules_carry_the_order_facts() -> None:
+    """SkipAhead and LongHeadLetsShortIn break FCFS alone: the chains that do not need admission's
+    order (the whole-state counts; PARTIAL-YOUNGEST, which reads FCFS of the state before) still
+    hold on them."""
+    for wrong in ("SkipAhead", "LongHeadLetsShortIn"):
+        for loop in chain.CHAINS:
+            result = induction.prove_induction(loop, WRONG[wrong]())
+            assert result.result == ("counterexample" if loop.name.startswith("FCFS") else "holds"), (wrong, loop.name)
 
 
 def test_no_obligation_of_the_chain_contains_its_goal() -> None:
@@ -71,3 +105,25 @@ def test_a_hypothesis_that_cannot_hold_is_reported_vacuous_even_with_a_witness()
     result = induction._prove([vacuous], "a vacuous claim", induction.Policy(), 5_000)
     assert result.result == "unknown" and result.counterexample == {
         "obligation": "consecution", "vacuous": "its hypothesis is unsatisfiable"}
+
+
+def test_a_policy_that_is_not_the_fold_its_loops_run_is_judged_by_no_chain() -> None:
+    """LifoAdmission admits newest first, an order the per-request chain cannot express: its FOLD
+    premise fails, so every chained theorem reads unknown (neither holds nor a counterexample of
+    the rule), and the reference's phases meet it."""
+    for loop in chain.CHAINS:
+        result = induction.prove_induction(loop, MUTANTS["LifoAdmission"]())
+        assert result.result == "unknown", loop.name
+        assert result.counterexample is not None and result.counterexample["obligation"] == "FOLD: admit (N=3)"
+    fold_only = induction._prove(fold.folds(Policy()), "FOLD", Policy(), 30_000)
+    assert fold_only.result == "holds", fold_only.counterexample
+
+
+def test_prove_says_why_a_chained_row_is_unknown() -> None:
+    """The row names the unmet premise, not a solver timeout."""
+    from stallfree.proofs.suite import _z3_row
+
+    loop = chain.CHAINS[0]
+    row = _z3_row(loop.name, "Z3 loop induction", "any N", induction.prove_induction(loop, MUTANTS["LifoAdmission"]()))
+    assert row.result == "unknown" and "FOLD: admit (N=3): premise not met" in row.detail
+    assert "ran out of time" not in row.detail

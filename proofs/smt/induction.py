@@ -82,6 +82,7 @@ class Obligation:
     hypothesis: z3.BoolRef
     goal: z3.BoolRef
     witness: z3.BoolRef | None = None  # a stronger hypothesis easy to satisfy: a model of it shows this one holds
+    premise: bool = False  # what the theorem is about (`fold`): if it fails, the theorem judges nothing: unknown
 
 
 def _iteration(policy: Policy, phase: str, r: SymRequest, config: SymConfig, left: z3.ArithRef,
@@ -110,6 +111,10 @@ def _prove(obligations: list[Obligation], name: str, policy: Policy, timeout_ms:
         if verdict == z3.sat:
             model = solver.model()
             shown = {str(d): str(model[d]) for d in model.decls() if d.arity() == 0}
+            if ob.premise:
+                return TheoremResult(name, policy.name, 0, "unknown", time.perf_counter() - began,
+                                     {"obligation": ob.name, "premise": "not met: the theorem is not about this "
+                                      "policy", "values": shown})
             return TheoremResult(name, policy.name, 0, "counterexample", time.perf_counter() - began,
                                  {"obligation": ob.name, "values": shown})
         if verdict != z3.unsat:
