@@ -33,7 +33,7 @@ DPI = 110
 
 
 @dataclass(frozen=True, slots=True)
-class PagedEntry:
+class PagedEntryView:
     rid: int
     n: int
     kind: str  # one of KINDS
@@ -44,7 +44,7 @@ class PagedEntry:
 class PagedStep:
     step: int
     budget: int
-    entries: tuple[PagedEntry, ...]
+    entries: tuple[PagedEntryView, ...]
     preempted: tuple[int, ...]
     waiting: tuple[int, ...]  # the line after the step, head first
     emitted: tuple[int, ...]
@@ -60,7 +60,7 @@ class PagedStep:
         return sum(e.n for e in self.entries if e.kind == kind)
 
 
-def entries_of(facts: Any) -> tuple[PagedEntry, ...]:
+def entries_of(facts: Any) -> tuple[PagedEntryView, ...]:
     """The plan's entries in plan order, each with its kind (a chunk of a re-admitted request: recompute)."""
     kinds: dict[int, tuple[str, str]] = {t.rid: ("decode", "decode") for t, _ in facts.decodes}
     for c in facts.chunks + facts.admitted:
@@ -69,7 +69,7 @@ def entries_of(facts: Any) -> tuple[PagedEntry, ...]:
         text = f"chunk {c.start}-{c.start + c.n}" + (" (admitted)" if admitted else "") + (
             " (recompute)" if c.is_recompute else "")
         kinds[c.track.rid] = (kind, text)
-    return tuple(PagedEntry(rid, n, kinds.get(rid, ("decode", f"n={n}"))[0],
+    return tuple(PagedEntryView(rid, n, kinds.get(rid, ("decode", f"n={n}"))[0],
                             f"r{rid} {kinds.get(rid, ('', f'n={n}'))[1]}") for rid, n in facts.plan)
 
 
