@@ -33,7 +33,7 @@ Decode = tuple[int, int]
 class Seq:
     request: Request
     num_prefilled: int = 0
-    due: int = -1  # the step that emits its last token, once its prompt is done
+    due: int | None = None  # the step that emits its last token; None until its prompt is done
     tokens_left: int = 0  # tokens still to emit, kept through a run of short steps only
     rank: int = 0  # admission order
     ended: bool = False  # finished, stopped or cancelled
@@ -212,6 +212,7 @@ class Batched:
         """From due steps to tokens left, for every ready request: only the decoded ones count down now."""
         for rid in self.ready:
             seq = self.running[rid]
+            assert seq.due is not None  # ready: due since its prompt completed
             seq.tokens_left = seq.due - step + 1
         self.finishing.clear()  # only ready requests are in it
         self.in_short_run = True
@@ -253,6 +254,7 @@ class Batched:
         if self.partial.pop(rid, None) is None:
             del self.ready[rid]
             if not self.in_short_run:  # through a short run it counts tokens left, due nowhere
+                assert seq.due is not None  # ready: due since its prompt completed
                 due = self.finishing[seq.due]
                 del due[rid]
                 if not due:
