@@ -41,7 +41,7 @@ class PagedEntryView:
 
 
 @dataclass(frozen=True, slots=True)
-class PagedStep:
+class PagedStepView:
     step: int
     budget: int
     entries: tuple[PagedEntryView, ...]
@@ -82,7 +82,7 @@ class PagedRecorder:
     design: str = "paged"  # the registry's name of the design the monitor judged: "paged" or "prefix"
     block_size: int = 0  # the pool's, read off the monitor at the first step
     num_blocks: int = 0
-    steps: list[PagedStep] = field(default_factory=list)
+    steps: list[PagedStepView] = field(default_factory=list)
     accepted: list[int] = field(default_factory=list)
     violation: RuleViolation | None = None
 
@@ -93,7 +93,7 @@ class PagedRecorder:
     def on_step(self, monitor: Any, facts: Any) -> None:
         shadow = monitor.shadow
         self.block_size, self.num_blocks = shadow.pool.block_size, shadow.pool.num_blocks
-        self.steps.append(PagedStep(
+        self.steps.append(PagedStepView(
             facts.step, monitor.config.token_budget, entries_of(facts), tuple(t.rid for t in facts.preempted),
             tuple(t.rid for t in shadow.waiting), tuple(facts.emitted), tuple(t.rid for t in facts.ended),
             self.num_blocks - shadow.free_blocks,
