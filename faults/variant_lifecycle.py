@@ -21,8 +21,7 @@ from typing import Any
 
 from stallfree.spec import InvalidField
 from stallfree.variants.aligned import Aligned, BatchedAligned
-from stallfree.variants.batched import Batched, Decode
-from stallfree.variants.batched import Seq as BatchedSeq
+from stallfree.variants.batched import Batched, BatchedSequence, Decode
 from stallfree.variants.priority import BatchedPrioritized, Prioritized
 from stallfree.variants.rotating import BatchedRotating, Rotating
 from stallfree.variants.stepwise import Seq
@@ -74,7 +73,7 @@ class BatchedLevelSwapRemove(BatchedPrioritized):
 
     breaks = "PRIORITY-ORDER"
 
-    def leave_line(self, seq: BatchedSeq) -> None:
+    def leave_line(self, seq: BatchedSequence) -> None:
         swap_out(self.levels, seq)
 
 
@@ -102,7 +101,7 @@ class EndKeepsKV(Batched):
 
     breaks = "KV"
 
-    def end(self, seq: BatchedSeq) -> None:
+    def end(self, seq: BatchedSequence) -> None:
         super().end(seq)
         self.free_kv -= seq.request.reservation
 
@@ -131,7 +130,7 @@ class SwapLeaveLine(Batched):
 
     breaks = "FCFS"
 
-    def leave_line(self, seq: BatchedSeq) -> None:
+    def leave_line(self, seq: BatchedSequence) -> None:
         line = self.waiting
         i = next(i for i, s in enumerate(line) if s is seq)
         last = line.pop()
@@ -145,10 +144,10 @@ class TombstoneLine(Batched):
 
     breaks = "PROGRESS"
 
-    def leave_line(self, seq: BatchedSeq) -> None:
+    def leave_line(self, seq: BatchedSequence) -> None:
         """It stays where it was; cancel() marks it ended."""
 
-    def head(self) -> BatchedSeq | None:
+    def head(self) -> BatchedSequence | None:
         head = super().head()
         return None if head is not None and head.ended else head
 

@@ -59,8 +59,9 @@ class Skipped:
 
 
 @dataclass(frozen=True, slots=True)
-class StepRecord:
-    """One step, kept when a run records its steps (for timelines)."""
+class StepSpan:
+    """One step's span of simulated time and its tokens, kept when a run records its steps (for
+    timelines)."""
 
     start: float
     seconds: float
@@ -93,7 +94,7 @@ class SimResult:
     busy_seconds: float = 0.0  # of which spent running steps
     longest_step: float = 0.0  # seconds
     step_tokens: array = field(default_factory=lambda: array("l"))  # tokens of each non-empty step
-    steps: list[StepRecord] | None = None
+    steps: list[StepSpan] | None = None
     wall_seconds: float = 0.0
     max_new_cap: int | None = None
     max_new_caps: tuple[int, ...] = ()  # a distribution of caps, one drawn per request
@@ -248,11 +249,11 @@ class Simulation:
     def keep(self, clock: float, seconds: float, num_tokens: int, num_decodes: int, kv_reserved: int,
              kv_used: int) -> None:
         """Record a step (from `clock`, for `seconds`) for a run that records its steps: its KV, and a
-        `StepRecord` of a step that carried tokens."""
+        `StepSpan` of a step that carried tokens."""
         result = self.result
         result.kv_timeline.extend((clock + seconds, kv_reserved, kv_used))
         if num_tokens and result.steps is not None:
-            result.steps.append(StepRecord(clock, seconds, num_decodes, num_tokens - num_decodes))
+            result.steps.append(StepSpan(clock, seconds, num_decodes, num_tokens - num_decodes))
 
     def preempt(self, given: Any, plan: Any) -> None:
         """What a design does to KV before the plan `given` (its entries: `plan`) runs: nothing under

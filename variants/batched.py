@@ -30,10 +30,10 @@ Decode = tuple[int, int]
 
 
 @dataclass(slots=True)
-class Seq:
+class BatchedSequence:
     request: Request
     num_prefilled: int = 0
-    due: int = -1  # the step that emits its last token, once its prompt is done
+    due: int | None = None  # the step that emits its last token; None until its prompt is done
     tokens_left: int = 0  # tokens still to emit, kept through a run of short steps only
     rank: int = 0  # admission order
     ended: bool = False  # finished, stopped or cancelled
@@ -48,34 +48,34 @@ class Batched:
 
     def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
         self.config = Config(token_budget, max_seqs, kv_tokens)
-        self.seqs: dict[int, Seq] = {}  # every request accepted, by rid
-        self.waiting: deque[Seq] = deque()  # arrival order (FCFS's queue; a variant may keep its own)
-        self.running: dict[int, Seq] = {}  # admitted, unfinished; admission order
-        self.partial: dict[int, Seq] = {}  # running, prompt not done
+        self.seqs: dict[int, BatchedSequence] = {}  # every request accepted, by rid
+        self.waiting: deque[BatchedSequence] = deque()  # arrival order (FCFS's queue; a variant may keep its own)
+        self.running: dict[int, BatchedSequence] = {}  # admitted, unfinished; admission order
+        self.partial: dict[int, BatchedSequence] = {}  # running, prompt not done
         self.ready: dict[int, Decode] = {}  # running, prompt done: rid -> its decode entry
-        self.finishing: dict[int, dict[int, Seq]] = {}  # step -> the requests due to finish then
+        self.finishing: dict[int, dict[int, BatchedSequence]] = {}  # step -> the requests due to finish then
         self.free_kv = kv_tokens
         self.num_steps = 0
         self.num_decodes = 0  # the decodes at the head of the pending plan
         self.num_admitted = 0
         self.in_short_run = False  # the last step decoded fewer than all ready requests
         self.pending = False  # a plan awaits complete()
-        self.cancelling: list[Seq] = []  # running, cancelled while the plan is pending
+        self.cancelling: list[BatchedSequence] = []  # running, cancelled while the plan is pending
 
     # -- add ---------------------------------------------------------------------------------------
 
     def add(self, rid: int, prompt_len: int, max_new: int) -> None:
         self.enqueue(self.accept(rid, prompt_len, max_new))
 
-    def accept(self, rid: int, prompt_len: int, max_new: int) -> Seq:
+    def accept(self, rid: int, prompt_len: int, max_new: int) -> BatchedSequence:
         """Validate and record a request (raises, state unchanged, as NEVER-FIT asks)."""
         request = admissible(Request(rid, prompt_len, max_new), self.config)
         if rid in self.seqs:
             raise InvalidField(f"rid {rid} is already taken by an earlier request")
-        seq = self.seqs[rid] = Seq(request)
+        seq = self.seqs[rid] = BatchedSequence(request)
         return seq
 
-    def enqueue(self, seq: Seq) -> None:
+    def enqueue(self, seq: BatchedSequence) -> None:
         self.waiting.append(seq)
 
     # -- the hooks ---------------------------------------------------------------------------------
@@ -86,7 +86,7 @@ class Batched:
     def over_budget(self, left: int) -> list[Decode]:
         return list(islice(self.ready.values(), left))  # the oldest ready requests
 
-    def head(self) -> Seq | None:
+    def head(self) -> BatchedSequence | None:
         return self.waiting[0] if self.waiting else None
 
     def pop_head(self) -> None:
@@ -212,6 +212,7 @@ class Batched:
         """From due steps to tokens left, for every ready request: only the decoded ones count down now."""
         for rid in self.ready:
             seq = self.running[rid]
+            assert seq.due is not None  # ready: due since its prompt completed
             seq.tokens_left = seq.due - step + 1
         self.finishing.clear()  # only ready requests are in it
         self.in_short_run = True
@@ -241,11 +242,11 @@ class Batched:
         else:
             self.end(seq)
 
-    def leave_line(self, seq: Seq) -> None:
+    def leave_line(self, seq: BatchedSequence) -> None:
         """A cancelled waiting request leaves the line; those behind it move up."""
         self.waiting.remove(seq)
 
-    def end(self, seq: Seq) -> None:
+    def end(self, seq: BatchedSequence) -> None:
         """A running request stops or is cancelled between steps: it leaves every container (its due
         step's too) and returns its reservation."""
         rid = seq.request.rid
@@ -253,6 +254,7 @@ class Batched:
         if self.partial.pop(rid, None) is None:
             del self.ready[rid]
             if not self.in_short_run:  # through a short run it counts tokens left, due nowhere
+                assert seq.due is not None  # ready: due since its prompt completed
                 due = self.finishing[seq.due]
                 del due[rid]
                 if not due:
@@ -261,7 +263,7 @@ class Batched:
         seq.ended = True
         self.on_end(seq)
 
-    def on_end(self, seq: Seq) -> None:
+    def on_end(self, seq: BatchedSequence) -> None:
         """`seq` stopped or was cancelled (not at its last token)."""
 
     def on_full_step(self, step: int) -> None:

@@ -13,8 +13,7 @@ from typing import Any
 
 from stallfree.spec.variants.priority import DEFAULT_AGING, MAX_PRIORITY, check_priority, effective
 
-from .batched import Batched
-from .batched import Seq as BatchedSeq
+from .batched import Batched, BatchedSequence
 from .stepwise import Seq, Stepwise
 
 
@@ -73,7 +72,7 @@ class BatchedPrioritized(Batched):
 
     def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
         super().__init__(token_budget, max_seqs, kv_tokens)
-        self.levels: list[deque[tuple[int, int, BatchedSeq]]] = [deque() for _ in range(MAX_PRIORITY + 1)]
+        self.levels: list[deque[tuple[int, int, BatchedSequence]]] = [deque() for _ in range(MAX_PRIORITY + 1)]
         self.num_arrivals = 0
         self.head_level: int | None = None  # the level head() found
 
@@ -83,7 +82,7 @@ class BatchedPrioritized(Batched):
         self.levels[priority].append((self.num_steps, self.num_arrivals, seq))
         self.num_arrivals += 1
 
-    def head(self) -> BatchedSeq | None:
+    def head(self) -> BatchedSequence | None:
         self.head_level = best_level(self.levels, self.num_steps, self.aging)
         return None if self.head_level is None else self.levels[self.head_level][0][2]
 
@@ -91,7 +90,7 @@ class BatchedPrioritized(Batched):
         assert self.head_level is not None
         self.levels[self.head_level].popleft()
 
-    def leave_line(self, seq: BatchedSeq) -> None:
+    def leave_line(self, seq: BatchedSequence) -> None:
         leave_level(self.levels, seq)
 
 

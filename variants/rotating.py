@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from stallfree.spec import Config
 
-from .batched import BatchedResizable
-from .batched import Seq as BatchedSeq
+from .batched import BatchedResizable, BatchedSequence
 from .stepwise import Seq, Stepwise
 
 
@@ -70,7 +69,7 @@ class BatchedRotating(BatchedResizable):
     def on_full_step(self, step: int) -> None:
         self.order = None
 
-    def on_end(self, seq: BatchedSeq) -> None:
+    def on_end(self, seq: BatchedSequence) -> None:
         if self.order is not None:
             rid = seq.request.rid
             self.order = [decode for decode in self.order if decode[0] != rid]

@@ -4,10 +4,10 @@
 Standard library only, except `plot`, which needs the `plot` extra.
 """
 
-from .record import ADMISSION, CHUNK, DECODE, KINDS, STATES, Cell, Entry, Recording, StepView, Tap, record
+from .record import ADMISSION, CHUNK, DECODE, KINDS, STATES, Cell, EntryView, Recording, StepView, Tap, record
 from .waiting import REASONS
 
 __all__ = [
     "ADMISSION", "CHUNK", "DECODE", "KINDS", "REASONS", "STATES",
-    "Cell", "Entry", "Recording", "StepView", "Tap", "record",
+    "Cell", "EntryView", "Recording", "StepView", "Tap", "record",
 ]

@@ -33,7 +33,7 @@ DPI = 110
 
 
 @dataclass(frozen=True, slots=True)
-class PagedEntry:
+class PagedEntryView:
     rid: int
     n: int
     kind: str  # one of KINDS
@@ -41,10 +41,10 @@ class PagedEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class PagedStep:
+class PagedStepView:
     step: int
     budget: int
-    entries: tuple[PagedEntry, ...]
+    entries: tuple[PagedEntryView, ...]
     preempted: tuple[int, ...]
     waiting: tuple[int, ...]  # the line after the step, head first
     emitted: tuple[int, ...]
@@ -60,7 +60,7 @@ class PagedStep:
         return sum(e.n for e in self.entries if e.kind == kind)
 
 
-def entries_of(facts: Any) -> tuple[PagedEntry, ...]:
+def entries_of(facts: Any) -> tuple[PagedEntryView, ...]:
     """The plan's entries in plan order, each with its kind (a chunk of a re-admitted request: recompute)."""
     kinds: dict[int, tuple[str, str]] = {t.rid: ("decode", "decode") for t, _ in facts.decodes}
     for c in facts.chunks + facts.admitted:
@@ -69,7 +69,7 @@ def entries_of(facts: Any) -> tuple[PagedEntry, ...]:
         text = f"chunk {c.start}-{c.start + c.n}" + (" (admitted)" if admitted else "") + (
             " (recompute)" if c.is_recompute else "")
         kinds[c.track.rid] = (kind, text)
-    return tuple(PagedEntry(rid, n, kinds.get(rid, ("decode", f"n={n}"))[0],
+    return tuple(PagedEntryView(rid, n, kinds.get(rid, ("decode", f"n={n}"))[0],
                             f"r{rid} {kinds.get(rid, ('', f'n={n}'))[1]}") for rid, n in facts.plan)
 
 
@@ -82,7 +82,7 @@ class PagedRecorder:
     design: str = "paged"  # the registry's name of the design the monitor judged: "paged" or "prefix"
     block_size: int = 0  # the pool's, read off the monitor at the first step
     num_blocks: int = 0
-    steps: list[PagedStep] = field(default_factory=list)
+    steps: list[PagedStepView] = field(default_factory=list)
     accepted: list[int] = field(default_factory=list)
     violation: RuleViolation | None = None
 
@@ -93,7 +93,7 @@ class PagedRecorder:
     def on_step(self, monitor: Any, facts: Any) -> None:
         shadow = monitor.shadow
         self.block_size, self.num_blocks = shadow.pool.block_size, shadow.pool.num_blocks
-        self.steps.append(PagedStep(
+        self.steps.append(PagedStepView(
             facts.step, monitor.config.token_budget, entries_of(facts), tuple(t.rid for t in facts.preempted),
             tuple(t.rid for t in shadow.waiting), tuple(facts.emitted), tuple(t.rid for t in facts.ended),
             self.num_blocks - shadow.free_blocks,

@@ -40,9 +40,10 @@ STATES = (WAITING, PARTIAL, READY, FINISHED)
 
 
 @dataclass(frozen=True, slots=True)
-class Entry:
-    """One plan entry: `n` tokens for `rid`, a decode, a chunk of prompt positions [start, start + n)
-    of a partial prompt, or an admission (a waiting request's first chunk, from position 0)."""
+class EntryView:
+    """A plan entry (`spec/types.py:Entry`) as the views draw it: `n` tokens for `rid`, a decode, a
+    chunk of prompt positions [start, start + n) of a partial prompt, or an admission (a waiting
+    request's first chunk, from position 0)."""
 
     rid: int
     n: int
@@ -73,7 +74,7 @@ class StepView:
     step: int
     budget: int
     arrived: tuple[int, ...]  # rids accepted just before this step
-    entries: tuple[Entry, ...]
+    entries: tuple[EntryView, ...]
     cells: tuple[Cell, ...]  # every accepted, unfinished request, in arrival order
     kv_before: int  # KV reserved before the step
     kv_admitted: int  # reserved by this step's admissions
@@ -263,7 +264,7 @@ class Tap:
     def view(self, facts: StepFacts) -> StepView:
         """The step about to run, from the shadow before it and the facts of its plan."""
         s = self.shadow
-        entries: list[Entry] = []
+        entries: list[EntryView] = []
         planned: dict[int, int] = {}
         for track, n in facts.decodes:
             planned[track.rid] = n
@@ -278,12 +279,12 @@ class Tap:
                 continue  # a repeated entry: ONE-ENTRY judges it; the view shows the first
             shown.add(rid)
             if rid in admitted:
-                entries.append(Entry(rid, n, ADMISSION, 0))
+                entries.append(EntryView(rid, n, ADMISSION, 0))
             elif rid in chunks:
-                entries.append(Entry(rid, n, CHUNK, chunks[rid]))
+                entries.append(EntryView(rid, n, CHUNK, chunks[rid]))
             else:
                 context = planned_track.request.prompt_len + planned_track.num_emitted
-                entries.append(Entry(rid, n, DECODE, None, context))
+                entries.append(EntryView(rid, n, DECODE, None, context))
         arrived, self.arrived = tuple(self.arrived), []
         kv_before = s.config.kv_tokens - s.free_kv
         if not self.recording.keep:  # no picture: the table's few waiting requests and the counts
