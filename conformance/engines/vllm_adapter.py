@@ -28,27 +28,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from .front_end import check_request
 from .vllm_setup import faked_forward, make_request, make_scheduler, prompt_ids, vllm_config
 
 BLOCK_SIZE = 16
 NEVER_FIT_IS_THE_ADAPTERS = (
     "add() is the adapter's own check of the contract's refusals: vLLM's scheduler checks no request, its "
     "front end does, so NEVER-FIT would judge the adapter, not vLLM")
-
-
-def check_request(rid: object, prompt_len: object, max_new: object, taken: set[int]) -> None:
-    """The contract's refusals that vLLM's front end makes, not its scheduler: ints, a rid >= 0 not
-    taken, a prompt and an output of at least one token (TypeError or ValueError naming the field)."""
-    for name, value in (("rid", rid), ("prompt_len", prompt_len), ("max_new", max_new)):
-        if type(value) is not int:
-            raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    assert isinstance(rid, int) and isinstance(prompt_len, int) and isinstance(max_new, int)
-    if rid < 0:
-        raise ValueError(f"rid must be >= 0, got {rid}")
-    if prompt_len < 1 or max_new < 1:
-        raise ValueError(f"prompt_len and max_new must be >= 1, got {prompt_len} and {max_new}")
-    if rid in taken:
-        raise ValueError(f"rid {rid} is already taken")
 
 
 class Preempted(RuntimeError):

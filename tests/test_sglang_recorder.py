@@ -1,0 +1,58 @@
+"""SGLang's runs logged as scheduling events (`sglang_recorder`) convert with `stallfree import-trace
+--from events` to trace v2, and `check-trace` judges them as the live kit does: the safety rules hold,
+and the decode that waits for a prefill batch is DECODE-FIRST broken at the same step."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sglang_guard import require_sglang
+
+require_sglang()
+
+from stallfree.conformance.engines.sglang_recorder import record  # noqa: E402
+from stallfree.conformance.trace.enginecheck import check_engine_trace  # noqa: E402
+from stallfree.main import main  # noqa: E402
+from stallfree.spec import Workload  # noqa: E402
+
+W = Workload.from_json({  # rid 0 decodes; a 20-token prompt arrives at step 2; budget 8
+    "config": {"token_budget": 8, "max_seqs": 4, "kv_tokens": 64},
+    "requests": [{"rid": 0, "prompt_len": 4, "max_new": 6, "arrival_step": 0},
+                 {"rid": 1, "prompt_len": 20, "max_new": 3, "arrival_step": 2}]})
+
+
+def imported(tmp_path: Path, events: list[dict[str, object]], capsys: pytest.CaptureFixture[str]) -> list[str]:
+    log, config, out = tmp_path / "events.jsonl", tmp_path / "config.json", tmp_path / "v2.jsonl"
+    log.write_text("".join(json.dumps(e) + "\n" for e in events))
+    config.write_text(json.dumps({"token_budget": 8, "max_seqs": 4, "kv_tokens": 64, "block_size": 1}))
+    status = main(["import-trace", "--from", "events", str(log), "--config", str(config), "-o", str(out)])
+    assert status == 0, capsys.readouterr().err
+    return out.read_text().splitlines()
+
+
+def test_an_sglang_run_as_events_is_judged_by_check_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    events = record(W)
+    assert events[-1] == {"step": 9, "event": "end"}  # 9 steps: rid 0 emits at 0, 1 and 5-8
+    plans = [(e["step"], e["rid"], e["tokens"]) for e in events if e["event"] == "schedule"]
+    assert plans[:5] == [(0, 0, 4), (1, 0, 1), (2, 1, 8), (3, 1, 8), (4, 1, 4)]  # rid 0 waits at steps 2-4
+    lines = imported(tmp_path, events, capsys)
+    safe = check_engine_trace(lines, ["BUDGET", "SLOTS", "PREFILL-ONCE", "FIRST-TOKEN", "TOKENS", "PROGRESS"])
+    assert safe.ok and safe.ended, safe
+    policy = check_engine_trace(lines, ["DECODE-FIRST"])
+    violation, _ = policy.violations["DECODE-FIRST"]
+    assert violation.step == 2
+
+
+def test_a_run_that_has_not_ended_is_logged_without_its_end() -> None:
+    events = record(W, max_steps=3)
+    assert {e["step"] for e in events} == {0, 1, 2} and all(e["event"] != "end" for e in events)
+
+
+def test_the_planted_chunk_overrun_is_caught_on_its_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from stallfree.conformance.engines.sglang_faults import ChunkOneOver
+    lines = imported(tmp_path, record(W, factory=ChunkOneOver), capsys)
+    verdict = check_engine_trace(lines, ["BUDGET"])
+    violation, _ = verdict.violations["BUDGET"]
+    assert violation.step == 2 and "9 tokens" in str(violation)
