@@ -127,3 +127,22 @@ def test_prove_says_why_a_chained_row_is_unknown() -> None:
     row = _z3_row(loop.name, "Z3 loop induction", "any N", induction.prove_induction(loop, MUTANTS["LifoAdmission"]()))
     assert row.result == "unknown" and "FOLD: admit (N=3): premise not met" in row.detail
     assert "ran out of time" not in row.detail
+
+
+def test_a_policy_that_is_not_the_fold_is_judged_by_no_loop_that_runs_its_phase() -> None:
+    """The single-loop inductions run the phase on request i alone too: LifoAdmission fails FOLD at
+    admit, so ADMITS and PROGRESS (which run admit) read unknown naming it; DECODES and PARTIALS run
+    phases it keeps as folds and still hold; FINISH and PER-REQUEST run no phase (any plan) and are
+    judged as before. The reference meets every FOLD each row names."""
+    lifo = MUTANTS["LifoAdmission"]()
+    judged = {loop.name.split()[0]: induction.prove_induction(loop, lifo) for loop in induction.INDUCTIONS}
+    for claim in ("ADMITS", "PROGRESS"):
+        assert judged[claim].result == "unknown", claim
+        assert judged[claim].counterexample is not None
+        assert judged[claim].counterexample["obligation"] == "FOLD: admit (N=3)", claim
+    assert {c: r.result for c, r in judged.items() if c not in ("ADMITS", "PROGRESS")} == dict.fromkeys(
+        ("DECODES", "PARTIALS", "FINISH", "PER-REQUEST"), "holds")
+    assert [loop.folds for loop in induction.INDUCTIONS if not loop.folds] == [(), ()]  # FINISH, PER-REQUEST
+    for phase in ("plan_decodes", "plan_partials", "admit"):
+        met = induction._prove([fold.fold(Policy(), phase)], "FOLD", Policy(), 30_000)
+        assert met.result == "holds", met.counterexample

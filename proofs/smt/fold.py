@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import z3
 
-from .induction import Obligation
+from .obligation import Obligation
 from .policy import Draft, Policy
 from .symbolic import SymConfig, SymRequest, SymState
 
@@ -27,7 +27,7 @@ def _draft(state: SymState, entered: tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef
     return d
 
 
-def _fold(policy: Policy, phase: str, n: int = FOLD_REQUESTS) -> Obligation:
+def fold(policy: Policy, phase: str, n: int = FOLD_REQUESTS) -> Obligation:
     config = SymConfig.fresh()
     reqs = tuple(SymRequest.fresh(f"fold.{phase}.r{k}") for k in range(n))
     entered = (z3.Int(f"fold.{phase}.left"), z3.Int(f"fold.{phase}.running"), z3.Int(f"fold.{phase}.free"),
@@ -53,4 +53,4 @@ def _fold(policy: Policy, phase: str, n: int = FOLD_REQUESTS) -> Obligation:
 
 def folds(policy: Policy) -> list[Obligation]:
     """One obligation per phase, in the policy's order."""
-    return [_fold(policy, phase.__name__) for phase in policy.phases()]
+    return [fold(policy, phase.__name__) for phase in policy.phases()]

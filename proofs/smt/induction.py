@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import z3
 
+from .fold import fold
+from .obligation import Obligation
 from .policy import Draft, Policy, SymEntry, smin
 from .symbolic import SymConfig, SymRequest, SymState
 from .theorems import TheoremResult
@@ -74,15 +76,6 @@ class Requests:
                       z3.Implies(r.admitted, r.arrived),
                       z3.Implies(r.admitted, (r.num_emitted > 0) == (r.num_prefilled == r.prompt_len)),
                       r.reservation <= config.kv_tokens)
-
-
-@dataclass(frozen=True)
-class Obligation:
-    name: str
-    hypothesis: z3.BoolRef
-    goal: z3.BoolRef
-    witness: z3.BoolRef | None = None  # a stronger hypothesis easy to satisfy: a model of it shows this one holds
-    premise: bool = False  # what the theorem is about (`fold`): if it fails, the theorem judges nothing: unknown
 
 
 def _iteration(policy: Policy, phase: str, r: SymRequest, config: SymConfig, left: z3.ArithRef,
@@ -435,17 +428,18 @@ class LoopInduction:
     rules: str  # what its exit proves
     obligations: Callable[[Policy], list[Obligation]]
     control: str  # the wrong policy (`mutants.MUTANTS`) it must fail on
+    folds: tuple[str, ...] = ()  # the phases its loop runs on one request: their FOLD is its premise
 
 
 INDUCTIONS: tuple[LoopInduction, ...] = (
-    LoopInduction("DECODES (induction)", "DECODE-FIRST, BUDGET", decodes, "FreeDecodes"),
-    LoopInduction("PARTIALS (induction)", "PARTIAL-NEXT", partials, "ShortChunk"),
+    LoopInduction("DECODES (induction)", "DECODE-FIRST, BUDGET", decodes, "FreeDecodes", ("plan_decodes",)),
+    LoopInduction("PARTIALS (induction)", "PARTIAL-NEXT", partials, "ShortChunk", ("plan_partials",)),
     LoopInduction("ADMITS (induction)", "FCFS, SLOTS, KV, WORK-CONSERVING (admission)", admissions,
-                  "CappedAdmissions"),
+                  "CappedAdmissions", ("admit",)),
     LoopInduction("FINISH (induction)", "KV (conservation)", finishing, "EarlyRelease"),
     LoopInduction("PER-REQUEST (induction)", "TYPES, FIRST-TOKEN, NEVER-FIT (per request)", per_request,
                   "LateFirstToken"),
-    LoopInduction("PROGRESS (induction)", "PROGRESS", progress, "Stalls"),
+    LoopInduction("PROGRESS (induction)", "PROGRESS", progress, "Stalls", ("plan_decodes", "plan_partials", "admit")),
 )
 
 
@@ -458,4 +452,6 @@ def control(loop: LoopInduction) -> Policy:
 
 def prove_induction(loop: LoopInduction, policy: Policy | None = None, timeout_ms: int = 30_000) -> TheoremResult:
     policy = Policy() if policy is None else policy
-    return _prove(loop.obligations(policy), loop.name, policy, timeout_ms)
+    obligations = loop.obligations(policy)  # built first: Z3's search on them is sensitive to the order terms are made
+    premises = [fold(policy, phase) for phase in loop.folds]  # FOLD, checked before the loop's own obligations
+    return _prove(premises + obligations, loop.name, policy, timeout_ms)
