@@ -27,16 +27,13 @@ def load_judged(target: str, name: str, timeout: float) -> tuple[Callable[..., A
 
 
 def load_raw(target: str, timeout: float) -> Callable[..., Any]:
-    """`target`'s factory: hosted in its own process unless it is stallfree's own (or of a design not
-    hosted yet: the paged and prefix designs are judged in process). Picklable either way."""
+    """`target`'s factory: hosted in its own process unless it is stallfree's own, whatever design it
+    declares (the reservation, paged or prefix design). Picklable either way."""
     from stallfree.conformance.isolation.remote import HostedFactory
 
     target = SCHEDULERS.get(target, target)
     if not target.startswith(OWN):
-        factory = HostedFactory(target, timeout)
-        if factory.design == registry.RESERVATION.name:
-            return factory
-        factory.close()
+        return HostedFactory(target, timeout)
     return load_scheduler(target)
 
 
