@@ -88,3 +88,15 @@ def test_a_paged_scheduler_stuck_in_one_c_call_is_stopped_naming_the_call(user: 
     ran = spawn(["trace", "--scheduler", "userpaged:LongCCall", *PAGED, "--timeout", "1"], cwd=user)
     assert_refused(ran, "schedule() did not return within 1 s", status=3)
     assert "TIMEOUT          BROKEN at step 0" in ran.out
+
+
+def test_a_design_the_targets_module_registers_itself_is_still_judged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The toy design exists only once its module is imported (with this variable set, its module registers
+    it): unknown to the oracle's registry, so that target is loaded in process (its rules are the user's
+    code too), and its rule judges it. Hosted, the design would be unknown: exit 2."""
+    monkeypatch.setenv("STALLFREE_TEST_TOY_DESIGN", "1")
+    ran = spawn(["trace", "--scheduler", "test_toy_design:Fault", "--request", "0:4:3", "--request", "1:4:3",
+                 "--budget", "8", "--max-seqs", "2"])
+    assert_clean(ran)
+    assert ran.status == 1, (ran.out[-2000:], ran.err[-2000:])
+    assert "ONE-AT-A-TIME" in ran.out and "BROKEN" in ran.out
