@@ -152,8 +152,20 @@ def returned(step: int, value: object, call: str, expected: str, items: str) -> 
 
 
 def plan_entries(step: int, plan: object) -> list:  # type: ignore[type-arg]
-    """The entries of the plan schedule() returned at `step`; see `returned`."""
+    """The entries of the plan schedule() returned at `step`; see `returned`. A one-shot iterator (a
+    generator: its own iterator) is no sequence: complete(plan) gets it back already read. PROTOCOL."""
+    if one_shot(plan):
+        raise protocol(step, f"schedule() returned {type(plan).__name__} {plan!r:.80}, a one-shot iterator, not a "
+                       "sequence: complete(plan) would get it back already read")
     return returned(step, plan, "schedule()", "a sequence", "entries")
+
+
+def one_shot(value: object) -> bool:
+    """Whether `value` is its own iterator (a generator, a map, an iter() of a list): readable once."""
+    try:
+        return iter(value) is value  # type: ignore[call-overload]
+    except TypeError:
+        return False
 
 
 def emitted_rids(step: int, emitted: object) -> list[int]:

@@ -114,3 +114,8 @@ class FicklePlan(OverBudget):
 class GeneratorPlan(Rewrites):
     def rewrite(self, plan: list[Any]) -> Any:
         return (entry for entry in plan)
+
+
+class TuplePlan(Rewrites):
+    def rewrite(self, plan: list[Any]) -> Any:
+        return tuple(plan)

@@ -23,10 +23,17 @@ class RaisesInComplete(Scheduler):
         raise RuntimeError("complete exploded")
 
 
+class Endless:
+    """An endless sequence of (0, 1): each look a fresh iterator (a one-shot one is PROTOCOL by itself)."""
+
+    def __iter__(self) -> Any:
+        return itertools.repeat((0, 1))
+
+
 class EndlessPlan(Scheduler):
     def schedule(self) -> Any:
         super().schedule()
-        return itertools.repeat((0, 1))
+        return Endless()
 
 
 class EndlessEmitted(Scheduler):

@@ -37,10 +37,19 @@ def test_a_plan_that_reads_differently_on_each_look_is_judged_on_the_one_value_r
     assert "16/8" not in ran.out and "BUDGET           holds" in ran.out
 
 
-def test_a_generator_as_the_plan_reads_as_conform_reads_it() -> None:
+def test_a_generator_as_the_plan_is_a_protocol_break() -> None:
+    """A one-shot iterator is no sequence (complete(plan) would get it back read): PROTOCOL, not PROGRESS."""
     ran = trace("GeneratorPlan")
+    assert ran.status == 1, ran.out[-2000:]
+    assert "PROTOCOL         BROKEN at step 0: schedule() returned generator <generator object" in ran.out
+    assert "a one-shot iterator, not a sequence" in ran.out and "PROGRESS         BROKEN" not in ran.out
+
+
+def test_a_plan_that_is_a_sequence_of_its_own_type_holds() -> None:
+    """The control: a tuple plan, read as often as looked at, is no one-shot iterator."""
+    ran = trace("TuplePlan")
     assert ran.status == 0, ran.out[-2000:]
-    assert "PROGRESS         holds" in ran.out
+    assert "BROKEN" not in ran.out and "PROGRESS         holds (6 steps)" in ran.out
 
 
 @pytest.mark.parametrize("name", ["LongCCall", "DisarmsTheAlarm"])
@@ -126,3 +135,14 @@ def test_a_hosted_schedulers_value_error_is_still_a_value_error() -> None:
     refusal as in process, not a NEVER-FIT break."""
     ran = spawn(["campaign", "--sims", "10", "--jobs", "1", "--quiet", "--scheduler", f"{HOSTILE}:Rewrites"])
     assert ran.status == 0, ran.out[-1500:]
+
+
+@pytest.mark.parametrize("plan", [(e for e in [(0, 1)]), iter([(0, 1)]), map(tuple, [(0, 1)])])
+def test_the_monitor_names_a_one_shot_plan_in_process_too(plan: object) -> None:
+    from stallfree.spec.errors import RuleViolation
+    from stallfree.spec.facts import plan_entries
+
+    with pytest.raises(RuleViolation) as caught:
+        plan_entries(3, plan)
+    assert caught.value.rule == "PROTOCOL" and "a one-shot iterator, not a sequence" in str(caught.value)
+    assert plan_entries(3, ((0, 1),)) == [(0, 1)]  # the control: a sequence is read as it is

@@ -27,14 +27,16 @@ def load_judged(target: str, name: str, timeout: float) -> tuple[Callable[..., A
 
 
 def load_raw(target: str, timeout: float) -> Callable[..., Any]:
-    """`target`'s factory: hosted in its own process unless it is stallfree's own (or of a design not
-    hosted yet: the paged and prefix designs are judged in process). Picklable either way."""
+    """`target`'s factory: hosted in its own process unless it is stallfree's own, whatever design of
+    stallfree's it declares (the reservation, paged or prefix design). A design the target's module
+    registers itself (its rules and monitor the user's code too) is unknown here: loaded in process,
+    which registers it. Picklable either way."""
     from stallfree.conformance.isolation.remote import HostedFactory
 
     target = SCHEDULERS.get(target, target)
     if not target.startswith(OWN):
         factory = HostedFactory(target, timeout)
-        if factory.design == registry.RESERVATION.name:
+        if factory.design in {d.name for d in registry.designs()}:
             return factory
         factory.close()
     return load_scheduler(target)

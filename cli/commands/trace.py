@@ -447,8 +447,8 @@ def refuse_reservation_outputs(args: argparse.Namespace) -> None:
 def trace_blocks(args: argparse.Namespace, workload: Workload, factory: Callable[..., Any], contract: Contract) -> int:
     """The step table (free blocks, preemptions, cache hits) and verdicts of a design drawn by the paged
     step view (`contract.drawer`: the paged and prefix designs), and with --plot and --html its view.
-    The --invariants and --ms views and the --timeout watchdog are the reservation design's: refused,
-    and run without."""
+    The --invariants and --ms views are the reservation design's: refused. A hosted target's calls are
+    timed by its link (--timeout), a hang exit 3 naming the call; stallfree's own runs without."""
     from stallfree.view.paged import HEADER, PagedRecorder, row, workload_verdicts
 
     refuse_reservation_outputs(args)
@@ -461,6 +461,7 @@ def trace_blocks(args: argparse.Namespace, workload: Workload, factory: Callable
 
     def on_step(monitor: Any, facts: Any) -> None:
         recorder.on_step(monitor, facts)
+        steps_done[0] = facts.step + 1
         print(row(facts, cfg.token_budget, monitor.shadow.free_blocks))
         if facts.preempted:
             victims = " ".join(f"r{t.rid}" for t in facts.preempted)
@@ -474,7 +475,7 @@ def trace_blocks(args: argparse.Namespace, workload: Workload, factory: Callable
         if not accepted:
             print(f"{'':>5}  refused: add({a.rid}, {a.prompt_len}, {a.max_new})")
 
-    violation, steps, adds = None, 0, 0
+    violation, steps, adds, steps_done = None, 0, 0, [0]
     try:
         stats = play(workload, factory, checked, on_step=on_step, on_add=on_add, contract=contract)
         steps, adds = stats.steps, stats.accepted + stats.refused
@@ -483,6 +484,8 @@ def trace_blocks(args: argparse.Namespace, workload: Workload, factory: Callable
     except FactoryError as error:
         print(f"stallfree trace: {error}", file=sys.stderr)
         return exits.USAGE
+    except CallHung as error:  # a hosted scheduler did not answer: no rule judged it, and the run cannot go on
+        return report_hung(args, workload, contract, steps_done[0], error)
     print()
     judged = workload_verdicts(checked, steps, violation, adds, contract.rules)
     for line in lines(judged):

@@ -4,8 +4,12 @@ imported and called here, one protocol call per request, never in the oracle's p
 
 What crosses the pipe is data only (`encode`): ints, strings, floats, bools, None, lists and tuples;
 anything else arrives as an `Opaque` stand-in naming its type. So the oracle judges one value per
-call, read once here (a plan that iterates differently each look is read exactly once), and no code of
-the target ever runs in the oracle's process. A call that forks is answered by the forking process only.
+call, read once here (a plan that iterates differently each look is read exactly once; a plan that is
+a one-shot iterator crosses unread, for the monitor to name), and no code of the target ever runs in
+the oracle's process. A paged or prefix plan brings its `preempted` and `cached` fields along, read
+once with it, and the attributes those monitors read (`block_size`, `watermark`, `free_blocks`,
+`cached`, the `waiting` and `running` lines as their rids) are read here when they ask.
+A call that forks is answered by the forking process only.
 """
 
 from __future__ import annotations
@@ -28,26 +32,40 @@ from .guard import MAX_ENTRIES
 from .worker import DUMP_SIGNAL, send
 
 CALLS = ("add", "schedule", "complete", "cancel", "set_budget")
+ABSENT = object()  # an attribute the scheduler does not have
+PLAN_FIELDS = ("preempted", "cached")  # what a paged or prefix plan carries beside its entries
 MAX_DEPTH = 4  # a value nested deeper crosses as Opaque (a plan entry is two deep)
 REAL_EXIT = os._exit
 PR_SET_PDEATHSIG = 1  # prctl(2): the host is killed when the oracle's process dies
+
+
+class OneShot:
+    """A plan that is its own iterator (a generator), sent as its type's name and repr."""
+
+    def __init__(self, plan: object) -> None:
+        self.plan = plan
 
 
 def encode(value: object, depth: int = 0) -> Any:
     """`value` as JSON data that `remote.decode` turns back into the same plain value."""
     if value is None or type(value) in (bool, int, str, float):
         return value
+    if type(value) is OneShot:
+        return {"g": [type(value.plan).__name__, _shown(value.plan)]}
     if type(value) is list and depth == 0 and all(  # a plan of int entries: JSON's own C encoder, no walk
             type(e) is tuple and all(type(x) is int for x in e) for e in value):
         return {"p": value}
     if type(value) in (list, tuple) and depth < MAX_DEPTH and len(value) <= MAX_ENTRIES + 1:  # type: ignore[arg-type]
         items = [encode(item, depth + 1) for item in value]  # type: ignore[union-attr]
         return items if type(value) is list else {"t": items}
+    return {"o": [type(value).__name__, _shown(value)]}
+
+
+def _shown(value: object) -> str:
     try:
-        shown = repr(value)[:80]
+        return repr(value)[:80]
     except Exception:
-        shown = "?"
-    return {"o": [type(value).__name__, shown]}
+        return "?"
 
 
 def read_all(value: object) -> object:
@@ -68,6 +86,8 @@ def read_plan(plan: object) -> object:
         iterator = iter(plan)  # type: ignore[call-overload]
     except TypeError:
         return plan
+    if iterator is plan:  # a generator: crosses as one, unread, for the monitor to name (PROTOCOL)
+        return OneShot(plan)
     items = list(islice(iterator, MAX_ENTRIES + 1))
     return [item if type(item) is tuple else _entry(item) for item in items]
 
@@ -87,6 +107,7 @@ class Host:
         self.factory = load_target(target, flag)
         self.scheduler: Any = None
         self.raw_plan: object = None
+        self.fields: dict[str, Any] = {}  # the plan's PLAN_FIELDS it has, each read once
 
     def new(self, config: dict[str, int]) -> dict[str, Any]:
         try:
@@ -101,19 +122,43 @@ class Host:
     def call(self, name: str, args: list[Any]) -> Any:
         if name == "free_kv":
             return getattr(self.scheduler, "free_kv", None)
+        if name == "attr":  # an attribute the paged and prefix monitors read (block_size, free_blocks...)
+            return getattr(self.scheduler, args[0], ABSENT)
         if name == "complete":
             return read_all(getattr(self.scheduler, name)(self.raw_plan, *args))
         value = getattr(self.scheduler, name)(*args)
         if name == "schedule":
             self.raw_plan = value
+            self.fields = {field: encode(read_all(getattr(value, field))) for field in PLAN_FIELDS
+                           if hasattr(value, field)}
             return read_plan(value)
         return value
+
+    def view(self, name: str) -> dict[str, Any]:
+        """The `waiting` or `running` view as the rids of its requests, read here; where it is no
+        sequence of requests with a `rid`, a stand-in the monitor's reader finds unreadable."""
+        view = getattr(self.scheduler, name, None)
+        if view is None:
+            return {"value": None}
+        try:
+            return {"rids": [encode(r.rid) for r in view]}
+        except (TypeError, AttributeError):
+            return {"value": {"o": [type(view).__name__, "?"]}}
 
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
         if request["op"] == "new":
             return self.new(request["config"])
         try:
-            return {"value": encode(self.call(request["op"], decode_args(request["args"])))}
+            if request["op"] == "view":
+                return self.view(request["args"][0])
+            self.fields = {}
+            value = self.call(request["op"], decode_args(request["args"]))
+            if value is ABSENT:
+                return {"absent": True}
+            reply = {"value": encode(value)}
+            if self.fields:
+                reply["fields"] = self.fields
+            return reply
         except SystemExit as error:  # sys.exit or os._exit in the target: a crash, named as the call
             call = getattr(error, "call", None) or f"sys.exit({error.code!r})"
             return {"raised": ["SystemExit", f"the scheduler called {call}"]}
@@ -139,7 +184,14 @@ def refuse_exit(code: int) -> None:
 
 
 def decode_args(args: list[Any]) -> list[Any]:
-    return [tuple(a["t"]) if isinstance(a, dict) and "t" in a else a for a in args]
+    """The call's arguments as sent: a tuple (a prefix request's content, its pairs) a tuple again."""
+    return [_tupled(a) for a in args]
+
+
+def _tupled(arg: Any) -> Any:
+    if isinstance(arg, dict) and "t" in arg:
+        return tuple(_tupled(a) for a in arg["t"])
+    return [_tupled(a) for a in arg] if isinstance(arg, list) else arg
 
 
 def serve(requests: BinaryIO, out: BinaryIO) -> None:

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 from stallfree.spec.loader import FactoryError, TargetError, split_target
@@ -27,6 +28,13 @@ from .sandbox import next_line
 from .timeouts import load_timeout
 
 HOSTS: list[subprocess.Popen[bytes]] = []  # every host started, killed at exit
+ATTRS = ("block_size", "watermark", "free_blocks", "cached")  # what the paged and prefix monitors read
+VIEWS = ("waiting", "running")  # the lines they read, as requests with a rid
+
+
+class HostedPlan(list):  # type: ignore[type-arg]
+    """A paged or prefix plan from the host: its entries, and the fields the target's plan had
+    (`preempted`, `cached`), each read once there; a field it lacked is absent here too."""
 
 
 class CallHung(BaseException):
@@ -48,6 +56,27 @@ class Opaque:
         return self.shown
 
 
+class OneShotPlan:
+    """A plan the target returned as a one-shot iterator (a generator), unread: an iterator here too,
+    of the target's type name, so the monitor judges it as it would in process (PROTOCOL)."""
+
+    def __init__(self, shown: str) -> None:
+        self.shown = shown
+
+    def __iter__(self) -> OneShotPlan:
+        return self
+
+    def __next__(self) -> Any:
+        raise StopIteration
+
+    def __repr__(self) -> str:
+        return self.shown
+
+
+def one_shot(type_name: str, shown: str) -> OneShotPlan:
+    return type(type_name, (OneShotPlan,), {"__module__": "scheduler"})(shown)  # type: ignore[no-any-return]
+
+
 def decode(data: Any) -> Any:
     if isinstance(data, list):
         return [decode(item) for item in data]
@@ -56,6 +85,8 @@ def decode(data: Any) -> Any:
             return [tuple(entry) for entry in data["p"]]
         if "t" in data:
             return tuple(decode(item) for item in data["t"])
+        if "g" in data:
+            return one_shot(*data["g"])
         return Opaque(*data["o"])
     return data
 
@@ -164,7 +195,16 @@ class RemoteScheduler:
         reply = self._link.ask({"op": name, "args": [_wire(a) for a in args]}, label)
         if "raised" in reply:
             raise raised(*reply["raised"])
-        return decode(reply["value"])
+        if "absent" in reply:
+            raise AttributeError(args[0])
+        if "rids" in reply:  # a waiting or running view: requests with a rid, nothing else of theirs
+            return [SimpleNamespace(rid=decode(rid)) for rid in reply["rids"]]
+        value = decode(reply["value"])
+        if "fields" in reply and isinstance(value, list):  # a paged or prefix plan: its entries and fields
+            value = HostedPlan(value)
+            for field, data in reply["fields"].items():
+                setattr(value, field, decode(data))
+        return value
 
     def add(self, *args: Any) -> Any:
         return self._call("add", f"add({', '.join(map(repr, args))})", *args)
@@ -181,6 +221,11 @@ class RemoteScheduler:
     def __getattr__(self, name: str) -> Any:
         if name == "set_budget" and name in self._has:
             return lambda budget: self._call("set_budget", f"set_budget({budget!r})", budget)
+        if name in ATTRS or name in VIEWS:
+            if self._link.proc is None:  # the host ended (a crash, a hang): nothing to show
+                return None
+            op = "view" if name in VIEWS else "attr"
+            return self._call(op, f"reading {name}", name)
         raise AttributeError(name)
 
     @property
@@ -191,7 +236,10 @@ class RemoteScheduler:
 
 
 def _wire(value: object) -> Any:
-    return {"t": list(value)} if type(value) is tuple else value
+    """An argument as JSON data, its tuples (a prefix request's content pairs) marked as tuples."""
+    if type(value) is tuple:
+        return {"t": [_wire(v) for v in value]}
+    return [_wire(v) for v in value] if type(value) is list else value
 
 
 class HostedFactory:

@@ -1,0 +1,102 @@
+"""A user's paged or prefix scheduler runs in a host process of its own, as a reservation one does
+(`cli/commands/hosting.py`): the plan's `preempted` rids and `cached` claims, the pool it declares and
+shows, its waiting and running lines and a prefix request's content cross the pipe as data, and the
+monitor judges them as it judges stallfree's own in process. Each user scheduler is a module file in
+tmp_path, imported by its path (the child's working folder); each run a child `stallfree trace`,
+waited on as an event (the limit only turns a hang into a failure)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import hostile
+import pytest
+from hostile import EVENT_LIMIT_S, assert_clean, assert_refused
+
+spawn = functools.partial(hostile.spawn, timeout=EVENT_LIMIT_S)
+
+PAGED = ["--request", "0:3:8", "--request", "1:3:8", "--request", "2:2:2@1", "--budget", "4", "--kv", "12"]
+PREFIX = ["--workload", str(Path(__file__).parent.parent / "docs" / "examples" / "prefix-hits.json")]
+
+USER = """
+import ctypes
+import stallfree.spec.paged.monitor
+from stallfree.faults.paged import *  # noqa: F403  the registry's paged faults, as a user's own module
+from stallfree.paged import small_blocks  # noqa: F401
+from stallfree.prefix import small_blocks as prefix_small  # noqa: F401
+from stallfree.prefix.faults import HitOneMore, ChargeCached  # noqa: F401
+
+
+class PatchesTheJudge(PreemptOldest):  # noqa: F405  in process, this would silence every paged rule
+    def schedule(self):
+        stallfree.spec.paged.monitor.judge = lambda *args, **kwargs: None
+        return super().schedule()
+
+
+class LongCCall(PagedFault):  # noqa: F405  the paged scheduler on the faults' pool
+    def schedule(self):
+        ctypes.CDLL(None).sleep(3600)  # one C call holding the thread: no signal handler runs meanwhile
+"""
+
+
+@pytest.fixture
+def user(tmp_path: Path) -> Path:
+    (tmp_path / "userpaged.py").write_text(USER)
+    return tmp_path
+
+
+def verdicts(out: str) -> list[str]:
+    """The report less its first line (which names the target as given)."""
+    return out.splitlines()[1:]
+
+
+CASES = [
+    ("stallfree.paged:small_blocks", "small_blocks", PAGED, None),  # the control: every rule holds
+    ("stallfree.faults.paged:PreemptOldest", "PreemptOldest", PAGED, "PREEMPT-BOUND    BROKEN"),  # plan.preempted
+    ("stallfree.faults.paged:RequeueAtBack", "RequeueAtBack", PAGED, "PREEMPT-ORDER    BROKEN"),  # the lines
+    ("stallfree.faults.paged:LeakOnEnd", "LeakOnEnd", PAGED, "BLOCKS           BROKEN"),  # free_blocks
+    ("stallfree.faults.paged:IgnoreWatermark", "IgnoreWatermark", PAGED, "WATERMARK        BROKEN"),  # the pool
+    ("stallfree.prefix:small_blocks", "prefix_small", PREFIX, None),
+    ("stallfree.prefix.faults:HitOneMore", "HitOneMore", PREFIX, "HIT-SAME-TOKENS  BROKEN"),  # plan.cached
+    ("stallfree.prefix.faults:ChargeCached", "ChargeCached", PREFIX, "CACHED-NOT-CHARGED BROKEN"),
+]
+
+
+@pytest.mark.parametrize(("own", "name", "workload", "broken"), CASES, ids=[c[1] for c in CASES])
+def test_a_hosted_paged_or_prefix_scheduler_gets_the_verdict_it_gets_in_process(
+        user: Path, own: str, name: str, workload: list[str], broken: str | None) -> None:
+    in_process = spawn(["trace", "--scheduler", own, *workload], cwd=user)
+    hosted = spawn(["trace", "--scheduler", f"userpaged:{name}", *workload], cwd=user)
+    assert_clean(hosted)
+    assert hosted.status == in_process.status == (0 if broken is None else 1), (hosted.out[-2000:], hosted.err[-2000:])
+    assert verdicts(hosted.out) == verdicts(in_process.out)
+    if broken is None:
+        assert "BROKEN" not in hosted.out and "holds" in hosted.out
+    else:
+        assert broken in hosted.out
+
+
+def test_a_paged_scheduler_that_swaps_the_paged_judge_is_judged_all_the_same(user: Path) -> None:
+    """Hosted, the patch reaches only the host's copy of the monitor: the fault still breaks."""
+    ran = spawn(["trace", "--scheduler", "userpaged:PatchesTheJudge", *PAGED], cwd=user)
+    assert ran.status == 1, (ran.out[-2000:], ran.err[-2000:])
+    assert "PREEMPT-BOUND    BROKEN at step 3: the oldest running request, rid 0, was preempted" in ran.out
+
+
+def test_a_paged_scheduler_stuck_in_one_c_call_is_stopped_naming_the_call(user: Path) -> None:
+    ran = spawn(["trace", "--scheduler", "userpaged:LongCCall", *PAGED, "--timeout", "1"], cwd=user)
+    assert_refused(ran, "schedule() did not return within 1 s", status=3)
+    assert "TIMEOUT          BROKEN at step 0" in ran.out
+
+
+def test_a_design_the_targets_module_registers_itself_is_still_judged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The toy design exists only once its module is imported (with this variable set, its module registers
+    it): unknown to the oracle's registry, so that target is loaded in process (its rules are the user's
+    code too), and its rule judges it. Hosted, the design would be unknown: exit 2."""
+    monkeypatch.setenv("STALLFREE_TEST_TOY_DESIGN", "1")
+    ran = spawn(["trace", "--scheduler", "test_toy_design:Fault", "--request", "0:4:3", "--request", "1:4:3",
+                 "--budget", "8", "--max-seqs", "2"])
+    assert_clean(ran)
+    assert ran.status == 1, (ran.out[-2000:], ran.err[-2000:])
+    assert "ONE-AT-A-TIME" in ran.out and "BROKEN" in ran.out
