@@ -15,9 +15,8 @@ from typing import Any, cast
 from stallfree.spec.errors import InvalidField
 from stallfree.spec.paged.monitor import PagedMonitor, pool_of, refusal
 from stallfree.spec.paged.rules import PagedCheck
-from stallfree.spec.paged.shadow import PagedFacts, observe_emitted, read_live, read_view
+from stallfree.spec.paged.shadow import PagedFacts
 from stallfree.spec.types import Config
-from stallfree.spec.watch import judge
 
 from .keys import Content, check_content
 from .rules import AFTER_STEP, BEFORE_PREEMPTION, select
@@ -78,30 +77,13 @@ class PrefixMonitor(PagedMonitor):
         facts.planned_cached = tuple(shown) if isinstance(shown, tuple | list) else None
         allocate(shadow, shadow.cache.copy(), facts, commit=False)
 
-    def complete(self, stopped: Iterable[int] = ()) -> PrefixFacts:
-        """Tell the scheduler the pending plan ran, judge what it reports and shows, advance the shadow."""
-        if self._pending is None:
-            raise RuntimeError("PrefixMonitor.complete() called without a pending plan")
-        plan, paged_facts = self._pending
-        facts = cast(PrefixFacts, paged_facts)
-        self._pending = None
-        shadow = self.shadow
-        stops = list(stopped)
-        if stops:
-            self.require("stop")
-        emitted = self.scheduler.complete(plan, stops) if stops else self.scheduler.complete(plan)
-        observe_emitted(shadow, facts, emitted, stops, getattr(self.scheduler, "free_blocks", None))
-        judge(self._done_checks, shadow, facts, shadow.step)
+    def _apply(self, facts: PagedFacts) -> None:
+        """The prefix shadow's step: the expectations of the done checks are dropped, then it advances."""
+        facts = cast(PrefixFacts, facts)
         facts.expected.clear()
         facts.free_after.clear()
-        apply(shadow, facts)
-        if self._after:
-            facts.reported_live = read_live(self.scheduler)
-            facts.reported_line = read_view(self.scheduler, "waiting")
-            shown = getattr(self.scheduler, "cached", None)
-            facts.reported_cached = tuple(shown) if isinstance(shown, tuple | list) else None
-        judge(self._after, shadow, facts, facts.step)
-        self.num_steps += 1
-        if facts.plan:
-            self.num_busy_steps += 1
-        return facts
+        apply(self.shadow, facts)
+
+    def _read_after(self, facts: PagedFacts) -> None:
+        shown = getattr(self.scheduler, "cached", None)
+        cast(PrefixFacts, facts).reported_cached = tuple(shown) if isinstance(shown, tuple | list) else None

@@ -163,11 +163,19 @@ class PagedMonitor(Watch[PagedShadow, PagedFacts]):
         rids = [t.rid for t, _ in facts.decodes]
         return rids + [c.track.rid for c in facts.chunks + facts.admitted if c.completes]
 
+    def _apply(self, facts: PagedFacts) -> None:
+        """Advance the shadow by the step that ran (a design with more state advances it too)."""
+        apply(self.shadow, facts)
+
+    def _read_after(self, facts: PagedFacts) -> None:
+        """What a design that extends this one reads from the scheduler after the step, for the
+        after-step checks (the paged design reads nothing more)."""
+
     def complete(self, stopped: Iterable[int] = ()) -> PagedFacts:
         """Tell the scheduler the pending plan ran (with the rids in `stopped` ending on their token),
         judge what it reports, and advance the shadow."""
         if self._pending is None:
-            raise RuntimeError("PagedMonitor.complete() called without a pending plan")
+            raise RuntimeError(f"{type(self).__name__}.complete() called without a pending plan")
         plan, facts = self._pending
         self._pending = None
         shadow = self.shadow
@@ -177,10 +185,11 @@ class PagedMonitor(Watch[PagedShadow, PagedFacts]):
         emitted = self.scheduler.complete(plan, stops) if stops else self.scheduler.complete(plan)
         observe_emitted(shadow, facts, emitted, stops, getattr(self.scheduler, "free_blocks", None))
         judge(self._done_checks, shadow, facts, shadow.step)
-        apply(shadow, facts)
+        self._apply(facts)
         if self._after:
             facts.reported_live = read_live(self.scheduler)
             facts.reported_line = read_view(self.scheduler, "waiting")
+            self._read_after(facts)
         judge(self._after, shadow, facts, facts.step)
         self.num_steps += 1
         if facts.plan:
