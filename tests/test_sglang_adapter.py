@@ -6,6 +6,7 @@ SGLang's PrefillAdder is caught where SGLang itself holds."""
 from __future__ import annotations
 
 import pytest
+from engine_workloads import workload
 from sglang_guard import require_sglang
 
 require_sglang()
@@ -18,15 +19,6 @@ from stallfree.conformance.kit.report import render  # noqa: E402
 from stallfree.spec import RULE_IDS, RuleViolation, Workload, play  # noqa: E402
 
 ADAPTER = "stallfree.conformance.engines.sglang_adapter"
-
-
-def workload(config: tuple[int, int, int], *requests: tuple[int, int, int]) -> Workload:
-    budget, max_seqs, kv = config
-    return Workload.from_json({
-        "config": {"token_budget": budget, "max_seqs": max_seqs, "kv_tokens": kv},
-        "requests": [{"rid": rid, "prompt_len": p, "max_new": m, "arrival_step": a}
-                     for rid, (p, m, a) in enumerate(requests)],
-    })
 
 
 def test_sglang_runs_a_prefill_batch_alone_and_the_decode_waits() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from engine_workloads import workload
 from vllm_guard import require_vllm
 
 require_vllm()
@@ -22,15 +23,6 @@ from stallfree.testing.generate import Ranges, random_workload  # noqa: E402
 SMALL = Ranges(max_budget=16, max_seqs=4, max_prompt=40, max_new=5, max_requests=6)
 
 ADAPTER = "stallfree.conformance.engines.vllm_adapter"
-
-
-def workload(config: tuple[int, int, int], *requests: tuple[int, int, int]) -> Workload:
-    budget, max_seqs, kv = config
-    return Workload.from_json({
-        "config": {"token_budget": budget, "max_seqs": max_seqs, "kv_tokens": kv},
-        "requests": [{"rid": rid, "prompt_len": p, "max_new": m, "arrival_step": a}
-                     for rid, (p, m, a) in enumerate(requests)],
-    })
 
 
 def test_vllm_chunks_a_long_prompt_beside_a_decode_as_the_contract_does() -> None:
