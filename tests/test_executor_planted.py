@@ -76,7 +76,7 @@ def smollm2() -> None:
     try:
         gguf_path("smollm2")
     except InvalidField as missing:  # deliberate: test_extras_installed.py fails without the wheel
-        pytest.skip(str(missing))
+        pytest.skip(str(missing))  # deliberate: see the line above
 
 
 def test_a_wrong_rope_theta_fails_the_independent_check(capsys, monkeypatch, smollm2) -> None:  # type: ignore[no-untyped-def]
