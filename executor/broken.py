@@ -18,6 +18,7 @@ from .attention import AttentionPlan
 from .batch import FlatBatch
 from .executor import Executor, StepRecord
 from .paged import PagedExecutor
+from .prefix import PrefixExecutor
 from .stream import Stream
 
 
@@ -185,8 +186,21 @@ class DrawsByStep(Executor):
         return self.sampler.sample(logits, stream.rid, self.step_index)
 
 
+class KeyMissesLastToken(PrefixExecutor):
+    """The prefix executor whose block keys leave out each block's last token (declared as token 0):
+    two prompts that differ only there share keys, so a hit serves KV computed for other tokens. The
+    scheduler, the monitor and the executor's accounting all agree; only the outputs show it."""
+
+    breaks = "HIT-SAME-TOKENS"
+
+    def content(self, rid: int, prompt_len: int) -> tuple[tuple[int, int], ...]:
+        bs = self.block_size
+        return tuple((0, 1) if i % bs == bs - 1 else s for i, s in enumerate(super().content(rid, prompt_len)))
+
+
 WRONG_OUTPUTS: dict[str, type[Executor]] = {
-    cls.__name__: cls for cls in (SeeOneFutureToken, ReadOtherRequest, DrawsByStep, RecomputeDropsOne)
+    cls.__name__: cls for cls in (SeeOneFutureToken, ReadOtherRequest, DrawsByStep, RecomputeDropsOne,
+                                     KeyMissesLastToken)
 }
 VARIANTS: dict[str, type[Executor]] = {**BROKEN, **BROKEN_ENDS, **BROKEN_BLOCKS, **WRONG_OUTPUTS}
 

@@ -60,6 +60,7 @@ class RequestResult:
     finish_reason: str = "length"  # "length" (all max_new), "stop" (its end token) or "cancel"
     cells: list[int] = field(default_factory=list)  # the KV cells it held (the last residency's, if preempted)
     num_preemptions: int = 0  # times its KV was taken back and recomputed (paged design)
+    num_cached: int = 0  # prefill positions it took from cached blocks (prefix design)
 
     @property
     def ttft_steps(self) -> int:
@@ -141,7 +142,7 @@ def drive(executor: Executor, job: Job, on_step: Callable[[StepRecord], None] | 
         result.requests[rid] = RequestResult(
             rid, s.prompt, s.outputs, arrival_step[rid], s.admitted_at, s.emitted_at, ttft * 1e3,
             None if tpot is None else tpot * 1e3, _stack(s.logits) if s.logits else None,
-            s.finish_reason or "length", list(s.cells), s.num_preemptions,
+            s.finish_reason or "length", list(s.cells), s.num_preemptions, s.num_cached,
         )
     return result
 

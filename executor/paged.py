@@ -55,7 +55,7 @@ class PagedExecutor(Executor):
         table = self.tables[stream.rid]
         while len(table) * self.block_size < num_positions:
             try:
-                block = self.blocks.take()
+                block = self.new_block()
             except ValueError as error:
                 raise RealPathViolation(MEMORY_RULE, step, f"rid {stream.rid} at position {num_positions - 1}: "
                                         f"{error}") from None
@@ -63,6 +63,10 @@ class PagedExecutor(Executor):
             cells = self.blocks.cells(block)
             stream.cells.extend(cells)
             self.ledger.extend(stream.rid, cells)
+
+    def new_block(self) -> int:
+        """A free block for a request's next positions. Raises ValueError (nothing taken) if none is free."""
+        return self.blocks.take()
 
     def take_back(self, step: int, plan: object) -> None:
         """The plan's preempted requests give their blocks back and forget their KV (RECOMPUTE)."""
@@ -92,8 +96,9 @@ class PagedExecutor(Executor):
         exactly ceil(its positions in KV / block_size) blocks."""
         shown = getattr(self.monitor.scheduler, "free_blocks", None)
         contract = self.monitor.shadow.free_blocks
-        if self.blocks.num_free != contract or (type(shown) is int and shown != self.blocks.num_free):
-            raise RealPathViolation(MEMORY_RULE, step, f"the executor has {self.blocks.num_free} free KV blocks; "
+        free = self.free_memory
+        if free != contract or (type(shown) is int and shown != free):
+            raise RealPathViolation(MEMORY_RULE, step, f"the executor has {free} free KV blocks; "
                                     f"the contract leaves {contract}, the scheduler shows {shown}")
         for rid, table in self.tables.items():
             written = self.ledger.num_written.get(rid, 0)
@@ -105,6 +110,6 @@ class PagedExecutor(Executor):
         step = self.step_index
         if self.streams:
             raise RealPathViolation(MEMORY_RULE, step, f"the run ended with rid(s) {sorted(self.streams)[:5]} live")
-        if self.blocks.num_free != self.blocks.num_blocks:
-            raise RealPathViolation(MEMORY_RULE, step, f"the run ended with {self.blocks.num_free} of "
+        if self.free_memory != self.blocks.num_blocks:
+            raise RealPathViolation(MEMORY_RULE, step, f"the run ended with {self.free_memory} of "
                                     f"{self.blocks.num_blocks} blocks free")

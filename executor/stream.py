@@ -26,6 +26,7 @@ class Stream:
     finish_reason: str | None = None  # once ended: "length" (max_new), "stop" (end token) or "cancel"
     target: int = 0  # positions this residency prefills: the prompt, plus the outputs after a preemption
     num_preemptions: int = 0
+    num_cached: int = 0  # prefill positions taken from cached blocks, over its residencies (prefix design)
 
     def __post_init__(self) -> None:
         self.target = self.target or len(self.prompt)

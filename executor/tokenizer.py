@@ -31,12 +31,14 @@ class TextCodec:
         end = ids.index(self.end_token) if self.end_token in ids else len(ids)
         return str(self.tokenizer.decode(ids[:end], skip_special_tokens=True))
 
-    def chat(self, user: str) -> list[int]:
-        """The prompt tokens of one user turn, followed by the opening of the assistant's turn."""
+    def chat(self, user: str, system: str | None = None) -> list[int]:
+        """The prompt tokens of one user turn (after `system`'s message, if given; else the
+        template's default), followed by the opening of the assistant's turn."""
         from jinja2.sandbox import ImmutableSandboxedEnvironment
 
         template = ImmutableSandboxedEnvironment().from_string(self.chat_template)
-        text = template.render(messages=[{"role": "user", "content": user}], add_generation_prompt=True)
+        turns = [{"role": "system", "content": system}] if system is not None else []
+        text = template.render(messages=[*turns, {"role": "user", "content": user}], add_generation_prompt=True)
         return self.encode(text)
 
 

@@ -185,6 +185,7 @@ PREFIX = register(Contract(
     capability_rules=((STOP, ("TOKENS-KEPT", "BLOCKS", "FREE-AT-ZERO", "PROGRESS")),
                       (CANCEL, ("CANCEL", "FCFS", "BLOCKS", "FREE-AT-ZERO", "PROGRESS"))),
     guard="stallfree.conformance.isolation.paged_guard:PrefixGuard", held=_in_blocks, drawer="stallfree.view.paged",
+    executor="stallfree.executor.prefix:PrefixExecutor",
 ))
 register_family("aligned", aligned.contract, aligned.LISTED_BLOCKS)
 register(BUDGET_CONTRACT)
