@@ -6,7 +6,7 @@ Two runs of the same workload (same prompts, same weights): one under the prefix
 one under a design without a cache (the paged one). In fp32 every request's tokens must be equal,
 and the logits they came from equal within fp32 rounding: the cached blocks' keys and values were
 computed in another request's chunk, in other batches, so the same products are summed in other
-orders (`equivalence.EXACT_RTOL`: 1e-5 of the largest |logit|). A hit that served a block computed
+orders (`twins.logit_tol`: `equivalence.EXACT_RTOL`, 1e-5 of the largest |logit|). A hit that served a block computed
 for other tokens moves the logits of every later token by far more.
 """
 
@@ -14,12 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from stallfree.spec.verdict import Verdict
-
-from .equivalence import EXACT_RTOL
 from .job import JobResult
+from .twins import differs, logit_tol, verdict_line
 
 
 @dataclass(slots=True)
@@ -41,21 +37,16 @@ class CacheHits:
     def summary(self) -> str:
         if not self.num_cached:
             return "HIT-SAME-TOKENS  not judged: no request took a block from the cache (share a longer prefix)"
-        verdict = (Verdict.HOLDS if self.ok else Verdict.BROKEN).label
-        text = (f"HIT-SAME-TOKENS  {verdict}: {self.num_hit} request(s) took {self.num_cached} prefill tokens from "
-                f"cached blocks (prompts of {self.num_prompt} tokens in all) and emit the {self.num_tokens} tokens of "
-                f"{self.num_requests} requests of the run without the cache; max |logit diff| of the hits "
-                f"{self.max_logit_diff:.2e} (tolerance {self.logit_tol:.2e})")
-        for why in self.differ[:5]:
-            text += f"\n  DIFFERS: {why}"
-        return text
+        return verdict_line("HIT-SAME-TOKENS", self.ok, f"{self.num_hit} request(s) took {self.num_cached} prefill "
+                            f"tokens from cached blocks (prompts of {self.num_prompt} tokens in all) and emit the "
+                            f"{self.num_tokens} tokens of {self.num_requests} requests of the run without the cache; "
+                            f"max |logit diff| of the hits {self.max_logit_diff:.2e} (tolerance {self.logit_tol:.2e})",
+                            self.differ)
 
 
 def hit_exactness(cached: JobResult, uncached: JobResult) -> CacheHits:
     """Compare the two runs request by request (both with kept logits)."""
-    scale = max((float(np.abs(r.logits).max()) for r in uncached.requests.values() if r.logits is not None),
-                default=1.0)
-    report = CacheHits(logit_tol=EXACT_RTOL * max(1.0, scale))
+    report = CacheHits(logit_tol=logit_tol(uncached))
     for rid, r in sorted(cached.requests.items()):
         other = uncached.requests.get(rid)
         if other is None:
@@ -69,17 +60,9 @@ def hit_exactness(cached: JobResult, uncached: JobResult) -> CacheHits:
         if r.num_cached:
             report.num_hit += 1
             report.num_cached += r.num_cached
-        if r.outputs != other.outputs:
-            i = next((i for i, (a, b) in enumerate(zip(r.outputs, other.outputs, strict=False)) if a != b),
-                     min(len(r.outputs), len(other.outputs)))
-            report.differ.append(f"rid {rid} ({r.num_cached} cached tokens) differs from output {i} on: "
-                                 f"{r.outputs[i:i + 3]} against {other.outputs[i:i + 3]}")
-            continue
-        if r.logits is None or other.logits is None:
-            raise ValueError(f"rid {rid} has no logits: run both jobs with keep_logits=True")
-        diff = float(np.abs(r.logits - other.logits).max()) if len(r.outputs) else 0.0
+        why, diff = differs(r, other, f"{r.num_cached} cached tokens", report.logit_tol)
+        if why is not None:
+            report.differ.append(why)
         if r.num_cached:
             report.max_logit_diff = max(report.max_logit_diff, diff)
-        if diff > report.logit_tol:
-            report.differ.append(f"rid {rid}: logits differ by {diff:.2e}, past the tolerance {report.logit_tol:.2e}")
     return report

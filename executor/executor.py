@@ -79,6 +79,7 @@ class Executor:
     tokens_rule = "TOKENS"  # the design's rule for what a plan may ask of a request's tokens
     prefill_rule = "PREFILL-ONCE"  # its rule for which positions a chunk runs, and each once
     memory_rule = "KV"  # its rule for KV memory
+    own_rules: tuple[str, ...] = ()  # the design's further rules this executor checks on the real path
 
     def __init__(self, model: Transformer, monitor: Monitor, sampler: Sampler, seed: int,
                  device: torch.device | str, send: Callable[[FlatBatch], None] = lambda b: None,

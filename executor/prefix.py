@@ -8,8 +8,9 @@ its own cache of physical blocks and follows the plan, never the scheduler's sta
 - an admission the plan's `cached` names with N tokens starts its block table with the physical
   blocks holding its first N / block_size blocks (looked up by their keys; a claim on a block not
   cached here breaks HIT-SAME-TOKENS) and prefills only from position N;
-- a block is held by reference count; a shared block's cells are already written, so the write
-  ledger refuses any write into them (SHARED-READONLY on the real path);
+- a block is held by reference count; a claim that is not whole blocks would write into a cached
+  block (SHARED-READONLY), and a shared block's cells are already written, so the write ledger
+  refuses any write into them (as a cell written twice);
 - a block whose count reaches zero is free (FREE-AT-ZERO): a full content block stays cached and
   valid, unpoisoned, until a new block is needed and none is empty (then the least recently freed
   is evicted, EVICT-LRU); a preempted request's own full blocks stay cached for its recompute;
@@ -41,6 +42,8 @@ HIT_RULE = "HIT-SAME-TOKENS"
 
 class PrefixExecutor(PagedExecutor):
     """Drives a prefix monitor (`stallfree.prefix.contract.monitor.PrefixMonitor`) and its scheduler."""
+
+    own_rules = (HIT_RULE, "SHARED-READONLY", "EVICT-LRU", "FREE-AT-ZERO")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -108,9 +111,12 @@ class PrefixExecutor(PagedExecutor):
     def hit(self, step: int, stream: Stream, n: int) -> None:
         """The admitted `stream` holds the blocks of its first `n` positions from the cache."""
         bs, rid, keys = self.block_size, stream.rid, self.keys[stream.rid]
-        if n % bs or n >= stream.target:
-            raise RealPathViolation(HIT_RULE, step, f"the plan says rid {rid} holds {n} cached tokens: not whole "
-                                    f"blocks of {bs} before its last prefill token (of {stream.target})")
+        if n % bs:
+            raise RealPathViolation("SHARED-READONLY", step, f"the plan says rid {rid} holds {n} cached tokens: its "
+                                    f"chunk would write into block {n // bs}, held from the cache (blocks of {bs})")
+        if n >= stream.target:
+            raise RealPathViolation(HIT_RULE, step, f"the plan says rid {rid} holds {n} cached tokens: its last "
+                                    f"prefill token ({stream.target - 1}) must be computed, to emit its token")
         num = n // bs
         self.drop_own(stream, max(num, len(keys)))  # computed again: a second copy would be stale
         table, cells = self.tables[rid], []

@@ -13,12 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from stallfree.spec.verdict import Verdict
-
-from .equivalence import EXACT_RTOL
 from .job import JobResult
+from .twins import differs, logit_tol, verdict_line
 
 
 @dataclass(slots=True)
@@ -39,20 +35,15 @@ class Recompute:
     def summary(self) -> str:
         if not self.num_preempted:
             return "RECOMPUTE        not judged: nothing was preempted (a smaller --kv makes the pool preempt)"
-        verdict = (Verdict.HOLDS if self.ok else Verdict.BROKEN).label
-        text = (f"RECOMPUTE        {verdict}: {self.num_preempted} request(s) preempted {self.num_preemptions} time(s) "
-                f"and recomputed emit the {self.num_tokens} tokens of {self.num_requests} requests of the unpreempted "
-                f"run; max |logit diff| of the preempted {self.max_logit_diff:.2e} (tolerance {self.logit_tol:.2e})")
-        for why in self.differ[:5]:
-            text += f"\n  DIFFERS: {why}"
-        return text
+        return verdict_line("RECOMPUTE", self.ok, f"{self.num_preempted} request(s) preempted {self.num_preemptions} "
+                            f"time(s) and recomputed emit the {self.num_tokens} tokens of {self.num_requests} requests "
+                            f"of the unpreempted run; max |logit diff| of the preempted {self.max_logit_diff:.2e} "
+                            f"(tolerance {self.logit_tol:.2e})", self.differ)
 
 
 def recompute_exactness(preempted: JobResult, unpreempted: JobResult) -> Recompute:
     """Compare the two runs request by request (kept logits)."""
-    scale = max((float(np.abs(r.logits).max()) for r in unpreempted.requests.values() if r.logits is not None),
-                default=1.0)
-    report = Recompute(logit_tol=EXACT_RTOL * max(1.0, scale))
+    report = Recompute(logit_tol=logit_tol(unpreempted))
     for rid, r in sorted(preempted.requests.items()):
         other = unpreempted.requests.get(rid)
         if other is None:
@@ -65,17 +56,9 @@ def recompute_exactness(preempted: JobResult, unpreempted: JobResult) -> Recompu
             report.num_preemptions += r.num_preemptions
         if other.num_preemptions:
             report.differ.append(f"rid {rid} was preempted in the run that must not preempt")
-        if r.outputs != other.outputs:
-            i = next((i for i, (a, b) in enumerate(zip(r.outputs, other.outputs, strict=False)) if a != b),
-                     min(len(r.outputs), len(other.outputs)))
-            report.differ.append(f"rid {rid} (preempted {r.num_preemptions}x) differs from output {i} on: "
-                                 f"{r.outputs[i:i + 3]} against {other.outputs[i:i + 3]}")
-            continue
-        if r.logits is None or other.logits is None:
-            raise ValueError(f"rid {rid} has no logits: run both jobs with keep_logits=True")
-        diff = float(np.abs(r.logits - other.logits).max()) if len(r.outputs) else 0.0
+        why, diff = differs(r, other, f"preempted {r.num_preemptions}x", report.logit_tol)
+        if why is not None:
+            report.differ.append(why)
         if r.num_preemptions:
             report.max_logit_diff = max(report.max_logit_diff, diff)
-        if diff > report.logit_tol:
-            report.differ.append(f"rid {rid}: logits differ by {diff:.2e}, past the tolerance {report.logit_tol:.2e}")
     return report

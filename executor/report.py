@@ -43,7 +43,8 @@ def request_table(result: JobResult) -> list[str]:
         tpot_ms = "-" if r.tpot_ms is None else f"{r.tpot_ms:.1f}"
         lines.append(f"{rid:>4} {len(r.prompt):>7} {len(r.outputs):>7} {r.arrival_step:>8}  {r.ttft_steps:>10} "
                      f"{r.ttft_ms:>9.1f}  {tpot_steps:>10} {tpot_ms:>8}  {r.finish_reason} at step {r.emitted_at[-1]}"
-                     + (f", preempted {r.num_preemptions}x" if r.num_preemptions else ""))
+                     + (f", preempted {r.num_preemptions}x" if r.num_preemptions else "")
+                     + (f", {r.num_cached} tokens from the cache" if r.num_cached else ""))
     for rid in result.cancelled_silent:
         lines.append(f"{rid:>4} {'-':>7} {0:>7} {'-':>8}  {'-':>10} {'-':>9}  {'-':>10} {'-':>8}  cancel "
                      "before its first token")
@@ -77,7 +78,7 @@ def judgements(
     design = registry.contract(result.design)
     executor = load_target(design.executor)  # it names the real path's checks its own way (BLOCKS, TOKENS-KEPT)
     renamed = {"KV": executor.memory_rule, "TOKENS": executor.tokens_rule, "PREFILL-ONCE": executor.prefill_rule}
-    real = tuple(dict.fromkeys(renamed.get(rule, rule) for rule in real))
+    real = tuple(dict.fromkeys((*(renamed.get(rule, rule) for rule in real), *executor.own_rules)))
     sections = {"real path": real, "monitor": monitor_rules or design.ids}
     judged: dict[str, list[Judgement]] = {}
     for where, rules in sections.items():
@@ -183,7 +184,7 @@ def as_json(result: JobResult, run: dict[str, Any] | None = None, checks: dict[s
             {"rid": r.rid, "prompt_len": len(r.prompt), "outputs": r.outputs, "arrival_step": r.arrival_step,
              "emitted_at": r.emitted_at, "ttft_steps": r.ttft_steps, "ttft_ms": r.ttft_ms,
              "tpot_steps": r.tpot_steps, "tpot_ms": r.tpot_ms, "finish_reason": r.finish_reason,
-             "num_preemptions": r.num_preemptions,
+             "num_preemptions": r.num_preemptions, "num_cached": r.num_cached,
              **(texts or {}).get(r.rid, {})}
             for _, r in sorted(result.requests.items())
         ] + [{"rid": rid, "outputs": [], "finish_reason": "cancel"} for rid in result.cancelled_silent],

@@ -8,6 +8,8 @@ many, and one that frees a shared block. SmolLM2 with a shared system message is
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -94,13 +96,32 @@ def test_a_key_that_misses_a_token_is_caught_by_the_outputs(uncached: JobResult)
         report.summary()
 
 
-@pytest.mark.parametrize(("fault", "rule"), [("HitOneMore", "HIT-SAME-TOKENS"), ("FreeShared", "EVICT-LRU")])
+@pytest.mark.parametrize(("fault", "rule"), [("HitOneMore", "HIT-SAME-TOKENS"), ("FreeShared", "EVICT-LRU"),
+                                             ("WriteShared", "SHARED-READONLY")])
 def test_a_wrong_prefix_scheduler_is_caught_on_the_real_path(fault: str, rule: str) -> None:
     """Negative controls, the monitor silenced: HitOneMore claims one block past the cached run (the
-    executor has no such block cached); FreeShared shows a block still held among its free cached ones."""
+    executor has no such block cached); FreeShared shows a block still held among its free cached ones;
+    WriteShared starts a hit's chunk one position early, inside its last cached block."""
     (result,) = play(job(scheduler=f"stallfree.prefix.faults:{fault}", monitor_rules=()))
     assert result.violation is not None
     assert (result.violation[0], result.violation[3]) == (rule, "real path"), result.violation
+
+
+def test_run_scheduler_prefix_judges_the_cache_on_the_real_path(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """`stallfree run --scheduler prefix` (the default workload: drawn prompts share no block, so no
+    hit) runs on the prefix executor: the prefix rules it checks are listed on the real path, and the
+    JSON counts each request's cached tokens."""
+    from stallfree.main import main
+
+    out_json = tmp_path / "run.json"
+    code = main(["run", "--tp", "1", "--scheduler", "prefix", "--dtype", "fp32", "--json", str(out_json)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    real = out.split("-- real path")[1].split("-- monitor")[0]
+    rules = ("HIT-SAME-TOKENS", "SHARED-READONLY", "EVICT-LRU", "FREE-AT-ZERO", "BLOCKS")
+    assert all(f"{rule:<16} holds" in real for rule in rules), real
+    data = json.loads(out_json.read_text())
+    assert [r["num_cached"] for r in data["requests"]] == [0] * 5
 
 
 @pytest.mark.deep

@@ -145,7 +145,8 @@ def contract_of(name: str | None, scheduler: str, loaded: object) -> Any:
 
 
 # Short names for the schedulers stallfree ships, accepted wherever a MODULE:FACTORY is.
-SCHEDULERS = {"reference": "stallfree.reference:Scheduler", "paged": "stallfree.paged:Scheduler"}
+SCHEDULERS = {"reference": "stallfree.reference:Scheduler", "paged": "stallfree.paged:Scheduler",
+              "prefix": "stallfree.prefix:Scheduler"}
 
 
 def load_scheduler(target: str, flag: str = "--scheduler") -> Callable[..., Any]:
