@@ -69,7 +69,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-seqs", type=positive_int, default=None, help="slots S (default 8)")
     p.add_argument("--kv", type=positive_int, default=None, help="KV capacity K in tokens (default 2048)")
     p.add_argument("--scheduler", default="stallfree.reference:Scheduler", metavar="MODULE:FACTORY",
-                   help="any scheduler speaking the plain protocol (default: the reference)")
+                   help="any scheduler speaking the plain protocol, or reference, paged or prefix "
+                        "(default: the reference)")
     p.add_argument("--rules", type=rule_list, default=None, metavar="ID,ID",
                    help="rules the monitor checks before each plan runs (default all)")
     p.add_argument("--seed", type=seed, default=0, help="random weights, prompts and sampling (default 0)")
@@ -200,8 +201,8 @@ def run(args: argparse.Namespace) -> int:
         from stallfree.spec import registry
 
         if not registry.of(scheduler).executor:  # a design whose real path the executor does not build
-            raise InvalidField(f"--scheduler {args.scheduler}: the executor runs the reservation and paged designs; "
-                               "the prefix-caching design's real path is not built (docs/prefix.md)")
+            raise InvalidField(f"--scheduler {args.scheduler}: the executor runs the reservation, paged and "
+                               f"prefix designs; the real path of design {registry.of(scheduler).name!r} is not built")
         stop = chosen_stop(args, codec, probe.model_config().vocab)
         needs = ({"stop"} if stop is not None else set()) | ({"cancel"} if args.cancel else set())
         lacking = sorted(needs - supports(scheduler))
