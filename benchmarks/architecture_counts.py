@@ -11,7 +11,9 @@ docs/architecture.md's before/after table regenerates:
   (`design == `, `== PAGED`, `== PREFIX`, `contract is None`, `contract is not None`), and `hasattr`
   probes in spec/play.py;
 - places that list the designs or contracts by name (a table keyed by design or contract name);
-- functions over 60 lines (tests/test_function_length.py's measure).
+- functions over 60 lines (tests/test_function_length.py's measure);
+- run loops: functions with a loop that adds, cancels and plans or steps (the names called, a leading
+  underscore dropped), and cancels typed as bare (rid, step) tuples rather than `Cancel`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ BRANCH = re.compile(r"design == |== PAGED|== PREFIX|contract is None|contract is
 NAME_TABLE = re.compile(r"^[A-Z_]+(: [^=]+)? = .*[{(]\s*(\"reservation\"|RESERVATION:|\"aligned\", \"budget-change\"|"
                         r"\"aging\": \"stallfree|\*\*\{design: )")
 DESIGNS = ("paged", "prefix")
+CANCEL_TUPLE = re.compile(r"cancel\w*: [^=]*tuple\[(tuple\[)?int, int\]")
 
 
 def files(rev: str | None) -> list[str]:
@@ -55,6 +58,25 @@ def long_functions(source: str, limit: int = 60) -> int:
                and n.end_lineno is not None and n.end_lineno - n.lineno + 1 > limit)
 
 
+def run_loops(path: str, source: str) -> list[str]:
+    """The functions of `source` with a loop that calls add, cancel and plan or step."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for loop in (n for n in ast.walk(fn) if isinstance(n, ast.While | ast.For)):
+            called = {n.func.attr.lstrip("_") for n in ast.walk(loop)
+                      if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
+            if {"add", "cancel"} <= called and called & {"plan", "step"}:
+                found.append(f"{path}:{fn.name}")
+                break
+    return found
+
+
 def counts(rev: str | None) -> dict[str, object]:
     paths = files(rev)
     sources = {p: read(rev, p) for p in paths}
@@ -69,7 +91,9 @@ def counts(rev: str | None) -> dict[str, object]:
     rooms = sorted({p.split("/")[1] for p in paths if p.startswith("spec/") and p.count("/") == 2})
     return {"spec_flat": flat, "spec_rooms": rooms, "spans": spans, "branches": branches, "play_probes": probes,
             "name_tables": tables, "long_functions": sum(long_functions(s) for s in sources.values()),
-            "files": len(paths)}
+            "files": len(paths),
+            "run_loops": sorted(f for p, s in sources.items() for f in run_loops(p, s)),
+            "cancel_tuples": sum(1 for s in sources.values() for line in s.splitlines() if CANCEL_TUPLE.search(line))}
 
 
 def main() -> None:
@@ -83,6 +107,9 @@ def main() -> None:
     print(f"branches on design identity: {c['branches']}; hasattr probes in spec/play.py: {c['play_probes']}")
     print(f"tables listing designs or contracts by name: {len(c['name_tables'])} ({', '.join(c['name_tables'])})")  # type: ignore[arg-type]
     print(f"functions over 60 lines: {c['long_functions']} (of {c['files']} product files)")
+    loops = c["run_loops"]
+    print(f"run loops (add, cancel, plan/step in one loop): {len(loops)} ({', '.join(loops)})")  # type: ignore[arg-type]
+    print(f"cancels typed as (rid, step) tuples: {c['cancel_tuples']}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from stallfree.spec import RuleViolation, Workload, work_bound
+from stallfree.spec import Cancel, RuleViolation, Workload, registry
+from stallfree.spec.contract import Contract
+from stallfree.spec.play import Player, Stepped, stalled
 
 from .checks import RealPathViolation
 from .executor import Executor, StepRecord
@@ -35,7 +37,7 @@ class Job:
     stop_token: int | None = None  # a request that samples this token stops on it (the model's end token)
     stop_after: tuple[tuple[int, int], ...] = ()  # (rid, n): stop on its n-th token, whatever it is
     replay_ends: bool = False  # stop each request where it stopped in the job before (stop_after from it)
-    cancels: tuple[tuple[int, int], ...] = ()  # (rid, step): cancel rid before step `step` is planned
+    cancels: tuple[Cancel, ...] = ()  # cancel(rid) before step `step` is planned (none while a plan is pending)
 
     def replaying(self, before: JobResult | None) -> Job:
         """This job, its stops taken from `before` when it replays ends: each request that stopped
@@ -90,46 +92,72 @@ class JobResult:
         return self.violation is None
 
 
-def drive(executor: Executor, job: Job, on_step: Callable[[StepRecord], None] | None = None) -> JobResult:
-    """Play `job.workload` on `executor` until every accepted request has finished, or a rule breaks.
-    `on_step` sees each step's record as soon as the step has run (to stream its tokens)."""
+class Stepping:
+    """The executor as the run loop's engine (`stallfree.spec.play.Engine`): each step a forward pass.
+    Keeps what the result needs: the step each accepted rid was added on, and the refused rids."""
+
+    def __init__(self, executor: Executor, label: str, on_step: Callable[[StepRecord], None] | None) -> None:
+        self.executor, self.label, self.on_step = executor, label, on_step
+        self.monitor = executor.monitor
+        self.arrival_step: dict[int, int] = {}
+        self.refused: list[int] = []
+        self.last_report = time.perf_counter()
+
+    def add(self, rid: Any, prompt_len: Any, max_new: Any, *extra: Any) -> bool:
+        step = self.executor.step_index
+        accepted = self.executor.add(rid, prompt_len, max_new, *extra)
+        if accepted:
+            self.arrival_step[rid] = step
+        else:
+            self.refused.append(rid)
+        return accepted
+
+    def cancel(self, rid: Any) -> bool:
+        return self.executor.cancel(rid)
+
+    def step(self) -> Stepped:
+        executor = self.executor
+        record = executor.step()
+        if self.on_step is not None:
+            self.on_step(record)
+        elif time.perf_counter() - self.last_report > PROGRESS_EVERY_S:
+            self.last_report = time.perf_counter()
+            print(f"  {self.label or 'run'}: step {record.step}, {len(executor.done)}/{len(executor.requests)} "
+                  "requests finished", file=sys.stderr, flush=True)
+        stopped = [rid for rid in record.finished if executor.done[rid].finish_reason == "stop"]
+        return Done(record.num_tokens, record.finished, stopped)
+
+
+@dataclass(slots=True)
+class Done:
+    """What an executor step did, as the run loop counts it."""
+
+    num_tokens: int
+    finished: list[int]
+    stopped: list[int]
+
+
+def drive(executor: Executor, job: Job, on_step: Callable[[StepRecord], None] | None = None,
+          contract: Contract | None = None) -> JobResult:
+    """Play `job.workload` (with `job.cancels`) on `executor` until every accepted request has
+    finished, or a rule breaks: the run loop of `stallfree.spec.play`, each step a forward pass.
+    `on_step` sees each step's record as soon as the step has run (to stream its tokens); `contract`
+    is the scheduler's design (its work bound; the one its scheduler declares when None)."""
     result = JobResult(job.label)
-    arrivals = sorted(job.workload.requests, key=lambda a: a.arrival_step)
-    arrival_step: dict[int, int] = {}
-    bound = getattr(executor.monitor, "work_bound", work_bound)(job.workload)
-    cancels = sorted(job.cancels, key=lambda c: c[1])
-    last_report = time.perf_counter()
+    stepping = Stepping(executor, job.label, on_step)
+    contract = contract or registry.of(executor.monitor.scheduler)
+    workload = replace(job.workload, cancels=job.cancels)  # the job's cancels, as the executor always took
+    player = Player(workload, None, contract=contract, engine=stepping)
     try:
-        i = j = 0
-        while True:
-            step = executor.step_index
-            while i < len(arrivals) and arrivals[i].arrival_step <= step:
-                a = arrivals[i]
-                if executor.add(a.rid, a.prompt_len, a.max_new):
-                    arrival_step[a.rid] = step
-                else:
-                    result.refused.append(a.rid)
-                i += 1
-            while j < len(cancels) and cancels[j][1] <= step:
-                executor.cancel(cancels[j][0])
-                j += 1
-            if i == len(arrivals) and executor.monitor.is_idle:
-                for rid, _ in cancels[j:]:  # nothing is left to cancel: each is refused, and recorded
-                    executor.cancel(rid)
-                break
-            if step >= bound:
-                raise RuleViolation("PROGRESS", step, f"requests pending after {step} steps; all work fits in {bound}")
-            record = executor.step()
-            if on_step is not None:
-                on_step(record)
-            if on_step is None and time.perf_counter() - last_report > PROGRESS_EVERY_S:
-                last_report = time.perf_counter()
-                print(f"  {job.label or 'run'}: step {step}, {len(executor.done)}/{len(executor.requests)} "
-                      "requests finished", file=sys.stderr, flush=True)
+        stats = player.play()
+        if stats.stopped_at_bound is not None:  # the monitor does not judge PROGRESS; a run must end
+            raise stalled(executor.monitor, stats.stopped_at_bound)
         executor.check_drained()
     except RuleViolation as error:
         where = "real path" if isinstance(error, RealPathViolation) else "monitor"
         result.violation = (error.rule, error.step, error.message, where)
+    result.refused = stepping.refused
+    arrival_step = stepping.arrival_step
     result.steps = executor.records
     result.cancels = executor.cancels
     result.cancelled_silent = sorted(executor.cancelled_waiting)

@@ -108,7 +108,7 @@ def lead(spec: RunSpec, group: Group, model: Transformer, job: Job,
 
     executor = cls(model, monitor, Sampler(job.temperature, spec.seed), spec.seed, device, send, job.keep_logits,
                    {rid: list(tokens) for rid, tokens in job.prompts}, job.stop_token, dict(job.stop_after))
-    result = drive(executor, job, on_step if job.stream else None)
+    result = drive(executor, job, on_step if job.stream else None, design)
     result.design = design.name
     if group.world_size > 1:
         group.broadcast(control(OP_RESET).to(device))

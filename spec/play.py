@@ -10,13 +10,16 @@ rid being no waiting or running request's. The loop is bounded by the contract's
 PROGRESS): past it, a run checking PROGRESS raises; a run that does not check it stops there, the
 rules it checks having held so far (a scheduler that claims only part of the contract may never
 finish a request).
+
+The loop drives the monitor itself, or an `Engine` over it: the executor runs each step as a
+forward pass (`executor/job.py:drive`), and the loop still orders the adds, the cancels and the steps.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from . import registry
 from .contract import BUDGETS, CONTENTS, PRIORITIES, STOPS, Contract
@@ -38,6 +41,29 @@ def work_bound(workload: Workload) -> int:
         if type(a.prompt_len) is int and type(a.max_new) is int:
             work += max(a.prompt_len, 0) + max(a.max_new, 0)
     return last_arrival + work + 1
+
+
+class Stepped(Protocol):
+    """What a step did, as the loop counts it (a design's facts are one)."""
+
+    num_tokens: int
+    finished: Any  # the rids that ended on their last token or a stop
+    stopped: Any  # of which those that stopped
+
+
+class Engine(Protocol):
+    """What the loop drives in place of the bare monitor: it adds and cancels through `monitor` and
+    runs each step whole (plan, the work, complete), returning what the step did. The executor is one
+    (each step a forward pass, its stops its own sampled end tokens)."""
+
+    @property
+    def monitor(self) -> Any: ...
+
+    def add(self, rid: Any, prompt_len: Any, max_new: Any, *extra: Any) -> bool: ...
+
+    def cancel(self, rid: Any) -> bool: ...
+
+    def step(self) -> Stepped: ...
 
 
 @dataclass(slots=True)
@@ -63,19 +89,22 @@ class RunStats:
 
 class Player:
     """One run of `workload` through a fresh `factory(token_budget=, max_seqs=, kv_tokens=)`, checking
-    `rules` (all when None) of `contract` (the design the factory declares, the reservation's if none).
+    `rules` (all when None) of `contract` (the design the factory declares, the reservation's if none),
+    or through `engine` (its monitor, already watching; then `on_step` sees what its steps return).
     Keeps its monitor, so that when the run ends in an exception the step and the adds so far are known
     (`monitor`, `step`)."""
 
     def __init__(
-        self, workload: Workload, factory: Callable[..., Any], rules: Iterable[str] | None = None,
+        self, workload: Workload, factory: Callable[..., Any] | None, rules: Iterable[str] | None = None,
         on_step: Callable[[Monitor, StepFacts], None] | None = None,
         on_add: Callable[[Arrival, bool], None] | None = None,
         contract: Contract | None = None,
         on_cancel: Callable[[Cancel, bool, bool], None] | None = None,
+        engine: Engine | None = None,
     ) -> None:
         self.workload = workload
         self.contract = contract or registry.of(factory)
+        self.engine = engine
         self.factory = factory
         self.rules = None if rules is None else tuple(rules)
         self.on_step = on_step
@@ -90,6 +119,8 @@ class Player:
     def play(self) -> RunStats:
         """Raises RuleViolation on the first broken rule; returns the counts when every rule held."""
         monitor = self._watch()
+        engine = self.engine
+        driven = monitor if engine is None else engine  # what adds and cancels go to
         budgets = self.workload.budgets
         checks_progress = any(r.id == "PROGRESS" for r in monitor.rules)
         arrivals = sorted(self.workload.requests, key=lambda a: a.arrival_step)  # stable: list order
@@ -105,27 +136,28 @@ class Player:
                 monitor.set_budget(budgets[b].token_budget)
                 b += 1
             while i < num_arrivals and arrivals[i].arrival_step <= step:
-                self._add(monitor, arrivals[i], stats, stop_after)
+                self._add(driven, arrivals[i], stats, stop_after)
                 i += 1
             while j < num_cancels and (cancels[j].step < step or (cancels[j].step == step and not cancels[j].pending)):
-                self._cancel(monitor, cancels[j], stats)
+                self._cancel(driven, monitor, cancels[j], stats)
                 j += 1
             if i == num_arrivals and monitor.is_idle:
                 for c in cancels[j:]:  # nothing waits or runs: each must be refused
-                    self._cancel(monitor, c, stats)
+                    self._cancel(driven, monitor, c, stats)
                 break
             if step >= bound:  # all work fits in `bound` steps: past it, the scheduler stalls
                 if checks_progress:
-                    pending = len(monitor.shadow.waiting) + len(monitor.shadow.running)
-                    message = f"{pending} request(s) still pending after {step} steps; all work fits in {bound}"
-                    raise RuleViolation("PROGRESS", step, message)
+                    raise stalled(monitor, bound)
                 stats.stopped_at_bound = bound  # PROGRESS not checked: stop, never loop forever
                 break
-            monitor.plan()
-            while j < num_cancels and cancels[j].step == step:
-                self._cancel(monitor, cancels[j], stats)
-                j += 1
-            facts = self._complete(monitor, stop_after) if stop_after else monitor.complete()
+            if engine is None:
+                monitor.plan()
+                while j < num_cancels and cancels[j].step == step:
+                    self._cancel(monitor, monitor, cancels[j], stats)
+                    j += 1
+                facts = self._complete(monitor, stop_after) if stop_after else monitor.complete()
+            else:  # the engine plans, runs and completes the step (no cancel falls inside it: see _watch)
+                facts = engine.step()
             stats.tokens += facts.num_tokens
             stats.finished += len(facts.finished)
             stats.stopped += len(facts.stopped)
@@ -137,10 +169,19 @@ class Player:
         return stats
 
     def _watch(self) -> Any:
-        """The monitor over a fresh scheduler; refuses, before any step, a workload it cannot judge."""
+        """The monitor over a fresh scheduler (the engine's own, given one); refuses, before any step, a
+        workload it cannot judge."""
         cfg = self.workload.config
-        scheduler = self.factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
-        monitor = self.monitor = self.contract.watch(scheduler, cfg, self.rules)
+        if self.engine is not None:
+            monitor = self.monitor = self.engine.monitor
+            pending = next((c for c in self.workload.cancels if c.pending), None)
+            if pending is not None:
+                raise InvalidField(f"cancel of rid {pending.rid!r} at step {pending.step}: pending=true needs the "
+                                   "monitor's own step; an engine runs each step whole")
+        else:
+            assert self.factory is not None, "a Player plays through a factory or an engine"
+            scheduler = self.factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
+            monitor = self.monitor = self.contract.watch(scheduler, cfg, self.rules)
         refuse_uncarried(self.workload, self.contract)
         if self.workload.has_stops:  # refuse up front, not halfway through the run
             monitor.require("stop")
@@ -148,9 +189,9 @@ class Player:
             monitor.require("cancel")
         return monitor
 
-    def _add(self, monitor: Monitor, a: Arrival, stats: RunStats, stop_after: dict[int, int]) -> None:
+    def _add(self, driven: Monitor | Engine, a: Arrival, stats: RunStats, stop_after: dict[int, int]) -> None:
         """Offers one arrival; an accepted request that stops early is noted in `stop_after`."""
-        accepted = monitor.add(a.rid, a.prompt_len, a.max_new, *extra_of(a))
+        accepted = driven.add(a.rid, a.prompt_len, a.max_new, *extra_of(a))
         stats.accepted += accepted
         stats.refused += not accepted
         if accepted:
@@ -168,10 +209,10 @@ class Player:
         return monitor.complete([rid for rid in monitor.due() if rid in stop_after
                                  and tracks[rid].num_emitted + 1 == stop_after[rid]])
 
-    def _cancel(self, monitor: Monitor, cancel: Cancel, stats: RunStats) -> None:
+    def _cancel(self, driven: Monitor | Engine, monitor: Monitor, cancel: Cancel, stats: RunStats) -> None:
         pending = monitor.pending is not None
         num_ended = len(monitor.shadow.ended)
-        accepted = monitor.cancel(cancel.rid)
+        accepted = driven.cancel(cancel.rid)
         stats.finished += len(monitor.shadow.ended) - num_ended  # ended now, not with a pending plan
         if accepted:
             stats.cancelled += 1
@@ -194,6 +235,14 @@ def play(
     monitor of `contract` (the design the factory declares, when none is given) until every accepted
     request has ended. Raises RuleViolation on the first broken rule."""
     return Player(workload, factory, rules, on_step, on_add, contract, on_cancel).play()
+
+
+def stalled(monitor: Monitor, bound: int) -> RuleViolation:
+    """PROGRESS broken: requests still pending at the work bound `bound`."""
+    step = monitor.shadow.step
+    pending = len(monitor.shadow.waiting) + len(monitor.shadow.running)
+    return RuleViolation("PROGRESS", step, f"{pending} request(s) still pending after {step} steps; "
+                                           f"all work fits in {bound}")
 
 
 def extra_of(a: Arrival) -> tuple[Any, ...]:

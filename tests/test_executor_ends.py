@@ -18,7 +18,7 @@ from stallfree.executor.equivalence import compare
 from stallfree.executor.isolation import isolation, perturbed
 from stallfree.executor.job import Job
 from stallfree.executor.runspec import RunSpec
-from stallfree.spec import Arrival, Config, Workload
+from stallfree.spec import Arrival, Cancel, Config, InvalidField, Workload
 
 # KV for two requests at once: rid 2 waits for rid 0 or rid 1 to end. Greedy on the tiny model with
 # seed 0, rid 1 samples token 1175 as its third token (and no other request samples it).
@@ -50,7 +50,7 @@ def test_cancel_mid_run_emits_nothing_after_and_its_cells_are_reused() -> None:
     (rid 4, waiting for KV, is admitted into them on that step). A cancel of a rid not yet added is
     refused and recorded."""
     workload = Workload(TIGHT.config, (*TIGHT.requests, Arrival(4, 15, 10, 4)))  # 25 cells: waits for KV
-    (result,) = play(Job(workload, stop_token=STOP, cancels=((0, 6), (5, 1))))
+    (result,) = play(Job(workload, stop_token=STOP, cancels=(Cancel(0, 6), Cancel(5, 1))))
     assert result.ok, result.violation
     r0, r4 = result.requests[0], result.requests[4]
     assert r0.finish_reason == "cancel" and max(r0.emitted_at) < 6 and len(r0.outputs) == 5
@@ -60,10 +60,17 @@ def test_cancel_mid_run_emits_nothing_after_and_its_cells_are_reused() -> None:
 
 def test_cancel_of_a_waiting_request_admits_it_never() -> None:
     """CANCEL, FCFS: rid 2, waiting for KV, is cancelled; it is never admitted and rid 3 moves up."""
-    (result,) = play(Job(TIGHT, cancels=((2, 3),)))
+    (result,) = play(Job(TIGHT, cancels=(Cancel(2, 3),)))
     assert result.ok, result.violation
     assert 2 not in result.requests and result.cancelled_silent == [2]
     assert result.requests[3].finish_reason == "length"
+
+
+def test_a_cancel_while_a_plan_is_pending_is_refused_on_the_real_path() -> None:
+    """The executor runs each step whole (the run loop's engine), so a cancel offered while a plan
+    is pending cannot happen there: it is refused by name before any step, not dropped."""
+    with pytest.raises(InvalidField, match=r"cancel of rid 0 at step 3: pending=true"):
+        play(Job(TIGHT, cancels=(Cancel(0, 3, pending=True),)))
 
 
 @pytest.mark.parametrize("name", sorted(BROKEN_ENDS))
@@ -83,13 +90,13 @@ def test_kv_read_check_catches_a_broken_executor(name: str) -> None:
 
 
 def test_read_of_a_cancelled_request_cell_is_caught() -> None:
-    (result,) = play(Job(ROOMY, variant="ReadFreedCell", cancels=((0, 3),)))
+    (result,) = play(Job(ROOMY, variant="ReadFreedCell", cancels=(Cancel(0, 3),)))
     assert result.violation is not None and "rid 0 was cancelled at step 3" in result.violation[2], result.violation
 
 
 @pytest.mark.parametrize(("fault", "rule", "kwargs"), [
     ("DecodesAfterStop", "TOKENS", {"stop_token": STOP}),
-    ("PlansCancelled", "CANCEL", {"cancels": ((0, 3),)}),
+    ("PlansCancelled", "CANCEL", {"cancels": (Cancel(0, 3),)}),
     ("LateStopRelease", "KV", {"stop_token": STOP}),
 ])
 def test_real_path_catches_a_scheduler_that_mishandles_ends(fault: str, rule: str, kwargs: dict[str, object]) -> None:
@@ -117,7 +124,7 @@ def test_exactness_with_stops_compares_like_with_like() -> None:
 def test_isolation_replays_the_first_runs_stops() -> None:
     """ISOLATION with stops: the perturbed run stops each request where the first run did, so both
     make the same plans, and every other request's logits stay bit-for-bit equal."""
-    job = Job(TIGHT, stop_token=STOP, keep_logits=True, cancels=((3, 9),))
+    job = Job(TIGHT, stop_token=STOP, keep_logits=True, cancels=(Cancel(3, 9),))
     twin = perturbed(job, 1, 0, 2048)
     base, changed = play(job, Job(twin.workload, prompts=twin.prompts, keep_logits=True, cancels=job.cancels,
                                   replay_ends=True))

@@ -23,7 +23,7 @@ from stallfree.executor.job import Job
 from stallfree.executor.recompute import recompute_exactness
 from stallfree.executor.runspec import RunSpec
 from stallfree.executor.workloads import preempting
-from stallfree.spec import Arrival, Config, Workload
+from stallfree.spec import Arrival, Cancel, Config, Workload
 
 PAGED = "stallfree.paged:Scheduler"
 SMALL = preempting()  # 6 blocks of 16: rid 2 is preempted at step 13
@@ -112,13 +112,13 @@ def test_stops_and_cancels_on_the_paged_path() -> None:
     waiting to be recomputed, ends it without running it again."""
     (full,) = play(job())
     stop = full.requests[1].outputs[4]
-    (result,) = play(job(stop_token=stop, cancels=((2, 16),)))
+    (result,) = play(job(stop_token=stop, cancels=(Cancel(2, 16),)))
     assert result.ok, result.violation
     assert result.requests[1].finish_reason == "stop" and len(result.requests[1].outputs) == 5
     r2 = result.requests.get(2)
     assert r2 is None or (r2.finish_reason == "cancel" and max(r2.emitted_at) < 16)
-    changed = replace(job(), stop_token=stop, cancels=((2, 16),))
-    assert changed.cancels == ((2, 16),)
+    changed = replace(job(), stop_token=stop, cancels=(Cancel(2, 16),))
+    assert changed.cancels == (Cancel(2, 16),)
 
 
 def test_a_paged_scheduler_that_runs_past_max_new_is_caught_on_the_real_path() -> None:

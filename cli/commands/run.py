@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stallfree.spec import Config, FieldTypeError, InvalidField, Workload
+from stallfree.spec import Cancel, Config, FieldTypeError, InvalidField, Workload
 from stallfree.spec.capability import Unsupported, supports
 
 from .. import exits
@@ -79,7 +79,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stop-token", type=stop_token, default=None, metavar="ID|none",
                    help="a request that samples this token id stops on it (default: a real model's end token, "
                         "none for random weights; none: every request runs to max_new)")
-    p.add_argument("--cancel", type=cancel_at, action="append", default=[], metavar="RID@STEP",
+    p.add_argument("--cancel", type=cancel_of, action="append", default=[], metavar="RID@STEP",
                    help="cancel request RID before step STEP is planned (repeatable)")
     p.add_argument("--fault", type=fault_at, default=None, metavar="KIND:RANK@STEP",
                    help="inject a fault: rank RANK, at step STEP, raises, exits, stops (SIGSTOP) or hangs inside "
@@ -107,7 +107,7 @@ def stop_token(text: str) -> int:
 
 
 def cancel_at(text: str) -> tuple[int, int]:
-    """`--cancel RID@STEP`: two ints >= 0."""
+    """`N@STEP` (`--cancel RID@STEP`, `--fault`'s RANK@STEP): two ints >= 0."""
     rid, at, step = text.partition("@")
     try:
         pair = int(rid), int(step)
@@ -116,6 +116,12 @@ def cancel_at(text: str) -> tuple[int, int]:
     if not at or min(pair) < 0:
         raise argparse.ArgumentTypeError(f"expected RID@STEP (two ints >= 0, e.g. 2@10), got {text!r}")
     return pair
+
+
+def cancel_of(text: str) -> Cancel:
+    """`--cancel RID@STEP`: cancel RID before step STEP is planned."""
+    rid, step = cancel_at(text)
+    return Cancel(rid, step)
 
 
 def fault_at(text: str) -> tuple[int, int, str]:
@@ -143,14 +149,15 @@ def chosen_stop(args: argparse.Namespace, codec: TextCodec | None, vocab: int) -
     return int(args.stop_token)
 
 
-def check_cancels(cancels: list[tuple[int, int]], workload: Workload) -> None:
+def check_cancels(cancels: list[Cancel], workload: Workload) -> None:
     """Each `--cancel RID@STEP` names a request of the workload: a cancel of a rid the run never adds
     could only be refused, so it is a mistake in the command line, not a fact about the scheduler."""
     rids = {a.rid for a in workload.requests}
-    for rid, step in cancels:
-        if rid not in rids:
+    for c in cancels:
+        if c.rid not in rids:
             shown = ", ".join(map(str, sorted(rids)[:10])) + (", ..." if len(rids) > 10 else "")
-            raise InvalidField(f"--cancel {rid}@{step}: rid {rid} is not a request of the workload (rids: {shown})")
+            raise InvalidField(f"--cancel {c.rid}@{c.step}: rid {c.rid} is not a request of the workload "
+                               f"(rids: {shown})")
 
 
 def workload_from(args: argparse.Namespace, codec: TextCodec | None) -> tuple[Workload, Any]:
