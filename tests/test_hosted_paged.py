@@ -169,3 +169,26 @@ def test_a_paged_scheduler_that_segfaults_is_a_crash_naming_the_signal(user: Pat
     ran = spawn(["trace", "--scheduler", "userpaged:PagedSegfaults", *PAGED], cwd=user)
     assert_refused(ran, "schedule()", "killed by SIGSEGV", status=3)
     assert "CRASH            BROKEN at step 1" in ran.out
+
+
+SIMULATE = ["simulate", "--limit", "60", "--kv", "3000", "--scheduler"]  # preempts twice: the preemptions cross too
+
+
+def test_simulate_runs_a_hosted_paged_scheduler_itself_not_the_designs_own(user: Path) -> None:
+    """The user's class (the faults' pool, nothing changed) hosted gives the figures stallfree's same class
+    gives in process; the design's own scheduler (16-token blocks) would give others."""
+    def figures(out: str) -> list[str]:  # less the header naming the target and the seconds it took
+        return [line for line in out.splitlines()[1:] if not line.startswith("simulated in")]
+
+    hosted = spawn([*SIMULATE, "userpaged:PagedControl"], cwd=user)
+    in_process = spawn([*SIMULATE, "stallfree.faults.paged:PagedFault"], cwd=user)
+    own = spawn([*SIMULATE, "paged"], cwd=user)
+    assert hosted.status == in_process.status == own.status == 0, (hosted.err[-2000:], in_process.err[-2000:])
+    assert hosted.out.startswith("trace conv[:60], policy userpaged:PagedControl:")
+    assert "preemptions: 2;" in hosted.out
+    assert figures(hosted.out) == figures(in_process.out) != figures(own.out)
+
+
+def test_simulate_of_a_paged_scheduler_that_raises_is_a_crash(user: Path) -> None:
+    ran = spawn([*SIMULATE, "userpaged:PagedSchedule"], cwd=user)
+    assert_refused(ran, "userpaged:PagedSchedule crashed: KeyError: 'lost track'", status=3)
