@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # Commands that run the checked scheduler in this process, and start no process that must end with
 # os._exit (the campaign's and the executor's forked workers do; conform's worker is a fresh interpreter).
-IN_PROCESS = {"trace", "simulate", "prove", "check-trace", "budget", "exercise"}
+IN_PROCESS = {"trace", "simulate", "prove", "check-trace", "budget"}
 
 
 @contextlib.contextmanager

@@ -32,6 +32,7 @@ class Job:
     temperature: float = 0.0
     prompts: tuple[tuple[int, tuple[int, ...]], ...] = ()  # (rid, token ids): real prompts; others drawn
     label: str = ""
+    call_timeout: float = 60.0  # seconds for each call to a scheduler hosted in its own process (`--call-timeout`)
     stream: bool = False  # report each step to the launcher as it runs (to print tokens as they come)
     crash: tuple[int, int, str] | None = None  # (rank, batch, "raise" | "exit" | "stop" | "hang"): an injected fault
     stop_token: int | None = None  # a request that samples this token stops on it (the model's end token)
@@ -138,11 +139,14 @@ class Done:
 
 
 def drive(executor: Executor, job: Job, on_step: Callable[[StepRecord], None] | None = None,
-          contract: Contract | None = None) -> JobResult:
+          contract: Contract | None = None,
+          stopped: Callable[[BaseException], tuple[str, str] | None] | None = None) -> JobResult:
     """Play `job.workload` (with `job.cancels`) on `executor` until every accepted request has
     finished, or a rule breaks: the run loop of `stallfree.spec.play`, each step a forward pass.
     `on_step` sees each step's record as soon as the step has run (to stream its tokens); `contract`
-    is the scheduler's design (its work bound; the one its scheduler declares when None)."""
+    is the scheduler's design (its work bound; the one its scheduler declares when None). `stopped`
+    reads what a call into the scheduler raised (or that it did not return) as (CRASH or TIMEOUT, how),
+    or None for an error of stallfree's own, which is raised on."""
     result = JobResult(job.label)
     stepping = Stepping(executor, job.label, on_step)
     contract = contract or registry.of(executor.monitor.scheduler)
@@ -156,6 +160,11 @@ def drive(executor: Executor, job: Job, on_step: Callable[[StepRecord], None] | 
     except RuleViolation as error:
         where = "real path" if isinstance(error, RealPathViolation) else "monitor"
         result.violation = (error.rule, error.step, error.message, where)
+    except BaseException as error:  # the scheduler's crash or hang: no rule judged it, the run stops there
+        verdict = stopped(error) if stopped is not None else None
+        if verdict is None:
+            raise
+        result.violation = (verdict[0], executor.step_index, verdict[1], "scheduler")
     result.refused = stepping.refused
     arrival_step = stepping.arrival_step
     result.steps = executor.records

@@ -14,8 +14,12 @@ from typing import Any
 
 import torch
 
+from stallfree.conformance.isolation.remote import CallHung
 from stallfree.spec import registry
+from stallfree.spec.contract import Contract
 from stallfree.spec.loader import guarded, load_target
+from stallfree.spec.verdict import CRASH, TIMEOUT
+from stallfree.view.raised import Witnessed
 
 from .batch import HEADER_LEN, OP_RESET, OP_STEP, OP_STOP, FlatBatch, control
 from .broken import VARIANTS
@@ -85,11 +89,47 @@ def end_with_launcher() -> None:
 def lead(spec: RunSpec, group: Group, model: Transformer, job: Job,
          on_step: Callable[[StepRecord], None] | None = None) -> JobResult:
     """Rank 0: play one job; the other ranks follow each step, then reset their caches."""
+    from stallfree.commands.hosting import close
+
+    factory, design = scheduler_factory(job)
+    witnessed = Witnessed(factory)
+    try:
+        return lead_with(spec, group, model, job, on_step, witnessed, design)
+    finally:
+        close(factory)  # the host and whatever the target left running in it
+
+
+def scheduler_factory(job: Job) -> tuple[Callable[..., Any], Contract]:
+    """The factory of `job.scheduler` and its design: stallfree's own in this process; any other in a
+    host process of its own (`conformance/isolation/remote.py`), each call timed by `job.call_timeout`,
+    as `trace` hosts it: the scheduler's code never runs beside the monitor, so it can neither patch
+    the oracle nor outlast the watchdog."""
+    from stallfree.commands.hosting import hosted, load_raw
+
+    raw = load_raw(job.scheduler, job.call_timeout, "--call-timeout")
+    if hosted(raw):
+        return raw, registry.contract(raw.design)  # type: ignore[attr-defined]
+    return guarded(raw, job.scheduler), registry.of(raw)
+
+
+def stopped_by(witnessed: Witnessed) -> Callable[[BaseException], tuple[str, str] | None]:
+    """How a call into the scheduler ended the run: TIMEOUT (a hosted call did not answer) or CRASH (it
+    raised, or its host died); None for an error that is not the scheduler's."""
+
+    def read(error: BaseException) -> tuple[str, str] | None:
+        if isinstance(error, CallHung):
+            return TIMEOUT, str(error)
+        crash = witnessed.crash(error) if isinstance(error, Exception) else None
+        return None if crash is None else (CRASH, crash)
+
+    return read
+
+
+def lead_with(spec: RunSpec, group: Group, model: Transformer, job: Job,
+              on_step: Callable[[StepRecord], None] | None, witnessed: Witnessed, design: Contract) -> JobResult:
+    """`lead` on a scheduler made by `witnessed` (which keeps the call that raised), judged by `design`."""
     cfg = job.workload.config
-    target = load_target(job.scheduler, "--scheduler")
-    factory = guarded(target, job.scheduler)
-    scheduler = factory(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
-    design = registry.of(target)
+    scheduler = witnessed(token_budget=cfg.token_budget, max_seqs=cfg.max_seqs, kv_tokens=cfg.kv_tokens)
     monitor = design.watch(scheduler, cfg, job.monitor_rules)
     device = spec.device_for(group.rank)
     cls = VARIANTS[job.variant] if job.variant else load_target(design.executor)
@@ -108,7 +148,7 @@ def lead(spec: RunSpec, group: Group, model: Transformer, job: Job,
 
     executor = cls(model, monitor, Sampler(job.temperature, spec.seed), spec.seed, device, send, job.keep_logits,
                    {rid: list(tokens) for rid, tokens in job.prompts}, job.stop_token, dict(job.stop_after))
-    result = drive(executor, job, on_step if job.stream else None, design)
+    result = drive(executor, job, on_step if job.stream else None, design, stopped_by(witnessed))
     result.design = design.name
     if group.world_size > 1:
         group.broadcast(control(OP_RESET).to(device))

@@ -94,8 +94,8 @@ class DesignSimulation(Simulation):
     plain run is in the three hooks alone."""
 
     def __init__(self, trace: Trace, factory: Callable[..., Any], config: Config, roofline: Roofline,
-                 stats: DesignStats, held: Callable[[Any], int]) -> None:
-        super().__init__(trace, factory, config, roofline, stats.design, max_new_cap=stats.cap)
+                 stats: DesignStats, held: Callable[[Any], int], policy: str | None = None) -> None:
+        super().__init__(trace, factory, config, roofline, policy or stats.design, max_new_cap=stats.cap)
         self.stats = stats
         self.held = held
         self.used = 0  # tokens in KV over running requests
@@ -147,11 +147,13 @@ class DesignRun:
 
 
 def run_design(design: str | Contract, trace: Trace, config: Config, roofline: Roofline, cap: int | None = None,
-               rate_scale: float = 1.0, contents: dict[int, Any] | None = None) -> DesignRun:
+               rate_scale: float = 1.0, contents: dict[int, Any] | None = None,
+               factory: Callable[..., Any] | None = None, policy: str | None = None) -> DesignRun:
     """One run of `design` (a registered design, or its name: "reservation", "paged", "prefix") over
     `trace` with outputs capped at `cap` (requests reserving it under the reservation design; None: the
-    exact max_new), by its reference scheduler. `contents` gives requests' content by rid
-    (`stallfree.prefix.contract.keys`; a design whose workloads carry contents reads it)."""
+    exact max_new), by its reference scheduler, or by `factory` (a user's scheduler of that design, named
+    `policy` in the report). `contents` gives requests' content by rid (`stallfree.prefix.contract.keys`;
+    a design whose workloads carry contents reads it; the reference scheduler's only)."""
     simulated = {d.name: d for d in registry.designs() if d.held is not None}
     if not isinstance(design, Contract) and design not in simulated:
         raise ValueError(f"design {design!r} is unknown; the designs are {', '.join(simulated)}")
@@ -161,13 +163,14 @@ def run_design(design: str | Contract, trace: Trace, config: Config, roofline: R
         fits = tuple(r for r in shaped.requests if r.prompt_len + cap <= config.kv_tokens)
         shaped = Trace(shaped.name, fits)
     stats = DesignStats(contract.name, cap, rate_scale, kv_tokens=config.kv_tokens)
-    scheduler = load_target(contract.scheduler)
-    factory = fed(contents or {}, scheduler) if CONTENTS in contract.carries else scheduler
+    if factory is None:
+        scheduler = load_target(contract.scheduler)
+        factory = fed(contents or {}, scheduler) if CONTENTS in contract.carries else scheduler
     measure = contract.held or registry.RESERVATION.held
 
     def held(s: Any) -> int:
         return measure(s, config)
 
-    sim = DesignSimulation(shaped, factory, config, roofline, stats, held)
+    sim = DesignSimulation(shaped, factory, config, roofline, stats, held, policy)
     result = sim.run()
     return DesignRun(stats, summarise(result), result)

@@ -157,7 +157,10 @@ def _reserved(scheduler: Any, config: Config) -> int:
 
 
 def _in_blocks(scheduler: Any, config: Config) -> int:
-    return (scheduler.num_blocks - scheduler.free_blocks) * scheduler.block_size  # type: ignore[no-any-return]
+    """KV held in blocks: the pool the contract defines (kv_tokens // block_size) less the free blocks
+    the scheduler shows, read as the monitor reads them (a hosted scheduler's answer them over the pipe)."""
+    block_size = scheduler.block_size
+    return (config.kv_tokens // block_size - scheduler.free_blocks) * block_size  # type: ignore[no-any-return]
 
 
 RESERVATION = register(Contract(

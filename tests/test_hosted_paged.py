@@ -26,6 +26,7 @@ from stallfree.faults.paged import *  # noqa: F403  the registry's paged faults,
 from stallfree.paged import small_blocks  # noqa: F401
 from stallfree.prefix import small_blocks as prefix_small  # noqa: F401
 from stallfree.prefix.faults import HitOneMore, ChargeCached  # noqa: F401
+from stallfree.prefix import Scheduler as PrefixScheduler
 
 
 class PatchesTheJudge(PreemptOldest):  # noqa: F405  in process, this would silence every paged rule
@@ -37,6 +38,34 @@ class PatchesTheJudge(PreemptOldest):  # noqa: F405  in process, this would sile
 class LongCCall(PagedFault):  # noqa: F405  the paged scheduler on the faults' pool
     def schedule(self):
         ctypes.CDLL(None).sleep(3600)  # one C call holding the thread: no signal handler runs meanwhile
+
+
+def raising(base, call, at):  # base whose `call` raises on its at-th call (never when at is 0: the control)
+    def method(self, *args):
+        self.calls = getattr(self, "calls", 0) + 1
+        if self.calls == at:
+            raise KeyError("lost track")
+        return getattr(super(made, self), call)(*args)
+    made = type(f"{base.__name__}Raises", (base,), {call: method})
+    return made
+
+
+class PrefixFault(PrefixScheduler):  # the prefix scheduler on 2-token blocks, as its small_blocks
+    def __init__(self, token_budget, max_seqs, kv_tokens):
+        super().__init__(token_budget, max_seqs, kv_tokens, block_size=2, watermark=0)
+
+
+class PagedSegfaults(PagedFault):  # noqa: F405  its second schedule() reads address 0
+    def schedule(self):
+        self.calls = getattr(self, "calls", 0) + 1
+        return ctypes.string_at(0) if self.calls == 2 else super().schedule()
+
+
+CALLS = ("schedule", "complete", "add")
+PagedSchedule, PagedComplete, PagedAdd = (raising(PagedFault, c, 2) for c in CALLS)  # noqa: F405
+PagedControl = raising(PagedFault, "schedule", 0)  # noqa: F405
+PrefixSchedule, PrefixComplete, PrefixAdd = (raising(PrefixFault, c, 2) for c in CALLS)
+PrefixControl = raising(PrefixFault, "schedule", 0)
 """
 
 
@@ -100,3 +129,66 @@ def test_a_design_the_targets_module_registers_itself_is_still_judged(monkeypatc
     assert_clean(ran)
     assert ran.status == 1, (ran.out[-2000:], ran.err[-2000:])
     assert "ONE-AT-A-TIME" in ran.out and "BROKEN" in ran.out
+
+
+RAISES = [  # (the user's class, the workload, the call that raises, the step it raises at)
+    ("PagedSchedule", PAGED, "schedule()", 1), ("PagedComplete", PAGED, "complete()", 1),
+    ("PagedAdd", PAGED, "add()", 0),
+    ("PrefixSchedule", PREFIX, "schedule()", 1), ("PrefixComplete", PREFIX, "complete()", 1),
+    ("PrefixAdd", PREFIX, "add()", None),
+]
+
+
+@pytest.mark.parametrize(("name", "workload", "call", "step"), RAISES, ids=[r[0] for r in RAISES])
+def test_a_paged_or_prefix_scheduler_that_raises_gets_the_crash_verdict(
+        user: Path, name: str, workload: list[str], call: str, step: int | None) -> None:
+    """As the reservation design's (test_view_trace.py): the line under the table, every rule not judged
+    past the step, the CRASH verdict, the stderr line naming the target, exit 3; no internal error."""
+    ran = spawn(["trace", "--scheduler", f"userpaged:{name}", *workload], cwd=user)
+    assert_clean(ran)
+    assert ran.status == 3, (ran.out[-2000:], ran.err[-2000:])
+    assert "internal error" not in ran.err
+    crash = [line for line in ran.out.splitlines() if line.startswith("CRASH ")]
+    assert len(crash) == 1 and crash[0].endswith(f"{call} raised KeyError: 'lost track'"), ran.out[-2000:]
+    at = int(crash[0].split("at step ")[1].split(":")[0])
+    assert step is None or at == step
+    assert f"^ the scheduler raised at step {at}: {call} raised KeyError: 'lost track'" in ran.out
+    assert f"not judged (held until step {at}, where CRASH stopped the run; nothing judged after)" in ran.out
+    assert "holds" not in ran.out
+    assert f"stallfree trace: userpaged:{name} raised: {call} raised KeyError: 'lost track'" in ran.err
+
+
+@pytest.mark.parametrize(("name", "workload"), [("PagedControl", PAGED), ("PrefixControl", PREFIX)])
+def test_the_same_scheduler_not_raising_still_holds(user: Path, name: str, workload: list[str]) -> None:
+    ran = spawn(["trace", "--scheduler", f"userpaged:{name}", *workload], cwd=user)
+    assert ran.status == 0, (ran.out[-2000:], ran.err[-2000:])
+    assert "BROKEN" not in ran.out and "holds" in ran.out and "CRASH" not in ran.out
+
+
+def test_a_paged_scheduler_that_segfaults_is_a_crash_naming_the_signal(user: Path) -> None:
+    ran = spawn(["trace", "--scheduler", "userpaged:PagedSegfaults", *PAGED], cwd=user)
+    assert_refused(ran, "schedule()", "killed by SIGSEGV", status=3)
+    assert "CRASH            BROKEN at step 1" in ran.out
+
+
+SIMULATE = ["simulate", "--limit", "60", "--kv", "3000", "--scheduler"]  # preempts twice: the preemptions cross too
+
+
+def test_simulate_runs_a_hosted_paged_scheduler_itself_not_the_designs_own(user: Path) -> None:
+    """The user's class (the faults' pool, nothing changed) hosted gives the figures stallfree's same class
+    gives in process; the design's own scheduler (16-token blocks) would give others."""
+    def figures(out: str) -> list[str]:  # less the header naming the target and the seconds it took
+        return [line for line in out.splitlines()[1:] if not line.startswith("simulated in")]
+
+    hosted = spawn([*SIMULATE, "userpaged:PagedControl"], cwd=user)
+    in_process = spawn([*SIMULATE, "stallfree.faults.paged:PagedFault"], cwd=user)
+    own = spawn([*SIMULATE, "paged"], cwd=user)
+    assert hosted.status == in_process.status == own.status == 0, (hosted.err[-2000:], in_process.err[-2000:])
+    assert hosted.out.startswith("trace conv[:60], policy userpaged:PagedControl:")
+    assert "preemptions: 2;" in hosted.out
+    assert figures(hosted.out) == figures(in_process.out) != figures(own.out)
+
+
+def test_simulate_of_a_paged_scheduler_that_raises_is_a_crash(user: Path) -> None:
+    ran = spawn([*SIMULATE, "userpaged:PagedSchedule"], cwd=user)
+    assert_refused(ran, "userpaged:PagedSchedule crashed: KeyError: 'lost track'", status=3)

@@ -10,6 +10,8 @@ import getpass
 import sys
 from pathlib import Path
 
+from .args import positive_float
+
 NAME = "exercise"
 HELP = "graded exercises: predict a plan, tune a budget, find the ridge, break one rule, fix a scheduler"
 
@@ -25,6 +27,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="whose instance of exercises 1-3 (default: the login name); each learner gets their own")
     p.add_argument("--seed", type=seed, default=None, metavar="N",
                    help="exercises 4-5: judge on the workloads of seed N (default: a fresh seed, named in the report)")
+    p.add_argument("--timeout", type=positive_float, default=600.0, metavar="SECONDS",
+                   help="stop grading FILE after this many seconds (default 600; it runs in a process of its own)")
 
 
 def seed(text: str) -> int:
@@ -47,6 +51,7 @@ def learner(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from stallfree.exercises.apart import GradingStopped, grade_apart
     from stallfree.exercises.base import AnswerError
     from stallfree.exercises.catalog import MAKERS, PER_LEARNER, STARTERS, starter, titles
     from stallfree.exercises.catalog import exercise as made_for
@@ -86,11 +91,14 @@ def run(args: argparse.Namespace) -> int:
               f"hints: stallfree exercise {exercise.number} --hint (1 to {len(exercise.hints)}); "
               f"the answer: --answer")
         return 0
-    try:
-        grade = exercise.grade(args.file, args.seed)
+    try:  # in a process of its own: an answer that exits or hangs is stopped and named (exit 3)
+        grade = grade_apart(exercise.number, name, args.file, args.seed, args.timeout)
     except AnswerError as error:
         print(f"stallfree exercise {exercise.number}: {error}", file=sys.stderr)
         return 2
+    except GradingStopped as error:
+        print(f"stallfree exercise {exercise.number}: {error}", file=sys.stderr)
+        return 3
     for line in grade.lines:
         print(line)
     return 0 if grade.correct else 1

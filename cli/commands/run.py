@@ -14,8 +14,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from stallfree.conformance.isolation.remote import CallHung
 from stallfree.spec import Cancel, Config, FieldTypeError, InvalidField, Workload
 from stallfree.spec.capability import Unsupported, supports
+from stallfree.spec.verdict import CRASH, TIMEOUT
 
 from .. import exits
 from .args import (
@@ -23,8 +25,6 @@ from .args import (
     FactoryError,
     add_output_arguments,
     check_json,
-    guarded,
-    load_scheduler,
     positive_float,
     positive_int,
     read_workload,
@@ -87,6 +87,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-equivalence", action="store_true",
                    help="skip the output checks (exactness, isolation, accuracy)")
     p.add_argument("--timeout", type=positive_float, default=600.0, help="stop every rank after this many seconds")
+    p.add_argument("--call-timeout", type=positive_float, default=60.0, metavar="SECONDS",
+                   help="seconds for each call to a user's scheduler, hosted in its own process (default 60); "
+                        "one that does not return is exit 3 naming the call")
     add_output_arguments(p, "the run")
 
 
@@ -202,33 +205,56 @@ def run(args: argparse.Namespace) -> int:
         workload, chat = workload_from(args, codec)
         check_cancels(args.cancel, workload)
         codec = codec if chat is not None else None  # a --workload's prompts are drawn ids, not text
-        c = workload.config
-        scheduler = guarded(load_scheduler(args.scheduler), args.scheduler)(
-            token_budget=c.token_budget, max_seqs=c.max_seqs, kv_tokens=c.kv_tokens)
-        from stallfree.spec import registry
-
-        if not registry.of(scheduler).executor:  # a design whose real path the executor does not build
-            raise InvalidField(f"--scheduler {args.scheduler}: the executor runs the reservation, paged and "
-                               f"prefix designs; the real path of design {registry.of(scheduler).name!r} is not built")
         stop = chosen_stop(args, codec, probe.model_config().vocab)
+        pool = check_scheduler(args, workload.config, stop)
+        check_json(args)
+        job = Job(workload, SCHEDULERS.get(args.scheduler, args.scheduler), tuple(args.rules) if args.rules else None,
+                  keep_logits=not args.no_equivalence, temperature=args.temperature,
+                  prompts=chat.prompts if chat else (), label="run", stream=codec is not None,
+                  stop_token=stop, cancels=tuple(args.cancel), crash=args.fault, call_timeout=args.call_timeout)
+        spec = replace(probe, jobs=(job,))
+    except (InvalidField, FieldTypeError, FactoryError, OSError, ValueError, ImportError, AttributeError) as error:
+        print(f"stallfree run: {error}", file=sys.stderr)
+        return exits.USAGE
+    except CallHung as error:  # the hosted factory, or reading its pool, did not answer
+        print(f"stallfree run: {args.scheduler} did not answer: {error}", file=sys.stderr)
+        return exits.CRASHED
+    return execute(spec, job, args, codec, chat, pool)
+
+
+def check_scheduler(args: argparse.Namespace, c: Config, stop: int | None) -> tuple[int, int] | None:
+    """Builds one scheduler of --scheduler (a user's hosted in its own process, as the run's rank 0
+    hosts it: its code never runs in this process) and checks that the executor can run its design
+    with the workload's stops and cancels; the pool a preempting design declares (block_size,
+    watermark), else None."""
+    from stallfree.spec import registry
+
+    from .hosting import close, load_judged
+
+    factory, design = load_judged(args.scheduler, args.scheduler, args.call_timeout, "--call-timeout")
+    try:
+        scheduler = factory(token_budget=c.token_budget, max_seqs=c.max_seqs, kv_tokens=c.kv_tokens)
+        contract = registry.contract(design)
+        if not contract.executor:  # a design whose real path the executor does not build
+            raise InvalidField(f"--scheduler {args.scheduler}: the executor runs the reservation, paged and "
+                               f"prefix designs; the real path of design {contract.name!r} is not built")
         needs = ({"stop"} if stop is not None else set()) | ({"cancel"} if args.cancel else set())
         lacking = sorted(needs - supports(scheduler))
         if lacking:
             flag = {"stop": "--stop-token (use --stop-token none)", "cancel": "--cancel"}[lacking[0]]
             raise InvalidField(f"{flag}: {Unsupported(lacking[0], scheduler).args[0]}")
-        check_json(args)
-        job = Job(workload, SCHEDULERS.get(args.scheduler, args.scheduler), tuple(args.rules) if args.rules else None,
-                  keep_logits=not args.no_equivalence, temperature=args.temperature,
-                  prompts=chat.prompts if chat else (), label="run", stream=codec is not None,
-                  stop_token=stop, cancels=tuple(args.cancel), crash=args.fault)
-        spec = replace(probe, jobs=(job,))
-    except (InvalidField, FieldTypeError, FactoryError, OSError, ValueError, ImportError, AttributeError) as error:
-        print(f"stallfree run: {error}", file=sys.stderr)
-        return exits.USAGE
-    return execute(spec, job, args, codec, chat)
+        if contract.bound is None:  # only a design that preempts has a pool of its own
+            return None
+        block_size, watermark = scheduler.block_size, scheduler.watermark
+        if type(block_size) is not int or type(watermark) is not int or block_size < 1:
+            return None  # no pool to widen: the run's monitor names what it declares (PROTOCOL)
+        return block_size, watermark
+    finally:
+        close(factory)
 
 
-def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec | None, chat: Any) -> int:
+def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec | None, chat: Any,
+            pool: tuple[int, int] | None = None) -> int:
     from stallfree.executor.launch import RankFailure, launch
     from stallfree.executor.report import describe_run, verdicts
     from stallfree.executor.text import TextStream
@@ -240,7 +266,7 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
           f"{spec.dtype} on {spec.device}; budget {cfg.token_budget}, max_seqs {cfg.max_seqs}, "
           f"kv_tokens {cfg.kv_tokens}; scheduler {args.scheduler}", flush=True)
     first = min(a.rid for a in job.workload.requests)
-    jobs = jobs_to_launch(spec, job, first, model.vocab)
+    jobs = jobs_to_launch(spec, job, first, model.vocab, pool)
     stream = TextStream(codec) if codec is not None else None
 
     def on_step(record: Any) -> None:
@@ -280,21 +306,27 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
         except ValueError as error:  # checked before the run, yet the write failed
             print(f"stallfree run: {error}", file=sys.stderr)
             return exits.USAGE
+    if result.violation is not None and result.violation[0] in (CRASH, TIMEOUT):  # the scheduler's, no rule's
+        how = "raised" if result.violation[0] == CRASH else "did not answer"
+        print(f"stallfree run: {args.scheduler} {how}: {result.violation[2]}", file=sys.stderr)
+        return exits.CRASHED
     named = broken_names(result, checks)
     if named:
         print(f"stallfree run: BROKEN: {', '.join(named)}", file=sys.stderr)
     return exits.BROKEN if failed else exits.HOLDS
 
 
-def jobs_to_launch(spec: RunSpec, job: Job, first: int, vocab: int) -> tuple[Job, ...]:
+def jobs_to_launch(spec: RunSpec, job: Job, first: int, vocab: int,
+                   pool: tuple[int, int] | None = None) -> tuple[Job, ...]:
     """The job, and where it keeps logits its exactness twins: the same workload with one prompt token of
-    request `first` changed (isolation), and the same workload on a pool that never preempts (recompute)."""
+    request `first` changed (isolation), and, for a design that preempts (`pool`: its block_size and
+    watermark), the same workload on a pool that never preempts (recompute)."""
     from stallfree.executor.isolation import perturbed
 
     # Its stops are those of the first run, replayed (the same plans), whatever rid 0 now samples.
     twin = replace(perturbed(job, first, spec.seed, vocab), stream=False, replay_ends=True)
     jobs = (job, twin) if job.keep_logits else (job,)
-    roomy = unpreempted(job)
+    roomy = unpreempted(job, pool) if pool is not None else None
     if roomy is not None and job.keep_logits:  # recompute exactness: the same workload on a pool that never preempts
         jobs = (*jobs, roomy)
     return jobs
@@ -341,20 +373,15 @@ def broken_names(result: JobResult, checks: dict[str, Any]) -> list[str]:
     return names + [name.upper() for name, check in checks.items() if isinstance(check, dict) and check["ok"] is False]
 
 
-def unpreempted(job: Job) -> Job | None:
-    """For a paged scheduler, `job` on a pool that holds every request's peak at once (so nothing is
-    ever preempted); None for the reservation design."""
-    from stallfree.spec import registry
+def unpreempted(job: Job, pool: tuple[int, int]) -> Job:
+    """For a paged scheduler (`pool`: its block_size and watermark), `job` on a pool that holds every
+    request's peak at once (so nothing is ever preempted)."""
     from stallfree.spec.paged.shadow import blocks_for
 
-    factory = load_scheduler(job.scheduler)
-    if registry.of(factory).bound is None:  # only a design that preempts has a work bound of its own
-        return None
     c = job.workload.config
-    scheduler = factory(token_budget=c.token_budget, max_seqs=c.max_seqs, kv_tokens=c.kv_tokens)
-    block_size = scheduler.block_size
+    block_size, watermark = pool
     need = sum(blocks_for(a.prompt_len + a.max_new - 1, block_size) for a in job.workload.requests)
-    num_blocks = need + need // 99 + 1 + scheduler.watermark  # above the default 1% watermark too
+    num_blocks = need + need // 99 + 1 + watermark  # above the default 1% watermark too
     config = Config(c.token_budget, c.max_seqs, max(c.kv_tokens, num_blocks * block_size))
     return replace(job, workload=replace(job.workload, config=config), stream=False, label="unpreempted")
 

@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         return exits.USAGE
     try:
         if contract.is_design and contract.held is not None and contract is not registry.RESERVATION:
-            return simulate_design(args, contract, trace, config, roofline)
+            return simulate_design(args, contract, trace, config, roofline, None if policy is not None else make)
         return simulated(args, trace, config, roofline, make, contract)
     finally:
         close(make)
@@ -162,12 +162,16 @@ def design_lines(stats: Any) -> list[str]:
     ]
 
 
-def simulate_design(args: argparse.Namespace, design: Any, trace: Any, config: Any, roofline: Any) -> int:
+def simulate_design(args: argparse.Namespace, design: Any, trace: Any, config: Any, roofline: Any,
+                    make: Callable[..., Any] | None = None) -> int:
     """`--scheduler paged` (a design other than the reservation's): its preemptions priced
     (sim/designs.py), reported as `simulate` reports, plus what the memory design did; one
-    --max-new-cap N caps every output at N."""
+    --max-new-cap N caps every output at N. `make`: a user's scheduler of that design (hosted), run in
+    place of the design's own; None for a policy of stallfree's."""
+    from stallfree.conformance.isolation.remote import CallHung
     from stallfree.sim.designs import run_design
     from stallfree.sim.summary import report
+    from stallfree.spec import Unsupported
 
     name = design.name
     if args.check or args.plot is not None:
@@ -178,7 +182,20 @@ def simulate_design(args: argparse.Namespace, design: Any, trace: Any, config: A
         print(f"stallfree simulate: --max-new-cap {','.join(map(str, args.max_new_cap))}: the {name} design takes "
               "one cap N, not a distribution", file=sys.stderr)
         return exits.USAGE
-    run = run_design(design, trace, config, roofline, None if args.max_new_cap is None else args.max_new_cap[0])
+    cap = None if args.max_new_cap is None else args.max_new_cap[0]
+    try:
+        run = run_design(design, trace, config, roofline, cap, factory=make,
+                         policy=None if make is None else args.scheduler)
+    except (FactoryError, Unsupported) as error:
+        print(f"stallfree simulate: {error}", file=sys.stderr)
+        return exits.USAGE
+    except CallHung as error:  # a hosted scheduler did not answer: stopped from outside
+        print(f"stallfree simulate: {args.scheduler} did not answer: {error}", file=sys.stderr)
+        return exits.CRASHED
+    except Exception as error:  # the scheduler raised (or answered what the simulator cannot follow)
+        print(f"stallfree simulate: {args.scheduler} crashed: {type(error).__name__}: {str(error)[:300]}",
+              file=sys.stderr)
+        return exits.CRASHED
     for line in [*report(run.summary), *design_lines(run.stats)]:
         print(line)
     print(f"rules: not checked (check the {name} design with stallfree conform --profile {name})")

@@ -450,6 +450,7 @@ def trace_blocks(args: argparse.Namespace, workload: Workload, factory: Callable
     The --invariants and --ms views are the reservation design's: refused. A hosted target's calls are
     timed by its link (--timeout), a hang exit 3 naming the call; stallfree's own runs without."""
     from stallfree.view.paged import HEADER, PagedRecorder, row, workload_verdicts
+    from stallfree.view.raised import Witnessed
 
     refuse_reservation_outputs(args)
     checked = [r.id for r in contract.select(args.rules)]  # raises naming an ID the design does not hold
@@ -476,8 +477,9 @@ def trace_blocks(args: argparse.Namespace, workload: Workload, factory: Callable
             print(f"{'':>5}  refused: add({a.rid}, {a.prompt_len}, {a.max_new})")
 
     violation, steps, adds, steps_done = None, 0, 0, [0]
+    witnessed = Witnessed(factory)  # tells the scheduler's own crash from an error of the command's
     try:
-        stats = play(workload, factory, checked, on_step=on_step, on_add=on_add, contract=contract)
+        stats = play(workload, witnessed, checked, on_step=on_step, on_add=on_add, contract=contract)
         steps, adds = stats.steps, stats.accepted + stats.refused
     except RuleViolation as error:
         violation = error
@@ -486,12 +488,22 @@ def trace_blocks(args: argparse.Namespace, workload: Workload, factory: Callable
         return exits.USAGE
     except CallHung as error:  # a hosted scheduler did not answer: no rule judged it, and the run cannot go on
         return report_hung(args, workload, contract, steps_done[0], error)
+    except Exception as error:  # the scheduler raised: its crash, judged as the reservation design's is
+        crash = witnessed.crash(error)
+        if crash is None:
+            raise  # not the scheduler's: an internal error
+        violation = RuleViolation(CRASH, steps_done[0], crash)
+        print(f"{'':>5}  ^ the scheduler raised at step {violation.step}: {crash}")
     print()
     judged = workload_verdicts(checked, steps, violation, adds, contract.rules)
     for line in lines(judged):
         print(line)
     recorder.violation = violation
-    return draw_blocks(args, recorder, contract, workload, judged, violation)
+    status = draw_blocks(args, recorder, contract, workload, judged, violation)
+    if violation is not None and violation.rule == CRASH and status != exits.USAGE:
+        print(f"stallfree trace: {args.scheduler} raised: {violation.message}", file=sys.stderr)
+        return exits.CRASHED
+    return status
 
 
 def draw_blocks(args: argparse.Namespace, recorder: Any, contract: Contract, workload: Workload, judged: Any,

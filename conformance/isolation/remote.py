@@ -119,9 +119,9 @@ atexit.register(_kill_hosts)
 class Link:
     """One host process: start, send a request, receive its answer within a deadline, kill."""
 
-    def __init__(self, target: str, flag: str, timeout: float) -> None:
+    def __init__(self, target: str, flag: str, timeout: float, timeout_flag: str = "--timeout") -> None:
         split_target(target, flag)
-        self.target, self.flag, self.timeout = target, flag, timeout
+        self.target, self.flag, self.timeout, self.timeout_flag = target, flag, timeout, timeout_flag
         self.proc: subprocess.Popen[bytes] | None = None
         self.buffer = b""
 
@@ -161,7 +161,7 @@ class Link:
         except EOFError:
             raise TargetDied(f"the scheduler's process ended during {call} ({self._ended()})") from None
         if line is None:
-            raise CallHung(f"{call} did not return within {timeout:g} s (--timeout; stopped from outside)")
+            raise CallHung(f"{call} did not return within {timeout:g} s ({self.timeout_flag}; stopped from outside)")
         return json.loads(line)  # type: ignore[no-any-return]
 
     def _ended(self) -> str:
@@ -246,15 +246,15 @@ class HostedFactory:
     """A factory for `target` hosted in its own process: one host per process that calls it (a forked
     campaign worker starts its own), each call a fresh scheduler there. Picklable: the link stays behind."""
 
-    def __init__(self, target: str, timeout: float, flag: str = "--scheduler") -> None:
-        self.target, self.timeout, self.flag = target, timeout, flag
+    def __init__(self, target: str, timeout: float, flag: str = "--scheduler", timeout_flag: str = "--timeout") -> None:
+        self.target, self.timeout, self.flag, self.timeout_flag = target, timeout, flag, timeout_flag
         self._link: Link | None = None
         self._pid = 0
         self.design = self._started().start()  # the import fails or hangs here, before any run
 
     def _started(self) -> Link:
         if self._link is None or self._pid != os.getpid():
-            self._link, self._pid = Link(self.target, self.flag, self.timeout), os.getpid()
+            self._link, self._pid = Link(self.target, self.flag, self.timeout, self.timeout_flag), os.getpid()
         return self._link
 
     def __call__(self, **config: int) -> RemoteScheduler:
