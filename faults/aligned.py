@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from stallfree.variants.aligned import Aligned
-from stallfree.variants.stepwise import Seq, Stepwise
+from stallfree.variants.stepwise import Stepwise, StepwiseSequence
 
 
 class UnalignedFirstChunk(Aligned):
@@ -12,7 +12,7 @@ class UnalignedFirstChunk(Aligned):
 
     breaks = "ALIGNED"
 
-    def start(self, seq: Seq, plan: list[tuple[int, int]], left: int) -> int:
+    def start(self, seq: StepwiseSequence, plan: list[tuple[int, int]], left: int) -> int:
         return Stepwise.start(self, seq, plan, left)
 
     def admit(self, plan: list[tuple[int, int]], left: int) -> int:

@@ -5,7 +5,7 @@ model checker, proofs, executor) must catch them, naming that rule."""
 from __future__ import annotations
 
 from stallfree.spec import Request
-from stallfree.variants.stepwise import Seq, Stepwise
+from stallfree.variants.stepwise import Stepwise, StepwiseSequence
 
 from .lifecycle import PlansCancelled
 
@@ -39,7 +39,7 @@ class IgnoreSlots(Stepwise):
 
     breaks = "SLOTS"
 
-    def fits(self, seq: Seq) -> bool:
+    def fits(self, seq: StepwiseSequence) -> bool:
         return seq.request.reservation <= self.free_kv
 
 
@@ -48,11 +48,11 @@ class EarlyRelease(Stepwise):
 
     breaks = "KV"
 
-    def on_prompt_done(self, seq: Seq, emitted: list[int]) -> None:
+    def on_prompt_done(self, seq: StepwiseSequence, emitted: list[int]) -> None:
         self.free_kv += seq.request.reservation
         super().on_prompt_done(seq, emitted)
 
-    def release(self, seq: Seq) -> None:
+    def release(self, seq: StepwiseSequence) -> None:
         del self.running[seq.rid]
 
 
@@ -61,7 +61,7 @@ class RepeatPosition(Stepwise):
 
     breaks = "PREFILL-ONCE"
 
-    def chunk(self, seq: Seq, left: int) -> int:
+    def chunk(self, seq: StepwiseSequence, left: int) -> int:
         return min(seq.request.prompt_len - seq.num_prefilled + (seq.num_prefilled > 0), left)
 
 
@@ -70,7 +70,7 @@ class LateFirstToken(Stepwise):
 
     breaks = "FIRST-TOKEN"
 
-    def on_prompt_done(self, seq: Seq, emitted: list[int]) -> None:
+    def on_prompt_done(self, seq: StepwiseSequence, emitted: list[int]) -> None:
         pass
 
 
@@ -79,7 +79,7 @@ class DoubleFirstToken(Stepwise):
 
     breaks = "TOKENS"
 
-    def on_prompt_done(self, seq: Seq, emitted: list[int]) -> None:
+    def on_prompt_done(self, seq: StepwiseSequence, emitted: list[int]) -> None:
         if seq.request.max_new >= 2:
             seq.num_emitted += 1
             emitted.append(seq.rid)
@@ -91,7 +91,7 @@ class SkipAhead(Stepwise):
 
     breaks = "FCFS"
 
-    def next_admission(self) -> Seq | None:
+    def next_admission(self) -> StepwiseSequence | None:
         return next((seq for seq in self.waiting if self.fits(seq)), None)
 
 
@@ -174,7 +174,7 @@ class OvercommitKV:
 
 
 class _IgnoreKV(Stepwise):
-    def fits(self, seq: Seq) -> bool:
+    def fits(self, seq: StepwiseSequence) -> bool:
         return len(self.running) < self.config.max_seqs
 
 

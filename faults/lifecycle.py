@@ -9,7 +9,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from stallfree.variants.stepwise import Seq, Stepwise
+from stallfree.variants.stepwise import Stepwise, StepwiseSequence
 
 
 class _Ghosts(Stepwise):
@@ -20,7 +20,7 @@ class _Ghosts(Stepwise):
         super().__init__(token_budget, max_seqs, kv_tokens, **variant)  # a variant's own fields (block_size)
         self.ghosts: set[int] = set()
 
-    def haunt(self, seq: Seq) -> None:
+    def haunt(self, seq: StepwiseSequence) -> None:
         if seq.rid in self.running:
             self.release(seq)
             self.ghosts.add(seq.rid)
@@ -42,7 +42,7 @@ class PlansCancelled(_Ghosts):
 
     breaks = "CANCEL"
 
-    def on_cancel(self, seq: Seq) -> None:
+    def on_cancel(self, seq: StepwiseSequence) -> None:
         self.haunt(seq)
 
 
@@ -62,7 +62,7 @@ class DecodesAfterStop(_Ghosts):
 
     breaks = "TOKENS"
 
-    def on_stop(self, seq: Seq) -> None:
+    def on_stop(self, seq: StepwiseSequence) -> None:
         self.haunt(seq)
 
 
@@ -74,7 +74,7 @@ class StopsAnyRid(Stepwise):
     def check_stopped(self, plan: list[tuple[int, int]], stopped: Iterable[int]) -> tuple[int, ...]:
         return tuple(stopped)
 
-    def on_stop(self, seq: Seq) -> None:
+    def on_stop(self, seq: StepwiseSequence) -> None:
         if seq.rid in self.running:
             self.release(seq)
 
@@ -88,7 +88,7 @@ class LateStopRelease(Stepwise):
         super().__init__(token_budget, max_seqs, kv_tokens, **variant)  # a variant's own fields (block_size)
         self.owed: list[int] = []
 
-    def on_stop(self, seq: Seq) -> None:
+    def on_stop(self, seq: StepwiseSequence) -> None:
         if seq.rid in self.running:
             del self.running[seq.rid]
             self.owed.append(seq.request.reservation)
@@ -105,7 +105,7 @@ class CancelKeepsKV(Stepwise):
 
     breaks = "KV"
 
-    def on_cancel(self, seq: Seq) -> None:
+    def on_cancel(self, seq: StepwiseSequence) -> None:
         del self.running[seq.rid]
 
 
@@ -114,7 +114,7 @@ class SwapRemoveCancel(Stepwise):
 
     breaks = "FCFS"
 
-    def leave_line(self, seq: Seq) -> None:
+    def leave_line(self, seq: StepwiseSequence) -> None:
         line = list(self.waiting)
         i = line.index(seq)
         last = line.pop()
@@ -132,10 +132,10 @@ class CancelTombstone(Stepwise):
         super().__init__(token_budget, max_seqs, kv_tokens, **variant)  # a variant's own fields (block_size)
         self.tombstones: set[int] = set()
 
-    def leave_line(self, seq: Seq) -> None:
+    def leave_line(self, seq: StepwiseSequence) -> None:
         self.tombstones.add(seq.rid)
 
-    def next_admission(self) -> Seq | None:
+    def next_admission(self) -> StepwiseSequence | None:
         if self.waiting[0].rid in self.tombstones:
             return None
         return super().next_admission()

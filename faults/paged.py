@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from stallfree.paged import Scheduler, blocks_for
 from stallfree.paged.progress import Phase
-from stallfree.paged.scheduler import Seq
+from stallfree.paged.scheduler import PagedSequence
 
 
 class PagedFault(Scheduler):
@@ -34,7 +34,7 @@ class LeakOnEnd(PagedFault):
 
     breaks = "BLOCKS"
 
-    def end(self, seq: Seq, phase: Phase) -> None:
+    def end(self, seq: PagedSequence, phase: Phase) -> None:
         held = min(seq.num_blocks, 1)
         super().end(seq, phase)
         self._free_blocks -= held
@@ -45,7 +45,7 @@ class IgnoreWatermark(PagedFault):
 
     breaks = "WATERMARK"
 
-    def admits(self, seq: Seq, n: int) -> bool:
+    def admits(self, seq: PagedSequence, n: int) -> bool:
         return self._free_blocks - blocks_for(n, self.block_size) >= 0
 
 
@@ -55,7 +55,7 @@ class RecomputeOneMore(PagedFault):
 
     breaks = "RECOMPUTE"
 
-    def preempt(self, seq: Seq) -> None:
+    def preempt(self, seq: PagedSequence) -> None:
         super().preempt(seq)
         seq.target += 1
 
@@ -65,7 +65,7 @@ class OverRun(PagedFault):
 
     breaks = "TOKENS-KEPT"
 
-    def last_token(self, seq: Seq) -> int:
+    def last_token(self, seq: PagedSequence) -> int:
         return seq.request.max_new + 1
 
 
@@ -84,7 +84,7 @@ class RequeueAtBack(PagedFault):
 
     breaks = "PREEMPT-ORDER"
 
-    def preempt(self, seq: Seq) -> None:
+    def preempt(self, seq: PagedSequence) -> None:
         super().preempt(seq)
         self._waiting.remove(seq)
         self._waiting.append(seq)
@@ -95,7 +95,7 @@ class PreemptOldest(PagedFault):
 
     breaks = "PREEMPT-BOUND"
 
-    def victim(self) -> Seq:
+    def victim(self) -> PagedSequence:
         return self._running[next(iter(self._running))]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from stallfree.variants.priority import Prioritized
-from stallfree.variants.stepwise import Seq
+from stallfree.variants.stepwise import StepwiseSequence
 
 
 class NoAging(Prioritized):
@@ -24,7 +24,7 @@ class UncheckedPriority(Prioritized):
         request = self.validate(rid, prompt_len, max_new)
         if type(priority) is not int or not -len(self.levels) <= priority < len(self.levels):
             raise ValueError(f"priority {priority!r} has no queue")
-        seq = Seq(request)
+        seq = StepwiseSequence(request)
         self.seqs[rid] = seq
         self.levels[priority].append((self.num_steps, self.num_arrivals, seq))
         self.num_arrivals += 1

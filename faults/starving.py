@@ -5,7 +5,7 @@ it; under arrivals that never stop, a request waits forever."""
 
 from __future__ import annotations
 
-from stallfree.variants.stepwise import Seq, Stepwise
+from stallfree.variants.stepwise import Stepwise, StepwiseSequence
 
 
 class LifoAdmission(Stepwise):
@@ -13,7 +13,7 @@ class LifoAdmission(Stepwise):
 
     breaks = "FCFS"
 
-    def next_admission(self) -> Seq | None:
+    def next_admission(self) -> StepwiseSequence | None:
         newest = self.waiting[-1]
         return newest if self.fits(newest) else None
 

@@ -24,7 +24,7 @@ from stallfree.variants.aligned import Aligned, BatchedAligned
 from stallfree.variants.batched import Batched, BatchedSequence, Decode
 from stallfree.variants.priority import BatchedPrioritized, Prioritized
 from stallfree.variants.rotating import BatchedRotating, Rotating
-from stallfree.variants.stepwise import Seq
+from stallfree.variants.stepwise import StepwiseSequence
 
 from .lifecycle import (
     LIFECYCLE_FAULTS,
@@ -64,7 +64,7 @@ class LevelSwapRemove(Prioritized):
 
     breaks = "PRIORITY-ORDER"
 
-    def leave_line(self, seq: Seq) -> None:
+    def leave_line(self, seq: StepwiseSequence) -> None:
         swap_out(self.levels, seq)
 
 
@@ -86,13 +86,13 @@ class LevelTombstone(Prioritized):
         super().__init__(token_budget, max_seqs, kv_tokens)
         self.tombstones: set[int] = set()
 
-    def leave_line(self, seq: Seq) -> None:
+    def leave_line(self, seq: StepwiseSequence) -> None:
         self.tombstones.add(seq.rid)
 
-    def is_waiting(self, seq: Seq) -> bool:
+    def is_waiting(self, seq: StepwiseSequence) -> bool:
         return seq.rid not in self.tombstones and super().is_waiting(seq)
 
-    def fits(self, seq: Seq) -> bool:
+    def fits(self, seq: StepwiseSequence) -> bool:
         return seq.rid not in self.tombstones and super().fits(seq)
 
 

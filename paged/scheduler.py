@@ -48,7 +48,7 @@ def default_watermark(num_blocks: int) -> int:
     return num_blocks // WATERMARK_FRACTION
 
 
-class Seq:
+class PagedSequence:
     """One request inside the paged scheduler.
 
     While waiting or in prefill its tokens in KV and its emitted tokens are stored. Once ready they
@@ -104,14 +104,14 @@ class Scheduler:
         self.watermark = check_int("watermark", watermark, minimum=0)
         if watermark > self.num_blocks:
             raise InvalidField(f"watermark must be <= the pool's {self.num_blocks} blocks, got {watermark}")
-        self._sequences: dict[int, Seq] = {}  # accepted and not ended, by rid
+        self._sequences: dict[int, PagedSequence] = {}  # accepted and not ended, by rid
         self._ended: dict[int, PagedProgress] = {}  # ended in the last completed step or cancelled since
-        self._waiting: deque[Seq] = deque()  # preempted ones first, then arrivals; arrival order
-        self._running: dict[int, Seq] = {}  # admitted; admission order
-        self._partial: dict[int, Seq] = {}  # running, prefill not done
+        self._waiting: deque[PagedSequence] = deque()  # preempted ones first, then arrivals; arrival order
+        self._running: dict[int, PagedSequence] = {}  # admitted; admission order
+        self._partial: dict[int, PagedSequence] = {}  # running, prefill not done
         self._ready: dict[int, Entry] = {}  # running, prefill done: rid -> its decode entry
-        self._boundary: dict[int, dict[int, Seq]] = {}  # step -> ready requests whose decode then needs a block
-        self._finishing: dict[int, dict[int, Seq]] = {}  # step -> ready requests emitting their last token then
+        self._boundary: dict[int, dict[int, PagedSequence]] = {}  # step -> ready ones whose decode then needs a block
+        self._finishing: dict[int, dict[int, PagedSequence]] = {}  # step -> ready ones emitting their last token then
         self._cancelling: set[int] = set()  # cancelled while a plan was pending
         self._free_blocks = self.num_blocks
         self._num_steps = 0
@@ -135,7 +135,7 @@ class Scheduler:
                 f"{self.block_size}; the pool has {self.num_blocks} less a watermark of {self.watermark} "
                 f"(rid {rid} could never run alone)"
             )
-        seq = Seq(request)
+        seq = PagedSequence(request)
         self._sequences[rid] = seq
         self._ended.pop(rid, None)
         self._waiting.append(seq)
@@ -263,15 +263,15 @@ class Scheduler:
         """NEVER-FIT: a request whose peak is `peak` blocks can run alone under the watermark."""
         return peak <= self.num_blocks - self.watermark
 
-    def last_token(self, seq: Seq) -> int:
+    def last_token(self, seq: PagedSequence) -> int:
         """TOKENS-KEPT: the token count at which `seq` finishes: max_new, however often it was preempted."""
         return seq.request.max_new
 
-    def victim(self) -> Seq:
+    def victim(self) -> PagedSequence:
         """The request to preempt: the newest running one (PREEMPT-ORDER)."""
         return self._running[next(reversed(self._running))]
 
-    def preempt(self, seq: Seq) -> None:
+    def preempt(self, seq: PagedSequence) -> None:
         """RECOMPUTE: free `seq`'s blocks and forget its KV, keeping its emitted tokens; it waits again, at the
         head of the line (PREEMPT-ORDER), and its next residency prefills its prompt plus those tokens."""
         emitted = seq.emitted(self._num_steps)
@@ -284,16 +284,16 @@ class Scheduler:
         self.num_recomputed += seq.target
         self._waiting.appendleft(seq)
 
-    def room(self, seq: Seq) -> int:
+    def room(self, seq: PagedSequence) -> int:
         """PARTIAL-NEXT (paged reading): tokens the partial `seq` can compute with the blocks it holds and the
         free ones."""
         return (seq.num_blocks + self._free_blocks) * self.block_size - seq.stored_computed
 
-    def admits(self, seq: Seq, n: int) -> bool:
+    def admits(self, seq: PagedSequence, n: int) -> bool:
         """WATERMARK: the first chunk of `n` tokens leaves at least `watermark` blocks free."""
         return self._free_blocks - blocks_for(n, self.block_size) >= self.watermark
 
-    def take(self, seq: Seq, n: int) -> None:
+    def take(self, seq: PagedSequence, n: int) -> None:
         """BLOCKS: allocate the blocks the partial `seq` needs to compute `n` more tokens."""
         more = blocks_for(seq.stored_computed + n, self.block_size) - seq.num_blocks
         if more > 0:
@@ -304,7 +304,7 @@ class Scheduler:
         """The step's prefill `chunks` are in KV, before the step's ends (nothing to record here; the
         prefix-caching design registers the blocks they filled)."""
 
-    def end(self, seq: Seq, phase: Phase) -> None:
+    def end(self, seq: PagedSequence, phase: Phase) -> None:
         """BLOCKS: `seq` finished, stopped or was cancelled: its blocks return now, and its record goes (its final
         progress readable until the next complete())."""
         if seq.rid in self._running:
@@ -318,7 +318,7 @@ class Scheduler:
 
     # -- helpers ---------------------------------------------------------------------------------
 
-    def _become_ready(self, seq: Seq, step: int) -> None:
+    def _become_ready(self, seq: PagedSequence, step: int) -> None:
         """The chunk of `step` completed `seq`'s prefill and emitted a token: from now on it decodes."""
         del self._partial[seq.rid]
         self._ready[seq.rid] = seq.decode
@@ -331,7 +331,7 @@ class Scheduler:
         # step t >= step + 1 with (base_computed + t - ready_at) % block_size == 0.
         self._mark_boundary(seq, step + 1 + (-seq.base_computed) % self.block_size)
 
-    def _mark_boundary(self, seq: Seq, at: int) -> None:
+    def _mark_boundary(self, seq: PagedSequence, at: int) -> None:
         """`seq`'s decode at step `at` needs a new block, unless it has finished by then."""
         if at <= seq.finish_at:  # type: ignore[operator]  # a ready request's finish_at is set
             seq.boundary_at = at
@@ -339,7 +339,7 @@ class Scheduler:
         else:
             seq.boundary_at = None
 
-    def _remove_running(self, seq: Seq) -> None:
+    def _remove_running(self, seq: PagedSequence) -> None:
         del self._running[seq.rid]
         self._partial.pop(seq.rid, None)
         if self._ready.pop(seq.rid, None) is not None:

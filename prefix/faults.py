@@ -8,7 +8,7 @@ faults do, so that small workloads share blocks, evict and preempt."""
 from __future__ import annotations
 
 from stallfree.paged import blocks_for
-from stallfree.paged.scheduler import Seq
+from stallfree.paged.scheduler import PagedSequence
 
 from .contract.keys import BlockKey
 from .plan import PrefixPlan
@@ -37,7 +37,7 @@ class WriteShared(PrefixFault):
 
     breaks = "SHARED-READONLY"
 
-    def hold(self, seq: Seq, num: int) -> None:
+    def hold(self, seq: PagedSequence, num: int) -> None:
         super().hold(seq, num)
         if num:
             seq.stored_computed -= 1
@@ -49,7 +49,7 @@ class HitOneMore(PrefixFault):
 
     breaks = "HIT-SAME-TOKENS"
 
-    def hold(self, seq: Seq, num: int) -> None:
+    def hold(self, seq: PagedSequence, num: int) -> None:
         super().hold(seq, num)
         if num and (num + 1) * self.block_size < seq.target and self._free_blocks > self.watermark:
             seq.num_blocks += 1
@@ -63,7 +63,7 @@ class HitOneShort(PrefixFault):
 
     breaks = "CACHED-NOT-PREFILLED"
 
-    def match(self, seq: Seq) -> tuple[int, int]:
+    def match(self, seq: PagedSequence) -> tuple[int, int]:
         num, _ = super().match(seq)
         num = max(num - 1, 0)
         keys = self._keys[seq.rid]
@@ -76,7 +76,7 @@ class ChargeCached(PrefixFault):
 
     breaks = "CACHED-NOT-CHARGED"
 
-    def first_chunk(self, seq: Seq, cached: int, left: int) -> int:
+    def first_chunk(self, seq: PagedSequence, cached: int, left: int) -> int:
         return min(seq.target - cached, max(1, left - cached))
 
 
@@ -90,7 +90,7 @@ class FreeShared(PrefixFault):
         super().__init__(token_budget, max_seqs, kv_tokens)
         self._let_go: list[BlockKey] = []
 
-    def release(self, seq: Seq, held: int) -> int:
+    def release(self, seq: PagedSequence, held: int) -> int:
         self._let_go += [key for key in self._shared[seq.rid] if key is not None]
         return super().release(seq, held)
 
@@ -121,7 +121,7 @@ class FreeFirstBlockFirst(PrefixFault):
 
     breaks = "EVICT-LRU"
 
-    def release(self, seq: Seq, held: int) -> int:
+    def release(self, seq: PagedSequence, held: int) -> int:
         before = set(self._lru)
         still = super().release(seq, held)
         freed = [key for key in self._lru if key not in before]

@@ -28,7 +28,7 @@ from collections import OrderedDict
 from stallfree.paged import Scheduler as Paged
 from stallfree.paged import blocks_for
 from stallfree.paged.progress import Phase
-from stallfree.paged.scheduler import Seq
+from stallfree.paged.scheduler import PagedSequence
 from stallfree.spec.types import Entry
 
 from .contract.keys import BlockKey, check_content, content_keys, own_key
@@ -61,7 +61,7 @@ class Scheduler(Paged):
 
     # -- the decisions ---------------------------------------------------------------------------
 
-    def match(self, seq: Seq) -> tuple[int, int]:
+    def match(self, seq: PagedSequence) -> tuple[int, int]:
         """HIT-SAME-TOKENS: (blocks, of which free) of the longest run of `seq`'s leading blocks that are
         cached, within its prefill less its last token."""
         keys = self._keys[seq.rid]
@@ -75,7 +75,7 @@ class Scheduler(Paged):
             num += 1
         return num, revived
 
-    def first_chunk(self, seq: Seq, cached: int, left: int) -> int:
+    def first_chunk(self, seq: PagedSequence, cached: int, left: int) -> int:
         """CACHED-NOT-CHARGED: the first chunk after `cached` tokens from the cache, in `left` budget."""
         return min(seq.target - cached, left)
 
@@ -101,7 +101,7 @@ class Scheduler(Paged):
             entries.append(Entry(seq.rid, n))
             left -= n
 
-    def hold(self, seq: Seq, num: int) -> None:
+    def hold(self, seq: PagedSequence, num: int) -> None:
         """SHARED-READONLY: `seq` holds its first `num` blocks from the cache, read-only; its prefill
         starts after them."""
         keys, shared = self._keys[seq.rid], self._shared[seq.rid]
@@ -154,13 +154,13 @@ class Scheduler(Paged):
 
     # -- letting blocks go -----------------------------------------------------------------------
 
-    def _remove_running(self, seq: Seq) -> None:
+    def _remove_running(self, seq: PagedSequence) -> None:
         """FREE-AT-ZERO: the paged release, less the blocks other running requests still hold."""
         held = seq.num_blocks
         super()._remove_running(seq)  # settles the counts and gives every held block back
         self._free_blocks -= self.release(seq, held)
 
-    def release(self, seq: Seq, held: int) -> int:
+    def release(self, seq: PagedSequence, held: int) -> int:
         """`seq` lets its `held` blocks go, last first: full ones join the back of the cache (its own
         ones too: its recompute may take them back). Returns how many stay held by other requests."""
         bs = self.block_size
@@ -182,13 +182,13 @@ class Scheduler(Paged):
         shared.clear()
         return still
 
-    def end(self, seq: Seq, phase: Phase) -> None:
+    def end(self, seq: PagedSequence, phase: Phase) -> None:
         """The paged end; the request's own cached blocks become empty (no one else can hit them)."""
         super().end(seq, phase)
         self.drop_own(seq, 0)
         del self._keys[seq.rid], self._shared[seq.rid]
 
-    def drop_own(self, seq: Seq, first: int) -> None:
+    def drop_own(self, seq: PagedSequence, first: int) -> None:
         """`seq`'s own cached blocks from index `first` on become empty: no other request can hit them,
         and it computes them again (a second copy under the same key would be stale)."""
         for j in range(first, blocks_for(seq.request.prompt_len + seq.request.max_new, self.block_size)):

@@ -64,3 +64,43 @@ def test_the_glossary_check_sees_a_renamed_class(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text("class Sequence:\n    num_emitted: int = 0\n")
     section = "`m.py:Sequence` `m.py:Track` `m.py:Sequence.num_emitted` `m.py:Sequence.phase` `gone.py:Sequence`"
     assert missing(section, tmp_path) == ["m.py:Track", "m.py:Sequence.phase", "gone.py:Sequence"]
+
+
+FAMILIES = ("Sequence", "Track")  # the glossary's words whose class each design names after itself
+SKIP = {"src", "tests"}  # src/ is a symlink view of the package folders; dot-folders are skipped too
+
+
+def family_classes(root: Path) -> list[str]:
+    """`file:Name` of every class, outside tests, whose name ends in a family's word."""
+    found: list[str] = []
+    folders = sorted(p for p in root.iterdir() if p.is_dir() and p.name not in SKIP and not p.name.startswith("."))
+    for folder in folders:
+        for path in sorted(folder.rglob("*.py")):
+            rel = path.relative_to(root)
+            found += [f"{rel.as_posix()}:{node.name}" for node in ast.parse(path.read_text()).body
+                      if isinstance(node, ast.ClassDef) and node.name.endswith(FAMILIES)]
+    return found
+
+
+def unlisted(section: str, root: Path = ROOT) -> list[str]:
+    listed = {f"{file}:{name}" for file, name in references(section)}
+    return [name for name in family_classes(root) if name not in listed]
+
+
+def test_every_sequence_and_track_class_is_in_the_glossary() -> None:
+    """A design's own record of a request in progress says the word (`PagedSequence`, `PagedTrack`)
+    and the glossary lists it, so a new design's record cannot slip in under another name unseen."""
+    section = glossary((ROOT / "docs" / "spec.md").read_text())
+    assert len(family_classes(ROOT)) >= 7  # the scan finds the classes, not nothing
+    assert unlisted(section) == []
+    assert unlisted(section.replace("`paged/scheduler.py:PagedSequence`", "")) == ["paged/scheduler.py:PagedSequence"]
+
+
+def test_the_family_check_sees_an_unlisted_class(tmp_path: Path) -> None:
+    """Negative control: a design's new sequence class the glossary does not name is reported; a
+    class of another word, and one under tests/, are not."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "d" / "s.py").write_text("class ToySequence: ...\nclass ToyTrack: ...\nclass Toy: ...\n")
+    (tmp_path / "tests" / "t.py").write_text("class TestSequence: ...\n")
+    assert unlisted("`d/s.py:ToyTrack`", tmp_path) == ["d/s.py:ToySequence"]

@@ -15,7 +15,7 @@ from stallfree.faults.lifecycle import CancelKeepsKV
 from stallfree.main import main
 from stallfree.reference import Scheduler
 from stallfree.spec import Config, Monitor, RuleViolation
-from stallfree.variants.stepwise import Seq, Stepwise
+from stallfree.variants.stepwise import Stepwise, StepwiseSequence
 
 CONFIG = Config(token_budget=16, max_seqs=4, kv_tokens=256)
 
@@ -29,7 +29,7 @@ class ReturnsAtNextSchedule(Stepwise):
         super().__init__(token_budget, max_seqs, kv_tokens)
         self.owed = 0
 
-    def on_cancel(self, seq: Seq) -> None:
+    def on_cancel(self, seq: StepwiseSequence) -> None:
         del self.running[seq.rid]
         self.owed += seq.request.reservation
 
@@ -109,7 +109,7 @@ def test_KV_at_the_cancel_a_free_kv_beyond_the_running_reservations_is_broken() 
     reservation, no more and never ahead."""
 
     class ReturnsTwice(Stepwise):
-        def on_cancel(self, seq: Seq) -> None:
+        def on_cancel(self, seq: StepwiseSequence) -> None:
             self.release(seq)
             self.free_kv += seq.request.reservation
 

@@ -13,7 +13,7 @@ import pytest
 from stallfree.faults.paged import PAGED_FAULTS, RequeueAtBack, small
 from stallfree.paged import Scheduler, small_blocks
 from stallfree.paged.progress import Phase
-from stallfree.paged.scheduler import Seq
+from stallfree.paged.scheduler import PagedSequence
 from stallfree.proofs.explicit import modelcheck
 from stallfree.proofs.explicit.bounds import Bounds
 from stallfree.proofs.explicit.paged import Paged, PagedResult, check
@@ -78,11 +78,11 @@ class TiredAfterTwo(Scheduler):
         super().__init__(token_budget, max_seqs, kv_tokens, block_size=2, watermark=1)
         self.num_ended = 0
 
-    def end(self, seq: Seq, phase: Phase) -> None:
+    def end(self, seq: PagedSequence, phase: Phase) -> None:
         super().end(seq, phase)
         self.num_ended += 1
 
-    def admits(self, seq: Seq, n: int) -> bool:
+    def admits(self, seq: PagedSequence, n: int) -> bool:
         return self.num_ended < 2 and super().admits(seq, n)
 
 

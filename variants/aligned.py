@@ -16,7 +16,7 @@ from stallfree.spec import InvalidField, check_int
 from stallfree.spec.variants.aligned import DEFAULT_BLOCK_SIZE, aligned_chunk
 
 from .batched import Batched
-from .stepwise import Seq, Stepwise
+from .stepwise import Stepwise, StepwiseSequence
 
 
 class Blocks:
@@ -38,7 +38,7 @@ class Blocks:
 class Aligned(Blocks, Stepwise):
     """Decodes, then partial prompts, then admissions, each chunk aligned to `block_size` tokens."""
 
-    def chunk(self, seq: Seq, left: int) -> int:
+    def chunk(self, seq: StepwiseSequence, left: int) -> int:
         return aligned_chunk(seq.request.prompt_len - seq.num_prefilled, left, self.block_size)
 
     def plan_partials(self, plan: list[tuple[int, int]], left: int) -> int:
@@ -60,7 +60,7 @@ class Aligned(Blocks, Stepwise):
             left = self.start(seq, plan, left)
         return left
 
-    def start(self, seq: Seq, plan: list[tuple[int, int]], left: int) -> int:
+    def start(self, seq: StepwiseSequence, plan: list[tuple[int, int]], left: int) -> int:
         self.take(seq)
         n = self.chunk(seq, left)
         plan.append((seq.rid, n))

@@ -14,7 +14,7 @@ from typing import Any
 from stallfree.spec.variants.priority import DEFAULT_AGING, MAX_PRIORITY, check_priority, effective
 
 from .batched import Batched, BatchedSequence
-from .stepwise import Seq, Stepwise
+from .stepwise import Stepwise, StepwiseSequence
 
 
 class Prioritized(Stepwise):
@@ -25,13 +25,13 @@ class Prioritized(Stepwise):
     def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
         super().__init__(token_budget, max_seqs, kv_tokens)
         # One queue per level of (arrival step, arrival number, seq), in arrival order.
-        self.levels: list[deque[tuple[int, int, Seq]]] = [deque() for _ in range(MAX_PRIORITY + 1)]
+        self.levels: list[deque[tuple[int, int, StepwiseSequence]]] = [deque() for _ in range(MAX_PRIORITY + 1)]
         self.num_arrivals = 0
 
     def add(self, rid: int, prompt_len: int, max_new: int, priority: int = 0) -> None:  # type: ignore[override]
         request = self.validate(rid, prompt_len, max_new)
         check_priority(priority)
-        seq = Seq(request)
+        seq = StepwiseSequence(request)
         self.seqs[rid] = seq
         self.levels[priority].append((self.num_steps, self.num_arrivals, seq))
         self.num_arrivals += 1
@@ -40,10 +40,10 @@ class Prioritized(Stepwise):
         """The level whose first request heads the effective order, or None when nothing waits."""
         return best_level(self.levels, self.num_steps, self.aging)
 
-    def is_waiting(self, seq: Seq) -> bool:
+    def is_waiting(self, seq: StepwiseSequence) -> bool:
         return any(entry[2] is seq for queue in self.levels for entry in queue)
 
-    def leave_line(self, seq: Seq) -> None:
+    def leave_line(self, seq: StepwiseSequence) -> None:
         """A cancelled waiting request leaves its level; the order of every other request is kept."""
         leave_level(self.levels, seq)
 

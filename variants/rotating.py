@@ -13,7 +13,7 @@ from __future__ import annotations
 from stallfree.spec import Config
 
 from .batched import BatchedResizable, BatchedSequence
-from .stepwise import Seq, Stepwise
+from .stepwise import Stepwise, StepwiseSequence
 
 
 class Resizable(Stepwise):
@@ -39,11 +39,11 @@ class Rotating(Resizable):
         plan.extend((seq.rid, 1) for seq in ready)
         return left - len(ready)
 
-    def emit(self, seq: Seq, emitted: list[int]) -> None:
+    def emit(self, seq: StepwiseSequence, emitted: list[int]) -> None:
         self.last_token[seq.rid] = self.num_steps
         super().emit(seq, emitted)
 
-    def release(self, seq: Seq) -> None:
+    def release(self, seq: StepwiseSequence) -> None:
         self.last_token.pop(seq.rid, None)  # none yet for a request stopped or cancelled before its first token
         super().release(seq)
 

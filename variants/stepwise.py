@@ -18,7 +18,9 @@ from .stops import check_stopped
 
 
 @dataclass(slots=True)
-class Seq:
+class StepwiseSequence:
+    """One request inside `Stepwise`: the reference's `Sequence`, its emitted tokens counted, not derived."""
+
     request: Request
     num_prefilled: int = 0
     num_emitted: int = 0
@@ -37,19 +39,19 @@ class Stepwise:
 
     def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
         self.config = Config(token_budget, max_seqs, kv_tokens)
-        self.seqs: dict[int, Seq] = {}
-        self.waiting: deque[Seq] = deque()
-        self.running: dict[int, Seq] = {}
+        self.seqs: dict[int, StepwiseSequence] = {}
+        self.waiting: deque[StepwiseSequence] = deque()
+        self.running: dict[int, StepwiseSequence] = {}
         self.free_kv = kv_tokens
         self.num_steps = 0
         self.pending: list[tuple[int, int]] | None = None  # the plan awaiting complete()
-        self.cancelling: list[Seq] = []  # running, cancelled while the plan is pending
+        self.cancelling: list[StepwiseSequence] = []  # running, cancelled while the plan is pending
 
     # -- add ---------------------------------------------------------------------------------------
 
     def add(self, rid: int, prompt_len: int, max_new: int) -> None:
         request = self.validate(rid, prompt_len, max_new)
-        seq = Seq(request)
+        seq = StepwiseSequence(request)
         self.seqs[rid] = seq
         self.waiting.append(seq)
 
@@ -88,7 +90,7 @@ class Stepwise:
                 left -= n
         return left
 
-    def chunk(self, seq: Seq, left: int) -> int:
+    def chunk(self, seq: StepwiseSequence, left: int) -> int:
         return min(seq.request.prompt_len - seq.num_prefilled, left)
 
     def admit(self, plan: list[tuple[int, int]], left: int) -> int:
@@ -99,24 +101,24 @@ class Stepwise:
             left = self.start(seq, plan, left)
         return left
 
-    def start(self, seq: Seq, plan: list[tuple[int, int]], left: int) -> int:
+    def start(self, seq: StepwiseSequence, plan: list[tuple[int, int]], left: int) -> int:
         """Admit `seq`: take its slot and reservation, give it its first chunk."""
         self.take(seq)
         n = min(seq.request.prompt_len, left)
         plan.append((seq.rid, n))
         return left - n
 
-    def take(self, seq: Seq) -> None:
+    def take(self, seq: StepwiseSequence) -> None:
         """Move `seq` from the waiting line to the running set, with its slot and reservation."""
         self.waiting.remove(seq)
         self.running[seq.rid] = seq
         self.free_kv -= seq.request.reservation
 
-    def next_admission(self) -> Seq | None:
+    def next_admission(self) -> StepwiseSequence | None:
         head = self.waiting[0]
         return head if self.fits(head) else None
 
-    def fits(self, seq: Seq) -> bool:
+    def fits(self, seq: StepwiseSequence) -> bool:
         return len(self.running) < self.config.max_seqs and seq.request.reservation <= self.free_kv
 
     # -- complete ----------------------------------------------------------------------------------
@@ -153,7 +155,7 @@ class Stepwise:
 
         return check_stopped(stopped, emits, self.num_steps)
 
-    def on_stop(self, seq: Seq) -> None:
+    def on_stop(self, seq: StepwiseSequence) -> None:
         """`seq`'s token in this step ended it."""
         if seq.rid in self.running:  # not already done by its last token
             self.release(seq)
@@ -173,29 +175,29 @@ class Stepwise:
         else:
             self.on_cancel(seq)
 
-    def is_waiting(self, seq: Seq) -> bool:
+    def is_waiting(self, seq: StepwiseSequence) -> bool:
         return seq in self.waiting
 
-    def leave_line(self, seq: Seq) -> None:
+    def leave_line(self, seq: StepwiseSequence) -> None:
         """A cancelled waiting request leaves the line; those behind it move up."""
         self.waiting.remove(seq)
 
-    def on_cancel(self, seq: Seq) -> None:
+    def on_cancel(self, seq: StepwiseSequence) -> None:
         """A running request is cancelled with no plan pending: it ends now."""
         self.release(seq)
 
-    def on_prompt_done(self, seq: Seq, emitted: list[int]) -> None:
+    def on_prompt_done(self, seq: StepwiseSequence, emitted: list[int]) -> None:
         self.emit(seq, emitted)
 
-    def emit(self, seq: Seq, emitted: list[int]) -> None:
+    def emit(self, seq: StepwiseSequence, emitted: list[int]) -> None:
         seq.num_emitted += 1
         emitted.append(seq.rid)
         if self.is_done(seq):
             self.release(seq)
 
-    def is_done(self, seq: Seq) -> bool:
+    def is_done(self, seq: StepwiseSequence) -> bool:
         return seq.num_emitted >= seq.request.max_new
 
-    def release(self, seq: Seq) -> None:
+    def release(self, seq: StepwiseSequence) -> None:
         del self.running[seq.rid]
         self.free_kv += seq.request.reservation

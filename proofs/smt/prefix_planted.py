@@ -5,7 +5,7 @@ about; this one errs in the method it is about."""
 
 from __future__ import annotations
 
-from stallfree.paged.scheduler import Seq
+from stallfree.paged.scheduler import PagedSequence
 from stallfree.prefix.faults import PrefixFault
 
 
@@ -14,7 +14,7 @@ class FreeWhileHeld(PrefixFault):
 
     breaks = "FREE-AT-ZERO"
 
-    def release(self, seq: Seq, held: int) -> int:
+    def release(self, seq: PagedSequence, held: int) -> int:
         freed = [key for key in self._shared[seq.rid][:held] if key is not None]
         still = super().release(seq, held)
         for key in freed:
