@@ -89,7 +89,7 @@ def end_with_launcher() -> None:
 def lead(spec: RunSpec, group: Group, model: Transformer, job: Job,
          on_step: Callable[[StepRecord], None] | None = None) -> JobResult:
     """Rank 0: play one job; the other ranks follow each step, then reset their caches."""
-    from stallfree.commands.hosting import close
+    from stallfree.conformance.isolation.hosting import close
 
     factory, design = scheduler_factory(job)
     witnessed = Witnessed(factory)
@@ -104,7 +104,7 @@ def scheduler_factory(job: Job) -> tuple[Callable[..., Any], Contract]:
     host process of its own (`conformance/isolation/remote.py`), each call timed by `job.call_timeout`,
     as `trace` hosts it: the scheduler's code never runs beside the monitor, so it can neither patch
     the oracle nor outlast the watchdog."""
-    from stallfree.commands.hosting import hosted, load_raw
+    from stallfree.conformance.isolation.hosting import hosted, load_raw
 
     raw = load_raw(job.scheduler, job.call_timeout, "--call-timeout")
     if hosted(raw):

@@ -1,19 +1,20 @@
-"""Where a command runs the scheduler it judges: stallfree's own (the reference, its policies and
-variants) in this process, for speed; any other target in a host process of its own
-(`stallfree.conformance.isolation.remote`), so that it can neither patch the oracle nor outlast its
-watchdog, and whatever it leaves running ends with the command."""
+"""Where a command runs the scheduler it judges (`stallfree.conformance.isolation.hosting`: stallfree's
+own in this process, any other in a host process of its own), with the command line's short names
+(`args.SCHEDULERS`) and a guard that names --scheduler."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from stallfree.conformance.isolation.hosting import close, hosted
+from stallfree.conformance.isolation.hosting import load_raw as load_full
 from stallfree.spec import registry
 from stallfree.spec.loader import guarded
 
-from .args import SCHEDULERS, load_scheduler
+from .args import SCHEDULERS
 
-OWN = "stallfree."  # a target in stallfree's own package runs in this process
+__all__ = ["close", "hosted", "load_judged", "load_raw"]
 
 
 def load_judged(
@@ -29,27 +30,5 @@ def load_judged(
 
 
 def load_raw(target: str, timeout: float, timeout_flag: str = "--timeout") -> Callable[..., Any]:
-    """`target`'s factory: hosted in its own process unless it is stallfree's own, whatever design of
-    stallfree's it declares (the reservation, paged or prefix design). A design the target's module
-    registers itself (its rules and monitor the user's code too) is unknown here: loaded in process,
-    which registers it. Picklable either way. `timeout_flag`: the option a hang's message names."""
-    from stallfree.conformance.isolation.remote import HostedFactory
-
-    target = SCHEDULERS.get(target, target)
-    if not target.startswith(OWN):
-        factory = HostedFactory(target, timeout, timeout_flag=timeout_flag)
-        if factory.design in {d.name for d in registry.designs()}:
-            return factory
-        factory.close()
-    return load_scheduler(target)
-
-
-def hosted(factory: Callable[..., Any]) -> bool:
-    """Whether `factory` makes schedulers hosted in their own process (which time every call)."""
-    return callable(getattr(factory, "close", None))
-
-
-def close(factory: Callable[..., Any] | None) -> None:
-    """Ends the host process of a hosted factory (and whatever the target left running in it)."""
-    if factory is not None and hosted(factory):
-        factory.close()  # type: ignore[attr-defined]
+    """`target` (MODULE:FACTORY or a short name of SCHEDULERS)'s factory, hosted unless stallfree's own."""
+    return load_full(SCHEDULERS.get(target, target), timeout, timeout_flag)
