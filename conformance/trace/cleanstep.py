@@ -120,13 +120,13 @@ def decode_step(judge: Judge, s: EngineStep) -> bool:
             calendar.setdefault(lag + t.max_new - 1, []).append(t.rid)
     judge.reserved = reserved
     if finished:
-        reqs, finished_at, step = judge.reqs, judge.finished_at, s.step
+        reqs, ended, step = judge.reqs, judge.ended, s.step
         for rid, _ in finished:
             t = running.pop(rid)
             t.emitted += lag + 1
             t.computed += lag + 1
             del reqs[rid]
-            finished_at[rid] = step
+            ended.add(rid, step)
             judge.reserved -= t.prompt_len + t.max_new
     calendar.pop(lag, None)
     judge.lag = lag + 1
@@ -222,7 +222,7 @@ def clean_step(judge: Judge, s: EngineStep) -> bool:
                 return False  # WORK-CONSERVING: the waiting head fits
     ending = {t.rid for t in last}
     for rid, reason in finished:
-        if reason == "cancel" or rid not in got or rid in judge.finished_at:
+        if reason == "cancel" or rid not in got or rid in judge.ended:
             return False
         if reason == "length":
             if rid not in ending:
@@ -246,10 +246,10 @@ def clean_step(judge: Judge, s: EngineStep) -> bool:
     for t in reaching:
         t.emitted += 1
     if finished:
-        reqs, finished_at, step = judge.reqs, judge.finished_at, s.step
+        reqs, ended, step = judge.reqs, judge.ended, s.step
         for rid, _ in finished:
             t = running.pop(rid)
             del reqs[rid]
-            finished_at[rid] = step
+            ended.add(rid, step)
             judge.reserved -= t.prompt_len + t.max_new
     return True

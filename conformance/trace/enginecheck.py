@@ -49,6 +49,7 @@ from stallfree.spec import PROTOCOL, Config, RuleViolation, refusal, select
 from stallfree.spec.shadow import Shadow
 
 from .cleanstep import clean_step, decode_step
+from .ended import EndedRids
 from .tracefile import TraceError
 from .v2 import EngineEnd, EngineStep, Header, Rid, read
 
@@ -119,7 +120,7 @@ class Judge:
         self.checked = set(checked)
         self.verdict = verdict
         self.reqs: dict[Rid, EngineTrack] = {}
-        self.finished_at: dict[Rid, int] = {}
+        self.ended = EndedRids()  # the rids of ended requests (kept in memory bounded by what is live)
         self.refused: set[Rid] = set()
         self.line = 1
         self.step = 0
@@ -127,7 +128,7 @@ class Judge:
         self._admissions = 0
         self.saw_refusals = False
         self._cancelled_before: set[Rid] = set()  # cancelled before this step's plan (not in it)
-        self.cancelled: set[Rid] = set()  # rids whose request ended by a cancel (rule CANCEL)
+        self.cancelled = EndedRids()  # rids whose request ended by a cancel (rule CANCEL)
         self._kept_kv: set[Rid] = set()  # requests whose KV came back at the wrong step (reported once)
         # Kept as they change, for the shortcut of a step that breaks no rule (`cleanstep`): the running
         # requests, those waiting or preempted (in order of arrival), and the running ones' reservations.
@@ -173,7 +174,7 @@ class Judge:
     def offer(self, adds: Iterable[tuple[Rid, int, int]], refuse: list[list[Any]]) -> None:
         k = self.cfg.kv_tokens
         for rid, prompt_len, max_new in adds:
-            if rid in self.reqs or rid in self.finished_at:
+            if rid in self.reqs or rid in self.ended:
                 self.broke("NEVER-FIT", f"add({rid!r}, {prompt_len}, {max_new}) was accepted, but rid {rid!r} is taken")
                 continue
             if prompt_len < 1 or max_new < 1 or prompt_len + max_new > k:
@@ -193,7 +194,7 @@ class Judge:
     def _refusal(self, rid: object, prompt_len: object, max_new: object) -> str | None:
         """Why the contract refuses this request here (None: it must be accepted). A string rid is valid in v2:
         the contract's checks then judge the other fields."""
-        if rid in self.reqs or rid in self.finished_at:
+        if rid in self.reqs or rid in self.ended:
             return f"rid {rid!r} is taken"
         shadow = Shadow(Config(self.cfg.token_budget, self.cfg.max_seqs, self.cfg.kv_tokens))
         return refusal(shadow, 0 if type(rid) is str and rid else rid, prompt_len, max_new)
@@ -231,9 +232,9 @@ class Judge:
             self.broke("TOKENS", f"rid {dup!r} emitted more than one token in one step")
         self._compute(s, emitted_set)
         for rid in s.emitted:
-            if rid in self.finished_at:
+            if rid in self.ended:
                 rule, how = self._ended(rid)
-                self.broke(rule, f"rid {rid!r} emitted a token after it {how} at step {self.finished_at[rid]}")
+                self.broke(rule, f"rid {rid!r} emitted a token after it {how} {self.ended.when(rid)}")
                 continue
             req = self.reqs.get(rid)
             if req is None:
@@ -259,9 +260,9 @@ class Judge:
                 planned_now = {planned for planned, _ in s.plan}
             if rid not in planned_now and rid in self.reqs:
                 del self.reqs[rid]
-                self.finished_at[rid] = s.step
+                self.ended.add(rid, s.step)
                 self._cancelled_before.add(rid)
-                self.cancelled.add(rid)
+                self.cancelled.add(rid, s.step)
 
     def _admitted(self, s: EngineStep) -> list[EngineTrack]:
         """The step's admissions: the admit events, then any planned request that was waiting."""
@@ -391,9 +392,9 @@ class Judge:
                 self.broke("ONE-ENTRY", f"rid {rid!r} is given n={n}; every entry needs n >= 1")
             req = self.reqs.get(rid)
             if req is None:
-                if rid in self.finished_at:
+                if rid in self.ended:
                     rule, how = self._ended(rid)
-                    self.broke(rule, f"plan names rid {rid!r}, which {how} at step {self.finished_at[rid]}")
+                    self.broke(rule, f"plan names rid {rid!r}, which {how} {self.ended.when(rid)}")
                     continue
                 if rid in self.refused:
                     self.broke("NEVER-FIT", f"rid {rid!r} was refused by add() yet is planned")
@@ -417,8 +418,8 @@ class Judge:
                 self._cancelled_before.discard(rid)
                 continue
             req = self.reqs.get(rid)
-            if req is None and rid in self.finished_at:
-                self.broke("KV", f'"finished" names rid {rid!r} again: it finished at step {self.finished_at[rid]}')
+            if req is None and rid in self.ended:
+                self.broke("KV", f'"finished" names rid {rid!r} again: it finished {self.ended.when(rid)}')
                 continue
             if req is None:
                 self.broke(PROTOCOL, f'"finished" names rid {rid!r}, which is not an accepted, unfinished request')
@@ -431,9 +432,9 @@ class Judge:
             elif reason == "length" and req.emitted > req.max_new:
                 self.broke("TOKENS", f"rid {rid!r} finished with {req.emitted} tokens; its max_new is {req.max_new}")
             del self.reqs[rid]
-            self.finished_at[rid] = s.step
+            self.ended.add(rid, s.step)
             if reason == "cancel":
-                self.cancelled.add(rid)
+                self.cancelled.add(rid, s.step)
         for req in list(self.reqs.values()):
             if req.emitted < req.max_new or req.rid in finishing:
                 continue
@@ -441,7 +442,7 @@ class Judge:
                 self.broke("KV", f"rid {req.rid!r} emitted its last ({req.max_new}th) token, but the engine did not "
                                  "return its KV (it is not in finished)")
             del self.reqs[req.rid]  # followed as finished: its tokens are all out
-            self.finished_at[req.rid] = s.step
+            self.ended.add(req.rid, s.step)
 
     def end(self) -> None:
         self.verdict.ended = True
