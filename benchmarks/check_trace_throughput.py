@@ -1,8 +1,9 @@
 """check-trace throughput and memory: steps judged per second, streaming from a file, for a sparse
-trace (one request decoding) and a dense one (16 requests running), beside json.loads alone;
-and peak memory (tracemalloc) for a short and a long trace.
+trace (one request decoding) and a dense one (16 requests running), each as v1 (the monitor) and as
+the same lines under a v2 header (the engine checker), beside json.loads alone of the same lines in
+the same repeat; and peak memory (tracemalloc) for a short and a long trace, and for N and 4N requests.
 
-    python benchmarks/check_trace_throughput.py [--steps N] [--repeats R]
+    python benchmarks/check_trace_throughput.py [--steps N] [--repeats R] [--versions 1,2]
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import statistics
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+from stallfree.conformance.trace.enginecheck import check_engine_trace
 from stallfree.conformance.trace.record import record_trace
 from stallfree.conformance.trace.synthetic import decoding_trace
 from stallfree.conformance.trace.tracecheck import check_trace, read_lines
@@ -23,6 +26,7 @@ from stallfree.reference import Scheduler
 from stallfree.spec import Arrival, Config, Workload
 
 DENSE_SEQS = 16
+CHECKERS: dict[int, Callable[..., Any]] = {1: check_trace, 2: check_engine_trace}
 
 
 def dense_workload(num_steps: int) -> Workload:
@@ -36,20 +40,31 @@ def write(path: Path, lines: Iterator[bytes]) -> None:
         out.writelines(lines)
 
 
-def rate(path: Path, parse_only: bool) -> tuple[float, int]:
+def as_v2(v1: Path, v2: Path) -> None:
+    """The same lines under a v2 header (a v1 step line is a valid v2 step line)."""
+    header, rest = v1.read_bytes().split(b"\n", 1)
+    data = json.loads(header)
+    data["stallfree_trace"] = 2
+    v2.write_bytes(json.dumps(data).encode() + b"\n" + rest)
+
+
+def rate(path: Path, check: Callable[..., Any] | None) -> tuple[float, int, list[str]]:
     started = time.perf_counter()
     with path.open("rb") as stream:
-        if parse_only:
-            steps = sum(1 for line in read_lines(stream) if "step" in json.loads(line))
+        if check is None:
+            steps, broken = sum(1 for line in read_lines(stream) if "step" in json.loads(line)), []
         else:
-            steps = check_trace(read_lines(stream)).steps
-    return steps / (time.perf_counter() - started), steps
+            verdict = check(read_lines(stream))
+            steps = verdict.steps
+            broken = sorted(getattr(verdict, "violations", None) or ([verdict.violation.rule] if verdict.violation
+                                                                     else []))
+    return steps / (time.perf_counter() - started), steps, broken
 
 
-def peak(path: Path) -> int:
+def peak(path: Path, check: Callable[..., Any]) -> int:
     tracemalloc.start()
     with path.open("rb") as stream:
-        check_trace(read_lines(stream))
+        check(read_lines(stream))
     size = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     return size
@@ -59,26 +74,46 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--versions", default="1,2", help="the trace versions to judge: 1, 2 or 1,2")
     args = parser.parse_args()
+    versions = [int(v) for v in args.versions.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
-        sparse, dense = Path(tmp) / "sparse.jsonl", Path(tmp) / "dense.jsonl"
-        write(sparse, decoding_trace(args.steps))
-        with dense.open("w") as out:
+        folder = Path(tmp)
+        write(folder / "sparse1.jsonl", decoding_trace(args.steps))
+        with (folder / "dense1.jsonl").open("w") as out:
             record_trace(dense_workload(args.steps), Scheduler, out)
-        for name, path in (("sparse (1 running)", sparse), (f"dense (~{DENSE_SEQS} running)", dense)):
-            full, parse = [], []
-            for _ in range(args.repeats):  # side by side in each repeat, so load hits both alike
-                parse.append(rate(path, parse_only=True)[0])
-                checked, steps = rate(path, parse_only=False)
-                full.append(checked)
-            print(f"{name:<22} {steps:>8} steps, {path.stat().st_size / 1e6:6.1f} MB: check-trace "
-                  f"{statistics.median(full):>9,.0f} steps/s; json.loads alone {statistics.median(parse):>9,.0f} "
-                  f"lines/s (median of {args.repeats})")
-        short, long = Path(tmp) / "short.jsonl", Path(tmp) / "long.jsonl"
+        for kind in ("sparse", "dense"):
+            as_v2(folder / f"{kind}1.jsonl", folder / f"{kind}2.jsonl")
+        for kind, what in (("sparse", "1 running"), ("dense", f"~{DENSE_SEQS} running")):
+            for version in versions:
+                path = folder / f"{kind}{version}.jsonl"
+                full, parse = [], []
+                for _ in range(args.repeats):  # side by side in each repeat, so load hits both alike
+                    parse.append(rate(path, None)[0])
+                    checked, steps, broken = rate(path, CHECKERS[version])
+                    full.append(checked)
+                ratio = statistics.median(p / f for p, f in zip(parse, full, strict=True))
+                print(f"v{version} {kind} ({what}) {steps:>8} steps, {path.stat().st_size / 1e6:5.1f} MB: check "
+                      f"{statistics.median(full):>9,.0f} steps/s; json.loads alone {statistics.median(parse):>9,.0f} "
+                      f"lines/s; check takes {ratio:.2f}x json.loads (median of {args.repeats}); "
+                      f"broken: {broken or 'none'}")
+        short, long = folder / "short.jsonl", folder / "long.jsonl"
         write(short, decoding_trace(args.steps // 10))
         write(long, decoding_trace(args.steps))
-        print(f"peak traced memory: {peak(short) / 1e3:.0f} kB for {args.steps // 10} steps, "
-              f"{peak(long) / 1e3:.0f} kB for {args.steps} steps")
+        requests = max(1, args.steps // 30)
+        few, many = folder / "few.jsonl", folder / "many.jsonl"
+        for path, steps in ((few, requests * 3), (many, requests * 12)):
+            with path.open("w") as out:
+                record_trace(dense_workload(steps), Scheduler, out)
+        for version in versions:
+            check = CHECKERS[version]
+            if version == 2:
+                for path in (short, long, few, many):
+                    as_v2(path, path)
+            print(f"v{version} peak traced memory: {peak(short, check) / 1e3:.0f} kB for {args.steps // 10} steps, "
+                  f"{peak(long, check) / 1e3:.0f} kB for {args.steps} steps (one request); "
+                  f"{peak(few, check) / 1e3:.0f} kB for {requests} requests, "
+                  f"{peak(many, check) / 1e3:.0f} kB for {requests * 4} requests (~{DENSE_SEQS} running)")
 
 
 if __name__ == "__main__":

@@ -93,7 +93,7 @@ def jobs(profile: str, files: dict[str, str]) -> list[Job]:
 
 def write_traces(folder: Path, steps: int) -> dict[str, str]:
     """The sparse (one request decoding) and dense (about 16 running) traces, v1 and the same lines as v2."""
-    from check_trace_throughput import dense_workload
+    from check_trace_throughput import as_v2, dense_workload
 
     from stallfree.conformance.trace.record import record_trace
     from stallfree.conformance.trace.synthetic import decoding_trace
@@ -105,9 +105,8 @@ def write_traces(folder: Path, steps: int) -> dict[str, str]:
         record_trace(dense_workload(steps), Scheduler, out)
     files = {"sparse1": str(sparse), "dense1": str(dense)}
     for kind, v1 in (("sparse", sparse), ("dense", dense)):
-        header, rest = v1.read_bytes().split(b"\n", 1)
         v2 = folder / f"{kind}2.jsonl"
-        v2.write_bytes(header.replace(b'"stallfree_trace": 1', b'"stallfree_trace": 2') + b"\n" + rest)
+        as_v2(v1, v2)  # the recorder writes its header without spaces: a plain replace would leave it v1
         files[f"{kind}2"] = str(v2)
     return files
 

@@ -48,6 +48,8 @@ from typing import Any
 from stallfree.spec import PROTOCOL, Config, RuleViolation, refusal, select
 from stallfree.spec.shadow import Shadow
 
+from .cleanstep import clean_step, decode_step
+from .ended import EndedRids
 from .tracefile import TraceError
 from .v2 import EngineEnd, EngineStep, Header, Rid, read
 
@@ -57,7 +59,7 @@ PAGED_NOTE = " (by the contract's reservations; this engine pages its KV and tak
 
 
 @dataclass(slots=True)
-class Req:
+class EngineTrack:
     rid: Rid
     prompt_len: int
     max_new: int
@@ -117,8 +119,8 @@ class Judge:
         self.cfg = header.config
         self.checked = set(checked)
         self.verdict = verdict
-        self.reqs: dict[Rid, Req] = {}
-        self.finished_at: dict[Rid, int] = {}
+        self.reqs: dict[Rid, EngineTrack] = {}
+        self.ended = EndedRids()  # the rids of ended requests (kept in memory bounded by what is live)
         self.refused: set[Rid] = set()
         self.line = 1
         self.step = 0
@@ -126,8 +128,36 @@ class Judge:
         self._admissions = 0
         self.saw_refusals = False
         self._cancelled_before: set[Rid] = set()  # cancelled before this step's plan (not in it)
-        self.cancelled: set[Rid] = set()  # rids whose request ended by a cancel (rule CANCEL)
+        self.cancelled = EndedRids()  # rids whose request ended by a cancel (rule CANCEL)
         self._kept_kv: set[Rid] = set()  # requests whose KV came back at the wrong step (reported once)
+        # Kept as they change, for the shortcut of a step that breaks no rule (`cleanstep`): the running
+        # requests, those waiting or preempted (in order of arrival), and the running ones' reservations.
+        self.running: dict[Rid, EngineTrack] = {}
+        self.waiting: dict[Rid, EngineTrack] = {}
+        self.reserved = 0
+        self.odd = False  # a request the contract refuses was accepted: every step is judged in full
+        # Steps in which every running request decodes are judged without touching each request
+        # (`cleanstep.decode_step`): each running request's computed and emitted counts are then `lag`
+        # behind, until `sync`; `calendar` maps a lag to the rids whose last token comes at it.
+        self.lag = 0
+        self.calendar: dict[int, list[Rid]] | None = None
+
+    def sync(self) -> None:
+        """Bring the running requests' counts up to date after the steps `decode_step` judged."""
+        self.calendar = None
+        if self.lag:
+            lag, self.lag = self.lag, 0
+            for t in self.running.values():
+                t.emitted += lag
+                t.computed += lag
+
+    def _recount(self) -> None:
+        """The running and waiting requests and the reservations, read again from the account (after a step
+        judged in full)."""
+        reqs = self.reqs.values()
+        self.running = {r.rid: r for r in reqs if r.state == RUNNING}
+        self.waiting = {r.rid: r for r in reqs if r.state == WAITING or r.state == PREEMPTED}
+        self.reserved = sum(r.prompt_len + r.max_new for r in self.running.values())
 
     # -- reporting ----------------------------------------------------------------------------------------
 
@@ -144,13 +174,14 @@ class Judge:
     def offer(self, adds: Iterable[tuple[Rid, int, int]], refuse: list[list[Any]]) -> None:
         k = self.cfg.kv_tokens
         for rid, prompt_len, max_new in adds:
-            if rid in self.reqs or rid in self.finished_at:
+            if rid in self.reqs or rid in self.ended:
                 self.broke("NEVER-FIT", f"add({rid!r}, {prompt_len}, {max_new}) was accepted, but rid {rid!r} is taken")
                 continue
             if prompt_len < 1 or max_new < 1 or prompt_len + max_new > k:
                 self.broke("NEVER-FIT", f"add({rid!r}, {prompt_len}, {max_new}) was accepted, but the contract "
                                         f"refuses it: prompt_len and max_new >= 1, prompt_len + max_new <= K = {k}")
-            self.reqs[rid] = Req(rid, prompt_len, max_new, self._arrivals)
+                self.odd = True
+            self.reqs[rid] = self.waiting[rid] = EngineTrack(rid, prompt_len, max_new, self._arrivals)
             self._arrivals += 1
         for rid, prompt_len, max_new in refuse:
             self.saw_refusals = True
@@ -163,7 +194,7 @@ class Judge:
     def _refusal(self, rid: object, prompt_len: object, max_new: object) -> str | None:
         """Why the contract refuses this request here (None: it must be accepted). A string rid is valid in v2:
         the contract's checks then judge the other fields."""
-        if rid in self.reqs or rid in self.finished_at:
+        if rid in self.reqs or rid in self.ended:
             return f"rid {rid!r} is taken"
         shadow = Shadow(Config(self.cfg.token_budget, self.cfg.max_seqs, self.cfg.kv_tokens))
         return refusal(shadow, 0 if type(rid) is str and rid else rid, prompt_len, max_new)
@@ -180,8 +211,8 @@ class Judge:
             if req.state != RUNNING:
                 self.broke(PROTOCOL, f"preempt names rid {rid!r}, which is {req.state}, not running")
             req.state, req.preempted = PREEMPTED, (s.step, kind)
-        ready: list[Req] = []  # running with a decode due
-        partial: list[Req] = []  # running with a chunk of its prompt (or recompute) due
+        ready: list[EngineTrack] = []  # running with a decode due
+        partial: list[EngineTrack] = []  # running with a chunk of its prompt (or recompute) due
         for r in running_before:
             if r.state == RUNNING:
                 (ready if r.ready else partial).append(r)
@@ -201,9 +232,9 @@ class Judge:
             self.broke("TOKENS", f"rid {dup!r} emitted more than one token in one step")
         self._compute(s, emitted_set)
         for rid in s.emitted:
-            if rid in self.finished_at:
+            if rid in self.ended:
                 rule, how = self._ended(rid)
-                self.broke(rule, f"rid {rid!r} emitted a token after it {how} at step {self.finished_at[rid]}")
+                self.broke(rule, f"rid {rid!r} emitted a token after it {how} {self.ended.when(rid)}")
                 continue
             req = self.reqs.get(rid)
             if req is None:
@@ -229,13 +260,13 @@ class Judge:
                 planned_now = {planned for planned, _ in s.plan}
             if rid not in planned_now and rid in self.reqs:
                 del self.reqs[rid]
-                self.finished_at[rid] = s.step
+                self.ended.add(rid, s.step)
                 self._cancelled_before.add(rid)
-                self.cancelled.add(rid)
+                self.cancelled.add(rid, s.step)
 
-    def _admitted(self, s: EngineStep) -> list[Req]:
+    def _admitted(self, s: EngineStep) -> list[EngineTrack]:
         """The step's admissions: the admit events, then any planned request that was waiting."""
-        admitted: list[Req] = []
+        admitted: list[EngineTrack] = []
         for rid, _ in s.admit:
             req = self._req(rid, "admit")
             if req.state not in (WAITING, PREEMPTED):
@@ -267,8 +298,8 @@ class Judge:
                 self.broke("FIRST-TOKEN", f"rid {rid!r} emitted a token with {req.computed} of its {req.known} known "
                                           "tokens computed: before its prompt (or recompute) was done")
 
-    def _judge_admissions(self, admitted: list[Req], waiting: list[Req], cached: dict[Rid, int], s: EngineStep,
-                          running_before: list[Req]) -> None:
+    def _judge_admissions(self, admitted: list[EngineTrack], waiting: list[EngineTrack], cached: dict[Rid, int],
+                          s: EngineStep, running_before: list[EngineTrack]) -> None:
         heads = waiting[:len(admitted)]
         for req in admitted:
             if req not in heads:
@@ -299,8 +330,8 @@ class Judge:
             self.broke("KV", f"admitting {[r.rid for r in admitted]} reserves {reserved} KV tokens; kv_tokens "
                              f"is {self.cfg.kv_tokens}{PAGED_NOTE if self.cfg.paged else ''}")
 
-    def _judge_plan(self, s: EngineStep, ready: list[Req], partial: list[Req], admitted: list[Req],
-                    waiting: list[Req], budget: int, slots: int) -> None:
+    def _judge_plan(self, s: EngineStep, ready: list[EngineTrack], partial: list[EngineTrack],
+                    admitted: list[EngineTrack], waiting: list[EngineTrack], budget: int, slots: int) -> None:
         tokens, got = self._judge_entries(s)
         if tokens > budget:
             self.broke("BUDGET", f"the plan carries {tokens} tokens; the budget is {budget}")
@@ -361,9 +392,9 @@ class Judge:
                 self.broke("ONE-ENTRY", f"rid {rid!r} is given n={n}; every entry needs n >= 1")
             req = self.reqs.get(rid)
             if req is None:
-                if rid in self.finished_at:
+                if rid in self.ended:
                     rule, how = self._ended(rid)
-                    self.broke(rule, f"plan names rid {rid!r}, which {how} at step {self.finished_at[rid]}")
+                    self.broke(rule, f"plan names rid {rid!r}, which {how} {self.ended.when(rid)}")
                     continue
                 if rid in self.refused:
                     self.broke("NEVER-FIT", f"rid {rid!r} was refused by add() yet is planned")
@@ -387,8 +418,8 @@ class Judge:
                 self._cancelled_before.discard(rid)
                 continue
             req = self.reqs.get(rid)
-            if req is None and rid in self.finished_at:
-                self.broke("KV", f'"finished" names rid {rid!r} again: it finished at step {self.finished_at[rid]}')
+            if req is None and rid in self.ended:
+                self.broke("KV", f'"finished" names rid {rid!r} again: it finished {self.ended.when(rid)}')
                 continue
             if req is None:
                 self.broke(PROTOCOL, f'"finished" names rid {rid!r}, which is not an accepted, unfinished request')
@@ -401,9 +432,9 @@ class Judge:
             elif reason == "length" and req.emitted > req.max_new:
                 self.broke("TOKENS", f"rid {rid!r} finished with {req.emitted} tokens; its max_new is {req.max_new}")
             del self.reqs[rid]
-            self.finished_at[rid] = s.step
+            self.ended.add(rid, s.step)
             if reason == "cancel":
-                self.cancelled.add(rid)
+                self.cancelled.add(rid, s.step)
         for req in list(self.reqs.values()):
             if req.emitted < req.max_new or req.rid in finishing:
                 continue
@@ -411,7 +442,7 @@ class Judge:
                 self.broke("KV", f"rid {req.rid!r} emitted its last ({req.max_new}th) token, but the engine did not "
                                  "return its KV (it is not in finished)")
             del self.reqs[req.rid]  # followed as finished: its tokens are all out
-            self.finished_at[req.rid] = s.step
+            self.ended.add(req.rid, s.step)
 
     def end(self) -> None:
         self.verdict.ended = True
@@ -433,10 +464,10 @@ class Judge:
         TOKENS), and how it ended."""
         return ("CANCEL", "was cancelled") if rid in self.cancelled else ("TOKENS", "finished")
 
-    def _running(self) -> list[Req]:
+    def _running(self) -> list[EngineTrack]:
         return [r for r in self.reqs.values() if r.state == RUNNING]
 
-    def _req(self, rid: Rid, where: str) -> Req:
+    def _req(self, rid: Rid, where: str) -> EngineTrack:
         req = self.reqs.get(rid)
         if req is None:
             self.broke(PROTOCOL, f"{where} names rid {rid!r}, which is not an accepted, unfinished request")
@@ -469,12 +500,17 @@ def check_engine_trace(
             judge.line = number
             verdict.lines = number
             if isinstance(item, EngineEnd):
+                judge.sync()
                 judge.offer((), item.refuse)
                 judge.end()
                 continue
             judge.step = item.step  # adds come just before their step: judged at it
-            judge.offer(item.add, item.refuse)
-            judge.run_step(item)
+            if item.add or item.refuse:
+                judge.offer(item.add, item.refuse)
+            if not (decode_step(judge, item) or clean_step(judge, item)):
+                judge.sync()
+                judge.run_step(item)
+                judge._recount()
             verdict.steps += 1
     except _Stop:
         pass

@@ -1,0 +1,255 @@
+"""The engine checker's shortcut for a step that breaks no rule: most steps of a long trace.
+
+`clean_step` judges a step in one pass over its plan, with the checker's running and waiting requests
+kept as they change (not found again among all requests each step), and says yes only when it has
+shown that the full judgement (`Judge.run_step`) would find no break in the step. It mutates nothing
+before that is shown, and then moves the account exactly as the full judgement does. Any step it
+does not take whole (a preemption, an `admit` or `config` event, a cancel, a step that did not run,
+an entry or a token out of the ordinary, a request left unplanned, any break at all) goes to the full
+judgement, which names what broke. So a verdict is the same with or without the shortcut; the
+shortcut only skips the work of rules that cannot fire.
+
+Why each rule cannot fire on a step it takes, given the account before the step (every request in
+it has emitted fewer than max_new tokens: the step that brings one to max_new ends it):
+
+- ONE-ENTRY: the plan's rids are distinct (its dict has as many keys as entries) and each n >= 1.
+- PROTOCOL, TOKENS: each rid planned is running or waiting (then admitted), the tokens emitted are
+  distinct, all planned, and none beyond max_new; a decode is given exactly 1.
+- PREFILL-ONCE, FIRST-TOKEN: each chunk ends within the known tokens, and a token is emitted exactly
+  by the entries whose chunk reaches them all.
+- FCFS, SLOTS, KV: those admitted are the longest waiting, none was preempted (its KV may come back
+  whole), the running requests fit S and their reservations fit K; every request that emits its last
+  token is in `finished`, and every one finished for "length" emitted exactly max_new.
+- BUDGET, DECODE-FIRST, PARTIAL-NEXT, WORK-CONSERVING, PROGRESS: the plan is not empty, carries at
+  most the budget, names every running request (so every decode), gives each partial one min(due,
+  left) in order of admission, and leaves budget unused only where nothing is owed and the waiting
+  head does not fit.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .v2 import EngineStep
+
+if TYPE_CHECKING:
+    from .enginecheck import EngineTrack, Judge
+
+RUNNING = "running"  # enginecheck's state names (not imported: enginecheck imports this module)
+
+
+def decode_step(judge: Judge, s: EngineStep) -> bool:
+    """`clean_step` for a step in which every running request decodes (each is given 1 and emits it), and
+    any request admitted computes its whole prompt and emits its first token: the running requests are
+    judged by comparing whole sets, their counts left behind by one more decode each (`Judge.lag`,
+    brought up to date by `Judge.sync` before any other judgement). The requests that emit their last
+    token are read from a calendar of lags, made at the first such step and added to at each admission."""
+    if s.preempt or s.admit or s.config or not s.ran or judge._kept_kv or judge._cancelled_before or judge.odd:
+        return False
+    running, plan, emitted = judge.running, s.plan, s.emitted
+    num = len(running)
+    if not plan or len(plan) < num or len(emitted) != len(plan):
+        return False
+    got = dict(plan)
+    if len(got) != len(plan) or min(got.values()) < 1 or not running.keys() <= got.keys():
+        return False
+    emitting = set(emitted)
+    if len(emitting) != len(emitted) or emitting != got.keys():
+        return False  # TOKENS (a token twice, or unplanned), FIRST-TOKEN
+    cfg = judge.cfg
+    tokens = sum(got.values())
+    if tokens > cfg.token_budget or len(plan) > cfg.max_seqs:
+        return False  # BUDGET, SLOTS
+    calendar = judge.calendar
+    if calendar is None:  # the first of a run of such steps: every running request must be a decode
+        calendar = {}
+        for t in running.values():
+            if t.emitted < 1 or t.prompt_len + t.emitted - t.computed != 1 or t.emitted >= t.max_new:
+                return False
+            calendar.setdefault(t.max_new - t.emitted - 1, []).append(t.rid)
+        judge.calendar = calendar
+    lag = judge.lag
+    waiting = judge.waiting
+    reserved = judge.reserved
+    admitted = []
+    if len(plan) > num:  # admissions: the longest waiting, each with its whole prompt, emitting its first token
+        heads = iter(waiting.values())
+        decodes = 0
+        for rid, n in plan:
+            if rid in running:
+                decodes += n
+                continue
+            t = next(heads, None)
+            if t is None or t.rid != rid or t.preempted is not None or t.computed != 0 or n != t.prompt_len + t.emitted:
+                return False  # FCFS, or not a whole prompt (then the full judgement)
+            admitted.append(t)
+            reserved += t.prompt_len + t.max_new
+        if decodes != num or reserved > cfg.kv_tokens:
+            return False  # a decode given more than 1; KV
+    elif tokens != num:
+        return False
+    if tokens < cfg.token_budget and len(waiting) > len(admitted) and len(plan) < cfg.max_seqs:
+        head = next(t for i, t in enumerate(waiting.values()) if i >= len(admitted))  # WORK-CONSERVING
+        if head.prompt_len + head.max_new <= cfg.kv_tokens - reserved:
+            return False  # WORK-CONSERVING: the waiting head fits
+    ending = [rid for rid in calendar.get(lag, ()) if rid in running]  # those emitting their last token
+    for t in admitted:
+        if t.max_new == 1:
+            ending.append(t.rid)
+    finished = s.finished
+    if finished or ending:
+        done = {rid for rid, _ in finished}
+        if len(done) != len(finished) or not done.issuperset(ending):
+            return False  # KV: a last token out, its KV not returned; or a rid finished twice
+        for rid, reason in finished:
+            if reason == "length":
+                if rid not in ending:
+                    return False  # KV: its KV back before its last token
+            elif reason != "stop" or rid not in got:
+                return False
+    # No rule breaks: move the account. An admitted request's counts are kept `lag + 1` behind, as the others'.
+    for t in admitted:
+        del waiting[t.rid]
+        running[t.rid] = t
+        t.state = RUNNING
+        t.admitted_at = judge._admissions
+        judge._admissions += 1
+        t.computed = t.prompt_len - lag - 1
+        t.emitted = -lag
+        if t.max_new > 1:
+            calendar.setdefault(lag + t.max_new - 1, []).append(t.rid)
+    judge.reserved = reserved
+    if finished:
+        reqs, ended, step = judge.reqs, judge.ended, s.step
+        for rid, _ in finished:
+            t = running.pop(rid)
+            t.emitted += lag + 1
+            t.computed += lag + 1
+            del reqs[rid]
+            ended.add(rid, step)
+            judge.reserved -= t.prompt_len + t.max_new
+    calendar.pop(lag, None)
+    judge.lag = lag + 1
+    return True
+
+
+def clean_step(judge: Judge, s: EngineStep) -> bool:
+    """Judge `s` and move the account if it breaks no rule and is an ordinary step; else change nothing and
+    say no (the full judgement then runs on the same account)."""
+    if s.preempt or s.admit or s.config or not s.ran or judge._kept_kv or judge._cancelled_before or judge.odd:
+        return False
+    judge.sync()
+    plan = s.plan
+    got = dict(plan)
+    if not plan or len(got) != len(plan):
+        return False
+    running, waiting = judge.running, judge.waiting
+    emitted = s.emitted
+    emitting = set(emitted)
+    if len(emitting) != len(emitted) or not emitting.issubset(got):
+        return False
+    finished = s.finished
+    cfg = judge.cfg
+    budget = cfg.token_budget
+    tokens = 0
+    tracks: list[EngineTrack] = []  # the plan's requests, in its order
+    admitted: list[EngineTrack] = []
+    partial: list[tuple[int, EngineTrack, int]] = []  # (admission order, track, n) of those running mid-chunk
+    reaching: list[EngineTrack] = []  # those whose chunk reaches all their known tokens: each emits
+    last: list[EngineTrack] = []  # those that emit their last token
+    get_running = running.get
+    for rid, n in plan:
+        if n < 1:
+            return False  # ONE-ENTRY
+        tokens += n
+        t = get_running(rid)
+        if t is None:  # admitted in this step, from the start of its prompt
+            t = waiting.get(rid)
+            if t is None or t.preempted is not None or t.computed != 0:
+                return False
+            admitted.append(t)
+            due = t.prompt_len + t.emitted
+        else:
+            due = t.prompt_len + t.emitted - t.computed
+            if due != 1 or t.emitted < 1:  # not a decode (a decode's n is then 1, or past its due)
+                partial.append((t.admitted_at or 0, t, n))
+        if n >= due:
+            if n > due or rid not in emitting:
+                return False  # PREFILL-ONCE (a chunk past the known tokens), FIRST-TOKEN
+            reaching.append(t)
+            if t.emitted + 1 >= t.max_new:
+                if t.emitted + 1 > t.max_new:
+                    return False  # TOKENS
+                last.append(t)
+        tracks.append(t)
+    if len(reaching) != len(emitting):
+        return False  # FIRST-TOKEN: a token from a chunk that does not reach the known tokens
+    planned_running = len(tracks) - len(admitted)
+    if tokens > budget or planned_running != len(running):
+        return False
+    num_running = len(running) + len(admitted)
+    if num_running > cfg.max_seqs:
+        return False  # SLOTS
+    reserved = judge.reserved
+    if admitted:
+        heads = iter(waiting)
+        admitting = {t.rid for t in admitted}
+        for _ in admitted:
+            if next(heads) not in admitting:
+                return False  # FCFS
+        reserved += sum(t.prompt_len + t.max_new for t in admitted)
+        if reserved > cfg.kv_tokens:
+            return False  # KV
+    left = budget - (planned_running - len(partial))  # each decode takes 1
+    if len(partial) > 1:
+        partial.sort(key=lambda entry: entry[0])
+    for _, t, n in partial:
+        due = t.prompt_len + t.emitted - t.computed
+        expected = max(0, min(due, left))
+        if n != expected:
+            return False  # PARTIAL-NEXT
+        left -= expected
+    if tokens < budget:  # WORK-CONSERVING: nothing owed is left undone, and the waiting head does not fit
+        for _, t, n in partial:
+            if n < t.prompt_len + t.emitted - t.computed:
+                return False
+        for t in admitted:
+            if got[t.rid] < t.prompt_len + t.emitted:
+                return False
+        if num_running < cfg.max_seqs and len(waiting) > len(admitted):
+            head = next(t for t in waiting.values() if t.state != RUNNING and t not in admitted)
+            if head.prompt_len + head.max_new <= cfg.kv_tokens - reserved:
+                return False  # WORK-CONSERVING: the waiting head fits
+    ending = {t.rid for t in last}
+    for rid, reason in finished:
+        if reason == "cancel" or rid not in got or rid in judge.ended:
+            return False
+        if reason == "length":
+            if rid not in ending:
+                return False  # KV: its last token is not out
+        elif reason != "stop":
+            return False
+    if len(ending) > len(finished) or len({rid for rid, _ in finished}) != len(finished):
+        return False
+    if not ending.issubset(rid for rid, _ in finished):
+        return False  # KV: its last token is out, its KV not returned
+    # No rule breaks: move the account as the full judgement does.
+    for t in admitted:
+        del waiting[t.rid]
+        running[t.rid] = t
+        t.state = RUNNING
+        t.admitted_at = judge._admissions
+        judge._admissions += 1
+    judge.reserved = reserved
+    for t, (_, n) in zip(tracks, plan, strict=True):
+        t.computed += n
+    for t in reaching:
+        t.emitted += 1
+    if finished:
+        reqs, ended, step = judge.reqs, judge.ended, s.step
+        for rid, _ in finished:
+            t = running.pop(rid)
+            del reqs[rid]
+            ended.add(rid, step)
+            judge.reserved -= t.prompt_len + t.max_new
+    return True
