@@ -169,15 +169,16 @@ def test_the_shortcut_never_changes_a_verdict() -> None:
     assert broken == set(RULE_IDS) | {"PROTOCOL"}  # the mutations break every rule: not a comparison of clean traces
 
 
-# Each a check of the shortcut, planted out of it (its `return False` made `pass`): the comparison above catches it.
+# Each a check of the shortcut, planted out of it (its `return False` or `return None` made `pass`):
+# the comparison above catches it.
 PLANTED = [
-    "return False  # FCFS",
-    "return False  # FCFS, or not a whole prompt (then the full judgement)",
+    "return None  # FCFS",
+    "return None  # FCFS, or not a whole prompt (then the full judgement)",
     "return False  # KV: its KV back before its last token",
     "return False  # KV: its last token is not out",
-    "return False  # WORK-CONSERVING: the waiting head fits",
-    "return False  # PREFILL-ONCE (a chunk past the known tokens), FIRST-TOKEN",
-    "return False  # FIRST-TOKEN: a token from a chunk that does not reach the known tokens",
+    "return None  # WORK-CONSERVING: the waiting head fits",
+    "return None  # PREFILL-ONCE (a chunk past the known tokens), FIRST-TOKEN",
+    "return None  # FIRST-TOKEN: a token from a chunk that does not reach the known tokens",
 ]
 
 

@@ -255,7 +255,6 @@ def check_scheduler(args: argparse.Namespace, c: Config, stop: int | None) -> tu
 
 def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec | None, chat: Any,
             pool: tuple[int, int] | None = None) -> int:
-    from stallfree.executor.launch import RankFailure, launch
     from stallfree.executor.report import describe_run, verdicts
     from stallfree.executor.text import TextStream
 
@@ -277,17 +276,9 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
     show = shows_progress(args)
     if show:
         print(f"launching {spec.tp} rank(s) ...", file=sys.stderr, flush=True)
-    try:
-        launched = launch(replace(spec, jobs=jobs), timeout_s=args.timeout, on_step=on_step)
-    except TimeoutError as error:  # a rank hung: no verdict past it
-        print(f"stallfree run: --timeout {args.timeout:g}: {error}", file=sys.stderr)
-        return exits.CRASHED
-    except RankFailure as error:  # a rank crashed: no verdict past it
-        print(f"stallfree run: {error}", file=sys.stderr)
-        return exits.CRASHED
-    except FactoryError as error:
-        print(f"stallfree run: {error}", file=sys.stderr)
-        return exits.USAGE
+    launched = launch_ranks(replace(spec, jobs=jobs), args, on_step)
+    if isinstance(launched, int):
+        return launched
     result = launched.results[0]
     texts = print_answers(result, codec, chat, args.max_new) if codec is not None else {}
     print_tables(result, cfg.token_budget)
@@ -314,6 +305,24 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
     if named:
         print(f"stallfree run: BROKEN: {', '.join(named)}", file=sys.stderr)
     return exits.BROKEN if failed else exits.HOLDS
+
+
+def launch_ranks(spec: RunSpec, args: argparse.Namespace, on_step: Any) -> Any:
+    """The launched run, or the exit status when a rank hung, crashed or the scheduler could not be
+    built: no verdict past any of them."""
+    from stallfree.executor.launch import RankFailure, launch
+
+    try:
+        return launch(spec, timeout_s=args.timeout, on_step=on_step)
+    except TimeoutError as error:  # a rank hung
+        print(f"stallfree run: --timeout {args.timeout:g}: {error}", file=sys.stderr)
+        return exits.CRASHED
+    except RankFailure as error:  # a rank crashed
+        print(f"stallfree run: {error}", file=sys.stderr)
+        return exits.CRASHED
+    except FactoryError as error:
+        print(f"stallfree run: {error}", file=sys.stderr)
+        return exits.USAGE
 
 
 def jobs_to_launch(spec: RunSpec, job: Job, first: int, vocab: int,

@@ -46,33 +46,63 @@ def decode_step(judge: Judge, s: EngineStep) -> bool:
     token are read from a calendar of lags, made at the first such step and added to at each admission."""
     if s.preempt or s.admit or s.config or not s.ran or judge._kept_kv or judge._cancelled_before or judge.odd:
         return False
-    running, plan, emitted = judge.running, s.plan, s.emitted
-    num = len(running)
-    if not plan or len(plan) < num or len(emitted) != len(plan):
+    read = _decode_plan(judge, s)
+    if read is None:
         return False
+    got, tokens = read
+    calendar = judge.calendar if judge.calendar is not None else _first_calendar(judge)
+    if calendar is None:
+        return False
+    took = _decode_admissions(judge, s.plan, got, tokens)
+    if took is None:
+        return False
+    admitted, reserved = took
+    if not _decode_ends_ok(judge, s, got, calendar, admitted):
+        return False
+    _decode_apply(judge, s, calendar, admitted, reserved)
+    return True
+
+
+def _decode_plan(judge: Judge, s: EngineStep) -> tuple[dict[int, int], int] | None:
+    """The plan as a dict, and its tokens, when it names every running request once, each emitting, within
+    the budget and the slots (ONE-ENTRY, TOKENS, FIRST-TOKEN, BUDGET, SLOTS); else None."""
+    running, plan, emitted = judge.running, s.plan, s.emitted
+    if not plan or len(plan) < len(running) or len(emitted) != len(plan):
+        return None
     got = dict(plan)
     if len(got) != len(plan) or min(got.values()) < 1 or not running.keys() <= got.keys():
-        return False
+        return None
     emitting = set(emitted)
     if len(emitting) != len(emitted) or emitting != got.keys():
-        return False  # TOKENS (a token twice, or unplanned), FIRST-TOKEN
+        return None  # TOKENS (a token twice, or unplanned), FIRST-TOKEN
     cfg = judge.cfg
     tokens = sum(got.values())
     if tokens > cfg.token_budget or len(plan) > cfg.max_seqs:
-        return False  # BUDGET, SLOTS
-    calendar = judge.calendar
-    if calendar is None:  # the first of a run of such steps: every running request must be a decode
-        calendar = {}
-        for t in running.values():
-            if t.emitted < 1 or t.prompt_len + t.emitted - t.computed != 1 or t.emitted >= t.max_new:
-                return False
-            calendar.setdefault(t.max_new - t.emitted - 1, []).append(t.rid)
-        judge.calendar = calendar
-    lag = judge.lag
-    waiting = judge.waiting
+        return None  # BUDGET, SLOTS
+    return got, tokens
+
+
+def _first_calendar(judge: Judge) -> dict[int, list[int]] | None:
+    """The first of a run of decode steps: every running request must be a decode; their last tokens'
+    calendar, by lag (kept on the judge), or None."""
+    calendar: dict[int, list[int]] = {}
+    for t in judge.running.values():
+        if t.emitted < 1 or t.prompt_len + t.emitted - t.computed != 1 or t.emitted >= t.max_new:
+            return None
+        calendar.setdefault(t.max_new - t.emitted - 1, []).append(t.rid)
+    judge.calendar = calendar
+    return calendar
+
+
+def _decode_admissions(judge: Judge, plan: tuple, got: dict[int, int],
+                       tokens: int) -> tuple[list[EngineTrack], int] | None:
+    """Those admitted (the longest waiting, each with its whole prompt) and the KV then reserved, when the
+    decodes take 1 each, KV fits and the waiting head left does not (FCFS, KV, WORK-CONSERVING); else None."""
+    running, waiting, cfg = judge.running, judge.waiting, judge.cfg
+    num = len(running)
     reserved = judge.reserved
-    admitted = []
-    if len(plan) > num:  # admissions: the longest waiting, each with its whole prompt, emitting its first token
+    admitted: list[EngineTrack] = []
+    if len(plan) > num:
         heads = iter(waiting.values())
         decodes = 0
         for rid, n in plan:
@@ -81,33 +111,48 @@ def decode_step(judge: Judge, s: EngineStep) -> bool:
                 continue
             t = next(heads, None)
             if t is None or t.rid != rid or t.preempted is not None or t.computed != 0 or n != t.prompt_len + t.emitted:
-                return False  # FCFS, or not a whole prompt (then the full judgement)
+                return None  # FCFS, or not a whole prompt (then the full judgement)
             admitted.append(t)
             reserved += t.prompt_len + t.max_new
         if decodes != num or reserved > cfg.kv_tokens:
-            return False  # a decode given more than 1; KV
+            return None  # a decode given more than 1; KV
     elif tokens != num:
-        return False
+        return None
     if tokens < cfg.token_budget and len(waiting) > len(admitted) and len(plan) < cfg.max_seqs:
         head = next(t for i, t in enumerate(waiting.values()) if i >= len(admitted))  # WORK-CONSERVING
         if head.prompt_len + head.max_new <= cfg.kv_tokens - reserved:
-            return False  # WORK-CONSERVING: the waiting head fits
-    ending = [rid for rid in calendar.get(lag, ()) if rid in running]  # those emitting their last token
+            return None  # WORK-CONSERVING: the waiting head fits
+    return admitted, reserved
+
+
+def _decode_ends_ok(judge: Judge, s: EngineStep, got: dict[int, int], calendar: dict[int, list[int]],
+                    admitted: list[EngineTrack]) -> bool:
+    """Every request emitting its last token is finished for "length", and only those; others end only
+    by "stop" (KV)."""
+    running = judge.running
+    ending = [rid for rid in calendar.get(judge.lag, ()) if rid in running]  # those emitting their last token
     for t in admitted:
         if t.max_new == 1:
             ending.append(t.rid)
     finished = s.finished
-    if finished or ending:
-        done = {rid for rid, _ in finished}
-        if len(done) != len(finished) or not done.issuperset(ending):
-            return False  # KV: a last token out, its KV not returned; or a rid finished twice
-        for rid, reason in finished:
-            if reason == "length":
-                if rid not in ending:
-                    return False  # KV: its KV back before its last token
-            elif reason != "stop" or rid not in got:
-                return False
-    # No rule breaks: move the account. An admitted request's counts are kept `lag + 1` behind, as the others'.
+    if not finished and not ending:
+        return True
+    done = {rid for rid, _ in finished}
+    if len(done) != len(finished) or not done.issuperset(ending):
+        return False  # KV: a last token out, its KV not returned; or a rid finished twice
+    for rid, reason in finished:
+        if reason == "length":
+            if rid not in ending:
+                return False  # KV: its KV back before its last token
+        elif reason != "stop" or rid not in got:
+            return False
+    return True
+
+
+def _decode_apply(judge: Judge, s: EngineStep, calendar: dict[int, list[int]], admitted: list[EngineTrack],
+                  reserved: int) -> None:
+    """No rule breaks: move the account. An admitted request's counts are kept `lag + 1` behind, as the others'."""
+    running, waiting, lag = judge.running, judge.waiting, judge.lag
     for t in admitted:
         del waiting[t.rid]
         running[t.rid] = t
@@ -119,9 +164,9 @@ def decode_step(judge: Judge, s: EngineStep) -> bool:
         if t.max_new > 1:
             calendar.setdefault(lag + t.max_new - 1, []).append(t.rid)
     judge.reserved = reserved
-    if finished:
+    if s.finished:
         reqs, ended, step = judge.reqs, judge.ended, s.step
-        for rid, _ in finished:
+        for rid, _ in s.finished:
             t = running.pop(rid)
             t.emitted += lag + 1
             t.computed += lag + 1
@@ -130,7 +175,6 @@ def decode_step(judge: Judge, s: EngineStep) -> bool:
             judge.reserved -= t.prompt_len + t.max_new
     calendar.pop(lag, None)
     judge.lag = lag + 1
-    return True
 
 
 def clean_step(judge: Judge, s: EngineStep) -> bool:
@@ -143,14 +187,28 @@ def clean_step(judge: Judge, s: EngineStep) -> bool:
     got = dict(plan)
     if not plan or len(got) != len(plan):
         return False
-    running, waiting = judge.running, judge.waiting
-    emitted = s.emitted
-    emitting = set(emitted)
-    if len(emitting) != len(emitted) or not emitting.issubset(got):
+    emitting = set(s.emitted)
+    if len(emitting) != len(s.emitted) or not emitting.issubset(got):
         return False
-    finished = s.finished
-    cfg = judge.cfg
-    budget = cfg.token_budget
+    read = _read_plan(judge, plan, emitting)
+    if read is None:
+        return False
+    tracks, admitted, partial, reaching, last, tokens = read
+    reserved = _budget_ok(judge, got, tokens, tracks, admitted, partial)
+    if reserved is None:
+        return False
+    if not _clean_ends_ok(judge, s, got, last):
+        return False
+    _clean_apply(judge, s, tracks, admitted, reaching, reserved)
+    return True
+
+
+def _read_plan(judge: Judge, plan: tuple, emitting: set[int]) -> tuple | None:
+    """One pass over the plan: its tracks in order, those admitted, those running mid-chunk (with their
+    admission order), those whose chunk reaches all their known tokens (each emits), those emitting their
+    last token, and the tokens planned; None on ONE-ENTRY, PREFILL-ONCE, FIRST-TOKEN or TOKENS, or a
+    request not running nor admissible from the start of its prompt."""
+    running, waiting = judge.running, judge.waiting
     tokens = 0
     tracks: list[EngineTrack] = []  # the plan's requests, in its order
     admitted: list[EngineTrack] = []
@@ -160,13 +218,13 @@ def clean_step(judge: Judge, s: EngineStep) -> bool:
     get_running = running.get
     for rid, n in plan:
         if n < 1:
-            return False  # ONE-ENTRY
+            return None  # ONE-ENTRY
         tokens += n
         t = get_running(rid)
         if t is None:  # admitted in this step, from the start of its prompt
             t = waiting.get(rid)
             if t is None or t.preempted is not None or t.computed != 0:
-                return False
+                return None
             admitted.append(t)
             due = t.prompt_len + t.emitted
         else:
@@ -175,31 +233,40 @@ def clean_step(judge: Judge, s: EngineStep) -> bool:
                 partial.append((t.admitted_at or 0, t, n))
         if n >= due:
             if n > due or rid not in emitting:
-                return False  # PREFILL-ONCE (a chunk past the known tokens), FIRST-TOKEN
+                return None  # PREFILL-ONCE (a chunk past the known tokens), FIRST-TOKEN
             reaching.append(t)
             if t.emitted + 1 >= t.max_new:
                 if t.emitted + 1 > t.max_new:
-                    return False  # TOKENS
+                    return None  # TOKENS
                 last.append(t)
         tracks.append(t)
     if len(reaching) != len(emitting):
-        return False  # FIRST-TOKEN: a token from a chunk that does not reach the known tokens
+        return None  # FIRST-TOKEN: a token from a chunk that does not reach the known tokens
+    return tracks, admitted, partial, reaching, last, tokens
+
+
+def _budget_ok(judge: Judge, got: dict[int, int], tokens: int, tracks: list[EngineTrack],
+               admitted: list[EngineTrack], partial: list[tuple[int, EngineTrack, int]]) -> int | None:
+    """The KV reserved after the step's admissions when BUDGET, DECODE-FIRST, SLOTS, FCFS, KV, PARTIAL-NEXT
+    and WORK-CONSERVING all hold on the plan read; else None."""
+    running, waiting, cfg = judge.running, judge.waiting, judge.cfg
+    budget = cfg.token_budget
     planned_running = len(tracks) - len(admitted)
     if tokens > budget or planned_running != len(running):
-        return False
+        return None
     num_running = len(running) + len(admitted)
     if num_running > cfg.max_seqs:
-        return False  # SLOTS
+        return None  # SLOTS
     reserved = judge.reserved
     if admitted:
         heads = iter(waiting)
         admitting = {t.rid for t in admitted}
         for _ in admitted:
             if next(heads) not in admitting:
-                return False  # FCFS
+                return None  # FCFS
         reserved += sum(t.prompt_len + t.max_new for t in admitted)
         if reserved > cfg.kv_tokens:
-            return False  # KV
+            return None  # KV
     left = budget - (planned_running - len(partial))  # each decode takes 1
     if len(partial) > 1:
         partial.sort(key=lambda entry: entry[0])
@@ -207,19 +274,26 @@ def clean_step(judge: Judge, s: EngineStep) -> bool:
         due = t.prompt_len + t.emitted - t.computed
         expected = max(0, min(due, left))
         if n != expected:
-            return False  # PARTIAL-NEXT
+            return None  # PARTIAL-NEXT
         left -= expected
     if tokens < budget:  # WORK-CONSERVING: nothing owed is left undone, and the waiting head does not fit
         for _, t, n in partial:
             if n < t.prompt_len + t.emitted - t.computed:
-                return False
+                return None
         for t in admitted:
             if got[t.rid] < t.prompt_len + t.emitted:
-                return False
+                return None
         if num_running < cfg.max_seqs and len(waiting) > len(admitted):
             head = next(t for t in waiting.values() if t.state != RUNNING and t not in admitted)
             if head.prompt_len + head.max_new <= cfg.kv_tokens - reserved:
-                return False  # WORK-CONSERVING: the waiting head fits
+                return None  # WORK-CONSERVING: the waiting head fits
+    return reserved
+
+
+def _clean_ends_ok(judge: Judge, s: EngineStep, got: dict[int, int], last: list[EngineTrack]) -> bool:
+    """Each request finished was planned, not ended before, not cancelled, and ends for "length" exactly
+    when its last token is out, else for "stop"; none finished twice (KV)."""
+    finished = s.finished
     ending = {t.rid for t in last}
     for rid, reason in finished:
         if reason == "cancel" or rid not in got or rid in judge.ended:
@@ -231,9 +305,13 @@ def clean_step(judge: Judge, s: EngineStep) -> bool:
             return False
     if len(ending) > len(finished) or len({rid for rid, _ in finished}) != len(finished):
         return False
-    if not ending.issubset(rid for rid, _ in finished):
-        return False  # KV: its last token is out, its KV not returned
-    # No rule breaks: move the account as the full judgement does.
+    return ending.issubset(rid for rid, _ in finished)  # else KV: its last token is out, its KV not returned
+
+
+def _clean_apply(judge: Judge, s: EngineStep, tracks: list[EngineTrack], admitted: list[EngineTrack],
+                 reaching: list[EngineTrack], reserved: int) -> None:
+    """No rule breaks: move the account as the full judgement does."""
+    running, waiting = judge.running, judge.waiting
     for t in admitted:
         del waiting[t.rid]
         running[t.rid] = t
@@ -241,15 +319,14 @@ def clean_step(judge: Judge, s: EngineStep) -> bool:
         t.admitted_at = judge._admissions
         judge._admissions += 1
     judge.reserved = reserved
-    for t, (_, n) in zip(tracks, plan, strict=True):
+    for t, (_, n) in zip(tracks, s.plan, strict=True):
         t.computed += n
     for t in reaching:
         t.emitted += 1
-    if finished:
+    if s.finished:
         reqs, ended, step = judge.reqs, judge.ended, s.step
-        for rid, _ in finished:
+        for rid, _ in s.finished:
             t = running.pop(rid)
             del reqs[rid]
             ended.add(rid, step)
             judge.reserved -= t.prompt_len + t.max_new
-    return True
