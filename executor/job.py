@@ -141,7 +141,7 @@ class Done:
 def drive(executor: Executor, job: Job, on_step: Callable[[StepRecord], None] | None = None,
           contract: Contract | None = None,
           stopped: Callable[[BaseException], tuple[str, str] | None] | None = None) -> JobResult:
-    """Play `job.workload` (with `job.cancels`) on `executor` until every accepted request has
+    """Play `job.workload` (its own cancels and `job.cancels`) on `executor` until every accepted request has
     finished, or a rule breaks: the run loop of `stallfree.spec.play`, each step a forward pass.
     `on_step` sees each step's record as soon as the step has run (to stream its tokens); `contract`
     is the scheduler's design (its work bound; the one its scheduler declares when None). `stopped`
@@ -150,7 +150,7 @@ def drive(executor: Executor, job: Job, on_step: Callable[[StepRecord], None] | 
     result = JobResult(job.label)
     stepping = Stepping(executor, job.label, on_step)
     contract = contract or registry.of(executor.monitor.scheduler)
-    workload = replace(job.workload, cancels=job.cancels)  # the job's cancels, as the executor always took
+    workload = replace(job.workload, cancels=job.workload.cancels + job.cancels)  # its own, then the job's
     player = Player(workload, None, contract=contract, engine=stepping)
     try:
         stats = player.play()

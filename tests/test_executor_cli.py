@@ -4,12 +4,13 @@ breaks (a wrong scheduler's plan refused with its rule ID), 2 on bad arguments, 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from stallfree.main import main
-from stallfree.spec import Arrival, Config, Workload
+from stallfree.spec import Arrival, Cancel, Config, Workload
 
 torch = pytest.importorskip("torch")
 
@@ -196,3 +197,31 @@ def test_run_refuses_bad_stops_and_cancels(argv: list[str], named: str, capsys) 
         code = exit_.code
     err = capsys.readouterr().err
     assert code == 2 and named in err and "Traceback" not in err, err
+
+
+def test_a_workload_files_own_cancels_are_played_on_the_real_path(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A `--workload` file's cancels are the run's, beside any `--cancel`: rid 1 (30 prompt tokens, a
+    budget of 16) is cancelled before step 1, mid-prompt; CANCEL is listed and holds. Before, the run
+    replaced them with the command line's (none here) and every request ran to its end."""
+    path, out_json = tmp_path / "w.json", tmp_path / "run.json"
+    path.write_text(replace(SMALL, cancels=(Cancel(1, 1),)).dumps())
+    code = main(["run", "--tp", "1", "--workload", str(path), "--cancel", "0@2", "--json", str(out_json)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    data = json.loads(out_json.read_text())
+    assert data["cancels"] == [{"rid": 1, "before_step": 1, "accepted": True},
+                               {"rid": 0, "before_step": 2, "accepted": True}]
+    ends = {r["rid"]: r["finish_reason"] for r in data["requests"]}
+    assert (ends[0], ends[1], ends[2]) == ("cancel", "cancel", "length")
+    assert "CANCEL           holds" in out.split("-- monitor")[0]
+
+
+def test_a_workload_files_pending_cancel_is_refused_before_the_launch(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The executor runs each step whole: a cancel marked pending cannot happen there, so it is a usage
+    error naming the file, the rid and the step, not a crash of the run."""
+    path = tmp_path / "w.json"
+    path.write_text(replace(SMALL, cancels=(Cancel(1, 2, pending=True),)).dumps())
+    code = main(["run", "--tp", "1", "--workload", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"--workload {path}: cancel of rid 1 at step 2: pending=true" in err, err
+    assert "Traceback" not in err

@@ -163,6 +163,15 @@ def check_cancels(cancels: list[Cancel], workload: Workload) -> None:
                                f"(rids: {shown})")
 
 
+def check_pending(workload: Workload, path: object) -> None:
+    """The executor runs each step whole, so a workload file's cancel marked pending (offered while a
+    plan is pending) cannot happen on the real path: refused by name before anything is launched."""
+    for c in workload.cancels:
+        if c.pending:
+            raise InvalidField(f"--workload {path}: cancel of rid {c.rid} at step {c.step}: pending=true needs "
+                               "the monitor's own step; the executor runs each step whole")
+
+
 def workload_from(args: argparse.Namespace, codec: TextCodec | None) -> tuple[Workload, Any]:
     """The workload, and for a real model the chat requests it was made from (None otherwise)."""
     from stallfree.executor.prompts import PROMPTS, chat_requests
@@ -204,9 +213,10 @@ def run(args: argparse.Namespace) -> int:
         codec = text_codec(probe.gguf) if args.model in GGUF_MODELS and args.checkpoint is None else None
         workload, chat = workload_from(args, codec)
         check_cancels(args.cancel, workload)
+        check_pending(workload, args.workload)
         codec = codec if chat is not None else None  # a --workload's prompts are drawn ids, not text
         stop = chosen_stop(args, codec, probe.model_config().vocab)
-        pool = check_scheduler(args, workload.config, stop)
+        pool = check_scheduler(args, workload.config, stop, workload.cancels)
         check_json(args)
         job = Job(workload, SCHEDULERS.get(args.scheduler, args.scheduler), tuple(args.rules) if args.rules else None,
                   keep_logits=not args.no_equivalence, temperature=args.temperature,
@@ -222,10 +232,12 @@ def run(args: argparse.Namespace) -> int:
     return execute(spec, job, args, codec, chat, pool)
 
 
-def check_scheduler(args: argparse.Namespace, c: Config, stop: int | None) -> tuple[int, int] | None:
+def check_scheduler(args: argparse.Namespace, c: Config, stop: int | None,
+                    cancels: tuple[Cancel, ...] = ()) -> tuple[int, int] | None:
     """Builds one scheduler of --scheduler (a user's hosted in its own process, as the run's rank 0
     hosts it: its code never runs in this process) and checks that the executor can run its design
-    with the workload's stops and cancels; the pool a preempting design declares (block_size,
+    with the workload's stops and cancels (`cancels`: the workload file's own); the pool a preempting
+    design declares (block_size,
     watermark), else None."""
     from stallfree.spec import registry
 
@@ -238,10 +250,11 @@ def check_scheduler(args: argparse.Namespace, c: Config, stop: int | None) -> tu
         if not contract.executor:  # a design whose real path the executor does not build
             raise InvalidField(f"--scheduler {args.scheduler}: the executor runs the reservation, paged and "
                                f"prefix designs; the real path of design {contract.name!r} is not built")
-        needs = ({"stop"} if stop is not None else set()) | ({"cancel"} if args.cancel else set())
+        needs = ({"stop"} if stop is not None else set()) | ({"cancel"} if args.cancel or cancels else set())
         lacking = sorted(needs - supports(scheduler))
         if lacking:
-            flag = {"stop": "--stop-token (use --stop-token none)", "cancel": "--cancel"}[lacking[0]]
+            cancel_flag = "--cancel" if args.cancel else f"--workload {args.workload}'s cancels"
+            flag = {"stop": "--stop-token (use --stop-token none)", "cancel": cancel_flag}[lacking[0]]
             raise InvalidField(f"{flag}: {Unsupported(lacking[0], scheduler).args[0]}")
         if contract.bound is None:  # only a design that preempts has a pool of its own
             return None
@@ -283,7 +296,8 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
     texts = print_answers(result, codec, chat, args.max_new) if codec is not None else {}
     print_tables(result, cfg.token_budget)
     print()
-    ends = (("TOKENS",) if job.stop_token is not None else ()) + (("CANCEL",) if job.cancels else ())
+    cancelling = job.cancels or job.workload.cancels
+    ends = (("TOKENS",) if job.stop_token is not None else ()) + (("CANCEL",) if cancelling else ())
     print("\n".join(verdicts(result, job.monitor_rules, ends)))
     checks: dict[str, Any] = {}
     failed = not result.ok
