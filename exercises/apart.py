@@ -18,6 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from stallfree.conformance.isolation.host import refuse_exit
+from stallfree.conformance.isolation.remote import ended, reap
+
 from .base import AnswerError, Grade
 
 DEFAULT_LIMIT_S = 600.0  # a whole grading (the right answer to 4: under a second): only a hang comes near it
@@ -53,12 +56,7 @@ def grade_apart(number: int, learner: str, path: Path, seed: int | None, limit: 
                                  "stopped from outside)")
         reply = json.loads(line)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                stream.close()
+        reap(proc)
     if "answer_error" in reply:
         raise AnswerError(reply["answer_error"])
     if "stopped" in reply:
@@ -66,23 +64,6 @@ def grade_apart(number: int, learner: str, path: Path, seed: int | None, limit: 
     if "internal" in reply:
         raise RuntimeError(f"grading FILE {str(path)!r} failed: {reply['internal']}")
     return Grade(bool(reply["correct"]), [str(line) for line in reply["lines"]])
-
-
-def ended(proc: subprocess.Popen[bytes]) -> str:
-    code = proc.wait()
-    return f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
-
-
-class CalledExit(SystemExit):
-    """The answer called os._exit(code): answered as a stop naming the call, instead of vanishing."""
-
-    def __init__(self, code: object) -> None:
-        super().__init__(code)
-        self.call = f"os._exit({code!r})"
-
-
-def refuse_exit(code: int) -> None:
-    raise CalledExit(code)
 
 
 def graded(request: dict[str, Any]) -> dict[str, Any]:

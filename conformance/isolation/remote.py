@@ -166,20 +166,12 @@ class Link:
 
     def _ended(self) -> str:
         assert self.proc is not None
-        code = self.proc.wait()
-        if code < 0:
-            return f"killed by {signal.Signals(-code).name}"
-        return f"exit code {code}"
+        return ended(self.proc)
 
     def kill(self) -> None:
         proc, self.proc = self.proc, None
         if proc is not None:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-            for stream in (proc.stdin, proc.stdout):
-                if stream is not None:
-                    stream.close()
+            reap(proc)
 
 
 class RemoteScheduler:
@@ -279,3 +271,19 @@ def remote_factory(target: str, timeout: float, flag: str = "--scheduler") -> tu
     (the import failed or hung) before any run."""
     factory = HostedFactory(target, timeout, flag)
     return factory, factory.design
+
+
+def ended(proc: subprocess.Popen[bytes]) -> str:
+    """How a child process ended, once it has: the signal that killed it or its exit code."""
+    code = proc.wait()
+    return f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+
+
+def reap(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the child if it still runs, wait for it, and close the pipes to it."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None:
+            stream.close()
