@@ -148,7 +148,10 @@ def test_each_admission_control_breaks_the_step_theorems_it_names_and_no_other(f
     broken = {name for name, o in outcomes.items() if o.result == "counterexample"}
     assert broken == BREAKS[fault]
     assert all(o.result == "holds" for name, o in outcomes.items() if name not in broken)
-    assert all(outcomes[name].theorem == name and outcomes[name].counterexample for name in broken)
+    for name in broken:  # the counterexample names its rule, the values and the shape enumerated
+        o = outcomes[name]
+        assert o.theorem == name and o.counterexample is not None
+        assert {"block_size", "budget", "shape"} <= set(o.counterexample)
 
 
 def test_a_step_the_executor_cannot_follow_is_refused_not_judged() -> None:

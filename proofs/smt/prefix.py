@@ -177,8 +177,9 @@ def prove(theorem: PrefixTheorem, cls: type | None = None, timeout_ms: int = 60_
             model = solver.model()
             values = {str(d): model[d].as_long() if z3.is_int_value(model[d]) else z3.is_true(model[d])
                       for d in model.decls() if z3.is_int_value(model[d]) or z3.is_bool(model[d])}
+            explain = getattr(theorem.obligation, "explain", None)  # which shape, where the theorem enumerates them
             return PrefixOutcome(theorem.name, cls.__name__, "counterexample", time.perf_counter() - began,
-                                 {"block_size": bs, **values})
+                                 {"block_size": bs, **values, **(explain(model) if explain else {})})
         if verdict != z3.unsat:
             return PrefixOutcome(theorem.name, cls.__name__, "unknown", time.perf_counter() - began)
     return PrefixOutcome(theorem.name, cls.__name__, "holds", time.perf_counter() - began)

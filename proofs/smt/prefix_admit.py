@@ -135,7 +135,10 @@ def admissions(scheduler: Any, bs: int, blocks: int = BLOCKS) -> list[tuple[Any,
             for rid, (prompt, k) in zip(WAITING, line, strict=False):
                 s.add(rid, prompt, MAX_NEW, ((SYSTEM, k * bs),) if k else ())
             hyp, run = _step(s, bs)
-            found += [(z3.And(hyp, o.condition), o.result) for o in symexec.paths(run, (hyp,))]
+            shape = f"cache {cache or '-'} (h held, f free), waiting (prompt_len, content blocks) {list(line)}"
+            for o in symexec.paths(run, (hyp,)):
+                o.result.shape = shape
+                found.append((z3.And(hyp, o.condition), o.result))
     _RUNS[memo] = found
     return found
 
@@ -233,17 +236,28 @@ def _cached_not_prefilled(a: SimpleNamespace, bs: int) -> Any:
 
 
 def _theorem(goal: Callable[[SimpleNamespace, int], Any]) -> Callable[..., tuple[z3.BoolRef, z3.BoolRef]]:
+    last: list[tuple[Any, str]] = []  # the latest obligation's claims and their shapes, for `explain`
+
     def obligation(scheduler: Any, bs: int, blocks: int = BLOCKS) -> tuple[z3.BoolRef, z3.BoolRef]:
-        claims = []
+        last.clear()
         for condition, step in admissions(scheduler, bs, blocks):
             if step.raised:  # named in the counterexample: a flag only this path sets
                 flag = z3.Bool(f"the step raised {step.raised}")
-                claims.append(z3.Implies(z3.And(condition, flag), z3.Not(flag)))
+                last.append((z3.Implies(z3.And(condition, flag), z3.Not(flag)), step.shape))
             else:
-                claims.append(z3.Implies(condition, z3.And(z3.BoolVal(True), *[goal(a, bs) for a in step.admitted])))
-        return z3.BoolVal(True), z3.And(claims)
+                goals = [goal(a, bs) for a in step.admitted]
+                last.append((z3.Implies(condition, z3.And(z3.BoolVal(True), *goals)), step.shape))
+        return z3.BoolVal(True), z3.And([claim for claim, _ in last])
+
+    def explain(model: z3.ModelRef) -> dict[str, str]:
+        """The shape of the first path whose claim `model` (a counterexample of the latest obligation) breaks."""
+        for claim, shape in last:
+            if z3.is_false(model.eval(claim, model_completion=True)):
+                return {"shape": shape}
+        return {}
 
     obligation.__doc__ = goal.__doc__
+    obligation.explain = explain  # type: ignore[attr-defined]
     return obligation
 
 
