@@ -2,7 +2,8 @@
 prefix-caching scheduler (`explicit.prefix`: adds that share a system prompt, the prefix monitor and
 invariants), as rows of the same table; with --fault RULE, the same check on the prefix fault that
 breaks RULE, which must fail naming it. The Z3 theorems of `smt.prefix` (the scheduler's own
-first_chunk and hit_admits, executed symbolically) are its z3 rows. No CrossHair contract or
+first_chunk and hit_admits, match, hold, release and evict, and its schedule() then complete() for the
+admission step, executed symbolically) are its z3 rows. No CrossHair contract or
 differential check is written for the prefix design: those methods are rows that say "not checked",
 never rows that hold."""
 
@@ -80,6 +81,8 @@ def z3_rows(fault_rule: str | None, deep: bool = False) -> list[Row]:
         o = theorems.prove(t, cls, deep=deep)
         result = {"holds": HOLDS, "counterexample": BROKEN}.get(o.result, UNKNOWN)
         what = ("any lengths, budget, pool and watermark" if t.bound == "any value" else
+                "budget, slots, free blocks and watermark symbolic, every reachable cache, prompt and content "
+                "within the bound" if t.method == theorems.STEP else
                 "the cache's state of each block symbolic, every target and content within the bound")
         detail = (f"the scheduler's own {t.method}, every path, {what}; block sizes "
                   f"{', '.join(map(str, t.block_sizes))}") if result == HOLDS else str(o.counterexample)

@@ -1,7 +1,8 @@
-"""The prefix design's Z3 theorems (proofs/smt/prefix.py, prefix_cache.py), proved of the scheduler's own
-methods by symbolic execution down every feasible path (proofs/smt/symexec.py), each refuted on the prefix
-fault (or planted copy, prefix_planted.py) that overrides that method; the executor refuses code outside
-its fragment rather than half-prove it, and the rule it cannot reach (EVICT-LRU) is a row not checked."""
+"""The prefix design's Z3 theorems (proofs/smt/prefix.py, prefix_cache.py, prefix_admit.py), proved of the
+scheduler's own methods (and of its own schedule() then complete() for the admission step) by symbolic
+execution down every feasible path (proofs/smt/symexec.py), each refuted on the prefix fault (or planted
+copy, prefix_planted.py) that overrides that method; the executor refuses code outside its fragment
+rather than half-prove it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import z3
 from stallfree.main import main
 from stallfree.prefix import Scheduler, faults
 from stallfree.prefix.contract.rules import NEW_IDS
-from stallfree.proofs.smt import prefix, prefix_cache, symexec
+from stallfree.proofs.smt import prefix, prefix_admit, prefix_cache, prefix_planted, symexec
 from stallfree.proofs.smt.symexec import Int
 
 
@@ -28,17 +29,18 @@ def test_a_fault_of_another_method_keeps_the_theorem() -> None:
     """The theorems speak of the methods they name: a fault elsewhere keeps them (WriteShared's hold keeps
     the budget and watermark theorems; EvictNewest's evict keeps all but EVICT-LRU; FreeShared, which errs
     in complete(), keeps the theorems of release())."""
-    by = {t.name: t for t in prefix.THEOREMS}
+    by = {t.name: t for t in prefix.THEOREMS if t.method != prefix.STEP}  # the method theorems
     assert all(prefix.prove(t, faults.WriteShared).result == "holds" for t in prefix.THEOREMS[:3])
     assert all(prefix.prove(t, faults.EvictNewest).result == "holds" for t in prefix.THEOREMS if t.name != "EVICT-LRU")
     assert prefix.prove(by["FREE-AT-ZERO"], faults.FreeShared).result == "holds"
     assert prefix.prove(by["EVICT-LRU"], faults.FreeShared).result == "holds"
+    assert all(prefix.prove(t, faults.FreeShared).result == "holds" for t in STEP_THEOREMS)
 
 
 def test_each_admission_fault_breaks_its_own_theorem_and_not_the_hit_soundness_of_others() -> None:
     """HitOneMore holds a block not cached: HIT-SAME-TOKENS fails and SHARED-READONLY (its chunk still starts
     on a block boundary) holds; HitOneShort holds too few: CACHED-NOT-PREFILLED fails, HIT-SAME-TOKENS holds."""
-    by = {t.name: t for t in prefix.THEOREMS}
+    by = {t.name: t for t in prefix.THEOREMS if t.method != prefix.STEP}  # the method theorems
     assert prefix.prove(by["SHARED-READONLY"], faults.HitOneMore).result == "holds"
     assert prefix.prove(by["HIT-SAME-TOKENS"], faults.HitOneShort).result == "holds"
     assert prefix.prove(by["SHARED-READONLY"], faults.HitOneShort).result == "holds"
@@ -107,7 +109,7 @@ def test_prove_prints_the_prefix_theorems_and_their_controls(capsys: pytest.Capt
     base = ["prove", "--scheduler", "stallfree.prefix:small_blocks", "--methods", "z3"]
     assert main(base) == 0
     out = capsys.readouterr().out
-    assert "8 of 8 claims hold" in out
+    assert "11 of 11 claims hold" in out
     rows = {line.split()[0] for line in out.splitlines() if "Z3 prefix" in line}
     assert rows == {*NEW_IDS, "WATERMARK", "WORK-CONSERVING"}  # every rule of the design's own has a theorem
     assert main([*base, "--fault", "CACHED-NOT-CHARGED"]) == 1
@@ -116,3 +118,60 @@ def test_prove_prints_the_prefix_theorems_and_their_controls(capsys: pytest.Capt
     assert main([*base, "--fault", "FREE-AT-ZERO"]) == 1
     out = capsys.readouterr().out
     assert "FreeWhileHeld.release" in out and "BROKEN" in out
+    assert main([*base, "--fault", "CACHED-NOT-PREFILLED"]) == 1
+    out = capsys.readouterr().out
+    broken = [line for line in out.splitlines() if "SkipPrefilled.schedule+complete" in line]
+    assert broken and broken[0].startswith("CACHED-NOT-PREFILLED") and "BROKEN" in broken[0]
+
+
+STEP_THEOREMS = [t for t in prefix.THEOREMS if t.method == prefix.STEP]
+# Each admission-step control and the step theorems it breaks: the planted ones and the registry's
+# ChargeCached and HitOneShort break their own alone; WriteShared's plan reports the shorter hit, so its
+# chunk is also owed more budget and starts before the cached run it holds.
+BREAKS = {
+    prefix_planted.ChargeInLoop: {"CACHED-NOT-CHARGED"},
+    prefix_planted.WriteHeldQuietly: {"SHARED-READONLY"},
+    prefix_planted.SkipPrefilled: {"CACHED-NOT-PREFILLED"},
+    faults.ChargeCached: {"CACHED-NOT-CHARGED"},
+    faults.HitOneShort: {"CACHED-NOT-PREFILLED"},
+    faults.WriteShared: {"CACHED-NOT-CHARGED", "SHARED-READONLY", "CACHED-NOT-PREFILLED"},
+}
+
+
+def test_the_admission_step_has_a_theorem_of_each_of_its_three_rules() -> None:
+    assert [t.name for t in STEP_THEOREMS] == ["CACHED-NOT-CHARGED", "SHARED-READONLY", "CACHED-NOT-PREFILLED"]
+
+
+@pytest.mark.parametrize("fault", list(BREAKS), ids=lambda f: f.__name__)
+def test_each_admission_control_breaks_the_step_theorems_it_names_and_no_other(fault: type) -> None:
+    outcomes = {t.name: prefix.prove(t, fault) for t in STEP_THEOREMS}
+    broken = {name for name, o in outcomes.items() if o.result == "counterexample"}
+    assert broken == BREAKS[fault]
+    assert all(o.result == "holds" for name, o in outcomes.items() if name not in broken)
+    for name in broken:  # the counterexample names its rule, the values and the shape enumerated
+        o = outcomes[name]
+        assert o.theorem == name and o.counterexample is not None
+        assert {"block_size", "budget", "shape"} <= set(o.counterexample)
+
+
+def test_a_step_the_executor_cannot_follow_is_refused_not_judged() -> None:
+    """HitOneMore's extra block leaves a symbolic count where complete() takes `%` of it, outside symexec's
+    fragment: the step theorems read unknown (refused) on it, never holds."""
+    o = prefix.prove(STEP_THEOREMS[0], faults.HitOneMore)
+    assert o.result == "unknown" and "refused" in (o.counterexample or {})
+
+
+def test_the_step_theorems_are_not_vacuous() -> None:
+    """Within the default bound the scheduler's own step admits two requests, takes hits and misses,
+    caches a block another request's copy shares (a private copy), and (blocks of 1) preempts."""
+    scheduler = Scheduler(4, 2, 64, block_size=2, watermark=0)
+    steps = [step for _, step in prefix_admit.admissions(scheduler, 2)]
+    admitted = [a for step in steps for a in step.admitted]
+    assert any(len(step.admitted) == 2 for step in steps)
+    assert any(a.hit > 0 for a in admitted) and any(a.hit == 0 and a.run == 0 for a in admitted)
+    assert any(None in a.after for a in admitted)
+    assert not any(step.raised for step in steps)
+    one = Scheduler(4, 2, 64, block_size=1, watermark=0)  # a holder's decode needs a block in the step
+    assert any(step.preempted for _, step in prefix_admit.admissions(one, 1))
+    base = prefix_admit._setup(scheduler, 2, "hf")
+    assert len(base.cached) == 1 and list(base._refs.values()) == [1] and len(base._running) == 1

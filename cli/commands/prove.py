@@ -329,10 +329,11 @@ def run(args: argparse.Namespace) -> int:
         who = f"--scheduler {args.scheduler!r}" if args.scheduler else "the proof suite"
         print(f"stallfree prove: {who} failed: {type(error).__name__}: {str(error)[:300]}", file=sys.stderr)
         return exits.CRASHED
-    print(f"{'claim':<20} {'method':<36} {'bound':<28} {'result':<12} {'seconds':>8}")
+    wide = max([36, *(len(row.method) for row in rows)])  # a long method widens its column, never overruns it
+    print(f"{'claim':<20} {'method':<{wide}} {'bound':<28} {'result':<12} {'seconds':>8}")
     for row in rows:
         result = row.result.label if isinstance(row.result, Verdict) else row.result
-        print(f"{row.claim:<20} {row.method:<36} {row.bound:<28} {result:<12} {row.seconds:>8.2f}")
+        print(f"{row.claim:<20} {row.method:<{wide}} {row.bound:<28} {result:<12} {row.seconds:>8.2f}")
     failed = [row for row in rows if row.failed]
     for row in [row for row in rows if row.failed or row.result == Verdict.NOT_JUDGED]:
         print(f"\n{row.claim} ({row.method}): {row.result.label}\n{row.detail}")

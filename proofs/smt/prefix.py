@@ -19,8 +19,13 @@ The rules whose code uses dicts (the hit's match over the cached keys, the hold 
 are proved in `prefix_cache`, with the dicts made symbolic and the number of blocks bounded (3; deep: 4):
 SHARED-READONLY, HIT-SAME-TOKENS, CACHED-NOT-PREFILLED (`match` then `hold`), FREE-AT-ZERO (`release`)
 and EVICT-LRU (`evict` on a concrete free list with the free count symbolic, and `release`'s order), at
-block sizes 1, 2, 3. `NOT_PROVED` names any prefix rule left without a theorem (none now): its row
-reads not checked, never holds.
+block sizes 1, 2, 3. The admission step itself (the loop around `match` and `hold`, the budget it
+spends and `prefilled`, the blocks complete() caches) is proved in `prefix_admit`, by running the
+scheduler's own schedule() then complete() from every cache state its own code reaches within a bound
+(1 cached block, one or two waiting requests; deep: 2): CACHED-NOT-CHARGED, SHARED-READONLY and
+CACHED-NOT-PREFILLED again, each a second row of its rule (controls: `prefix_planted.ChargeInLoop`,
+`WriteHeldQuietly`, `SkipPrefilled`). `NOT_PROVED` names any prefix rule left without a theorem (none
+now): its row reads not checked, never holds.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from typing import Any
 
 import z3
 
+from . import prefix_admit as admit
 from . import prefix_cache as cache
 from . import symexec
 from .symexec import Int
@@ -48,6 +54,8 @@ class PrefixTheorem:
     control: str  # the prefix fault it must fail on (`stallfree.prefix.faults`, else `prefix_planted`)
     block_sizes: tuple[int, ...] = BLOCK_SIZES
     bound: str = "any value"  # what the theorem is proved for, as prove's row says
+    blocks: int = cache.BLOCKS  # the bounded theorems' bound (`prefix_cache`'s, or `prefix_admit`'s)
+    deep_blocks: int = cache.DEEP_BLOCKS  # ... with prove --profile deep
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +124,8 @@ def admits_what_fits(scheduler: Any, bs: int) -> tuple[z3.BoolRef, z3.BoolRef]:
 
 
 CACHE_BOUND = "<= {blocks} blocks"
+ADMIT_BOUND = "<= {blocks} block(s), <= 2 waiting"  # prefix_admit's shapes
+STEP = "schedule+complete"
 THEOREMS: tuple[PrefixTheorem, ...] = (
     PrefixTheorem("CACHED-NOT-CHARGED", "first_chunk", first_chunk, "ChargeCached"),
     PrefixTheorem("WATERMARK", "hit_admits", watermark_kept, "IgnoreWatermark"),
@@ -128,13 +138,19 @@ THEOREMS: tuple[PrefixTheorem, ...] = (
                   cache.BLOCK_SIZES, CACHE_BOUND),
     PrefixTheorem("FREE-AT-ZERO", "release", cache.free_at_zero, "FreeWhileHeld", cache.BLOCK_SIZES, CACHE_BOUND),
     PrefixTheorem("EVICT-LRU", "evict+release", cache.evict_lru, "EvictNewest", cache.BLOCK_SIZES, CACHE_BOUND),
+    PrefixTheorem("CACHED-NOT-CHARGED", STEP, admit.cached_not_charged, "ChargeInLoop", admit.BLOCK_SIZES,
+                  ADMIT_BOUND, admit.BLOCKS, admit.DEEP_BLOCKS),
+    PrefixTheorem("SHARED-READONLY", STEP, admit.shared_readonly, "WriteHeldQuietly", admit.BLOCK_SIZES,
+                  ADMIT_BOUND, admit.BLOCKS, admit.DEEP_BLOCKS),
+    PrefixTheorem("CACHED-NOT-PREFILLED", STEP, admit.cached_not_prefilled, "SkipPrefilled", admit.BLOCK_SIZES,
+                  ADMIT_BOUND, admit.BLOCKS, admit.DEEP_BLOCKS),
 )
 NOT_PROVED: dict[str, str] = {}  # a prefix rule with no theorem here: its row says why, never that it holds
 
 
 def bound(theorem: PrefixTheorem, deep: bool = False) -> str:
     """What `theorem` is proved for: any value, or the cache theorems' bound (deeper with `deep`)."""
-    return theorem.bound.format(blocks=cache.DEEP_BLOCKS if deep else cache.BLOCKS)
+    return theorem.bound.format(blocks=theorem.deep_blocks if deep else theorem.blocks)
 
 
 def prove(theorem: PrefixTheorem, cls: type | None = None, timeout_ms: int = 60_000,
@@ -148,7 +164,7 @@ def prove(theorem: PrefixTheorem, cls: type | None = None, timeout_ms: int = 60_
     for bs in theorem.block_sizes:
         try:
             scheduler = _scheduler(cls, bs)
-            hypothesis, goal = (theorem.obligation(scheduler, bs, cache.DEEP_BLOCKS)  # type: ignore[call-arg]
+            hypothesis, goal = (theorem.obligation(scheduler, bs, theorem.deep_blocks)  # type: ignore[call-arg]
                                 if deep and theorem.bound != "any value" else theorem.obligation(scheduler, bs))
         except symexec.Refused as error:
             return PrefixOutcome(theorem.name, cls.__name__, "unknown", time.perf_counter() - began,
@@ -161,8 +177,9 @@ def prove(theorem: PrefixTheorem, cls: type | None = None, timeout_ms: int = 60_
             model = solver.model()
             values = {str(d): model[d].as_long() if z3.is_int_value(model[d]) else z3.is_true(model[d])
                       for d in model.decls() if z3.is_int_value(model[d]) or z3.is_bool(model[d])}
+            explain = getattr(theorem.obligation, "explain", None)  # which shape, where the theorem enumerates them
             return PrefixOutcome(theorem.name, cls.__name__, "counterexample", time.perf_counter() - began,
-                                 {"block_size": bs, **values})
+                                 {"block_size": bs, **values, **(explain(model) if explain else {})})
         if verdict != z3.unsat:
             return PrefixOutcome(theorem.name, cls.__name__, "unknown", time.perf_counter() - began)
     return PrefixOutcome(theorem.name, cls.__name__, "holds", time.perf_counter() - began)
