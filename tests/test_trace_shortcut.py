@@ -148,6 +148,19 @@ def test_an_edited_reference_trace_is_judged_alike_with_the_shortcut() -> None:
         assert broken_by[rule] > 0, (rule, broken_by)  # each edit's rule was broken somewhere, and judged alike
 
 
+def test_a_cancel_on_the_end_line_ends_a_request_the_shortcut_was_judging() -> None:
+    lines = [
+        b'{"stallfree_trace": 1, "config": {"token_budget": 8, "max_seqs": 4, "kv_tokens": 64}}\n',
+        b'{"step": 0, "add": [[0, 4, 9]], "plan": [[0, 4]], "emitted": [0], "finished": []}\n',
+        b'{"step": 1, "plan": [[0, 1]], "emitted": [0], "finished": []}\n',
+        b'{"step": 2, "plan": [[0, 1]], "emitted": [0], "finished": []}\n',
+        b'{"end": true, "cancel": [0]}\n',
+    ]
+    taken = Counter[str]()
+    assert judged(lines, None, True, taken) == judged(lines, None, False, Counter()) == (None, 3, 5, True)
+    assert taken["steps"] == 3
+
+
 def test_reference_traces_are_judged_by_the_shortcut() -> None:
     taken = Counter[str]()
     for seed in range(40):

@@ -73,13 +73,15 @@ class Clean:
 class Shortcut:
     """The shortcut for one trace: the ready rids, their lag and their calendar while it takes steps."""
 
-    __slots__ = ("calendar", "lag", "monitor", "ready")
+    __slots__ = ("calendar", "lag", "monitor", "ready", "shown")
 
     def __init__(self, monitor: Monitor) -> None:
         self.monitor = monitor
         self.ready: set[int] | None = None  # the ready rids, while their counts lag
         self.calendar: dict[int, list[int]] = {}  # lag -> ready rids that emit their last token at it
         self.lag = 0
+        self.shown: tuple[list[list[int]], list[int]] | None = None  # a plan of decodes alone and its tokens,
+        # judged on the ready rids as they still are: the same plan again has the same rids, n and tokens
 
     def sync(self) -> None:
         """Bring the ready requests' counts up to date, and forget the set (the monitor may change it)."""
@@ -87,7 +89,7 @@ class Shortcut:
             running, lag = self.monitor.shadow.running, self.lag
             for rid in self.ready:
                 running[rid].num_emitted += lag
-            self.ready, self.lag = None, 0
+            self.ready, self.lag, self.shown = None, 0, None
             self.calendar.clear()
 
     def add(self, engine: Any, entries: list[list[int]]) -> None:
@@ -136,7 +138,7 @@ class Shortcut:
         ready = self.ready if self.ready is not None else self._start()
         if ready is None:
             return False
-        if self._decodes(shadow, ready, engine, item):
+        if len(item.plan) == len(ready) and self._decodes(shadow, ready, engine, item):
             return True
         clean = self._plan(shadow, ready, item)
         if clean is None or not _policy(shadow, clean) or not _kv_back(shadow, engine, item, clean):
@@ -153,13 +155,16 @@ class Shortcut:
         num = len(ready)
         if len(plan) != num or len(emitted) != num or item.finished or shadow.prefilling or self.lag in self.calendar:
             return False
-        got = dict(plan)  # type: ignore[arg-type]  # [rid, n] pairs
-        if got.keys() != ready or set(got.values()) != ONE or set(emitted) != ready or num != shadow.num_ready:
-            return False  # ONE-ENTRY, TOKENS, DECODE-FIRST: a ready request left out, given more than 1, or silent
+        shown = self.shown
+        if shown is None or plan != shown[0] or emitted != shown[1]:
+            got = dict(plan)  # type: ignore[arg-type]  # [rid, n] pairs
+            if ready != set(got) or set(got.values()) != ONE or set(emitted) != ready or num != shadow.num_ready:
+                return False  # ONE-ENTRY, TOKENS, DECODE-FIRST: a ready request left out, given more than 1, silent
+            self.shown = (plan, emitted)
         cfg = shadow.config
         if num > cfg.token_budget or len(shadow.running) > cfg.max_seqs or shadow.free_kv < 0:
             return False  # BUDGET (and DECODE-FIRST's oldest B), SLOTS, KV
-        if not engine._admitted.issuperset(got) or engine.free_kv != shadow.free_kv:
+        if not engine._admitted.issuperset(ready) or engine.free_kv != shadow.free_kv:
             return False  # KV: the engine's free KV is not the shadow's
         if num < cfg.token_budget and shadow.waiting and len(shadow.running) < cfg.max_seqs and \
                 shadow.waiting[0].request.reservation <= shadow.free_kv:
@@ -228,6 +233,7 @@ class Shortcut:
         shadow = monitor.shadow
         step, lag, ready, calendar = shadow.step, self.lag, self.ready, self.calendar
         assert ready is not None
+        self.shown = None  # the ready rids may change here
         for t in clean.admitted:
             start_running(shadow, t, step)
             shadow.free_kv -= t.request.reservation

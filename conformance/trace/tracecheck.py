@@ -167,6 +167,8 @@ def judge_lines(
                 message = "an add with a priority needs a priority contract: --profile aging or priority"
                 raise TraceError(number, message)
             if type(item) is TraceEnd:
+                if shortcut is not None:
+                    shortcut.sync()  # its cancels may end a ready request
                 offer(monitor, engine, item)
                 verdict.ended = True
                 judge_end(monitor, verdict.checked)
