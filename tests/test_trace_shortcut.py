@@ -173,9 +173,9 @@ def test_reference_traces_are_judged_by_the_shortcut() -> None:
 KV_BACK = cleanstep_v1._kv_back
 
 
-def kv_not_compared(shadow: Any, engine: Any, item: Any, clean: Any) -> bool:
+def kv_not_compared(shadow: Any, engine: Any, item: Any, clean: Any, ready: Any) -> bool:
     """`_kv_back` without its comparison of free KV (the rids in "finished" still checked)."""
-    KV_BACK(shadow, engine, item, clean)
+    KV_BACK(shadow, engine, item, clean, ready)
     return len(set(item.finished)) == len(item.finished) and all(r in engine._reservations for r in item.finished)
 
 

@@ -141,7 +141,7 @@ class Shortcut:
         if len(item.plan) == len(ready) and self._decodes(shadow, ready, engine, item):
             return True
         clean = self._plan(shadow, ready, item)
-        if clean is None or not _policy(shadow, clean) or not _kv_back(shadow, engine, item, clean):
+        if clean is None or not _policy(shadow, clean) or not _kv_back(shadow, engine, item, clean, ready):
             return False
         _move_engine(engine, item, clean)
         self._move(item, clean)
@@ -286,20 +286,30 @@ def _policy(shadow: Shadow, clean: Clean) -> bool:
     return head.request.reservation > shadow.free_kv - clean.reserved  # WORK-CONSERVING: the head does not fit
 
 
-def _kv_back(shadow: Shadow, engine: Any, item: TraceStep, clean: Clean) -> bool:
+def _kv_back(shadow: Shadow, engine: Any, item: TraceStep, clean: Clean, ready: set[int]) -> bool:
     """PROTOCOL and KV once the step is done: each rid in "finished" holds a reservation, once, and the
     engine's free KV after the step is what the shadow says it must be (rule KV's return check)."""
     reservations, admitted = engine._reservations, engine._admitted
+    fresh = clean.fresh
+    if admitted.issuperset(ready):  # the usual case: the engine admitted the ready requests when first planned
+        fresh.extend(t.rid for t, _ in clean.prefills if t.rid not in admitted and t.rid in reservations)
+    else:
+        fresh.extend(rid for rid in clean.got.keys() - admitted if rid in reservations)
+    free = engine.free_kv
+    for rid in fresh:
+        free -= reservations[rid]
     finished = item.finished
-    if not admitted.issuperset(clean.got):
-        clean.fresh.extend(rid for rid in clean.got.keys() - admitted if rid in reservations)
-    free = engine.free_kv - sum(reservations[rid] for rid in clean.fresh)
     if finished:
-        if len(set(finished)) != len(finished) or not all(rid in reservations for rid in finished):
-            return False  # PROTOCOL: "finished" names a rid that holds no reservation
-        free += sum(reservations[rid] for rid in finished)
-    returned = sum(t.request.reservation for t in clean.ending)
-    return free == shadow.free_kv - clean.reserved + returned
+        if len(finished) > 1 and len(set(finished)) != len(finished):
+            return False  # PROTOCOL: "finished" names a rid twice
+        for rid in finished:
+            reservation = reservations.get(rid)
+            if reservation is None:
+                return False  # PROTOCOL: "finished" names a rid that holds no reservation
+            free += reservation
+    for t in clean.ending:
+        free -= t.request.reservation
+    return free == shadow.free_kv - clean.reserved
 
 
 def _move_engine(engine: Any, item: TraceStep, clean: Clean) -> None:
