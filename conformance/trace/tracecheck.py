@@ -1,8 +1,10 @@
 """Checking an engine's trace against the rules, from the trace alone, streaming.
 
 The trace is turned back into a plain-protocol scheduler (`TraceScheduler`, answering each call from
-the current line) and driven by the same monitor that judges live schedulers. Memory holds the
-monitor's shadow and one line at a time, never the trace.
+the current line) and driven by the same monitor that judges live schedulers. An ordinary step, one
+shown to break no rule, is taken by a shortcut beside the monitor (`cleanstep_v1`); every other step,
+and so every break, is the monitor's. Memory holds the monitor's shadow (its ended requests kept as
+runs of rids, `endings`) and one line at a time, never the trace.
 """
 
 from __future__ import annotations
