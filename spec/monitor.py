@@ -14,7 +14,7 @@ from .errors import InvalidField, RuleViolation
 from .facts import StepFacts, apply, due, observe, observe_emitted
 from .invariants import visible
 from .rules import ENDED, Rule, call_judged, kv_owed_shown, select
-from .shadow import Reason, Shadow
+from .shadow import Reason, Shadow, ended_when
 from .types import Config, Request, admissible
 from .watch import Watch, judge
 
@@ -42,7 +42,7 @@ def cancel_refusal(shadow: Shadow, pending: StepFacts | None, rid: object) -> st
     ending = shadow.ended.get(rid)
     if ending is None:
         return f"rid {rid} was never added"
-    return f"rid {rid} {ENDED[ending.reason]} at step {ending.step}"
+    return f"rid {rid} {ENDED[ending.reason]} {ended_when(ending)}"
 
 
 class Monitor(Watch[Shadow, StepFacts]):

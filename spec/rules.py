@@ -15,7 +15,7 @@ from itertools import islice
 from typing import Any
 
 from .facts import StepFacts
-from .shadow import Ending, Reason, Shadow, Track
+from .shadow import Ending, Reason, Shadow, Track, ended_when
 
 StepCheck = Callable[[Shadow, StepFacts], "str | None"]
 
@@ -128,11 +128,11 @@ ENDED = {Reason.LENGTH: "finished", Reason.STOP: "stopped", Reason.CANCEL: "was 
 
 def _planned_after(rid: int, ending: Ending) -> str:
     after = " after emitting all its max_new tokens" if ending.reason is Reason.LENGTH else ""
-    return f"plan names rid {rid}, which {ENDED[ending.reason]} at step {ending.step}{after}"
+    return f"plan names rid {rid}, which {ENDED[ending.reason]} {ended_when(ending)}{after}"
 
 
 def _emitted_after(rid: int, ending: Ending) -> str:
-    return f"complete() says rid {rid} emitted a token after it {ENDED[ending.reason]} at step {ending.step}"
+    return f"complete() says rid {rid} emitted a token after it {ENDED[ending.reason]} {ended_when(ending)}"
 
 
 def _first_ended(found: list[tuple[int, Ending]], cancelled: bool) -> tuple[int, Ending] | None:

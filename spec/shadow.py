@@ -25,10 +25,16 @@ class Reason(Enum):
 
 class Ending(NamedTuple):
     """When and how a request ended. `step` is the step it ended on; a cancel that took effect
-    between steps ended it at the step about to be planned."""
+    between steps ended it at the step about to be planned. None: a record that keeps the ended rids
+    compactly (a trace checker's, `conformance/trace/endings.py`) no longer knows it."""
 
-    step: int
+    step: int | None
     reason: Reason
+
+
+def ended_when(ending: Ending) -> str:
+    """'at step N', or that the step is no longer kept, for a message."""
+    return "long ago (its step is no longer kept)" if ending.step is None else f"at step {ending.step}"
 
 
 @dataclass(slots=True)

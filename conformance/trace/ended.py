@@ -58,6 +58,32 @@ class EndedRids:
             los.insert(i + 1, rid)
             his.insert(i + 1, rid + 1)
 
+    def discard(self, rid: object) -> None:
+        """`rid` is live again (a v1 trace may accept an ended request's rid anew): no longer ended."""
+        self._steps.pop(rid, None)
+        if type(rid) is not int:
+            self._strs.discard(rid)
+            return
+        los, his = self._los, self._his
+        i = bisect_right(los, rid) - 1
+        if i < 0 or rid >= his[i]:
+            return
+        lo, hi = los[i], his[i]
+        if lo == rid and hi == rid + 1:
+            del los[i], his[i]
+        elif lo == rid:
+            los[i] = rid + 1
+        elif hi == rid + 1:
+            his[i] = rid
+        else:  # split the run around it
+            his[i] = rid
+            los.insert(i + 1, rid + 1)
+            his.insert(i + 1, hi)
+
+    def step_of(self, rid: object) -> int | None:
+        """The step `rid` ended at, if it is among the last RECENT ended; else None."""
+        return self._steps.get(rid)
+
     def when(self, rid: object) -> str:
         """'at step N' for a recent one, else that its step is no longer kept."""
         step = self._steps.get(rid)

@@ -89,7 +89,8 @@ def _fast(line: int, text: str | bytes, expected_step: int) -> TraceStep | None:
     if text.count(b":" if type(text) is bytes else ":") != present:  # type: ignore[arg-type]
         return None  # a key twice, a nested object, or a colon inside a string: the strict reader decides
     if present == REQUIRED:  # the common line
-        return TraceStep(data.step, data.plan, data.emitted, data.finished, EMPTY, EMPTY, None, False)
+        return TraceStep(data.step, data.plan, data.emitted, data.finished, EMPTY, EMPTY, None, False,
+                         EMPTY, EMPTY, EMPTY)
     add = EMPTY if data.add is unset else data.add
     refuse = EMPTY if data.refuse is unset else tracefile._refuse(line, data.refuse)
     priorities = any(len(entry) == 4 for entry in add) or any(len(entry) == 4 for entry in refuse)

@@ -1,8 +1,10 @@
 """Checking an engine's trace against the rules, from the trace alone, streaming.
 
 The trace is turned back into a plain-protocol scheduler (`TraceScheduler`, answering each call from
-the current line) and driven by the same monitor that judges live schedulers. Memory holds the
-monitor's shadow and one line at a time, never the trace.
+the current line) and driven by the same monitor that judges live schedulers. An ordinary step, one
+shown to break no rule, is taken by a shortcut beside the monitor (`cleanstep_v1`); every other step,
+and so every break, is the monitor's. Memory holds the monitor's shadow (its ended requests kept as
+runs of rids, `endings`) and one line at a time, never the trace.
 """
 
 from __future__ import annotations
@@ -10,12 +12,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import IO, Any
 
 from stallfree.spec import PROTOCOL, Config, Monitor, RuleViolation
 from stallfree.spec.contract import BUDGETS, Contract
 from stallfree.spec.registry import RESERVATION
+from stallfree.spec.shadow import Shadow
 
+from .cleanstep_v1 import Shortcut, usable
+from .endings import Endings
 from .fastread import parse_line
 from .tracefile import TraceEnd, TraceError, TraceStep, parse_header
 from .v2 import VERSION as VERSION_2
@@ -100,7 +106,7 @@ class TraceVerdict:
 
 def read_lines(stream: IO[bytes]) -> Iterator[bytes]:
     """The stream's lines; a line longer than MAX_LINE is an error, not a memory spike."""
-    for number, text in enumerate(iter(lambda: stream.readline(MAX_LINE + 1), b""), 1):
+    for number, text in enumerate(iter(partial(stream.readline, MAX_LINE + 1), b""), 1):
         if len(text) > MAX_LINE:
             raise TraceError(number, f"longer than {MAX_LINE} bytes")
         yield text
@@ -130,40 +136,76 @@ def check_trace(
     config = verdict.config = parse_header(first[1])
     engine = TraceScheduler(config)
     monitor = contract.watch(engine, config, checked)
+    if isinstance(monitor.shadow, Shadow):  # rid -> how it ended, kept as runs: memory bounded by what is live
+        monitor.shadow.ended = Endings()
+    verdict.lines = judge_lines(numbered, monitor, engine, verdict, contract, progress)
+    verdict.steps = monitor.num_steps
+    verdict.seconds = time.monotonic() - started
+    return verdict
+
+
+def judge_lines(
+    numbered: Iterator[tuple[int, bytes | str]], monitor: Monitor, engine: TraceScheduler, verdict: TraceVerdict,
+    contract: Contract, progress: Callable[[str], None] | None,
+) -> int:
+    """Judge every line after the header, recording the first broken rule in `verdict`; returns the number of
+    the last line read. A step the clean-step shortcut (`cleanstep_v1`) does not take whole is judged by the
+    monitor."""
+    budgets = BUDGETS in contract.carries
+    shortcut = Shortcut(monitor) if usable(monitor) else None
+    started = time.monotonic()
     number, expected = 1, 0
     try:
         for number, text in numbered:
             if verdict.ended:
                 raise TraceError(number, "nothing may follow the end line")
             item = parse_line(number, text, expected)
-            if isinstance(item, TraceStep) and item.budget is not None:
-                if BUDGETS not in contract.carries:
+            if type(item) is TraceStep and item.budget is not None:
+                if not budgets:
                     message = '"budget" needs a budget-change contract: --profile budget-change or rotation'
                     raise TraceError(number, message)
                 monitor.set_budget(item.budget)
             if item.priorities and not hasattr(monitor.shadow, "priority"):
                 message = "an add with a priority needs a priority contract: --profile aging or priority"
                 raise TraceError(number, message)
-            offer(monitor, engine, item)
-            if isinstance(item, TraceEnd):
+            if type(item) is TraceEnd:
+                if shortcut is not None:
+                    shortcut.sync()  # its cancels may end a ready request
+                offer(monitor, engine, item)
                 verdict.ended = True
-                if PROGRESS_RULE in checked and not monitor.is_idle:
-                    shadow = monitor.shadow
-                    raise RuleViolation(
-                        PROGRESS_RULE, shadow.step, f"the trace ends with {len(shadow.waiting)} request(s) waiting "
-                        f"and {len(shadow.running)} running: every accepted request must finish",
-                    )
+                judge_end(monitor, verdict.checked)
                 continue
+            if shortcut is not None and item.add and not (item.refuse or item.cancel):
+                shortcut.add(engine, item.add)
+            elif item.add or item.refuse or item.cancel:
+                if shortcut is not None:
+                    shortcut.sync()  # a cancel may end a ready request
+                offer(monitor, engine, item)
             engine.line = item
-            step(monitor, item)
+            if shortcut is None:
+                step(monitor, item)
+            elif not shortcut.step(engine, item):
+                shortcut.sync()
+                step(monitor, item)
             expected += 1
             if progress is not None and number % PROGRESS_EVERY == 0:
                 progress(f"{number} lines, {time.monotonic() - started:.1f} s")
     except RuleViolation as violation:
         verdict.violation, verdict.violation_line = violation, number
-    verdict.steps, verdict.lines = monitor.num_steps, number
-    verdict.seconds = time.monotonic() - started
-    return verdict
+    finally:
+        if shortcut is not None:
+            shortcut.sync()
+    return number
+
+
+def judge_end(monitor: Monitor, checked: tuple[str, ...]) -> None:
+    """PROGRESS at the end line: every accepted request has ended."""
+    if PROGRESS_RULE in checked and not monitor.is_idle:
+        shadow = monitor.shadow
+        raise RuleViolation(
+            PROGRESS_RULE, shadow.step, f"the trace ends with {len(shadow.waiting)} request(s) waiting "
+            f"and {len(shadow.running)} running: every accepted request must finish",
+        )
 
 
 def offer(monitor: Monitor, engine: TraceScheduler, item: TraceStep | TraceEnd) -> None:

@@ -195,7 +195,7 @@ def parse_line(line: int, text: str | bytes, expected_step: int) -> TraceStep | 
     return item
 
 
-EMPTY: list[Any] = []  # never mutated: the default of "add" and "refuse"
+EMPTY: list[Any] = []  # never mutated: the default of "add", "refuse" (and of the lifecycle keys on the common line)
 
 
 def _ints_ok(values: object) -> bool:
