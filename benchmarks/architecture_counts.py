@@ -13,7 +13,13 @@ docs/architecture.md's before/after table regenerates:
 - places that list the designs or contracts by name (a table keyed by design or contract name);
 - functions over 60 lines (tests/test_function_length.py's measure);
 - run loops: functions with a loop that adds, cancels and plans or steps (the names called, a leading
-  underscore dropped), and cancels typed as bare (rid, step) tuples rather than `Cancel`.
+  underscore dropped), and cancels typed as bare (rid, step) tuples rather than `Cancel`;
+- the proofs' Z3 "prove each part, then assume it" loops (an innermost loop that asks the solver, then
+  asserts a part with `.add`, not its negation), the proofs' result classes (`*Result`, `*Outcome`) whose
+  verdict is their own string or bool (a field `result: str` or `holds: bool | None`), and the places
+  that spell a verdict as a string of their own: the literals "holds", "counterexample", "unknown" in
+  the proofs' code (docstrings left out), and the lines of proofs/ that map a result's own string or
+  bool to a verdict (`z3_verdict`, a dict keyed by "holds", `.result == "..."`, `.holds is None`).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ NAME_TABLE = re.compile(r"^[A-Z_]+(: [^=]+)? = .*[{(]\s*(\"reservation\"|RESERVA
                         r"\"aging\": \"stallfree|\*\*\{design: )")
 DESIGNS = ("paged", "prefix")
 CANCEL_TUPLE = re.compile(r"cancel\w*: [^=]*tuple\[(tuple\[)?int, int\]")
+TO_VERDICT = re.compile(r'z3_verdict\(|\{"holds": |\.result [!=]= "|\.holds is None')
 
 
 def files(rev: str | None) -> list[str]:
@@ -77,6 +84,51 @@ def run_loops(path: str, source: str) -> list[str]:
     return found
 
 
+def prove_then_assume(path: str, source: str) -> list[str]:
+    """The innermost loops of `source` that ask Z3 (`refute`, `check`, `.check()`) and then assert a
+    part (`.add(x)`, x not a `z3.Not`): each a copy of "prove each part, then assume it"."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+        loops = [n for n in ast.walk(fn) if isinstance(n, ast.For)]
+        for loop in loops:
+            if any(inner is not loop and inner in loops for inner in ast.walk(loop)):
+                continue  # an outer loop: its inner loop is counted
+            calls = [n for n in ast.walk(loop) if isinstance(n, ast.Call)]
+            asked = [c.lineno for c in calls if (isinstance(c.func, ast.Name) and c.func.id in ("refute", "check"))
+                     or (isinstance(c.func, ast.Attribute) and c.func.attr == "check")]
+            assumed = [c for c in calls if isinstance(c.func, ast.Attribute) and c.func.attr == "add" and c.args
+                       and not (isinstance(c.args[0], ast.Call) and isinstance(c.args[0].func, ast.Attribute)
+                                and c.args[0].func.attr == "Not")]
+            if asked and any(c.lineno > min(asked) for c in assumed):
+                found.append(f"{path}:{fn.name}")
+    return found
+
+
+def string_verdicts(source: str) -> tuple[int, int, int]:
+    """(result classes with a verdict of their own type, verdict string literals, lines mapping a
+    result's own string or bool to a verdict) in `source`."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return 0, 0, 0
+    own = 0
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name.endswith(("Result", "Outcome"))):
+        fields = {(f.target.id, ast.unparse(f.annotation)) for f in cls.body
+                  if isinstance(f, ast.AnnAssign) and isinstance(f.target, ast.Name)}
+        own += bool(fields & {("result", "str"), ("holds", "bool | None")})
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef) and n.body
+            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    literals = sum(1 for n in ast.walk(tree) if isinstance(n, ast.Constant) and id(n) not in docs
+                   and n.value in ("holds", "counterexample", "unknown"))
+    mappers = sum(1 for line in source.splitlines() if TO_VERDICT.search(line))
+    return own, literals, mappers
+
+
 def counts(rev: str | None) -> dict[str, object]:
     paths = files(rev)
     sources = {p: read(rev, p) for p in paths}
@@ -93,7 +145,11 @@ def counts(rev: str | None) -> dict[str, object]:
             "name_tables": tables, "long_functions": sum(long_functions(s) for s in sources.values()),
             "files": len(paths),
             "run_loops": sorted(f for p, s in sources.items() for f in run_loops(p, s)),
-            "cancel_tuples": sum(1 for s in sources.values() for line in s.splitlines() if CANCEL_TUPLE.search(line))}
+            "cancel_tuples": sum(1 for s in sources.values() for line in s.splitlines() if CANCEL_TUPLE.search(line)),
+            "prove_then_assume": sorted(f for p, s in sources.items() if p.startswith("proofs/")
+                                        for f in prove_then_assume(p, s)),
+            "string_verdicts": [sum(x) for x in zip(*(string_verdicts(s) for p, s in sources.items()
+                                                       if p.startswith("proofs/")), strict=True)]}
 
 
 def main() -> None:
@@ -110,6 +166,11 @@ def main() -> None:
     loops = c["run_loops"]
     print(f"run loops (add, cancel, plan/step in one loop): {len(loops)} ({', '.join(loops)})")  # type: ignore[arg-type]
     print(f"cancels typed as (rid, step) tuples: {c['cancel_tuples']}")
+    copies = c["prove_then_assume"]
+    print(f"prove-then-assume loops in proofs/: {len(copies)} ({', '.join(copies)})")  # type: ignore[arg-type]
+    own, literals, mappers = c["string_verdicts"]  # type: ignore[misc]
+    print(f"proof result classes with a verdict of their own (a string or bool): {own}; verdict string literals "
+          f"in proofs/: {literals}; lines mapping a result's own string or bool to a verdict: {mappers}")
 
 
 if __name__ == "__main__":

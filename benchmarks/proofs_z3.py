@@ -23,14 +23,14 @@ def main() -> int:
         slowest = ("", 0.0)
         for theorem in THEOREMS:
             outcome = prove(theorem, num_requests=n)
-            print(f"N={n:<3} {theorem.name:<22} {outcome.result:<15} {outcome.seconds:7.2f} s", flush=True)
+            print(f"N={n:<3} {theorem.name:<22} {outcome.verdict.label:<15} {outcome.seconds:7.2f} s", flush=True)
             slowest = max(slowest, (theorem.name, outcome.seconds), key=lambda x: x[1])
         total = time.perf_counter() - began
         print(f"N={n}: all {len(THEOREMS)} step theorems in {total:.1f} s (slowest {slowest[0]}, {slowest[1]:.1f} s)")
     began = time.perf_counter()
     for loop in LOOP_THEOREMS:
         outcome = prove_loop(loop)
-        print(f"any N {loop.name:<22} {outcome.result:<15} {outcome.seconds * 1000:7.1f} ms")
+        print(f"any N {loop.name:<22} {outcome.verdict.label:<15} {outcome.seconds * 1000:7.1f} ms")
     print(f"loop theorems (any N): {(time.perf_counter() - began) * 1000:.0f} ms in all")
     return 0
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from stallfree.spec.verdict import Verdict
 
-from .suite import Options, Row, Say, z3_verdict
+from .suite import Options, Row, Say
 
 # Requests per state for each theorem: STEP at 3, the stops (every subset) and cancels (every victim,
 # two moments) at 2, so that the three take about 10 s; `--profile deep` (and --code-requests) raise them.
@@ -42,9 +42,9 @@ def code_theorems_reference() -> Any:
 
 
 def _row(outcome: Any, method: str, n: int) -> Row:
-    result = z3_verdict(outcome.result)
+    result = outcome.verdict
     bound = f"N<={n}, lengths unbounded"
-    if result == Verdict.BROKEN:
+    if result is Verdict.BROKEN:
         detail = f"broken: {', '.join(outcome.broken)}; first: {outcome.detail}"
     else:
         detail = outcome.detail

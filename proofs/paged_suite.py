@@ -15,7 +15,7 @@ from stallfree.spec.paged.rules import PAGED_RULE_IDS
 from .explicit import paged
 from .explicit.bounds import Bounds
 from .explicit.snapshot import Hidden
-from .suite import BROKEN, HIDDEN_UNDECLARED, HOLDS, NOT_REFUTED, UNKNOWN, Row, z3_verdict
+from .suite import HIDDEN_UNDECLARED, HOLDS, UNKNOWN, Row
 
 DEFAULT_BOUND = "2,2,6,3,3,3"  # preempts, with one stop or cancel per behaviour
 FAULT_BOUNDS = {"PREEMPT-ORDER": "2,3,6,3,2,3"}  # a preempted request and a later arrival both waiting
@@ -44,10 +44,11 @@ def model_rows(bound: Bounds, factory: Callable[..., Any], max_states: int | Non
     label = f"{bound.label()}: {result.states:,} states"
     if result.counterexample is not None:
         ce = result.counterexample
-        return [Row(ce.rule, "model check (paged)", label, BROKEN, result.seconds, ce.describe(),
+        return [Row(ce.rule, "model check (paged)", label, result.verdict, result.seconds, ce.describe(),
                     {"workload": ce.workload.to_json(), "replayed": ce.replayed})]
-    if not result.complete:
-        return [Row("ALL PAGED RULES", "model check (paged)", label, UNKNOWN, result.seconds, "stopped at max_states")]
+    if result.verdict is not HOLDS:
+        return [Row("ALL PAGED RULES", "model check (paged)", label, result.verdict, result.seconds,
+                    "stopped at max_states")]
     if result.running_states == 0:
         return [Row("ALL PAGED RULES", "model check (paged)", label, UNKNOWN, result.seconds,
                     "vacuous: no request ever ran at this bound: the scheduler's pool refuses every shape "
@@ -57,11 +58,11 @@ def model_rows(bound: Bounds, factory: Callable[..., Any], max_states: int | Non
         return [Row("ALL PAGED RULES", "model check (paged)", label, UNKNOWN, result.seconds, refused),
                 Row("PREEMPT-BOUND", "model check (liveness)", label, UNKNOWN, 0.0, refused)]
     return [
-        Row("ALL PAGED RULES", "model check (paged)", label, HOLDS, result.seconds,
+        Row("ALL PAGED RULES", "model check (paged)", label, result.verdict, result.seconds,
             f"{len(PAGED_RULE_IDS)} paged rules on every transition (adds, steps, a stop or cancel), "
             f"{len(PAGED_INVARIANTS)} paged invariants (LONE-BLOCK among them) in every state; "
             f"{result.transitions:,} transitions, {result.preempting_states} states reached by a preempting step"),
-        Row("PREEMPT-BOUND", "model check (liveness)", label, HOLDS, 0.0,
+        Row("PREEMPT-BOUND", "model check (liveness)", label, result.verdict, 0.0,
             f"no cycle with work pending; every state drains within sum(prompt_len + max_new + 1) steps over its "
             f"live requests (at most {result.drain_bound} here); at most {result.max_preemptions} preemption(s) "
             "of one request seen"),
@@ -84,19 +85,17 @@ def z3_rows(fault_rule: str | None = None) -> list[Row]:
     rows = []
     if fault_rule in (None, "NEVER-FIT"):
         for o in smt.controls() if fault_rule else smt.theorems():
-            result = UNKNOWN if o.holds is None else HOLDS if o.holds else BROKEN
-            detail = "any block size, pool, watermark, prompt_len, max_new" if o.holds else o.counterexample
-            rows.append(Row(o.claim, "Z3 (paged arithmetic)", "unbounded", result, o.seconds, detail))
+            detail = "any block size, pool, watermark, prompt_len, max_new" if o.verdict is HOLDS else o.counterexample
+            rows.append(Row(o.claim, "Z3 (paged arithmetic)", "unbounded", o.verdict, o.seconds, detail))
     if fault_rule is None:
         outcomes = paged_step.theorems()
     else:
         outcomes = [paged_step.prove(t, t.control()) for t in step_controls]
     sizes = ",".join(map(str, paged_step.BLOCK_SIZES))
     for x in outcomes:
-        result = z3_verdict(x.result)
-        detail = (f"any budget, slots, pool, watermark, lengths; block sizes {sizes}" if result == HOLDS
+        detail = (f"any budget, slots, pool, watermark, lengths; block sizes {sizes}" if x.verdict is HOLDS
                   else x.counterexample or "the solver ran out of time: nothing proved")
-        rows.append(Row(x.theorem, f"Z3 paged step ({x.policy})", f"N={paged_step.PAGED_N}", result, x.seconds,
+        rows.append(Row(x.theorem, f"Z3 paged step ({x.policy})", f"N={paged_step.PAGED_N}", x.verdict, x.seconds,
                         detail))
     return rows
 
@@ -129,11 +128,11 @@ def crosshair_rows(fault_rule: str | None = None, seconds: float = CROSSHAIR_S) 
         result = crosshair_run.check(f"{CONTRACTS}.{function}", seconds)
         bound = f"{seconds:g} s/condition"
         if result.error is not None:
-            rows.append(Row(claim, "CrossHair (paged)", bound, UNKNOWN, result.seconds, result.error))
+            rows.append(Row(claim, "CrossHair (paged)", bound, result.verdict, result.seconds, result.error))
         elif result.found:
-            rows.append(Row(claim, "CrossHair (paged)", bound, BROKEN, result.seconds, "; ".join(result.found)))
+            rows.append(Row(claim, "CrossHair (paged)", bound, result.verdict, result.seconds, "; ".join(result.found)))
         else:
-            rows.append(Row(claim, "CrossHair (paged)", bound, NOT_REFUTED, result.seconds,
+            rows.append(Row(claim, "CrossHair (paged)", bound, result.verdict, result.seconds,
                             f"{function}: no counterexample within the limit (CrossHair never proves)"))
     return rows
 
@@ -155,8 +154,8 @@ def differential_rows(factory: Callable[..., Any], states: int = PAGED_RANDOM_ST
                     f"not judged: the scheduler does not show what the comparison reads ({error})")]
     bound = f"{found.states:,} random states"
     if found.difference is not None:
-        return [Row(claim, method, bound, BROKEN, found.seconds, found.difference)]
-    return [Row(claim, method, bound, HOLDS, found.seconds,
+        return [Row(claim, method, bound, found.verdict, found.seconds, found.difference)]
+    return [Row(claim, method, bound, found.verdict, found.seconds,
                 f"the Z3 paged step planned, preempted, emitted and left what the code did in {found.states:,} "
                 f"states of {found.workloads} workloads ({found.preempting} of them preempting)")]
 

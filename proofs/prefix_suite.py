@@ -15,10 +15,11 @@ from typing import Any
 from stallfree.prefix.contract.invariants import PREFIX_INVARIANTS
 from stallfree.prefix.contract.rules import PREFIX_RULE_IDS
 from stallfree.prefix.faults import PREFIX_FAULTS, PrefixFault
+from stallfree.spec.verdict import Verdict
 
 from .explicit import prefix
 from .explicit.bounds import Bounds
-from .suite import BROKEN, HOLDS, UNKNOWN, Row
+from .suite import HOLDS, UNKNOWN, Row
 
 DEFAULT_BOUND = "3,2,6,2,4,3"  # hits, evictions, shared blocks and preemptions, one stop or cancel a behaviour
 CONTENTS = ((), ((0, 2),))  # no content, or a one-block system prompt
@@ -55,13 +56,13 @@ def model_rows(bound: Bounds, factory: Callable[..., Any], max_states: int | Non
     label = f"{bound.label()}: {r.states:,} states"
     if r.counterexample is not None:
         ce = r.counterexample
-        return [Row(ce.rule, METHOD, label, BROKEN, r.seconds, ce.describe(), {"workload": ce.workload.to_json()})]
-    if not r.complete:
-        return [Row("ALL PREFIX RULES", METHOD, label, UNKNOWN, r.seconds, "stopped at max_states")]
+        return [Row(ce.rule, METHOD, label, r.verdict, r.seconds, ce.describe(), {"workload": ce.workload.to_json()})]
+    if r.verdict is not HOLDS:
+        return [Row("ALL PREFIX RULES", METHOD, label, r.verdict, r.seconds, "stopped at max_states")]
     if r.running_states == 0:
         return [Row("ALL PREFIX RULES", METHOD, label, UNKNOWN, r.seconds,
                     "vacuous: no request ever ran at this bound (NEVER-FIT refuses every shape)")]
-    return [Row("ALL PREFIX RULES", METHOD, label, HOLDS, r.seconds,
+    return [Row("ALL PREFIX RULES", METHOD, label, r.verdict, r.seconds,
                 f"{len(PREFIX_RULE_IDS)} prefix rules on every transition, {len(PREFIX_INVARIANTS)} prefix invariants "
                 f"in every state; states reached by a hit {r.hit_states}, by an eviction {r.evicting_states}, by a "
                 f"preemption {r.preempting_states}; with a block shared {r.shared_states}")]
@@ -79,21 +80,20 @@ def z3_rows(fault_rule: str | None, deep: bool = False) -> list[Row]:
             continue
         cls = None if fault_rule is None else theorems.control(t)
         o = theorems.prove(t, cls, deep=deep)
-        result = {"holds": HOLDS, "counterexample": BROKEN}.get(o.result, UNKNOWN)
         what = ("any lengths, budget, pool and watermark" if t.bound == "any value" else
                 "budget, slots, free blocks and watermark symbolic, every reachable cache, prompt and content "
                 "within the bound" if t.method == theorems.STEP else
                 "the cache's state of each block symbolic, every target and content within the bound")
         detail = (f"the scheduler's own {t.method}, every path, {what}; block sizes "
-                  f"{', '.join(map(str, t.block_sizes))}") if result == HOLDS else str(o.counterexample)
-        rows.append(Row(t.name, f"Z3 prefix ({o.scheduler}.{t.method})", theorems.bound(t, deep), result, o.seconds,
-                        detail, o.counterexample))
+                  f"{', '.join(map(str, t.block_sizes))}") if o.verdict is HOLDS else str(o.counterexample)
+        rows.append(Row(t.name, f"Z3 prefix ({o.scheduler}.{t.method})", theorems.bound(t, deep), o.verdict,
+                        o.seconds, detail, o.counterexample))
     if fault_rule is None:
-        rows += [Row(rule, "Z3 prefix", "-", "not checked", 0.0, f"not proved in Z3: {why}")
+        rows += [Row(rule, "Z3 prefix", "-", Verdict.NOT_CHECKED, 0.0, f"not proved in Z3: {why}")
                  for rule, why in theorems.NOT_PROVED.items()]
     return rows
 
 
 def not_written(methods: tuple[str, ...]) -> list[Row]:
-    return [Row(m.upper(), m, "-", "not checked", 0.0, f"no {m} is written for the prefix design")
+    return [Row(m.upper(), m, "-", Verdict.NOT_CHECKED, 0.0, f"no {m} is written for the prefix design")
             for m in methods if m not in ("model", "z3")]

@@ -73,7 +73,7 @@ class Row:
     claim: str
     method: str
     bound: str
-    result: str
+    result: Verdict | str  # a verdict; a str only for a row that is not applicable ("n/a (why)")
     seconds: float
     detail: str = ""
     counterexample: dict[str, Any] | None = field(default=None)
@@ -149,14 +149,14 @@ def liveness_row(o: Options, say: Say) -> Row:
     method = LIVENESS_METHOD
     if result.counterexample is not None:
         ce = result.counterexample
-        return Row(starvation.LIVENESS, method, bound, BROKEN, result.seconds, ce.describe(),
+        return Row(starvation.LIVENESS, method, bound, result.verdict, result.seconds, ce.describe(),
                    {"workload": ce.workload.to_json()})
-    if not result.complete:
-        return Row(starvation.LIVENESS, method, bound, UNKNOWN, result.seconds, "stopped at max_states")
+    if result.verdict is not HOLDS:
+        return Row(starvation.LIVENESS, method, bound, result.verdict, result.seconds, "stopped at max_states")
     if not o.hidden_declared:
         return Row(starvation.LIVENESS, method, bound, UNKNOWN, result.seconds,
                    "refused: declare the scheduler's hidden state (--hidden MODULE:FUNCTION, or --hidden none)")
-    return Row(starvation.LIVENESS, method, bound, HOLDS, result.seconds,
+    return Row(starvation.LIVENESS, method, bound, result.verdict, result.seconds,
                f"every request finished within floor(P / B) + D steps of its arrival (P prompt positions, D "
                f"tokens of it and the requests ahead of it then), under arrivals that never stop (at most "
                f"{o.liveness_bound.num_requests} waiting); tightest margin {result.worst_margin} step(s)")
@@ -180,20 +180,21 @@ def _safety_rows(o: Options, bounds: Bounds, say: Say, differential: bool = True
                f"{result.states_per_second:,.0f} states/s")
     if result.counterexample is not None:
         ce = result.counterexample
-        return [Row(ce.rule, "model check", bound, BROKEN, result.seconds, ce.describe(),
+        return [Row(ce.rule, "model check", bound, result.verdict, result.seconds, ce.describe(),
                     {"workload": ce.workload.to_json(), "replayed": ce.replayed})]
-    if not result.complete:
-        return [Row("ALL RULES", "model check", bound, UNKNOWN, result.seconds, f"stopped at max_states; {figures}")]
+    if result.verdict is not HOLDS:
+        return [Row("ALL RULES", "model check", bound, result.verdict, result.seconds,
+                    f"stopped at max_states; {figures}")]
     actions = "adds, steps, stops and cancels" if bounds.lifecycle else "adds and steps"
     if not o.hidden_declared:
         refused = f"{HIDDEN_UNDECLARED}; {figures}"
         return [Row("ALL RULES", "model check", bound, UNKNOWN, result.seconds, refused),
                 Row("PROGRESS", "model check (liveness)", bound, UNKNOWN, 0.0, refused)]
     rows = [
-        Row("ALL RULES", "model check", bound, HOLDS, result.seconds,
+        Row("ALL RULES", "model check", bound, result.verdict, result.seconds,
             f"{len(RULE_IDS)} rules on every transition ({actions}), {len(INVARIANTS)} state invariants in every "
             f"state; {figures}"),
-        Row("PROGRESS", "model check (liveness)", bound, HOLDS, 0.0,
+        Row("PROGRESS", "model check (liveness)", bound, result.verdict, 0.0,
             f"no cycle with work pending; longest behaviour {result.longest_steps} steps; "
             f"any state finishes its work within {result.drain_bound} steps"),
     ]
@@ -240,7 +241,7 @@ def z3_rows(o: Options, say: Say) -> list[Row]:
         say(f"z3: {theorem.name} ({o.policy.name}, N={o.num_requests})")
         outcome = prove(theorem, o.policy, o.num_requests)
         row = _z3_row(theorem.name, f"Z3 inductive step ({o.policy.name})", f"N={o.num_requests}", outcome)
-        if outcome.result == "counterexample":
+        if outcome.verdict is BROKEN:
             say(f"z3: {theorem.name}: searching for a workload that reaches the counterexample")
             workload = reach(theorem, o.policy)
             if workload is not None:
@@ -286,13 +287,10 @@ def cancel_rows(o: Options, say: Say) -> list[Row]:
     return [_z3_row(x.theorem, f"Z3 cancel ({x.policy})", f"N={n}", x) for x in outcomes]
 
 
-def z3_verdict(result: str) -> Verdict:
-    """A Z3 outcome's verdict: holds (proved), BROKEN (a counterexample), else unknown (ran out of time)."""
-    return {"holds": HOLDS, "counterexample": BROKEN}.get(result, UNKNOWN)
-
-
 def _z3_row(claim: str, method: str, bound: str, outcome: Any) -> Row:
-    result = z3_verdict(outcome.result)
+    """A Z3 theorem's row: its outcome's verdict, and what stands behind it (the counterexample's state;
+    for unknown, why nothing was proved)."""
+    result = outcome.verdict
     detail = "" if outcome.counterexample is None else f"counterexample state: {outcome.counterexample}"
     if result == UNKNOWN:
         why = outcome.counterexample or {}
@@ -345,8 +343,8 @@ def cancel_differential_rows(o: Options, say: Say) -> list[Row]:
     found = cancel_refinement.on_random_cancels(o.random_cancels, factory, step)
     bound = f"{found.cancels:,} random cancels"
     if found.difference is not None:
-        return [Row(f"Z3 CANCEL = {name}", method, bound, BROKEN, found.seconds, found.difference)]
-    return [Row(f"Z3 CANCEL = {name}", method, bound, HOLDS, found.seconds,
+        return [Row(f"Z3 CANCEL = {name}", method, bound, found.verdict, found.seconds, found.difference)]
+    return [Row(f"Z3 CANCEL = {name}", method, bound, found.verdict, found.seconds,
                 f"the Z3 cancel step left what the code's cancel did in {found.cancels:,} cancels of "
                 f"{found.workloads} workloads (waiting, partial and ready requests)")]
 
@@ -359,17 +357,17 @@ def _compared(o: Options) -> tuple[Callable[..., Any], str]:
 
 
 def _differential_row(claim: str, method: str, bound: str, found: refinement.DifferentialResult) -> Row:
-    if not found.complete:
-        return Row(claim, method, bound, UNKNOWN, found.seconds,
+    if found.verdict is UNKNOWN:
+        return Row(claim, method, bound, found.verdict, found.seconds,
                    f"partial: the model check stopped at max_states; {found.states:,} states agreed")
-    if found.difference is None:
-        return Row(claim, method, bound, HOLDS, found.seconds,
+    if found.verdict is HOLDS:
+        return Row(claim, method, bound, found.verdict, found.seconds,
                    f"the Z3 step planned, emitted and left what the code did in {found.states:,} states "
                    f"(up to {found.most_admitted} admissions in one step)")
     ce = found.counterexample
     detail = found.difference if ce is None else f"{found.difference}\n{ce.describe()}"
     counterexample = None if ce is None else {"workload": ce.workload.to_json()}
-    return Row(claim, method, bound, BROKEN, found.seconds, detail, counterexample)
+    return Row(claim, method, bound, found.verdict, found.seconds, detail, counterexample)
 
 
 def crosshair_rows(o: Options, say: Say) -> list[Row]:
@@ -395,10 +393,10 @@ def _crosshair_row(claim: str, target: str, seconds: float, say: Say, rules: tup
     bound = f"{seconds:g} s/condition"
     states = f"{', '.join(rules)}: " if rules else ""
     if result.error is not None:
-        return Row(claim, "CrossHair", bound, UNKNOWN, result.seconds, result.error)
+        return Row(claim, "CrossHair", bound, result.verdict, result.seconds, result.error)
     if result.found:
-        return Row(claim, "CrossHair", bound, BROKEN, result.seconds, states + "; ".join(result.found))
-    return Row(claim, "CrossHair", bound, NOT_REFUTED, result.seconds,
+        return Row(claim, "CrossHair", bound, result.verdict, result.seconds, states + "; ".join(result.found))
+    return Row(claim, "CrossHair", bound, result.verdict, result.seconds,
                f"{states}no counterexample within the limit (CrossHair never proves)")
 
 
@@ -430,15 +428,16 @@ def _planted_found(rule: str, method: str, target: str, function: str,
     result = crosshair_run.check(target, seconds)
     bound = f"{seconds:g} s/condition"
     if result.error is not None:
-        return Row(rule, method, bound, UNKNOWN, result.seconds, result.error)
+        return Row(rule, method, bound, result.verdict, result.seconds, result.error)
     if not result.found:
-        return Row(rule, method, bound, NOT_REFUTED, result.seconds, "the planted bug was not found within the limit")
+        return Row(rule, method, bound, result.verdict, result.seconds,
+                   "the planted bug was not found within the limit")
     detail = "; ".join(result.found)
     for args in result.calls(function):
         on_reference, on_planted = replay(args)
         detail += (f"\nreplayed {args}: reference {on_reference or 'keeps the contract'}; "
                    f"planted copy {on_planted or 'keeps the contract'}")
-    return Row(rule, method, bound, BROKEN, result.seconds, detail)
+    return Row(rule, method, bound, result.verdict, result.seconds, detail)
 
 
 def variants_rows(o: Options, say: Say) -> list[Row]:
@@ -446,7 +445,7 @@ def variants_rows(o: Options, say: Say) -> list[Row]:
 
     if o.fault_rule is not None:  # --fault runs the reference's controls; the variants' are in their rows
         return []
-    return rows(Row, HOLDS, BROKEN, HOLDS, say)  # a negative control caught: its row's claim holds
+    return rows(Row, say)
 
 
 def quint_rows(o: Options, say: Say) -> list[Row]:

@@ -20,6 +20,7 @@ from stallfree.spec.contract import Contract
 from stallfree.spec.variants.aligned import contract as aligned
 from stallfree.spec.variants.budget_change import BUDGET_CONTRACT, ROTATION_CONTRACT
 from stallfree.spec.variants.priority import contract as aging
+from stallfree.spec.verdict import Verdict
 from stallfree.variants.aligned import Aligned, BatchedAligned
 from stallfree.variants.batched import BatchedResizable
 from stallfree.variants.priority import BatchedPrioritized, Prioritized
@@ -84,9 +85,14 @@ def cases() -> list[Case]:
     ]
 
 
-def rows(row: Callable[..., Any], holds: str, broken: str, caught: str, say: Callable[[str], None]) -> list[Any]:
-    """One row per variant and bound (holds, or BROKEN) and one per negative control (caught, or
-    BROKEN when it is not), made by `row(claim, method, bound, result, seconds, detail)`."""
+def caught(yes: bool) -> Verdict:
+    """A negative control's row: its claim holds when the control was caught breaking its rule."""
+    return Verdict.HOLDS if yes else Verdict.BROKEN
+
+
+def rows(row: Callable[..., Any], say: Callable[[str], None]) -> list[Any]:
+    """One row per variant and bound (its model check's verdict) and one per negative control (holds
+    when caught, BROKEN when it is not), made by `row(claim, method, bound, result, seconds, detail)`."""
     out = []
     for case in cases():
         for (name, factory), bounds in ((v, b) for v in case.variants for b in case.bounds):
@@ -96,8 +102,7 @@ def rows(row: Callable[..., Any], holds: str, broken: str, caught: str, say: Cal
                       f"drain bound {r.drain_bound}")
             if not r.holds:
                 detail = f"{r.rule}: {r.message}; workload {r.workload and r.workload.dumps()}"
-            out.append(row(case.contract.name, f"model check ({name})", bounds.label(),
-                           holds if r.holds else broken, r.seconds, detail))
+            out.append(row(case.contract.name, f"model check ({name})", bounds.label(), r.verdict, r.seconds, detail))
         for rule, control in case.controls.items():
             label = getattr(control, "__name__", rule)
             bounds = case.control_bounds.get(rule, case.bounds[0])
@@ -105,9 +110,9 @@ def rows(row: Callable[..., Any], holds: str, broken: str, caught: str, say: Cal
             c = check(case.contract, bounds, control, rules=(rule,))
             ok = c.rule == rule and c.replayed is not None and c.replayed.startswith(f"{rule} at step")
             detail = f"{c.rule}: {c.message}; replayed: {c.replayed}" if c.rule else "no counterexample found"
-            out.append(row(rule, f"model check, negative control ({label})", bounds.label(),
-                           caught if ok else broken, c.seconds, detail))
-    return out + lifecycle_rows(row, holds, broken, caught, say) + z3_rows(row, holds, broken, caught, say)
+            out.append(row(rule, f"model check, negative control ({label})", bounds.label(), caught(ok), c.seconds,
+                           detail))
+    return out + lifecycle_rows(row, say) + z3_rows(row, say)
 
 
 def lifecycle_caught(result: VariantResult, rule: str) -> bool:
@@ -120,10 +125,9 @@ def lifecycle_caught(result: VariantResult, rule: str) -> bool:
     return rule == "TOKENS" and "stopped=" in (result.message or "")
 
 
-def lifecycle_rows(row: Callable[..., Any], holds: str, broken: str, caught: str, say: Callable[[str], None],
-                   ) -> list[Any]:
-    """Each variant under its contract with stops and cancels (holds, or BROKEN), and each lifecycle fault
-    on it, checking only its rule (caught, or BROKEN when it is not)."""
+def lifecycle_rows(row: Callable[..., Any], say: Callable[[str], None]) -> list[Any]:
+    """Each variant under its contract with stops and cancels (its model check's verdict), and each
+    lifecycle fault on it, checking only its rule (holds when caught, BROKEN when it is not)."""
     out = []
     for case in cases():
         if case.lifecycle is None:
@@ -135,30 +139,28 @@ def lifecycle_rows(row: Callable[..., Any], holds: str, broken: str, caught: str
             detail = f"{r.states} states; every rule of {case.contract.name}; drain bound {r.drain_bound}"
             if not r.holds:
                 detail = f"{r.rule}: {r.message}; workload {r.workload and r.workload.dumps()}"
-            out.append(row(case.contract.name, f"model check ({name})", bounds.label(),
-                           holds if r.holds else broken, r.seconds, detail))
+            out.append(row(case.contract.name, f"model check ({name})", bounds.label(), r.verdict, r.seconds, detail))
             for fault in VARIANT_LIFECYCLE_FAULTS.get(name, ()):  # the budget-change variants share rotation's
                 rule = fault.breaks  # type: ignore[attr-defined]
                 say(f"variants: lifecycle control {fault.__name__} for {rule} under {case.contract.name}")
                 c = check(case.contract, bounds, case.wrap(fault), rules=(rule,), hidden=wrong_lifecycle_state)
                 detail = f"{c.rule}: {c.message}; replayed: {c.replayed}" if c.rule else "no counterexample found"
                 out.append(row(rule, f"model check, negative control ({fault.__name__})", bounds.label(),
-                               caught if lifecycle_caught(c, rule) else broken, c.seconds, detail))
+                               caught(lifecycle_caught(c, rule)), c.seconds, detail))
     return out
 
 
-def z3_rows(row: Callable[..., Any], holds: str, broken: str, caught: str, say: Callable[[str], None]) -> list[Any]:
-    """The variants' arithmetic for every value (`smt.variants`): each claim holds, each control is refuted."""
+def z3_rows(row: Callable[..., Any], say: Callable[[str], None]) -> list[Any]:
+    """The variants' arithmetic for every value (`smt.variants`): each claim holds, each control is
+    refuted (its row holds when it is; BROKEN when Z3 proves the control; unknown when Z3 gives no answer)."""
     from .smt.variants import CLAIMS, decide
 
     out = []
     for rule, name, claim, must_hold in CLAIMS:
         say(f"variants: z3 {rule}: {name}")
         o = decide(name, claim)
-        if must_hold:
-            result = holds if o.result == "holds" else broken
-        else:
-            result = caught if o.result == "counterexample" else broken
+        # A claim's row is its verdict; a control's holds when Z3 refutes it (unknown stays unknown).
+        result = o.verdict if must_hold or o.verdict is Verdict.UNKNOWN else caught(o.verdict is Verdict.BROKEN)
         detail = name if o.counterexample is None else f"{name}; counterexample {o.counterexample}"
         out.append(row(rule, "Z3, any value" if must_hold else "Z3, negative control", "any N",
                        result, o.seconds, detail.replace("\n", " ")))

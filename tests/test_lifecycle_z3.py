@@ -9,25 +9,26 @@ import pytest
 pytest.importorskip("z3")
 
 from stallfree.proofs.smt import ends
+from stallfree.spec.verdict import Verdict
 
 N = 6  # symbolic requests: enough for the shapes the parts talk about, fast in CI
 
 
 def test_KV_END_ending_ready_requests_keeps_the_invariant() -> None:
-    assert ends.prove_end(N).result == "holds"
+    assert ends.prove_end(N).verdict is Verdict.HOLDS
 
 
 def test_KV_END_fails_when_an_end_keeps_its_reservation() -> None:
     outcome = ends.prove_end(N, returns_kv=False)
-    assert outcome.result == "counterexample" and outcome.counterexample == {"part": "KV"}
+    assert outcome.verdict is Verdict.BROKEN and outcome.counterexample == {"part": "KV"}
 
 
 def test_TOKENS_STOP_READY_a_stop_only_ends_a_ready_request() -> None:
-    assert ends.prove_stops_end_ready(N).result == "holds"
+    assert ends.prove_stops_end_ready(N).verdict is Verdict.HOLDS
 
 
 def test_TOKENS_STOP_READY_fails_for_a_policy_whose_chunks_emit() -> None:
-    assert ends.prove_stops_end_ready(N, ends.EarlyFirstToken()).result == "counterexample"
+    assert ends.prove_stops_end_ready(N, ends.EarlyFirstToken()).verdict is Verdict.BROKEN
 
 
 def test_the_END_hypothesis_is_satisfiable_with_ends() -> None:

@@ -21,17 +21,17 @@ N = 2  # symbolic requests in CI (the published rows use 3): enough for a preemp
 @pytest.mark.parametrize("theorem", paged_step.THEOREMS, ids=lambda t: t.name)
 def test_the_paged_step_theorem_holds(theorem: paged_step.PagedTheorem) -> None:
     outcome = paged_step.prove(theorem, None, N)
-    assert outcome.result == "holds", outcome
+    assert outcome.verdict is Verdict.HOLDS, outcome
 
 
 def test_PAGED_INIT_a_new_scheduler_satisfies_the_invariant() -> None:
-    assert paged_step.prove_init(N).result == "holds"
+    assert paged_step.prove_init(N).verdict is Verdict.HOLDS
 
 
 @pytest.mark.parametrize("theorem", paged_step.THEOREMS, ids=lambda t: t.name)
 def test_the_paged_step_theorem_fails_on_its_control(theorem: paged_step.PagedTheorem) -> None:
     outcome = paged_step.prove(theorem, theorem.control(), N)
-    assert outcome.result == "counterexample" and "block_size" in outcome.counterexample, outcome
+    assert outcome.verdict is Verdict.BROKEN and "block_size" in outcome.counterexample, outcome
 
 
 def test_each_control_is_named_after_a_paged_fault_of_its_rule() -> None:

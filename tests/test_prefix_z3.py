@@ -16,13 +16,14 @@ from stallfree.prefix import Scheduler, faults
 from stallfree.prefix.contract.rules import NEW_IDS
 from stallfree.proofs.smt import prefix, prefix_admit, prefix_cache, prefix_planted, symexec
 from stallfree.proofs.smt.symexec import Int
+from stallfree.spec.verdict import Verdict
 
 
 @pytest.mark.parametrize("theorem", prefix.THEOREMS, ids=lambda t: t.name)
 def test_each_theorem_holds_of_the_scheduler_and_fails_on_its_fault(theorem: prefix.PrefixTheorem) -> None:
-    assert prefix.prove(theorem).result == "holds"
+    assert prefix.prove(theorem).verdict is Verdict.HOLDS
     refuted = prefix.prove(theorem, prefix.control(theorem))
-    assert refuted.result == "counterexample" and refuted.counterexample is not None
+    assert refuted.verdict is Verdict.BROKEN and refuted.counterexample is not None
 
 
 def test_a_fault_of_another_method_keeps_the_theorem() -> None:
@@ -30,28 +31,29 @@ def test_a_fault_of_another_method_keeps_the_theorem() -> None:
     the budget and watermark theorems; EvictNewest's evict keeps all but EVICT-LRU; FreeShared, which errs
     in complete(), keeps the theorems of release())."""
     by = {t.name: t for t in prefix.THEOREMS if t.method != prefix.STEP}  # the method theorems
-    assert all(prefix.prove(t, faults.WriteShared).result == "holds" for t in prefix.THEOREMS[:3])
-    assert all(prefix.prove(t, faults.EvictNewest).result == "holds" for t in prefix.THEOREMS if t.name != "EVICT-LRU")
-    assert prefix.prove(by["FREE-AT-ZERO"], faults.FreeShared).result == "holds"
-    assert prefix.prove(by["EVICT-LRU"], faults.FreeShared).result == "holds"
-    assert all(prefix.prove(t, faults.FreeShared).result == "holds" for t in STEP_THEOREMS)
+    assert all(prefix.prove(t, faults.WriteShared).verdict is Verdict.HOLDS for t in prefix.THEOREMS[:3])
+    assert all(prefix.prove(t, faults.EvictNewest).verdict is Verdict.HOLDS
+               for t in prefix.THEOREMS if t.name != "EVICT-LRU")
+    assert prefix.prove(by["FREE-AT-ZERO"], faults.FreeShared).verdict is Verdict.HOLDS
+    assert prefix.prove(by["EVICT-LRU"], faults.FreeShared).verdict is Verdict.HOLDS
+    assert all(prefix.prove(t, faults.FreeShared).verdict is Verdict.HOLDS for t in STEP_THEOREMS)
 
 
 def test_each_admission_fault_breaks_its_own_theorem_and_not_the_hit_soundness_of_others() -> None:
     """HitOneMore holds a block not cached: HIT-SAME-TOKENS fails and SHARED-READONLY (its chunk still starts
     on a block boundary) holds; HitOneShort holds too few: CACHED-NOT-PREFILLED fails, HIT-SAME-TOKENS holds."""
     by = {t.name: t for t in prefix.THEOREMS if t.method != prefix.STEP}  # the method theorems
-    assert prefix.prove(by["SHARED-READONLY"], faults.HitOneMore).result == "holds"
-    assert prefix.prove(by["HIT-SAME-TOKENS"], faults.HitOneShort).result == "holds"
-    assert prefix.prove(by["SHARED-READONLY"], faults.HitOneShort).result == "holds"
+    assert prefix.prove(by["SHARED-READONLY"], faults.HitOneMore).verdict is Verdict.HOLDS
+    assert prefix.prove(by["HIT-SAME-TOKENS"], faults.HitOneShort).verdict is Verdict.HOLDS
+    assert prefix.prove(by["SHARED-READONLY"], faults.HitOneShort).verdict is Verdict.HOLDS
 
 
 def test_eviction_order_is_refuted_on_both_of_its_faults() -> None:
     """EVICT-LRU's theorem reads both halves of the rule: evict() takes the least recently freed
     (EvictNewest fails), and release() lets a request's blocks go last block first (FreeFirstBlockFirst fails)."""
     evict_lru = next(t for t in prefix.THEOREMS if t.name == "EVICT-LRU")
-    assert prefix.prove(evict_lru, faults.FreeFirstBlockFirst).result == "counterexample"
-    assert prefix.prove(evict_lru, faults.EvictNewest).result == "counterexample"
+    assert prefix.prove(evict_lru, faults.FreeFirstBlockFirst).verdict is Verdict.BROKEN
+    assert prefix.prove(evict_lru, faults.EvictNewest).verdict is Verdict.BROKEN
 
 
 def test_the_symbolic_free_list_has_no_length() -> None:
@@ -72,7 +74,7 @@ def test_the_symbolic_free_list_has_no_length() -> None:
 @pytest.mark.deep
 def test_the_cache_theorems_hold_at_the_deep_bound() -> None:
     for t in prefix.THEOREMS[3:]:
-        assert prefix.prove(t, deep=True).result == "holds", t.name
+        assert prefix.prove(t, deep=True).verdict is Verdict.HOLDS, t.name
 
 
 def test_every_path_is_explored() -> None:
@@ -145,9 +147,9 @@ def test_the_admission_step_has_a_theorem_of_each_of_its_three_rules() -> None:
 @pytest.mark.parametrize("fault", list(BREAKS), ids=lambda f: f.__name__)
 def test_each_admission_control_breaks_the_step_theorems_it_names_and_no_other(fault: type) -> None:
     outcomes = {t.name: prefix.prove(t, fault) for t in STEP_THEOREMS}
-    broken = {name for name, o in outcomes.items() if o.result == "counterexample"}
+    broken = {name for name, o in outcomes.items() if o.verdict is Verdict.BROKEN}
     assert broken == BREAKS[fault]
-    assert all(o.result == "holds" for name, o in outcomes.items() if name not in broken)
+    assert all(o.verdict is Verdict.HOLDS for name, o in outcomes.items() if name not in broken)
     for name in broken:  # the counterexample names its rule, the values and the shape enumerated
         o = outcomes[name]
         assert o.theorem == name and o.counterexample is not None
@@ -158,7 +160,7 @@ def test_a_step_the_executor_cannot_follow_is_refused_not_judged() -> None:
     """HitOneMore's extra block leaves a symbolic count where complete() takes `%` of it, outside symexec's
     fragment: the step theorems read unknown (refused) on it, never holds."""
     o = prefix.prove(STEP_THEOREMS[0], faults.HitOneMore)
-    assert o.result == "unknown" and "refused" in (o.counterexample or {})
+    assert o.verdict is Verdict.UNKNOWN and "refused" in (o.counterexample or {})
 
 
 def test_the_step_theorems_are_not_vacuous() -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from stallfree.spec.verdict import Verdict
+
 z3 = pytest.importorskip("z3")
 
 from stallfree.faults.lifecycle import CancelKeepsKV, CancelTombstone, PlansCancelled  # noqa: E402
@@ -20,13 +22,13 @@ N = 5  # symbolic requests: every phase of a cancelled request and one behind it
                                      cancels.progress_composed])
 def test_CANCEL_theorems_hold_for_the_reference(theorem) -> None:  # type: ignore[no-untyped-def]
     outcome = theorem(N)
-    assert outcome.result == "holds", outcome
+    assert outcome.verdict is Verdict.HOLDS, outcome
 
 
 @pytest.mark.parametrize("control", cancels.CONTROLS, ids=lambda c: f"{c.rule}")
 def test_CANCEL_theorems_fail_on_their_negative_controls(control: cancels.Control) -> None:
     outcome = control.run(N)
-    assert outcome.result == "counterexample", outcome
+    assert outcome.verdict is Verdict.BROKEN, outcome
 
 
 def test_every_cancel_theorem_has_a_control() -> None:

@@ -17,6 +17,7 @@ from stallfree.main import main
 from stallfree.proofs.smt import code_theorems, symexec
 from stallfree.proofs.smt.code_theorems import THEOREMS, not_applicable, prove
 from stallfree.reference import Scheduler
+from stallfree.spec.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 STEP, STOPS, CANCEL = THEOREMS
@@ -70,7 +71,7 @@ def load(spec: str) -> type:
 @pytest.mark.parametrize("theorem", THEOREMS, ids=lambda t: t.name)
 def test_the_code_theorems_hold_of_the_reference(theorem: code_theorems.Theorem) -> None:
     outcome = prove(theorem, Scheduler, 2)
-    assert outcome.result == "holds", outcome.detail
+    assert outcome.verdict is Verdict.HOLDS, outcome.detail
     assert outcome.states > 0 and outcome.paths > outcome.states  # some states are refused by the hypothesis
 
 
@@ -80,7 +81,7 @@ def test_each_planted_bug_is_refuted_under_its_rule(bug: str, tmp_path: Path) ->
     cls = load(planted(tmp_path, bug))
     assert not_applicable(cls) is None
     outcome = prove(theorem, cls, n)
-    assert outcome.result == "counterexample", outcome.detail
+    assert outcome.verdict is Verdict.BROKEN, outcome.detail
     assert rules & set(outcome.broken), (outcome.broken, outcome.detail)
     assert outcome.counterexample is not None and outcome.counterexample["values"]
 
@@ -119,7 +120,7 @@ class HashesTheBudget(Scheduler):
 def test_code_that_cannot_run_symbolically_is_unknown_not_holding() -> None:
     assert not_applicable(HashesTheBudget) is None
     outcome = prove(STEP, HashesTheBudget, 1)
-    assert outcome.result == "unknown" and "cannot run symbolically" in outcome.detail
+    assert outcome.verdict is Verdict.UNKNOWN and "cannot run symbolically" in outcome.detail
 
 
 def test_every_feasible_path_is_run_once() -> None:
@@ -153,4 +154,4 @@ def test_plain_prove_scheduler_exits_1_on_each_planted_copy(bug: str, tmp_path: 
 @pytest.mark.parametrize("theorem", THEOREMS, ids=lambda t: t.name)
 def test_the_code_theorems_hold_at_deeper_n(theorem: code_theorems.Theorem) -> None:
     outcome = prove(theorem, Scheduler, 4 if theorem is STEP else 3)
-    assert outcome.result == "holds", outcome.detail
+    assert outcome.verdict is Verdict.HOLDS, outcome.detail

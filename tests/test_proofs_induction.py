@@ -12,14 +12,15 @@ from stallfree.proofs.smt.loops import LOOP_THEOREMS, prove_loop
 from stallfree.proofs.smt.mutants import MUTANTS
 from stallfree.proofs.smt.policy import Policy
 from stallfree.proofs.smt.symbolic import SymRequest
+from stallfree.spec.verdict import Verdict
 
 
 @pytest.mark.parametrize("loop", induction.INDUCTIONS, ids=lambda loop: loop.name)
 def test_each_loop_is_proved_by_induction_and_fails_on_its_control(loop: induction.LoopInduction) -> None:
     proved = induction.prove_induction(loop)
-    assert proved.result == "holds", proved.counterexample
+    assert proved.verdict is Verdict.HOLDS, proved.counterexample
     refuted = induction.prove_induction(loop, induction.control(loop))
-    assert refuted.result == "counterexample", (loop.control, refuted.result)
+    assert refuted.verdict is Verdict.BROKEN, (loop.control, refuted.verdict)
     assert refuted.counterexample is not None and refuted.counterexample["obligation"]
 
 
@@ -28,15 +29,15 @@ def test_the_cap_and_the_stall_pass_the_one_iteration_theorems_but_not_the_induc
         policy = induction.CONTROLS[control]()
         assert all(prove_loop(t, policy).holds for t in LOOP_THEOREMS)  # what "any N" was before
         loop = next(loop for loop in induction.INDUCTIONS if loop.name.startswith(claim))
-        assert induction.prove_induction(loop, policy).result == "counterexample"
+        assert induction.prove_induction(loop, policy).verdict is Verdict.BROKEN
 
 
 @pytest.mark.parametrize("loop", chain.CHAINS, ids=lambda loop: loop.name)
 def test_the_chained_phases_prove_the_whole_state_rules_for_any_n(loop: induction.LoopInduction) -> None:
     proved = induction.prove_induction(loop)
-    assert proved.result == "holds", proved.counterexample
+    assert proved.verdict is Verdict.HOLDS, proved.counterexample
     refuted = induction.prove_induction(loop, induction.control(loop))
-    assert refuted.result == "counterexample", (loop.control, refuted.result)
+    assert refuted.verdict is Verdict.BROKEN, (loop.control, refuted.verdict)
 
 
 @pytest.mark.parametrize(("claim", "wrong"), [
@@ -52,7 +53,7 @@ def test_the_chained_phases_prove_the_whole_state_rules_for_any_n(loop: inductio
 def test_the_chain_fails_on_each_policy_that_breaks_its_rule(claim: str, wrong: str) -> None:
     loop = next(loop for loop in chain.CHAINS if loop.rules == claim)
     refuted = induction.prove_induction(loop, WRONG[wrong]())
-    assert refuted.result == "counterexample", (wrong, refuted.result)
+    assert refuted.verdict is Verdict.BROKEN, (wrong, refuted.verdict)
     assert refuted.counterexample is not None and refuted.counterexample["obligation"]
 
 
@@ -82,7 +83,8 @@ def test_only_the_order_rules_carry_the_order_facts() -> None:
     for wrong in ("SkipAhead", "LongHeadLetsShortIn"):
         for loop in chain.CHAINS:
             result = induction.prove_induction(loop, WRONG[wrong]())
-            assert result.result == ("counterexample" if loop.name.startswith("FCFS") else "holds"), (wrong, loop.name)
+            expected = Verdict.BROKEN if loop.name.startswith("FCFS") else Verdict.HOLDS
+            assert result.verdict is expected, (wrong, loop.name)
 
 
 def test_no_obligation_of_the_chain_contains_its_goal() -> None:
@@ -96,14 +98,14 @@ def test_no_obligation_of_the_chain_contains_its_goal() -> None:
         exits, _before = last.hypothesis.children()
         bare = induction.Obligation(last.name, exits, last.goal)
         result = induction._prove([bare], loop.name, induction.Policy(), 30_000)
-        assert result.result == "counterexample", loop.name
+        assert result.verdict is Verdict.BROKEN, loop.name
 
 
 def test_a_hypothesis_that_cannot_hold_is_reported_vacuous_even_with_a_witness() -> None:
     x = z3.Int("x")
     vacuous = induction.Obligation("consecution", z3.And(x > 0, x < 0), x == 7, x == 1)
     result = induction._prove([vacuous], "a vacuous claim", induction.Policy(), 5_000)
-    assert result.result == "unknown" and result.counterexample == {
+    assert result.verdict is Verdict.UNKNOWN and result.counterexample == {
         "obligation": "consecution", "vacuous": "its hypothesis is unsatisfiable"}
 
 
@@ -113,10 +115,10 @@ def test_a_policy_that_is_not_the_fold_its_loops_run_is_judged_by_no_chain() -> 
     the rule), and the reference's phases meet it."""
     for loop in chain.CHAINS:
         result = induction.prove_induction(loop, MUTANTS["LifoAdmission"]())
-        assert result.result == "unknown", loop.name
+        assert result.verdict is Verdict.UNKNOWN, loop.name
         assert result.counterexample is not None and result.counterexample["obligation"] == "FOLD: admit (N=3)"
     fold_only = induction._prove(fold.folds(Policy()), "FOLD", Policy(), 30_000)
-    assert fold_only.result == "holds", fold_only.counterexample
+    assert fold_only.verdict is Verdict.HOLDS, fold_only.counterexample
 
 
 def test_prove_says_why_a_chained_row_is_unknown() -> None:
@@ -125,7 +127,7 @@ def test_prove_says_why_a_chained_row_is_unknown() -> None:
 
     loop = chain.CHAINS[0]
     row = _z3_row(loop.name, "Z3 loop induction", "any N", induction.prove_induction(loop, MUTANTS["LifoAdmission"]()))
-    assert row.result == "unknown" and "FOLD: admit (N=3): premise not met" in row.detail
+    assert row.result is Verdict.UNKNOWN and "FOLD: admit (N=3): premise not met" in row.detail
     assert "ran out of time" not in row.detail
 
 
@@ -137,12 +139,12 @@ def test_a_policy_that_is_not_the_fold_is_judged_by_no_loop_that_runs_its_phase(
     lifo = MUTANTS["LifoAdmission"]()
     judged = {loop.name.split()[0]: induction.prove_induction(loop, lifo) for loop in induction.INDUCTIONS}
     for claim in ("ADMITS", "PROGRESS"):
-        assert judged[claim].result == "unknown", claim
+        assert judged[claim].verdict is Verdict.UNKNOWN, claim
         assert judged[claim].counterexample is not None
         assert judged[claim].counterexample["obligation"] == "FOLD: admit (N=3)", claim
-    assert {c: r.result for c, r in judged.items() if c not in ("ADMITS", "PROGRESS")} == dict.fromkeys(
-        ("DECODES", "PARTIALS", "FINISH", "PER-REQUEST"), "holds")
+    assert {c: r.verdict for c, r in judged.items() if c not in ("ADMITS", "PROGRESS")} == dict.fromkeys(
+        ("DECODES", "PARTIALS", "FINISH", "PER-REQUEST"), Verdict.HOLDS)
     assert [loop.folds for loop in induction.INDUCTIONS if not loop.folds] == [(), ()]  # FINISH, PER-REQUEST
     for phase in ("plan_decodes", "plan_partials", "admit"):
         met = induction._prove([fold.fold(Policy(), phase)], "FOLD", Policy(), 30_000)
-        assert met.result == "holds", met.counterexample
+        assert met.verdict is Verdict.HOLDS, met.counterexample

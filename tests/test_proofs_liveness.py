@@ -16,6 +16,7 @@ from stallfree.proofs.smt.mutants import MUTANTS
 from stallfree.proofs.smt.theorems import THEOREMS, prove
 from stallfree.reference import Scheduler
 from stallfree.spec import play
+from stallfree.spec.verdict import Verdict
 
 BOUND = Bounds.parse("2,2,8,2,3,2")  # at most 2 waiting at once; arrivals never stop
 LIVENESS = next(t for t in THEOREMS if t.name == "LIVENESS")
@@ -41,7 +42,7 @@ def test_a_starving_scheduler_breaks_the_bound(name: str) -> None:
 def test_the_ranking_function_is_proved_and_fails_on_starving_policies() -> None:
     assert prove(LIVENESS, None, 4).holds
     for name in ("LifoAdmission", "AdmitBeforePartial"):
-        assert prove(LIVENESS, MUTANTS[name](), 4).result == "counterexample", name
+        assert prove(LIVENESS, MUTANTS[name](), 4).verdict is Verdict.BROKEN, name
 
 
 def test_prove_fault_liveness_fails(capsys: pytest.CaptureFixture[str]) -> None:
@@ -89,8 +90,8 @@ def test_the_ranking_in_steps_is_proved_and_fails_where_the_work_ranking_does_no
 
     assert prove(LIVENESS_STEPS, None, 6).holds
     for name in ("LifoAdmission", "AdmitBeforePartial"):
-        assert prove(LIVENESS_STEPS, MUTANTS[name](), 4).result == "counterexample", name
-    assert prove(LIVENESS_STEPS, OneTokenPrefill(), 4).result == "counterexample"
+        assert prove(LIVENESS_STEPS, MUTANTS[name](), 4).verdict is Verdict.BROKEN, name
+    assert prove(LIVENESS_STEPS, OneTokenPrefill(), 4).verdict is Verdict.BROKEN
     assert prove(LIVENESS, OneTokenPrefill(), 4).holds  # the weaker ranking accepts it
 
 

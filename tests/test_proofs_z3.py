@@ -15,6 +15,7 @@ from stallfree.proofs.smt.reach import reach
 from stallfree.proofs.smt.theorems import DEFAULT_N, THEOREMS, prove
 from stallfree.reference import Scheduler
 from stallfree.spec import RULE_IDS
+from stallfree.spec.verdict import Verdict
 
 CI_N = 4
 NAMES = [t.name for t in THEOREMS]
@@ -23,13 +24,13 @@ NAMES = [t.name for t in THEOREMS]
 @pytest.mark.parametrize("theorem", THEOREMS, ids=NAMES)
 def test_theorem_holds_for_the_reference(theorem) -> None:  # type: ignore[no-untyped-def]
     outcome = prove(theorem, num_requests=CI_N)
-    assert outcome.result == "holds", outcome
+    assert outcome.verdict is Verdict.HOLDS, outcome
 
 
 @pytest.mark.parametrize("theorem", THEOREMS, ids=NAMES)
 def test_theorem_fails_on_its_wrong_policy(theorem) -> None:  # type: ignore[no-untyped-def]
     outcome = prove(theorem, MUTANTS[theorem.control](), num_requests=CI_N)
-    assert outcome.result == "counterexample", outcome
+    assert outcome.verdict is Verdict.BROKEN, outcome
     assert outcome.counterexample is not None and "config" in outcome.counterexample
 
 
@@ -52,14 +53,14 @@ def test_READY_WITHIN_BUDGET_needs_a_fixed_budget_and_no_workload_can_change_it(
     so the bounded search finds no workload for that counterexample."""
     policy = MUTANTS["ChangingBudget"]()
     theorem = next(t for t in THEOREMS if t.name == "READY-WITHIN-BUDGET")
-    assert prove(theorem, policy, num_requests=CI_N).result == "counterexample"
+    assert prove(theorem, policy, num_requests=CI_N).verdict is Verdict.BROKEN
     assert reach(theorem, policy) is None
 
 
 @pytest.mark.parametrize("theorem", LOOP_THEOREMS, ids=[t.name for t in LOOP_THEOREMS])
 def test_loop_theorem_holds_for_any_N_and_fails_on_its_wrong_policy(theorem) -> None:  # type: ignore[no-untyped-def]
-    assert prove_loop(theorem).result == "holds"
-    assert prove_loop(theorem, MUTANTS[theorem.control]()).result == "counterexample"
+    assert prove_loop(theorem).verdict is Verdict.HOLDS
+    assert prove_loop(theorem, MUTANTS[theorem.control]()).verdict is Verdict.BROKEN
 
 
 def test_every_part_of_the_invariant_is_carried_by_a_theorem() -> None:
@@ -80,4 +81,4 @@ def test_every_step_rule_has_a_theorem_and_every_wrong_policy_is_a_control() -> 
 @pytest.mark.deep
 @pytest.mark.parametrize("theorem", THEOREMS, ids=NAMES)
 def test_theorem_holds_at_the_published_bound(theorem) -> None:  # type: ignore[no-untyped-def]
-    assert prove(theorem, num_requests=DEFAULT_N).result == "holds"
+    assert prove(theorem, num_requests=DEFAULT_N).verdict is Verdict.HOLDS

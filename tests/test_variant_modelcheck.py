@@ -18,6 +18,7 @@ from stallfree.proofs.explicit.variants import VariantBounds, check
 from stallfree.spec.variants.aligned import contract as aligned
 from stallfree.spec.variants.budget_change import ROTATION_CONTRACT
 from stallfree.spec.variants.priority import contract as aging
+from stallfree.spec.verdict import Verdict
 from stallfree.variants.aligned import Aligned, BatchedAligned
 from stallfree.variants.priority import BatchedPrioritized, Prioritized
 from stallfree.variants.rotating import BatchedRotating, Rotating
@@ -95,8 +96,8 @@ def test_model_check_without_the_hidden_line_misses_a_reordered_line() -> None:
 
 @pytest.mark.deep
 def test_prove_variant_rows_all_hold_or_are_caught() -> None:
-    rows = variant_rows.rows(lambda *a: a, "holds", "BROKEN", "caught", lambda line: None)
-    assert all(r[3] in ("holds", "caught") for r in rows), [r for r in rows if r[3] == "BROKEN"]
+    rows = variant_rows.rows(lambda *a: a, lambda line: None)
+    assert all(r[3] is Verdict.HOLDS for r in rows), [r for r in rows if r[3] is not Verdict.HOLDS]
 
 
 @pytest.mark.parametrize("index", range(8))
@@ -104,4 +105,4 @@ def test_z3_variant_arithmetic_holds_and_its_controls_are_refuted(index: int) ->
     from stallfree.proofs.smt.variants import CLAIMS, decide
 
     rule, name, claim, must_hold = CLAIMS[index]
-    assert decide(name, claim).result == ("holds" if must_hold else "counterexample"), (rule, name)
+    assert decide(name, claim).verdict is (Verdict.HOLDS if must_hold else Verdict.BROKEN), (rule, name)

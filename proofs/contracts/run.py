@@ -21,6 +21,8 @@ import sys
 import time
 from dataclasses import dataclass
 
+from stallfree.spec.verdict import Verdict
+
 from .planted_contracts import TARGETS
 
 CONTRACTS = "stallfree.proofs.contracts.contracts"
@@ -41,8 +43,12 @@ class CrossHairResult:
     error: str | None = None  # CrossHair failed to run (exit 2): the check did not happen
 
     @property
-    def holds(self) -> bool:
-        return self.error is None and not self.found
+    def verdict(self) -> Verdict:
+        """unknown if CrossHair did not run, BROKEN if it found a counterexample, else not refuted:
+        searched within the limit, nothing found, nothing proved (CrossHair never proves)."""
+        if self.error is not None:
+            return Verdict.UNKNOWN
+        return Verdict.BROKEN if self.found else Verdict.NOT_REFUTED
 
     def calls(self, function: str) -> list[tuple[int, ...]]:
         """The arguments of each counterexample CrossHair found to `function`."""

@@ -26,6 +26,7 @@ from typing import Any
 
 from stallfree.reference import Scheduler
 from stallfree.spec import PROTOCOL, InvalidField, Monitor, RuleViolation, check_int
+from stallfree.spec.verdict import Verdict
 
 from . import lifecycle, parallel
 from .bounds import Bounds
@@ -56,8 +57,16 @@ class Tally:
     counterexample: Counterexample | None
 
     @property
+    def verdict(self) -> Verdict:
+        """BROKEN if a counterexample was found (complete or not), unknown if the search stopped before
+        every reachable state was explored, else holds: every rule held in every state at the bound."""
+        if self.counterexample is not None:
+            return Verdict.BROKEN
+        return Verdict.HOLDS if self.complete else Verdict.UNKNOWN
+
+    @property
     def holds(self) -> bool:
-        return self.complete and self.counterexample is None
+        return self.verdict is Verdict.HOLDS
 
     @property
     def states_per_second(self) -> float:

@@ -45,6 +45,7 @@ from stallfree.spec import Monitor
 
 from .bounds import Bounds
 from .counterexample import Counterexample, build
+from .modelcheck import Tally
 from .snapshot import Hidden, fork
 
 LIVENESS = "LIVENESS"
@@ -54,17 +55,13 @@ Watch = tuple[int, int] | None  # (rid, steps left before its deadline)
 
 
 @dataclass(frozen=True, slots=True)
-class StarvationResult:
+class StarvationResult(Tally):
     bounds: Bounds
     states: int
     seconds: float
     complete: bool
     worst_margin: int | None  # the fewest steps any watched request had left when it finished
     counterexample: Counterexample | None
-
-    @property
-    def holds(self) -> bool:
-        return self.complete and self.counterexample is None
 
 
 def ahead(monitor: Monitor) -> tuple[int, int]:

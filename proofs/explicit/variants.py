@@ -27,6 +27,7 @@ from stallfree.spec.contract import Contract
 from stallfree.spec.shadow import Shadow
 from stallfree.spec.variants.budget_change import BudgetMonitor, BudgetShadow
 from stallfree.spec.variants.priority import PriorityShadow
+from stallfree.spec.verdict import Verdict
 from stallfree.spec.workload import BudgetChange
 
 from . import lifecycle
@@ -75,8 +76,15 @@ class VariantResult:
     replayed: str | None  # what the contract's monitor reports on that workload: the independent confirmation
 
     @property
+    def verdict(self) -> Verdict:
+        """BROKEN if a rule was broken, unknown if the search stopped early, else holds."""
+        if self.rule is not None:
+            return Verdict.BROKEN
+        return Verdict.HOLDS if self.complete else Verdict.UNKNOWN
+
+    @property
     def holds(self) -> bool:
-        return self.complete and self.rule is None
+        return self.verdict is Verdict.HOLDS
 
 
 def key(monitor: Monitor, hidden: Hidden | None = None) -> Hashable:

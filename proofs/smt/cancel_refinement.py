@@ -21,6 +21,7 @@ import z3
 
 from stallfree.reference import Scheduler
 from stallfree.spec import Monitor, RuleViolation
+from stallfree.spec.verdict import Verdict
 from stallfree.testing.generate import Ranges, random_workload
 
 from .cancels import CancelStep
@@ -39,6 +40,10 @@ class CancelOutcome:
     workloads: int
     seconds: float
     difference: str | None
+
+    @property
+    def verdict(self) -> Verdict:
+        return Verdict.HOLDS if self.difference is None else Verdict.BROKEN
 
 
 def evaluate(cancel: CancelStep, config: Any, views: tuple[RequestView, ...], free_kv: int,

@@ -44,12 +44,15 @@ from functools import partial
 
 import z3
 
+from stallfree.spec.verdict import Verdict
+
 from . import lemmas
 from .ends import end_early
+from .in_turn import prove_in_turn
 from .inductive import PARTS, invariant, one_partial, ready_within_budget
 from .mutants import AdmitBeforePartial, ChangingBudget, StrictFit
 from .policy import Policy, SymStep
-from .symbolic import SymConfig, SymRequest, SymState, check, refute, value
+from .symbolic import SymConfig, SymRequest, SymState, value
 from .theorems import TIMEOUT_MS, TheoremResult, new_solver
 
 CANCEL_N = 8  # symbolic requests in each cancel theorem (every index is cancelled in turn)
@@ -272,29 +275,21 @@ def shown(model: z3.ModelRef, s: SymState) -> str:
             f"requests {'; '.join(rows) or 'none'}")
 
 
-def _judge(ob: Obligation, timeout_ms: int) -> tuple[str, str]:
-    """("holds" | "counterexample" | "unknown", what the goal that decided it is about)."""
+def _judge(ob: Obligation, timeout_ms: int) -> tuple[Verdict, str]:
+    """(holds | BROKEN | unknown, what the goal that decided it is about)."""
     solver = new_solver(ob.hypothesis, timeout_ms)
-    for stone in ob.stones:
-        if refute(solver, stone) != z3.unsat:  # a wrong policy breaks a stone: judge the goals alone
-            solver = new_solver(ob.hypothesis, timeout_ms)
-            break
-        solver.add(stone)
+    if prove_in_turn(solver, ob.stones).verdict is not Verdict.HOLDS:  # a wrong policy breaks a stone
+        solver = new_solver(ob.hypothesis, timeout_ms)  # judge the goals alone
     for about, extra, goal in ob.goals:
         solver.push()
         solver.add(extra)
-        for fact in goal.children() if z3.is_and(goal) else [goal]:
-            solver.push()
-            solver.add(z3.Not(fact))
-            verdict = check(solver)
-            if verdict == z3.sat:
-                return "counterexample", f"{about}, from {shown(solver.model(), ob.state)}"
-            if verdict != z3.unsat:
-                return "unknown", about
-            solver.pop()
-            solver.add(fact)
+        turn = prove_in_turn(solver, goal.children() if z3.is_and(goal) else [goal], keep_model=True)
+        if turn.verdict is Verdict.BROKEN:
+            return turn.verdict, f"{about}, from {shown(solver.model(), ob.state)}"
+        if turn.verdict is not Verdict.HOLDS:
+            return turn.verdict, about
         solver.pop()
-    return "holds", ""
+    return Verdict.HOLDS, ""
 
 
 def prove_cancel(name: str, obligations: Iterator[Obligation], control: str, num_requests: int,
@@ -303,11 +298,11 @@ def prove_cancel(name: str, obligations: Iterator[Obligation], control: str, num
     one `unknown` (nothing claimed)."""
     began = time.perf_counter()
     for ob in obligations:
-        result, about = _judge(ob, timeout_ms)
-        if result != "holds":
-            detail = {"refuted": about} if result == "counterexample" else None
-            return TheoremResult(name, control, num_requests, result, time.perf_counter() - began, detail)
-    return TheoremResult(name, control, num_requests, "holds", time.perf_counter() - began)
+        verdict, about = _judge(ob, timeout_ms)
+        if verdict is not Verdict.HOLDS:
+            detail = {"refuted": about} if verdict is Verdict.BROKEN else None
+            return TheoremResult(name, control, num_requests, verdict, time.perf_counter() - began, detail)
+    return TheoremResult(name, control, num_requests, Verdict.HOLDS, time.perf_counter() - began)
 
 
 def cancel_invariant(num_requests: int = CANCEL_N, cancel: CancelStep | None = None) -> TheoremResult:

@@ -29,6 +29,7 @@ import z3
 from stallfree.reference import postconditions
 from stallfree.spec.errors import FieldTypeError, InvalidField, ProtocolError
 from stallfree.spec.phase import Phase
+from stallfree.spec.verdict import Verdict
 
 from . import code_claims
 from .code_claims import Claim
@@ -178,10 +179,10 @@ THEOREMS: tuple[Theorem, ...] = (
 
 @dataclass(slots=True)
 class Outcome:
-    """A code theorem's result, as the other Z3 outcomes: holds, counterexample or unknown."""
+    """A code theorem's result, as the other Z3 outcomes: holds, BROKEN (a path broke a rule) or unknown."""
 
     theorem: str
-    result: str
+    verdict: Verdict
     seconds: float
     paths: int = 0  # paths run in all
     states: int = 0  # of them, paths from a state the post-conditions allow (the hypothesis held)
@@ -220,7 +221,7 @@ def _path(ex: Explorer, cls: type, shape: Shape, v: dict[str, z3.ArithRef], tran
 def prove(theorem: Theorem, cls: type, n: int = DEFAULT_N, max_paths: int = MAX_PATHS) -> Outcome:
     """Every path of `theorem`'s transitions of `cls`'s code, from every state of at most `n` requests."""
     started = time.perf_counter()
-    out = Outcome(theorem.name, "holds", 0.0)
+    out = Outcome(theorem.name, Verdict.UNKNOWN, 0.0)  # holds only once every path has kept every claim
     undecided = []
     for shape in shapes(n):
         v = variables(names(shape))
@@ -244,10 +245,11 @@ def prove(theorem: Theorem, cls: type, n: int = DEFAULT_N, max_paths: int = MAX_
                     out.detail = f"{rule}: {message}; from {shape.label()} ({choice}), {values}"
     out.seconds = time.perf_counter() - started
     if out.counterexample is not None:
-        out.result = "counterexample"
+        out.verdict = Verdict.BROKEN
     elif undecided or out.states == 0:
-        out.result, out.detail = "unknown", "; ".join(undecided) or "no state satisfied the hypothesis"
+        out.verdict, out.detail = Verdict.UNKNOWN, "; ".join(undecided) or "no state satisfied the hypothesis"
     else:
+        out.verdict = Verdict.HOLDS
         out.detail = f"{out.paths} paths, {out.states} from states the post-conditions allow, every one kept"
     return out
 

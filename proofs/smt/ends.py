@@ -28,6 +28,9 @@ from dataclasses import dataclass
 
 import z3
 
+from stallfree.spec.verdict import Verdict
+
+from .in_turn import prove_in_turn, refuted
 from .inductive import PARTS, invariant
 from .policy import Policy, SymEntry
 from .symbolic import SymConfig, SymRequest, SymState, refute
@@ -92,22 +95,18 @@ def prove_end(num_requests: int = DEFAULT_N, returns_kv: bool = True, timeout_ms
     hypothesis, ended, before = end_obligation(num_requests, returns_kv)
     policy = "reference" if returns_kv else "keeps the reservation"
 
-    def outcome(result: str, detail: dict[str, str] | None = None) -> TheoremResult:
-        return TheoremResult("END", policy, num_requests, result, time.perf_counter() - began, detail)
+    def outcome(verdict: Verdict, detail: dict[str, str] | None = None) -> TheoremResult:
+        return TheoremResult("END", policy, num_requests, verdict, time.perf_counter() - began, detail)
 
     solver = new_solver(hypothesis, timeout_ms)
-    for fact in kv_per_slot(ended, before):
-        if refute(solver, fact) != z3.unsat:
-            return outcome("unknown")
-        solver.add(fact)
-    for part, check in PARTS.items():
-        verdict = refute(solver, check(ended.state))
-        if verdict == z3.sat:
-            return outcome("counterexample", {"part": part})
-        if verdict != z3.unsat:
-            return outcome("unknown")
-        solver.add(check(ended.state))
-    return outcome("holds")
+    lemmas = prove_in_turn(solver, kv_per_slot(ended, before))
+    if lemmas.verdict is not Verdict.HOLDS:
+        return outcome(Verdict.UNKNOWN)  # a lemma not proved: nothing is claimed of the parts
+    parts = list(PARTS.items())
+    turn = prove_in_turn(solver, (check(ended.state) for _, check in parts))
+    if turn.verdict is Verdict.BROKEN and turn.part is not None:
+        return outcome(turn.verdict, {"part": parts[turn.part][0]})
+    return outcome(turn.verdict)
 
 
 def prove_stops_end_ready(num_requests: int = DEFAULT_N, policy: Policy | None = None,
@@ -116,10 +115,9 @@ def prove_stops_end_ready(num_requests: int = DEFAULT_N, policy: Policy | None =
     began = time.perf_counter()
     solver = z3.SolverFor("QF_LIA")
     solver.set("timeout", timeout_ms)
-    verdict = refute(solver, stops_end_ready_requests(num_requests, policy))
-    result = "holds" if verdict == z3.unsat else "counterexample" if verdict == z3.sat else "unknown"
+    verdict = refuted(refute(solver, stops_end_ready_requests(num_requests, policy)))
     name = "reference" if policy is None else type(policy).__name__
-    return TheoremResult("STOP-READY", name, num_requests, result, time.perf_counter() - began)
+    return TheoremResult("STOP-READY", name, num_requests, verdict, time.perf_counter() - began)
 
 
 class EarlyFirstToken(Policy):

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import z3
 
+from stallfree.spec.verdict import Verdict
+
 from .fold import fold
 from .obligation import Obligation
 from .policy import Draft, Policy, SymEntry, smin
@@ -97,7 +99,7 @@ def _prove(obligations: list[Obligation], name: str, policy: Policy, timeout_ms:
         solver.set("timeout", timeout_ms)
         solver.add(ob.hypothesis)
         if not _satisfiable(ob, timeout_ms) and solver.check() == z3.unsat:  # it would prove anything
-            return TheoremResult(name, policy.name, 0, "unknown", time.perf_counter() - began,
+            return TheoremResult(name, policy.name, 0, Verdict.UNKNOWN, time.perf_counter() - began,
                                  {"obligation": ob.name, "vacuous": "its hypothesis is unsatisfiable"})
         solver.add(z3.Not(ob.goal))
         verdict = solver.check()
@@ -105,15 +107,15 @@ def _prove(obligations: list[Obligation], name: str, policy: Policy, timeout_ms:
             model = solver.model()
             shown = {str(d): str(model[d]) for d in model.decls() if d.arity() == 0}
             if ob.premise:
-                return TheoremResult(name, policy.name, 0, "unknown", time.perf_counter() - began,
+                return TheoremResult(name, policy.name, 0, Verdict.UNKNOWN, time.perf_counter() - began,
                                      {"obligation": ob.name, "premise": "not met: the theorem is not about this "
                                       "policy", "values": shown})
-            return TheoremResult(name, policy.name, 0, "counterexample", time.perf_counter() - began,
+            return TheoremResult(name, policy.name, 0, Verdict.BROKEN, time.perf_counter() - began,
                                  {"obligation": ob.name, "values": shown})
         if verdict != z3.unsat:
-            return TheoremResult(name, policy.name, 0, "unknown", time.perf_counter() - began,
+            return TheoremResult(name, policy.name, 0, Verdict.UNKNOWN, time.perf_counter() - began,
                                  {"obligation": ob.name})
-    return TheoremResult(name, policy.name, 0, "holds", time.perf_counter() - began)
+    return TheoremResult(name, policy.name, 0, Verdict.HOLDS, time.perf_counter() - began)
 
 
 def _satisfiable(ob: Obligation, timeout_ms: int) -> bool:

@@ -20,6 +20,9 @@ from dataclasses import dataclass
 
 import z3
 
+from stallfree.spec.verdict import Verdict
+
+from .in_turn import refuted
 from .inductive import first_token, never_fit, types
 from .policy import Draft, Policy
 from .symbolic import SymConfig, SymState, check
@@ -121,12 +124,10 @@ def prove_loop(theorem: LoopTheorem, policy: Policy | None = None, timeout_ms: i
     solver = z3.SolverFor("QF_LIA")
     solver.set("timeout", timeout_ms)
     solver.add(context, z3.And(d.defs), z3.Not(goal))
-    verdict = check(solver)
+    verdict = refuted(check(solver))
     seconds = time.perf_counter() - began
-    if verdict == z3.unsat:
-        return TheoremResult(theorem.name, policy.name, 0, "holds", seconds)
-    if verdict == z3.sat:
+    if verdict is Verdict.BROKEN:
         model = solver.model()
         values = {str(decl): str(model[decl]) for decl in model.decls() if not str(decl).startswith("req.free")}
-        return TheoremResult(theorem.name, policy.name, 0, "counterexample", seconds, {"one iteration": values})
-    return TheoremResult(theorem.name, policy.name, 0, "unknown", seconds)
+        return TheoremResult(theorem.name, policy.name, 0, verdict, seconds, {"one iteration": values})
+    return TheoremResult(theorem.name, policy.name, 0, verdict, seconds)

@@ -23,13 +23,15 @@ from dataclasses import dataclass
 
 import z3
 
+from stallfree.spec.verdict import Verdict
+
 
 @dataclass(frozen=True, slots=True)
 class ArithmeticResult:
     claim: str
-    holds: bool | None  # None: unknown (the solver gave up)
+    verdict: Verdict  # holds (proved), BROKEN (Z3 found values) or unknown (the solver gave up)
     seconds: float
-    counterexample: str = ""
+    counterexample: str = ""  # the values that break it, or why the solver gave up
 
 
 def blocks(h: z3.ArithRef, tokens: z3.ArithRef, bs: z3.ArithRef) -> z3.BoolRef:
@@ -54,12 +56,12 @@ def _prove(claim: str, hypothesis: z3.BoolRef, conclusion: z3.BoolRef,
     verdict = solver.check()
     seconds = time.perf_counter() - start
     if verdict == z3.unsat:
-        return ArithmeticResult(claim, True, seconds)
+        return ArithmeticResult(claim, Verdict.HOLDS, seconds)
     if verdict == z3.sat:
         model = solver.model()
         values = ", ".join(f"{k}={model.eval(v, model_completion=True)}" for k, v in names.items())
-        return ArithmeticResult(claim, False, seconds, values)
-    return ArithmeticResult(claim, None, seconds, str(solver.reason_unknown()))
+        return ArithmeticResult(claim, Verdict.BROKEN, seconds, values)
+    return ArithmeticResult(claim, Verdict.UNKNOWN, seconds, str(solver.reason_unknown()))
 
 
 def lone_block(weak: str | None = None) -> ArithmeticResult:

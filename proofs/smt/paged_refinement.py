@@ -20,6 +20,7 @@ from typing import Any
 import z3
 
 from stallfree.paged import small_blocks
+from stallfree.spec.verdict import Verdict
 from stallfree.testing.generate import Ranges, random_workload
 
 from .paged_step import PagedPolicy, PagedState
@@ -36,6 +37,10 @@ class PagedDifferentialResult:
     workloads: int
     seconds: float
     difference: str | None
+
+    @property
+    def verdict(self) -> Verdict:
+        return Verdict.HOLDS if self.difference is None else Verdict.BROKEN
 
 
 View = tuple[bool, bool, int, int, int, int, int, int]  # arrived, running, p, m, computed, emitted, target, held

@@ -51,6 +51,9 @@ from dataclasses import dataclass, replace
 
 import z3
 
+from stallfree.spec.verdict import Verdict
+
+from .in_turn import prove_in_turn, refuted
 from .symbolic import check
 
 BLOCK_SIZES = (1, 2, 3, 16)  # each theorem is proved for each
@@ -451,7 +454,7 @@ THEOREMS: tuple[PagedTheorem, ...] = (
 class PagedStepResult:
     theorem: str
     policy: str
-    result: str  # "holds", "counterexample", "unknown"
+    verdict: Verdict  # holds (proved), BROKEN (Z3 found a counterexample) or unknown (no answer: nothing proved)
     seconds: float
     counterexample: str = ""
 
@@ -470,18 +473,13 @@ def prove(theorem: PagedTheorem, policy: PagedPolicy | None = None, num_requests
         solver.set("timeout", timeout_ms)
         solver.add(invariant(s0), adds, t.facts)
         goal = theorem.claim(s0, t)
-        for fact in goal.children() if z3.is_and(goal) else [goal]:
-            solver.push()
-            solver.add(z3.Not(fact))
-            verdict = check(solver)
-            if verdict == z3.sat:
-                return PagedStepResult(theorem.name, policy.name, "counterexample", time.perf_counter() - began,
-                                       f"block_size {bs}: {shown(solver.model(), arrived)}")
-            if verdict != z3.unsat:
-                return PagedStepResult(theorem.name, policy.name, "unknown", time.perf_counter() - began)
-            solver.pop()
-            solver.add(fact)
-    return PagedStepResult(theorem.name, policy.name, "holds", time.perf_counter() - began)
+        turn = prove_in_turn(solver, goal.children() if z3.is_and(goal) else [goal], keep_model=True)
+        if turn.verdict is Verdict.BROKEN:
+            return PagedStepResult(theorem.name, policy.name, turn.verdict, time.perf_counter() - began,
+                                   f"block_size {bs}: {shown(solver.model(), arrived)}")
+        if turn.verdict is not Verdict.HOLDS:
+            return PagedStepResult(theorem.name, policy.name, turn.verdict, time.perf_counter() - began)
+    return PagedStepResult(theorem.name, policy.name, Verdict.HOLDS, time.perf_counter() - began)
 
 
 def prove_init(num_requests: int = PAGED_N, block_sizes: tuple[int, ...] = BLOCK_SIZES) -> PagedStepResult:
@@ -495,10 +493,11 @@ def prove_init(num_requests: int = PAGED_N, block_sizes: tuple[int, ...] = BLOCK
                               r.prompt_len >= 1, r.max_new >= 1) for r in s.requests])
         solver = z3.SolverFor("QF_LIA")
         solver.add(new, z3.Not(invariant(s)))
-        if check(solver) != z3.unsat:
-            return PagedStepResult("PAGED-INIT", "paged", "counterexample", time.perf_counter() - began,
-                                   f"block_size {bs}")
-    return PagedStepResult("PAGED-INIT", "paged", "holds", time.perf_counter() - began)
+        verdict = refuted(check(solver))
+        if verdict is not Verdict.HOLDS:  # unknown, when Z3 gives no answer, is not read as a counterexample
+            detail = f"block_size {bs}" if verdict is Verdict.BROKEN else ""
+            return PagedStepResult("PAGED-INIT", "paged", verdict, time.perf_counter() - began, detail)
+    return PagedStepResult("PAGED-INIT", "paged", Verdict.HOLDS, time.perf_counter() - began)
 
 
 def shown(model: z3.ModelRef, s: PagedState) -> str:

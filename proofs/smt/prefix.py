@@ -38,6 +38,8 @@ from typing import Any
 
 import z3
 
+from stallfree.spec.verdict import Verdict
+
 from . import prefix_admit as admit
 from . import prefix_cache as cache
 from . import symexec
@@ -62,7 +64,7 @@ class PrefixTheorem:
 class PrefixOutcome:
     theorem: str
     scheduler: str
-    result: str  # "holds", "counterexample", "unknown"
+    verdict: Verdict  # holds (proved), BROKEN (Z3 found a counterexample), unknown (refused, or no answer)
     seconds: float
     counterexample: dict[str, Any] | None = None
 
@@ -167,7 +169,7 @@ def prove(theorem: PrefixTheorem, cls: type | None = None, timeout_ms: int = 60_
             hypothesis, goal = (theorem.obligation(scheduler, bs, theorem.deep_blocks)  # type: ignore[call-arg]
                                 if deep and theorem.bound != "any value" else theorem.obligation(scheduler, bs))
         except symexec.Refused as error:
-            return PrefixOutcome(theorem.name, cls.__name__, "unknown", time.perf_counter() - began,
+            return PrefixOutcome(theorem.name, cls.__name__, Verdict.UNKNOWN, time.perf_counter() - began,
                                  {"refused": str(error)})
         solver = z3.Solver()
         solver.set("timeout", timeout_ms)
@@ -178,11 +180,11 @@ def prove(theorem: PrefixTheorem, cls: type | None = None, timeout_ms: int = 60_
             values = {str(d): model[d].as_long() if z3.is_int_value(model[d]) else z3.is_true(model[d])
                       for d in model.decls() if z3.is_int_value(model[d]) or z3.is_bool(model[d])}
             explain = getattr(theorem.obligation, "explain", None)  # which shape, where the theorem enumerates them
-            return PrefixOutcome(theorem.name, cls.__name__, "counterexample", time.perf_counter() - began,
+            return PrefixOutcome(theorem.name, cls.__name__, Verdict.BROKEN, time.perf_counter() - began,
                                  {"block_size": bs, **values, **(explain(model) if explain else {})})
         if verdict != z3.unsat:
-            return PrefixOutcome(theorem.name, cls.__name__, "unknown", time.perf_counter() - began)
-    return PrefixOutcome(theorem.name, cls.__name__, "holds", time.perf_counter() - began)
+            return PrefixOutcome(theorem.name, cls.__name__, Verdict.UNKNOWN, time.perf_counter() - began)
+    return PrefixOutcome(theorem.name, cls.__name__, Verdict.HOLDS, time.perf_counter() - began)
 
 
 def control(theorem: PrefixTheorem) -> type:

@@ -24,6 +24,7 @@ from typing import Any
 
 from stallfree.reference import Scheduler
 from stallfree.spec import Config, Monitor
+from stallfree.spec.verdict import Verdict
 from stallfree.testing.generate import Ranges, random_workload
 
 from ..explicit import modelcheck
@@ -58,6 +59,13 @@ class DifferentialResult:
     difference: str | None  # the first difference, or None
     counterexample: Counterexample | None = None  # from the model checker: the path to the state
     complete: bool = True  # False: the model check stopped early, so not every state was compared
+
+    @property
+    def verdict(self) -> Verdict:
+        """unknown if not every state was compared, BROKEN if one differed, else holds."""
+        if not self.complete:
+            return Verdict.UNKNOWN
+        return Verdict.HOLDS if self.difference is None else Verdict.BROKEN
 
 
 class Models:

@@ -9,18 +9,22 @@ integers; N is the bound. INIT is the base case; INVARIANT is the whole invarian
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import z3
 
+from stallfree.spec.verdict import Verdict
+
 from . import claims, lemmas
 from .claims import Claim
+from .in_turn import prove_in_turn
 from .inductive import PARTS, invariant
 from .lemmas import Lemmas
 from .policy import Policy, SymStep
-from .symbolic import SymConfig, SymState, check, refute, smallest, value
+from .symbolic import SymConfig, SymState, smallest, value
 
 DEFAULT_N = 12  # symbolic requests per theorem
 TIMEOUT_MS = 120_000  # per theorem: past it the result is `unknown`, never `holds`
@@ -67,13 +71,13 @@ class TheoremResult:
     theorem: str
     policy: str
     num_requests: int
-    result: str  # "holds", "counterexample" or "unknown"
+    verdict: Verdict  # holds (proved), BROKEN (Z3 found a counterexample) or unknown (no answer: nothing proved)
     seconds: float
     counterexample: dict[str, Any] | None = field(default=None)
 
     @property
     def holds(self) -> bool:
-        return self.result == "holds"
+        return self.verdict is Verdict.HOLDS
 
 
 def obligation(theorem: Theorem, policy: Policy, num_requests: int) -> tuple[z3.BoolRef, z3.BoolRef, SymStep]:
@@ -98,21 +102,20 @@ def prove(theorem: Theorem, policy: Policy | None = None, num_requests: int = DE
     began = time.perf_counter()
     hypothesis, goal, step = obligation(theorem, policy, num_requests)
     solver = new_solver(hypothesis, timeout_ms)
-    if not _assume_lemmas(solver, theorem, step):
+    if prove_in_turn(solver, _lemma_facts(theorem, step)).verdict is not Verdict.HOLDS:
         solver = new_solver(hypothesis, timeout_ms)  # a lemma failed (a wrong policy): judge the goal alone
-    for fact in _split(goal, solver):
-        solver.push()
-        solver.add(z3.Not(fact))
-        verdict = check(solver)
-        if verdict != z3.unsat:
-            seconds = time.perf_counter() - began
-            if verdict == z3.sat:
-                return TheoremResult(theorem.name, policy.name, num_requests, "counterexample", seconds,
-                               describe(smallest(solver, step.before.config, step.before.requests), step))
-            return TheoremResult(theorem.name, policy.name, num_requests, "unknown", seconds)
-        solver.pop()
-        solver.add(fact)
-    return TheoremResult(theorem.name, policy.name, num_requests, "holds", time.perf_counter() - began)
+    turn = prove_in_turn(solver, _split(goal, solver), keep_model=True)
+    verdict, seconds = turn.verdict, time.perf_counter() - began
+    if verdict is Verdict.BROKEN:  # the solver holds the refuted part's negation: its smallest model
+        return TheoremResult(theorem.name, policy.name, num_requests, verdict, seconds,
+                             describe(smallest(solver, step.before.config, step.before.requests), step))
+    return TheoremResult(theorem.name, policy.name, num_requests, verdict, seconds)
+
+
+def _lemma_facts(theorem: Theorem, step: SymStep) -> Iterator[z3.BoolRef]:
+    """The facts of the theorem's lemmas, in order: each is proved, then assumed (see `lemmas`)."""
+    for lemma in theorem.lemmas:
+        yield from lemma(step)
 
 
 def new_solver(hypothesis: z3.BoolRef, timeout_ms: int) -> z3.Solver:
@@ -138,16 +141,6 @@ def _split(goal: z3.BoolRef, solver: z3.Solver) -> list[z3.BoolRef]:
 def _only_definitions(defs: z3.BoolRef) -> bool:
     return all(z3.is_eq(d) and z3.is_const(d.arg(0)) and d.arg(0).decl().name().startswith(claims.NAMED)
                for d in defs.children())
-
-
-def _assume_lemmas(solver: z3.Solver, theorem: Theorem, step: SymStep) -> bool:
-    """Prove each lemma under what is asserted so far, then assert it. False if one does not hold."""
-    for lemma in theorem.lemmas:
-        for fact in lemma(step):
-            if refute(solver, fact) != z3.unsat:
-                return False
-            solver.add(fact)
-    return True
 
 
 def describe(model: z3.ModelRef, step: SymStep) -> dict[str, Any]:

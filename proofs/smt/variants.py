@@ -23,13 +23,15 @@ from dataclasses import dataclass
 
 import z3
 
+from stallfree.spec.verdict import Verdict
+
 Claim = Callable[[], tuple[z3.BoolRef, list[z3.BoolRef]]]  # (conclusion, premises)
 
 
 @dataclass(frozen=True, slots=True)
 class VariantLemmaResult:
     name: str
-    result: str  # "holds", "counterexample", "unknown"
+    verdict: Verdict  # holds (proved for every value), BROKEN (Z3 found values), unknown (no answer)
     seconds: float
     counterexample: str | None = None
 
@@ -44,10 +46,10 @@ def decide(name: str, claim: Claim, timeout_ms: int = 20_000) -> VariantLemmaRes
     verdict = solver.check()
     seconds = time.perf_counter() - started
     if verdict == z3.unsat:
-        return VariantLemmaResult(name, "holds", seconds)
+        return VariantLemmaResult(name, Verdict.HOLDS, seconds)
     if verdict == z3.sat:
-        return VariantLemmaResult(name, "counterexample", seconds, str(solver.model()))
-    return VariantLemmaResult(name, "unknown", seconds)
+        return VariantLemmaResult(name, Verdict.BROKEN, seconds, str(solver.model()))
+    return VariantLemmaResult(name, Verdict.UNKNOWN, seconds)
 
 
 def aligned_unused(slack: int = 1) -> Claim:
