@@ -22,7 +22,7 @@ COMPILED = ROOT / os.environ.get("STALLFREE_COMPILED", "build/compiled")  # wher
 
 RUN = """
 import json, sys, time
-import stallfree.spec.monitor as monitor
+import stallfree.spec.reservation.monitor as monitor
 from stallfree.reference import Scheduler
 from stallfree.testing.campaign import Campaign, run
 sims, jobs, seed = map(int, sys.argv[1:4])

@@ -17,13 +17,13 @@ import argparse
 import statistics
 from dataclasses import replace
 
-from stallfree.executor.group import Group
-from stallfree.executor.job import Job
-from stallfree.executor.launch import run_local
-from stallfree.executor.runspec import RunSpec
-from stallfree.executor.workloads import long_prompt_amid_decodes, preempting
+from stallfree.executor.engine.job import Job
+from stallfree.executor.layers.group import Group
+from stallfree.executor.runs.launch import run_local
+from stallfree.executor.runs.runspec import RunSpec
+from stallfree.executor.runs.workloads import long_prompt_amid_decodes, preempting
 from stallfree.spec import Config, Workload, registry
-from stallfree.spec.loader import load_target
+from stallfree.spec.utils.loader import load_target
 
 RESERVATION, PAGED = "stallfree.reference:Scheduler", "stallfree.paged:Scheduler"
 

@@ -19,12 +19,12 @@ import inspect
 import json
 from typing import Any
 
-from stallfree.executor import job as job_module
-from stallfree.executor.group import Group
-from stallfree.executor.job import Job, JobResult
-from stallfree.executor.launch import run_local
-from stallfree.executor.runspec import RunSpec
-from stallfree.executor.workloads import preempting
+from stallfree.executor.engine import job as job_module
+from stallfree.executor.engine.job import Job, JobResult
+from stallfree.executor.layers.group import Group
+from stallfree.executor.runs.launch import run_local
+from stallfree.executor.runs.runspec import RunSpec
+from stallfree.executor.runs.workloads import preempting
 from stallfree.spec import Arrival, Config, Workload
 
 STOP = 1175  # a token rid 1 samples early on the tiny model, greedy, seed 0

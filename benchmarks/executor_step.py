@@ -18,10 +18,10 @@ import argparse
 import statistics
 import sys
 
-from stallfree.executor.job import Job, JobResult
-from stallfree.executor.launch import launch
-from stallfree.executor.runspec import RunSpec
-from stallfree.executor.workloads import one_prompt_per_step
+from stallfree.executor.engine.job import Job, JobResult
+from stallfree.executor.runs.launch import launch
+from stallfree.executor.runs.runspec import RunSpec
+from stallfree.executor.runs.workloads import one_prompt_per_step
 
 
 def prefill_job(tokens: int, reps: int) -> Job:

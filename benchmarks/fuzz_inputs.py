@@ -29,7 +29,7 @@ from stallfree.conformance.trace.record import record_trace
 from stallfree.faults.catalog import FreeDecodes
 from stallfree.main import main
 from stallfree.reference import Scheduler
-from stallfree.spec.alarm import Alarm
+from stallfree.spec.utils.alarm import Alarm
 from stallfree.testing.generate import random_workload
 
 BOUNDARY = ("0", "-1", "1", "9223372036854775807", "9223372036854775808", "1e308", "1e999", "-0", "1.5",

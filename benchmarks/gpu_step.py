@@ -7,7 +7,7 @@ one short command on a machine with an H100 or H200; not part of CI, and no test
     python benchmarks/gpu_step.py --model smollm2 --dtype bf16      # the real checkpoint
     python benchmarks/gpu_step.py --device cpu --model tiny --budgets 16,64 --context 32   # the code path here
 
-Steps are flat batches built directly (`executor/stepbench.py`): decode-only (B decodes at
+Steps are flat batches built directly (`executor/engine/stepbench.py`): decode-only (B decodes at
 context --context), prefill (one chunk of B from position 0) and mixed (B/4 decodes, then a chunk
 of 3B/4 after a prefix of --context). Each is timed whole (synchronized), median of --reps after a
 warm-up. The floor is the cost model's `full` roofline (`stallfree.costs`) for the decoder layers
@@ -66,9 +66,9 @@ def floor_seconds(cfg: Any, shape: Any, tp: int, dtype: str, figures: tuple[floa
 def rank_main(rank: int, args: argparse.Namespace, port: int, out: Any) -> None:
     import torch
 
-    from stallfree.executor.group import join
-    from stallfree.executor.runspec import RunSpec
-    from stallfree.executor.stepbench import shapes, time_steps
+    from stallfree.executor.engine.stepbench import shapes, time_steps
+    from stallfree.executor.layers.group import join
+    from stallfree.executor.runs.runspec import RunSpec
 
     if args.device == "cuda":
         torch.cuda.set_device(rank)
@@ -103,9 +103,9 @@ def main() -> int:
     import torch
     import torch.multiprocessing as mp
 
-    from stallfree.executor.launch import free_port
-    from stallfree.executor.runspec import RunSpec
-    from stallfree.executor.stepbench import shapes
+    from stallfree.executor.engine.stepbench import shapes
+    from stallfree.executor.runs.launch import free_port
+    from stallfree.executor.runs.runspec import RunSpec
     from stallfree.spec import InvalidField
 
     try:  # RunSpec checks the CUDA devices against --tp and the shape against the ranks

@@ -33,7 +33,7 @@ from stallfree.proofs.explicit.clone import clone
 from stallfree.proofs.explicit.modelcheck import check
 from stallfree.reference import Scheduler
 from stallfree.spec import Config, Monitor
-from stallfree.spec.shadow import Shadow
+from stallfree.spec.reservation.shadow import Shadow
 
 # S > B (READY-WITHIN-BUDGET can fail) and M = 3 throughout; the second is `stallfree prove`'s default.
 LADDER = ("2,3,8,3,3,3", "2,3,8,4,3,3", "2,3,8,5,3,3", "3,4,12,5,4,3", "2,3,8,6,3,3", "3,4,12,6,4,3")

@@ -24,15 +24,15 @@ def main() -> int:
 
     import torch
 
-    from stallfree.executor.accuracy import measure
-    from stallfree.executor.equivalence import reference_logits, reference_model
-    from stallfree.executor.fp8 import FP8
-    from stallfree.executor.job import Job
-    from stallfree.executor.launch import run_local
-    from stallfree.executor.parallel import ParallelLMHead
-    from stallfree.executor.prompts import PROMPTS, chat_requests
-    from stallfree.executor.runspec import RunSpec
-    from stallfree.executor.tokenizer import text_codec
+    from stallfree.executor.engine.job import Job
+    from stallfree.executor.exactness.accuracy import measure
+    from stallfree.executor.exactness.equivalence import reference_logits, reference_model
+    from stallfree.executor.layers.fp8 import FP8
+    from stallfree.executor.layers.parallel import ParallelLMHead
+    from stallfree.executor.models.tokenizer import text_codec
+    from stallfree.executor.runs.launch import run_local
+    from stallfree.executor.runs.prompts import PROMPTS, chat_requests
+    from stallfree.executor.runs.runspec import RunSpec
     from stallfree.spec import Config
 
     torch.set_num_threads(1)

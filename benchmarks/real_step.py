@@ -7,7 +7,7 @@ scheduler) from a run of the chat workload through the executor.
     python benchmarks/real_step.py                     # TP 1 and 3; fp32, bf16, fp8; decode, prefill, mixed
     python benchmarks/real_step.py --tp 1 --dtypes fp32 --reps 3
 
-Steps are built directly (`executor/stepbench.py`): decode-only (8 decodes at context 128),
+Steps are built directly (`executor/engine/stepbench.py`): decode-only (8 decodes at context 128),
 prefill (one 64-token chunk from position 0) and mixed (2 decodes at context 128 and a 62-token
 chunk after a 128-token prefix). Every rank runs one torch thread; medians of --reps steps after one
 warm-up (the split: mean seconds in each kind over the mean step). "collectives" includes waiting
@@ -28,9 +28,9 @@ SHAPES = (("decode", 8, 128, 0, 0), ("prefill", 0, 0, 64, 0), ("mixed", 2, 128, 
 def rank(rank: int, tp: int, port: int, dtypes: list[str], reps: int, out: Any) -> None:
     import torch
 
-    from stallfree.executor.group import join
-    from stallfree.executor.runspec import RunSpec
-    from stallfree.executor.stepbench import StepShape, time_steps
+    from stallfree.executor.engine.stepbench import StepShape, time_steps
+    from stallfree.executor.layers.group import join
+    from stallfree.executor.runs.runspec import RunSpec
 
     torch.set_num_threads(1)
     group = join(rank, tp, port, "gloo")
@@ -48,11 +48,11 @@ def rank(rank: int, tp: int, port: int, dtypes: list[str], reps: int, out: Any) 
 def host_share(reps: int) -> tuple[float, float]:
     """Median share of a step spent on the host (batch, checks) and in the monitor (scheduler
     included), from the chat workload on the executor at TP=1 in fp32."""
-    from stallfree.executor.job import Job
-    from stallfree.executor.launch import launch
-    from stallfree.executor.prompts import PROMPTS, chat_requests
-    from stallfree.executor.runspec import RunSpec
-    from stallfree.executor.tokenizer import text_codec
+    from stallfree.executor.engine.job import Job
+    from stallfree.executor.models.tokenizer import text_codec
+    from stallfree.executor.runs.launch import launch
+    from stallfree.executor.runs.prompts import PROMPTS, chat_requests
+    from stallfree.executor.runs.runspec import RunSpec
     from stallfree.spec import Config
 
     probe = RunSpec((), model="smollm2", tp=1, dtype="fp32")
@@ -72,7 +72,7 @@ def main() -> int:
 
     import torch.multiprocessing as mp
 
-    from stallfree.executor.launch import free_port
+    from stallfree.executor.runs.launch import free_port
 
     dtypes = args.dtypes.split(",")
     ctx = mp.get_context("spawn")

@@ -35,7 +35,7 @@ class Explored:
 
     def report(self) -> Any:
         if self._report is None and self._error is None:
-            from stallfree.spec.loader import TargetError
+            from stallfree.spec.utils.loader import TargetError
 
             from .kit.check import conform
 
@@ -85,7 +85,7 @@ def conformance_tests(
     `options` go to `stallfree.conformance.kit.conform` (examples, seed, budget, max_seqs, kv_tokens,
     timeout, run_timeout, load_timeout; the last two default to STALLFREE_RUN_TIMEOUT and
     STALLFREE_LOAD_TIMEOUT when set)."""
-    from stallfree.spec.loader import split_target
+    from stallfree.spec.utils.loader import split_target
 
     from .kit.profiles import checked_rules
 
@@ -130,7 +130,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Bad --stallfree-* options are one usage error before any test runs, not the same failure in each."""
-    from stallfree.spec.loader import TargetError, split_target
+    from stallfree.spec.utils.loader import TargetError, split_target
 
     from .kit.profiles import is_profile, profiles
 

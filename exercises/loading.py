@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from stallfree.conformance.isolation.timeouts import LOAD_TIMEOUT_ENV, load_timeout
-from stallfree.spec.alarm import Alarm
+from stallfree.spec.utils.alarm import Alarm
 
 from .base import AnswerError
 

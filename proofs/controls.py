@@ -9,7 +9,7 @@ from typing import Any
 from stallfree.faults import FAULTS, LIFECYCLE_FAULTS
 from stallfree.faults.starving import STARVING
 from stallfree.spec import RULE_IDS
-from stallfree.spec.invariants import INVARIANTS
+from stallfree.spec.reservation.invariants import INVARIANTS
 
 from .explicit.bounds import FIELDS, Bounds
 from .explicit.snapshot import Hidden

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from stallfree.reference import Scheduler
 from stallfree.spec import CANCEL, RULE_IDS, STOP, supports
-from stallfree.spec.invariants import INVARIANTS
+from stallfree.spec.reservation.invariants import INVARIANTS
 from stallfree.spec.verdict import Verdict
 
 from .contracts import planted, planted_contracts, planted_lifecycle

@@ -1,6 +1,6 @@
 """The post-conditions of the reference's state: what holds after every add(), cancel(),
-schedule() and complete(), each citing the invariant of `stallfree.spec.invariants` or the rule of
-`stallfree.spec.rules` it is the reference's own form of.
+schedule() and complete(), each citing the invariant of `stallfree.spec.reservation.invariants` or the rule of
+`stallfree.spec.reservation.rules` it is the reference's own form of.
 
 The spec's invariants judge the contract's account of a state (the monitor's shadow); these judge
 the reference's containers, including the bookkeeping it keeps for speed (the finishing calendar, the

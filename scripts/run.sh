@@ -8,7 +8,7 @@
 #   2. on 3 ranks in fp32: exactness against an unbatched one-rank run (every token, every logit
 #      within fp32 rounding), and isolation again.
 # In both, INDEPENDENT: the fp32 logits against a numpy float64 forward pass of the GGUF file that
-# shares none of the executor's math (executor/plainref.py), so a wrong rope theta or norm epsilon
+# shares none of the executor's math (executor/exactness/plainref.py), so a wrong rope theta or norm epsilon
 # fails the job.
 # Five chat prompts arrive over time; later ones are prefilled in chunks while earlier ones decode.
 # Each job prints the text as it is generated, each answer, the step table, time to first token and

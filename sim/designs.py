@@ -22,7 +22,7 @@ from typing import Any
 from stallfree.costs import Roofline
 from stallfree.spec import Config, registry
 from stallfree.spec.contract import CONTENTS, Contract
-from stallfree.spec.loader import load_target
+from stallfree.spec.utils.loader import load_target
 
 from .simulator import Measured, SimResult, Simulation, bounded
 from .stream import Stream

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stallfree.spec import registry
-from stallfree.spec.loader import load_target
+from stallfree.spec.utils.loader import load_target
 from stallfree.spec.variants.aligned import (
     LISTED_BLOCKS as ALIGNED_BLOCKS,  # the block sizes of stallfree.variants.aligned
 )

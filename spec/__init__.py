@@ -4,7 +4,8 @@ Standard library only. Start with `RULES` (every rule, its kind, its statement, 
 `Monitor`. The tools that test a scheduler against it (the state machine, campaigns, random workloads)
 live in `stallfree.testing`; spec/ holds the contract alone.
 
-The map, in the order of a TLA+ specification:
+The map, in the order of a TLA+ specification (shadow, facts, monitor, rules and invariants are the
+reservation design's modules, in spec/reservation/):
 
     CONSTANTS        types.Config: B (token_budget), S (max_seqs), K (kv_tokens)
     VARIABLES        shadow.Shadow: waiting, running (partial ones in prefilling), free_kv, finished;
@@ -24,14 +25,15 @@ The map, in the order of a TLA+ specification:
                      (proofs.contracts); docs/proofs.md lists each with its bounds and assumptions
 """
 
-from . import invariants, registry
+from . import registry
 from .capability import CANCEL, CAPABILITIES, STOP, Unsupported, supports
 from .errors import FieldTypeError, InvalidField, ProtocolError, RuleViolation
-from .facts import StepFacts
-from .monitor import Monitor, refusal
 from .play import Player, RunStats, play, work_bound
-from .rules import BY_ID, RULE_IDS, RULES, Kind, Rule, of_kind, select
-from .shadow import Ending, Reason, Shadow, Track
+from .reservation import invariants
+from .reservation.facts import StepFacts
+from .reservation.monitor import Monitor, refusal
+from .reservation.rules import BY_ID, RULE_IDS, RULES, Kind, Rule, of_kind, select
+from .reservation.shadow import Ending, Reason, Shadow, Track
 from .types import MAX_INT, Config, Entry, Plan, Request, admissible, check_int
 from .verdict import PROTOCOL
 from .workload import Arrival, Cancel, Workload

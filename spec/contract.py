@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .monitor import Monitor
-from .rules import RULES, Rule, select_from
+from .reservation.monitor import Monitor
+from .reservation.rules import RULES, Rule, select_from
 from .types import Config
 
 RESERVATION_DESIGN = "reservation"  # the memory design of the reference and of every variant contract
@@ -43,7 +43,7 @@ class Contract:
     scheduler: str = "stallfree.reference:Scheduler"  # its reference scheduler, MODULE:FACTORY
     faults: str = ""  # MODULE:NAME of its wrong schedulers (each breaks one of its rules)
     bound: Callable[[Any], int] | None = None
-    invariants: tuple[Any, ...] = ()  # its state invariants (`spec.invariants.Invariant`): the model checker's
+    invariants: tuple[Any, ...] = ()  # its state invariants (`reservation.invariants.Invariant`): the model checker's
     noun: str = ""  # what a rule of it is called in messages (default: "<name> rule")
     carries: frozenset[str] = frozenset({STOPS})  # what a played workload may carry beyond its requests
     capability_rules: tuple[tuple[str, tuple[str, ...]], ...] = ()  # capability -> the rules its tests judge

@@ -12,7 +12,7 @@ rules it checks having held so far (a scheduler that claims only part of the con
 finish a request).
 
 The loop drives the monitor itself, or an `Engine` over it: the executor runs each step as a
-forward pass (`executor/job.py:drive`), and the loop still orders the adds, the cancels and the steps.
+forward pass (`executor/engine/job.py:drive`), and the loop still orders the adds, the cancels and the steps.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any, Protocol
 from . import registry
 from .contract import BUDGETS, CONTENTS, PRIORITIES, STOPS, Contract
 from .errors import InvalidField, RuleViolation
-from .facts import StepFacts
-from .monitor import Monitor
+from .reservation.facts import StepFacts
+from .reservation.monitor import Monitor
 from .workload import Arrival, Cancel, Workload
 
 

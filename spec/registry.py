@@ -26,12 +26,12 @@ from stallfree.prefix.contract.rules import PREFIX_RULES
 
 from .capability import CANCEL, STOP
 from .contract import CONTENTS, RESERVATION_DESIGN, STOPS, Contract
-from .invariants import INVARIANTS
-from .monitor import Monitor
 from .paged.invariants import PAGED_INVARIANTS
 from .paged.monitor import PagedMonitor
 from .paged.rules import PAGED_RULES
-from .rules import RULES
+from .reservation.invariants import INVARIANTS
+from .reservation.monitor import Monitor
+from .reservation.rules import RULES
 from .types import Config
 from .variants import aligned, priority
 from .variants.budget_change import BUDGET_CONTRACT, ROTATION_CONTRACT
@@ -169,7 +169,7 @@ RESERVATION = register(Contract(
     policies=(("reference", "stallfree.reference:Scheduler"),  # decodes first, chunked prefill (the contract)
               ("prefill-first", "stallfree.variants.prefill_first:PrefillFirst"),  # chunked, prompts before decodes
               ("unchunked", "stallfree.variants.unchunked:UnchunkedPrefillFirst")),  # whole prompts in their own steps
-    held=_reserved, executor="stallfree.executor.executor:Executor",
+    held=_reserved, executor="stallfree.executor.engine.executor:Executor",
 ))
 PAGED = register(Contract(
     "paged", PAGED_RULES, monitor=DesignMonitor(PagedMonitor), design="paged",
@@ -178,7 +178,7 @@ PAGED = register(Contract(
     capability_rules=((STOP, ("TOKENS-KEPT", "BLOCKS", "PROGRESS")),
                       (CANCEL, ("CANCEL", "FCFS", "BLOCKS", "PROGRESS"))),
     guard="stallfree.conformance.isolation.paged_guard:PagedGuard", policies=(("paged", "stallfree.paged:Scheduler"),),
-    held=_in_blocks, drawer="stallfree.view.paged", executor="stallfree.executor.paged:PagedExecutor",
+    held=_in_blocks, drawer="stallfree.view.paged", executor="stallfree.executor.engine.paged:PagedExecutor",
 ))
 PREFIX = register(Contract(
     "prefix", PREFIX_RULES, monitor=DesignMonitor(PrefixMonitor), design="prefix",
@@ -188,7 +188,7 @@ PREFIX = register(Contract(
     capability_rules=((STOP, ("TOKENS-KEPT", "BLOCKS", "FREE-AT-ZERO", "PROGRESS")),
                       (CANCEL, ("CANCEL", "FCFS", "BLOCKS", "FREE-AT-ZERO", "PROGRESS"))),
     guard="stallfree.conformance.isolation.paged_guard:PrefixGuard", held=_in_blocks, drawer="stallfree.view.paged",
-    executor="stallfree.executor.prefix:PrefixExecutor",
+    executor="stallfree.executor.engine.prefix:PrefixExecutor",
 ))
 register_family("aligned", aligned.contract, aligned.LISTED_BLOCKS)
 register(BUDGET_CONTRACT)

@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 
 from .capability import Unsupported, supports
 from .errors import InvalidField, RuleViolation
-from .rules import never_fit
+from .reservation.rules import never_fit
 from .types import Request
 from .verdict import PROTOCOL
 

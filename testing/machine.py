@@ -12,7 +12,7 @@ supports them (`stallfree.spec.capability`), a step in which any emitted token m
 due token a coin flip), a stop naming a rid that emits nothing (it must be refused, nothing
 changing), cancels of a waiting, partial or ready request, a cancel while a plan is pending, and
 cancels that must be refused (a rid never added, ended, or already cancelled). Every step goes through the
-`Monitor`, so each step is judged by the same rule predicates (`stallfree.spec.rules`) as every
+`Monitor`, so each step is judged by the same rule predicates (`stallfree.spec.reservation.rules`) as every
 other check; the invariants call those predicates too, between actions. `note()` records each
 action, so a shrunk failure reads as a trace.
 
@@ -30,10 +30,10 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from stallfree.spec.capability import CANCEL, STOP
 from stallfree.spec.errors import RuleViolation
-from stallfree.spec.facts import StepFacts
-from stallfree.spec.invariants import INVARIANTS, Invariant, shown, visible
-from stallfree.spec.monitor import Monitor
-from stallfree.spec.shadow import Shadow
+from stallfree.spec.reservation.facts import StepFacts
+from stallfree.spec.reservation.invariants import INVARIANTS, Invariant, shown, visible
+from stallfree.spec.reservation.monitor import Monitor
+from stallfree.spec.reservation.shadow import Shadow
 from stallfree.spec.types import Config
 
 MAX_BUDGET = 64  # B in 1..64: budget 1 (one-token chunks, decodes crowding prefill out) is the edge
@@ -88,7 +88,7 @@ def taken_rids(shadow: Shadow) -> list[int]:
 NEVER_ADDED = -1  # a rid no request has: add() refuses it, so cancel() must too
 
 
-visible_state = visible  # what a refused call must leave unchanged (stallfree.spec.invariants)
+visible_state = visible  # what a refused call must leave unchanged (stallfree.spec.reservation.invariants)
 
 
 class SchedulerMachine(RuleBasedStateMachine):
@@ -254,7 +254,7 @@ class SchedulerMachine(RuleBasedStateMachine):
     def what_it_shows(self) -> None:
         """The stated invariants that compare what the scheduler shows (its free KV, its running
         requests) with the contract's account, for each such invariant whose rule is checked
-        (`stallfree.spec.invariants`). The others judge the shadow alone: the monitor's step rules
+        (`stallfree.spec.reservation.invariants`). The others judge the shadow alone: the monitor's step rules
         already keep them, so here they could not fail."""
         if self.monitor is None:
             return

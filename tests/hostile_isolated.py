@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Any
 
-import stallfree.spec.monitor
+import stallfree.spec.reservation.monitor
 from stallfree.reference import Scheduler
 
 
@@ -42,7 +42,7 @@ class OverBudget(Rewrites):
 
 class PatchesTheJudge(OverBudget):
     def rewrite(self, plan: list[Any]) -> Any:
-        stallfree.spec.monitor.judge = lambda *args, **kwargs: None  # type: ignore[attr-defined]
+        stallfree.spec.reservation.monitor.judge = lambda *args, **kwargs: None  # type: ignore[attr-defined]
         return super().rewrite(plan)
 
 

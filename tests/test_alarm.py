@@ -1,4 +1,4 @@
-"""The one in-process timer (stallfree.spec.alarm): it fires, it stops firing at exit, and it gives the
+"""The one in-process timer (stallfree.spec.utils.alarm): it fires, it stops firing at exit, and it gives the
 previous handler and timer back, nested or not, raised out of or not. The timer the test runner keeps
 (pytest-timeout) is put back after each.
 
@@ -18,7 +18,7 @@ from types import FrameType
 
 import pytest
 
-from stallfree.spec.alarm import Alarm
+from stallfree.spec.utils.alarm import Alarm
 
 SHORT = 0.05  # an alarm meant to fire inside the test
 LONG = 600.0  # an alarm meant never to fire inside the test

@@ -43,7 +43,7 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     built = subprocess.run(["bash", str(ROOT / "scripts" / "compiled.sh")], env=env, capture_output=True,
                            text=True, timeout=600)
     assert built.returncode == 0, built.stderr
-    assert list((stage / "stallfree" / "spec").glob("monitor.*.so")), "mypyc built no monitor extension"
+    assert list((stage / "stallfree" / "spec" / "reservation").glob("monitor.*.so")), "mypyc built no monitor extension"
     return stage
 
 
@@ -67,7 +67,7 @@ def test_compiled_campaign_does_exactly_the_work_of_the_python_one(compiled: Pat
     fast = python(CAMPAIGN, *args, path=compiled)
     assert plain.returncode == 0 and fast.returncode == 0, plain.stderr + fast.stderr
     assert "core: Python" in plain.stdout
-    assert f"core: compiled with mypyc ({compiled / 'stallfree' / 'spec'})" in fast.stdout
+    assert f"core: compiled with mypyc ({compiled / 'stallfree' / 'spec' / 'reservation'})" in fast.stdout
     assert len(figures(plain.stdout)) == 5
     assert figures(fast.stdout) == figures(plain.stdout)
     assert "no rule broken" in fast.stdout
@@ -76,8 +76,9 @@ def test_compiled_campaign_does_exactly_the_work_of_the_python_one(compiled: Pat
 FAULT_SWEEP = """
 from stallfree.faults import FAULTS
 from stallfree.testing.campaign import Campaign, run
-import stallfree.spec.monitor, stallfree.spec.rules
-assert not stallfree.spec.monitor.__file__.endswith(".py") and not stallfree.spec.rules.__file__.endswith(".py")
+import stallfree.spec.reservation.monitor, stallfree.spec.reservation.rules
+assert not stallfree.spec.reservation.monitor.__file__.endswith(".py")
+assert not stallfree.spec.reservation.rules.__file__.endswith(".py")
 for rule, fault in FAULTS.items():
     v = run(Campaign(60, 0, fault, rules=(rule,), lifecycle=rule == "CANCEL")).violation  # CANCEL: cancels
     print(rule, v.rule if v else None)
@@ -97,13 +98,14 @@ import json
 from stallfree.proofs import controls
 from stallfree.proofs.explicit.bounds import Bounds
 from stallfree.proofs.explicit.modelcheck import check
-import stallfree.reference.scheduler, stallfree.spec.shadow
+import stallfree.reference.scheduler, stallfree.spec.reservation.shadow
 bound = Bounds.parse("2,3,8,3,3,3")
 def found(rule):
     result = check(controls.control_bound(rule), controls.fault(rule), controls.hidden_for(rule), compact=True)
     return result.counterexample.rule if result.counterexample else None
 print(json.dumps({
-    "compiled": [m.__file__.endswith(".so") for m in (stallfree.reference.scheduler, stallfree.spec.shadow)],
+    "compiled": [m.__file__.endswith(".so")
+                 for m in (stallfree.reference.scheduler, stallfree.spec.reservation.shadow)],
     "graph": [(r.states, r.transitions, r.depth, r.longest_steps, r.drain_bound, r.holds)
               for r in (check(bound, compact=True), check(bound, workers=2))],
     "faults": {rule: found(rule) for rule in ("FCFS", "KV", "TOKENS", "PROGRESS")},

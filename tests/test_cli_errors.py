@@ -53,7 +53,7 @@ def must_not_run(monkeypatch: pytest.MonkeyPatch, module: str, name: str) -> Non
     (["simulate", "--trace", "code", "--limit", "5", "--quiet", "--json", MISSING_JSON],
      "stallfree.sim.simulator", "simulate"),
     (["prove", "--methods", "model", "--json", MISSING_JSON], "stallfree.proofs.suite", "run"),
-    (["run", "--tp", "1", "--json", MISSING_JSON], "stallfree.executor.launch", "launch"),
+    (["run", "--tp", "1", "--json", MISSING_JSON], "stallfree.executor.runs.launch", "launch"),
     (["conform", "stallfree.reference:Scheduler", "--quiet", "--json", MISSING_JSON],
      "stallfree.conformance.kit", "conform"),
     (["check-trace", "/dev/null", "--quiet", "--json", MISSING_JSON],
@@ -227,7 +227,7 @@ def test_NEVER_FIT_only_when_every_request_is_refused(capsys: pytest.CaptureFixt
 # 5. The help says what the executor allows.
 
 def test_run_tp_help_lists_what_the_executor_accepts(capsys: pytest.CaptureFixture[str]) -> None:
-    from stallfree.executor.config import MODELS
+    from stallfree.executor.models.config import MODELS
     from stallfree.spec import InvalidField
 
     assert exit_code(["run", "--help"]) == 0

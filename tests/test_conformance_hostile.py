@@ -11,7 +11,7 @@ import pytest
 from stallfree.conformance.isolation.outcome import CRASH, TIMEOUT
 from stallfree.conformance.kit import NOT_JUDGED, Report, conform
 from stallfree.main import main
-from stallfree.spec.loader import TargetError
+from stallfree.spec.utils.loader import TargetError
 
 HOSTILE = textwrap.dedent('''
     import os

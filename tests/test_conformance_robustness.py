@@ -189,7 +189,7 @@ def test_a_rule_the_target_declares_not_applicable_says_why(targets: str) -> Non
 
 
 def test_a_not_applicable_naming_no_rule_is_a_target_error(targets: str) -> None:
-    from stallfree.spec.loader import TargetError
+    from stallfree.spec.utils.loader import TargetError
 
     with pytest.raises(TargetError, match="NO-SUCH-RULE"):
         conform(f"{targets}:SaysNonsense", **SMALL)

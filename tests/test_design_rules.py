@@ -2,8 +2,9 @@
 
 import pytest
 
-from stallfree.spec import registry, rules
+from stallfree.spec import registry
 from stallfree.spec.paged import rules as paged_rules
+from stallfree.spec.reservation import rules
 
 
 def test_each_design_selects_from_its_own_registry() -> None:
@@ -24,8 +25,8 @@ def test_an_id_outside_the_design_and_an_unknown_design_are_named() -> None:
 
 def test_each_design_carries_its_own_state_invariants() -> None:
     from stallfree.prefix.contract.invariants import PREFIX_INVARIANTS
-    from stallfree.spec.invariants import INVARIANTS
     from stallfree.spec.paged.invariants import PAGED_INVARIANTS
+    from stallfree.spec.reservation.invariants import INVARIANTS
 
     held = {d.name: d.invariants for d in registry.designs()}
     assert held == {"reservation": INVARIANTS, "paged": PAGED_INVARIANTS, "prefix": PREFIX_INVARIANTS}

@@ -67,8 +67,8 @@ def test_bad_arguments_exit_2_naming_the_field(argv: list[str], named: str, caps
 def test_verdicts_show_a_rule_broken_where_it_is_not_listed() -> None:
     # TOKENS is judged on the real path too (a token from a request that ran no position), but it is
     # not one of the six real-path rules listed: the break still shows, under its rule ID.
-    from stallfree.executor.job import JobResult
-    from stallfree.executor.report import verdicts
+    from stallfree.executor.engine.job import JobResult
+    from stallfree.executor.runs.report import verdicts
 
     lines = verdicts(JobResult("x", violation=("TOKENS", 3, "two tokens", "real path")), ("BUDGET",))
     assert lines[-1] == "TOKENS           BROKEN at step 3 (real path): two tokens"

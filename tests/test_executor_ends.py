@@ -13,11 +13,11 @@ pytest.importorskip("torch")
 
 from tiny_runs import model, play
 
-from stallfree.executor.broken import BROKEN_ENDS
-from stallfree.executor.equivalence import compare
-from stallfree.executor.isolation import isolation, perturbed
-from stallfree.executor.job import Job
-from stallfree.executor.runspec import RunSpec
+from stallfree.executor.engine.broken import BROKEN_ENDS
+from stallfree.executor.engine.job import Job
+from stallfree.executor.exactness.equivalence import compare
+from stallfree.executor.exactness.isolation import isolation, perturbed
+from stallfree.executor.runs.runspec import RunSpec
 from stallfree.spec import Arrival, Cancel, Config, InvalidField, Workload
 
 # KV for two requests at once: rid 2 waits for rid 0 or rid 1 to end. Greedy on the tiny model with

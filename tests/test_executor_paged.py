@@ -18,11 +18,11 @@ pytest.importorskip("torch")
 
 from tiny_runs import model, play
 
-from stallfree.executor.equivalence import compare
-from stallfree.executor.job import Job
-from stallfree.executor.recompute import recompute_exactness
-from stallfree.executor.runspec import RunSpec
-from stallfree.executor.workloads import preempting
+from stallfree.executor.engine.job import Job
+from stallfree.executor.exactness.equivalence import compare
+from stallfree.executor.exactness.recompute import recompute_exactness
+from stallfree.executor.runs.runspec import RunSpec
+from stallfree.executor.runs.workloads import preempting
 from stallfree.spec import Arrival, Cancel, Config, Workload
 
 PAGED = "stallfree.paged:Scheduler"
@@ -136,9 +136,9 @@ def test_the_paged_real_path_names_the_paged_rules() -> None:
     """The chunk and read checks are RECOMPUTE's under the paged design (each residency's prefill, in
     order, each position once), the memory checks BLOCKS', the token checks TOKENS-KEPT's: its report
     names no rule the paged registry lacks, and a ledger built for it raises under those names."""
-    from stallfree.executor.checks import RealPathViolation, WriteLedger
-    from stallfree.executor.paged import PagedExecutor
-    from stallfree.executor.report import judgements
+    from stallfree.executor.engine.checks import RealPathViolation, WriteLedger
+    from stallfree.executor.engine.paged import PagedExecutor
+    from stallfree.executor.runs.report import judgements
     from stallfree.spec.paged.rules import PAGED_RULE_IDS
 
     (small,) = play(job())

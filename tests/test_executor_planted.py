@@ -14,8 +14,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from stallfree.executor import executor, model, parallel  # noqa: E402
-from stallfree.executor.broken import FutureTokenPlan, per_batch_scale  # noqa: E402
+from stallfree.executor.engine import executor  # noqa: E402
+from stallfree.executor.engine.broken import FutureTokenPlan, per_batch_scale  # noqa: E402
+from stallfree.executor.layers import parallel  # noqa: E402
+from stallfree.executor.models import model  # noqa: E402
 from stallfree.main import main  # noqa: E402
 
 ROTATE = model.rotate
@@ -38,7 +40,7 @@ def positions_per_step(x: torch.Tensor, positions: torch.Tensor, theta: float) -
 
 def wrong_config(**changes: Any):  # type: ignore[no-untyped-def]
     """The GGUF reader's shape with a field changed: the executor's run and its own references share it."""
-    from stallfree.executor.gguf_file import GGUFCheckpoint
+    from stallfree.executor.models.gguf_file import GGUFCheckpoint
 
     original = GGUFCheckpoint.config
 
@@ -70,7 +72,7 @@ def test_fp8_agreement_holds_on_the_clean_run(capsys) -> None:  # type: ignore[n
 @pytest.fixture
 def smollm2() -> None:
     pytest.importorskip("gguf")
-    from stallfree.executor.checkpoints import gguf_path
+    from stallfree.executor.models.checkpoints import gguf_path
     from stallfree.spec import InvalidField
 
     try:
@@ -82,7 +84,7 @@ def smollm2() -> None:
 def test_a_wrong_rope_theta_fails_the_independent_check(capsys, monkeypatch, smollm2) -> None:  # type: ignore[no-untyped-def]
     """Theta 10,000 for SmolLM2's 100,000, in the executor's shape: its run and its own exactness
     reference share it (exactness holds), the independent numpy pass reads the file's own."""
-    from stallfree.executor.gguf_file import GGUFCheckpoint
+    from stallfree.executor.models.gguf_file import GGUFCheckpoint
 
     monkeypatch.setattr(GGUFCheckpoint, "config", wrong_config(rope_theta=10_000.0))
     code = main(["run", *ONE])

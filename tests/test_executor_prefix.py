@@ -16,9 +16,9 @@ torch = pytest.importorskip("torch")
 
 from tiny_runs import play  # noqa: E402
 
-from stallfree.executor.cachehits import hit_exactness  # noqa: E402
-from stallfree.executor.checkpoints import gguf_path  # noqa: E402
-from stallfree.executor.job import Job, JobResult  # noqa: E402
+from stallfree.executor.engine.job import Job, JobResult  # noqa: E402
+from stallfree.executor.exactness.cachehits import hit_exactness  # noqa: E402
+from stallfree.executor.models.checkpoints import gguf_path  # noqa: E402
 from stallfree.spec import Arrival, Config, InvalidField, Workload, registry  # noqa: E402
 
 PREFIX, PAGED = "stallfree.prefix:Scheduler", "stallfree.paged:Scheduler"
@@ -55,7 +55,7 @@ def uncached() -> JobResult:
 
 
 def test_the_prefix_contract_runs_on_the_prefix_executor() -> None:
-    assert registry.contract("prefix").executor == "stallfree.executor.prefix:PrefixExecutor"
+    assert registry.contract("prefix").executor == "stallfree.executor.engine.prefix:PrefixExecutor"
 
 
 def test_hits_are_exact_against_the_run_without_the_cache(uncached: JobResult) -> None:
@@ -133,11 +133,11 @@ def test_smollm2_hits_are_exact() -> None:
         gguf_path("smollm2")
     except InvalidField as missing:
         pytest.skip(str(missing))  # deliberate: test_extras_installed.py fails under the test command
-    from stallfree.executor.cachehits import hit_exactness as exact
-    from stallfree.executor.launch import run_local
-    from stallfree.executor.prompts import PROMPTS as TEXTS
-    from stallfree.executor.runspec import RunSpec
-    from stallfree.executor.tokenizer import text_codec
+    from stallfree.executor.exactness.cachehits import hit_exactness as exact
+    from stallfree.executor.models.tokenizer import text_codec
+    from stallfree.executor.runs.launch import run_local
+    from stallfree.executor.runs.prompts import PROMPTS as TEXTS
+    from stallfree.executor.runs.runspec import RunSpec
 
     codec = text_codec(RunSpec((), model="smollm2", tp=1).gguf)
     system = ("You are a careful assistant for a cooking school. Answer in one short sentence, plainly, "

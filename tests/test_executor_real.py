@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("gguf")
 pytest.importorskip("tokenizers")
 
-from stallfree.executor.checkpoints import gguf_path  # noqa: E402
+from stallfree.executor.models.checkpoints import gguf_path  # noqa: E402
 from stallfree.spec import Config, InvalidField  # noqa: E402
 
 try:
@@ -22,15 +22,15 @@ except InvalidField as missing:
     # test_extras_installed.py fails when it is missing, so this skip cannot hide a broken install.
     pytest.skip(str(missing), allow_module_level=True)
 
-from stallfree.executor.equivalence import compare  # noqa: E402
-from stallfree.executor.gguf_file import permute, unpermute  # noqa: E402
-from stallfree.executor.group import Group  # noqa: E402
-from stallfree.executor.isolation import isolation, perturbed  # noqa: E402
-from stallfree.executor.job import Job, JobResult  # noqa: E402
-from stallfree.executor.launch import launch, run_local  # noqa: E402
-from stallfree.executor.prompts import chat_requests  # noqa: E402
-from stallfree.executor.runspec import RunSpec  # noqa: E402
-from stallfree.executor.tokenizer import TextCodec, text_codec  # noqa: E402
+from stallfree.executor.engine.job import Job, JobResult  # noqa: E402
+from stallfree.executor.exactness.equivalence import compare  # noqa: E402
+from stallfree.executor.exactness.isolation import isolation, perturbed  # noqa: E402
+from stallfree.executor.layers.group import Group  # noqa: E402
+from stallfree.executor.models.gguf_file import permute, unpermute  # noqa: E402
+from stallfree.executor.models.tokenizer import TextCodec, text_codec  # noqa: E402
+from stallfree.executor.runs.launch import launch, run_local  # noqa: E402
+from stallfree.executor.runs.prompts import chat_requests  # noqa: E402
+from stallfree.executor.runs.runspec import RunSpec  # noqa: E402
 
 TEXTS = ("What is the capital of France?", "Name three primary colors.", "What is 12 plus 7?")
 MAX_NEW = 8

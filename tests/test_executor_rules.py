@@ -8,14 +8,14 @@ import pytest
 
 pytest.importorskip("torch")
 
-from stallfree.executor.broken import BROKEN
-from stallfree.executor.checks import REAL_PATH_RULES
-from stallfree.executor.group import Group
-from stallfree.executor.job import Job, JobResult
-from stallfree.executor.launch import run_local
-from stallfree.executor.model import Transformer
-from stallfree.executor.runspec import RunSpec
-from stallfree.executor.workloads import long_prompt_amid_decodes
+from stallfree.executor.engine.broken import BROKEN
+from stallfree.executor.engine.checks import REAL_PATH_RULES
+from stallfree.executor.engine.job import Job, JobResult
+from stallfree.executor.layers.group import Group
+from stallfree.executor.models.model import Transformer
+from stallfree.executor.runs.launch import run_local
+from stallfree.executor.runs.runspec import RunSpec
+from stallfree.executor.runs.workloads import long_prompt_amid_decodes
 from stallfree.faults import FAULTS
 from stallfree.spec import Arrival, Config, Workload
 

@@ -14,13 +14,13 @@ import pytest
 
 pytest.importorskip("torch")
 
-from stallfree.executor.broken import BROKEN
-from stallfree.executor.checks import REAL_PATH_RULES
-from stallfree.executor.equivalence import compare, reference_model
-from stallfree.executor.isolation import isolation, perturbed
-from stallfree.executor.job import Job, JobResult
-from stallfree.executor.launch import RankFailure, launch
-from stallfree.executor.runspec import RunSpec
+from stallfree.executor.engine.broken import BROKEN
+from stallfree.executor.engine.checks import REAL_PATH_RULES
+from stallfree.executor.engine.job import Job, JobResult
+from stallfree.executor.exactness.equivalence import compare, reference_model
+from stallfree.executor.exactness.isolation import isolation, perturbed
+from stallfree.executor.runs.launch import RankFailure, launch
+from stallfree.executor.runs.runspec import RunSpec
 from stallfree.faults import FAULTS
 from stallfree.spec import Arrival, Config, Workload
 
@@ -206,9 +206,9 @@ def test_killing_the_launcher_ends_every_rank(tmp_path) -> None:  # type: ignore
 
     script = tmp_path / "launcher.py"
     script.write_text(
-        "from stallfree.executor.job import Job\n"
-        "from stallfree.executor.launch import launch\n"
-        "from stallfree.executor.runspec import RunSpec\n"
+        "from stallfree.executor.engine.job import Job\n"
+        "from stallfree.executor.runs.launch import launch\n"
+        "from stallfree.executor.runs.runspec import RunSpec\n"
         "from stallfree.spec import Arrival, Config, Workload\n"
         "if __name__ == '__main__':\n"
         "    w = Workload(Config(1, 1, 4096), (Arrival(0, 4000, 1, 0),))\n"  # 4,000 steps of one token

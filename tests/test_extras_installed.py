@@ -26,6 +26,6 @@ def test_real_checkpoint_is_installed_under_the_test_command() -> None:
     # STALLFREE_REQUIRE_EXTRAS=1 is set, and there this never skips.
     if os.environ.get("STALLFREE_REQUIRE_EXTRAS") != "1":
         pytest.skip("not under scripts/test.sh: extras are optional")
-    from stallfree.executor.checkpoints import gguf_path
+    from stallfree.executor.models.checkpoints import gguf_path
 
     assert gguf_path("smollm2").is_file()

@@ -119,8 +119,8 @@ def test_a_rule_left_unchecked_never_reads_holds(
 
 
 def test_the_executor_report_holds_only_over_a_run_that_ended() -> None:
-    from stallfree.executor.job import JobResult
-    from stallfree.executor.report import judgements
+    from stallfree.executor.engine.job import JobResult
+    from stallfree.executor.runs.report import judgements
 
     sections, _ = judgements(JobResult("x", violation=("BUDGET", 2, "too many", "monitor")), ("BUDGET", "FCFS"))
     verdicts = {j.claim: j.verdict for j in sections["monitor"]}

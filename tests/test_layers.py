@@ -222,6 +222,8 @@ def test_the_layer_check_resolves_a_relative_import(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("from ...reference import Scheduler\n")
     assert imports(bad, "stallfree.spec.paged.rules") == ["stallfree.reference"]
+    assert imports(bad, "stallfree.spec.reservation.rules") == ["stallfree.reference"]
+    assert imports(bad, "stallfree.executor.engine.job") == ["stallfree.reference"]
     assert LAYERS[imported_folder("stallfree.reference", package_dirs()) or ""] > LAYERS["spec"]
     init = tmp_path / "__init__.py"
     init.write_text("from .spec import Monitor\nfrom . import steptable\n")
@@ -249,3 +251,5 @@ def test_module_names_follow_the_package_map() -> None:
     assert module_name(ROOT / "cli" / "commands" / "trace.py", folders) == "stallfree.commands.trace"
     assert module_name(ROOT / "spec" / "paged" / "__init__.py", folders) == "stallfree.spec.paged"
     assert module_name(ROOT / "prefix" / "contract" / "rules.py", folders) == "stallfree.prefix.contract.rules"
+    assert module_name(ROOT / "spec" / "reservation" / "rules.py", folders) == "stallfree.spec.reservation.rules"
+    assert module_name(ROOT / "executor" / "engine" / "job.py", folders) == "stallfree.executor.engine.job"

@@ -14,7 +14,8 @@ from stallfree.proofs.explicit import lifecycle
 from stallfree.proofs.explicit.bounds import Bounds
 from stallfree.proofs.explicit.modelcheck import act, check
 from stallfree.reference import Scheduler
-from stallfree.spec import Config, Monitor, invariants
+from stallfree.spec import Config, Monitor
+from stallfree.spec.reservation import invariants
 
 
 def test_every_rule_and_invariant_holds_on_the_reference_with_stops_and_cancels() -> None:

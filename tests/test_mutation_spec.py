@@ -21,11 +21,11 @@ from stallfree.spec import (
     RuleViolation,
     StepFacts,
     Workload,
-    rules,
 )
-from stallfree.spec.facts import observe
-from stallfree.spec.monitor import refusal
 from stallfree.spec.play import play, work_bound
+from stallfree.spec.reservation import rules
+from stallfree.spec.reservation.facts import observe
+from stallfree.spec.reservation.monitor import refusal
 from stallfree.spec.workload import MAX_ARRIVAL_STEP, Arrival
 
 CONFIG = {"token_budget": 8, "max_seqs": 2, "kv_tokens": 64}

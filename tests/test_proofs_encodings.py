@@ -1,4 +1,4 @@
-"""The rules' three encodings in code, the monitor's predicates (spec/rules.py), the Z3 claims
+"""The rules' three encodings in code, the monitor's predicates (spec/reservation/rules.py), the Z3 claims
 (proofs/smt/claims.py) and the CrossHair contracts' postconditions (proofs/contracts/contracts.py),
 agree on concrete steps of the reference and of every fault; a weakened encoding of any disagrees."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import z3
 
 from stallfree.proofs.smt import claims, encodings
-from stallfree.spec import rules
+from stallfree.spec.reservation import rules
 
 WORKLOADS = 40
 WEAKENED_WORKLOADS = 20

@@ -14,8 +14,8 @@ from stallfree.reference import Scheduler
 from stallfree.reference.postconditions import POSTCONDITIONS, broken
 from stallfree.reference.sequence import Sequence
 from stallfree.spec import Entry, Request, play
-from stallfree.spec.invariants import INVARIANT_IDS
-from stallfree.spec.rules import RULE_IDS
+from stallfree.spec.reservation.invariants import INVARIANT_IDS
+from stallfree.spec.reservation.rules import RULE_IDS
 from stallfree.testing.generate import LIFECYCLE, Ranges, random_workload
 
 NUM_WORKLOADS = 80

@@ -1,4 +1,4 @@
-"""The state invariants registry (`stallfree.spec.invariants`): each invariant holds on the reference's
+"""The state invariants registry (`stallfree.spec.reservation.invariants`): each invariant holds on the reference's
 states and is seen failing on a state or a scheduler that breaks it."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from stallfree.reference import Scheduler
 from stallfree.spec import Config, Monitor, Request, RuleViolation, Shadow
-from stallfree.spec.invariants import INVARIANT_IDS, INVARIANTS, Origin, Shown, broken, shown
+from stallfree.spec.reservation.invariants import INVARIANT_IDS, INVARIANTS, Origin, Shown, broken, shown
 from stallfree.testing.machine import machine_for
 
 

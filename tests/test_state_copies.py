@@ -20,8 +20,9 @@ from stallfree.proofs.explicit.snapshot import fork
 from stallfree.reference import Scheduler
 from stallfree.reference.pending import Pending
 from stallfree.reference.sequence import Sequence
-from stallfree.spec import Config, Monitor, copies
-from stallfree.spec.shadow import Shadow
+from stallfree.spec import Config, Monitor
+from stallfree.spec.reservation.shadow import Shadow
+from stallfree.spec.utils import copies
 from stallfree.spec.variants.budget_change import BudgetShadow
 
 IMMUTABLE = (int, str, bool, float, type(None), frozenset)

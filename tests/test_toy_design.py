@@ -126,7 +126,7 @@ def test_a_name_taken_is_refused_and_the_fault_table_names_the_rule() -> None:
         registry.register(TOY)
     import importlib
 
-    from stallfree.spec.loader import load_target
+    from stallfree.spec.utils.loader import load_target
 
     module, _, table = TOY.faults.partition(":")
     assert getattr(importlib.import_module(module), table)[RULE] is Fault and load_target(TOY.scheduler) is Toy

@@ -91,7 +91,7 @@ def test_BUDGET_CHANGE_refuses_a_bad_budget_with_state_unchanged(bad: object) ->
 
 
 def test_READY_WITHIN_BUDGET_is_no_longer_a_theorem_after_a_drop() -> None:
-    from stallfree.spec import invariants
+    from stallfree.spec.reservation import invariants
 
     states: list[str | None] = []
     play(DROP, Rotating, contract=ROTATION_CONTRACT,

@@ -3,11 +3,11 @@ per dtype for the whole test session (the runs reset only the KV cache)."""
 
 from __future__ import annotations
 
-from stallfree.executor.group import Group
-from stallfree.executor.job import Job, JobResult
-from stallfree.executor.launch import run_local
-from stallfree.executor.model import Transformer
-from stallfree.executor.runspec import RunSpec
+from stallfree.executor.engine.job import Job, JobResult
+from stallfree.executor.layers.group import Group
+from stallfree.executor.models.model import Transformer
+from stallfree.executor.runs.launch import run_local
+from stallfree.executor.runs.runspec import RunSpec
 
 MODELS: dict[str, Transformer] = {}
 

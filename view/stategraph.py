@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     """python -m stallfree.view.stategraph B,S,K,R,P,M FILE.png [--scheduler MODULE:FACTORY] [--never-fit]"""
     import argparse
 
-    from stallfree.spec.loader import load_target
+    from stallfree.spec.utils.loader import load_target
 
     parser = argparse.ArgumentParser(prog="python -m stallfree.view.stategraph", description=main.__doc__)
     parser.add_argument("bound", help="B,S,K,R,P,M as `stallfree prove --bound` takes it")

@@ -17,7 +17,7 @@ from typing import Any
 from stallfree.spec import MAX_INT, RULE_IDS, Arrival, Workload
 
 # FactoryError and guarded live in the loader (every layer builds schedulers); named here for the commands.
-from stallfree.spec.loader import FactoryError, guarded, load_target
+from stallfree.spec.utils.loader import FactoryError, guarded, load_target
 from stallfree.spec.workload import BudgetChange
 
 __all__ = ["FactoryError", "guarded"]
@@ -150,7 +150,7 @@ SCHEDULERS = {"reference": "stallfree.reference:Scheduler", "paged": "stallfree.
 
 
 def load_scheduler(target: str, flag: str = "--scheduler") -> Callable[..., Any]:
-    """`stallfree.spec.loader.load_target` for a command line (or a short name of SCHEDULERS): any
+    """`stallfree.spec.utils.loader.load_target` for a command line (or a short name of SCHEDULERS): any
     failure, the module's own import errors included, is a ValueError (TargetError) naming the flag
     and the value."""
     return load_target(SCHEDULERS.get(target, target), flag)

@@ -14,7 +14,7 @@ from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
 
-import stallfree.spec.monitor as monitor
+import stallfree.spec.reservation.monitor as monitor
 from stallfree.spec import RULE_IDS
 from stallfree.spec.verdict import TIMEOUT
 from stallfree.testing.campaign import BATCH, CRASHED, Campaign, CampaignStatus, Tally

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from stallfree.conformance.isolation.sandbox import DEFAULT_TIMEOUT
     from stallfree.conformance.kit.profiles import is_profile, profiles
     from stallfree.conformance.kit.report import render
-    from stallfree.spec.loader import TargetError
+    from stallfree.spec.utils.loader import TargetError
 
     if args.profile is not None and not is_profile(args.profile):
         names = ", ".join(profiles())

@@ -10,7 +10,7 @@ from typing import Any
 from stallfree.conformance.isolation.hosting import close, hosted
 from stallfree.conformance.isolation.hosting import load_raw as load_full
 from stallfree.spec import registry
-from stallfree.spec.loader import guarded
+from stallfree.spec.utils.loader import guarded
 
 from .args import SCHEDULERS
 

@@ -35,13 +35,13 @@ from .args import (
 )
 
 if TYPE_CHECKING:  # torch stays out of `stallfree --help`
-    from stallfree.executor.job import Job, JobResult
-    from stallfree.executor.runspec import RunSpec
-    from stallfree.executor.tokenizer import TextCodec
+    from stallfree.executor.engine.job import Job, JobResult
+    from stallfree.executor.models.tokenizer import TextCodec
+    from stallfree.executor.runs.runspec import RunSpec
 
 NAME = "run"
 HELP = "run a workload on the tensor-parallel executor; check the rules on the real step path and its outputs"
-DEFAULT_TP = 4  # SmolLM2's 9 query and 3 KV heads are zero-padded to 12 and 4 for it (executor/padding.py)
+DEFAULT_TP = 4  # SmolLM2's 9 query and 3 KV heads are zero-padded to 12 and 4 for it (executor/layers/padding.py)
 FAULTS = ("raise", "exit", "stop", "hang")  # --fault KIND: what the rank does at that step (worker.crash_if_due)
 CHAT_MAX_NEW = 32  # tokens per chat answer
 CHAT_CONFIG = Config(16, 8, 2048)  # budget 16: prompts of ~40 tokens are prefilled in chunks while others decode
@@ -174,8 +174,8 @@ def check_pending(workload: Workload, path: object) -> None:
 
 def workload_from(args: argparse.Namespace, codec: TextCodec | None) -> tuple[Workload, Any]:
     """The workload, and for a real model the chat requests it was made from (None otherwise)."""
-    from stallfree.executor.prompts import PROMPTS, chat_requests
-    from stallfree.executor.workloads import long_prompt_amid_decodes
+    from stallfree.executor.runs.prompts import PROMPTS, chat_requests
+    from stallfree.executor.runs.workloads import long_prompt_amid_decodes
 
     chat = None
     if codec is not None and args.workload is None:
@@ -192,10 +192,10 @@ def workload_from(args: argparse.Namespace, codec: TextCodec | None) -> tuple[Wo
 
 def run(args: argparse.Namespace) -> int:
     try:
-        from stallfree.executor.checkpoints import GGUF_MODELS
-        from stallfree.executor.job import Job
-        from stallfree.executor.runspec import MODEL_NAMES, RunSpec
-        from stallfree.executor.tokenizer import text_codec
+        from stallfree.executor.engine.job import Job
+        from stallfree.executor.models.checkpoints import GGUF_MODELS
+        from stallfree.executor.models.tokenizer import text_codec
+        from stallfree.executor.runs.runspec import MODEL_NAMES, RunSpec
     except ImportError as error:
         print(f"stallfree run: needs the executor extra (pip install 'stallfree[executor]'): {error}", file=sys.stderr)
         return exits.USAGE
@@ -268,8 +268,8 @@ def check_scheduler(args: argparse.Namespace, c: Config, stop: int | None,
 
 def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec | None, chat: Any,
             pool: tuple[int, int] | None = None) -> int:
-    from stallfree.executor.report import describe_run, verdicts
-    from stallfree.executor.text import TextStream
+    from stallfree.executor.runs.report import describe_run, verdicts
+    from stallfree.executor.runs.text import TextStream
 
     cfg = job.workload.config
     model = spec.model_config()
@@ -324,7 +324,7 @@ def execute(spec: RunSpec, job: Job, args: argparse.Namespace, codec: TextCodec 
 def launch_ranks(spec: RunSpec, args: argparse.Namespace, on_step: Any) -> Any:
     """The launched run, or the exit status when a rank hung, crashed or the scheduler could not be
     built: no verdict past any of them."""
-    from stallfree.executor.launch import RankFailure, launch
+    from stallfree.executor.runs.launch import RankFailure, launch
 
     try:
         return launch(spec, timeout_s=args.timeout, on_step=on_step)
@@ -344,7 +344,7 @@ def jobs_to_launch(spec: RunSpec, job: Job, first: int, vocab: int,
     """The job, and where it keeps logits its exactness twins: the same workload with one prompt token of
     request `first` changed (isolation), and, for a design that preempts (`pool`: its block_size and
     watermark), the same workload on a pool that never preempts (recompute)."""
-    from stallfree.executor.isolation import perturbed
+    from stallfree.executor.exactness.isolation import perturbed
 
     # Its stops are those of the first run, replayed (the same plans), whatever rid 0 now samples.
     twin = replace(perturbed(job, first, spec.seed, vocab), stream=False, replay_ends=True)
@@ -357,7 +357,7 @@ def jobs_to_launch(spec: RunSpec, job: Job, first: int, vocab: int,
 
 def print_answers(result: JobResult, codec: TextCodec, chat: Any, max_new: int | None) -> dict[int, Any]:
     """Prints each request's answer as text; returns, by rid, its prompt text and ids and its answer."""
-    from stallfree.executor.text import answers
+    from stallfree.executor.runs.text import answers
 
     print()
     print("\n".join(answers(codec, chat.texts, {rid: r.outputs for rid, r in result.requests.items()},
@@ -368,7 +368,7 @@ def print_answers(result: JobResult, codec: TextCodec, chat: Any, max_new: int |
 
 def print_tables(result: JobResult, token_budget: int) -> None:
     """Prints the run's step table and request table, and the requests add() refused."""
-    from stallfree.executor.report import request_table, step_table
+    from stallfree.executor.runs.report import request_table, step_table
 
     print()
     print("\n".join(step_table(result, token_budget)))
@@ -381,7 +381,7 @@ def print_tables(result: JobResult, token_budget: int) -> None:
 def run_json(result: JobResult, job: Job, run_info: Any, checks: dict[str, Any], texts: dict[int, Any],
              ends: tuple[str, ...]) -> dict[str, Any]:
     """The run's JSON report: the run, its output checks and texts, and the verdicts where each was judged."""
-    from stallfree.executor.report import as_json, judgements
+    from stallfree.executor.runs.report import as_json, judgements
     from stallfree.spec.verdict import as_json as verdicts_json
 
     sections, unlisted = judgements(result, job.monitor_rules, ends)
@@ -411,11 +411,11 @@ def unpreempted(job: Job, pool: tuple[int, int]) -> Job:
 
 def output_checks(spec: RunSpec, job: Job, results: list[JobResult], first: int, checks: dict[str, Any]) -> bool:
     """Exactness (fp32 runs), isolation, and accuracy as measurements; True when a check fails."""
-    from stallfree.executor.accuracy import dtype_accuracy, measure
-    from stallfree.executor.equivalence import compare, reference_logits, reference_model, run_logits
-    from stallfree.executor.isolation import isolation
-    from stallfree.executor.report import check_json
-    from stallfree.executor.sampler import Sampler
+    from stallfree.executor.exactness.accuracy import dtype_accuracy, measure
+    from stallfree.executor.exactness.equivalence import compare, reference_logits, reference_model, run_logits
+    from stallfree.executor.exactness.isolation import isolation
+    from stallfree.executor.layers.sampler import Sampler
+    from stallfree.executor.runs.report import check_json
 
     result = results[0]
     if not result.requests:
@@ -432,7 +432,7 @@ def output_checks(spec: RunSpec, job: Job, results: list[JobResult], first: int,
         failed = exact.ok is False
         measured = dtype_accuracy(spec, result, fp32)
     else:
-        from stallfree.executor.agreement import agreement
+        from stallfree.executor.exactness.agreement import agreement
 
         print(f"EXACTNESS        not judged: {spec.dtype} weights round (exactness is judged in fp32: --dtype fp32)")
         checks["exactness"] = {"ok": None, "why": f"not judged for {spec.dtype}"}
@@ -444,7 +444,7 @@ def output_checks(spec: RunSpec, job: Job, results: list[JobResult], first: int,
     failed = judged(checks, "isolation", isolation(result, results[1], first) if results[1].ok else None,
                     f"ISOLATION        not judged: the perturbed run broke {results[1].violation}") or failed
     if len(results) > 2:  # the paged design: the same workload on a pool that never preempts
-        from stallfree.executor.recompute import recompute_exactness
+        from stallfree.executor.exactness.recompute import recompute_exactness
 
         if spec.dtype != "fp32":
             why = f"RECOMPUTE        not judged: {spec.dtype} weights round (judged in fp32: --dtype fp32)"
@@ -461,9 +461,9 @@ def output_checks(spec: RunSpec, job: Job, results: list[JobResult], first: int,
 def independent(spec: RunSpec, result: JobResult, logits: dict[int, Any], checks: dict[str, Any]) -> bool:
     """INDEPENDENT: a real checkpoint's fp32 logits (the run's in fp32; in fp8 its one-rank fp32
     reference's) against a numpy forward pass of the file that shares none of the executor's math
-    (executor/plainref.py). True when it fails; not judged with `--layers`, absent for random weights
+    (executor/exactness/plainref.py). True when it fails; not judged with `--layers`, absent for random weights
     (nothing independent computes them)."""
-    from stallfree.executor.independent import independent_check
+    from stallfree.executor.exactness.independent import independent_check
 
     gguf = spec.gguf
     if gguf is None:
@@ -478,7 +478,7 @@ def independent(spec: RunSpec, result: JobResult, logits: dict[int, Any], checks
 
 def judged(checks: dict[str, Any], name: str, check: Any, why_not: str) -> bool:
     """Print `check` and keep it in `checks[name]`; None: print why it was not judged. True when it failed."""
-    from stallfree.executor.report import check_json
+    from stallfree.executor.runs.report import check_json
 
     if check is None:
         print(why_not)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stallfree.conformance.isolation.remote import CallHung
-from stallfree.spec.alarm import Alarm
+from stallfree.spec.utils.alarm import Alarm
 
 TIMED = ("add", "schedule", "complete", "cancel", "set_budget")
 

@@ -27,12 +27,12 @@ from stallfree.spec import (
     play,
     registry,
 )
-from stallfree.spec.alarm import Alarm
 from stallfree.spec.capability import CANCEL as CANCEL_CAPABILITY
 from stallfree.spec.capability import supports
 from stallfree.spec.contract import Contract
 from stallfree.spec.examples import HAND_TRACE  # the contract's hand trace: --example hand
-from stallfree.spec.facts import stops
+from stallfree.spec.reservation.facts import stops
+from stallfree.spec.utils.alarm import Alarm
 from stallfree.spec.verdict import CRASH, TIMEOUT, as_json, lines
 from stallfree.spec.workload import BudgetChange
 from stallfree.view import StepView

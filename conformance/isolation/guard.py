@@ -14,7 +14,7 @@ from itertools import islice
 from typing import Any
 
 from stallfree.spec import PROTOCOL, Config, RuleViolation, supports
-from stallfree.spec.alarm import Alarm
+from stallfree.spec.utils.alarm import Alarm
 
 MAX_ENTRIES = 1_000_000  # a plan or an emitted list longer than this is junk, not a step
 PROTOCOL_METHODS = ("add", "schedule", "complete")

@@ -26,7 +26,7 @@ from typing import Any, BinaryIO
 
 from stallfree.spec import registry
 from stallfree.spec.capability import supports
-from stallfree.spec.loader import FactoryError, TargetError, guarded, load_target
+from stallfree.spec.utils.loader import FactoryError, TargetError, guarded, load_target
 
 from .guard import MAX_ENTRIES
 from .worker import DUMP_SIGNAL, send

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stallfree.spec import registry
-from stallfree.spec.loader import load_target
+from stallfree.spec.utils.loader import load_target
 
 OWN = "stallfree."  # a target in stallfree's own package runs in this process
 

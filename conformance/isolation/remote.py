@@ -22,7 +22,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from stallfree.spec.loader import FactoryError, TargetError, split_target
+from stallfree.spec.utils.loader import FactoryError, TargetError, split_target
 
 from .sandbox import next_line
 from .timeouts import load_timeout

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from stallfree.spec import Workload
-from stallfree.spec.loader import TargetError, split_target
+from stallfree.spec.utils.loader import TargetError, split_target
 
 from .outcome import CRASH, TIMEOUT, Outcome
 from .timeouts import load_timeout as load_timeout_of

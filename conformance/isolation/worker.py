@@ -17,9 +17,9 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from stallfree.spec import PROTOCOL, Config, Player, RuleViolation, Workload, registry, supports
-from stallfree.spec.alarm import Alarm
 from stallfree.spec.contract import Contract
-from stallfree.spec.loader import TargetError, load_target
+from stallfree.spec.utils.alarm import Alarm
+from stallfree.spec.utils.loader import TargetError, load_target
 
 from .guard import CallTimeout, Guard, JunkReturn, target_traceback
 from .outcome import CRASH, KIT_ERROR, REFUSED, TIMEOUT, Outcome

@@ -9,7 +9,7 @@ from typing import Any
 
 from stallfree.spec import CANCEL, CAPABILITIES, STOP, Workload, registry
 from stallfree.spec.contract import Contract
-from stallfree.spec.loader import TargetError
+from stallfree.spec.utils.loader import TargetError
 from stallfree.spec.verdict import NOT_RULES, Verdict
 
 from ..isolation.outcome import TIMEOUT, Outcome

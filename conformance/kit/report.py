@@ -7,7 +7,7 @@ import hashlib
 import json
 
 from stallfree.spec import Workload
-from stallfree.spec.loader import import_line
+from stallfree.spec.utils.loader import import_line
 from stallfree.spec.verdict import Judgement, Verdict
 
 from ..isolation.outcome import TIMEOUT

@@ -39,7 +39,7 @@ from itertools import islice
 from typing import Any
 
 from stallfree.spec import MAX_INT, Monitor, Request
-from stallfree.spec.shadow import Reason, Shadow, Track, start_running
+from stallfree.spec.reservation.shadow import Reason, Shadow, Track, start_running
 
 from .tracefile import TraceStep
 

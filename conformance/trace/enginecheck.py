@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stallfree.spec import PROTOCOL, Config, RuleViolation, refusal, select
-from stallfree.spec.shadow import Shadow
+from stallfree.spec.reservation.shadow import Shadow
 
 from .cleanstep import clean_step, decode_step
 from .ended import EndedRids

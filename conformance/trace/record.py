@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from stallfree.spec import Arrival, Cancel, Monitor, RunStats, StepFacts, Workload, play
-from stallfree.spec.facts import stops
+from stallfree.spec.reservation.facts import stops
 
 from .tracefile import TraceWriter
 

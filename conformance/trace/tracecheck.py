@@ -18,7 +18,7 @@ from typing import IO, Any
 from stallfree.spec import PROTOCOL, Config, Monitor, RuleViolation
 from stallfree.spec.contract import BUDGETS, Contract
 from stallfree.spec.registry import RESERVATION
-from stallfree.spec.shadow import Shadow
+from stallfree.spec.reservation.shadow import Shadow
 
 from .cleanstep_v1 import Shortcut, usable
 from .endings import Endings

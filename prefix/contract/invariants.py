@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, cast
 
-from stallfree.spec import invariants
-from stallfree.spec.invariants import Invariant, Origin
 from stallfree.spec.paged import invariants as paged
 from stallfree.spec.paged.shadow import blocks_for
+from stallfree.spec.reservation import invariants
+from stallfree.spec.reservation.invariants import Invariant, Origin
 
 from .shadow import PrefixShadow, PrefixTrack
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import cast
 
-from stallfree.spec import rules as shared
 from stallfree.spec.paged import rules as paged
 from stallfree.spec.paged.shadow import blocks_for
-from stallfree.spec.rules import Kind, Rule, StepCheck
+from stallfree.spec.reservation import rules as shared
+from stallfree.spec.reservation.rules import Kind, Rule, StepCheck
 
 from .shadow import PrefixFacts, PrefixShadow, PrefixTrack, release
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stallfree.reference import Scheduler
-from stallfree.spec.copies import slot_names
+from stallfree.spec.utils.copies import slot_names
 
 from .reference_copy import copy_scheduler
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stallfree.spec import Config
-from stallfree.spec.facts import StepFacts
+from stallfree.spec.reservation.facts import StepFacts
 
 from . import lifecycle
 

@@ -14,9 +14,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
-from stallfree.spec import Config, Monitor, invariants, registry
+from stallfree.spec import Config, Monitor, registry
 from stallfree.spec.contract import Contract
-from stallfree.spec.facts import StepFacts
+from stallfree.spec.reservation import invariants
+from stallfree.spec.reservation.facts import StepFacts
 
 from . import lifecycle
 from .bounds import Bounds

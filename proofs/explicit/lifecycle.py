@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from stallfree.spec import Arrival, Cancel, Config, Monitor, Workload
-from stallfree.spec.shadow import Track
+from stallfree.spec.reservation.shadow import Track
 
 NEVER_ADDED = -1  # a rid no add() ever gets (adds take 0, 1, 2...)
 

@@ -22,9 +22,10 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from stallfree.spec import PROTOCOL, Arrival, Cancel, Monitor, RuleViolation, Workload, invariants, play
+from stallfree.spec import PROTOCOL, Arrival, Cancel, Monitor, RuleViolation, Workload, play
 from stallfree.spec.contract import Contract
-from stallfree.spec.shadow import Shadow
+from stallfree.spec.reservation import invariants
+from stallfree.spec.reservation.shadow import Shadow
 from stallfree.spec.variants.budget_change import BudgetMonitor, BudgetShadow
 from stallfree.spec.variants.priority import PriorityShadow
 from stallfree.spec.verdict import Verdict

@@ -1,4 +1,4 @@
-"""The rules are written three times in code: as the monitor's predicates (`spec.rules`), as the Z3
+"""The rules are written three times in code: as the monitor's predicates (`spec.reservation.rules`), as the Z3
 theorems' claims (`claims`) and as the CrossHair contracts' postconditions (`contracts.contracts`:
 `limits` and `policy`). This compares them on concrete steps, so that a weakened encoding of any is
 caught: for each rule, on each step, the rule's predicates and its claim must agree, and so must the
@@ -26,8 +26,8 @@ import z3
 from stallfree.faults import FAULTS, MORE_FAULTS
 from stallfree.reference import Scheduler
 from stallfree.spec import RULES, Config
-from stallfree.spec.facts import StepFacts, apply, observe, observe_emitted
-from stallfree.spec.shadow import Shadow
+from stallfree.spec.reservation.facts import StepFacts, apply, observe, observe_emitted
+from stallfree.spec.reservation.shadow import Shadow
 from stallfree.spec.types import Entry, Plan, Request
 from stallfree.testing.generate import Ranges, random_workload
 
@@ -313,6 +313,6 @@ def _tally(tally: Tally, well_formed: bool, encoded: bool, by_spec: bool, what: 
         else:
             tally.both_broken += 1
     elif len(tally.disagreements) < 3:
-        tally.disagreements.append(f"{what} says {'holds' if encoded else 'broken'}, spec.rules "
+        tally.disagreements.append(f"{what} says {'holds' if encoded else 'broken'}, spec.reservation.rules "
                                    f"{'holds' if by_spec else 'broken'}")
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from .. import invariants
-from ..invariants import Invariant, Origin
+from ..reservation import invariants
+from ..reservation.invariants import Invariant, Origin
 from .shadow import PagedShadow, blocks_for
 
 

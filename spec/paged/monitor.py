@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..errors import InvalidField, RuleViolation
-from ..shadow import Reason
+from ..reservation.shadow import Reason
 from ..types import Config, Request
 from ..verdict import PROTOCOL
 from ..watch import Watch, judge

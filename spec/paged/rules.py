@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import cast
 
-from .. import rules as shared
-from ..rules import Kind, Rule, StepCheck
+from ..reservation import rules as shared
+from ..reservation.rules import Kind, Rule, StepCheck
 from .shadow import PagedChunk, PagedFacts, PagedShadow, PagedTrack, blocks_for
 
 __all__ = ["PAGED_BY_ID", "PAGED_RULES", "PAGED_RULE_IDS", "Rule", "select"]

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..facts import MAX_ENTRIES, Chunk, bounded, emitted_rids, plan_entries, protocol
-from ..shadow import Ending, Lines, Reason, start_running
+from ..reservation.facts import MAX_ENTRIES, Chunk, bounded, emitted_rids, plan_entries, protocol
+from ..reservation.shadow import Ending, Lines, Reason, start_running
 from ..types import Config, Request
 
 

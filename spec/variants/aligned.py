@@ -25,9 +25,9 @@ from __future__ import annotations
 from functools import cache
 
 from ..contract import Contract, keeping
-from ..facts import StepFacts
-from ..rules import Kind, Rule, waiting_head
-from ..shadow import Shadow, Track
+from ..reservation.facts import StepFacts
+from ..reservation.rules import Kind, Rule, waiting_head
+from ..reservation.shadow import Shadow, Track
 
 DEFAULT_BLOCK_SIZE = 16  # tokens per KV block (vLLM's default block size)
 LISTED_BLOCKS = (16, 32, 64, 128, 256)  # the block sizes stallfree.variants.aligned ships a scheduler for

@@ -34,9 +34,9 @@ from typing import Any
 
 from ..contract import BUDGETS, STOPS, Contract, ContractMonitor, keeping
 from ..errors import FieldTypeError, InvalidField, RuleViolation
-from ..facts import StepFacts
-from ..rules import Kind, Rule
-from ..shadow import Shadow
+from ..reservation.facts import StepFacts
+from ..reservation.rules import Kind, Rule
+from ..reservation.shadow import Shadow
 from ..types import Config, check_int
 from ..verdict import PROTOCOL
 

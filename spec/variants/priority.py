@@ -38,10 +38,10 @@ from typing import Any
 
 from ..contract import PRIORITIES, STOPS, Contract, ContractMonitor, keeping
 from ..errors import FieldTypeError, InvalidField, RuleViolation
-from ..facts import StepFacts
-from ..monitor import refusal
-from ..rules import Kind, Rule, fcfs, never_fit, work_conserving
-from ..shadow import Shadow, Track
+from ..reservation.facts import StepFacts
+from ..reservation.monitor import refusal
+from ..reservation.rules import Kind, Rule, fcfs, never_fit, work_conserving
+from ..reservation.shadow import Shadow, Track
 from ..types import Config, Request, check_int
 from ..verdict import PROTOCOL
 

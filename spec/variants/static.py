@@ -20,9 +20,9 @@ Every other rule reads the same (a closed batch still decodes first and chunks i
 from __future__ import annotations
 
 from ..contract import Contract, keeping
-from ..facts import StepFacts
-from ..rules import Kind, Rule, head_blocked, running_served
-from ..shadow import Shadow
+from ..reservation.facts import StepFacts
+from ..reservation.rules import Kind, Rule, head_blocked, running_served
+from ..reservation.shadow import Shadow
 
 
 def batch_closed(s: Shadow, f: StepFacts) -> str | None:

@@ -1,0 +1,307 @@
+"""What one step did, read off the protocol: the facts every rule judges.
+
+`observe` classifies each plan entry against the shadow state before the step (a decode for a ready
+request, a chunk for a partial one, an admission for a waiting one) and records the emitted rids.
+`apply` then moves the shadow to the state after the step. Rules only read; they never update.
+"""
+
+from __future__ import annotations
+
+from itertools import islice
+from typing import Generic, Protocol, TypeVar
+
+from ..errors import RuleViolation
+from ..types import Plan
+from ..verdict import PROTOCOL
+from .shadow import Ending, Reason, Shadow, Track, start_running
+
+MAX_ENTRIES = 1_000_000  # a plan or an emitted list longer than this is junk (or endless), not a step
+NO_STOPS: frozenset[int] = frozenset()  # a step's stops, when there are none (shared: never mutated)
+
+
+class Prefilled(Protocol):
+    @property
+    def target(self) -> int: ...
+
+
+T = TypeVar("T", bound=Prefilled)
+
+
+class Chunk(Generic[T]):
+    """Prefill positions [start, start + n) of `track`, run this step (for either design's track: its
+    `target` is the prefill it owes, the prompt, plus the tokens it emitted after a preemption)."""
+
+    __slots__ = ("n", "start", "track")
+
+    def __init__(self, track: T, n: int, start: int) -> None:
+        self.track = track
+        self.n = n
+        self.start = start
+
+    @property
+    def completes(self) -> bool:
+        return self.start + self.n >= self.track.target
+
+
+class StepFacts:
+    """One step as the rules see it. Sums are taken once here, so that rules stay O(1) where they can.
+
+    A plain record with a hand-written constructor: the monitor builds one every step, and this is
+    several times cheaper than a generated one with default factories."""
+
+    __slots__ = (
+        "admitted",
+        "admitted_reservation",
+        "cancelled",
+        "cancelled_reservation",
+        "chunks",
+        "decodes",
+        "duplicates",
+        "emitted",
+        "emitted_set",
+        "ended_emitted",
+        "ended_planned",
+        "finished",
+        "finished_reservation",
+        "first_bad_n",
+        "num_decode_tokens",
+        "num_tokens",
+        "plan",
+        "planned",
+        "prefills",
+        "reported_free_kv",
+        "step",
+        "stopped",
+    )
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+        self.plan: list[tuple[int, int]] = []  # the entries, normalised, in plan order
+        self.planned: set[int] = set()  # rids in the plan
+        self.num_tokens = 0
+        self.decodes: list[tuple[Track, int]] = []  # entries for ready requests
+        self.num_decode_tokens = 0
+        self.chunks: list[Chunk[Track]] = []  # entries for partial requests
+        self.admitted: list[Chunk[Track]] = []  # entries for waiting requests: admissions
+        self.prefills: list[Chunk[Track]] = []  # chunks and admissions, in plan order
+        self.admitted_reservation = 0  # KV reserved by this step's admissions
+        self.duplicates: list[int] = []  # rids listed more than once
+        self.first_bad_n: tuple[int, int] | None = None  # the first entry with n < 1
+        self.ended_planned: list[tuple[int, Ending]] = []  # entries naming requests that already ended
+        # Known before complete() runs (the caller's stops; cancels while the plan is pending):
+        self.stopped: frozenset[int] = NO_STOPS  # rids whose token this step ends them (a stop)
+        self.cancelled: dict[int, Track] = {}  # cancelled while this plan was pending: they end with it
+        # Known once complete() has returned:
+        self.emitted: list[int] = []  # as complete() returned them, in order
+        self.emitted_set: set[int] = set()
+        self.ended_emitted: list[tuple[int, Ending]] = []  # emitted rids of requests that already ended
+        self.finished: list[Track] = []  # requests that end on this step: last token, stop or cancel
+        self.finished_reservation = 0
+        self.cancelled_reservation = 0  # the part of it returned by cancels: due by the next schedule()
+        self.reported_free_kv: int | None = None  # the scheduler's own free KV after the step, if shown
+
+
+def reason(facts: StepFacts, track: Track) -> Reason:
+    """How `track`, one of `facts.finished`, ended on this step (read once the step is applied)."""
+    if track.rid in facts.stopped:
+        return Reason.STOP
+    if track.num_emitted >= track.request.max_new:
+        return Reason.LENGTH
+    return Reason.CANCEL
+
+
+def stops(facts: StepFacts) -> list[int]:
+    """The step's stopped rids, in plan order (the order a trace lists them in)."""
+    return [rid for rid, _ in facts.plan if rid in facts.stopped] if facts.stopped else []
+
+
+def due(facts: StepFacts) -> list[Track]:
+    """The requests the contract says emit a token on this step: every decode, then every chunk that
+    completes its prompt, each in plan order. Only these may be stopped by it (rule TOKENS)."""
+    tracks = [track for track, _ in facts.decodes]
+    tracks.extend(c.track for c in facts.prefills if c.completes)
+    return tracks
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def bounded(items: object) -> list:  # type: ignore[type-arg]
+    """At most MAX_ENTRIES + 1 items of an iterable: an endless one is cut, never read to exhaustion.
+    Every design's monitor reads what a scheduler returns through it, so no input hangs a monitor."""
+    return list(islice(items, MAX_ENTRIES + 1))  # type: ignore[call-overload]
+
+
+def protocol(step: int, message: str, rule: str = PROTOCOL) -> RuleViolation:
+    """A violation of `rule` (PROTOCOL unless told) at `step`: what every design's observer raises."""
+    return RuleViolation(rule, step, message)
+
+
+def returned(step: int, value: object, call: str, expected: str, items: str) -> list:  # type: ignore[type-arg]
+    """What `call` ("schedule()", "complete()") returned at `step`, as a list (a list as it is, else
+    read through `bounded`). Raises a PROTOCOL violation if it is no iterable (not `expected`) or holds
+    over MAX_ENTRIES `items`."""
+    try:
+        found = value if type(value) is list else bounded(value)
+    except TypeError:
+        raise protocol(step, f"{call} returned {type(value).__name__} {value!r:.80}, not {expected}") from None
+    if len(found) > MAX_ENTRIES:
+        raise protocol(step, f"{call} returned more than {MAX_ENTRIES:,} {items} (an endless iterable?)")
+    return found
+
+
+def plan_entries(step: int, plan: object) -> list:  # type: ignore[type-arg]
+    """The entries of the plan schedule() returned at `step`; see `returned`. A one-shot iterator (a
+    generator: its own iterator) is no sequence: complete(plan) gets it back already read. PROTOCOL."""
+    if one_shot(plan):
+        raise protocol(step, f"schedule() returned {type(plan).__name__} {plan!r:.80}, a one-shot iterator, not a "
+                       "sequence: complete(plan) would get it back already read")
+    return returned(step, plan, "schedule()", "a sequence", "entries")
+
+
+def one_shot(value: object) -> bool:
+    """Whether `value` is its own iterator (a generator, a map, an iter() of a list): readable once."""
+    try:
+        return iter(value) is value  # type: ignore[call-overload]
+    except TypeError:
+        return False
+
+
+def emitted_rids(step: int, emitted: object) -> list[int]:
+    """The rids complete() returned at `step` as emitting a token; see `returned`."""
+    return returned(step, emitted, "complete()", "an iterable of rids", "rids")
+
+
+def observe(shadow: Shadow, plan: object) -> StepFacts:
+    """Read the plan schedule() returned and classify each entry against `shadow` (the state
+    before the step). Raises a PROTOCOL violation if the plan is not a sequence of (rid, n) ints
+    naming known requests."""
+    step = shadow.step
+    items = plan.entries if type(plan) is Plan else plan  # the reference's plan: its entries, a tuple
+    if (type(items) is not tuple and type(items) is not list) or len(items) > MAX_ENTRIES:
+        items = plan_entries(step, plan)
+    facts = StepFacts(step)
+    pairs, seen = facts.plan, facts.planned
+    running, tracks = shadow.running, shadow.tracks
+    num_tokens = 0
+    for i, entry in enumerate(items):
+        try:
+            rid, n = entry
+        except (TypeError, ValueError):
+            raise protocol(step, f"plan entry {i} is {entry!r:.80}, which does not unpack as (rid, n)") from None
+        if not (type(rid) is int and type(n) is int) and not (_is_int(rid) and _is_int(n)):
+            raise protocol(step, f"plan entry {i} is ({rid!r:.40}, {n!r:.40}): rid and n must be ints")
+        pairs.append((rid, n))
+        num_tokens += n
+        if n < 1 and facts.first_bad_n is None:
+            facts.first_bad_n = (rid, n)
+        if rid in seen:
+            facts.duplicates.append(rid)
+            continue
+        seen.add(rid)
+        track = running.get(rid)
+        if track is not None:
+            if track.is_ready:
+                facts.decodes.append((track, n))
+                facts.num_decode_tokens += n
+            else:
+                chunk = Chunk(track, n, track.num_prefilled)
+                facts.chunks.append(chunk)
+                facts.prefills.append(chunk)
+            continue
+        track = tracks.get(rid)
+        if track is None:
+            ending = shadow.ended.get(rid)
+            if ending is not None:  # judged by TOKENS (finished, stopped) or CANCEL (cancelled)
+                facts.ended_planned.append((rid, ending))
+                continue
+            if rid in shadow.rejected:
+                raise protocol(step, f"rid {rid} was refused by add() yet is planned", rule="NEVER-FIT")
+            raise protocol(step, f"plan names rid {rid}, which was never added")
+        chunk = Chunk(track, n, 0)
+        facts.admitted.append(chunk)
+        facts.prefills.append(chunk)
+        facts.admitted_reservation += track.request.reservation
+    facts.num_tokens = num_tokens
+    return facts
+
+
+def observe_emitted(shadow: Shadow, facts: StepFacts, emitted: object, free_kv: object) -> None:
+    """Add what complete() reported to `facts`: the emitted rids, and the scheduler's free KV if it
+    shows one. Raises a PROTOCOL violation if `emitted` is not an iterable of known rids."""
+    if type(emitted) is tuple and len(emitted) <= MAX_ENTRIES:  # the reference's: a tuple
+        rids = list(emitted)
+    elif type(emitted) is list and len(emitted) <= MAX_ENTRIES:  # a trace's: read as `returned` reads a list
+        rids = emitted
+    else:
+        rids = emitted_rids(facts.step, emitted)
+    facts.emitted = rids
+    emitted_set = facts.emitted_set = set()
+    facts.reported_free_kv = free_kv if type(free_kv) is int else None
+    tracks, planned = shadow.tracks, facts.planned
+    for rid in rids:
+        if type(rid) is not int and not _is_int(rid):
+            raise protocol(facts.step, f"complete() returned {rid!r:.40} among the emitted rids: rids are ints")
+        if rid in emitted_set:
+            continue
+        emitted_set.add(rid)
+        track = tracks.get(rid)
+        if track is None:
+            ending = shadow.ended.get(rid)
+            if ending is not None:  # judged by TOKENS (finished, stopped) or CANCEL (cancelled)
+                facts.ended_emitted.append((rid, ending))
+                continue
+            raise protocol(facts.step, f"complete() says rid {rid} emitted a token, but it was never added")
+        if rid in planned and (track.num_emitted + 1 == track.request.max_new or rid in facts.stopped):
+            facts.finished.append(track)
+            facts.finished_reservation += track.request.reservation
+    if facts.stopped or facts.cancelled:  # the rare steps where a request ends early
+        _end_early(facts)
+
+
+def _end_early(facts: StepFacts) -> None:
+    """Add to `facts.finished` the stopped requests that did not emit (TOKENS then judges that) and
+    the requests cancelled while the plan was pending."""
+    ending = {t.rid for t in facts.finished}
+    for track in due(facts):
+        if track.rid in facts.stopped and track.rid not in ending:
+            ending.add(track.rid)
+            facts.finished.append(track)
+            facts.finished_reservation += track.request.reservation
+    for rid, track in facts.cancelled.items():
+        if rid not in ending:
+            ending.add(rid)
+            facts.finished.append(track)
+            facts.finished_reservation += track.request.reservation
+            facts.cancelled_reservation += track.request.reservation
+
+
+def apply(shadow: Shadow, facts: StepFacts) -> None:
+    """Action: the step ran. Move the shadow to the state after it.
+
+    The shadow follows what the scheduler did, even where a rule was broken (and not checked), so
+    that a partial profile can still judge the rules it does check.
+    """
+    step = facts.step
+    for chunk in facts.admitted:
+        track = chunk.track
+        start_running(shadow, track, step)
+        shadow.free_kv -= track.request.reservation
+    for chunk in facts.prefills:
+        track = chunk.track
+        track.num_prefilled = min(track.request.prompt_len, track.num_prefilled + chunk.n)
+        if track.num_prefilled == track.request.prompt_len:
+            track.is_ready = True
+            shadow.num_ready += 1
+            del shadow.prefilling[track.rid]
+    running = shadow.running
+    for rid in facts.emitted_set:
+        live = running.get(rid)
+        if live is not None:  # a token from a request not running is reported by TOKENS; not followed
+            live.num_emitted += 1
+    for track in facts.finished:
+        shadow.end(track, reason(facts, track))
+    shadow.kv_owed += facts.cancelled_reservation  # cancels that took effect with the step: due by the next plan
+    shadow.step = step + 1
+
