@@ -4,7 +4,8 @@ docs/architecture.md's before/after table regenerates:
     python benchmarks/architecture_counts.py --rev fb6b634   # before the registry
     python benchmarks/architecture_counts.py                 # the work tree
 
-- spec/'s layout: the modules directly in spec/, and its subfolders (a design's room);
+- spec/'s and executor/'s layout: the modules directly in each, and its subfolders (a design's room, a
+  concept's);
 - files a design spans: product files (outside tests/, docs/, benchmarks/, scripts/) whose path names
   the design (`paged`, `prefix`), and the folders they sit in;
 - branches on design identity: lines of the product that ask which contract or design they are under
@@ -129,6 +130,12 @@ def string_verdicts(source: str) -> tuple[int, int, int]:
     return own, literals, mappers
 
 
+def layout(paths: list[str], top: str) -> tuple[int, list[str]]:
+    """A folder's modules directly in it (its __init__.py included), and its subfolders."""
+    flat = sum(1 for p in paths if p.startswith(f"{top}/") and p.count("/") == 1)
+    return flat, sorted({p.split("/")[1] for p in paths if p.startswith(f"{top}/") and p.count("/") == 2})
+
+
 def counts(rev: str | None) -> dict[str, object]:
     paths = files(rev)
     sources = {p: read(rev, p) for p in paths}
@@ -139,9 +146,9 @@ def counts(rev: str | None) -> dict[str, object]:
     branches = sum(1 for s in sources.values() for line in s.splitlines() if BRANCH.search(line))
     probes = len(re.findall(r"hasattr\(", sources.get("spec/play.py", "")))
     tables = sorted(p for p, s in sources.items() for line in s.splitlines() if NAME_TABLE.search(line))
-    flat = sum(1 for p in paths if p.startswith("spec/") and p.count("/") == 1)
-    rooms = sorted({p.split("/")[1] for p in paths if p.startswith("spec/") and p.count("/") == 2})
-    return {"spec_flat": flat, "spec_rooms": rooms, "spans": spans, "branches": branches, "play_probes": probes,
+    (flat, rooms), (executor_flat, executor_rooms) = layout(paths, "spec"), layout(paths, "executor")
+    return {"spec_flat": flat, "spec_rooms": rooms, "executor_flat": executor_flat, "executor_rooms": executor_rooms,
+            "spans": spans, "branches": branches, "play_probes": probes,
             "name_tables": tables, "long_functions": sum(long_functions(s) for s in sources.values()),
             "files": len(paths),
             "run_loops": sorted(f for p, s in sources.items() for f in run_loops(p, s)),
@@ -160,6 +167,8 @@ def main() -> None:
         print(f"files named after the {design} design: {num} in {folders} folders")
     rooms = ", ".join(c["spec_rooms"]) or "none"  # type: ignore[arg-type]
     print(f"files directly in spec/: {c['spec_flat']}; its subfolders: {rooms}")
+    rooms = ", ".join(c["executor_rooms"]) or "none"  # type: ignore[arg-type]
+    print(f"files directly in executor/: {c['executor_flat']}; its subfolders: {rooms}")
     print(f"branches on design identity: {c['branches']}; hasattr probes in spec/play.py: {c['play_probes']}")
     print(f"tables listing designs or contracts by name: {len(c['name_tables'])} ({', '.join(c['name_tables'])})")  # type: ignore[arg-type]
     print(f"functions over 60 lines: {c['long_functions']} (of {c['files']} product files)")
