@@ -165,14 +165,7 @@ def _decode_apply(judge: Judge, s: EngineStep, calendar: dict[int, list[int]], a
             calendar.setdefault(lag + t.max_new - 1, []).append(t.rid)
     judge.reserved = reserved
     if s.finished:
-        reqs, ended, step = judge.reqs, judge.ended, s.step
-        for rid, _ in s.finished:
-            t = running.pop(rid)
-            t.emitted += lag + 1
-            t.computed += lag + 1
-            del reqs[rid]
-            ended.add(rid, step)
-            judge.reserved -= t.prompt_len + t.max_new
+        _end(judge, s, lag + 1)
     calendar.pop(lag, None)
     judge.lag = lag + 1
 
@@ -324,9 +317,17 @@ def _clean_apply(judge: Judge, s: EngineStep, tracks: list[EngineTrack], admitte
     for t in reaching:
         t.emitted += 1
     if s.finished:
-        reqs, ended, step = judge.reqs, judge.ended, s.step
-        for rid, _ in s.finished:
-            t = running.pop(rid)
-            del reqs[rid]
-            ended.add(rid, step)
-            judge.reserved -= t.prompt_len + t.max_new
+        _end(judge, s, 0)
+
+
+def _end(judge: Judge, s: EngineStep, lag: int) -> None:
+    """The step's finished requests leave the account, their reservations back; `lag`: the decodes their
+    counts are behind by (a run of decode steps keeps them behind), caught up first."""
+    running, reqs, ended, step = judge.running, judge.reqs, judge.ended, s.step
+    for rid, _ in s.finished:
+        t = running.pop(rid)
+        t.emitted += lag
+        t.computed += lag
+        del reqs[rid]
+        ended.add(rid, step)
+        judge.reserved -= t.prompt_len + t.max_new
