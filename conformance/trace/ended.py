@@ -27,6 +27,10 @@ class EndedRids(RidRuns):
         steps[rid] = step
         if len(steps) > RECENT:
             del steps[next(iter(steps))]
+        his = self._his
+        if his and his[-1] == rid and type(rid) is int:  # next after the last run, as requests end in order
+            his[-1] = rid + 1
+            return
         self.keep(rid)
 
     def discard(self, rid: object) -> None:
