@@ -83,7 +83,7 @@ def test_a_set_of_every_refused_rid_is_caught_growing(version: int, monkeypatch:
     assert large > 1.25 * small + 20_000, (small, large)
 
 
-def planned_again(lines: list[str], rid: int) -> list[str]:
+def planned_again(lines: list[str], rid: int | str) -> list[str]:
     """`lines` with `rid` in the plan of the last step line, once every earlier request has ended."""
     lines = list(lines)
     last = len(lines) - 2
@@ -137,3 +137,17 @@ def test_other_rids_are_kept_one_by_one_and_answer_ints_as_a_set_does() -> None:
     assert "a" in refused and "b" not in refused
     assert 3 in refused and 1 in refused and 2 not in refused  # 3.0 == 3 and True == 1, as in a set
     assert refused.runs == 3
+
+
+def test_a_refused_string_rid_planned_breaks_never_fit_and_a_refused_rid_may_be_added_again() -> None:
+    lines = refusing_trace(1, 2)
+    first = json.loads(lines[1])
+    first["refuse"] = [*first["refuse"], ["s", K, 40]]
+    lines[1] = json.dumps(first)
+    violations = check_engine_trace(iter(planned_again(lines, "s"))).violations
+    assert violations["NEVER-FIT"][0].message == "rid 's' was refused by add() yet is planned"
+    last = len(lines) - 2
+    data = json.loads(lines[last])
+    data["add"] = [[1, 50, 40]]  # refused long ago, not taken: the engine may accept it now
+    lines[last] = json.dumps(data)
+    assert "NEVER-FIT" not in check_engine_trace(iter(lines)).violations
