@@ -4,8 +4,9 @@ breaks TOKENS or CANCEL), but not keep a record per ended request.
 
 Int rids are kept as disjoint runs [lo, hi) (`runs.RidRuns`): an engine numbers its requests as they
 arrive and they end in about that order, so the runs number about the gaps left by requests still live
-(or refused), not the requests ended. String rids are kept one by one. The step each ended at is kept for the last
-`RECENT` ended (for the messages); an older one's step is no longer known, and a message says so.
+(or refused: a refused rid must not read as ended), not the requests ended. String rids are kept one by
+one. The step each ended at is kept for the last `RECENT` ended (for the messages); an older one's step
+is no longer known, and a message says so.
 """
 
 from __future__ import annotations
