@@ -50,6 +50,7 @@ from stallfree.spec.reservation.shadow import Shadow
 
 from .cleanstep import clean_step, decode_step
 from .ended import EndedRids
+from .refused import RefusedRids
 from .tracefile import TraceError
 from .v2 import EngineEnd, EngineStep, Header, Rid, read
 
@@ -121,7 +122,9 @@ class Judge:
         self.verdict = verdict
         self.reqs: dict[Rid, EngineTrack] = {}
         self.ended = EndedRids()  # the rids of ended requests (kept in memory bounded by what is live)
-        self.refused: set[Rid] = set()
+        # The refused rids, as runs reaching over the accepted rids beside them (read only of a rid neither
+        # live nor ended): memory that does not grow with the refusals.
+        self.refused = RefusedRids(self._accepted)
         self.line = 1
         self.step = 0
         self._arrivals = 0
@@ -141,6 +144,10 @@ class Judge:
         # behind, until `sync`; `calendar` maps a lag to the rids whose last token comes at it.
         self.lag = 0
         self.calendar: dict[int, list[Rid]] | None = None
+
+    def _accepted(self, rid: Rid) -> bool:
+        """Whether `rid` was accepted: it is live or ended, and stays one of the two."""
+        return rid in self.reqs or rid in self.ended
 
     def sync(self) -> None:
         """Bring the running requests' counts up to date after the steps `decode_step` judged."""

@@ -23,6 +23,7 @@ from stallfree.spec.reservation.shadow import Shadow
 from .cleanstep_v1 import Shortcut, usable
 from .endings import Endings
 from .fastread import parse_line
+from .refused import RefusedRids
 from .tracefile import TraceEnd, TraceError, TraceStep, parse_header
 from .v2 import VERSION as VERSION_2
 from .v2 import version_of
@@ -137,11 +138,20 @@ def check_trace(
     engine = TraceScheduler(config)
     monitor = contract.watch(engine, config, checked)
     if isinstance(monitor.shadow, Shadow):  # rid -> how it ended, kept as runs: memory bounded by what is live
-        monitor.shadow.ended = Endings()
+        shadow = monitor.shadow
+        shadow.ended = Endings()
+        # The refused rids as runs reaching over the accepted ones (live or ended, and staying so): the
+        # monitor asks it only of a rid neither live nor ended (`facts.observe`).
+        shadow.rejected = RefusedRids(partial(_accepted, shadow))
     verdict.lines = judge_lines(numbered, monitor, engine, verdict, contract, progress)
     verdict.steps = monitor.num_steps
     verdict.seconds = time.monotonic() - started
     return verdict
+
+
+def _accepted(shadow: Shadow, rid: int) -> bool:
+    """Whether `rid` was accepted: it is live or ended, and stays one of the two."""
+    return rid in shadow.tracks or rid in shadow.ended
 
 
 def judge_lines(
