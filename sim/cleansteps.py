@@ -26,6 +26,7 @@ without it (tests/test_checked_shortcut.py). Why each rule cannot fire on a step
 from __future__ import annotations
 
 from itertools import chain
+from operator import is_
 from typing import Any
 
 from stallfree.conformance.trace.cleanstep_v1 import Shortcut
@@ -39,7 +40,16 @@ PAIRS = {tuple, Entry}  # the kinds of entry read here: immutable, so read twice
 class Decodes(Shortcut):
     """The shortcut for one checked simulation (the reservation design's own monitor: `usable`)."""
 
-    __slots__ = ()
+    __slots__ = ("judged",)
+
+    def __init__(self, monitor: Any) -> None:
+        super().__init__(monitor)
+        self.judged: tuple[object, ...] | None = None  # the entries of a plan shown clean on the ready set as it
+        # still is: a plan of the same entry objects (immutable pairs) is the same plan, shown clean again
+
+    def sync(self) -> None:
+        super().sync()
+        self.judged = None  # the ready set may change
 
     def planned(self, plan: object) -> bool:
         """Whether `plan`, just returned by schedule(), is decodes alone that break no plan rule."""
@@ -53,20 +63,27 @@ class Decodes(Shortcut):
         ready = self.ready if self.ready is not None else self._start()
         if ready is None or len(items) != len(ready) or self.lag in self.calendar or len(ready) != shadow.num_ready:
             return False  # a ready request emits its last token here (it finishes): the monitor judges that
+        judged = self.judged
+        if judged is None or len(judged) != len(items) or not all(map(is_, items, judged)):
+            if not self._pairs(items, ready):
+                return False
+            self.judged = tuple(items)
+        num, cfg = len(ready), shadow.config
+        if num > cfg.token_budget or len(shadow.running) > cfg.max_seqs or shadow.free_kv < 0:
+            return False  # BUDGET (and DECODE-FIRST's oldest B), SLOTS, KV
+        return not (num < cfg.token_budget and shadow.waiting and len(shadow.running) < cfg.max_seqs and
+                    shadow.waiting[0].request.reservation <= shadow.free_kv)  # WORK-CONSERVING
+
+    def _pairs(self, items: Any, ready: set[int]) -> bool:
+        """Whether `items` is one (int rid, 1) pair for each ready rid, each a tuple or `Entry`."""
         if not set(map(type, items)) <= PAIRS:
             return False  # PROTOCOL: an entry that is not a tuple (a list, a generator) is the monitor's to read
         try:
             got = dict(items)
         except (TypeError, ValueError):
             return False  # PROTOCOL: an entry that is no pair
-        if len(got) != len(ready) or got.keys() != ready or set(got.values()) != ONE or \
-                set(map(type, chain.from_iterable(items))) != INT:
-            return False  # ONE-ENTRY, DECODE-FIRST, TOKENS, PROTOCOL (a rid or n that is not an int)
-        num, cfg = len(ready), shadow.config
-        if num > cfg.token_budget or len(shadow.running) > cfg.max_seqs or shadow.free_kv < 0:
-            return False  # BUDGET (and DECODE-FIRST's oldest B), SLOTS, KV
-        return not (num < cfg.token_budget and shadow.waiting and len(shadow.running) < cfg.max_seqs and
-                    shadow.waiting[0].request.reservation <= shadow.free_kv)  # WORK-CONSERVING
+        return len(got) == len(ready) and got.keys() == ready and set(got.values()) == ONE and \
+            set(map(type, chain.from_iterable(items))) == INT  # ONE-ENTRY, DECODE-FIRST, TOKENS, PROTOCOL
 
     def done(self, emitted: object, free_kv: object) -> bool:
         """Whether complete()'s `emitted` and shown `free_kv`, for a plan `planned` took, break no rule;
