@@ -91,7 +91,12 @@ class Monitor(Watch[Shadow, StepFacts]):
             raise RuntimeError("Monitor.plan() called twice without complete()")
         shadow = self.shadow
         owed, shadow.kv_owed = shadow.kv_owed, 0  # cancelled reservations: due by this schedule()
-        plan = self.scheduler.schedule()
+        return self.judged(self.scheduler.schedule(), owed)
+
+    def judged(self, plan: object, owed: int = 0) -> object:
+        """`plan`'s judgement as `plan` makes it, for a plan schedule() has already returned (a caller's shortcut
+        that declined the step: `sim.cleansteps`), `owed` the cancelled reservations due by it. Returns it."""
+        shadow = self.shadow
         facts = observe(shadow, plan)
         if owed:
             self._judge_owed(facts, owed)
@@ -215,8 +220,20 @@ class Monitor(Watch[Shadow, StepFacts]):
                                  f"in step {facts.step} (due: {sorted(allowed)}); use refuse_stop to offer it")
             facts.stopped = frozenset(stopped)
         self._pending = None
-        shadow = self.shadow
         emitted = self.scheduler.complete(plan, stopped) if stopped else self.scheduler.complete(plan)
+        return self._done(facts, emitted)
+
+    def completed(self, emitted: object) -> StepFacts:
+        """`complete()`'s judgement, with no stop, for the pending plan the scheduler has already completed,
+        returning `emitted` (a caller's shortcut that declined the step: `sim.cleansteps`)."""
+        if self._pending is None:
+            raise RuntimeError("Monitor.completed() called without a pending plan")
+        facts = self._pending[1]
+        self._pending = None
+        return self._done(facts, emitted)
+
+    def _done(self, facts: StepFacts, emitted: object) -> StepFacts:
+        shadow = self.shadow
         observe_emitted(shadow, facts, emitted, getattr(self.scheduler, "free_kv", None))
         judge(self._done_checks, shadow, facts, shadow.step)
         apply(shadow, facts)
