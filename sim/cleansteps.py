@@ -68,11 +68,7 @@ class Decodes(Shortcut):
             if not self._pairs(items, ready):
                 return False
             self.judged = tuple(items)
-        num, cfg = len(ready), shadow.config
-        if num > cfg.token_budget or len(shadow.running) > cfg.max_seqs or shadow.free_kv < 0:
-            return False  # BUDGET (and DECODE-FIRST's oldest B), SLOTS, KV
-        return not (num < cfg.token_budget and shadow.waiting and len(shadow.running) < cfg.max_seqs and
-                    shadow.waiting[0].request.reservation <= shadow.free_kv)  # WORK-CONSERVING
+        return self.decodes_fit(shadow, len(ready))  # BUDGET, SLOTS, KV, WORK-CONSERVING
 
     def _pairs(self, items: Any, ready: set[int]) -> bool:
         """Whether `items` is one (int rid, 1) pair for each ready rid, each a tuple or `Entry`."""
@@ -96,9 +92,5 @@ class Decodes(Shortcut):
             return False  # KV: the monitor names it (or, not shown, judges the step without it)
         if set(emitted) != ready or set(map(type, emitted)) != INT:
             return False  # TOKENS (silent or twice), PROTOCOL
-        monitor = self.monitor
-        self.lag += 1
-        monitor.shadow.step += 1
-        monitor.num_steps += 1
-        monitor.num_busy_steps += 1
+        self.take_decodes()
         return True

@@ -161,19 +161,30 @@ class Shortcut:
             if ready != set(got) or set(got.values()) != ONE or set(emitted) != ready or num != shadow.num_ready:
                 return False  # ONE-ENTRY, TOKENS, DECODE-FIRST: a ready request left out, given more than 1, silent
             self.shown = (plan, emitted)
+        if not engine._admitted.issuperset(ready) or engine.free_kv != shadow.free_kv:
+            return False  # KV: the engine's free KV is not the shadow's
+        if not self.decodes_fit(shadow, num):
+            return False
+        self.take_decodes()
+        return True
+
+    @staticmethod
+    def decodes_fit(shadow: Shadow, num: int) -> bool:
+        """Whether a step of `num` decodes alone keeps BUDGET (and DECODE-FIRST's oldest B), SLOTS, KV and
+        WORK-CONSERVING (no budget left while the waiting head fits)."""
         cfg = shadow.config
         if num > cfg.token_budget or len(shadow.running) > cfg.max_seqs or shadow.free_kv < 0:
             return False  # BUDGET (and DECODE-FIRST's oldest B), SLOTS, KV
-        if not engine._admitted.issuperset(ready) or engine.free_kv != shadow.free_kv:
-            return False  # KV: the engine's free KV is not the shadow's
-        if num < cfg.token_budget and shadow.waiting and len(shadow.running) < cfg.max_seqs and \
-                shadow.waiting[0].request.reservation <= shadow.free_kv:
-            return False  # WORK-CONSERVING: budget left while the waiting head fits
+        return not (num < cfg.token_budget and shadow.waiting and len(shadow.running) < cfg.max_seqs and
+                    shadow.waiting[0].request.reservation <= shadow.free_kv)  # WORK-CONSERVING
+
+    def take_decodes(self) -> None:
+        """Take a step of decodes alone: each ready request's counts one more decode behind (`lag`)."""
+        monitor = self.monitor
         self.lag += 1
-        shadow.step += 1
-        self.monitor.num_steps += 1
-        self.monitor.num_busy_steps += 1
-        return True
+        monitor.shadow.step += 1
+        monitor.num_steps += 1
+        monitor.num_busy_steps += 1
 
     def _plan(self, shadow: Shadow, ready: set[int], item: TraceStep) -> Clean | None:
         """The plan judged as a whole (ONE-ENTRY, TOKENS, BUDGET, SLOTS, KV, DECODE-FIRST) and its other entries
