@@ -183,9 +183,8 @@ def observe(shadow: Shadow, plan: object) -> StepFacts:
         items = plan_entries(step, plan)
     facts = StepFacts(step)
     pairs, seen = facts.plan, facts.planned
-    decodes, chunks, prefills = facts.decodes, facts.chunks, facts.prefills  # read once, not per entry
     running, tracks = shadow.running, shadow.tracks
-    num_tokens = num_decode_tokens = 0
+    num_tokens = 0
     for i, entry in enumerate(items):
         try:
             rid, n = entry
@@ -204,12 +203,12 @@ def observe(shadow: Shadow, plan: object) -> StepFacts:
         track = running.get(rid)
         if track is not None:
             if track.is_ready:
-                decodes.append((track, n))
-                num_decode_tokens += n
+                facts.decodes.append((track, n))
+                facts.num_decode_tokens += n
             else:
                 chunk = Chunk(track, n, track.num_prefilled)
-                chunks.append(chunk)
-                prefills.append(chunk)
+                facts.chunks.append(chunk)
+                facts.prefills.append(chunk)
             continue
         track = tracks.get(rid)
         if track is None:
@@ -222,9 +221,8 @@ def observe(shadow: Shadow, plan: object) -> StepFacts:
             raise protocol(step, f"plan names rid {rid}, which was never added")
         chunk = Chunk(track, n, 0)
         facts.admitted.append(chunk)
-        prefills.append(chunk)
+        facts.prefills.append(chunk)
         facts.admitted_reservation += track.request.reservation
-    facts.num_decode_tokens = num_decode_tokens
     facts.num_tokens = num_tokens
     return facts
 
