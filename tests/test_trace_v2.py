@@ -167,7 +167,7 @@ def test_CANCEL_a_cancelled_request_planned_or_emitting_after_its_cancel_is_caug
     verdict = check_engine_trace(lines)
     assert verdict.ok and "CANCEL" in verdict.partial and "CANCEL" not in verdict.not_judged
     planned = [*lines[:3], lines[3].replace('"plan": [[0, 1]]', '"plan": [[0, 1], [1, 1]]'), *lines[4:]]
-    assert broken(planned) == {"CANCEL": 2}  # the engine planned rid 1 after its cancel took effect
+    assert broken(planned) == {"CANCEL": 2}  # no clock: rid 1 planned after its cancel, in a fixed trace
     v = check_engine_trace(planned).violations["CANCEL"][0]
     assert "plan names rid 1, which was cancelled at step 1" in v.message
     emitting = [*lines[:3], lines[3].replace('"emitted": [0]', '"emitted": [0, 1]'), *lines[4:]]
