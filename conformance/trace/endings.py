@@ -41,7 +41,7 @@ class Endings:
         return default
 
     def __setitem__(self, rid: object, ending: Ending) -> None:
-        if rid in self:
+        if (type(rid) is not int or rid < self._top) and rid in self:  # an int rid above every one ended: not in
             self.pop(rid)
         assert ending.step is not None  # the shadow ends a request at its current step
         self._by_reason[ending.reason].add(rid, ending.step)

@@ -83,24 +83,22 @@ def _fast(line: int, text: str | bytes, expected_step: int) -> TraceStep | None:
         return None
     if data.step != expected_step:
         return None
-    unset = msgspec.UNSET
-    optional = (data.add, data.refuse, data.budget, data.stop, data.cancel, data.cancel_pending)
-    present = REQUIRED + len(optional) - optional.count(unset)
-    if text.count(b":" if type(text) is bytes else ":") != present:  # type: ignore[arg-type]
-        return None  # a key twice, a nested object, or a colon inside a string: the strict reader decides
-    if present == REQUIRED:  # the common line
+    colons = text.count(b":" if type(text) is bytes else ":")  # type: ignore[arg-type]
+    if colons == REQUIRED:  # the common line: each field decoded has a key, so colons >= fields >= REQUIRED
         return TraceStep(data.step, data.plan, data.emitted, data.finished, EMPTY, EMPTY, None, False,
                          EMPTY, EMPTY, EMPTY)
+    unset = msgspec.UNSET
+    optional = (data.add, data.refuse, data.budget, data.stop, data.cancel, data.cancel_pending)
+    if colons != REQUIRED + len(optional) - optional.count(unset):
+        return None  # a key twice, a nested object, or a colon inside a string: the strict reader decides
     add = EMPTY if data.add is unset else data.add
     refuse = EMPTY if data.refuse is unset else tracefile._refuse(line, data.refuse)
-    priorities = any(len(entry) == 4 for entry in add) or any(len(entry) == 4 for entry in refuse)
+    priorities = (bool(add) and max(map(len, add)) == 4) or any(len(entry) == 4 for entry in refuse)  # an add: 3 or 4
     budget = None if data.budget is unset else data.budget
-    item = TraceStep(data.step, data.plan, data.emitted, data.finished, add, refuse, budget, priorities)
-    for key in LIFECYCLE_KEYS:
-        value = getattr(data, key)
-        if value is not unset:
-            setattr(item, key, value)
-    return item
+    stop, cancel, pending = data.stop, data.cancel, data.cancel_pending  # LIFECYCLE_KEYS
+    return TraceStep(data.step, data.plan, data.emitted, data.finished, add, refuse, budget, priorities,
+                     [] if stop is unset else stop, [] if cancel is unset else cancel,
+                     [] if pending is unset else pending)
 
 
 def parse_line_v2(line: int, text: str | bytes, expected_step: int) -> EngineStep | EngineEnd:
