@@ -49,6 +49,8 @@ class Endings:
             self._top = rid + 1
 
     def pop(self, rid: object, default: Ending | None = None) -> Ending | None:
+        if type(rid) is int and rid >= self._top:  # a new request's rid (`Shadow.accept`): not ended
+            return default
         found = self.get(rid)
         if found is None:
             return default
