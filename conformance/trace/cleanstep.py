@@ -67,6 +67,9 @@ def _decode_plan(judge: Judge, s: EngineStep) -> tuple[dict[int, int], int] | No
     """The plan as a dict, and its tokens, when it names every running request once, each emitting, within
     the budget and the slots (ONE-ENTRY, TOKENS, FIRST-TOKEN, BUDGET, SLOTS); else None."""
     running, plan, emitted = judge.running, s.plan, s.emitted
+    shown = judge.shown
+    if shown is not None and plan == shown[0] and emitted == shown[1]:
+        return shown[2], shown[3]  # the plan read last, on the same running requests
     if not plan or len(plan) < len(running) or len(emitted) != len(plan):
         return None
     got = dict(plan)
@@ -79,6 +82,7 @@ def _decode_plan(judge: Judge, s: EngineStep) -> tuple[dict[int, int], int] | No
     tokens = sum(got.values())
     if tokens > cfg.token_budget or len(plan) > cfg.max_seqs:
         return None  # BUDGET, SLOTS
+    judge.shown = (plan, emitted, got, tokens)  # forgotten when the running requests change (`_decode_apply`, sync)
     return got, tokens
 
 
@@ -130,7 +134,8 @@ def _decode_ends_ok(judge: Judge, s: EngineStep, got: dict[int, int], calendar: 
     """Every request emitting its last token is finished for "length", and only those; others end only
     by "stop" (KV)."""
     running = judge.running
-    ending = [rid for rid in calendar.get(judge.lag, ()) if rid in running]  # those emitting their last token
+    due = calendar.get(judge.lag)
+    ending = [rid for rid in due if rid in running] if due else []  # those emitting their last token
     for t in admitted:
         if t.max_new == 1:
             ending.append(t.rid)
@@ -166,6 +171,8 @@ def _decode_apply(judge: Judge, s: EngineStep, calendar: dict[int, list[int]], a
     judge.reserved = reserved
     if s.finished:
         _end(judge, s, lag + 1)
+    if admitted or s.finished:
+        judge.shown = None  # the running requests changed
     calendar.pop(lag, None)
     judge.lag = lag + 1
 

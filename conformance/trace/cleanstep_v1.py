@@ -206,8 +206,10 @@ class Shortcut:
             return None  # BUDGET, SLOTS
         if clean.reserved > shadow.free_kv:
             return None  # KV
-        ending = clean.ending
-        ending.extend(shadow.running[rid] for rid in self.calendar.get(self.lag, ()))
+        due = self.calendar.get(self.lag)
+        if due:
+            running = shadow.running
+            clean.ending.extend([running[rid] for rid in due])
         return clean
 
     def _prefills(self, shadow: Shadow, ready: set[int], item: TraceStep, emitting: set[int], clean: Clean) -> bool:
@@ -251,21 +253,22 @@ class Shortcut:
         for t, end in clean.prefills:
             t.num_prefilled = end
         for t in clean.completing:  # its first token: then a ready request, its count `lag + 1` behind
+            rid = t.request.rid
             t.is_ready = True
             shadow.num_ready += 1
-            del shadow.prefilling[t.rid]
+            del shadow.prefilling[rid]
             left = t.request.max_new - t.num_emitted - 1
             t.num_emitted -= lag
             if left > 0:
-                ready.add(t.rid)
-                calendar.setdefault(lag + left, []).append(t.rid)
+                ready.add(rid)
+                calendar.setdefault(lag + left, []).append(rid)
         ending = clean.ending
         if len(ending) > 1:  # the monitor ends them in the order they are emitted
             order = {rid: i for i, rid in enumerate(item.emitted)}
-            ending.sort(key=lambda t: order[t.rid])
+            ending.sort(key=lambda t: order[t.request.rid])
         for t in ending:
             t.num_emitted = t.request.max_new
-            ready.discard(t.rid)
+            ready.discard(t.request.rid)
             shadow.end(t, Reason.LENGTH)
         calendar.pop(lag, None)
         self.lag = lag + 1
@@ -277,7 +280,10 @@ class Shortcut:
 def _policy(shadow: Shadow, clean: Clean) -> bool:
     """FCFS, PARTIAL-NEXT and WORK-CONSERVING hold on the plan."""
     admitted, waiting = clean.admitted, shadow.waiting
-    if admitted and {t.rid for t in islice(waiting, len(admitted))} != {t.rid for t in admitted}:
+    if len(admitted) == 1:
+        if not waiting or waiting[0].request.rid != admitted[0].request.rid:  # one admitted: the set test below
+            return False  # FCFS
+    elif admitted and {t.rid for t in islice(waiting, len(admitted))} != {t.rid for t in admitted}:
         return False  # FCFS
     budget, got = shadow.config.token_budget, clean.got
     left = budget - shadow.num_ready  # each decode took 1
@@ -288,9 +294,8 @@ def _policy(shadow: Shadow, clean: Clean) -> bool:
         left -= n
     if clean.tokens >= budget:
         return True
-    if len(clean.prefills) - len(admitted) < len(shadow.prefilling) or \
-            any(end < t.request.prompt_len for t, end in clean.prefills):
-        return False  # WORK-CONSERVING: budget left while a prompt got less than it has left
+    if len(clean.prefills) - len(admitted) < len(shadow.prefilling) or len(clean.completing) < len(clean.prefills):
+        return False  # WORK-CONSERVING: budget left while a prompt got less than it has left (a chunk not completing)
     if len(waiting) <= len(admitted) or len(shadow.running) + len(admitted) >= shadow.config.max_seqs:
         return True
     head = waiting[len(admitted)]  # the first waiting request not admitted: those admitted are the head (FCFS)
@@ -303,7 +308,8 @@ def _kv_back(shadow: Shadow, engine: Any, item: TraceStep, clean: Clean, ready: 
     reservations, admitted = engine._reservations, engine._admitted
     fresh = clean.fresh
     if admitted.issuperset(ready):  # the usual case: the engine admitted the ready requests when first planned
-        fresh.extend(t.rid for t, _ in clean.prefills if t.rid not in admitted and t.rid in reservations)
+        fresh.extend([rid for rid in (t.request.rid for t, _ in clean.prefills) if rid not in admitted and
+                      rid in reservations])
     else:
         fresh.extend(rid for rid in clean.got.keys() - admitted if rid in reservations)
     free = engine.free_kv

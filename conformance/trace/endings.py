@@ -41,7 +41,7 @@ class Endings:
         return default
 
     def __setitem__(self, rid: object, ending: Ending) -> None:
-        if rid in self:
+        if (type(rid) is not int or rid < self._top) and rid in self:  # an int rid above every one ended: not in
             self.pop(rid)
         assert ending.step is not None  # the shadow ends a request at its current step
         self._by_reason[ending.reason].add(rid, ending.step)
@@ -49,6 +49,8 @@ class Endings:
             self._top = rid + 1
 
     def pop(self, rid: object, default: Ending | None = None) -> Ending | None:
+        if type(rid) is int and rid >= self._top:  # a new request's rid (`Shadow.accept`): not ended
+            return default
         found = self.get(rid)
         if found is None:
             return default

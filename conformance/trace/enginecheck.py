@@ -144,6 +144,9 @@ class Judge:
         # behind, until `sync`; `calendar` maps a lag to the rids whose last token comes at it.
         self.lag = 0
         self.calendar: dict[int, list[Rid]] | None = None
+        # The last plan and tokens `decode_step` read, with what it found (the plan as a dict, its tokens),
+        # while the running requests stay the same: the same plan again is read the same.
+        self.shown: tuple[list[tuple[Rid, int]], list[Rid], dict[Rid, int], int] | None = None
 
     def _accepted(self, rid: Rid) -> bool:
         """Whether `rid` was accepted: it is live or ended, and stays one of the two."""
@@ -151,7 +154,7 @@ class Judge:
 
     def sync(self) -> None:
         """Bring the running requests' counts up to date after the steps `decode_step` judged."""
-        self.calendar = None
+        self.calendar = self.shown = None
         if self.lag:
             lag, self.lag = self.lag, 0
             for t in self.running.values():

@@ -83,24 +83,22 @@ def _fast(line: int, text: str | bytes, expected_step: int) -> TraceStep | None:
         return None
     if data.step != expected_step:
         return None
-    unset = msgspec.UNSET
-    optional = (data.add, data.refuse, data.budget, data.stop, data.cancel, data.cancel_pending)
-    present = REQUIRED + len(optional) - optional.count(unset)
-    if text.count(b":" if type(text) is bytes else ":") != present:  # type: ignore[arg-type]
-        return None  # a key twice, a nested object, or a colon inside a string: the strict reader decides
-    if present == REQUIRED:  # the common line
+    colons = text.count(b":" if type(text) is bytes else ":")  # type: ignore[arg-type]
+    if colons == REQUIRED:  # the common line: each field decoded has a key, so colons >= fields >= REQUIRED
         return TraceStep(data.step, data.plan, data.emitted, data.finished, EMPTY, EMPTY, None, False,
                          EMPTY, EMPTY, EMPTY)
+    unset = msgspec.UNSET
+    optional = (data.add, data.refuse, data.budget, data.stop, data.cancel, data.cancel_pending)
+    if colons != REQUIRED + len(optional) - optional.count(unset):
+        return None  # a key twice, a nested object, or a colon inside a string: the strict reader decides
     add = EMPTY if data.add is unset else data.add
     refuse = EMPTY if data.refuse is unset else tracefile._refuse(line, data.refuse)
-    priorities = any(len(entry) == 4 for entry in add) or any(len(entry) == 4 for entry in refuse)
+    priorities = (bool(add) and max(map(len, add)) == 4) or any(len(entry) == 4 for entry in refuse)  # an add: 3 or 4
     budget = None if data.budget is unset else data.budget
-    item = TraceStep(data.step, data.plan, data.emitted, data.finished, add, refuse, budget, priorities)
-    for key in LIFECYCLE_KEYS:
-        value = getattr(data, key)
-        if value is not unset:
-            setattr(item, key, value)
-    return item
+    stop, cancel, pending = data.stop, data.cancel, data.cancel_pending  # LIFECYCLE_KEYS
+    return TraceStep(data.step, data.plan, data.emitted, data.finished, add, refuse, budget, priorities,
+                     [] if stop is unset else stop, [] if cancel is unset else cancel,
+                     [] if pending is unset else pending)
 
 
 def parse_line_v2(line: int, text: str | bytes, expected_step: int) -> EngineStep | EngineEnd:
@@ -119,17 +117,19 @@ def _fast_v2(line: int, text: str | bytes, expected_step: int) -> EngineStep | N
         data = DECODER_V2.decode(text)
     except (msgspec.MsgspecError, ValueError, RecursionError):  # ValueError: a str msgspec cannot encode
         return None
+    if data.step != expected_step:
+        return None
+    colons = text.count(b":" if type(text) is bytes else ":")  # type: ignore[arg-type]
+    finished = [(rid, "length") for rid in data.finished] if data.finished else []
+    if colons == REQUIRED:  # the common line ("ran" absent): each field decoded has a key, so colons >= fields
+        return EngineStep(data.step, data.plan, data.emitted, finished, [], [], {}, [], [], {}, True)
     unset = msgspec.UNSET
     optional = (data.add, data.refuse, data.admit, data.preempt, data.ran)
-    present = REQUIRED + len(optional) - optional.count(unset)
-    if data.step != expected_step or text.count(b":" if type(text) is bytes else ":") != present:  # type: ignore[arg-type]
+    if colons != REQUIRED + len(optional) - optional.count(unset):
         return None  # also a key twice, or a colon inside a string rid: the strict reader decides
     ran = data.ran is not False
     if data.ran is True or (not ran and data.emitted):
         return None  # refused by the strict reader, with its message
-    finished = [(rid, "length") for rid in data.finished]
-    if present == REQUIRED:  # the common line
-        return EngineStep(data.step, data.plan, data.emitted, finished)
     refuse = [] if data.refuse is unset else tracefile._refuse(line, data.refuse)
     return EngineStep(data.step, data.plan, data.emitted, finished, [] if data.add is unset else data.add, refuse,
                       {}, [] if data.admit is unset else data.admit, [] if data.preempt is unset else data.preempt,
