@@ -13,26 +13,40 @@ from .suite import Options, Row, Say
 
 # Requests per state for each theorem: STEP at 3, the stops (every subset) and cancels (every victim,
 # two moments) at 2, so that the three take about 10 s; `--profile deep` (and --code-requests) raise them.
-REQUESTS = {"STEP (code)": 3, "STOPS (code)": 2, "CANCEL (code)": 2}
-DEEP_REQUESTS = {"STEP (code)": 4, "STOPS (code)": 3, "CANCEL (code)": 3}
+REQUESTS = {"STEP (code)": 3, "STOPS (code)": 2, "CANCEL (code)": 2, "ADD (code)": 3}
+DEEP_REQUESTS = {"STEP (code)": 4, "STOPS (code)": 3, "CANCEL (code)": 3, "ADD (code)": 3}
+# ADD (code) with a plan pending (schedule() before the add, complete() after): states of at most this many.
+PENDING_REQUESTS, DEEP_PENDING_REQUESTS = 1, 2
 
 
 def code_rows(o: Options, say: Say) -> list[Row]:
-    from .smt import code_theorems
+    from .smt import code_add, code_theorems
 
     cls = o.factory
     name = "reference" if o.factory is code_theorems_reference() else getattr(cls, "__qualname__", str(cls))
     why = code_theorems.not_applicable(cls)
     if why is not None:
-        return [Row(t.name, "Z3 symbolic execution", "-", f"n/a ({why[:60]})", 0.0, why)
-                for t in code_theorems.THEOREMS]
+        return [Row(claim, "Z3 symbolic execution", "-", f"n/a ({why[:60]})", 0.0, why)
+                for claim in (*(t.name for t in code_theorems.THEOREMS), code_add.NAME)]
     rows = []
     for theorem in code_theorems.THEOREMS:
         n = o.code_requests or (DEEP_REQUESTS if o.deep else REQUESTS)[theorem.name]
         say(f"z3: {theorem.name} of {name}'s code (every state of at most {n} requests)")
         outcome = code_theorems.prove(theorem, cls, n)
         rows.append(_row(outcome, f"Z3 symbolic execution ({name})", n))
+    rows.append(_add_row(o, say, cls, name))
     return rows
+
+
+def _add_row(o: Options, say: Say, cls: Any, name: str) -> Row:
+    from .smt import code_add
+
+    n = o.code_requests or (DEEP_REQUESTS if o.deep else REQUESTS)[code_add.NAME]
+    pending = min(n, DEEP_PENDING_REQUESTS if o.deep else PENDING_REQUESTS)
+    say(f"z3: {code_add.NAME} of {name}'s code (every state of at most {n} requests, {pending} with a plan pending)")
+    outcome = code_add.prove(cls, n, pending)
+    return _row(outcome, f"Z3 symbolic execution ({name})", n,
+                f"N<={n} (plan pending: N<={pending}), lengths unbounded")
 
 
 def code_theorems_reference() -> Any:
@@ -41,9 +55,9 @@ def code_theorems_reference() -> Any:
     return Scheduler
 
 
-def _row(outcome: Any, method: str, n: int) -> Row:
+def _row(outcome: Any, method: str, n: int, bound: str | None = None) -> Row:
     result = outcome.verdict
-    bound = f"N<={n}, lengths unbounded"
+    bound = bound or f"N<={n}, lengths unbounded"
     if result is Verdict.BROKEN:
         detail = f"broken: {', '.join(outcome.broken)}; first: {outcome.detail}"
     else:
