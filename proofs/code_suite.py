@@ -20,14 +20,16 @@ PENDING_REQUESTS, DEEP_PENDING_REQUESTS = 1, 2
 
 
 def code_rows(o: Options, say: Say) -> list[Row]:
-    from .smt import code_add, code_theorems
+    from .explicit import fold_stepwise
+    from .smt import code_add, code_fold, code_theorems
 
     cls = o.factory
     name = "reference" if o.factory is code_theorems_reference() else getattr(cls, "__qualname__", str(cls))
     why = code_theorems.not_applicable(cls)
     if why is not None:
         return [Row(claim, "Z3 symbolic execution", "-", f"n/a ({why[:60]})", 0.0, why)
-                for claim in (*(t.name for t in code_theorems.THEOREMS), code_add.NAME)]
+                for claim in (*(t.name for t in code_theorems.THEOREMS), code_add.NAME, code_fold.NAME,
+                              fold_stepwise.NAME)]
     rows = []
     for theorem in code_theorems.THEOREMS:
         n = o.code_requests or (DEEP_REQUESTS if o.deep else REQUESTS)[theorem.name]
@@ -35,6 +37,23 @@ def code_rows(o: Options, say: Say) -> list[Row]:
         outcome = code_theorems.prove(theorem, cls, n)
         rows.append(_row(outcome, f"Z3 symbolic execution ({name})", n))
     rows.append(_add_row(o, say, cls, name))
+    rows += _fold_rows(o, say, cls, name)
+    return rows
+
+
+def _fold_rows(o: Options, say: Say, cls: Any, name: str) -> list[Row]:
+    """FOLD of the code: symbolic at N = 3 (`code_fold`), and on the states of stepped runs at N = 12."""
+    from .explicit import fold_stepwise
+    from .smt import code_fold
+
+    n = o.code_requests or code_fold.DEFAULT_N
+    say(f"z3: {code_fold.NAME} of {name}'s schedule() (every state of at most {n} requests, every cut)")
+    rows = [_row(code_fold.prove(cls, n), f"Z3 symbolic execution ({name})", n)]
+    say(f"{fold_stepwise.NAME}: {fold_stepwise.RUNS} seeded runs of {name}, up to {fold_stepwise.REQUESTS} requests")
+    out = fold_stepwise.check(cls)
+    rows.append(Row(fold_stepwise.NAME, f"stepped runs ({name})", f"N<={fold_stepwise.REQUESTS}, "
+                    f"{fold_stepwise.RUNS} runs of {fold_stepwise.STEPS} steps", out.verdict, out.seconds,
+                    out.detail, out.counterexample))
     return rows
 
 
