@@ -1,7 +1,8 @@
-"""The rows of the code theorems (`smt.code_theorems`): Z3 over the scheduler's own code, run on
-symbolic values, every path (method `symbolic` of `stallfree prove`). They speak of the scheduler
-checked, the reference or a `--scheduler` kept in the reference's fields (a copy of it with a bug
-planted, say); of any other the rows read n/a."""
+"""The rows of the code theorems (`smt.code_theorems`, `smt.code_add`, `smt.code_fold`): Z3 over the
+scheduler's own code, run on symbolic values, every path (method `symbolic` of `stallfree prove`), and
+FOLD of the same code on the states of stepped runs (`explicit.fold_stepwise`, a sample). They speak of
+the scheduler checked, the reference or a `--scheduler` kept in the reference's fields (a copy of it
+with a bug planted, say); of any other the rows read n/a."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from stallfree.spec.verdict import Verdict
 
 from .suite import Options, Row, Say
 
-# Requests per state for each theorem: STEP at 3, the stops (every subset) and cancels (every victim,
-# two moments) at 2, so that the three take about 10 s; `--profile deep` (and --code-requests) raise them.
+# Requests per state for each theorem: STEP and ADD at 3, the stops (every subset) and cancels (every
+# victim, two moments) at 2, so that the four take about 15 s of CPU; `--profile deep` (and
+# --code-requests) raise them. FOLD (code) is at `code_fold.DEFAULT_N` (3) unless --code-requests.
 REQUESTS = {"STEP (code)": 3, "STOPS (code)": 2, "CANCEL (code)": 2, "ADD (code)": 3}
 DEEP_REQUESTS = {"STEP (code)": 4, "STOPS (code)": 3, "CANCEL (code)": 3, "ADD (code)": 3}
 # ADD (code) with a plan pending (schedule() before the add, complete() after): states of at most this many.
