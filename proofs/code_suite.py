@@ -1,7 +1,8 @@
-"""The rows of the code theorems (`smt.code_theorems`): Z3 over the scheduler's own code, run on
-symbolic values, every path (method `symbolic` of `stallfree prove`). They speak of the scheduler
-checked, the reference or a `--scheduler` kept in the reference's fields (a copy of it with a bug
-planted, say); of any other the rows read n/a."""
+"""The rows of the code theorems (`smt.code_theorems`, `smt.code_add`, `smt.code_fold`): Z3 over the
+scheduler's own code, run on symbolic values, every path (method `symbolic` of `stallfree prove`), and
+FOLD of the same code on the states of stepped runs (`explicit.fold_stepwise`, a sample). They speak of
+the scheduler checked, the reference or a `--scheduler` kept in the reference's fields (a copy of it
+with a bug planted, say); of any other the rows read n/a."""
 
 from __future__ import annotations
 
@@ -11,28 +12,62 @@ from stallfree.spec.verdict import Verdict
 
 from .suite import Options, Row, Say
 
-# Requests per state for each theorem: STEP at 3, the stops (every subset) and cancels (every victim,
-# two moments) at 2, so that the three take about 10 s; `--profile deep` (and --code-requests) raise them.
-REQUESTS = {"STEP (code)": 3, "STOPS (code)": 2, "CANCEL (code)": 2}
-DEEP_REQUESTS = {"STEP (code)": 4, "STOPS (code)": 3, "CANCEL (code)": 3}
+# Requests per state for each theorem: STEP and ADD at 3, the stops (every subset) and cancels (every
+# victim, two moments) at 2, so that the four take about 15 s of CPU; `--profile deep` (and
+# --code-requests) raise them. FOLD (code) is at `code_fold.DEFAULT_N` (3) unless --code-requests.
+REQUESTS = {"STEP (code)": 3, "STOPS (code)": 2, "CANCEL (code)": 2, "ADD (code)": 3}
+DEEP_REQUESTS = {"STEP (code)": 4, "STOPS (code)": 3, "CANCEL (code)": 3, "ADD (code)": 3}
+# ADD (code) with a plan pending (schedule() before the add, complete() after): states of at most this many.
+PENDING_REQUESTS, DEEP_PENDING_REQUESTS = 1, 2
 
 
 def code_rows(o: Options, say: Say) -> list[Row]:
-    from .smt import code_theorems
+    from .explicit import fold_stepwise
+    from .smt import code_add, code_fold, code_theorems
 
     cls = o.factory
     name = "reference" if o.factory is code_theorems_reference() else getattr(cls, "__qualname__", str(cls))
     why = code_theorems.not_applicable(cls)
     if why is not None:
-        return [Row(t.name, "Z3 symbolic execution", "-", f"n/a ({why[:60]})", 0.0, why)
-                for t in code_theorems.THEOREMS]
+        return [Row(claim, "Z3 symbolic execution", "-", f"n/a ({why[:60]})", 0.0, why)
+                for claim in (*(t.name for t in code_theorems.THEOREMS), code_add.NAME, code_fold.NAME,
+                              fold_stepwise.NAME)]
     rows = []
     for theorem in code_theorems.THEOREMS:
         n = o.code_requests or (DEEP_REQUESTS if o.deep else REQUESTS)[theorem.name]
         say(f"z3: {theorem.name} of {name}'s code (every state of at most {n} requests)")
         outcome = code_theorems.prove(theorem, cls, n)
         rows.append(_row(outcome, f"Z3 symbolic execution ({name})", n))
+    rows.append(_add_row(o, say, cls, name))
+    rows += _fold_rows(o, say, cls, name)
     return rows
+
+
+def _fold_rows(o: Options, say: Say, cls: Any, name: str) -> list[Row]:
+    """FOLD of the code: symbolic at N = 3 (`code_fold`), and on the states of stepped runs at N = 12."""
+    from .explicit import fold_stepwise
+    from .smt import code_fold
+
+    n = o.code_requests or code_fold.DEFAULT_N
+    say(f"z3: {code_fold.NAME} of {name}'s schedule() (every state of at most {n} requests, every cut)")
+    rows = [_row(code_fold.prove(cls, n), f"Z3 symbolic execution ({name})", n)]
+    say(f"{fold_stepwise.NAME}: {fold_stepwise.RUNS} seeded runs of {name}, up to {fold_stepwise.REQUESTS} requests")
+    out = fold_stepwise.check(cls)
+    rows.append(Row(fold_stepwise.NAME, f"stepped runs ({name})", f"N<={fold_stepwise.REQUESTS}, "
+                    f"{fold_stepwise.RUNS} runs of {fold_stepwise.STEPS} steps", out.verdict, out.seconds,
+                    out.detail, out.counterexample))
+    return rows
+
+
+def _add_row(o: Options, say: Say, cls: Any, name: str) -> Row:
+    from .smt import code_add
+
+    n = o.code_requests or (DEEP_REQUESTS if o.deep else REQUESTS)[code_add.NAME]
+    pending = min(n, DEEP_PENDING_REQUESTS if o.deep else PENDING_REQUESTS)
+    say(f"z3: {code_add.NAME} of {name}'s code (every state of at most {n} requests, {pending} with a plan pending)")
+    outcome = code_add.prove(cls, n, pending)
+    return _row(outcome, f"Z3 symbolic execution ({name})", n,
+                f"N<={n} (plan pending: N<={pending}), lengths unbounded")
 
 
 def code_theorems_reference() -> Any:
@@ -41,9 +76,9 @@ def code_theorems_reference() -> Any:
     return Scheduler
 
 
-def _row(outcome: Any, method: str, n: int) -> Row:
+def _row(outcome: Any, method: str, n: int, bound: str | None = None) -> Row:
     result = outcome.verdict
-    bound = f"N<={n}, lengths unbounded"
+    bound = bound or f"N<={n}, lengths unbounded"
     if result is Verdict.BROKEN:
         detail = f"broken: {', '.join(outcome.broken)}; first: {outcome.detail}"
     else:

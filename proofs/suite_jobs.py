@@ -28,7 +28,7 @@ from stallfree.testing.campaign import interrupts_held  # the campaign's workers
 
 GRACE_S = 2.0  # how long a stopped worker has to end its own subprocesses before it is killed
 # Rough seconds of each method at the default bound (a default prove's rows): only the order groups start in.
-COST = {"model": 30.0, "crosshair": 30.0, "z3": 12.0, "differential": 8.0, "symbolic": 5.0, "variants": 20.0,
+COST = {"model": 30.0, "crosshair": 30.0, "z3": 12.0, "differential": 8.0, "symbolic": 15.0, "variants": 20.0,
         "quint": 10.0}
 
 
