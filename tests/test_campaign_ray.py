@@ -1,7 +1,8 @@
 """`stallfree campaign --runner ray`: a campaign's batches as Ray tasks on a local two-worker cluster
-give the local pool's counts and verdicts, seed for seed; a worker killed in the middle of a batch
-has that batch run again, counted once (the totals equal the local pool's); a scheduler that ends its
-process on every try is a CRASH, as in the local pool; a bad --ray-address is exit 2, naming it."""
+give the local pool's counts and verdicts, seed for seed; a worker killed in the middle of a batch,
+or its whole node lost, has that batch run again, counted once (the totals equal the local pool's);
+a scheduler that ends its process on every try is a CRASH, as in the local pool; a bad --ray-address
+is exit 2, naming it."""
 
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ except ImportError:
 def needs_ray() -> None:
     if ray is None:
         # Deliberate: ray is the optional `ray` extra, outside `all`, so the default install and CI lack it.
-        pytest.skip("the optional `ray` extra is not installed (pip install 'stallfree[ray]')")
+        pytest.skip("deliberate: the optional `ray` extra (outside `all`, not in CI) is not installed; "
+                    "pip install 'stallfree[ray]' to run it")  # deliberate: see the line above
 
 
 def counts(tally: Tally) -> tuple[Any, ...]:
@@ -112,18 +114,23 @@ def test_ray_campaign_finds_the_local_pools_violation(runner: RayRunner, rule: s
     assert counts(on_ray) == counts(local)  # the same violation (simulation, step, message, workload)
 
 
+def paused_pid(marks: Path) -> int | None:
+    """The pid the paused worker wrote, once written (None if it never was, within WAIT_S)."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        text = (marks / "pid").read_text() if (marks / "pid").exists() else ""
+        if text:  # the file is made, then written: an empty one is not yet the pid
+            return int(text)
+        time.sleep(0.05)
+    return None
+
+
 def kill_when_paused(marks: Path, killed: list[int]) -> None:
     """Wait for the paused worker's pid, kill it (SIGKILL, mid-batch), then let any later run go on."""
-    deadline = time.monotonic() + WAIT_S
-    while not (marks / "pid").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    text = (marks / "pid").read_text() if (marks / "pid").exists() else ""
-    while not text and time.monotonic() < deadline:  # written just after the file was made
-        time.sleep(0.05)
-        text = (marks / "pid").read_text()
-    if text:
-        os.kill(int(text), signal.SIGKILL)
-        killed.append(int(text))
+    pid = paused_pid(marks)
+    if pid is not None:
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
     (marks / "go").touch()
 
 
@@ -206,3 +213,34 @@ def test_cli_ray_runner_without_ray_is_exit_2_naming_the_extra(
     err = capsys.readouterr().err
     assert err.startswith("stallfree campaign: --runner ray: ray is not installed")
     assert "pip install 'stallfree[ray]'" in err
+
+
+def parent_pid(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def lose_the_paused_workers_node(cluster: Any, marks: Path, lost: list[int]) -> None:
+    """Wait for the paused worker's pid, then end its whole node (raylet and workers, no grace); then let
+    any later run go on (on the other node)."""
+    pid = paused_pid(marks)
+    for node in list(cluster.worker_nodes):
+        if pid is not None and node.all_processes["raylet"][0].process.pid == parent_pid(pid):
+            cluster.remove_node(node, allow_graceful=False)
+            lost.append(pid)
+    (marks / "go").touch()
+
+
+def test_lost_nodes_batch_is_rerun_and_counted_once(cluster: Any, runner: RayRunner, tmp_path: Path) -> None:
+    # Last in the file: the cluster ends it with two worker nodes again, one of them new (added here, in
+    # the main thread: a node installs signal handlers).
+    lost: list[int] = []
+    loser = threading.Thread(target=lose_the_paused_workers_node, args=(cluster, tmp_path, lost))
+    loser.start()
+    try:
+        on_ray = runner.run(Campaign(200, 3, PausesOnce(str(tmp_path))))
+    finally:
+        (tmp_path / "go").touch()
+        loser.join(WAIT_S)
+        cluster.add_node(num_cpus=1)
+    assert len(lost) == 1, "the paused worker's node was not found, so none was lost"
+    assert counts(on_ray) == counts(run(Campaign(200, 3, Scheduler, jobs=2)))  # nothing lost, nothing twice
