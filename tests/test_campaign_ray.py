@@ -22,6 +22,7 @@ import pytest
 from stallfree.faults import FAULTS
 from stallfree.main import main
 from stallfree.reference import Scheduler
+from stallfree.spec.verdict import TIMEOUT
 from stallfree.testing import campaign_ray
 from stallfree.testing.campaign import CRASHED, Campaign, Tally, run
 from stallfree.testing.campaign_ray import RayRunner
@@ -73,6 +74,15 @@ class EndsItsProcess:
 
     def __call__(self, **config: int) -> Scheduler:
         os._exit(0)
+
+
+@dataclass(frozen=True)
+class Hangs:
+    """A scheduler whose construction does not return (for WAIT_S, far past the batch timeout)."""
+
+    def __call__(self, **config: int) -> Scheduler:
+        time.sleep(WAIT_S)
+        return Scheduler(**config)
 
 
 @pytest.fixture(scope="module")
@@ -170,6 +180,13 @@ def test_scheduler_that_ends_its_process_is_a_crash_as_in_the_local_pool(runner:
     assert local.violation is not None and on_ray.violation is not None
     assert (on_ray.violation.rule, on_ray.sims) == (local.violation.rule, local.sims) == (CRASHED, 0)
     assert "died on each of 4 tries" in on_ray.violation.message
+
+
+def test_batch_past_its_timeout_is_a_timeout_as_in_the_local_pool(runner: RayRunner) -> None:
+    local = run(Campaign(50, 0, Hangs(), batch_timeout=2.0), isolate=True)
+    on_ray = runner.run(Campaign(50, 0, Hangs(), batch_timeout=2.0))
+    assert local.violation is not None and on_ray.violation is not None
+    assert (on_ray.violation.rule, on_ray.violation.sim, on_ray.sims) == (local.violation.rule, 0, 0) == (TIMEOUT, 0, 0)
 
 
 def test_cli_on_the_cluster_prints_the_local_pools_figures(
