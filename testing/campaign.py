@@ -173,7 +173,7 @@ def run(
     jobs = min(campaign.jobs, -(-campaign.sims // BATCH))
     if jobs <= 1 and not isolate:
         results: Iterator[Tally] = map(_run_task, batches(campaign))
-        return _collect(results, progress, on_progress)
+        return collect(results, progress, on_progress)
     # A worker that dies (os._exit, a signal, the OOM killer) breaks the pool, which then fails every
     # batch still due instead of waiting for it forever; the first such batch is reported as a crash.
     pool = ProcessPoolExecutor(max(jobs, 1), mp_context=multiprocessing.get_context(_start_method()),
@@ -183,7 +183,7 @@ def run(
         tasks = list(batches(campaign))
         with interrupts_held():  # the workers are forked here: they must never see a Ctrl-C as their own
             futures = [pool.submit(_run_task, task) for task in tasks]
-        tally = _collect(_results(futures, tasks), progress, on_progress)
+        tally = collect(_results(futures, tasks), progress, on_progress)
     finally:
         for future in futures:
             future.cancel()
@@ -235,9 +235,11 @@ def _results(futures: list, tasks: list[tuple[Campaign, int, int]]) -> Iterator[
             return
 
 
-def _collect(
+def collect(
     results: Iterator[Tally], progress: CampaignStatus, on_progress: Callable[[CampaignStatus], None] | None,
 ) -> Tally:
+    """Merge batch results in the order given (simulation order) into `progress`, up to the first that
+    found a violation: the local pool's and Ray's (`campaign_ray`) one rule for what a campaign counts."""
     for tally in results:
         progress.done.merge(tally)
         if on_progress is not None:
