@@ -27,7 +27,7 @@ LAYERS: dict[str, int] = {
 
 # Top-level folders with Python in them that are not part of the package: they use it from outside,
 # so they may import any layer, and nothing in the package imports them.
-OUTSIDE = {"tests", "benchmarks", "docs"}
+OUTSIDE = {"tests", "benchmarks", "docs", "scripts"}
 
 
 def package_dirs() -> dict[str, str]:
