@@ -27,13 +27,15 @@ reservation design's modules, in spec/reservation/):
 
 from . import registry
 from .capability import CANCEL, CAPABILITIES, STOP, Unsupported, supports
+from .ending import Ending, Reason
 from .errors import FieldTypeError, InvalidField, ProtocolError, RuleViolation
 from .play import Player, RunStats, play, work_bound
 from .reservation import invariants
 from .reservation.facts import StepFacts
 from .reservation.monitor import Monitor, refusal
-from .reservation.rules import BY_ID, RULE_IDS, RULES, Kind, Rule, of_kind, select
-from .reservation.shadow import Ending, Reason, Shadow, Track
+from .reservation.rules import BY_ID, RULE_IDS, RULES, of_kind, select
+from .reservation.shadow import Shadow, Track
+from .rule import Kind, Rule
 from .types import MAX_INT, Config, Entry, Plan, Request, admissible, check_int
 from .verdict import PROTOCOL
 from .workload import Arrival, Cancel, Workload

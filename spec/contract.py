@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .reservation.monitor import Monitor
-from .reservation.rules import RULES, Rule, select_from
+from .reservation.rules import RULES
+from .rule import Rule, select_from
 from .types import Config
 
 RESERVATION_DESIGN = "reservation"  # the memory design of the reference and of every variant contract

@@ -13,9 +13,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
+from .calls import never_fit
 from .capability import Unsupported, supports
 from .errors import InvalidField, RuleViolation
-from .reservation.rules import never_fit
 from .types import Request
 from .verdict import PROTOCOL
 

@@ -30,10 +30,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from stallfree.spec.capability import CANCEL, STOP
 from stallfree.spec.errors import RuleViolation
+from stallfree.spec.invariant import Invariant
 from stallfree.spec.reservation.facts import StepFacts
-from stallfree.spec.reservation.invariants import INVARIANTS, Invariant, shown, visible
+from stallfree.spec.reservation.invariants import INVARIANTS
 from stallfree.spec.reservation.monitor import Monitor
 from stallfree.spec.reservation.shadow import Shadow
+from stallfree.spec.shown import shown, visible
 from stallfree.spec.types import Config
 
 MAX_BUDGET = 64  # B in 1..64: budget 1 (one-token chunks, decodes crowding prefill out) is the edge

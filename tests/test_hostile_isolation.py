@@ -140,7 +140,7 @@ def test_a_hosted_schedulers_value_error_is_still_a_value_error() -> None:
 @pytest.mark.parametrize("plan", [(e for e in [(0, 1)]), iter([(0, 1)]), map(tuple, [(0, 1)])])
 def test_the_monitor_names_a_one_shot_plan_in_process_too(plan: object) -> None:
     from stallfree.spec.errors import RuleViolation
-    from stallfree.spec.reservation.facts import plan_entries
+    from stallfree.spec.returned import plan_entries
 
     with pytest.raises(RuleViolation) as caught:
         plan_entries(3, plan)

@@ -22,10 +22,12 @@ from stallfree.spec import (
     StepFacts,
     Workload,
 )
+from stallfree.spec.calls import never_fit
 from stallfree.spec.play import play, work_bound
 from stallfree.spec.reservation import rules
 from stallfree.spec.reservation.facts import observe
 from stallfree.spec.reservation.monitor import refusal
+from stallfree.spec.rule import Kind
 from stallfree.spec.workload import MAX_ARRIVAL_STEP, Arrival
 
 CONFIG = {"token_budget": 8, "max_seqs": 2, "kv_tokens": 64}
@@ -81,7 +83,7 @@ def test_TOKENS_two_tokens_in_one_step_names_the_rid() -> None:
 def test_every_rule_predicate_names_its_rule_and_every_statement_is_one_line() -> None:
     # The statement is written once, in RULES; each predicate's docstring opens with its rule's ID.
     for rule in RULES:
-        predicates = [p for p in (rule.plan_check, rule.done_check) if p] or [rules.never_fit]
+        predicates = [p for p in (rule.plan_check, rule.done_check) if p] or [never_fit]
         for predicate in predicates:
             assert (predicate.__doc__ or "").startswith(rule.id + ","), predicate.__name__
         assert rule.statement and ":" not in rule.statement[:2] and "\n" not in rule.statement
@@ -90,14 +92,14 @@ def test_every_rule_predicate_names_its_rule_and_every_statement_is_one_line() -
 
 
 def test_rule_kinds_group_the_registry_and_make_the_safety_profile() -> None:
-    kinds = {k: [r.id for r in RULES if r.kind is k] for k in rules.Kind}
-    assert kinds[rules.Kind.INPUT] == ["NEVER-FIT"]
-    assert kinds[rules.Kind.LIVENESS] == ["PROGRESS"]
-    assert kinds[rules.Kind.POLICY] == ["FCFS", "DECODE-FIRST", "PARTIAL-NEXT", "WORK-CONSERVING"]
+    kinds = {k: [r.id for r in RULES if r.kind is k] for k in Kind}
+    assert kinds[Kind.INPUT] == ["NEVER-FIT"]
+    assert kinds[Kind.LIVENESS] == ["PROGRESS"]
+    assert kinds[Kind.POLICY] == ["FCFS", "DECODE-FIRST", "PARTIAL-NEXT", "WORK-CONSERVING"]
     # KV states the reservation design's accounting: the design-free safety rules leave it out.
-    assert rules.of_kind(rules.Kind.SAFETY) == (
+    assert rules.of_kind(Kind.SAFETY) == (
         "BUDGET", "ONE-ENTRY", "SLOTS", "PREFILL-ONCE", "FIRST-TOKEN", "TOKENS", "CANCEL")
-    assert "KV" in rules.of_kind(rules.Kind.SAFETY, design="reservation")
+    assert "KV" in rules.of_kind(Kind.SAFETY, design="reservation")
 
 
 # -- plan entries must be ints, and bools are not ints ----------------------------------------------
@@ -591,10 +593,10 @@ def test_a_rid_is_taken_while_waiting_or_running_and_free_once_its_request_ended
 
 
 def test_NEVER_FIT_a_scheduler_may_refuse_an_ended_rid_but_not_a_fresh_one() -> None:
-    assert rules.never_fit(None, ValueError("rid 1 is taken"), may_refuse=True) is None
-    assert rules.never_fit(None, ValueError("rid 1 is taken")) is not None
-    assert rules.never_fit(None, RuntimeError("rid 1 is taken"), may_refuse=True) is not None
-    assert rules.never_fit(None, ValueError(""), may_refuse=True) is not None
+    assert never_fit(None, ValueError("rid 1 is taken"), may_refuse=True) is None
+    assert never_fit(None, ValueError("rid 1 is taken")) is not None
+    assert never_fit(None, RuntimeError("rid 1 is taken"), may_refuse=True) is not None
+    assert never_fit(None, ValueError(""), may_refuse=True) is not None
 
 
 def test_entries_after_a_duplicate_are_still_read() -> None:

@@ -11,7 +11,9 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from stallfree.reference import Scheduler
 from stallfree.spec import Config, Monitor, Request, RuleViolation, Shadow
-from stallfree.spec.reservation.invariants import INVARIANT_IDS, INVARIANTS, Origin, Shown, broken, shown
+from stallfree.spec.invariant import Origin, broken
+from stallfree.spec.reservation.invariants import INVARIANT_IDS, INVARIANTS
+from stallfree.spec.shown import Shown, shown
 from stallfree.testing.machine import machine_for
 
 
@@ -29,7 +31,7 @@ def running_state() -> Monitor:
 def test_every_invariant_holds_on_a_reference_state() -> None:
     m = running_state()
     assert m.shadow.num_ready == 1 and len(m.shadow.prefilling) == 1
-    assert broken(m.shadow, shown(m.scheduler)) is None
+    assert broken(m.shadow, shown(m.scheduler), INVARIANTS) is None
 
 
 def test_registry_ids_and_origins() -> None:

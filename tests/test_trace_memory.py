@@ -20,7 +20,7 @@ from stallfree.conformance.trace.endings import Endings
 from stallfree.conformance.trace.record import record_trace
 from stallfree.conformance.trace.tracecheck import check_trace
 from stallfree.reference import Scheduler
-from stallfree.spec.reservation.shadow import Ending, Reason
+from stallfree.spec.ending import Ending, Reason
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
 from check_trace_throughput import dense_workload

@@ -12,6 +12,7 @@ from violations import first_violation
 
 from stallfree.faults.budget import BUDGET_FAULTS
 from stallfree.spec import Arrival, Config, RuleViolation, Workload, play
+from stallfree.spec.shown import shown
 from stallfree.spec.variants.budget_change import BUDGET_CONTRACT, ROTATION_CONTRACT
 from stallfree.spec.workload import BudgetChange
 from stallfree.variants.rotating import Resizable, Rotating
@@ -95,7 +96,7 @@ def test_READY_WITHIN_BUDGET_is_no_longer_a_theorem_after_a_drop() -> None:
 
     states: list[str | None] = []
     play(DROP, Rotating, contract=ROTATION_CONTRACT,
-         on_step=lambda m, f: states.append(invariants.ready_within_budget(m.shadow, invariants.shown(m.scheduler))))
+         on_step=lambda m, f: states.append(invariants.ready_within_budget(m.shadow, shown(m.scheduler))))
     assert any(s is not None for s in states)
 
 

@@ -25,8 +25,8 @@ from stallfree.spec import (
     play,
 )
 from stallfree.spec.capability import supports
+from stallfree.spec.ending import Reason
 from stallfree.spec.reservation.facts import apply, observe, observe_emitted
-from stallfree.spec.reservation.shadow import Reason
 from stallfree.spec.verdict import CRASH  # not a rule: the scheduler raised instead of answering
 
 from .waiting import reasons

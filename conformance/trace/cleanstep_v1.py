@@ -39,7 +39,9 @@ from itertools import islice
 from typing import Any
 
 from stallfree.spec import MAX_INT, Monitor, Request
-from stallfree.spec.reservation.shadow import Reason, Shadow, Track, start_running
+from stallfree.spec.ending import Reason
+from stallfree.spec.lines import start_running
+from stallfree.spec.reservation.shadow import Shadow, Track
 
 from .tracefile import TraceStep
 

@@ -10,7 +10,7 @@ has step None, and a message says its step is no longer kept; the rule it breaks
 
 from __future__ import annotations
 
-from stallfree.spec.reservation.shadow import Ending, Reason
+from stallfree.spec.ending import Ending, Reason
 
 from .ended import EndedRids
 

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from stallfree.spec import Config, Monitor, Reason
-from stallfree.spec.reservation.rules import ENDED
+from stallfree.spec.ending import ENDED
 
 from ..layers.attention import AttentionPlan
 from ..layers.sampler import Sampler

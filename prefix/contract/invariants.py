@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, cast
 
+from stallfree.spec import invariant
+from stallfree.spec.invariant import Invariant, Origin
 from stallfree.spec.paged import invariants as paged
 from stallfree.spec.paged.shadow import blocks_for
-from stallfree.spec.reservation import invariants
-from stallfree.spec.reservation.invariants import Invariant, Origin
 
 from .shadow import PrefixShadow, PrefixTrack
 
@@ -75,4 +75,4 @@ PREFIX_INVARIANTS: tuple[Invariant, ...] = (
 
 def broken(shadow: PrefixShadow, scheduler: Any) -> tuple[str, str] | None:
     """The first prefix invariant the state breaks, as (ID, what happened), or None."""
-    return invariants.broken(cast(Any, shadow), scheduler, PREFIX_INVARIANTS)
+    return invariant.broken(cast(Any, shadow), scheduler, PREFIX_INVARIANTS)

@@ -17,8 +17,7 @@ from typing import cast
 
 from stallfree.spec.paged import rules as paged
 from stallfree.spec.paged.shadow import blocks_for
-from stallfree.spec.reservation import rules as shared
-from stallfree.spec.reservation.rules import Kind, Rule, StepCheck
+from stallfree.spec.rule import Kind, Rule, StepCheck, select_from
 
 from .shadow import PrefixFacts, PrefixShadow, PrefixTrack, release
 
@@ -256,4 +255,4 @@ NEW_IDS: tuple[str, ...] = tuple(r.id for r in PREFIX_RULES if r.design == DESIG
 
 def select(ids: object = None) -> tuple[Rule, ...]:
     """The prefix rules named in `ids` (all when None), in registry order; unknown IDs raise naming them."""
-    return shared.select_from(PREFIX_RULES, ids, "prefix rule")
+    return select_from(PREFIX_RULES, ids, "prefix rule")

@@ -16,9 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import cast
 
+from stallfree.spec.ending import Reason
+from stallfree.spec.lines import start_running
 from stallfree.spec.paged.shadow import PagedFacts, PagedShadow, PagedTrack, blocks_for, count_emitted, end_all
-from stallfree.spec.reservation.facts import protocol
-from stallfree.spec.reservation.shadow import Reason, start_running
+from stallfree.spec.returned import protocol
 from stallfree.spec.types import Request
 
 from .cache import Cache

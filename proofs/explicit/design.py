@@ -14,10 +14,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
-from stallfree.spec import Config, Monitor, registry
+from stallfree.spec import Config, Monitor, invariant, registry
 from stallfree.spec.contract import Contract
 from stallfree.spec.reservation import invariants
 from stallfree.spec.reservation.facts import StepFacts
+from stallfree.spec.shown import shown
 
 from . import lifecycle
 from .bounds import Bounds
@@ -132,7 +133,7 @@ class Reservation(Design):
         """Nothing to count beyond idleness and work, which the graph keeps."""
 
     def broken(self, monitor: Any) -> tuple[str, str] | None:
-        return invariants.broken(monitor.shadow, invariants.shown(monitor.scheduler))
+        return invariant.broken(monitor.shadow, shown(monitor.scheduler), invariants.INVARIANTS)
 
     def counterexample(self, config: Config, path: Sequence[Action], rule: str, message: str,
                        factory: Callable[..., Any]) -> Counterexample:

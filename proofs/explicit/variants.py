@@ -22,10 +22,11 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from stallfree.spec import PROTOCOL, Arrival, Cancel, Monitor, RuleViolation, Workload, play
+from stallfree.spec import PROTOCOL, Arrival, Cancel, Monitor, RuleViolation, Workload, invariant, play
 from stallfree.spec.contract import Contract
 from stallfree.spec.reservation import invariants
 from stallfree.spec.reservation.shadow import Shadow
+from stallfree.spec.shown import shown
 from stallfree.spec.variants.budget_change import BudgetMonitor, BudgetShadow
 from stallfree.spec.variants.priority import PriorityShadow
 from stallfree.spec.verdict import Verdict
@@ -153,7 +154,7 @@ def transition(node: Monitor, action: Action, held: tuple[Any, ...]) -> Monitor 
         return violation.rule, violation.message
     except Exception as error:  # a scheduler that crashes has not spoken the protocol
         return PROTOCOL, f"{type(error).__name__}: {error}"
-    broken = invariants.broken(monitor.shadow, invariants.shown(monitor.scheduler), held)
+    broken = invariant.broken(monitor.shadow, shown(monitor.scheduler), held)
     return monitor if broken is None else broken
 
 

@@ -35,9 +35,9 @@ import z3
 
 from stallfree.reference import postconditions
 from stallfree.spec import types as spec_types
+from stallfree.spec.calls import never_fit
 from stallfree.spec.errors import FieldTypeError, InvalidField, ProtocolError
 from stallfree.spec.phase import Phase
-from stallfree.spec.reservation.rules import never_fit
 from stallfree.spec.types import MAX_INT, Request
 from stallfree.spec.verdict import Verdict
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
+from .. import invariant
+from ..invariant import Invariant, Origin
 from ..reservation import invariants
-from ..reservation.invariants import Invariant, Origin
 from .shadow import PagedShadow, blocks_for
 
 
@@ -107,4 +108,4 @@ PAGED_INVARIANTS: tuple[Invariant, ...] = (
 
 def broken(shadow: PagedShadow, scheduler: Any) -> tuple[str, str] | None:
     """The first paged invariant the state breaks, as (ID, what happened), or None."""
-    return invariants.broken(cast(Any, shadow), scheduler, PAGED_INVARIANTS)
+    return invariant.broken(cast(Any, shadow), scheduler, PAGED_INVARIANTS)

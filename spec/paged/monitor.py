@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..ending import Reason
 from ..errors import InvalidField, RuleViolation
-from ..reservation.shadow import Reason
 from ..types import Config, Request
 from ..verdict import PROTOCOL
 from ..watch import Watch, judge

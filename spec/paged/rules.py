@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import cast
 
 from ..reservation import rules as shared
-from ..reservation.rules import Kind, Rule, StepCheck
+from ..rule import Kind, Rule, StepCheck, select_from
 from .shadow import PagedChunk, PagedFacts, PagedShadow, PagedTrack, blocks_for
 
 __all__ = ["PAGED_BY_ID", "PAGED_RULES", "PAGED_RULE_IDS", "Rule", "select"]
@@ -360,4 +360,4 @@ NEW_IDS: tuple[str, ...] = tuple(r.id for r in PAGED_RULES if r.design == DESIGN
 
 def select(ids: object = None) -> tuple[Rule, ...]:
     """The paged rules named in `ids` (all when None), in registry order; unknown IDs raise naming them."""
-    return shared.select_from(PAGED_RULES, ids, "paged rule")
+    return select_from(PAGED_RULES, ids, "paged rule")

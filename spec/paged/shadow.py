@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..reservation.facts import MAX_ENTRIES, Chunk, bounded, emitted_rids, plan_entries, protocol
-from ..reservation.shadow import Ending, Lines, Reason, start_running
+from ..chunk import Chunk
+from ..ending import Ending, Reason
+from ..lines import Lines, start_running
+from ..returned import MAX_ENTRIES, bounded, emitted_rids, plan_entries, protocol
 from ..types import Config, Request
 
 

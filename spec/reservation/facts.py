@@ -7,40 +7,14 @@ request, a chunk for a partial one, an admission for a waiting one) and records 
 
 from __future__ import annotations
 
-from itertools import islice
-from typing import Generic, Protocol, TypeVar
-
-from ..errors import RuleViolation
+from ..chunk import Chunk
+from ..ending import Ending, Reason
+from ..lines import start_running
+from ..returned import MAX_ENTRIES, emitted_rids, plan_entries, protocol
 from ..types import Plan
-from ..verdict import PROTOCOL
-from .shadow import Ending, Reason, Shadow, Track, start_running
+from .shadow import Shadow, Track
 
-MAX_ENTRIES = 1_000_000  # a plan or an emitted list longer than this is junk (or endless), not a step
 NO_STOPS: frozenset[int] = frozenset()  # a step's stops, when there are none (shared: never mutated)
-
-
-class Prefilled(Protocol):
-    @property
-    def target(self) -> int: ...
-
-
-T = TypeVar("T", bound=Prefilled)
-
-
-class Chunk(Generic[T]):
-    """Prefill positions [start, start + n) of `track`, run this step (for either design's track: its
-    `target` is the prefill it owes, the prompt, plus the tokens it emitted after a preemption)."""
-
-    __slots__ = ("n", "start", "track")
-
-    def __init__(self, track: T, n: int, start: int) -> None:
-        self.track = track
-        self.n = n
-        self.start = start
-
-    @property
-    def completes(self) -> bool:
-        return self.start + self.n >= self.track.target
 
 
 class StepFacts:
@@ -125,52 +99,6 @@ def due(facts: StepFacts) -> list[Track]:
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def bounded(items: object) -> list:  # type: ignore[type-arg]
-    """At most MAX_ENTRIES + 1 items of an iterable: an endless one is cut, never read to exhaustion.
-    Every design's monitor reads what a scheduler returns through it, so no input hangs a monitor."""
-    return list(islice(items, MAX_ENTRIES + 1))  # type: ignore[call-overload]
-
-
-def protocol(step: int, message: str, rule: str = PROTOCOL) -> RuleViolation:
-    """A violation of `rule` (PROTOCOL unless told) at `step`: what every design's observer raises."""
-    return RuleViolation(rule, step, message)
-
-
-def returned(step: int, value: object, call: str, expected: str, items: str) -> list:  # type: ignore[type-arg]
-    """What `call` ("schedule()", "complete()") returned at `step`, as a list (a list as it is, else
-    read through `bounded`). Raises a PROTOCOL violation if it is no iterable (not `expected`) or holds
-    over MAX_ENTRIES `items`."""
-    try:
-        found = value if type(value) is list else bounded(value)
-    except TypeError:
-        raise protocol(step, f"{call} returned {type(value).__name__} {value!r:.80}, not {expected}") from None
-    if len(found) > MAX_ENTRIES:
-        raise protocol(step, f"{call} returned more than {MAX_ENTRIES:,} {items} (an endless iterable?)")
-    return found
-
-
-def plan_entries(step: int, plan: object) -> list:  # type: ignore[type-arg]
-    """The entries of the plan schedule() returned at `step`; see `returned`. A one-shot iterator (a
-    generator: its own iterator) is no sequence: complete(plan) gets it back already read. PROTOCOL."""
-    if one_shot(plan):
-        raise protocol(step, f"schedule() returned {type(plan).__name__} {plan!r:.80}, a one-shot iterator, not a "
-                       "sequence: complete(plan) would get it back already read")
-    return returned(step, plan, "schedule()", "a sequence", "entries")
-
-
-def one_shot(value: object) -> bool:
-    """Whether `value` is its own iterator (a generator, a map, an iter() of a list): readable once."""
-    try:
-        return iter(value) is value  # type: ignore[call-overload]
-    except TypeError:
-        return False
-
-
-def emitted_rids(step: int, emitted: object) -> list[int]:
-    """The rids complete() returned at `step` as emitting a token; see `returned`."""
-    return returned(step, emitted, "complete()", "an iterable of rids", "rids")
 
 
 def observe(shadow: Shadow, plan: object) -> StepFacts:
@@ -304,4 +232,3 @@ def apply(shadow: Shadow, facts: StepFacts) -> None:
         shadow.end(track, reason(facts, track))
     shadow.kv_owed += facts.cancelled_reservation  # cancels that took effect with the step: due by the next plan
     shadow.step = step + 1
-

@@ -10,51 +10,9 @@ what the scheduler shows with the shadow can fail on a scheduler that keeps ever
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sized
-from dataclasses import dataclass
-from enum import Enum
-from typing import Any
-
+from ..invariant import Invariant, Origin
+from ..shown import Shown
 from .shadow import Shadow
-
-
-class Origin(Enum):
-    """Where an invariant comes from."""
-
-    STATED = "stated"  # the contract says so in a rule (its ID is that rule's) or as the type invariant
-    DERIVED = "derived"  # a theorem of the rules in `premises`, while the budget is fixed
-
-
-@dataclass(frozen=True, slots=True)
-class Shown:
-    """What a scheduler shows of its state, where it shows it (None where it does not)."""
-
-    free_kv: int | None = None
-    num_running: int | None = None
-    num_waiting: int | None = None
-
-
-def shown(scheduler: Any) -> Shown:
-    """Read `free_kv`, `running` and `waiting` off `scheduler`, each only if it is there and well typed."""
-    free_kv = getattr(scheduler, "free_kv", None)
-    running = getattr(scheduler, "running", None)
-    waiting = getattr(scheduler, "waiting", None)
-    return Shown(
-        free_kv if type(free_kv) is int else None,
-        len(running) if isinstance(running, Sized) else None,
-        len(waiting) if isinstance(waiting, Sized) else None,
-    )
-
-
-def visible(scheduler: Any) -> tuple[object, ...]:
-    """What a scheduler shows of its state, where it shows it: free KV, step count, queue lengths.
-    A refused call (add, cancel, a bad stop) must leave it as it was."""
-    view = shown(scheduler)
-    num_steps = getattr(scheduler, "num_steps", None)
-    return view.free_kv, num_steps if type(num_steps) is int else None, view.num_waiting, view.num_running
-
-
-StateCheck = Callable[[Shadow, Shown], "str | None"]
 
 
 def types(s: Shadow, v: Shown) -> str | None:
@@ -125,20 +83,6 @@ def one_partial(s: Shadow, v: Shown) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class Invariant:
-    """A state invariant: its ID, where it comes from, the statement, its check. `premises` are the
-    rules a derived invariant follows from; `reads_scheduler` is True where the check compares what
-    the scheduler shows with the shadow (the part of it that can fail while every step rule holds)."""
-
-    id: str
-    origin: Origin
-    statement: str
-    check: StateCheck
-    premises: tuple[str, ...] = ()
-    reads_scheduler: bool = False
-
-
 INVARIANTS: tuple[Invariant, ...] = (
     Invariant("TYPES", Origin.STATED,
               "every request is in exactly one place (waiting, partial, ready) with its counters in range, "
@@ -157,12 +101,3 @@ INVARIANTS: tuple[Invariant, ...] = (
               one_partial, premises=("PARTIAL-NEXT", "WORK-CONSERVING")),
 )
 INVARIANT_IDS: tuple[str, ...] = tuple(i.id for i in INVARIANTS)
-
-
-def broken(shadow: Shadow, view: Shown, invariants: tuple[Invariant, ...] = INVARIANTS) -> tuple[str, str] | None:
-    """The first of `invariants` the state breaks, as (ID, what happened), or None."""
-    for invariant in invariants:
-        message = invariant.check(shadow, view)
-        if message is not None:
-            return invariant.id, message
-    return None

@@ -10,13 +10,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..calls import call_judged
+from ..ending import ENDED, Reason, ended_when
 from ..errors import InvalidField, RuleViolation
+from ..rule import Rule
+from ..shown import visible
 from ..types import Config, Request, admissible
 from ..watch import Watch, judge
 from .facts import StepFacts, apply, due, observe, observe_emitted
-from .invariants import visible
-from .rules import ENDED, Rule, call_judged, kv_owed_shown, select
-from .shadow import Reason, Shadow, ended_when
+from .rules import kv_owed_shown, select
+from .shadow import Shadow
 
 
 def refusal(shadow: Shadow, rid: object, prompt_len: object, max_new: object) -> str | None:

@@ -8,17 +8,14 @@ one call to add(). Rules never change state.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container
-from dataclasses import dataclass
-from enum import Enum
+from collections.abc import Container
 from itertools import islice
 from typing import Any
 
+from ..ending import ENDED, Ending, Reason, ended_when
+from ..rule import Kind, Rule, select_from
 from .facts import StepFacts
-from .shadow import Ending, Reason, Shadow, Track, ended_when
-
-StepCheck = Callable[[Shadow, StepFacts], "str | None"]
-
+from .shadow import Shadow, Track
 
 # -- safety of a single plan -----------------------------------------------------------------------
 
@@ -121,9 +118,6 @@ def first_token(s: Shadow, f: StepFacts) -> str | None:
                 f"{c.track.request.prompt_len}: before its prompt was done"
             )
     return None
-
-
-ENDED = {Reason.LENGTH: "finished", Reason.STOP: "stopped", Reason.CANCEL: "was cancelled"}
 
 
 def _planned_after(rid: int, ending: Ending) -> str:
@@ -305,67 +299,7 @@ def progress(s: Shadow, f: StepFacts) -> str | None:
     return None
 
 
-# -- add() -------------------------------------------------------------------------------------------
-
-
-def never_fit(verdict: str | None, raised: BaseException | None, may_refuse: bool = False) -> str | None:
-    """NEVER-FIT, judged on each add() call.
-
-    `verdict` is the spec's reason to refuse the request (None: it must be accepted); `raised` is
-    what add() raised (None: it returned). `may_refuse`: the rid is an ended request's, which the
-    scheduler may accept or refuse."""
-    if verdict is not None and raised is None:
-        return f"add() accepted a request it must refuse: {verdict}"
-    if verdict is None and raised is not None and not may_refuse:
-        return f"add() refused a valid request: {type(raised).__name__}: {raised}"
-    if raised is not None and not isinstance(raised, ValueError | TypeError):
-        return f"add() refused with {type(raised).__name__}, not ValueError or TypeError: {raised}"
-    if raised is not None and not str(raised):
-        return f"add() refused with an empty {type(raised).__name__}: the error must say what was wrong"
-    return None
-
-
-def call_judged(call: str, verdict: str | None, raised: BaseException | None) -> str | None:
-    """A call the contract either accepts (`verdict` None) or refuses (`verdict`: why), judged on
-    what it did (`raised`: None if it returned). A refusal must be an exception that says what was
-    wrong. Judges cancel() for CANCEL and a complete() with a bad stop for TOKENS."""
-    if verdict is not None and raised is None:
-        return f"{call} was accepted but must be refused: {verdict}"
-    if verdict is None and raised is not None:
-        return f"{call} was refused but must be accepted: {type(raised).__name__}: {raised}"
-    if raised is not None and not str(raised):
-        return f"{call} was refused with an empty {type(raised).__name__}: the error must say what was wrong"
-    return None
-
-
 # -- the registry ------------------------------------------------------------------------------------
-
-
-class Kind(Enum):
-    """What a rule is about. Profiles, reports and the README's grouping are read off this."""
-
-    INPUT = "input"  # what add() must accept and refuse
-    SAFETY = "safety"  # nothing bad happens in any one plan or to any request's tokens
-    LIVENESS = "liveness"  # something good happens: every accepted request finishes
-    POLICY = "policy"  # the order the budget is spent in: this design's choices
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """A rule of the contract: its ID, its kind, the rule in one sentence, and the predicates that
-    judge it. The statement is written here and nowhere else in code.
-
-    `plan_check` judges a plan before it runs (so an executor can refuse it); `done_check` judges
-    the step once complete() has reported what it emitted. NEVER-FIT has neither: `never_fit`
-    judges each add(). `design` names the memory design a rule belongs to ("reservation": the whole
-    prompt_len + max_new taken at admission); None for a rule every design keeps."""
-
-    id: str
-    kind: Kind
-    statement: str
-    plan_check: StepCheck | None = None
-    done_check: StepCheck | None = None
-    design: str | None = None
 
 
 # The contract's rules. The monitor checks them in this order and reports the first broken one:
@@ -439,20 +373,6 @@ def of_kind(*kinds: Kind, design: str | None = None) -> tuple[str, ...]:
     """IDs of the rules of `kinds`, in registry order, leaving out those of another memory design than
     `design` (None: only the rules every design keeps)."""
     return tuple(r.id for r in RULES if r.kind in kinds and (r.design is None or r.design == design))
-
-
-def select_from(registry: tuple[Rule, ...], ids: object = None, what: str = "rule") -> tuple[Rule, ...]:
-    """The rules of `registry` named in `ids` (all when None), in registry order; unknown IDs raise
-    naming them (`what` names the registry in the message: "rule", "paged rule")."""
-    if ids is None:
-        return registry
-    wanted = [ids] if isinstance(ids, str) else list(ids)  # type: ignore[call-overload]
-    known = {r.id for r in registry}
-    unknown = [i for i in wanted if i not in known]
-    if unknown:
-        names = ", ".join(r.id for r in registry)
-        raise ValueError(f"unknown {what} ID(s) {unknown}; the {what}s are {names}")
-    return tuple(r for r in registry if r.id in wanted)
 
 
 def select(ids: object = None) -> tuple[Rule, ...]:

@@ -8,33 +8,11 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import Any
 
+from ..ending import Ending, Reason
 from ..types import Config, Request
 from ..utils import copies
-
-
-class Reason(Enum):
-    """How a request ended: the finish reasons of a serving API, and a cancel."""
-
-    LENGTH = "length"  # it emitted its max_new-th token
-    STOP = "stop"  # its token in this step ended it (an end-of-sequence token or a stop string)
-    CANCEL = "cancel"  # cancel() took effect
-
-
-class Ending(NamedTuple):
-    """When and how a request ended. `step` is the step it ended on; a cancel that took effect
-    between steps ended it at the step about to be planned. None: a record that keeps the ended rids
-    compactly (a trace checker's, `conformance/trace/endings.py`) no longer knows it."""
-
-    step: int | None
-    reason: Reason
-
-
-def ended_when(ending: Ending) -> str:
-    """'at step N', or that the step is no longer kept, for a message."""
-    return "long ago (its step is no longer kept)" if ending.step is None else f"at step {ending.step}"
 
 
 @dataclass(slots=True)
@@ -63,54 +41,6 @@ class Track:
     def copy(self) -> Track:
         """An independent copy (`Shadow.__deepcopy__`)."""
         return Track(self.request, self.num_prefilled, self.num_emitted, self.is_ready, self.admitted_at)
-
-
-class Tracked(Protocol):
-    @property
-    def is_ready(self) -> bool: ...
-
-
-T = TypeVar("T", bound=Tracked)
-
-
-class Lines(Generic[T]):
-    """What every design's shadow derives from its lines (`waiting`, `running`, `prefilling`, `tracks`
-    by rid), whatever a request's track holds. The reservation design's `Shadow` writes these methods
-    again instead of subclassing: mypyc cannot build a dataclass on a generic base."""
-
-    __slots__ = ()
-    waiting: deque[T]
-    running: dict[int, T]
-    prefilling: dict[int, T]
-    tracks: dict[int, T]
-
-    @property
-    def is_idle(self) -> bool:
-        return not self.waiting and not self.running
-
-    def ready(self) -> list[T]:
-        """Running requests with their prompt done, oldest admitted first."""
-        return [t for t in self.running.values() if t.is_ready]
-
-    def partial(self) -> list[T]:
-        """Running requests still in prefill, oldest admitted first."""
-        return list(self.prefilling.values())
-
-    def is_taken(self, rid: int) -> bool:
-        """True if a request that has not ended holds `rid`. The rid of an ended request may be
-        reused; a scheduler may also refuse it (it need not remember ended requests)."""
-        return rid in self.tracks
-
-
-def start_running(lines: Any, track: Any, step: int) -> None:
-    """Part of a step's action, the same in every design: admitted at `step`, `track` leaves the
-    waiting line (from its head, unless a rule was broken) and runs, still in prefill."""
-    if lines.waiting and lines.waiting[0] is track:
-        lines.waiting.popleft()
-    else:
-        lines.waiting.remove(track)
-    track.admitted_at = step
-    lines.running[track.rid] = lines.prefilling[track.rid] = track
 
 
 @dataclass(slots=True)

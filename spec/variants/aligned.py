@@ -26,8 +26,9 @@ from functools import cache
 
 from ..contract import Contract, keeping
 from ..reservation.facts import StepFacts
-from ..reservation.rules import Kind, Rule, waiting_head
+from ..reservation.rules import waiting_head
 from ..reservation.shadow import Shadow, Track
+from ..rule import Kind, Rule
 
 DEFAULT_BLOCK_SIZE = 16  # tokens per KV block (vLLM's default block size)
 LISTED_BLOCKS = (16, 32, 64, 128, 256)  # the block sizes stallfree.variants.aligned ships a scheduler for

@@ -35,8 +35,8 @@ from typing import Any
 from ..contract import BUDGETS, STOPS, Contract, ContractMonitor, keeping
 from ..errors import FieldTypeError, InvalidField, RuleViolation
 from ..reservation.facts import StepFacts
-from ..reservation.rules import Kind, Rule
 from ..reservation.shadow import Shadow
+from ..rule import Kind, Rule
 from ..types import Config, check_int
 from ..verdict import PROTOCOL
 

@@ -36,12 +36,14 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from ..calls import never_fit
 from ..contract import PRIORITIES, STOPS, Contract, ContractMonitor, keeping
 from ..errors import FieldTypeError, InvalidField, RuleViolation
 from ..reservation.facts import StepFacts
 from ..reservation.monitor import refusal
-from ..reservation.rules import Kind, Rule, fcfs, never_fit, work_conserving
+from ..reservation.rules import fcfs, work_conserving
 from ..reservation.shadow import Shadow, Track
+from ..rule import Kind, Rule
 from ..types import Config, Request, check_int
 from ..verdict import PROTOCOL
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from ..contract import Contract, keeping
 from ..reservation.facts import StepFacts
-from ..reservation.rules import Kind, Rule, head_blocked, running_served
+from ..reservation.rules import head_blocked, running_served
 from ..reservation.shadow import Shadow
+from ..rule import Kind, Rule
 
 
 def batch_closed(s: Shadow, f: StepFacts) -> str | None:
