@@ -24,9 +24,12 @@ from typing import Any, Protocol
 from . import registry
 from .contract import BUDGETS, CONTENTS, PRIORITIES, STOPS, Contract
 from .errors import InvalidField, RuleViolation
-from .reservation.facts import StepFacts
-from .reservation.monitor import Monitor
 from .workload import Arrival, Cancel, Workload
+
+# A design's monitor (its contract's `watch`: a `Watch` with a shadow, due() and pending) and the
+# facts of one step it returns: any design's, so the loop names none.
+Monitor = Any
+StepFacts = Any
 
 
 def work_bound(workload: Workload) -> int:
