@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from stallfree.executor.engine.batch import FlatBatch  # noqa: E402
+from stallfree.executor.layers.batch import FlatBatch  # noqa: E402
 from stallfree.executor.layers.fp8 import FP8, FP8_E4M3_MAX, quantize_rows, unpack  # noqa: E402
 from stallfree.executor.layers.group import Group  # noqa: E402
 from stallfree.executor.layers.parallel import ParallelLinear  # noqa: E402

@@ -20,8 +20,8 @@ except InvalidField as missing:
 
 from stallfree.executor.exactness.equivalence import EXACT_RTOL  # noqa: E402
 from stallfree.executor.layers.group import Group  # noqa: E402
-from stallfree.executor.layers.padding import padded, padded_source  # noqa: E402
 from stallfree.executor.models.model import Transformer  # noqa: E402
+from stallfree.executor.models.padding import padded, padded_source  # noqa: E402
 from stallfree.executor.models.weights import load  # noqa: E402
 from stallfree.executor.runs.runspec import RunSpec  # noqa: E402
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # torch stays out of `stallfree --help`
 
 NAME = "run"
 HELP = "run a workload on the tensor-parallel executor; check the rules on the real step path and its outputs"
-DEFAULT_TP = 4  # SmolLM2's 9 query and 3 KV heads are zero-padded to 12 and 4 for it (executor/layers/padding.py)
+DEFAULT_TP = 4  # SmolLM2's 9 query and 3 KV heads are zero-padded to 12 and 4 for it (executor/models/padding.py)
 FAULTS = ("raise", "exit", "stop", "hang")  # --fault KIND: what the rank does at that step (worker.crash_if_due)
 CHAT_MAX_NEW = 32  # tokens per chat answer
 CHAT_CONFIG = Config(16, 8, 2048)  # budget 16: prompts of ~40 tokens are prefilled in chunks while others decode

@@ -15,7 +15,7 @@ import torch
 
 from ..layers import fp8
 from ..layers.attention import AttentionPlan
-from .batch import FlatBatch
+from ..layers.batch import FlatBatch
 from .executor import Executor, StepRecord
 from .paged import PagedExecutor
 from .prefix import PrefixExecutor

@@ -8,7 +8,7 @@ import torch
 
 from stallfree.spec import RuleViolation
 
-from .batch import FlatBatch
+from ..layers.batch import FlatBatch
 from .stream import Stream
 
 REAL_PATH_RULES = ("BUDGET", "ONE-ENTRY", "PREFILL-ONCE", "FIRST-TOKEN", "KV", "DECODE-FIRST")

@@ -17,10 +17,10 @@ from stallfree.spec import Config, Monitor, Reason
 from stallfree.spec.ending import ENDED
 
 from ..layers.attention import AttentionPlan
+from ..layers.batch import FlatBatch
 from ..layers.sampler import Sampler
 from ..models.model import Transformer
 from .allocator import CellAllocator
-from .batch import FlatBatch
 from .checks import (
     RealPathViolation,
     WriteLedger,

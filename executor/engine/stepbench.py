@@ -22,9 +22,9 @@ import torch
 from stallfree.costs import StepLoad
 
 from ..layers import parallel as parallel_module
+from ..layers.batch import FlatBatch
 from ..layers.group import Group
 from ..models import model as model_module
-from .batch import FlatBatch
 
 KINDS = ("collectives", "attention", "linear")  # the rest of a step: norms, rotary, embedding, KV writes
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..models.seeds import generator
+from ..layers.seeds import generator
 
 
 @dataclass(slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..engine.batch import FlatBatch
+from .batch import FlatBatch
 from .kvcache import KVCache
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ..runs.progress import Progress
+from .progress import Progress
 
 COLLECTIVE_TIMEOUT_S = 60.0  # a collective waiting longer than this raises instead of hanging
 

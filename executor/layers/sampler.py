@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..models.seeds import generator
+from .seeds import generator
 
 TINY = 1e-20  # keeps log(-log(u)) finite at u = 0
 

@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..engine.batch import FlatBatch
 from ..layers.attention import AttentionPlan, dense_causal_attention, paged_attention
+from ..layers.batch import FlatBatch
 from ..layers.group import Group
 from ..layers.kvcache import KVCache
 from ..layers.parallel import ColumnParallelLinear, ParallelLMHead, RowParallelLinear, VocabParallelEmbedding

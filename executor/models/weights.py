@@ -14,9 +14,9 @@ import torch
 from stallfree.spec import InvalidField
 
 from ..layers.parallel import ParallelLinear, VocabParallelEmbedding
+from ..layers.seeds import generator
 from .config import ModelConfig
 from .model import RMSNorm, Transformer
-from .seeds import generator
 
 Source = Callable[[str, tuple[int, ...]], torch.Tensor]  # (checkpoint name, shape) -> whole tensor
 

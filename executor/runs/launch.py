@@ -26,8 +26,8 @@ from stallfree.spec.utils.alarm import Alarm
 from ..engine.executor import StepRecord
 from ..engine.job import JobResult
 from ..layers.group import Group
+from ..layers.progress import Progress, StallWatch
 from ..models.model import Transformer
-from .progress import Progress, StallWatch
 from .runspec import RunSpec
 
 POLL_S = 0.2  # how often the launcher looks at its ranks

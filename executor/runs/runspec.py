@@ -16,11 +16,11 @@ from ..engine.job import Job
 from ..layers.fp8 import FP8
 from ..layers.group import COLLECTIVE_TIMEOUT_S, Group
 from ..layers.kvcache import kv_cache_bytes
-from ..layers.padding import padded, padded_source
 from ..models.checkpoints import GGUF_MODELS, gguf_path
 from ..models.config import ModelConfig, model_config
 from ..models.gguf_file import GGUFCheckpoint
 from ..models.model import Transformer
+from ..models.padding import padded, padded_source
 from ..models.weights import checkpoint_config, load, random_source, safetensors_source
 
 DTYPES = ("fp8", "bf16", "fp32")

@@ -21,15 +21,15 @@ from stallfree.spec.utils.loader import guarded, load_target
 from stallfree.spec.verdict import CRASH, TIMEOUT
 from stallfree.view.raised import Witnessed
 
-from ..engine.batch import HEADER_LEN, OP_RESET, OP_STEP, OP_STOP, FlatBatch, control
 from ..engine.broken import VARIANTS
 from ..engine.executor import Executor, StepRecord
 from ..engine.job import Job, JobResult, drive
+from ..layers.batch import HEADER_LEN, OP_RESET, OP_STEP, OP_STOP, FlatBatch, control
 from ..layers.group import Group, join, leave
+from ..layers.progress import Progress
 from ..layers.sampler import Sampler
 from ..models.model import Transformer
 from .launch import HEARTBEAT_S
-from .progress import Progress
 from .runspec import RunSpec
 
 
