@@ -253,3 +253,53 @@ def test_module_names_follow_the_package_map() -> None:
     assert module_name(ROOT / "prefix" / "contract" / "rules.py", folders) == "stallfree.prefix.contract.rules"
     assert module_name(ROOT / "spec" / "reservation" / "rules.py", folders) == "stallfree.spec.reservation.rules"
     assert module_name(ROOT / "executor" / "engine" / "job.py", folders) == "stallfree.executor.engine.job"
+
+
+# Inside the executor, its subpackages are ordered the same way, lowest first: the layers it is built
+# from, the model and its weights, the step path, the runs that launch it, the outputs judged.
+EXECUTOR_ORDER = ("layers", "models", "engine", "runs", "exactness")
+
+
+def executor_upward_imports(root: Path = ROOT) -> list[str]:
+    """Each import, in a module of one executor subpackage, of a subpackage later in EXECUTOR_ORDER."""
+    found = []
+    for path in sorted((root / "executor").rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts  # ("executor", subpackage, ..., module)
+        if len(parts) < 3:
+            continue  # executor/__init__.py: the package's front, importing nothing
+        here = ".".join(["stallfree", *(p for p in parts if p != "__init__")])
+        for module in imports(path, here):
+            target = module.split(".")
+            if target[:2] == ["stallfree", "executor"] and len(target) > 2 and target[2] in EXECUTOR_ORDER \
+                    and EXECUTOR_ORDER.index(target[2]) > EXECUTOR_ORDER.index(parts[1]):
+                found.append(f"{path.relative_to(root)} imports {module} ({target[2]} is above {parts[1]})")
+    return found
+
+
+def test_the_executor_subpackages_are_all_ordered() -> None:
+    subpackages = {p.parent.name for p in (ROOT / "executor").glob("*/__init__.py")}
+    assert subpackages == set(EXECUTOR_ORDER), "a new executor subpackage needs its place in EXECUTOR_ORDER"
+
+
+def test_no_executor_import_points_up() -> None:
+    upward = executor_upward_imports()
+    assert not upward, "\n".join(upward)
+
+
+def test_the_executor_order_check_sees_an_upward_import(tmp_path: Path) -> None:
+    """Negative control: in a temp copy of executor/, the layers' sampler importing the run report (a
+    relative import) and the model importing the step path (a lazy absolute one) are both caught."""
+    copy = tmp_path / "executor"
+    for path in (ROOT / "executor").rglob("*.py"):
+        (copy / path.relative_to(ROOT / "executor")).parent.mkdir(parents=True, exist_ok=True)
+        (copy / path.relative_to(ROOT / "executor")).write_text(path.read_text())
+    assert executor_upward_imports(tmp_path) == []
+    sampler = copy / "layers" / "sampler.py"
+    sampler.write_text(sampler.read_text() + "\nfrom ..runs.report import render_report  # planted\n")
+    model = copy / "models" / "model.py"
+    model.write_text(model.read_text() + "\n\ndef planted():\n    from stallfree.executor.engine.job import Job\n"
+                     "    return Job\n")
+    assert executor_upward_imports(tmp_path) == [
+        "executor/layers/sampler.py imports stallfree.executor.runs.report (runs is above layers)",
+        "executor/models/model.py imports stallfree.executor.engine.job (engine is above models)",
+    ]
