@@ -5,7 +5,8 @@ Standard library only. Start with `RULES` (every rule, its kind, its statement, 
 live in `stallfree.testing`; spec/ holds the contract alone.
 
 The map, in the order of a TLA+ specification (shadow, facts, monitor, rules and invariants are the
-reservation design's modules, in spec/reservation/):
+reservation design's modules, in spec/reservation/; what a rule, an invariant and an ending are, in
+every design, the kernel's: spec/rule.py, spec/invariant.py, spec/ending.py):
 
     CONSTANTS        types.Config: B (token_budget), S (max_seqs), K (kv_tokens)
     VARIABLES        shadow.Shadow: waiting, running (partial ones in prefilling), free_kv, finished;
@@ -15,7 +16,7 @@ reservation design's modules, in spec/reservation/):
     NEXT             the three calls of the plain protocol: Monitor.add (Shadow.accept), Monitor.plan
                      and Monitor.complete (facts.observe, facts.observe_emitted, then facts.apply)
     PROPERTIES       rules.RULES: each step rule a predicate over (state, facts of the step); NEVER-FIT
-                     over each add(); kinds input, safety, liveness, policy (rules.Kind)
+                     over each add(); kinds input, safety, liveness, policy (rule.Kind)
     INVARIANTS       invariants.INVARIANTS: stated (TYPES, SLOTS, KV) and derived (READY-WITHIN-BUDGET,
                      ONE-PARTIAL) facts about a single state
     FAIRNESS         the executor keeps stepping (weak fairness of the step): play.play steps until
