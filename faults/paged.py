@@ -7,7 +7,7 @@ workloads preempt and admission meets the watermark."""
 
 from __future__ import annotations
 
-from stallfree.paged import Scheduler, blocks_for
+from stallfree.paged import PagedPlan, Scheduler, blocks_for
 from stallfree.paged.progress import Phase
 from stallfree.paged.scheduler import PagedSequence
 
@@ -112,3 +112,45 @@ PAGED_FAULTS: tuple[type[PagedFault], ...] = (
     LeakOnEnd, IgnoreWatermark, RecomputeOneMore, OverRun, CancelIgnored, RequeueAtBack, PreemptOldest,
     AcceptTooLarge,
 )
+
+
+# The negative controls of the Z3 paged step's claims about stops and cancels (END, STOP-READY, CANCEL,
+# BLOCKS through ends) and of its differential, each beside the Z3 policy of the same name in
+# `stallfree.proofs.smt.paged_step`. Kept out of PAGED_FAULTS (one fault per new rule, which the monitor,
+# kit, state machine and model check each name): these are judged by the Z3 step's rows.
+
+
+class LeakOnCancel(PagedFault):
+    """A cancelled request's blocks never return to the pool (a finished or stopped one's do)."""
+
+    breaks = "BLOCKS"
+
+    def end(self, seq: PagedSequence, phase: Phase) -> None:
+        held = seq.num_blocks
+        super().end(seq, phase)
+        if phase is Phase.CANCELLED:
+            self._free_blocks -= held
+
+
+class StopIgnored(PagedFault):
+    """A stop is accepted and forgotten: the request runs on to its max_new-th token."""
+
+    breaks = "TOKENS-KEPT"
+
+    def complete(self, plan: PagedPlan, stopped: object = ()) -> tuple[int, ...]:
+        return super().complete(plan)
+
+
+class EarlyToken(PagedFault):
+    """Every prefill chunk emits a token, its prefill done or not (a stop could then end it mid-prefill)."""
+
+    breaks = "FIRST-TOKEN"
+
+    def prefilled(self, chunks: tuple[tuple[int, int], ...]) -> None:
+        for rid, _ in chunks:
+            seq = self._partial.get(rid)
+            if seq is not None:  # still partial after its chunk
+                seq.stored_emitted += 1
+
+
+END_FAULTS: tuple[type[PagedFault], ...] = (LeakOnCancel, StopIgnored, EarlyToken)
