@@ -1,9 +1,10 @@
 """Z3 step theorems of the paged design (`stallfree.paged`), over a symbolic step of N requests.
 
 **The symbolic state** (request index i = arrival order): per request `arrived`, `running`,
-`prompt_len`, `max_new`, `computed` (tokens in KV in this residency), `emitted` (kept across
-preemptions), `target` (this residency's prefill: prompt_len plus the tokens emitted before it was
-preempted), `held` (blocks); and the pool: `free` blocks of `num_blocks`, the watermark, B and S.
+`ended_early` (stopped or cancelled), `prompt_len`, `max_new`, `computed` (tokens in KV in this
+residency), `emitted` (kept across preemptions), `target` (this residency's prefill: prompt_len plus
+the tokens emitted before it was preempted), `held` (blocks); and the pool: `free` blocks of
+`num_blocks`, the watermark, B and S.
 Lengths, budget, slots, pool and watermark are unbounded integers; the block size is each of
 `BLOCK_SIZES` in turn (a concrete block size keeps ceil(t / bs) linear: h with (h - 1) * bs < t <= h * bs).
 
@@ -14,9 +15,15 @@ ready request is decoded; the partial prefill (at most one) gets min(target - co
 left, room in its blocks and the free ones); then, unless the step preempted, the waiting head is
 admitted while budget, a slot and the watermark allow, in arrival order, stopping at the first
 refused; then completion: a chunk that reaches its target emits, a request that emits its max_new-th
-token ends and frees its blocks. The environment's adds come first (what NEVER-FIT accepts).
+token ends and frees its blocks; then any request that emitted and still runs may be stopped (any
+subset, as `complete(plan, stopped)` names them), ending with its blocks back. The environment's adds
+come first (what NEVER-FIT accepts), then cancels (`PagedPolicy.cancel`) of any live requests, waiting
+(preempted ones among them), partial or ready: each ends, its blocks back before the step's schedule().
+A cancel while a plan is pending is the code's same `end`, run in complete() after the stops: it is the
+next transition's cancel, applied to the state after this step (the differential runs it so).
 
-**The theorems** (each from any state satisfying `invariant`, after any adds, one step):
+**The theorems** (each from any state satisfying `invariant`, after any adds, any cancels, one step
+with any stops):
 
 - BLOCKS: free + held == num_blocks, free >= 0, each running request holds ceil(computed / bs)
   blocks and nothing else holds any (so all blocks are free when nothing runs).
@@ -35,12 +42,22 @@ token ends and frees its blocks. The environment's adds come first (what NEVER-F
   (work of each live request, oldest first) falls every busy step: the oldest ends within its work,
   then the next oldest within prompt_len + max_new; a request ends within the sum of prompt_len +
   max_new over itself and the requests ahead of it, whatever arrives after it.
+- END: a request ended before the step (finished, stopped or cancelled) is not planned, emits
+  nothing, holds no block and stays ended with its tokens; a request a stop names is ended after the
+  step, holding no block.
+- STOP-READY: every request a stop may name (it emitted and still runs once the step's finished ones
+  end) is ready: a stop never ends a request mid-prefill.
+- CANCEL: a cancelled request is never planned, emits nothing and is ended after the step with no
+  block; the free blocks the step's schedule() starts from are those before the cancels plus what the
+  cancelled requests held, and the pool less what the running ones hold.
 - PAGED-INVARIANT: the whole invariant holds after the step (INIT: it holds of a new scheduler).
 
 **Negative controls**, Z3 policies named after the faults in `stallfree.faults.paged` whose mistake
 they make: PreemptOldest (TERMINATION, PREEMPT-BOUND: the oldest request, preempted, has its work
 raised, so it can be pushed back forever), LeakOnEnd (BLOCKS, PAGED-INVARIANT), RecomputeOneMore
-(RECOMPUTE), OverRun (TOKENS-KEPT), RequeueAtBack (PREEMPT-ORDER).
+(RECOMPUTE), OverRun (TOKENS-KEPT), RequeueAtBack (PREEMPT-ORDER), StopIgnored (END: a stop accepted
+and forgotten), EarlyToken (STOP-READY: every chunk emits), CancelIgnored (CANCEL), LeakOnCancel
+(CANCEL, BLOCKS: a cancel that keeps its blocks).
 """
 
 from __future__ import annotations
