@@ -7,7 +7,7 @@ workloads preempt and admission meets the watermark."""
 
 from __future__ import annotations
 
-from stallfree.paged import Scheduler, blocks_for
+from stallfree.paged import PagedPlan, Scheduler, blocks_for
 from stallfree.paged.progress import Phase
 from stallfree.paged.scheduler import PagedSequence
 
@@ -112,3 +112,49 @@ PAGED_FAULTS: tuple[type[PagedFault], ...] = (
     LeakOnEnd, IgnoreWatermark, RecomputeOneMore, OverRun, CancelIgnored, RequeueAtBack, PreemptOldest,
     AcceptTooLarge,
 )
+
+
+# The negative controls of the Z3 paged step's claims about stops and cancels (END, STOP-READY, CANCEL,
+# BLOCKS through ends) and of its differential, each beside the Z3 policy of the same name in
+# `stallfree.proofs.smt.paged_step`. Kept out of PAGED_FAULTS (one fault per new rule, each named alone by
+# the monitor, kit, state machine and model check): EarlyToken's runs break more than its rule, and the
+# others would repeat rules PAGED_FAULTS already has a fault for. The paged monitor is shown catching them
+# in tests/test_paged_z3_step.py.
+
+
+class LeakOnCancel(PagedFault):
+    """A cancelled request's blocks never return to the pool (a finished or stopped one's do)."""
+
+    breaks = "BLOCKS"
+
+    def end(self, seq: PagedSequence, phase: Phase) -> None:
+        held = seq.num_blocks
+        super().end(seq, phase)
+        if phase is Phase.CANCELLED:
+            self._free_blocks -= held
+
+
+class StopIgnored(PagedFault):
+    """A stop is accepted and forgotten: the request runs on to its max_new-th token."""
+
+    breaks = "TOKENS-KEPT"
+
+    def complete(self, plan: PagedPlan, stopped: object = ()) -> tuple[int, ...]:
+        return super().complete(plan)
+
+
+class EarlyToken(PagedFault):
+    """Every prefill chunk emits a token, its prefill done or not (a stop could then end it mid-prefill).
+    The token is counted, not reported among the step's emitted rids, so the paged monitor sees a request
+    with more tokens than it was given (TOKENS-KEPT), and at times what follows from it (RECOMPUTE, BLOCKS)."""
+
+    breaks = "TOKENS-KEPT"
+
+    def prefilled(self, chunks: tuple[tuple[int, int], ...]) -> None:
+        for rid, _ in chunks:
+            seq = self._partial.get(rid)
+            if seq is not None:  # still partial after its chunk
+                seq.stored_emitted += 1
+
+
+END_FAULTS: tuple[type[PagedFault], ...] = (LeakOnCancel, StopIgnored, EarlyToken)

@@ -77,8 +77,8 @@ def z3_rows(fault_rule: str | None = None) -> list[Row]:
     from .smt import paged as smt
     from .smt import paged_step
 
-    step_controls = [t for t in paged_step.THEOREMS if fault_rule is not None
-                     and t.control.__name__ == getattr(_fault_or_none(fault_rule), "__name__", None)]
+    wrong = getattr(_fault_or_none(fault_rule), "__name__", None) if fault_rule is not None else None
+    step_controls = [(t, c) for t in paged_step.THEOREMS for c in t.controls if c.__name__ == wrong]
     if fault_rule not in (None, "NEVER-FIT") and not step_controls:
         return [Row(fault_rule, "Z3", "-", f"n/a (no Z3 control for {fault_rule})", 0.0,
                     "no paged Z3 theorem has a wrong policy making this fault's mistake")]
@@ -90,7 +90,7 @@ def z3_rows(fault_rule: str | None = None) -> list[Row]:
     if fault_rule is None:
         outcomes = paged_step.theorems()
     else:
-        outcomes = [paged_step.prove(t, t.control()) for t in step_controls]
+        outcomes = [paged_step.prove(t, control()) for t, control in step_controls]
     sizes = ",".join(map(str, paged_step.BLOCK_SIZES))
     for x in outcomes:
         detail = (f"any budget, slots, pool, watermark, lengths; block sizes {sizes}" if x.verdict is HOLDS
@@ -157,7 +157,8 @@ def differential_rows(factory: Callable[..., Any], states: int = PAGED_RANDOM_ST
         return [Row(claim, method, bound, found.verdict, found.seconds, found.difference)]
     return [Row(claim, method, bound, found.verdict, found.seconds,
                 f"the Z3 paged step planned, preempted, emitted and left what the code did in {found.states:,} "
-                f"states of {found.workloads} workloads ({found.preempting} of them preempting)")]
+                f"states of {found.workloads} workloads ({found.preempting} of them preempting), with "
+                f"{found.cancels} cancels (before schedule() or with the plan pending) and {found.stops} stops")]
 
 
 def not_applicable(methods: tuple[str, ...]) -> list[Row]:

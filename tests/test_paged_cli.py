@@ -60,7 +60,7 @@ def test_prove_scheduler_paged_holds_and_its_fault_breaks(capsys: pytest.Capture
     assert code == 0, out
     assert "ALL PAGED RULES" in out and "LONE-BLOCK" in out and "Z3 PAGED STEP = small_blocks" in out
     assert "TERMINATION" in out and "Z3 paged step (paged)" in out  # the step theorems, with the arithmetic
-    assert "14 of 14 claims hold" in out
+    assert "17 of 17 claims hold" in out
     code, out, _ = run(["prove", "--scheduler", "paged", "--fault", "RECOMPUTE", "--methods", "model"], capsys)
     assert code == 1
     assert "RECOMPUTE" in out and "BROKEN" in out

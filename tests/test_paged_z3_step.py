@@ -1,8 +1,9 @@
 """The paged design's Z3 step theorems (`proofs.smt.paged_step`): BLOCKS, TOKENS-KEPT, RECOMPUTE,
-PREEMPT-ORDER, PREEMPT-BOUND, TERMINATION (the ranking function under preemption) and the whole
-invariant hold over a symbolic paged step; each is refuted on the wrong policy that makes its
-fault's mistake (named as the fault in stallfree.faults.paged); and the hypothesis reaches
-preempting steps and re-admissions, so no theorem holds vacuously."""
+PREEMPT-ORDER, PREEMPT-BOUND, TERMINATION (the ranking function under preemption), END, STOP-READY,
+CANCEL and the whole invariant hold over a symbolic paged step with cancels before it and stops in
+it; each is refuted on every wrong policy that makes its fault's mistake (named as the fault in
+stallfree.faults.paged); and the hypothesis reaches preempting steps, re-admissions, cancels of each
+kind of request and stops, so no theorem holds vacuously."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 z3 = pytest.importorskip("z3")
 
-from stallfree.faults.paged import PAGED_FAULTS  # noqa: E402
+from stallfree.faults.paged import END_FAULTS, PAGED_FAULTS  # noqa: E402
 from stallfree.proofs.paged_suite import z3_rows  # noqa: E402
 from stallfree.proofs.smt import paged_step  # noqa: E402
 from stallfree.spec.verdict import Verdict  # noqa: E402
@@ -28,16 +29,29 @@ def test_PAGED_INIT_a_new_scheduler_satisfies_the_invariant() -> None:
     assert paged_step.prove_init(N).verdict is Verdict.HOLDS
 
 
-@pytest.mark.parametrize("theorem", paged_step.THEOREMS, ids=lambda t: t.name)
-def test_the_paged_step_theorem_fails_on_its_control(theorem: paged_step.PagedTheorem) -> None:
-    outcome = paged_step.prove(theorem, theorem.control(), N)
+CONTROLS = [(t, c) for t in paged_step.THEOREMS for c in t.controls]
+
+
+@pytest.mark.parametrize(("theorem", "control"), CONTROLS, ids=lambda x: getattr(x, "name", getattr(x, "__name__", "")))
+def test_the_paged_step_theorem_fails_on_its_control(theorem: paged_step.PagedTheorem, control: type) -> None:
+    outcome = paged_step.prove(theorem, control(), N)
     assert outcome.verdict is Verdict.BROKEN and "block_size" in outcome.counterexample, outcome
 
 
-def test_each_control_is_named_after_a_paged_fault_of_its_rule() -> None:
-    faults = {f.__name__: f.breaks for f in PAGED_FAULTS}
+def test_each_control_is_named_after_a_paged_fault() -> None:
+    faults = {f.__name__ for f in PAGED_FAULTS + END_FAULTS}
     for theorem in paged_step.THEOREMS:
-        assert theorem.control.__name__ in faults, theorem.control.__name__
+        assert theorem.controls
+        for control in theorem.controls:
+            assert control.__name__ in faults, control.__name__
+
+
+def test_CANCEL_and_END_refuted_for_the_end_controls_say_which_request_ended() -> None:
+    by_name = {t.name: t for t in paged_step.THEOREMS}
+    cancel = paged_step.prove(by_name["CANCEL"], paged_step.CancelIgnored(), N)
+    assert "cancelled [" in cancel.counterexample and "cancelled none" not in cancel.counterexample, cancel
+    end = paged_step.prove(by_name["END"], paged_step.StopIgnored(), N)
+    assert "stops [" in end.counterexample and "stops none" not in end.counterexample, end
 
 
 @pytest.mark.parametrize("bs", paged_step.BLOCK_SIZES)
@@ -53,6 +67,43 @@ def test_the_hypothesis_reaches_preemption_and_readmission(bs: int) -> None:
         assert solver.check() == z3.sat
 
 
+def transition(policy: paged_step.PagedPolicy, n: int, bs: int) -> tuple[z3.BoolRef, paged_step.Withdrawn,
+                                                                       paged_step.PagedStep]:
+    s0 = paged_step.PagedState.fresh("s0", n, bs)
+    arrived, adds = policy.arrive(s0, "s1")
+    w = policy.cancel(arrived, "s1c")
+    t = policy.step(w.after)
+    return z3.And(paged_step.invariant(s0), adds, w.facts, t.facts), w, t
+
+
+@pytest.mark.parametrize("bs", paged_step.BLOCK_SIZES)
+def test_the_hypothesis_reaches_cancels_of_each_kind_and_stops(bs: int) -> None:
+    """A cancel of a waiting, a preempted (waiting, its target past its prompt), a partial and a ready
+    request; a stop of a request decoding and of one whose prefill the step completes; a stop and a
+    cancel beside a preemption."""
+    hypothesis, w, t = transition(paged_step.PagedPolicy(), 3, bs)
+    before, during = w.before.requests, t.before.requests
+    kinds = {
+        "waiting": [z3.And(c, r.waiting, r.target == r.prompt_len) for c, r in zip(w.cancels, before, strict=True)],
+        "preempted": [z3.And(c, r.waiting, r.target > r.prompt_len) for c, r in zip(w.cancels, before, strict=True)],
+        "partial": [z3.And(c, r.partial) for c, r in zip(w.cancels, before, strict=True)],
+        "ready": [z3.And(c, r.ready, r.held > 0) for c, r in zip(w.cancels, before, strict=True)],
+        "stop decoding": [z3.And(x, d, r.ready) for x, d, r in zip(t.stopped, t.decode, during, strict=True)],
+        "stop first token": [z3.And(x, z3.Not(d)) for x, d in zip(t.stopped, t.decode, strict=True)],
+        "stop and preempt": [z3.And(z3.Or(t.stopped), z3.Or(w.cancels), z3.Or(t.preempted))],
+    }
+    for kind, witness in kinds.items():
+        solver = z3.Solver()
+        solver.add(hypothesis, z3.Or(witness))
+        assert solver.check() == z3.sat, kind
+
+
+def test_prove_fault_CANCEL_refutes_CANCEL_through_the_paged_rows() -> None:
+    rows = z3_rows("CANCEL")
+    assert {(r.claim, r.result) for r in rows} == {("CANCEL", Verdict.BROKEN)}
+    assert all("CancelIgnored" in r.method for r in rows)
+
+
 def test_prove_fault_PREEMPT_BOUND_refutes_TERMINATION_through_the_paged_rows() -> None:
     rows = z3_rows("PREEMPT-BOUND")
     assert {(r.claim, r.result) for r in rows} == {("PREEMPT-BOUND", Verdict.BROKEN), ("TERMINATION", Verdict.BROKEN)}
@@ -64,9 +115,11 @@ def test_Z3_PAGED_STEP_equals_the_paged_scheduler_on_random_states_with_preempti
     found = paged_refinement.on_random_states(200)
     assert found.difference is None, found.difference
     assert found.states >= 200 and found.preempting >= 5  # preempting steps are compared, not only calm ones
+    assert found.cancels >= 10 and found.stops >= 10  # and steps with cancels and stops
 
 
-@pytest.mark.parametrize("wrong", ["PreemptOldest", "RecomputeOneMore", "LeakOnEnd", "OverRun", "RequeueAtBack"])
+@pytest.mark.parametrize("wrong", ["PreemptOldest", "RecomputeOneMore", "LeakOnEnd", "OverRun", "RequeueAtBack",
+                                   "CancelIgnored", "LeakOnCancel", "StopIgnored", "EarlyToken"])
 def test_the_paged_differential_tells_a_wrong_policy_or_fault_apart(wrong: str) -> None:
     """Both ways: the Z3 policy making the fault's mistake against the code, and the fault's code
     against the Z3 paged step."""
@@ -75,3 +128,25 @@ def test_the_paged_differential_tells_a_wrong_policy_or_fault_apart(wrong: str) 
 
     assert paged_refinement.on_random_states(600, policy=getattr(paged_step, wrong)()).difference is not None
     assert paged_refinement.on_random_states(600, factory=getattr(faults, wrong)).difference is not None
+
+
+@pytest.mark.parametrize("fault", END_FAULTS, ids=lambda f: f.__name__)
+def test_the_paged_monitor_catches_each_end_fault(fault: type) -> None:
+    """The end faults are the Z3 rows' controls, and wrong to the monitor too, on runs with stops and
+    cancels: LeakOnCancel and StopIgnored naming their rule alone, EarlyToken its rule first of all."""
+    import collections
+
+    from test_paged_scheduler import drive
+
+    from stallfree.spec import RuleViolation
+
+    seen: collections.Counter[str] = collections.Counter()
+    for seed in range(40):
+        try:
+            drive(fault, seed, stops=True)
+        except RuleViolation as violation:
+            seen[violation.rule] += 1
+    if fault.__name__ == "EarlyToken":
+        assert seen.most_common(1)[0][0] == fault.breaks, dict(seen)
+    else:
+        assert seen and set(seen) == {fault.breaks}, dict(seen)

@@ -1,9 +1,10 @@
 """Z3 step theorems of the paged design (`stallfree.paged`), over a symbolic step of N requests.
 
 **The symbolic state** (request index i = arrival order): per request `arrived`, `running`,
-`prompt_len`, `max_new`, `computed` (tokens in KV in this residency), `emitted` (kept across
-preemptions), `target` (this residency's prefill: prompt_len plus the tokens emitted before it was
-preempted), `held` (blocks); and the pool: `free` blocks of `num_blocks`, the watermark, B and S.
+`ended_early` (stopped or cancelled), `prompt_len`, `max_new`, `computed` (tokens in KV in this
+residency), `emitted` (kept across preemptions), `target` (this residency's prefill: prompt_len plus
+the tokens emitted before it was preempted), `held` (blocks); and the pool: `free` blocks of
+`num_blocks`, the watermark, B and S.
 Lengths, budget, slots, pool and watermark are unbounded integers; the block size is each of
 `BLOCK_SIZES` in turn (a concrete block size keeps ceil(t / bs) linear: h with (h - 1) * bs < t <= h * bs).
 
@@ -14,9 +15,15 @@ ready request is decoded; the partial prefill (at most one) gets min(target - co
 left, room in its blocks and the free ones); then, unless the step preempted, the waiting head is
 admitted while budget, a slot and the watermark allow, in arrival order, stopping at the first
 refused; then completion: a chunk that reaches its target emits, a request that emits its max_new-th
-token ends and frees its blocks. The environment's adds come first (what NEVER-FIT accepts).
+token ends and frees its blocks; then any request that emitted and still runs may be stopped (any
+subset, as `complete(plan, stopped)` names them), ending with its blocks back. The environment's adds
+come first (what NEVER-FIT accepts), then cancels (`PagedPolicy.cancel`) of any live requests, waiting
+(preempted ones among them), partial or ready: each ends, its blocks back before the step's schedule().
+A cancel while a plan is pending is the code's same `end`, run in complete() after the stops: it is the
+next transition's cancel, applied to the state after this step (the differential runs it so).
 
-**The theorems** (each from any state satisfying `invariant`, after any adds, one step):
+**The theorems** (each from any state satisfying `invariant`, after any adds, any cancels, one step
+with any stops):
 
 - BLOCKS: free + held == num_blocks, free >= 0, each running request holds ceil(computed / bs)
   blocks and nothing else holds any (so all blocks are free when nothing runs).
@@ -35,12 +42,22 @@ token ends and frees its blocks. The environment's adds come first (what NEVER-F
   (work of each live request, oldest first) falls every busy step: the oldest ends within its work,
   then the next oldest within prompt_len + max_new; a request ends within the sum of prompt_len +
   max_new over itself and the requests ahead of it, whatever arrives after it.
+- END: a request ended before the step (finished, stopped or cancelled) is not planned, emits
+  nothing, holds no block and stays ended with its tokens; a request a stop names is ended after the
+  step, holding no block.
+- STOP-READY: every request a stop may name (it emitted and still runs once the step's finished ones
+  end) is ready: a stop never ends a request mid-prefill.
+- CANCEL: a cancelled request is never planned, emits nothing and is ended after the step with no
+  block; the free blocks the step's schedule() starts from are those before the cancels plus what the
+  cancelled requests held, and the pool less what the running ones hold.
 - PAGED-INVARIANT: the whole invariant holds after the step (INIT: it holds of a new scheduler).
 
 **Negative controls**, Z3 policies named after the faults in `stallfree.faults.paged` whose mistake
 they make: PreemptOldest (TERMINATION, PREEMPT-BOUND: the oldest request, preempted, has its work
 raised, so it can be pushed back forever), LeakOnEnd (BLOCKS, PAGED-INVARIANT), RecomputeOneMore
-(RECOMPUTE), OverRun (TOKENS-KEPT), RequeueAtBack (PREEMPT-ORDER).
+(RECOMPUTE), OverRun (TOKENS-KEPT), RequeueAtBack (PREEMPT-ORDER), StopIgnored (END: a stop accepted
+and forgotten), EarlyToken (STOP-READY: every chunk emits), CancelIgnored (CANCEL), LeakOnCancel
+(CANCEL, BLOCKS: a cancel that keeps its blocks).
 """
 
 from __future__ import annotations
@@ -65,6 +82,7 @@ TIMEOUT_MS = 60_000
 class PagedRequest:
     arrived: z3.BoolRef
     running: z3.BoolRef
+    ended_early: z3.BoolRef  # stopped or cancelled: it holds nothing and is never planned again
     prompt_len: z3.ArithRef
     max_new: z3.ArithRef
     computed: z3.ArithRef
@@ -75,7 +93,7 @@ class PagedRequest:
     @classmethod
     def fresh(cls, name: str) -> PagedRequest:
         ints = [z3.Int(f"{name}.{f}") for f in ("prompt_len", "max_new", "computed", "emitted", "target", "held")]
-        return cls(z3.Bool(f"{name}.arrived"), z3.Bool(f"{name}.running"), *ints)
+        return cls(z3.Bool(f"{name}.arrived"), z3.Bool(f"{name}.running"), z3.Bool(f"{name}.ended_early"), *ints)
 
     @property
     def finished(self) -> z3.BoolRef:
@@ -83,7 +101,12 @@ class PagedRequest:
 
     @property
     def live(self) -> z3.BoolRef:
-        return z3.And(self.arrived, self.emitted < self.max_new)
+        return z3.And(self.arrived, z3.Not(self.ended_early), self.emitted < self.max_new)
+
+    @property
+    def ended(self) -> z3.BoolRef:
+        """Arrived and no longer live: finished, stopped or cancelled."""
+        return z3.And(self.arrived, z3.Not(self.live))
 
     @property
     def waiting(self) -> z3.BoolRef:
@@ -147,6 +170,12 @@ def smin(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
     return z3.If(a <= b, a, b)
 
 
+def ended_where(r: PagedRequest, e: z3.BoolRef) -> PagedRequest:
+    """`r`, ended early (stopped or cancelled) where `e`: not running, nothing in KV, no blocks."""
+    return replace(r, ended_early=z3.Or(r.ended_early, e), running=z3.And(r.running, z3.Not(e)),
+                   computed=z3.If(e, 0, r.computed), held=z3.If(e, 0, r.held))
+
+
 # -- the invariant ---------------------------------------------------------------------------------
 
 
@@ -161,7 +190,7 @@ def invariant_parts(s: PagedState) -> dict[str, z3.BoolRef]:
                   z3.Implies(r.partial, z3.And(r.computed >= 1, r.emitted < r.max_new)),
                   z3.Implies(r.ready, z3.And(r.computed == r.prompt_len + r.emitted - 1, r.emitted >= 1)),
                   z3.Implies(r.ready, r.target <= r.computed),
-                  z3.Implies(z3.Not(r.arrived), z3.And(r.emitted == 0, z3.Not(r.running)))]
+                  z3.Implies(z3.Not(r.arrived), z3.And(r.emitted == 0, z3.Not(r.running), z3.Not(r.ended_early)))]
         blocks.append(z3.Implies(r.running, is_blocks(r.held, r.computed, bs)))
         peak = z3.Int(f"{r.prompt_len}.peak")
         never_fit.append(z3.Implies(r.arrived, z3.And(is_blocks(peak, r.prompt_len + r.max_new - 1, bs),
@@ -188,14 +217,27 @@ def invariant(s: PagedState) -> z3.BoolRef:
 
 
 @dataclass(frozen=True, slots=True)
+class Withdrawn:
+    """The state after cancels: `cancels[i]` is true where live request i was cancelled (any subset)."""
+
+    before: PagedState
+    cancels: tuple[z3.BoolRef, ...]
+    after: PagedState
+    facts: z3.BoolRef  # the hypothesis on `cancels` and the definitions of the state after
+
+
+@dataclass(frozen=True, slots=True)
 class PagedStep:
-    before: PagedState  # after the adds
+    before: PagedState  # after the adds and cancels
     preempted: tuple[z3.BoolRef, ...]
     decode: tuple[z3.BoolRef, ...]
     chunk: tuple[z3.ArithRef, ...]  # partial prefill tokens (0: none)
     admit: tuple[z3.BoolRef, ...]
     first_chunk: tuple[z3.ArithRef, ...]
     emits: tuple[z3.BoolRef, ...]
+    stops: tuple[z3.BoolRef, ...]  # a stop named request i (hypothesis: only one that emitted in the step)
+    stopped: tuple[z3.BoolRef, ...]  # request i ended on its stop (it emitted, ran, and did not finish)
+    completed: PagedState  # after the step's tokens are counted and its finished requests end, before the stops
     after: PagedState
     facts: z3.BoolRef
 
@@ -221,6 +263,30 @@ class PagedPolicy:
         after = replace(s, requests=tuple(requests))
         facts.append(invariant_parts(after)["NEVER-FIT"])
         return after, z3.And(facts)
+
+    def cancel(self, s: PagedState, name: str) -> Withdrawn:
+        """CANCEL: any live requests (waiting, preempted, partial or ready) are withdrawn between steps (a
+        cancel while a plan is pending is the same cancel, applied to the state after the step): each
+        leaves the line or its running set and its blocks come back now."""
+        cancels = tuple(z3.Bool(f"{name}.cancel{i}") for i in range(len(s.requests)))
+        free = z3.Int(f"{name}.free")
+        pairs = list(zip(cancels, s.requests, strict=True))
+        returned = z3.Sum([z3.If(c, self.returned_on_cancel(r.held), 0) for c, r in pairs])
+        requests = tuple(self.cancelled(r, c) for c, r in pairs)
+        facts = [z3.Implies(c, r.live) for c, r in pairs] + [free == s.free + returned]
+        return Withdrawn(s, cancels, replace(s, free=free, requests=requests), z3.And(facts))
+
+    def cancelled(self, r: PagedRequest, c: z3.BoolRef) -> PagedRequest:
+        """Request `r`, withdrawn where `c`: it holds nothing and is never planned again."""
+        return ended_where(r, c)
+
+    def returned_on_cancel(self, held: z3.ArithRef) -> z3.ArithRef:
+        """Blocks a cancelled request gives back."""
+        return self.returned(held)
+
+    def stop_takes_effect(self, stop: z3.BoolRef) -> z3.BoolRef:
+        """Whether a stop named after the step's token ends the request (it does)."""
+        return stop
 
     def victims_order(self, n: int) -> list[int]:
         """PREEMPT-ORDER: newest running first."""
@@ -310,21 +376,43 @@ class PagedPolicy:
             chunk.append(k)
         # 4. admission, never in a step that preempted
         admit, first, free = self.admit_waiting(s, d, cur, held, free, left, any_preempted)
-        # 5. completion
-        after, emits = [], []
+        # 5. completion, then the stops named after its tokens
+        prefill = [c + f for c, f in zip(chunk, first, strict=True)]
+        done, after, emits, stops, stopped, free = self.complete(d, cur, decode, prefill, admit, held, free,
+                                                                 f"{s.free}.stop")
+        return PagedStep(s, tuple(preempted), tuple(decode), tuple(chunk), tuple(admit), tuple(first), tuple(emits),
+                         stops, stopped, replace(s, requests=tuple(done)), replace(s, free=free, requests=tuple(after)),
+                         z3.And(d.facts))
+
+    def emits_token(self, decode: z3.BoolRef, k: z3.ArithRef, computed: z3.ArithRef, target: z3.ArithRef) -> z3.BoolRef:
+        """A decode emits; a chunk of `k` prefill tokens emits when it reaches the target."""
+        return z3.Or(decode, z3.And(k > 0, computed >= target))
+
+    def complete(
+        self, d: Defs, cur: list[PagedRequest], decode: list[z3.BoolRef], prefill: list[z3.ArithRef],
+        admit: list[z3.BoolRef], held: list[z3.ArithRef], free: z3.ArithRef, name: str,
+    ) -> tuple[list[PagedRequest], list[PagedRequest], list[z3.BoolRef], tuple[z3.BoolRef, ...],
+               tuple[z3.BoolRef, ...], z3.ArithRef]:
+        """The step ran: tokens in KV and emitted tokens counted; a request that emits its last token
+        ends; then any that emitted and still run may be stopped (`stops`, any subset), ending too. Each
+        ending request's blocks come back. (before the stops, after them, emits, stops, stopped, free)."""
+        stops = tuple(z3.Bool(f"{name}{i}") for i in range(len(cur)))
+        done, after, emits, stopped = [], [], [], []
         for i, c in enumerate(cur):
-            computed = d.int(c.computed + z3.If(decode[i], 1, 0) + chunk[i] + first[i])
-            emit = z3.Or(decode[i], z3.And(chunk[i] + first[i] > 0, computed >= c.target))
+            computed = d.int(c.computed + z3.If(decode[i], 1, 0) + prefill[i])
+            emit = self.emits_token(decode[i], prefill[i], computed, c.target)
             emitted = d.int(c.emitted + z3.If(emit, 1, 0))
             ends = z3.And(emit, emitted >= self.last_token(c))
-            free = d.int(free + z3.If(ends, self.returned(held[i]), 0))
             is_running = z3.And(z3.Or(c.running, admit[i]), z3.Not(ends))
-            after.append(replace(c, running=is_running, computed=z3.If(ends, 0, computed), emitted=emitted,
-                                 held=z3.If(ends, 0, held[i])))
+            stop = z3.And(self.stop_takes_effect(stops[i]), is_running)  # a finishing one has ended already
+            free = d.int(free + z3.If(z3.Or(ends, stop), self.returned(held[i]), 0))
+            done.append(replace(c, running=is_running, computed=z3.If(ends, 0, computed), emitted=emitted,
+                                held=z3.If(ends, 0, held[i])))
+            after.append(ended_where(done[i], stop))
             emits.append(emit)
-        state = replace(s, free=free, requests=tuple(after))
-        return PagedStep(s, tuple(preempted), tuple(decode), tuple(chunk), tuple(admit), tuple(first),
-                         tuple(emits), state, z3.And(d.facts))
+            stopped.append(stop)
+            d.facts.append(z3.Implies(stops[i], emit))  # a stop names only a request that emitted in the step
+        return done, after, emits, stops, tuple(stopped), free
 
 
 # -- the negative controls --------------------------------------------------------------------------
@@ -368,16 +456,47 @@ class RequeueAtBack(PagedPolicy):
         return fresh + requeued
 
 
+class CancelIgnored(PagedPolicy):
+    """A cancel is accepted and forgotten: the request runs on."""
+
+    def cancelled(self, r: PagedRequest, c: z3.BoolRef) -> PagedRequest:
+        return r
+
+    def returned_on_cancel(self, held: z3.ArithRef) -> z3.ArithRef:
+        return z3.IntVal(0)
+
+
+class LeakOnCancel(PagedPolicy):
+    """A cancelled request's blocks never return to the pool."""
+
+    def returned_on_cancel(self, held: z3.ArithRef) -> z3.ArithRef:
+        return z3.IntVal(0)
+
+
+class StopIgnored(PagedPolicy):
+    """A stop is accepted and forgotten: the request keeps running to its max_new-th token."""
+
+    def stop_takes_effect(self, stop: z3.BoolRef) -> z3.BoolRef:
+        return z3.BoolVal(False)
+
+
+class EarlyToken(PagedPolicy):
+    """Every prefill chunk emits a token, its prefill done or not: a stop could then end a partial request."""
+
+    def emits_token(self, decode: z3.BoolRef, k: z3.ArithRef, computed: z3.ArithRef, target: z3.ArithRef) -> z3.BoolRef:
+        return z3.Or(decode, k > 0)
+
+
 # -- the claims --------------------------------------------------------------------------------------
 
-Claim = Callable[[PagedState, PagedStep], z3.BoolRef]
+Claim = Callable[[Withdrawn, PagedStep], z3.BoolRef]  # the adds' cancels, then the step
 
 
-def blocks_claim(s0: PagedState, t: PagedStep) -> z3.BoolRef:
+def blocks_claim(w: Withdrawn, t: PagedStep) -> z3.BoolRef:
     return invariant_parts(t.after)["BLOCKS"]
 
 
-def tokens_kept_claim(s0: PagedState, t: PagedStep) -> z3.BoolRef:
+def tokens_kept_claim(w: Withdrawn, t: PagedStep) -> z3.BoolRef:
     facts = []
     for i, (b, a) in enumerate(zip(t.before.requests, t.after.requests, strict=True)):
         delta = a.emitted - b.emitted
@@ -386,7 +505,7 @@ def tokens_kept_claim(s0: PagedState, t: PagedStep) -> z3.BoolRef:
     return z3.And(facts)
 
 
-def recompute_claim(s0: PagedState, t: PagedStep) -> z3.BoolRef:
+def recompute_claim(w: Withdrawn, t: PagedStep) -> z3.BoolRef:
     facts = []
     for i, (b, a) in enumerate(zip(t.before.requests, t.after.requests, strict=True)):
         p = t.preempted[i]
@@ -399,7 +518,7 @@ def recompute_claim(s0: PagedState, t: PagedStep) -> z3.BoolRef:
     return z3.And(facts)
 
 
-def preempt_order_claim(s0: PagedState, t: PagedStep) -> z3.BoolRef:
+def preempt_order_claim(w: Withdrawn, t: PagedStep) -> z3.BoolRef:
     rs, n = t.before.requests, len(t.before.requests)
     facts = [z3.Implies(z3.And(t.preempted[i], rs[j].running), t.preempted[j])
              for i in range(n) for j in range(i + 1, n)]
@@ -408,7 +527,7 @@ def preempt_order_claim(s0: PagedState, t: PagedStep) -> z3.BoolRef:
     return z3.And(facts)
 
 
-def preempt_bound_claim(s0: PagedState, t: PagedStep) -> z3.BoolRef:
+def preempt_bound_claim(w: Withdrawn, t: PagedStep) -> z3.BoolRef:
     rs, n = t.before.requests, len(t.before.requests)
     facts = [z3.Implies(z3.And(rs[i].running, *[z3.Not(rs[j].live) for j in range(i)]), z3.Not(t.preempted[i]))
              for i in range(n)]
@@ -418,7 +537,7 @@ def preempt_bound_claim(s0: PagedState, t: PagedStep) -> z3.BoolRef:
     return z3.And(facts)
 
 
-def rank_claim(s0: PagedState, t: PagedStep) -> z3.BoolRef:
+def rank_claim(w: Withdrawn, t: PagedStep) -> z3.BoolRef:
     rs, after = t.before.requests, t.after.requests
     facts = []
     for i, (b, a) in enumerate(zip(rs, after, strict=True)):
@@ -428,7 +547,40 @@ def rank_claim(s0: PagedState, t: PagedStep) -> z3.BoolRef:
     return z3.And(facts)
 
 
-def whole_invariant(s0: PagedState, t: PagedStep) -> z3.BoolRef:
+def end_claim(w: Withdrawn, t: PagedStep) -> z3.BoolRef:
+    """END: a request ended before the step (finished, stopped or cancelled) is not planned, emits nothing,
+    holds no block and stays ended with its tokens; a request a stop names is ended after the step, its
+    blocks back."""
+    facts = []
+    for i, (b, a) in enumerate(zip(t.before.requests, t.after.requests, strict=True)):
+        facts += [z3.Implies(b.ended, z3.And(z3.Not(t.planned(i)), z3.Not(t.emits[i]), a.ended, z3.Not(a.running),
+                                             a.held == 0, a.emitted == b.emitted)),
+                  z3.Implies(t.stops[i], z3.And(a.ended, z3.Not(a.running), a.held == 0))]
+    return z3.And(facts)
+
+
+def stop_ready_claim(w: Withdrawn, t: PagedStep) -> z3.BoolRef:
+    """STOP-READY: every request a stop may name (it emitted in the step and still runs once the step's
+    finished requests end) is ready: a stop never ends a request mid-prefill."""
+    return z3.And([z3.Implies(z3.And(e, c.running), c.ready)
+                   for e, c in zip(t.emits, t.completed.requests, strict=True)])
+
+
+def cancel_claim(w: Withdrawn, t: PagedStep) -> z3.BoolRef:
+    """CANCEL: a cancelled request is never planned and emits nothing, and is ended after the step with no
+    block; its blocks are back before the step's schedule(): the free blocks then are the free ones before
+    the cancels plus what the cancelled requests held, and the pool less what the running ones hold."""
+    facts = []
+    for i, (c, a) in enumerate(zip(w.cancels, t.after.requests, strict=True)):
+        facts.append(z3.Implies(c, z3.And(z3.Not(t.planned(i)), z3.Not(t.emits[i]), a.ended, z3.Not(a.running),
+                                          a.held == 0)))
+    returned = z3.Sum([z3.If(c, r.held, 0) for c, r in zip(w.cancels, w.before.requests, strict=True)])
+    held = z3.Sum([z3.If(r.running, r.held, 0) for r in w.after.requests])
+    facts += [w.after.free == w.before.free + returned, w.after.free + held == w.after.num_blocks]
+    return z3.And(facts)
+
+
+def whole_invariant(w: Withdrawn, t: PagedStep) -> z3.BoolRef:
     return invariant(t.after)
 
 
@@ -436,17 +588,20 @@ def whole_invariant(s0: PagedState, t: PagedStep) -> z3.BoolRef:
 class PagedTheorem:
     name: str
     claim: Claim
-    control: type[PagedPolicy]
+    controls: tuple[type[PagedPolicy], ...]  # wrong policies, each of which must refute it
 
 
 THEOREMS: tuple[PagedTheorem, ...] = (
-    PagedTheorem("BLOCKS", blocks_claim, LeakOnEnd),
-    PagedTheorem("TOKENS-KEPT", tokens_kept_claim, OverRun),
-    PagedTheorem("RECOMPUTE", recompute_claim, RecomputeOneMore),
-    PagedTheorem("PREEMPT-ORDER", preempt_order_claim, RequeueAtBack),
-    PagedTheorem("PREEMPT-BOUND", preempt_bound_claim, PreemptOldest),
-    PagedTheorem("TERMINATION", rank_claim, PreemptOldest),
-    PagedTheorem("PAGED-INVARIANT", whole_invariant, LeakOnEnd),
+    PagedTheorem("BLOCKS", blocks_claim, (LeakOnEnd, LeakOnCancel)),
+    PagedTheorem("TOKENS-KEPT", tokens_kept_claim, (OverRun,)),
+    PagedTheorem("RECOMPUTE", recompute_claim, (RecomputeOneMore,)),
+    PagedTheorem("PREEMPT-ORDER", preempt_order_claim, (RequeueAtBack,)),
+    PagedTheorem("PREEMPT-BOUND", preempt_bound_claim, (PreemptOldest,)),
+    PagedTheorem("TERMINATION", rank_claim, (PreemptOldest,)),
+    PagedTheorem("END", end_claim, (StopIgnored,)),
+    PagedTheorem("STOP-READY", stop_ready_claim, (EarlyToken,)),
+    PagedTheorem("CANCEL", cancel_claim, (CancelIgnored, LeakOnCancel)),
+    PagedTheorem("PAGED-INVARIANT", whole_invariant, (LeakOnEnd,)),
 )
 
 
@@ -468,15 +623,16 @@ def prove(theorem: PagedTheorem, policy: PagedPolicy | None = None, num_requests
     for bs in block_sizes:
         s0 = PagedState.fresh("s0", num_requests, bs)
         arrived, adds = policy.arrive(s0, "s1")
-        t = policy.step(arrived)
+        w = policy.cancel(arrived, "s1c")
+        t = policy.step(w.after)
         solver = z3.SolverFor("QF_LIA")
         solver.set("timeout", timeout_ms)
-        solver.add(invariant(s0), adds, t.facts)
-        goal = theorem.claim(s0, t)
+        solver.add(invariant(s0), adds, w.facts, t.facts)
+        goal = theorem.claim(w, t)
         turn = prove_in_turn(solver, goal.children() if z3.is_and(goal) else [goal], keep_model=True)
         if turn.verdict is Verdict.BROKEN:
             return PagedStepResult(theorem.name, policy.name, turn.verdict, time.perf_counter() - began,
-                                   f"block_size {bs}: {shown(solver.model(), arrived)}")
+                                   f"block_size {bs}: {shown(solver.model(), w, t)}")
         if turn.verdict is not Verdict.HOLDS:
             return PagedStepResult(theorem.name, policy.name, turn.verdict, time.perf_counter() - began)
     return PagedStepResult(theorem.name, policy.name, Verdict.HOLDS, time.perf_counter() - began)
@@ -489,8 +645,8 @@ def prove_init(num_requests: int = PAGED_N, block_sizes: tuple[int, ...] = BLOCK
         s = PagedState.fresh("s0", num_requests, bs)
         new = z3.And(s.free == s.num_blocks, s.token_budget >= 1, s.max_seqs >= 1, s.watermark >= 0,
                      s.watermark <= s.num_blocks,
-                     *[z3.And(z3.Not(r.arrived), z3.Not(r.running), r.computed == 0, r.emitted == 0, r.held == 0,
-                              r.prompt_len >= 1, r.max_new >= 1) for r in s.requests])
+                     *[z3.And(z3.Not(r.arrived), z3.Not(r.running), z3.Not(r.ended_early), r.computed == 0,
+                              r.emitted == 0, r.held == 0, r.prompt_len >= 1, r.max_new >= 1) for r in s.requests])
         solver = z3.SolverFor("QF_LIA")
         solver.add(new, z3.Not(invariant(s)))
         verdict = refuted(check(solver))
@@ -500,17 +656,22 @@ def prove_init(num_requests: int = PAGED_N, block_sizes: tuple[int, ...] = BLOCK
     return PagedStepResult("PAGED-INIT", "paged", Verdict.HOLDS, time.perf_counter() - began)
 
 
-def shown(model: z3.ModelRef, s: PagedState) -> str:
+def shown(model: z3.ModelRef, w: Withdrawn, t: PagedStep) -> str:
+    """The counterexample's state after the adds, then its cancels and stops."""
     def val(term: z3.ExprRef) -> object:
         v = model.eval(term, model_completion=True)
         return z3.is_true(v) if z3.is_bool(v) else v.as_long()  # type: ignore[attr-defined]
 
+    s = w.before
     rows = [f"{i}: {'running' if val(r.running) else 'waiting' if val(r.waiting) else 'ended'} "
             f"prompt_len={val(r.prompt_len)} max_new={val(r.max_new)} computed={val(r.computed)} "
             f"emitted={val(r.emitted)} target={val(r.target)} held={val(r.held)}"
             for i, r in enumerate(s.requests) if val(r.arrived)]
+    cancelled = [i for i, c in enumerate(w.cancels) if val(c)]
+    stops = [i for i, x in enumerate(t.stops) if val(x)]
     return (f"B={val(s.token_budget)} S={val(s.max_seqs)} num_blocks={val(s.num_blocks)} "
-            f"watermark={val(s.watermark)} free={val(s.free)}; requests {'; '.join(rows) or 'none'}")
+            f"watermark={val(s.watermark)} free={val(s.free)}; requests {'; '.join(rows) or 'none'}; "
+            f"cancelled {cancelled or 'none'}; stops {stops or 'none'}")
 
 
 def theorems(num_requests: int = PAGED_N) -> list[PagedStepResult]:
@@ -518,5 +679,5 @@ def theorems(num_requests: int = PAGED_N) -> list[PagedStepResult]:
 
 
 def controls(num_requests: int = PAGED_N) -> list[PagedStepResult]:
-    """Each theorem on its control policy: every one must be refuted."""
-    return [prove(t, t.control(), num_requests) for t in THEOREMS]
+    """Each theorem on each of its control policies: every one must be refuted."""
+    return [prove(t, control(), num_requests) for t in THEOREMS for control in t.controls]
