@@ -29,7 +29,10 @@ class EndedRids(RidProgressions):
         steps[rid] = step
         if len(steps) > RECENT:
             del steps[next(iter(steps))]
-        self.keep(rid)
+        if type(rid) is int:
+            self._ints.keep(rid)
+        else:
+            self.keep(rid)
 
     def discard(self, rid: object) -> None:
         """`rid` is live again (a v1 trace may accept an ended request's rid anew): no longer ended."""

@@ -16,6 +16,7 @@ its family, or past the families.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from functools import reduce
 from math import gcd
 
@@ -129,8 +130,17 @@ class RidProgressions:
         return bool(self._ints.runs or self._families or self._loose)
 
     def __contains__(self, rid: object) -> bool:
-        if type(rid) is int:
-            return rid in self._ints
+        if type(rid) is int:  # IntProgressions.__contains__, written out: the checkers ask it most
+            ints = self._ints
+            if rid >= ints._top:
+                return False
+            step = ints._step
+            runs = ints._by_residue.get(rid % step)
+            if runs is None:
+                return False
+            q = rid // step
+            i = bisect_right(runs._los, q) - 1
+            return i >= 0 and q < runs._his[i]
         if rid in self._loose:
             return True
         if not self._families or type(rid) is not str:
