@@ -26,17 +26,22 @@ SAMPLE = 32  # the first ints kept, from which the step is learned
 MAX_STEP = 1024  # a larger learned step reads as no step (1): a wrong one would cost a run per residue
 PENDING = 64  # string families seen once, remembered so that their second member starts the family
 MAX_FAMILIES = 64  # families kept as progressions; past them a string is kept one by one
+DIGITS = "0123456789"
 _REVERSED_COUNTER = re.compile(r"([^0-9]*)([0-9]+)")  # matched on the reversed string: tail, then digits
 
 
 def counter_of(rid: str) -> tuple[tuple[str, str], int] | None:
     """(head, tail) and the counter between them, so that rid == head + str(counter) + tail; None if the
     string has no digits. Leading zeros stay in the head ("req-007": head "req-00", counter 7)."""
-    found = _REVERSED_COUNTER.match(rid[::-1])
-    if found is None:
-        return None
-    tail, digits = found.group(1)[::-1], found.group(2)[::-1]
-    head = rid[: len(rid) - found.end()]
+    head = rid.rstrip(DIGITS)
+    if len(head) < len(rid):  # it ends in its counter, as most do: no tail, and no pattern to match
+        tail, digits = "", rid[len(head) :]
+    else:
+        found = _REVERSED_COUNTER.match(rid[::-1])
+        if found is None:
+            return None
+        tail, digits = found.group(1)[::-1], found.group(2)[::-1]
+        head = rid[: len(rid) - found.end()]
     if len(digits) > 1 and digits[0] == "0":
         kept = digits.lstrip("0") or "0"
         head, digits = head + digits[: len(digits) - len(kept)], kept
@@ -143,12 +148,21 @@ class RidProgressions:
             return i >= 0 and q < runs._his[i]
         if rid in self._loose:
             return True
-        if not self._families or type(rid) is not str:
+        families = self._families
+        if not families or type(rid) is not str:
             return False
+        head = rid.rstrip(DIGITS)
+        cut = len(head)
+        if cut < len(rid) and (rid[cut] != "0" or cut == len(rid) - 1):  # counter_of's common case, written out
+            family = families.get((head, ""))
+            if family is None:
+                return False
+            counter = int(rid[cut:])
+            return counter < family._top and counter in family
         found = counter_of(rid)
         if found is None:
             return False
-        family = self._families.get(found[0])
+        family = families.get(found[0])
         return family is not None and found[1] in family
 
     def keep(self, rid: object) -> None:
@@ -156,14 +170,14 @@ class RidProgressions:
         if type(rid) is int:
             self._ints.keep(rid)
             return
-        if rid in self:
+        if rid in self._loose:
             return
         found = counter_of(rid) if type(rid) is str else None
         if found is None:
             self._loose.add(rid)
             return
         key, counter = found
-        family = self._families.get(key)
+        family = self._families.get(key)  # if it holds `rid` already, keep() leaves it as it is
         if family is None:
             if len(self._families) >= MAX_FAMILIES:
                 self._loose.add(rid)
