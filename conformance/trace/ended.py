@@ -6,8 +6,8 @@ The rids are kept as arithmetic progressions (`progressions.RidProgressions`): a
 requests regularly (0, 1, 2, ..., every k-th, or "req-17" strings) and they end in about that order, so
 the progressions number about the gaps left by requests still live (or refused: a refused rid must not
 read as ended), not the requests ended. Rids that fit no progression (a uuid string, say) are kept one
-by one. The step each ended at is kept for the last `RECENT` ended (for the messages); an older one's step
-is no longer known, and a message says so.
+by one. The step each ended at is kept for the last `RECENT` ended (for the messages); an older one's
+step is no longer known, and a message says so.
 """
 
 from __future__ import annotations

@@ -121,7 +121,8 @@ class IntProgressions:
 
 
 class RidProgressions:
-    """A set of rids (ints, and strings) as progressions: `in`, keep, drop, and how many runs are kept."""
+    """A set of rids as progressions: `in`, keep, drop, and how many runs are kept. The rids are a trace's,
+    ints and strings: another value is kept one by one, and is not the int it equals (True is not 1 here)."""
 
     __slots__ = ("_families", "_ints", "_loose", "_pending")
 
