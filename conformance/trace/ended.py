@@ -2,21 +2,22 @@
 that ended (a rid added again is taken, rule NEVER-FIT; a request planned or emitting after its end
 breaks TOKENS or CANCEL), but not keep a record per ended request.
 
-Int rids are kept as disjoint runs [lo, hi) (`runs.RidRuns`): an engine numbers its requests as they
-arrive and they end in about that order, so the runs number about the gaps left by requests still live
-(or refused: a refused rid must not read as ended), not the requests ended. String rids are kept one by
-one. The step each ended at is kept for the last `RECENT` ended (for the messages); an older one's step
-is no longer known, and a message says so.
+The rids are kept as arithmetic progressions (`progressions.RidProgressions`): an engine numbers its
+requests regularly (0, 1, 2, ..., every k-th, or "req-17" strings) and they end in about that order, so
+the progressions number about the gaps left by requests still live (or refused: a refused rid must not
+read as ended), not the requests ended. Rids that fit no progression (a uuid string, say) are kept one
+by one. The step each ended at is kept for the last `RECENT` ended (for the messages); an older one's
+step is no longer known, and a message says so.
 """
 
 from __future__ import annotations
 
-from .runs import RidRuns
+from .progressions import RidProgressions
 
 RECENT = 256
 
 
-class EndedRids(RidRuns):
+class EndedRids(RidProgressions):
     __slots__ = ("_steps",)
 
     def __init__(self) -> None:
@@ -28,11 +29,10 @@ class EndedRids(RidRuns):
         steps[rid] = step
         if len(steps) > RECENT:
             del steps[next(iter(steps))]
-        his = self._his
-        if his and his[-1] == rid and type(rid) is int:  # next after the last run, as requests end in order
-            his[-1] = rid + 1
-            return
-        self.keep(rid)
+        if type(rid) is int:
+            self._ints.keep(rid)
+        else:
+            self.keep(rid)
 
     def discard(self, rid: object) -> None:
         """`rid` is live again (a v1 trace may accept an ended request's rid anew): no longer ended."""

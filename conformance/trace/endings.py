@@ -3,8 +3,8 @@
 The monitor keeps a record per ended request (rid -> `Ending`): a rid planned or emitting after its end
 breaks TOKENS, or CANCEL if it was cancelled, and add() of it may be accepted or refused (NEVER-FIT). A
 live monitor's run is short; a trace may hold millions of requests. So the trace checker gives its
-monitor this map instead: the rids of each reason (length, stop, cancel) kept as runs of integers
-(`ended.EndedRids`), with the step of the last `ended.RECENT` of each reason. An older one's `Ending`
+monitor this map instead: the rids of each reason (length, stop, cancel) kept as arithmetic
+progressions (`ended.EndedRids`), with the step of the last `ended.RECENT` of each reason. An older one's `Ending`
 has step None, and a message says its step is no longer kept; the rule it breaks is the same.
 """
 
