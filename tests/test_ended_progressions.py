@@ -22,7 +22,7 @@ from stallfree.conformance.trace.ended import EndedRids
 from stallfree.conformance.trace.endings import Endings
 from stallfree.conformance.trace.progressions import MAX_FAMILIES, counter_of
 from stallfree.conformance.trace.runs import RidRuns
-from stallfree.spec.reservation.shadow import Ending, Reason
+from stallfree.spec.ending import Ending, Reason
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
 from ended_memory import every_other, named, peak, ranks_share
