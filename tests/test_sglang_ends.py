@@ -7,6 +7,7 @@ are each caught where SGLang holds the rule."""
 from __future__ import annotations
 
 import pytest
+from engine_workloads import workload
 from sglang_guard import require_sglang
 
 require_sglang()
@@ -75,6 +76,15 @@ def test_sglang_runs_an_aborted_running_request_one_more_decode_step(name: str, 
     check_workload(w, SglangEnds, rules=[r for r in LIFECYCLE if r != "CANCEL"])  # the rest holds
 
 
+def test_sglangs_admission_is_unchanged_its_kv_break_replays_with_stops_and_cancels_on() -> None:
+    # The grid's sample for SglangEnds (its workloads drawn with stops and cancels) did not reach KV's
+    # break; the plain adapter's 1-minimal counterexample (tests/test_sglang_adapter.py) replays here.
+    w = workload((1, 4, 16), (1, 2, 0), (1, 2, 0), (1, 2, 0), (7, 1, 0))
+    with pytest.raises(RuleViolation) as broken:
+        check_workload(w, SglangEnds, rules=["KV"])
+    assert (broken.value.rule, broken.value.step) == ("KV", 3)
+
+
 def test_the_adapter_refuses_what_the_contract_refuses_and_changes_nothing() -> None:
     s = SglangEnds(8, 2, 64)
     s.add(0, 4, 3)
@@ -114,3 +124,19 @@ def test_conform_drives_sglangs_stops_and_aborts_and_reports_its_cancel_as_broke
     assert report.verdicts["NEVER-FIT"] == NOT_APPLICABLE
     assert all(report.verdicts[r] == PASS for r in ("ONE-ENTRY", "SLOTS", "PREFILL-ONCE", "FIRST-TOKEN", "TOKENS")), \
         render(report)
+
+
+@pytest.mark.parametrize("fault", [StopIgnored, AbortLeavesWaiting], ids=lambda f: f.__name__)
+def test_conform_shrinks_a_planted_stop_or_abort_bug_to_a_workload_where_sglang_holds(fault: type) -> None:
+    # ChunkAbortLeaks is left out: on the grid PROGRESS breaks first at SGLang's own K edge (see
+    # tests/test_sglang_adapter.py), so only the hand-written workload above tells the leak apart.
+    rule = CAUGHT_BY[fault]
+    report = conform(f"stallfree.conformance.engines.sglang_end_faults:{fault.__name__}", rules=[rule], budget=4,
+                     max_seqs=1, examples=4)
+    assert report.verdicts[rule] == FAIL, render(report)
+    c = report.counterexamples[rule]
+    assert c.minimal
+    with pytest.raises(RuleViolation) as broken:  # the printed test's call, on the planted bug
+        check_workload(c.workload, fault, rules=[rule])
+    assert broken.value.rule == rule
+    check_workload(c.workload, SglangEnds, rules=[rule])  # SGLang's own code holds it there
