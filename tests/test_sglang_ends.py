@@ -18,8 +18,9 @@ from stallfree.conformance.engines.sglang_end_faults import (  # noqa: E402
     AbortLeavesWaiting,
     ChunkAbortLeaks,
     StopIgnored,
+    StopStringMissed,
 )
-from stallfree.conformance.engines.sglang_ends import SglangEnds  # noqa: E402
+from stallfree.conformance.engines.sglang_ends import SglangEnds, SglangStopStrings  # noqa: E402
 from stallfree.conformance.kit import FAIL, NOT_APPLICABLE, PASS, conform  # noqa: E402
 from stallfree.conformance.kit.report import render  # noqa: E402
 from stallfree.spec import Arrival, Cancel, Config, RuleViolation, Workload, play  # noqa: E402
@@ -41,8 +42,11 @@ def plans(w: Workload, factory: type = SglangEnds, rules: list[str] = LIFECYCLE)
     return steps
 
 
-def test_sglang_ends_a_request_on_its_sampled_eos() -> None:
-    steps = plans(STOP)
+@pytest.mark.parametrize("factory", [SglangEnds, SglangStopStrings], ids=["eos", "stop-string"])
+def test_sglang_ends_a_request_on_its_sampled_eos_or_its_stop_string(factory: type) -> None:
+    # SglangStopStrings: SGLang's scheduler matches the stop string in the decoded output, on the token
+    # that completes it: a stop at that step, not a cancel after it
+    steps = plans(STOP, factory)
     assert steps == [[(0, 4), (1, 3)], [(0, 1), (1, 1)], [(1, 1)], [(1, 1)]]  # rid 0 is not planned after
 
 
@@ -104,13 +108,15 @@ def test_the_adapter_refuses_what_the_contract_refuses_and_changes_nothing() -> 
         s.cancel(1)  # already cancelled
 
 
-FAULT_WORKLOADS = {StopIgnored: STOP, AbortLeavesWaiting: CANCEL_WAITING, ChunkAbortLeaks: CANCEL_CHUNKED}
+# each planted bug: a workload that shows it, and the adapter it is planted behind (SGLang's code unchanged)
+FAULT_WORKLOADS = {StopIgnored: (STOP, SglangEnds), StopStringMissed: (STOP, SglangStopStrings),
+                   AbortLeavesWaiting: (CANCEL_WAITING, SglangEnds), ChunkAbortLeaks: (CANCEL_CHUNKED, SglangEnds)}
 
 
 @pytest.mark.parametrize("fault", list(FAULT_WORKLOADS), ids=lambda f: f.__name__)
 def test_a_bug_planted_in_sglangs_stop_or_abort_code_is_caught_where_sglang_holds(fault: type) -> None:
-    rule, w = CAUGHT_BY[fault], FAULT_WORKLOADS[fault]
-    check_workload(w, SglangEnds, rules=[rule])  # SGLang's own code holds the rule here
+    rule, (w, unplanted) = CAUGHT_BY[fault], FAULT_WORKLOADS[fault]
+    check_workload(w, unplanted, rules=[rule])  # SGLang's own code holds the rule here
     with pytest.raises(RuleViolation) as broken:
         check_workload(w, fault, rules=[rule])
     assert broken.value.rule == rule

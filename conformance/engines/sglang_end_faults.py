@@ -4,6 +4,7 @@ abort code where SGLang itself holds them:
 
 - `StopIgnored`: a subclass of SGLang's `Req` whose stop-token check never matches, so a request that
   samples its EOS runs on (TOKENS: planned after it stopped);
+- `StopStringMissed`: the same for SGLang's stop-string check, behind `SglangStopStrings` (TOKENS);
 - `AbortLeavesWaiting`: a subclass of SGLang's `Scheduler` whose `abort_request` does not search the
   waiting queue, so a cancelled waiting request is admitted later (CANCEL);
 - `ChunkAbortLeaks`: a subclass of SGLang's `Scheduler` whose pending chunked-prefill abort ends the
@@ -18,7 +19,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from .sglang_ends import SglangEnds, aborting_scheduler
+from .sglang_ends import SglangEnds, SglangStopStrings, aborting_scheduler
 from .sglang_setup import sglang, sglang_aborts
 
 
@@ -28,6 +29,14 @@ def _stop_ignored() -> type:
         def _check_token_based_finish(self, new_accepted_tokens: Any) -> bool:
             return False  # the bug: EOS read as an ordinary token
     return _StopIgnored
+
+
+@cache
+def _stop_string_missed() -> type:
+    class _StopStringMissed(sglang().Req):  # type: ignore[misc, name-defined]
+        def _check_str_based_finish(self, new_accepted_len: int = 1) -> bool:
+            return False  # the bug: the decoded tail is never searched for the stop string
+    return _StopStringMissed
 
 
 @cache
@@ -62,6 +71,13 @@ class StopIgnored(SglangEnds):
         return _stop_ignored()
 
 
+class StopStringMissed(SglangStopStrings):
+    """The adapter with stop strings over a subclass of SGLang's Req that never matches one."""
+
+    def req_class(self) -> type | None:
+        return _stop_string_missed()
+
+
 class AbortLeavesWaiting(SglangEnds):
     """The adapter over a subclass of SGLang's Scheduler whose abort misses the waiting queue."""
 
@@ -76,4 +92,5 @@ class ChunkAbortLeaks(SglangEnds):
         return _chunk_abort_leaks()
 
 
-CAUGHT_BY: dict[type, str] = {StopIgnored: "TOKENS", AbortLeavesWaiting: "CANCEL", ChunkAbortLeaks: "PROGRESS"}
+CAUGHT_BY: dict[type, str] = {  # each planted bug, and the rule it breaks
+    StopIgnored: "TOKENS", StopStringMissed: "TOKENS", AbortLeavesWaiting: "CANCEL", ChunkAbortLeaks: "PROGRESS"}

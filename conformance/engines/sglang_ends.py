@@ -17,6 +17,11 @@ What is SGLang's and what is the adapter's:
   the start of the next step (its KV released before that step is planned); a running request it
   only marks (`to_finish`, its method 3): "the request will still run one decode forward pass", so the
   next decode plans it once more. CANCEL says a running request ends at once: SGLang breaks it by design.
+- `SglangStopStrings` stops by stop string instead: each request asks SGLang to stop at STOP_STRING,
+  the stop sampled is a token whose text completes it, and SGLang's own stop-string check
+  (`_check_str_based_finish`, over the tail of the output decoded) ends it (FINISH_MATCHED_STR), in
+  the scheduler, on that token: a stop, not a cancel. The tokenizer it decodes with is the adapter's
+  (no model's): an ordinary token reads " a", the stop token STOP_STRING.
 - The adapter's: refusing a cancel the contract refuses (a rid that is not waiting or running, or one
   already cancelled): SGLang's abort ignores an unknown rid and takes a repeated one again. A cancel
   made while a plan is pending is handed to SGLang once that step's results are in, where SGLang's
@@ -31,6 +36,9 @@ from typing import Any
 
 from .sglang_adapter import SglangScheduler
 from .sglang_setup import EOS_TOKEN, SAMPLED_TOKEN, make_req, rid_text, sglang_aborts
+
+STOP_STRING = "<|stop|>"
+STOP_STRING_TOKEN = 2  # the token whose text is STOP_STRING: neither EOS nor the ordinary token
 
 
 class _NoGrammar:
@@ -150,3 +158,30 @@ class SglangEnds(SglangScheduler):
         side = self.side
         side.waiting_queue, side.chunked_req, side.running_batch = self.waiting, self.chunked, self.running
         side.last_batch = self.last_extend if self.last_extend is not None else self.running
+
+
+class _Text:
+    """The tokenizer SGLang's stop-string check decodes with: each token's text is fixed."""
+
+    eos_token_id = None
+    additional_stop_token_ids = None
+
+    def decode(self, ids: Iterable[int], **kwargs: object) -> str:
+        return "".join(STOP_STRING if t == STOP_STRING_TOKEN else " a" for t in ids)
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        return [STOP_STRING_TOKEN] if text == STOP_STRING else [SAMPLED_TOKEN] * len(text)
+
+
+class SglangStopStrings(SglangEnds):
+    """SglangEnds whose stops are stop strings that SGLang's scheduler matches (see the module)."""
+
+    def request(self, rid: int, prompt_len: int, max_new: int) -> Any:
+        req = super().request(rid, prompt_len, max_new)
+        req.tokenizer = _Text()
+        req.sampling_params.stop_strs = [STOP_STRING]
+        req.sampling_params.normalize(req.tokenizer)
+        return req
+
+    def sampled_token(self, req: Any) -> int:
+        return STOP_STRING_TOKEN if req.rid in self._stops else SAMPLED_TOKEN
