@@ -29,6 +29,8 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/sglang-venv
     msgspec pydantic pyzmq tqdm IPython aiohttp "transformers==5.19.0" dill \
     "apache-tvm-ffi==0.1.11" "sentencepiece==0.2.1" "compressed-tensors==0.18.0" gguf \
     "openai==2.8.0" partial_json_parser triton
+  # SGLang's Scheduler module (its abort code, for the adapter with cancels) imports these four more
+  "$py" -m pip install -q setproctitle einops uvicorn fastapi
   "$py" -m pip uninstall -q -y torchvision >/dev/null 2>&1 || true
   "$py" -m pip install -q --no-deps -e .
   "$py" -m pip install -q "pytest>=8" "hypothesis>=6.100" "pytest-timeout>=2.2"

@@ -56,3 +56,36 @@ def test_the_planted_chunk_overrun_is_caught_on_its_trace(tmp_path: Path, capsys
     verdict = check_engine_trace(lines, ["BUDGET"])
     violation, _ = verdict.violations["BUDGET"]
     assert violation.step == 2 and "9 tokens" in str(violation)
+
+
+STOPS = Workload.from_json({  # rid 0 stops on its 2nd token, rid 1 on its 1st (its last chunk's)
+    "config": {"token_budget": 8, "max_seqs": 4, "kv_tokens": 64},
+    "requests": [{"rid": 0, "prompt_len": 4, "max_new": 6, "arrival_step": 0, "stop_after": 2},
+                 {"rid": 1, "prompt_len": 12, "max_new": 3, "arrival_step": 0, "stop_after": 1}]})
+
+
+@pytest.mark.parametrize("factory", ["SglangEnds", "SglangStopStrings"])
+def test_sglangs_stops_are_logged_as_stops_and_judged(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      factory: str) -> None:
+    from stallfree.conformance.engines import sglang_ends
+    events = record(STOPS, factory=getattr(sglang_ends, factory))
+    ends = {e["rid"]: (e["step"], e["reason"]) for e in events if e["event"] == "finish"}
+    # step 0 prefills rid 0 (4) and 4 of rid 1's 12; step 1, a prefill batch alone, the other 8 (rid 1's
+    # first token, its stop) while rid 0 waits; step 2 decodes rid 0's second token, its stop
+    assert ends == {0: (2, "stop"), 1: (1, "stop")}
+    lines = imported(tmp_path, events, capsys)
+    safe = check_engine_trace(lines, ["BUDGET", "SLOTS", "PREFILL-ONCE", "FIRST-TOKEN", "TOKENS", "KV", "PROGRESS"])
+    assert safe.ok and safe.ended, safe.violations
+    assert set(check_engine_trace(lines).violations) == {"DECODE-FIRST"}  # rid 0 waits at step 1, as live
+
+
+def test_a_stop_sglang_ignores_is_caught_on_its_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from stallfree.conformance.engines.sglang_end_faults import StopIgnored
+    lines = imported(tmp_path, record(STOPS, factory=StopIgnored, max_steps=4), capsys)
+    violation, _ = check_engine_trace(lines, ["TOKENS"]).violations["TOKENS"]
+    assert violation.step == 2 and "plan names rid 1" in str(violation)  # rid 1 stopped at step 1, runs on
+
+
+def test_the_plain_adapter_refuses_a_workload_with_stops() -> None:
+    with pytest.raises(ValueError, match="has no stops"):
+        record(STOPS)

@@ -82,8 +82,12 @@ class SglangScheduler:
         if prompt_len + max_new > self.kv_tokens:
             raise ValueError(f"prompt_len + max_new = {prompt_len + max_new} exceeds the context length "
                              f"{self.kv_tokens}")
-        self.waiting.append(make_req(rid, prompt_len, max_new))
+        self.waiting.append(self.request(rid, prompt_len, max_new))
         self._taken.add(rid)
+
+    def request(self, rid: int, prompt_len: int, max_new: int) -> Any:
+        """SGLang's Req for an accepted request (the adapter with stops builds a subclass's)."""
+        return make_req(rid, prompt_len, max_new)
 
     def schedule(self) -> list[tuple[int, int]]:
         if self.pending is not None:
@@ -171,7 +175,7 @@ class SglangScheduler:
             if req.inflight_middle_chunks > 0:  # a chunk short of the prompt's end samples nothing
                 req.inflight_middle_chunks -= 1
                 continue
-            req.output_ids.append(SAMPLED_TOKEN)
+            req.output_ids.append(self.sampled_token(req))
             req.update_finish_state()
             emitted.append(int(req.rid))
             if req.finished():
@@ -181,6 +185,11 @@ class SglangScheduler:
         if batch is self.running:
             batch.filter_batch()
         return emitted
+
+
+    def sampled_token(self, req: Any) -> int:
+        """The token the faked forward pass samples for `req`: never its EOS here."""
+        return SAMPLED_TOKEN
 
 
 class SglangDefaultRatio(SglangScheduler):

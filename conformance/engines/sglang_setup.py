@@ -9,6 +9,9 @@ there, written against sglang 0.5.23 (`scripts/sglang-venv.sh` pins it).
 - SGLang's process-wide config is published once, from `ServerArgs(model_path="dummy", device="cpu")`.
 - The pools are SGLang's own CPU ones: a request-row pool of max_seqs rows, a KV pool of K tokens
   (page size 1), the token allocator over it, and the radix cache over both.
+- SGLang's abort code lives on its `Scheduler` (`sglang_aborts`, for the adapter with stops and cancels,
+  `sglang_ends`): importing that module costs about 17 s more and four more packages, so only that
+  adapter pays it.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from typing import Any
 
 WRITTEN_AGAINST = "0.5.23"
 VOCAB = 100_000
-SAMPLED_TOKEN = 1  # what the faked forward pass samples: no EOS is set, so it never stops a request
+SAMPLED_TOKEN = 1  # what the faked forward pass samples for a request that goes on: never its EOS
+EOS_TOKEN = 0  # each request's end-of-sequence token, sampled only for a request the caller stops
 
 
 class _Inert:
@@ -100,9 +104,34 @@ SYMBOLS: tuple[str, ...] = (
 )
 
 
+# The names of SGLang's Scheduler module the adapter with stops and cancels uses, imported on first use.
+ABORT_SYMBOLS: tuple[str, ...] = (
+    "sglang.srt.managers.scheduler:Scheduler",
+    "sglang.srt.managers.io_struct:AbortReq",
+    "sglang.srt.managers.schedule_batch:FINISH_ABORT",
+    "sglang.srt.disaggregation.utils:DisaggregationMode",
+)
+
+
+@cache
+def sglang_aborts() -> types.SimpleNamespace:
+    """SGLang's Scheduler, whose abort methods the adapter with cancels runs, and the types they take."""
+    sglang()
+    with warnings.catch_warnings():  # "Triton is not supported on current platform": no kernel runs
+        warnings.simplefilter("ignore", UserWarning)
+        return types.SimpleNamespace(**_names(ABORT_SYMBOLS))
+
+
 def _imported() -> types.SimpleNamespace:
+    s = types.SimpleNamespace(**_names(SYMBOLS))
+    s.reset_context()
+    s.publish(s.ServerArgs(model_path="dummy", device="cpu"), role="scheduler")
+    return s
+
+
+def _names(symbols: tuple[str, ...]) -> dict[str, Any]:
     names: dict[str, Any] = {}
-    for entry in SYMBOLS:
+    for entry in symbols:
         module_name, _, name = entry.partition(":")
         module = importlib.import_module(module_name)
         if name == module_name:
@@ -112,10 +141,7 @@ def _imported() -> types.SimpleNamespace:
         else:
             raise ImportError(f"sglang {WRITTEN_AGAINST}'s {module_name}.{name} is gone from the installed sglang: "
                               "the SGLang adapter is written against the pinned version (scripts/sglang-venv.sh)")
-    s = types.SimpleNamespace(**names)
-    s.reset_context()
-    s.publish(s.ServerArgs(model_path="dummy", device="cpu"), role="scheduler")
-    return s
+    return names
 
 
 def make_pools(max_seqs: int, kv_tokens: int, max_context: int) -> tuple[Any, Any, Any]:
@@ -131,15 +157,22 @@ def make_pools(max_seqs: int, kv_tokens: int, max_context: int) -> tuple[Any, An
     return rows, allocator, tree
 
 
-def make_req(rid: int, prompt_len: int, max_new: int) -> Any:
-    """SGLang's Req for a made-up prompt whose first token is its rid's own (no radix hit by chance),
-    sampling max_new tokens with no stop token."""
+def rid_text(rid: int) -> str:
+    """SGLang's request id for `rid`: zero-padded to 20 digits, since SGLang's abort takes every request
+    whose id starts with the one it is given (a request's parallel samples share a prefix), and "1"
+    would also take "10"."""
+    return f"{rid:020d}"
+
+
+def make_req(rid: int, prompt_len: int, max_new: int, req_class: type | None = None) -> Any:
+    """SGLang's Req (or `req_class`, a subclass) for a made-up prompt whose first token is its rid's own
+    (no radix hit by chance), sampling up to max_new tokens, ended early by EOS_TOKEN."""
     s = sglang()
     params = s.SamplingParams(max_new_tokens=max_new, temperature=0.0)
     params.normalize(None)
     ids = array("q", (2 + (rid << 24) + i for i in range(prompt_len)))
-    return s.Req(rid=str(rid), origin_input_text="", origin_input_ids=ids, sampling_params=params,
-                 vocab_size=VOCAB, eos_token_ids=set())
+    return (req_class or s.Req)(rid=rid_text(rid), origin_input_text="", origin_input_ids=ids,
+                                sampling_params=params, vocab_size=VOCAB, eos_token_ids={EOS_TOKEN})
 
 
 def model_config() -> types.SimpleNamespace:
