@@ -251,14 +251,6 @@ def _explore(out: Outcome, undecided: list[str], cls: type, shape: AddShape, v: 
     except TypeError as error:  # an operation symbolic values do not support: nothing is claimed
         undecided.append(f"{shape.label()}, {choice}: the code cannot run symbolically ({error})")
         return
-    out.paths += len(runs)
-    out.states += sum(r is not None for r in runs)
-    if not complete or (ex is not None and ex.unknown):
-        undecided.append(f"{shape.label()}, {choice}: " + ("paths past the bound" if not complete
-                                                           else f"{ex.unknown} branches undecided"))
+    out.tally(undecided, f"{shape.label()}, {choice}", runs, ex, complete)
     for rule, message, values in (f for r in runs if r for f in r):
-        if rule not in out.broken:
-            out.broken.append(rule)
-        if out.counterexample is None:
-            out.counterexample = {"rule": rule, "shape": shape.label(), "choice": choice, "values": values}
-            out.detail = f"{rule}: {message}; from {shape.label()} ({choice}), {values}"
+        out.found(rule, message, values, shape.label(), choice)

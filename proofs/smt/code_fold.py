@@ -98,11 +98,7 @@ def prove(cls: type, n: int = DEFAULT_N, max_paths: int = MAX_PATHS) -> Outcome:
         except TypeError as error:  # an operation symbolic values do not support: nothing is claimed
             undecided.append(f"{shape.label()}: the code cannot run symbolically ({error})")
             continue
-        out.paths += len(runs)
-        out.states += sum(r is not None for r in runs)
-        if not complete or (ex is not None and ex.unknown):
-            undecided.append(f"{shape.label()}: " + ("paths past the bound" if not complete
-                                                     else f"{ex.unknown} branches undecided"))
+        out.tally(undecided, shape.label(), runs, ex, complete)
         _record(out, undecided, shape, [f for r in runs if r for f in r])
     out.seconds = time.perf_counter() - started
     if out.counterexample is not None:
@@ -120,8 +116,4 @@ def _record(out: Outcome, undecided: list[str], shape: Shape, found: list[tuple[
         if rule == CUT_REFUSED:
             undecided.append(f"{shape.label()}: {message}")
             continue
-        if rule not in out.broken:
-            out.broken.append(rule)
-        if out.counterexample is None:
-            out.counterexample = {"rule": rule, "shape": shape.label(), "values": values}
-            out.detail = f"{rule}: {message}; from {shape.label()}, {values}"
+        out.found(rule, message, values, shape.label())

@@ -190,6 +190,24 @@ class Outcome:
     detail: str = ""
     broken: list[str] = field(default_factory=list)  # the rules broken, in the order found
 
+    def tally(self, undecided: list[str], where: str, runs: list[Any], ex: Explorer | None, complete: bool) -> None:
+        """Count one exploration's paths, and note in `undecided` why it cannot be claimed whole."""
+        self.paths += len(runs)
+        self.states += sum(r is not None for r in runs)
+        if not complete or (ex is not None and ex.unknown):
+            undecided.append(f"{where}: " + ("paths past the bound" if not complete
+                                            else f"{ex.unknown} branches undecided"))
+
+    def found(self, rule: str, message: str, values: dict[str, int], shape: str, choice: str | None = None) -> None:
+        """A path broke `rule`: record the rule, and the first such path as the counterexample."""
+        if rule not in self.broken:
+            self.broken.append(rule)
+        if self.counterexample is None:
+            where = shape if choice is None else f"{shape} ({choice})"
+            self.counterexample = {"rule": rule, "shape": shape, **({} if choice is None else {"choice": choice}),
+                                   "values": values}
+            self.detail = f"{rule}: {message}; from {where}, {values}"
+
 
 def _values(ex: Explorer, v: dict[str, z3.ArithRef]) -> dict[str, int]:
     return {name: ex.model.eval(term, model_completion=True).as_long() for name, term in v.items()}
@@ -232,17 +250,9 @@ def prove(theorem: Theorem, cls: type, n: int = DEFAULT_N, max_paths: int = MAX_
             except TypeError as error:  # an operation symbolic values do not support: nothing is claimed
                 undecided.append(f"{shape.label()}, {choice}: the code cannot run symbolically ({error})")
                 continue
-            out.paths += len(runs)
-            out.states += sum(r is not None for r in runs)
-            if not complete or (ex is not None and ex.unknown):
-                undecided.append(f"{shape.label()}, {choice}: " + ("paths past the bound" if not complete
-                                                                   else f"{ex.unknown} branches undecided"))
+            out.tally(undecided, f"{shape.label()}, {choice}", runs, ex, complete)
             for rule, message, values in (f for r in runs if r for f in r):
-                if rule not in out.broken:
-                    out.broken.append(rule)
-                if out.counterexample is None:
-                    out.counterexample = {"rule": rule, "shape": shape.label(), "choice": choice, "values": values}
-                    out.detail = f"{rule}: {message}; from {shape.label()} ({choice}), {values}"
+                out.found(rule, message, values, shape.label(), choice)
     out.seconds = time.perf_counter() - started
     if out.counterexample is not None:
         out.verdict = Verdict.BROKEN
