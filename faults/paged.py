@@ -1,6 +1,8 @@
 """Deliberately wrong paged schedulers: each breaks one rule of the paged design, named in `breaks`,
 by overriding one decision of `stallfree.paged.Scheduler`. The negative controls of the paged
-monitor, the kit's `paged` profile, the paged state machine and the paged model check.
+monitor, the kit's `paged` profile, the paged state machine and the paged model check, all of which
+iterate `PAGED_FAULTS`; `stallfree prove --scheduler paged --fault` selects one by its rule (the first
+listed that breaks it) or by its name (`--fault StopIgnored`).
 
 They run on blocks of 2 tokens with a watermark of one block (where the pool has one), so that small
 workloads preempt and admission meets the watermark."""
@@ -16,6 +18,7 @@ class PagedFault(Scheduler):
     """The paged scheduler on a small pool: 2-token blocks, a watermark of one block."""
 
     breaks = ""
+    also: tuple[str, ...] = ()  # rules its runs may break before `breaks`, as consequences of its mistake
 
     def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
         super().__init__(token_budget, max_seqs, kv_tokens, block_size=2, watermark=min(1, kv_tokens // 2))
@@ -108,18 +111,9 @@ class AcceptTooLarge(PagedFault):
         return True
 
 
-PAGED_FAULTS: tuple[type[PagedFault], ...] = (
-    LeakOnEnd, IgnoreWatermark, RecomputeOneMore, OverRun, CancelIgnored, RequeueAtBack, PreemptOldest,
-    AcceptTooLarge,
-)
-
-
-# The negative controls of the Z3 paged step's claims about stops and cancels (END, STOP-READY, CANCEL,
-# BLOCKS through ends) and of its differential, each beside the Z3 policy of the same name in
-# `stallfree.proofs.smt.paged_step`. Kept out of PAGED_FAULTS (one fault per new rule, each named alone by
-# the monitor, kit, state machine and model check): EarlyToken's runs break more than its rule, and the
-# others would repeat rules PAGED_FAULTS already has a fault for. The paged monitor is shown catching them
-# in tests/test_paged_z3_step.py.
+# The faults of stops and cancels, each also the negative control of the Z3 paged step's policy of the
+# same name (`stallfree.proofs.smt.paged_step`: END, STOP-READY, CANCEL and BLOCKS through ends). They
+# repeat rules the faults above break, through another path: a cancel, a stop, a token in mid-prefill.
 
 
 class LeakOnCancel(PagedFault):
@@ -146,9 +140,10 @@ class StopIgnored(PagedFault):
 class EarlyToken(PagedFault):
     """Every prefill chunk emits a token, its prefill done or not (a stop could then end it mid-prefill).
     The token is counted, not reported among the step's emitted rids, so the paged monitor sees a request
-    with more tokens than it was given (TOKENS-KEPT), and at times what follows from it (RECOMPUTE, BLOCKS)."""
+    with more tokens than it was given (TOKENS-KEPT), and at times what follows from it first (`also`)."""
 
     breaks = "TOKENS-KEPT"
+    also = ("RECOMPUTE", "BLOCKS", "WATERMARK")  # a re-prefill or the pool counts the token it should not have
 
     def prefilled(self, chunks: tuple[tuple[int, int], ...]) -> None:
         for rid, _ in chunks:
@@ -158,3 +153,7 @@ class EarlyToken(PagedFault):
 
 
 END_FAULTS: tuple[type[PagedFault], ...] = (LeakOnCancel, StopIgnored, EarlyToken)
+PAGED_FAULTS: tuple[type[PagedFault], ...] = (
+    LeakOnEnd, IgnoreWatermark, RecomputeOneMore, OverRun, CancelIgnored, RequeueAtBack, PreemptOldest,
+    AcceptTooLarge, *END_FAULTS,
+)

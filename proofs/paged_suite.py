@@ -23,16 +23,24 @@ FAULT_DEFAULT_BOUND = "2,2,6,2,3,3"
 
 
 def fault(rule: str) -> type[PagedFault]:
-    """The paged scheduler that breaks `rule`; ValueError naming the rules that have one."""
+    """The paged scheduler that breaks `rule` (the first listed in PAGED_FAULTS), or the one named `rule`
+    (any case: `STOPIGNORED`); ValueError naming the rules and the faults that have one."""
     for f in PAGED_FAULTS:
         if f.breaks == rule:
             return f
-    broken = ", ".join(f.breaks for f in PAGED_FAULTS)
-    raise ValueError(f"no paged fault breaks {rule}; the paged faults break {broken}")
+    for f in PAGED_FAULTS:
+        if f.__name__.upper() == rule.upper():
+            return f
+    broken = ", ".join(dict.fromkeys(f.breaks for f in PAGED_FAULTS))
+    names = ", ".join(f.__name__ for f in PAGED_FAULTS)
+    raise ValueError(f"no paged fault breaks {rule} or is named so; the paged faults break {broken} "
+                     f"(by name: {names})")
 
 
 def control_bound(rule: str) -> Bounds:
-    return Bounds.parse(FAULT_BOUNDS.get(rule, FAULT_DEFAULT_BOUND))
+    """The bound at which the model check finds the fault `fault(rule)` selects (by rule or by name)."""
+    selected = _fault_or_none(rule)
+    return Bounds.parse(FAULT_BOUNDS.get(selected.breaks if selected else rule, FAULT_DEFAULT_BOUND))
 
 
 def model_rows(bound: Bounds, factory: Callable[..., Any], max_states: int | None = None,

@@ -3,6 +3,8 @@ each shown passing on the paged scheduler and failing, with the rule named, on a
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from stallfree.main import main
@@ -66,6 +68,22 @@ def test_prove_scheduler_paged_holds_and_its_fault_breaks(capsys: pytest.Capture
     assert "RECOMPUTE" in out and "BROKEN" in out
     code, _, err = run(["prove", "--scheduler", "paged", "--fault", "KV"], capsys)
     assert code == 2 and "no paged fault breaks KV" in err
+
+
+@pytest.mark.parametrize(("name", "model_row", "z3_row"), [
+    ("StopIgnored", "TOKENS-KEPT          model check (paged)", "END                  Z3 paged step (StopIgnored)"),
+    ("LeakOnCancel", "BLOCKS               model check (paged)", "CANCEL               Z3 paged step (LeakOnCancel)"),
+    ("EarlyToken", "TOKENS-KEPT          model check (paged)", "STOP-READY           Z3 paged step (EarlyToken)"),
+])
+def test_prove_scheduler_paged_selects_an_end_fault_by_name(name: str, model_row: str, z3_row: str,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The faults of stops and cancels share their rule with another fault, so --fault takes their name."""
+    pytest.importorskip("z3")
+    code, out, _ = run(["prove", "--scheduler", "paged", "--fault", name, "--methods", "model,z3"], capsys)
+    assert code == 1, out
+    for row in (model_row, z3_row):
+        assert row in out and "BROKEN" in out.split(row, 1)[1].split("\n", 1)[0], out
+    assert re.search(r"^0 of \d+ claims hold", out, re.MULTILINE), out  # no row of a fault's run holds
 
 
 def test_campaign_over_the_paged_scheduler_and_a_paged_fault(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,7 +1,8 @@
 """The conformance kit's `paged` profile with stops and cancels: the paged scheduler is driven through
 both under the paged monitor and keeps every paged rule; each wrong paged scheduler in faults/paged.py
 fails through the kit with its rule named, the lifecycle ones (a block kept after an end, a cancel
-forgotten, a token too many) among them."""
+forgotten, a token too many, a cancelled request's blocks kept, a stop ignored, a token in mid-prefill)
+among them."""
 
 from __future__ import annotations
 
@@ -30,5 +31,7 @@ def test_the_kit_names_each_paged_faults_rule(fault: type) -> None:
     assert report.verdicts[fault.breaks] == FAIL, report.verdicts
     assert fault.breaks in report.counterexamples
     assert report.counterexamples[fault.breaks].requires == PAGED_BY_ID[fault.breaks].statement  # the paged rule's
-    if fault.breaks == "CANCEL":  # only a workload with a cancel can show it
-        assert report.counterexamples["CANCEL"].workload.cancels
+    if fault.breaks == "CANCEL" or fault.__name__ == "LeakOnCancel":  # only a workload with a cancel can show it
+        assert report.counterexamples[fault.breaks].workload.cancels
+    if fault.__name__ == "StopIgnored":  # only a workload with a stop can
+        assert report.counterexamples[fault.breaks].workload.has_stops

@@ -1,5 +1,6 @@
 """The paged state machine: the paged scheduler keeps every paged rule and invariant through adds,
-stops, cancels (pending ones too) and drains, and preempts; each paged fault is found by it, its rule named."""
+stops, cancels (pending ones too) and drains, and preempts; each paged fault is found by it, its rule named
+(EarlyToken's a consequence of its mistake, a rule of its `also`)."""
 
 from __future__ import annotations
 
@@ -39,5 +40,5 @@ def test_the_machine_finds_each_paged_fault_under_its_rule(fault: type) -> None:
     machine = paged_machine_for(fault, fixed_pool=True)
     with pytest.raises(RuleViolation) as found:
         run_state_machine_as_test(machine, settings=settings(FIND, max_examples=300))
-    assert found.value.rule == fault.breaks, str(found.value)
+    assert found.value.rule in (fault.breaks, *fault.also), str(found.value)  # EarlyToken: RECOMPUTE first
 

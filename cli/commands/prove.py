@@ -75,7 +75,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="model-check this scheduler instead, and run its code symbolically (a class kept in the "
                         "reference's fields; the other Z3 theorems, the differential check and CrossHair are about "
                         "the reference's own code); `paged` (or any "
-                        "factory of the paged design) runs the paged rows, and --fault then names a paged rule")
+                        "factory of the paged design) runs the paged rows, and --fault then names a paged rule or a "
+                        "paged fault (StopIgnored)")
     p.add_argument("--hidden", default=None, metavar="MODULE:FUNCTION",
                    help="with --scheduler: the function giving the scheduler's state that the model checker's "
                         "key leaves out (a step counter, a cache), or 'none'; without it the model-check claims "
