@@ -44,7 +44,7 @@ class Contract:
     scheduler: str = "stallfree.reference:Scheduler"  # its reference scheduler, MODULE:FACTORY
     faults: str = ""  # MODULE:NAME of its wrong schedulers (each breaks one of its rules)
     bound: Callable[[Any], int] | None = None
-    invariants: tuple[Any, ...] = ()  # its state invariants (`reservation.invariants.Invariant`): the model checker's
+    invariants: tuple[Any, ...] = ()  # its state invariants (`spec/invariant.py:Invariant`): the model checker's
     noun: str = ""  # what a rule of it is called in messages (default: "<name> rule")
     carries: frozenset[str] = frozenset({STOPS})  # what a played workload may carry beyond its requests
     capability_rules: tuple[tuple[str, tuple[str, ...]], ...] = ()  # capability -> the rules its tests judge
