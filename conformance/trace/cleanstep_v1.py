@@ -41,8 +41,10 @@ from typing import Any
 from stallfree.spec import MAX_INT, Monitor, Request
 from stallfree.spec.ending import Reason
 from stallfree.spec.lines import start_running
-from stallfree.spec.reservation.shadow import Shadow, Track
+from stallfree.spec.reservation.shadow import Shadow
 
+from .cleanplan import Clean
+from .cleanstep_admit import whole_admissions
 from .tracefile import TraceStep
 
 ONE = {1}  # the n of every decode
@@ -51,25 +53,6 @@ ONE = {1}  # the n of every decode
 def usable(monitor: Any) -> bool:
     """Whether the shortcut may judge this monitor's steps: the reservation design's own monitor."""
     return type(monitor) is Monitor and type(monitor.shadow) is Shadow
-
-
-class Clean:
-    """What the judgement of one step found, for the move: its admissions and chunks (track, start + n) in
-    plan order, the chunks that end their prompt, the requests that emit their last token, and the
-    engine's new reservations."""
-
-    __slots__ = ("admitted", "completing", "ending", "fresh", "got", "prefill_tokens", "prefills", "reserved", "tokens")
-
-    def __init__(self, got: dict[int, int], tokens: int) -> None:
-        self.got = got  # rid -> n
-        self.tokens = tokens  # the plan's tokens
-        self.prefill_tokens = 0  # of which in chunks and admissions
-        self.admitted: list[Track] = []
-        self.prefills: list[tuple[Track, int]] = []
-        self.completing: list[Track] = []
-        self.ending: list[Track] = []
-        self.fresh: list[int] = []  # rids the engine admits in this step (first planned)
-        self.reserved = 0  # the admissions' reservations, by the shadow's account
 
 
 class Shortcut:
@@ -142,8 +125,12 @@ class Shortcut:
             return False
         if len(item.plan) == len(ready) and self._decodes(shadow, ready, engine, item):
             return True
-        clean = self._plan(shadow, ready, item)
-        if clean is None or not _policy(shadow, clean) or not _kv_back(shadow, engine, item, clean, ready):
+        clean = whole_admissions(self.shown, self.calendar.get(self.lag), shadow, item)
+        if clean is None:  # not decodes and whole-prompt admissions alone: judged entry by entry
+            clean = self._plan(shadow, ready, item)
+            if clean is None or not _policy(shadow, clean):
+                return False
+        if not _kv_back(shadow, engine, item, clean, ready):
             return False
         _move_engine(engine, item, clean)
         self._move(item, clean)
@@ -313,7 +300,7 @@ def _kv_back(shadow: Shadow, engine: Any, item: TraceStep, clean: Clean, ready: 
         fresh.extend([rid for rid in (t.request.rid for t, _ in clean.prefills) if rid not in admitted and
                       rid in reservations])
     else:
-        fresh.extend(rid for rid in clean.got.keys() - admitted if rid in reservations)
+        fresh.extend(rid for rid, _ in item.plan if rid not in admitted and rid in reservations)  # distinct rids
     free = engine.free_kv
     for rid in fresh:
         free -= reservations[rid]
