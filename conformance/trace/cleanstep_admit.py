@@ -90,3 +90,22 @@ def _fits(shadow: Shadow, clean: Clean) -> bool:
     if clean.tokens == cfg.token_budget or len(waiting) == len(clean.admitted) or num_running == cfg.max_seqs:
         return True
     return waiting[len(clean.admitted)].request.reservation > free_kv  # WORK-CONSERVING: the next one does not fit
+
+
+def next_decodes(shown: tuple[list[list[int]], list[int]], due: list[int] | None,
+                 clean: Clean) -> tuple[list[list[int]], list[int]] | None:
+    """The decodes the next step shows if every ready request decodes again, once the step `whole_admissions`
+    judged (`shown`, `due`, `clean`) is taken: the decodes judged, less the one that ended if it was
+    the first (the oldest, as an engine that ends requests in order writes it), then one for each
+    admission; so a plan equal to them is the ready requests' decodes, each once. None where it is not
+    so simple (two ended, the one that ended not the first, an admission that ended at once): the
+    next step's decodes are then judged whole (`Shortcut._decodes`)."""
+    decodes, tokens = shown
+    if len(clean.ending) != (len(due) if due else 0):
+        return None  # an admission emitted its last token with its first
+    if due:
+        if len(due) != 1 or tokens[0] != due[0] or decodes[0][0] != due[0]:
+            return None
+        decodes, tokens = decodes[1:], tokens[1:]
+    rids = [t.request.rid for t in clean.admitted]
+    return decodes + [[rid, 1] for rid in rids], tokens + rids

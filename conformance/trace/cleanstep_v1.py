@@ -7,7 +7,9 @@ before that is shown, and then moves the shadow, the engine and the monitor's co
 does. Any step it does not take whole (a stop, a cancel while the plan runs, cancelled reservations
 still owed, an empty plan, a rid that is not live, a ready request left out, more ready requests than
 the budget, any break at all) goes to the monitor, which names what broke. So a verdict is the same
-with or without the shortcut; the shortcut only skips the work of rules that cannot fire.
+with or without the shortcut; the shortcut only skips the work of rules that cannot fire. A step of
+decodes alone is judged by comparing whole sets (`_decodes`); one of decodes and whole-prompt admissions
+of the waiting head in one pass (`cleanstep_admit`); any other entry by entry (`_plan`, `_policy`).
 
 The ready requests (prompt done, decoding) are judged as a set, not one by one: while the shortcut takes
 step after step, each ready request's `num_emitted` is left `lag` behind (a count of the steps taken),
@@ -44,7 +46,7 @@ from stallfree.spec.lines import start_running
 from stallfree.spec.reservation.shadow import Shadow
 
 from .cleanplan import Clean
-from .cleanstep_admit import whole_admissions
+from .cleanstep_admit import next_decodes, whole_admissions
 from .tracefile import TraceStep
 
 ONE = {1}  # the n of every decode
@@ -125,7 +127,9 @@ class Shortcut:
             return False
         if len(item.plan) == len(ready) and self._decodes(shadow, ready, engine, item):
             return True
-        clean = whole_admissions(self.shown, self.calendar.get(self.lag), shadow, item)
+        shown, due = self.shown, self.calendar.get(self.lag)
+        clean = whole_admissions(shown, due, shadow, item)
+        whole = clean is not None
         if clean is None:  # not decodes and whole-prompt admissions alone: judged entry by entry
             clean = self._plan(shadow, ready, item)
             if clean is None or not _policy(shadow, clean):
@@ -134,6 +138,8 @@ class Shortcut:
             return False
         _move_engine(engine, item, clean)
         self._move(item, clean)
+        if whole:  # the ready rids changed as the admissions say: the next decodes are known
+            self.shown = next_decodes(shown, due, clean)  # type: ignore[arg-type]  # not None: judged whole
         return True
 
     def _decodes(self, shadow: Shadow, ready: set[int], engine: Any, item: TraceStep) -> bool:
@@ -297,8 +303,10 @@ def _kv_back(shadow: Shadow, engine: Any, item: TraceStep, clean: Clean, ready: 
     reservations, admitted = engine._reservations, engine._admitted
     fresh = clean.fresh
     if admitted.issuperset(ready):  # the usual case: the engine admitted the ready requests when first planned
-        fresh.extend([rid for rid in (t.request.rid for t, _ in clean.prefills) if rid not in admitted and
-                      rid in reservations])
+        for t, _ in clean.prefills:  # a plain loop: one admission a step, as a rule
+            rid = t.request.rid
+            if rid not in admitted and rid in reservations:
+                fresh.append(rid)
     else:
         fresh.extend(rid for rid, _ in item.plan if rid not in admitted and rid in reservations)  # distinct rids
     free = engine.free_kv
