@@ -5,7 +5,8 @@ step, message, line, steps and lines read; every rule, the rule alone, every rul
 monitor's alone, and the one-pass judgement was asked that step and declined it. Negative controls:
 each of its conditions planted out of it (`PLANTED`), the same comparison on the edit aimed at it finds
 another verdict (or the planted judgement fails outright); KV's return check, which it shares with the
-entry-by-entry judgement, planted out catches the edits of "finished"."""
+entry-by-entry judgement, planted out catches the edits of "finished". The decodes it says the next step
+shows (`next_decodes`) are tested the same way, on edits of the step after an admission."""
 
 from __future__ import annotations
 
@@ -198,3 +199,102 @@ def test_a_shortcut_without_kv_s_return_check_is_caught_on_an_admission_step(mon
     for name in ("KV never back", "KV back early"):
         found = differences(edited(lines, at, EDITS[name][1]), "KV")[0]
         assert found, f"without the KV comparison, {name!r} was judged as the monitor judges it"
+
+
+def reversed_decodes(lines: list[bytes], at: int) -> list[bytes]:
+    """The two decode steps before line `at` and its decodes in reverse order (the newest first): then the
+    request that ends at `at` is not the first of the decodes (order is not a rule)."""
+    out = list(lines)
+    for i in (at - 2, at - 1, at):
+        data = json.loads(out[i])
+        num = len(json.loads(out[at - 1])["plan"])
+        data["plan"][:num] = data["plan"][:num][::-1]
+        data["emitted"][:num] = data["emitted"][:num][::-1]
+        out[i] = json.dumps(data).encode() + b"\n"
+    return out
+
+
+def next_line(lines: list[bytes], at: int, edit: Callable[[Data, Data], None]) -> list[bytes]:
+    """The trace with `edit(step at, step at + 1)` applied to both lines."""
+    this, after = json.loads(lines[at]), json.loads(lines[at + 1])
+    edit(this, after)
+    return [*lines[:at], json.dumps(this).encode() + b"\n", json.dumps(after).encode() + b"\n", *lines[at + 2:]]
+
+
+def ended_decoded_again(this: Data, after: Data) -> None:
+    after["plan"].insert(0, [this["finished"][0], 1])
+    after["emitted"].insert(0, this["finished"][0])
+
+
+def admitted_left_out(this: Data, after: Data) -> None:
+    after["plan"].pop()
+    after["emitted"].pop()
+
+
+def admitted_ends_at_once(this: Data, after: Data) -> None:
+    """The admitted request's max_new is 1 (it ends with its first token), and the next step decodes it."""
+    this["add"][-1][2] = 1
+    this["finished"].append(admitted(this)[0])
+
+
+def the_oldest_kept_and_the_newest_left_out(this: Data, after: Data) -> None:
+    """With the decodes newest first: the next step decodes, in the same order, all but the newest (the one
+    that ended among them), then the admitted one."""
+    after["plan"] = [*this["plan"][1:-1], [admitted(this)[0], 1]]
+    after["emitted"] = this["emitted"][1:]
+
+
+# edit of the admission step and the next one: (the rule the monitor finds, whether the decodes are
+# reversed first, the edit, the text of next_decodes planted out and what replaces it)
+NEXT: dict[str, tuple[str, bool, Callable[[Data, Data], None], tuple[str, str]]] = {
+    "the ended request decoded again": ("TOKENS", False, ended_decoded_again,
+                                        ("decodes, tokens = decodes[1:], tokens[1:]", "pass")),
+    "the admitted request left out": ("DECODE-FIRST", False, admitted_left_out,
+                                      ("decodes + [[rid, 1] for rid in rids], tokens + rids", "decodes, tokens")),
+    "an admission that ended at once decoded": ("TOKENS", False, admitted_ends_at_once,
+                                                ("len(clean.ending) != (len(due) if due else 0)", "False")),
+    "the oldest decoded again, the newest left out": ("TOKENS", True, the_oldest_kept_and_the_newest_left_out,
+                                                      (" or tokens[0] != due[0] or decodes[0][0] != due[0]", "")),
+}
+
+
+def next_trace(name: str) -> tuple[list[bytes], int]:
+    lines = dense()
+    at = admission_line(lines)
+    _, reverse, edit, _ = NEXT[name]
+    return next_line(reversed_decodes(lines, at) if reverse else lines, at, edit), json.loads(lines[at])["step"]
+
+
+def test_the_decodes_after_a_reversed_admission_step_are_judged_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = dense()
+    at = admission_line(lines)
+    calls = asked(monkeypatch)
+    trace = reversed_decodes(lines, at)
+    assert judged(trace, None, True, Counter()) == judged(trace, None, False, Counter())
+    assert judged(trace, None, False, Counter())[0] is None
+    assert calls[json.loads(lines[at])["step"], True] == 1  # taken in one pass, the ended one not the first
+
+
+@pytest.mark.parametrize("name", NEXT)
+def test_the_step_after_an_admission_is_judged_alike(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    rule = NEXT[name][0]
+    trace, step = next_trace(name)
+    calls = asked(monkeypatch)
+    found, _, broken = differences(trace, rule)
+    assert not found, found
+    assert rule in broken, (rule, broken)
+    assert calls[step, True] > 0  # the admission step was taken in one pass: the next step's decodes came from it
+
+
+@pytest.mark.parametrize("name", NEXT)
+def test_next_decodes_without_a_condition_is_caught(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    rule, _, _, (text, by) = NEXT[name]
+    trace, _ = next_trace(name)
+    source = inspect.getsource(cleanstep_admit)
+    assert source.count(text) == 1, text
+    module = types.ModuleType("planted")
+    module.__package__ = cleanstep_admit.__package__
+    exec(compile(source.replace(text, by), "planted", "exec"), module.__dict__)
+    monkeypatch.setattr(cleanstep_v1, "next_decodes", module.next_decodes)
+    found = differences(trace, rule)[0]
+    assert found, f"next_decodes without {text!r}: {name!r} was judged as the monitor judges it"
