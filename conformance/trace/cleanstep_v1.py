@@ -7,7 +7,9 @@ before that is shown, and then moves the shadow, the engine and the monitor's co
 does. Any step it does not take whole (a stop, a cancel while the plan runs, cancelled reservations
 still owed, an empty plan, a rid that is not live, a ready request left out, more ready requests than
 the budget, any break at all) goes to the monitor, which names what broke. So a verdict is the same
-with or without the shortcut; the shortcut only skips the work of rules that cannot fire.
+with or without the shortcut; the shortcut only skips the work of rules that cannot fire. A step of
+decodes alone is judged by comparing whole sets (`_decodes`); one of decodes and whole-prompt admissions
+of the waiting head in one pass (`cleanstep_admit`); any other entry by entry (`_plan`, `_policy`).
 
 The ready requests (prompt done, decoding) are judged as a set, not one by one: while the shortcut takes
 step after step, each ready request's `num_emitted` is left `lag` behind (a count of the steps taken),
@@ -41,8 +43,10 @@ from typing import Any
 from stallfree.spec import MAX_INT, Monitor, Request
 from stallfree.spec.ending import Reason
 from stallfree.spec.lines import start_running
-from stallfree.spec.reservation.shadow import Shadow, Track
+from stallfree.spec.reservation.shadow import Shadow
 
+from .cleanplan import Clean
+from .cleanstep_admit import next_decodes, whole_admissions
 from .tracefile import TraceStep
 
 ONE = {1}  # the n of every decode
@@ -51,25 +55,6 @@ ONE = {1}  # the n of every decode
 def usable(monitor: Any) -> bool:
     """Whether the shortcut may judge this monitor's steps: the reservation design's own monitor."""
     return type(monitor) is Monitor and type(monitor.shadow) is Shadow
-
-
-class Clean:
-    """What the judgement of one step found, for the move: its admissions and chunks (track, start + n) in
-    plan order, the chunks that end their prompt, the requests that emit their last token, and the
-    engine's new reservations."""
-
-    __slots__ = ("admitted", "completing", "ending", "fresh", "got", "prefill_tokens", "prefills", "reserved", "tokens")
-
-    def __init__(self, got: dict[int, int], tokens: int) -> None:
-        self.got = got  # rid -> n
-        self.tokens = tokens  # the plan's tokens
-        self.prefill_tokens = 0  # of which in chunks and admissions
-        self.admitted: list[Track] = []
-        self.prefills: list[tuple[Track, int]] = []
-        self.completing: list[Track] = []
-        self.ending: list[Track] = []
-        self.fresh: list[int] = []  # rids the engine admits in this step (first planned)
-        self.reserved = 0  # the admissions' reservations, by the shadow's account
 
 
 class Shortcut:
@@ -142,11 +127,19 @@ class Shortcut:
             return False
         if len(item.plan) == len(ready) and self._decodes(shadow, ready, engine, item):
             return True
-        clean = self._plan(shadow, ready, item)
-        if clean is None or not _policy(shadow, clean) or not _kv_back(shadow, engine, item, clean, ready):
+        shown, due = self.shown, self.calendar.get(self.lag)
+        clean = whole_admissions(shown, due, shadow, item)
+        whole = clean is not None
+        if clean is None:  # not decodes and whole-prompt admissions alone: judged entry by entry
+            clean = self._plan(shadow, ready, item)
+            if clean is None or not _policy(shadow, clean):
+                return False
+        if not _kv_back(shadow, engine, item, clean, ready):
             return False
         _move_engine(engine, item, clean)
         self._move(item, clean)
+        if whole:  # the ready rids changed as the admissions say: the next decodes are known
+            self.shown = next_decodes(shown, due, clean)  # type: ignore[arg-type]  # not None: judged whole
         return True
 
     def _decodes(self, shadow: Shadow, ready: set[int], engine: Any, item: TraceStep) -> bool:
@@ -310,10 +303,12 @@ def _kv_back(shadow: Shadow, engine: Any, item: TraceStep, clean: Clean, ready: 
     reservations, admitted = engine._reservations, engine._admitted
     fresh = clean.fresh
     if admitted.issuperset(ready):  # the usual case: the engine admitted the ready requests when first planned
-        fresh.extend([rid for rid in (t.request.rid for t, _ in clean.prefills) if rid not in admitted and
-                      rid in reservations])
+        for t, _ in clean.prefills:  # a plain loop: one admission a step, as a rule
+            rid = t.request.rid
+            if rid not in admitted and rid in reservations:
+                fresh.append(rid)
     else:
-        fresh.extend(rid for rid in clean.got.keys() - admitted if rid in reservations)
+        fresh.extend(rid for rid, _ in item.plan if rid not in admitted and rid in reservations)  # distinct rids
     free = engine.free_kv
     for rid in fresh:
         free -= reservations[rid]
