@@ -123,10 +123,14 @@ def test_sglangs_abort_of_a_waiting_request_is_logged_as_a_cancel_and_judged(
     assert "CANCEL" not in verdict.not_judged  # judged on a cancel, not left `not judged`
 
 
+@pytest.mark.parametrize("pending", [False, True], ids=["between steps", "while step 2 runs"])
 def test_sglangs_extra_decode_after_aborting_a_running_request_is_the_cancel_break(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], pending: bool) -> None:
     from stallfree.conformance.engines.sglang_ends import SglangEnds
-    events = record(CANCEL_RUNNING, factory=SglangEnds)
+    w = CANCEL_RUNNING
+    if pending:  # offered while step 2's plan is pending: it ends with step 2 all the same
+        w = Workload.from_json({**json.loads(w.dumps()), "cancels": [{"rid": 0, "step": 2, "pending": True}]})
+    events = record(w, factory=SglangEnds)
     assert ends(events)[0] == (2, "cancel")  # it ended after step 2, its last step before the cancel
     assert {"step": 3, "event": "schedule", "rid": 0, "tokens": 1} in events  # SGLang's one more decode
     lines = imported(tmp_path, events, capsys)

@@ -7,13 +7,20 @@ a plan, with the tokens SGLang's radix cache served it, `prefix_len`: 0 for the 
 plan in SGLang's batch order, the tokens emitted and the requests that ended: reason `length`, or,
 through the adapter with stops (`sglang_ends`), `stop` on the token SGLang's own stop check ended a
 request on (its EOS, or its stop string with `SglangStopStrings`), for a request whose `stop_after` the
-workload sets. Cancels are not logged (a workload with cancels is refused). A run that has not ended
-after `max_steps` steps is logged without the end event, so PROGRESS at the end is left not judged,
-never passed.
+workload sets, or `cancel` for a request the workload cancels (through `sglang_ends`, SGLang's own
+abort code): a request that ran in the step before its cancel (or, for a cancel offered while a plan
+is pending, in that step) ended after that step; any other is withdrawn before the next step (its
+finish logged there, out of the plan). A cancel the adapter refuses is not logged (the trace lists the
+cancels the engine accepted). So SGLang's one more decode of an aborted running request is a plan
+naming a cancelled rid, CANCEL's break, except after a step that did not decode it (a prefill batch):
+withdrawn at the next step, that decode reads as a cancel during it. The run goes on while SGLang holds
+any request, so that decode is logged for the last request alive too. A run that has not ended after
+`max_steps` steps is logged without the end event, so PROGRESS at the end is left not judged, never
+passed.
 
     python -m stallfree.conformance.engines.sglang_recorder WORKLOAD.json > events.jsonl   # .venv-sglang
 
-(a workload with stops is run through `SglangEnds`).
+(a workload with stops or cancels is run through `SglangEnds`).
 """
 
 from __future__ import annotations
