@@ -89,3 +89,65 @@ def test_a_stop_sglang_ignores_is_caught_on_its_trace(tmp_path: Path, capsys: py
 def test_the_plain_adapter_refuses_a_workload_with_stops() -> None:
     with pytest.raises(ValueError, match="has no stops"):
         record(STOPS)
+
+
+# one slot: rid 1 waits behind rid 0 and is cancelled there (SGLang pops it from its queue at once)
+CANCEL_WAITING = Workload.from_json({
+    "config": {"token_budget": 8, "max_seqs": 1, "kv_tokens": 64},
+    "requests": [{"rid": 0, "prompt_len": 4, "max_new": 4, "arrival_step": 0},
+                 {"rid": 1, "prompt_len": 3, "max_new": 4, "arrival_step": 0},
+                 {"rid": 2, "prompt_len": 2, "max_new": 2, "arrival_step": 0}],
+    "cancels": [{"rid": 1, "step": 1}]})
+# rid 0 decodes at steps 1 and 2 and is cancelled before step 3; rid 1 runs beside it
+CANCEL_RUNNING = Workload.from_json({
+    "config": {"token_budget": 8, "max_seqs": 4, "kv_tokens": 64},
+    "requests": [{"rid": 0, "prompt_len": 4, "max_new": 6, "arrival_step": 0},
+                 {"rid": 1, "prompt_len": 4, "max_new": 6, "arrival_step": 0}],
+    "cancels": [{"rid": 0, "step": 3}, {"rid": 7, "step": 3}]})  # rid 7 never added: refused, not logged
+
+
+def ends(events: list[dict[str, object]]) -> dict[object, tuple[object, object]]:
+    return {e["rid"]: (e["step"], e["reason"]) for e in events if e["event"] == "finish"}
+
+
+def test_sglangs_abort_of_a_waiting_request_is_logged_as_a_cancel_and_judged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from stallfree.conformance.engines.sglang_ends import SglangEnds
+    events = record(CANCEL_WAITING, factory=SglangEnds)
+    assert ends(events) == {1: (1, "cancel"), 0: (3, "length"), 2: (5, "length")}  # withdrawn before step 1
+    assert all(e["rid"] != 1 for e in events if e["event"] in ("schedule", "emit"))
+    lines = imported(tmp_path, events, capsys)
+    verdict = check_engine_trace(lines, ["BUDGET", "SLOTS", "PREFILL-ONCE", "FIRST-TOKEN", "TOKENS", "CANCEL",
+                                         "PROGRESS"])
+    assert verdict.ok and verdict.ended, verdict.violations
+    assert "CANCEL" not in verdict.not_judged  # judged on a cancel, not left `not judged`
+
+
+@pytest.mark.parametrize("pending", [False, True], ids=["between steps", "while step 2 runs"])
+def test_sglangs_extra_decode_after_aborting_a_running_request_is_the_cancel_break(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], pending: bool) -> None:
+    from stallfree.conformance.engines.sglang_ends import SglangEnds
+    w = CANCEL_RUNNING
+    if pending:  # offered while step 2's plan is pending: it ends with step 2 all the same
+        w = Workload.from_json({**json.loads(w.dumps()), "cancels": [{"rid": 0, "step": 2, "pending": True}]})
+    events = record(w, factory=SglangEnds)
+    assert ends(events)[0] == (2, "cancel")  # it ended after step 2, its last step before the cancel
+    assert {"step": 3, "event": "schedule", "rid": 0, "tokens": 1} in events  # SGLang's one more decode
+    lines = imported(tmp_path, events, capsys)
+    violation, _ = check_engine_trace(lines, ["CANCEL"]).violations["CANCEL"]
+    assert violation.step == 3 and "rid 0" in str(violation)
+    safe = check_engine_trace(lines, ["BUDGET", "SLOTS", "PREFILL-ONCE", "FIRST-TOKEN", "PROGRESS"])
+    assert safe.ok and safe.ended, safe.violations
+
+
+def test_the_planted_abort_that_leaves_a_request_waiting_is_caught_on_its_trace(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from stallfree.conformance.engines.sglang_end_faults import AbortLeavesWaiting
+    lines = imported(tmp_path, record(CANCEL_WAITING, factory=AbortLeavesWaiting), capsys)
+    violation, _ = check_engine_trace(lines, ["CANCEL"]).violations["CANCEL"]
+    assert "rid 1" in str(violation)  # the cancelled rid 1 is admitted when rid 0 ends
+
+
+def test_the_plain_adapter_refuses_a_workload_with_cancels() -> None:
+    with pytest.raises(ValueError, match="has no cancels"):
+        record(CANCEL_WAITING)

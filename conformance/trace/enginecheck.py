@@ -278,6 +278,8 @@ class Judge:
         """The step's admissions: the admit events, then any planned request that was waiting."""
         admitted: list[EngineTrack] = []
         for rid, _ in s.admit:
+            if rid not in self.reqs and rid in self.ended:
+                continue  # an ended request admitted again: the plan naming it breaks CANCEL or TOKENS
             req = self._req(rid, "admit")
             if req.state not in (WAITING, PREEMPTED):
                 self.broke(PROTOCOL, f"admit names rid {rid!r}, which is {req.state}, not waiting")
