@@ -178,6 +178,7 @@ def test_CANCEL_a_cancelled_request_planned_or_emitting_after_its_cancel_is_caug
     planned_after_stop = [*finished[:4], finished[4], '{"step": 4, "plan": [[1, 1]], "emitted": [1], "finished": []}',
                           finished[5]]
     assert "CANCEL" not in broken(planned_after_stop)  # a stopped request planned again is TOKENS', not CANCEL's
+    assert "TOKENS" in broken(planned_after_stop)
 
 
 def test_CANCEL_a_cancelled_request_admitted_again_is_caught_by_CANCEL_not_PROTOCOL() -> None:
@@ -193,6 +194,9 @@ def test_CANCEL_a_cancelled_request_admitted_again_is_caught_by_CANCEL_not_PROTO
     assert broken(lines, ["CANCEL", "TOKENS"]) == {"CANCEL": 2}
     stopped = [*lines[:2], lines[2].replace('[1, "cancel"]', '[1, "stop"]'), lines[3]]
     assert broken(stopped, ["CANCEL", "TOKENS"]) == {"TOKENS": 2}  # one that ended otherwise: TOKENS
+    # The admission alone breaks it: an ended request admitted and never planned is caught at the admit.
+    admitted_only = [*lines[:3], '{"step": 2, "admit": [[1, 0]], "plan": [], "emitted": [], "finished": []}']
+    assert broken(admitted_only, ["CANCEL", "TOKENS"]) == {"CANCEL": 2}
 
 
 def test_CANCEL_is_not_judged_on_a_trace_that_cancels_nothing() -> None:

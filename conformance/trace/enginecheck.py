@@ -278,8 +278,10 @@ class Judge:
         """The step's admissions: the admit events, then any planned request that was waiting."""
         admitted: list[EngineTrack] = []
         for rid, _ in s.admit:
-            if rid not in self.reqs and rid in self.ended:
-                continue  # an ended request admitted again: the plan naming it breaks CANCEL or TOKENS
+            if rid not in self.reqs and rid in self.ended:  # an ended request admitted again
+                rule, how = self._ended(rid)
+                self.broke(rule, f"admit names rid {rid!r}, which {how} {self.ended.when(rid)}")
+                continue
             req = self._req(rid, "admit")
             if req.state not in (WAITING, PREEMPTED):
                 self.broke(PROTOCOL, f"admit names rid {rid!r}, which is {req.state}, not waiting")
