@@ -13,6 +13,7 @@ venv. `stallfree.serving.vllm_scheduler` reads the numbers off vLLM's config and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from stallfree.paged import default_watermark
@@ -20,7 +21,6 @@ from stallfree.spec.types import Config
 
 RESERVATION = "reservation"
 PAGED = "paged"
-DESIGNS = (RESERVATION, PAGED)
 
 
 class Unmapped(ValueError):
@@ -68,13 +68,8 @@ def option_refusals(deployment: Deployment, design: str) -> list[str]:
     if design not in DESIGNS:
         return [f"design {design!r} is unknown; the designs are {', '.join(DESIGNS)}"]
     found = []
-    if deployment.enable_prefix_caching and design == RESERVATION:
-        found.append("enable_prefix_caching=True: the reservation design takes prompt_len + max_new at admission "
-                     "and prefills every prompt position once (PREFILL-ONCE); a cached prefix skips positions. "
-                     "Pass --no-enable-prefix-caching")
-    if deployment.enable_prefix_caching and design == PAGED:
-        found.append("enable_prefix_caching=True: the paged design recomputes a preempted request from position "
-                     "0 (RECOMPUTE) and has no word for a cached prefix. Pass --no-enable-prefix-caching")
+    if deployment.enable_prefix_caching:
+        found.append(MAPPINGS[design].prefix_caching)
     if deployment.speculative:
         found.append("speculative decoding: the contract emits at most one token a step per request (TOKENS); "
                      "drop --speculative-config")
@@ -108,22 +103,54 @@ def _engine(deployment: Deployment) -> list[str]:
 
 
 def _sizes(deployment: Deployment, design: str) -> list[str]:
-    found = []
-    k = kv_tokens(deployment)
-    if k < 1:
+    if kv_tokens(deployment) < 1:
         return [f"num_blocks={deployment.num_blocks}: the KV cache holds no block besides the null block"]
+    never_fit = MAPPINGS[design].never_fit(deployment)
+    return [] if never_fit is None else [never_fit]
+
+
+def _reservation_never_fit(deployment: Deployment) -> str | None:
+    """NEVER-FIT under the reservation design: the longest request's whole reservation exceeds K."""
+    k = kv_tokens(deployment)
     longest = blocks(deployment.max_model_len, deployment.block_size) * deployment.block_size
+    if k >= longest:
+        return None
+    return (f"max_model_len={deployment.max_model_len} needs {longest} KV tokens in blocks of "
+            f"{deployment.block_size}, and the KV cache holds {k} (K): a request vLLM accepts could "
+            "never be reserved (NEVER-FIT); lower --max-model-len or give the cache more blocks")
+
+
+def _paged_never_fit(deployment: Deployment) -> str | None:
+    """NEVER-FIT under the paged design: the longest request's peak blocks exceed the pool less its
+    watermark, so it could never run alone."""
     usable = deployment.num_blocks - 1
     peak = blocks(deployment.max_model_len - 1, deployment.block_size)
-    if design == PAGED and peak > usable - default_watermark(usable):
-        found.append(f"max_model_len={deployment.max_model_len} needs {peak} blocks of {deployment.block_size} at its "
-                     f"peak, and the pool has {usable} less a watermark of {default_watermark(usable)}: a request vLLM "
-                     "accepts could never run alone (NEVER-FIT); lower --max-model-len or give the cache more blocks")
-    if design == RESERVATION and k < longest:
-        found.append(f"max_model_len={deployment.max_model_len} needs {longest} KV tokens in blocks of "
-                     f"{deployment.block_size}, and the KV cache holds {k} (K): a request vLLM accepts could "
-                     "never be reserved (NEVER-FIT); lower --max-model-len or give the cache more blocks")
-    return found
+    if peak <= usable - default_watermark(usable):
+        return None
+    return (f"max_model_len={deployment.max_model_len} needs {peak} blocks of {deployment.block_size} at its "
+            f"peak, and the pool has {usable} less a watermark of {default_watermark(usable)}: a request vLLM "
+            "accepts could never run alone (NEVER-FIT); lower --max-model-len or give the cache more blocks")
+
+
+@dataclass(frozen=True, slots=True)
+class DesignMapping:
+    """What maps differently under one design: why it refuses prefix caching, and its NEVER-FIT test
+    of the deployment's sizes (None: every request vLLM accepts can run)."""
+
+    prefix_caching: str
+    never_fit: Callable[[Deployment], str | None]
+
+
+MAPPINGS: dict[str, DesignMapping] = {
+    RESERVATION: DesignMapping(
+        "enable_prefix_caching=True: the reservation design takes prompt_len + max_new at admission and "
+        "prefills every prompt position once (PREFILL-ONCE); a cached prefix skips positions. "
+        "Pass --no-enable-prefix-caching", _reservation_never_fit),
+    PAGED: DesignMapping(
+        "enable_prefix_caching=True: the paged design recomputes a preempted request from position 0 "
+        "(RECOMPUTE) and has no word for a cached prefix. Pass --no-enable-prefix-caching", _paged_never_fit),
+}
+DESIGNS = tuple(MAPPINGS)
 
 
 def check(deployment: Deployment, design: str) -> Config:
