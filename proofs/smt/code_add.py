@@ -33,7 +33,6 @@ from typing import Any
 
 import z3
 
-from stallfree.reference import postconditions
 from stallfree.spec import types as spec_types
 from stallfree.spec.calls import never_fit
 from stallfree.spec.errors import FieldTypeError, InvalidField, ProtocolError
@@ -43,7 +42,7 @@ from stallfree.spec.verdict import Verdict
 
 from . import code_claims
 from .code_claims import ENDS, Claim
-from .code_theorems import Outcome
+from .code_theorems import Outcome, allowed_state
 from .symexec import Explorer, Int, explore, variables
 from .symstate import Shape, _unchecked, build, home, names, shapes, type_assumptions
 
@@ -199,11 +198,8 @@ def _accepted(claim: Claim, before: code_claims.Views, after: code_claims.Views,
 
 def _path(ex: Explorer, cls: type, shape: AddShape, v: dict[str, z3.ArithRef], rid: int, pending: bool) -> Any:
     """One run: None if the state is none of the scheduler's, else the claims it breaks."""
-    try:
-        s = build_state(cls, shape, v, ex)
-    except InvalidField:
-        return None
-    if postconditions.broken(s) is not None:
+    s = allowed_state(lambda: build_state(cls, shape, v, ex))
+    if s is None:
         return None
     found: list[tuple[str, str]] = []
 

@@ -25,10 +25,9 @@ from typing import Any
 import z3
 
 from stallfree.reference import postconditions
-from stallfree.spec.errors import InvalidField
 from stallfree.spec.verdict import Verdict
 
-from .code_theorems import Outcome
+from .code_theorems import Outcome, allowed_state
 from .symexec import Explorer, explore, variables
 from .symstate import Shape, build, names, shapes, type_assumptions
 
@@ -62,11 +61,8 @@ def same_prefix(plan: Any, cut_plan: Any, k: int) -> str | None:
 
 def _path(ex: Explorer, cls: type, shape: Shape, v: dict[str, z3.ArithRef]) -> Any:
     """One run: None if the state is none of the scheduler's, else the breaks found (rule, message, values)."""
-    try:
-        s = build(cls, shape, v, ex)
-    except InvalidField:
-        return None
-    if postconditions.broken(s) is not None:
+    s = allowed_state(lambda: build(cls, shape, v, ex))
+    if s is None:
         return None
     plan = s.schedule()
     found = []

@@ -213,14 +213,22 @@ def _values(ex: Explorer, v: dict[str, z3.ArithRef]) -> dict[str, int]:
     return {name: ex.model.eval(term, model_completion=True).as_long() for name, term in v.items()}
 
 
+def allowed_state(make: Callable[[], Any]) -> Any:
+    """The scheduler `make` builds on this path, or None where the path's values give no state the
+    reference can be in: the build refuses them, or the state breaks a post-condition (the
+    hypothesis fails on this path)."""
+    try:
+        s = make()
+    except InvalidField:
+        return None
+    return None if postconditions.broken(s) is not None else s
+
+
 def _path(ex: Explorer, cls: type, shape: Shape, v: dict[str, z3.ArithRef], transition: Transition) -> Any:
     """One run: None if the state is none of the scheduler's (the hypothesis fails on this path), else
     the claims it breaks, each as (rule, message, the path's values)."""
-    try:
-        s = build(cls, shape, v, ex)
-    except InvalidField:
-        return None
-    if postconditions.broken(s) is not None:
+    s = allowed_state(lambda: build(cls, shape, v, ex))
+    if s is None:
         return None
     found: list[tuple[str, str]] = []
 
