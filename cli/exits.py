@@ -14,3 +14,16 @@ EPILOG = (
     "3 the checked scheduler crashed or hung, or an internal error; 4 nothing to judge (a trace with no step); "
     "130 interrupted"
 )
+
+
+def interrupted(error: BaseException) -> bool:
+    """Whether a Ctrl-C is behind `error`: Python wraps one raised while a class is made (a
+    dataclass's `__set_name__`, as a module imports) in a RuntimeError, and it is still the user's."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False

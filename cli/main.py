@@ -53,6 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _command(argv)
+    except KeyboardInterrupt:  # a second Ctrl-C (or Z3's echo of the first) while the first was reported
+        return exits.INTERRUPTED
+
+
+def _command(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -78,6 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"stallfree {args.command}: the checked code called {call} before a verdict", file=sys.stderr)
         return exits.CRASHED
     except Exception as error:  # a bug, in stallfree or in what it ran: one line, its own status
+        if exits.interrupted(error):
+            print(f"stallfree {args.command}: interrupted", file=sys.stderr)
+            return exits.INTERRUPTED
         from stallfree.testing.campaign import where_raised
 
         print(f"stallfree {args.command}: internal error: {type(error).__name__}: {str(error)[:300]} "

@@ -113,3 +113,24 @@ def test_a_trace_with_a_header_and_no_step_exits_4_not_judged(tmp_path: Path,
     assert verdicts == {"not judged"}, verdicts
     path.write_text(HEADER + '{"end": true}\n')  # an end line, still no step
     assert call(["check-trace", str(path)], capsys).status == 4
+
+
+def test_a_ctrl_c_wrapped_by_python_while_a_class_is_made_reads_as_interrupted() -> None:
+    from stallfree import exits
+
+    class Interrupting:
+        def __set_name__(self, owner: type, name: str) -> None:
+            raise KeyboardInterrupt
+
+    try:
+        type("Made", (), {"field": Interrupting()})
+    except RuntimeError as error:  # Python 3.11 wraps what __set_name__ raises
+        wrapped: BaseException = error
+    except KeyboardInterrupt as error:  # later Pythons let it through
+        wrapped = error
+    assert exits.interrupted(wrapped)
+    plain = RuntimeError("a bug")
+    looped = RuntimeError("a cause that loops")
+    looped.__context__ = ValueError()
+    looped.__context__.__context__ = looped
+    assert not exits.interrupted(plain) and not exits.interrupted(looped)  # the negative controls

@@ -327,6 +327,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"stallfree prove: --scheduler {args.scheduler!r} did not answer: {error}", file=sys.stderr)
         return exits.CRASHED
     except Exception as error:  # the scheduler model-checked raised, or is not a plain-protocol object
+        if exits.interrupted(error):
+            raise KeyboardInterrupt from None
         who = f"--scheduler {args.scheduler!r}" if args.scheduler else "the proof suite"
         print(f"stallfree prove: {who} failed: {type(error).__name__}: {str(error)[:300]}", file=sys.stderr)
         return exits.CRASHED

@@ -31,10 +31,11 @@ import z3
 
 from stallfree.spec.verdict import Verdict
 
+from .context import fresh_context, solver_for
 from .fold import fold
 from .obligation import Obligation
 from .policy import Draft, Policy, SymEntry, smin
-from .symbolic import SymConfig, SymRequest, SymState
+from .symbolic import SymConfig, SymRequest, SymState, check
 from .theorems import TheoremResult
 
 INT = z3.IntSort()
@@ -93,16 +94,17 @@ def _iteration(policy: Policy, phase: str, r: SymRequest, config: SymConfig, lef
 
 
 def _prove(obligations: list[Obligation], name: str, policy: Policy, timeout_ms: int) -> TheoremResult:
+    """Each obligation in a Z3 context of its own (`context.fresh_context`): its answer is the same
+    whatever the process proved before it."""
     began = time.perf_counter()
     for ob in obligations:
-        solver = z3.Solver()
-        solver.set("timeout", timeout_ms)
-        solver.add(ob.hypothesis)
-        if not _satisfiable(ob, timeout_ms) and solver.check() == z3.unsat:  # it would prove anything
+        ctx = fresh_context()
+        solver = solver_for(ctx, timeout_ms, ob.hypothesis)
+        if not _satisfiable(ob, timeout_ms, ctx) and check(solver) == z3.unsat:  # it would prove anything
             return TheoremResult(name, policy.name, 0, Verdict.UNKNOWN, time.perf_counter() - began,
                                  {"obligation": ob.name, "vacuous": "its hypothesis is unsatisfiable"})
-        solver.add(z3.Not(ob.goal))
-        verdict = solver.check()
+        solver.add(z3.Not(ob.goal).translate(ctx))
+        verdict = check(solver)
         if verdict == z3.sat:
             model = solver.model()
             shown = {str(d): str(model[d]) for d in model.decls() if d.arity() == 0}
@@ -114,19 +116,16 @@ def _prove(obligations: list[Obligation], name: str, policy: Policy, timeout_ms:
                                  {"obligation": ob.name, "values": shown})
         if verdict != z3.unsat:
             return TheoremResult(name, policy.name, 0, Verdict.UNKNOWN, time.perf_counter() - began,
-                                 {"obligation": ob.name})
+                                 {"obligation": ob.name, "reason": str(solver.reason_unknown())})
     return TheoremResult(name, policy.name, 0, Verdict.HOLDS, time.perf_counter() - began)
 
 
-def _satisfiable(ob: Obligation, timeout_ms: int) -> bool:
+def _satisfiable(ob: Obligation, timeout_ms: int, ctx: z3.Context) -> bool:
     """Whether a model of the hypothesis with `ob.witness` is found (one with quantifiers can take
     Z3 seconds to satisfy; with the witness, such as i = 0, it takes milliseconds)."""
     if ob.witness is None:
         return False
-    solver = z3.Solver()
-    solver.set("timeout", timeout_ms)
-    solver.add(ob.hypothesis, ob.witness)
-    return solver.check() == z3.sat
+    return check(solver_for(ctx, timeout_ms, ob.hypothesis, ob.witness)) == z3.sat
 
 
 def _common() -> tuple[SymConfig, Requests, z3.ArithRef, z3.ArithRef]:
