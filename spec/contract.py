@@ -3,11 +3,13 @@ by a design's name is a field here: its rules, its monitor (and so its shadow), 
 least budget its schedulers take, the rules it widens, its reference scheduler and its faults, what a
 played workload may carry under it, and how the kit, the simulator and the step view treat it.
 
-The reference's contract is `RULES`. A variant that changes the contract (block-aligned chunks, a
-budget that changes while running, priorities with aging) states its own registry: the rules of
-`RULES` it keeps, each rule it widens under an ID of its own (so a report never says a widened rule
-passed under the name of the one it widens), and its new rules. `ContractMonitor` is the spec's
-monitor judging such a registry; the shadow, the facts and the order of the checks are the monitor's.
+The reference's contract is the reservation design's `RULES`. A variant that changes the contract
+(block-aligned chunks, a budget that changes while running, priorities with aging) states its own
+registry: the rules of `RULES` it keeps, each rule it widens under an ID of its own (so a report
+never says a widened rule passed under the name of the one it widens), and its new rules;
+`spec/reservation/contract.py`
+builds such a registry (`keeping`) and judges it with the reservation design's monitor
+(`ContractMonitor`). The kernel names no design: a contract names its own monitor.
 
 Schedulers, faults, guards and views live in higher layers, so the contract names them as
 MODULE:NAME targets that their consumers load; `stallfree.spec.registry` holds the values.
@@ -19,8 +21,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .reservation.monitor import Monitor
-from .reservation.rules import RULES
 from .rule import Rule, select_from
 from .types import Config
 
@@ -32,8 +32,9 @@ STOPS, BUDGETS, PRIORITIES, CONTENTS = "stops", "budgets", "priorities", "conten
 class Contract:
     """A named registry of rules and what judges it. `widens` maps each rule of `RULES` the contract
     leaves out to the rule that takes its place; `min_budget` is the smallest B the contract's
-    schedulers accept; `monitor(scheduler, config, rules, contract)` builds its monitor (None: a
-    `ContractMonitor`); `bound(workload)` is its work bound (rule PROGRESS; None: `play.work_bound`)."""
+    schedulers accept; `monitor(scheduler, config, rules, contract)` builds its monitor (every
+    contract names one: the kernel knows no design's); `bound(workload)` is its work bound (rule
+    PROGRESS; None: `play.work_bound`)."""
 
     name: str
     rules: tuple[Rule, ...]
@@ -72,7 +73,10 @@ class Contract:
 
     def watch(self, scheduler: Any, config: Config, rules: Iterable[str] | None = None) -> Any:
         """A monitor of `scheduler` checking `rules` (all when None) of this contract."""
-        return (self.monitor or ContractMonitor)(scheduler, config, rules, self)
+        if self.monitor is None:
+            raise ValueError(f"contract {self.name!r} names no monitor: give it monitor=, e.g. the reservation "
+                             "design's ContractMonitor (stallfree.spec.reservation.contract)")
+        return self.monitor(scheduler, config, rules, self)
 
     def work_bound(self, workload: Any) -> int:
         """Steps within which every request of `workload` must have finished (rule PROGRESS)."""
@@ -81,22 +85,3 @@ class Contract:
         from .play import work_bound
 
         return work_bound(workload)
-
-
-class ContractMonitor(Monitor):
-    """The spec's monitor, judging the rules of `contract` instead of `RULES`."""
-
-    def __init__(self, scheduler: Any, config: Config, rules: Iterable[str] | None, contract: Contract) -> None:
-        super().__init__(scheduler, config, ())
-        self.contract = contract
-        self._watch(contract.select(rules))
-
-
-def keeping(*left_out: str, extra: Iterable[Rule] = ()) -> tuple[Rule, ...]:
-    """`RULES` without `left_out`, with `extra` after the safety rules they belong beside: each extra
-    rule goes right after the last rule of `RULES` of its kind."""
-    rules = [r for r in RULES if r.id not in left_out]
-    for rule in extra:
-        last = max((i for i, r in enumerate(rules) if r.kind is rule.kind), default=len(rules) - 1)
-        rules.insert(last + 1, rule)
-    return tuple(rules)

@@ -18,8 +18,6 @@ DESIGNS = ("stallfree.spec.reservation", "stallfree.spec.paged", "stallfree.spec
 ASSEMBLY = {
     "__init__.py": "the package's front: `stallfree.spec` re-exports the reservation design's names",
     "registry.py": "the registry of designs: it names each one",
-    "contract.py": "its default monitor (ContractMonitor) and `keeping`, which every variant contract is "
-                   "built with, are the reservation design's monitor and rules changed",
 }
 
 

@@ -15,7 +15,8 @@ import pytest
 
 from stallfree.reference import Scheduler as Reference
 from stallfree.spec import Config, Kind, Rule, RuleViolation, Shadow, StepFacts, registry
-from stallfree.spec.contract import Contract, keeping
+from stallfree.spec.contract import Contract
+from stallfree.spec.reservation.contract import ContractMonitor, keeping
 
 RULE = "ONE-AT-A-TIME"
 
@@ -45,7 +46,8 @@ class Fault(Reference):
 TOY = Contract(
     "toy", keeping("WORK-CONSERVING", extra=(Rule(RULE, Kind.POLICY, "at most one request runs at a time.",
                                                  plan_check=one_at_a_time),)),
-    widens=(("WORK-CONSERVING", RULE),), design="toy", scheduler=f"{__name__}:Toy", faults=f"{__name__}:FAULTS",
+    widens=(("WORK-CONSERVING", RULE),), monitor=ContractMonitor,
+    design="toy", scheduler=f"{__name__}:Toy", faults=f"{__name__}:FAULTS",
     held=registry.RESERVATION.held,
 )
 FAULTS = {RULE: Fault}

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from functools import cache
 
-from ..contract import Contract, keeping
+from ..contract import Contract
+from ..reservation.contract import ContractMonitor, keeping
 from ..reservation.facts import StepFacts
 from ..reservation.rules import waiting_head
 from ..reservation.shadow import Shadow, Track
@@ -161,7 +162,7 @@ def contract(block_size: int = DEFAULT_BLOCK_SIZE) -> Contract:
         f"aligned-{block_size}",
         keeping("PARTIAL-NEXT", "WORK-CONSERVING", extra=rules(block_size)),
         widens=(("PARTIAL-NEXT", "ALIGNED-PARTIAL-NEXT"), ("WORK-CONSERVING", "ALIGNED-WORK-CONSERVING")),
-        min_budget=block_size,
+        min_budget=block_size, monitor=ContractMonitor,
         scheduler=f"stallfree.variants.aligned:Aligned{block_size}" if block_size in LISTED_BLOCKS else "",
         policies=((f"aligned-{block_size}", f"stallfree.variants.aligned:Aligned{block_size}"),)
         if block_size in LISTED_BLOCKS else (),

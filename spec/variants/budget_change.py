@@ -32,8 +32,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..contract import BUDGETS, STOPS, Contract, ContractMonitor, keeping
+from ..contract import BUDGETS, STOPS, Contract
 from ..errors import FieldTypeError, InvalidField, RuleViolation
+from ..reservation.contract import ContractMonitor, keeping
 from ..reservation.facts import StepFacts
 from ..reservation.shadow import Shadow
 from ..rule import Kind, Rule

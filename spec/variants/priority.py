@@ -37,8 +37,9 @@ from functools import cache
 from typing import Any
 
 from ..calls import never_fit
-from ..contract import PRIORITIES, STOPS, Contract, ContractMonitor, keeping
+from ..contract import PRIORITIES, STOPS, Contract
 from ..errors import FieldTypeError, InvalidField, RuleViolation
+from ..reservation.contract import ContractMonitor, keeping
 from ..reservation.facts import StepFacts
 from ..reservation.monitor import refusal
 from ..reservation.rules import fcfs, work_conserving

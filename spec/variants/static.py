@@ -19,7 +19,8 @@ Every other rule reads the same (a closed batch still decodes first and chunks i
 
 from __future__ import annotations
 
-from ..contract import Contract, keeping
+from ..contract import Contract
+from ..reservation.contract import ContractMonitor, keeping
 from ..reservation.facts import StepFacts
 from ..reservation.rules import head_blocked, running_served
 from ..reservation.shadow import Shadow
@@ -54,7 +55,7 @@ RULES_OF_STATIC = (
 
 STATIC_CONTRACT = Contract(
     "static", keeping("WORK-CONSERVING", extra=RULES_OF_STATIC),
-    widens=(("WORK-CONSERVING", "BATCH-CONSERVING"),),
+    widens=(("WORK-CONSERVING", "BATCH-CONSERVING"),), monitor=ContractMonitor,
     scheduler="stallfree.variants.static:StaticBatching", faults="stallfree.faults.static:STATIC_FAULTS",
     policies=(("static", "stallfree.variants.static:StaticBatching"),),  # static batching: the teaching baseline
 )
