@@ -52,3 +52,17 @@ def test_the_kernel_check_sees_a_design_import(tmp_path: Path) -> None:
                    "def f():\n    from stallfree.variants import Stepwise\n    return Stepwise\n")
     assert design_imports(bad, "stallfree.spec.bad") == [
         "stallfree.spec.paged.rules", "stallfree.spec.reservation", "stallfree.variants"]
+
+
+def test_a_contract_that_names_no_monitor_is_refused_by_name() -> None:
+    import pytest
+
+    from stallfree.reference import Scheduler
+    from stallfree.spec.contract import Contract
+    from stallfree.spec.registry import RESERVATION
+    from stallfree.spec.types import Config
+
+    config = Config(token_budget=4, max_seqs=2, kv_tokens=16)
+    with pytest.raises(ValueError, match="contract 'bare' names no monitor"):
+        Contract("bare", RESERVATION.rules).watch(Scheduler(4, 2, 16), config)
+    assert RESERVATION.watch(Scheduler(4, 2, 16), config) is not None  # the control: one that names its monitor
