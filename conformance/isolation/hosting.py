@@ -18,18 +18,30 @@ OWN = "stallfree."  # a target in stallfree's own package runs in this process
 def load_raw(target: str, timeout: float, timeout_flag: str = "--timeout",
              flag: str = "--scheduler") -> Callable[..., Any]:
     """`target`'s factory (MODULE:FACTORY): hosted in its own process unless it is stallfree's own,
-    whatever design of stallfree's it declares (the reservation, paged or prefix design). A design the
-    target's module registers itself (its rules and monitor the user's code too) is unknown here:
-    loaded in process, which registers it. Picklable either way. `timeout_flag`: the option a hang's
-    message names; `flag`: the option a load failure names."""
+    whatever design it declares. A design the target's module registers itself is unknown here until
+    that module is imported here too: its rules and monitor judge the run, so they are the oracle's
+    (imported, never called as a scheduler), while the scheduler's calls stay in the host. A target whose
+    design is still unknown then is loaded in process (the registry's refusal names the design).
+    Picklable either way. `timeout_flag`: the option a hang's message names; `flag`: the option a load
+    failure names."""
     from .remote import HostedFactory
 
     if not target.startswith(OWN):
         factory = HostedFactory(target, timeout, timeout_flag=timeout_flag)
-        if factory.design in {d.name for d in registry.designs()}:
+        if factory.design not in _designs():
+            try:
+                load_target(target, flag)  # the module registers its design here, as it did in the host
+            except BaseException:
+                factory.close()
+                raise
+        if factory.design in _designs():
             return factory
         factory.close()
     return load_target(target, flag)
+
+
+def _designs() -> set[str]:
+    return {d.name for d in registry.designs()}
 
 
 def hosted(factory: Callable[..., Any]) -> bool:
