@@ -206,3 +206,24 @@ def test_outside_the_main_thread_it_does_nothing(bell: Bell) -> None:
     assert seen == [False, "done"]
     assert signal.getsignal(signal.SIGALRM) is bell and pending() == 0
 
+
+
+def test_an_expiry_inside_a_factory_is_the_runs_limit_not_the_factorys_failure() -> None:
+    from stallfree.spec.utils.alarm import Alarm, expired
+    from stallfree.spec.utils.loader import FactoryError, guarded
+
+    def slow(**config: int) -> object:
+        signal.raise_signal(signal.SIGALRM)  # the run's alarm falls due while the factory runs
+        return object()
+
+    limit = Alarm(60, lambda: TimeoutError("the run's limit"))
+    with pytest.raises(TimeoutError, match="the run's limit") as raised, limit:
+        guarded(slow, "m:F")(token_budget=1, max_seqs=1, kv_tokens=1)
+    assert expired(raised.value)
+
+    def own(**config: int) -> object:  # the control: a factory's own TimeoutError is its failure
+        raise TimeoutError("its own")
+
+    with pytest.raises(FactoryError, match="raised TimeoutError: its own"):
+        guarded(own, "m:F")(token_budget=1, max_seqs=1, kv_tokens=1)
+    assert not expired(TimeoutError("its own"))

@@ -45,7 +45,9 @@ class Alarm:
         self.entered_at = 0.0  # time.monotonic() at entry
 
     def _fire(self, signum: int, frame: FrameType | None) -> None:
-        raise self.expired()
+        error = self.expired()
+        error.alarm_expired = True  # type: ignore[attr-defined]  # see `expired`
+        raise error
 
     def rearm(self) -> None:
         """Start the countdown again from `seconds` (nothing, where the alarm is not armed)."""
@@ -81,3 +83,10 @@ class Alarm:
             if self.outer > 0:
                 left = self.outer - (time.monotonic() - self.entered_at)
                 signal.setitimer(signal.ITIMER_REAL, max(left, MIN_RESTORE_S))
+
+
+def expired(error: BaseException) -> bool:
+    """Whether `error` is an alarm's expiry: the limit of the run it interrupted, wherever it landed (in a
+    factory call, a view), not a failure of the code that was running then, so that code's own handler
+    must let it through."""
+    return getattr(error, "alarm_expired", False) is True

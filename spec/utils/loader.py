@@ -12,6 +12,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from .alarm import expired
+
 
 class TargetError(ValueError):
     """The target cannot be loaded: a bad MODULE:FACTORY, a failed import, an attribute not there."""
@@ -60,6 +62,8 @@ def guarded(factory: Callable[..., Any], target: str, flag: str = "--scheduler")
         try:
             made = factory(**config)
         except Exception as error:  # whatever a wrong factory raises, the argument is what is wrong
+            if expired(error):  # but the run's own limit, reached while the factory ran, is the run's
+                raise
             raise FactoryError(f"{flag} {target!r}: calling it with token_budget=, max_seqs=, kv_tokens= "
                                f"raised {type(error).__name__}: {error}") from None
         if isinstance(made, type):  # `return Scheduler`, not `return Scheduler(...)`: no rule is at fault
