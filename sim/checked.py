@@ -49,7 +49,7 @@ class Checked:
         if not self.monitor.set_budget(token_budget):  # type: ignore[attr-defined]
             raise InvalidField(f"token_budget {token_budget!r}: refused by the scheduler, as the contract requires")
 
-    def complete(self, plan: object, stopped: list[int] | tuple[int, ...] = ()) -> list[int]:
+    def complete(self, plan: object, stopped: list[int] | tuple[int, ...] = ()) -> list[int] | tuple[int, ...]:
         taken = self.taken
         if taken is None:
             return self.monitor.complete(stopped).emitted
@@ -62,7 +62,7 @@ class Checked:
             return monitor.complete(stopped).emitted
         emitted = monitor.scheduler.complete(taken)
         if fast.done(emitted, getattr(monitor.scheduler, "free_kv", None)):
-            return list(emitted) if type(emitted) is tuple else emitted  # as the monitor's facts hold it
+            return emitted  # a list or tuple of ints (shown), as the simulator reads it
         fast.sync()
         monitor.judged(taken)
         return monitor.completed(emitted).emitted
