@@ -148,11 +148,12 @@ class Decodes(Shortcut):
         if free_kv != free:
             return False  # KV: a reservation not back on the step its request ended, or back early
         emitting = set(emitted)
-        if len(emitting) != num or not emitting >= ready or not set(map(type, emitted)) <= INT:
-            return False  # TOKENS (a token twice, a ready request silent), PROTOCOL
+        if not emitting >= ready or not set(map(type, emitted)) <= INT:
+            return False  # TOKENS (a ready request silent), PROTOCOL
         for t in completing:
             if t.request.rid not in emitting:
-                return False  # FIRST-TOKEN (and so a token from a rid that is not due one: TOKENS)
+                return False  # FIRST-TOKEN
+        # so `emitted` is the `num` rids due a token, each once: none twice, none from a rid not due one (TOKENS)
         self.clean = self.judged = None  # the ready set changes
         self._move(emitted, clean)
         return True
