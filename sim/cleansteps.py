@@ -35,7 +35,6 @@ Why each rule cannot fire on a step it takes:
 
 from __future__ import annotations
 
-from itertools import chain
 from operator import is_
 from typing import Any
 
@@ -77,10 +76,9 @@ class Decodes(Shortcut):
         ready = self.ready if self.ready is not None else self._start()
         if ready is None:
             return False
-        if len(items) != len(ready) or self.lag in self.calendar or shadow.prefilling:
+        if len(items) != len(ready) or shadow.prefilling:
             self.clean = clean = self._entries(shadow, ready, items)  # not decodes alone
             return clean is not None
-        self.clean = None
         if len(ready) != shadow.num_ready:
             return False
         judged = self.judged
@@ -89,12 +87,24 @@ class Decodes(Shortcut):
                 return False
             self.judged, self.rids, self.waits = tuple(items), tuple([rid for rid, _ in items]), -1
         elif len(shadow.waiting) == self.waits:
-            return True  # the same plan on the same state: since `judged` was shown to fit, only steps of
-            # decodes alone were taken (any other forgets it), which change no running count, free KV or budget,
-            # and no request was added (the line only grows between them): `decodes_fit` would say the same
+            return self._due()  # the same plan on the same state: since `judged` was shown to fit, only steps of
+            # decodes alone ending none were taken (any other forgets it), which change no running count, free KV
+            # or budget, and no request was added (the line only grows between them): `decodes_fit` says the same
         if not self.decodes_fit(shadow, len(ready)):  # BUDGET, SLOTS, KV, WORK-CONSERVING
             return False
         self.waits = len(shadow.waiting)
+        return self._due()
+
+    def _due(self) -> bool:
+        """Take the plan of decodes alone just shown clean: the requests due their last token on it (the
+        calendar), if any, are judged ending by `_done_with`."""
+        due = self.calendar.get(self.lag)
+        if due is None:
+            self.clean = None
+            return True
+        running = self.monitor.shadow.running
+        self.clean = clean = Clean(None, len(self.rids))  # no `got`: the plan is `judged`, its rids `rids`
+        clean.ending.extend([running[rid] for rid in due])
         return True
 
     def _pairs(self, items: Any, ready: set[int]) -> bool:
@@ -147,12 +157,13 @@ class Decodes(Shortcut):
             free += t.request.reservation
         if free_kv != free:
             return False  # KV: a reservation not back on the step its request ended, or back early
-        emitting = set(emitted)
-        if not emitting >= ready or not set(map(type, emitted)) <= INT:
-            return False  # TOKENS (a ready request silent), PROTOCOL
-        for t in completing:
-            if t.request.rid not in emitting:
-                return False  # FIRST-TOKEN
+        if clean.got is not None or not all(map(is_, emitted, self.rids)):  # else the plan's own rids (`_due`)
+            emitting = set(emitted)
+            if not emitting >= ready or not set(map(type, emitted)) <= INT:
+                return False  # TOKENS (a ready request silent), PROTOCOL
+            for t in completing:
+                if t.request.rid not in emitting:
+                    return False  # FIRST-TOKEN
         # so `emitted` is the `num` rids due a token, each once: none twice, none from a rid not due one (TOKENS)
         self.clean = self.judged = None  # the ready set changes
         self._move(emitted, clean)
@@ -160,12 +171,14 @@ class Decodes(Shortcut):
 
 
 def _typed(items: Any) -> dict[int, int] | None:
-    """`items` as rid -> n if every entry is a tuple or `Entry` of two ints; else None (PROTOCOL: an entry that
-    is not a tuple, a list or a generator, is the monitor's to read)."""
+    """`items` as rid -> n if every entry is a tuple or `Entry` of two ints, each rid once; else None (PROTOCOL: an
+    entry that is not a tuple, a list or a generator, is the monitor's to read; ONE-ENTRY: a rid twice)."""
     if not set(map(type, items)) <= PAIRS:
         return None
     try:
-        got = dict(items)
+        got = {rid: n for rid, n in items}
     except (TypeError, ValueError):
         return None  # PROTOCOL: an entry that is no pair
-    return got if set(map(type, chain.from_iterable(items))) == INT else None
+    if len(got) != len(items):
+        return None  # a rid twice (so each rid and n is one of `got`'s keys and values)
+    return got if set(map(type, got)) <= INT and set(map(type, got.values())) <= INT else None

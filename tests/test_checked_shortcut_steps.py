@@ -130,6 +130,12 @@ class FloatDecodeToken(FloatToken):
     aim = "decodes"
 
 
+class FloatEndToken(FloatToken):
+    """A ready request's rid emitted as a float on a step that ends a request (PROTOCOL)."""
+
+    aim = "end"
+
+
 class FloatChunk(Planted):
     """The chunk of a step with one given as a float n (PROTOCOL)."""
 
@@ -177,8 +183,8 @@ class Withheld(Planted):
 
 
 BREAKS = {Twice: "TOKENS", SilentTwice: "TOKENS", NoFirstToken: "FIRST-TOKEN", FloatToken: "PROTOCOL",
-          FloatDecodeToken: "PROTOCOL", FloatChunk: "PROTOCOL", LeftOut: "DECODE-FIRST", KeptKV: "KV",
-          Withheld: "WORK-CONSERVING"}
+          FloatDecodeToken: "PROTOCOL", FloatEndToken: "PROTOCOL", FloatChunk: "PROTOCOL", LeftOut: "DECODE-FIRST",
+          KeptKV: "KV", Withheld: "WORK-CONSERVING"}
 
 
 @pytest.mark.parametrize("fault", BREAKS, ids=[f.__name__ for f in BREAKS])
@@ -199,7 +205,9 @@ PLANTED: dict[tuple[str, str], tuple[Any, ...]] = {
     ("if t.request.rid not in emitting:", "if False:"): (NoFirstToken,),
     (" or not set(map(type, emitted)) <= INT:", ":"): (FloatToken,),
     ("if not all(map(is_, emitted, self.rids)) and", "if list(emitted) != list(self.rids) and"): (FloatDecodeToken,),
-    ("return got if set(map(type, chain.from_iterable(items))) == INT else None", "return got"): (FloatChunk,),
+    ("or not all(map(is_, emitted, self.rids)):", "or list(emitted) != list(self.rids):"): (FloatEndToken,),
+    ("return got if set(map(type, got)) <= INT and set(map(type, got.values())) <= INT else None", "return got"):
+        (FloatChunk,),
     ("        if free_kv != free:\n", "        if False:\n"): (KeptKV,),
     ("elif len(shadow.waiting) == self.waits:", "elif True:"): (Withheld,),
 }
