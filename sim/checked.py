@@ -13,8 +13,9 @@ from .cleansteps import Decodes
 class Checked:
     """Speaks the plain protocol; forwards each call through a `Monitor` judging every rule (of
     `contract`, the reservation design's unless given: a variant's passes set_budget and priorities too).
-    With the reservation design's own monitor, a step of decodes alone is judged by the shortcut
-    (`cleansteps.Decodes`) unless `shortcut` is False; every other step, by the monitor."""
+    With the reservation design's own monitor, a step is judged by the shortcut (`cleansteps.Decodes`: decodes,
+    chunks, admissions, ends by the last token) unless `shortcut` is False; a step it declines (any break, a stop),
+    by the monitor."""
 
     def __init__(self, scheduler: Any, config: Config, contract: Any = None, shortcut: bool = True) -> None:
         self.monitor = (contract or registry.RESERVATION).watch(scheduler, config)

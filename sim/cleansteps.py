@@ -11,10 +11,11 @@ declines is judged whole by the monitor on the same account (`sync`, `Monitor.ju
 the plan's judgement cannot raise there (shown above), and the completion's is the monitor's own. So a
 verdict is the same with or without it (tests/test_checked_shortcut.py).
 
-A step of decodes alone, none its request's last token, is judged by comparing whole sets (and a plan of
-the same entry objects as the last one shown clean is not read again). Any other plan (chunks of partial
-prompts, admissions, a request due its last token) is judged before it runs by the trace checker's own
-predicates (`Shortcut.entries` with no emitted rids, then `_policy`), and its completion by `_done_with`.
+A plan of decodes alone is judged by comparing whole sets (and a plan of the same entry objects as the last
+one shown clean is not read again); so are the emitted rids (or read by identity with the plan's own rid
+objects). Any other plan (chunks of partial prompts, admissions) is judged before it runs by the trace
+checker's own predicates (`Shortcut.entries` with no emitted rids, then `_policy`); the completion of a
+step with such entries, or with a request due its last token (the calendar), by `_done_with`.
 Why each rule cannot fire on a step it takes:
 
 - PROTOCOL: the plan is a list or tuple (or the reference's `Plan`) of (int, int) tuples or `Entry`s, each rid
@@ -86,25 +87,23 @@ class Decodes(Shortcut):
             if not self._pairs(items, ready):
                 return False
             self.judged, self.rids, self.waits = tuple(items), tuple([rid for rid, _ in items]), -1
-        elif len(shadow.waiting) == self.waits:
-            return self._due()  # the same plan on the same state: since `judged` was shown to fit, only steps of
-            # decodes alone ending none were taken (any other forgets it), which change no running count, free KV
-            # or budget, and no request was added (the line only grows between them): `decodes_fit` says the same
-        if not self.decodes_fit(shadow, len(ready)):  # BUDGET, SLOTS, KV, WORK-CONSERVING
-            return False
-        self.waits = len(shadow.waiting)
-        return self._due()
+        if len(shadow.waiting) != self.waits:  # else the same plan on the same state: since `judged` was shown to
+            # fit, only steps of decodes alone ending none were taken (any other forgets it), which change no
+            # running count, free KV or budget, and no request was added (the line only grows between them)
+            if not self.decodes_fit(shadow, len(ready)):  # BUDGET, SLOTS, KV, WORK-CONSERVING
+                return False
+            self.waits = len(shadow.waiting)
+        if self.lag in self.calendar:
+            return self._due()
+        self.clean = None
+        return True
 
     def _due(self) -> bool:
-        """Take the plan of decodes alone just shown clean: the requests due their last token on it (the
-        calendar), if any, are judged ending by `_done_with`."""
-        due = self.calendar.get(self.lag)
-        if due is None:
-            self.clean = None
-            return True
+        """Take the plan of decodes alone just shown clean, with requests due their last token on it (the
+        calendar): `_done_with` judges them ending."""
         running = self.monitor.shadow.running
         self.clean = clean = Clean(None, len(self.rids))  # no `got`: the plan is `judged`, its rids `rids`
-        clean.ending.extend([running[rid] for rid in due])
+        clean.ending.extend([running[rid] for rid in self.calendar[self.lag]])
         return True
 
     def _pairs(self, items: Any, ready: set[int]) -> bool:

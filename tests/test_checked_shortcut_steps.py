@@ -209,7 +209,7 @@ PLANTED: dict[tuple[str, str], tuple[Any, ...]] = {
     ("return got if set(map(type, got)) <= INT and set(map(type, got.values())) <= INT else None", "return got"):
         (FloatChunk,),
     ("        if free_kv != free:\n", "        if False:\n"): (KeptKV,),
-    ("elif len(shadow.waiting) == self.waits:", "elif True:"): (Withheld,),
+    ("if len(shadow.waiting) != self.waits:", "if self.waits == -1:"): (Withheld,),  # fit shown once a plan
 }
 ENTRIES_TEST = "if emitting is None and not got.keys() >= ready:"  # in the trace checker's `Shortcut.entries`
 
