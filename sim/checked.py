@@ -13,8 +13,9 @@ from .cleansteps import Decodes
 class Checked:
     """Speaks the plain protocol; forwards each call through a `Monitor` judging every rule (of
     `contract`, the reservation design's unless given: a variant's passes set_budget and priorities too).
-    With the reservation design's own monitor, a step of decodes alone is judged by the shortcut
-    (`cleansteps.Decodes`) unless `shortcut` is False; every other step, by the monitor."""
+    With the reservation design's own monitor, a step is judged by the shortcut (`cleansteps.Decodes`: decodes,
+    chunks, admissions, ends by the last token) unless `shortcut` is False; a step it declines (any break, a stop),
+    by the monitor."""
 
     def __init__(self, scheduler: Any, config: Config, contract: Any = None, shortcut: bool = True) -> None:
         self.monitor = (contract or registry.RESERVATION).watch(scheduler, config)
@@ -49,7 +50,7 @@ class Checked:
         if not self.monitor.set_budget(token_budget):  # type: ignore[attr-defined]
             raise InvalidField(f"token_budget {token_budget!r}: refused by the scheduler, as the contract requires")
 
-    def complete(self, plan: object, stopped: list[int] | tuple[int, ...] = ()) -> list[int]:
+    def complete(self, plan: object, stopped: list[int] | tuple[int, ...] = ()) -> list[int] | tuple[int, ...]:
         taken = self.taken
         if taken is None:
             return self.monitor.complete(stopped).emitted
@@ -62,7 +63,7 @@ class Checked:
             return monitor.complete(stopped).emitted
         emitted = monitor.scheduler.complete(taken)
         if fast.done(emitted, getattr(monitor.scheduler, "free_kv", None)):
-            return list(emitted) if type(emitted) is tuple else emitted  # as the monitor's facts hold it
+            return emitted  # a list or tuple of ints (shown), as the simulator reads it
         fast.sync()
         monitor.judged(taken)
         return monitor.completed(emitted).emitted

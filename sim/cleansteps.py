@@ -1,36 +1,48 @@
-"""Checked simulation's shortcut for a step of decodes alone: most steps of a long simulation.
+"""Checked simulation's shortcut for an ordinary step: most steps of a long simulation.
 
 The trace checker's shortcut (`conformance.trace.cleanstep_v1.Shortcut`: its ready set, lag and calendar,
-`sync`) split in the two halves a live scheduler is judged in. `planned` says yes only when it has shown
-that `Monitor.plan` would raise nothing on the plan, whatever rules are checked; `done` only when
-`Monitor.complete` would raise nothing on what complete() returned, and then moves the account as the
-monitor does (the ready requests' counts left `lag` behind). Neither changes anything before that is
-shown. A plan it declines is judged by `Monitor.judged` (after `sync`) before it runs, as `Monitor.plan`
-judges it; a step whose plan it took but whose completion it declines is judged whole by the monitor on
-the same account (`sync`, `Monitor.judged`, `Monitor.completed`): the plan's judgement cannot raise
-there (shown above), and the completion's is the monitor's own. So a verdict is the same with or
-without it (tests/test_checked_shortcut.py). Why each rule cannot fire on a step it takes:
+`sync`, its judgement of a plan entry by entry and its move) split in the two halves a live scheduler is
+judged in. `planned` says yes only when it has shown that `Monitor.plan` would raise nothing on the plan,
+whatever rules are checked; `done` only when `Monitor.complete` would raise nothing on what complete()
+returned, and then moves the account as the monitor does (the ready requests' counts left `lag` behind).
+Neither changes anything before that is shown. A plan it declines is judged by `Monitor.judged` (after
+`sync`) before it runs, as `Monitor.plan` judges it; a step whose plan it took but whose completion it
+declines is judged whole by the monitor on the same account (`sync`, `Monitor.judged`, `Monitor.completed`):
+the plan's judgement cannot raise there (shown above), and the completion's is the monitor's own. So a
+verdict is the same with or without it (tests/test_checked_shortcut.py).
 
-- PROTOCOL: the plan is a list or tuple (or the reference's `Plan`) of (int, int) tuples or `Entry`s, and complete()
-  returned a list or tuple of ints, each a running rid.
-- BUDGET, ONE-ENTRY, SLOTS, KV (plan): as many entries as ready requests, distinct, each n = 1; at most B
-  of them, at most S running, free KV not below 0, no admission.
-- PREFILL-ONCE, FIRST-TOKEN, PARTIAL-NEXT, FCFS: no partial prompt exists and nothing is admitted.
-- TOKENS, CANCEL: every ready request emits once, none its last token (the calendar), nothing is stopped
-  or cancelled (no stop is given; no cancel is owed or pending).
-- KV (done): the scheduler shows an int free KV equal to the shadow's (nothing was reserved or freed).
+A plan of decodes alone is judged by comparing whole sets (and a plan of the same entry objects as the last
+one shown clean is not read again); so are the emitted rids (or read by identity with the plan's own rid
+objects). Any other plan (chunks of partial prompts, admissions) is judged before it runs by the trace
+checker's own predicates (`Shortcut.entries` with no emitted rids, then `_policy`); the completion of a
+step with such entries, or with a request due its last token (the calendar), by `_done_with`.
+Why each rule cannot fire on a step it takes:
+
+- PROTOCOL: the plan is a list or tuple (or the reference's `Plan`) of (int, int) tuples or `Entry`s, each rid
+  running or waiting; complete() returned a list or tuple of ints, each a running rid.
+- BUDGET, ONE-ENTRY, SLOTS, KV (plan): distinct rids, each n >= 1 (1 for a ready one); at most B tokens, at
+  most S running with the admissions, and their reservations within the free KV.
+- PREFILL-ONCE, FCFS, PARTIAL-NEXT: each chunk ends within its prompt; the admitted are the waiting head;
+  each partial prompt gets min(remaining, left) in order (`_policy`).
+- TOKENS, FIRST-TOKEN, CANCEL: every ready request and every chunk that ends its prompt emits once, and no
+  other rid; a request ends at its max_new-th token (the calendar, and an admission of max_new 1); nothing
+  is stopped or cancelled (a stop goes to the monitor; no cancel is owed or pending).
+- KV (done): the scheduler shows an int free KV equal to the shadow's, less the admissions' reservations,
+  plus those of the requests that end on the step.
 - PROGRESS, DECODE-FIRST, WORK-CONSERVING: the plan is not empty; every ready request decodes; budget is
-  left only with no waiting request, no free slot, or a waiting head that does not fit.
+  left only with every prompt's chunk ending it, every partial prompt served, and the waiting head absent,
+  without a slot, or not fitting.
 """
 
 from __future__ import annotations
 
-from itertools import chain
 from operator import is_
 from typing import Any
 
-from stallfree.conformance.trace.cleanstep_v1 import Shortcut
+from stallfree.conformance.trace.cleanplan import Clean
+from stallfree.conformance.trace.cleanstep_v1 import Shortcut, _policy
 from stallfree.spec import Entry, Plan
+from stallfree.spec.reservation.shadow import Shadow
 
 ONE = {1}  # the n of every decode
 INT = {int}
@@ -40,57 +52,132 @@ PAIRS = {tuple, Entry}  # the kinds of entry read here: immutable, so read twice
 class Decodes(Shortcut):
     """The shortcut for one checked simulation (the reservation design's own monitor: `usable`)."""
 
-    __slots__ = ("judged",)
+    __slots__ = ("clean", "judged", "rids", "waits")
 
     def __init__(self, monitor: Any) -> None:
         super().__init__(monitor)
         self.judged: tuple[object, ...] | None = None  # the entries of a plan shown clean on the ready set as it
         # still is: a plan of the same entry objects (immutable pairs) is the same plan, shown clean again
+        self.rids: tuple[int, ...] = ()  # the rids of `judged`, in its order (ints: shown)
+        self.waits = -1  # the waiting requests when `judged` was last shown to fit (`decodes_fit`)
+        self.clean: Clean | None = None  # what a plan taken with other entries than decodes, or an end, found
 
     def sync(self) -> None:
         super().sync()
-        self.judged = None  # the ready set may change
+        self.judged = self.clean = None  # the ready set may change
 
     def planned(self, plan: object) -> bool:
-        """Whether `plan`, just returned by schedule(), is decodes alone that break no plan rule."""
-        monitor = self.monitor
-        shadow = monitor.shadow
-        if shadow.kv_owed or monitor._pending is not None or shadow.prefilling:
-            return False
+        """Whether `plan`, just returned by schedule(), breaks no plan rule and is decodes alone (`done`), or
+        decodes with chunks, admissions or a request due its last token (`_done_with`). The caller has shown
+        that no plan is pending and no cancelled reservation owed (`Checked.schedule`)."""
+        shadow = self.monitor.shadow
         items: Any = plan.entries if type(plan) is Plan else plan
         if (type(items) is not tuple and type(items) is not list) or not items:
             return False
         ready = self.ready if self.ready is not None else self._start()
-        if ready is None or len(items) != len(ready) or self.lag in self.calendar or len(ready) != shadow.num_ready:
-            return False  # a ready request emits its last token here (it finishes): the monitor judges that
+        if ready is None:
+            return False
+        if len(items) != len(ready) or shadow.prefilling:
+            self.clean = clean = self._entries(shadow, ready, items)  # not decodes alone
+            return clean is not None
+        if len(ready) != shadow.num_ready:
+            return False
         judged = self.judged
         if judged is None or len(judged) != len(items) or not all(map(is_, items, judged)):
             if not self._pairs(items, ready):
                 return False
-            self.judged = tuple(items)
-        return self.decodes_fit(shadow, len(ready))  # BUDGET, SLOTS, KV, WORK-CONSERVING
+            self.judged, self.rids, self.waits = tuple(items), tuple([rid for rid, _ in items]), -1
+        if len(shadow.waiting) != self.waits:  # else the same plan on the same state: since `judged` was shown to
+            # fit, only steps of decodes alone ending none were taken (any other forgets it), which change no
+            # running count, free KV or budget, and no request was added (the line only grows between them)
+            if not self.decodes_fit(shadow, len(ready)):  # BUDGET, SLOTS, KV, WORK-CONSERVING
+                return False
+            self.waits = len(shadow.waiting)
+        if self.lag in self.calendar:
+            return self._due()
+        self.clean = None
+        return True
+
+    def _due(self) -> bool:
+        """Take the plan of decodes alone just shown clean, with requests due their last token on it (the
+        calendar): `_done_with` judges them ending."""
+        running = self.monitor.shadow.running
+        self.clean = clean = Clean(None, len(self.rids))  # no `got`: the plan is `judged`, its rids `rids`
+        clean.ending.extend([running[rid] for rid in self.calendar[self.lag]])
+        return True
 
     def _pairs(self, items: Any, ready: set[int]) -> bool:
         """Whether `items` is one (int rid, 1) pair for each ready rid, each a tuple or `Entry`."""
-        if not set(map(type, items)) <= PAIRS:
-            return False  # PROTOCOL: an entry that is not a tuple (a list, a generator) is the monitor's to read
-        try:
-            got = dict(items)
-        except (TypeError, ValueError):
-            return False  # PROTOCOL: an entry that is no pair
-        return len(got) == len(ready) and got.keys() == ready and set(got.values()) == ONE and \
-            set(map(type, chain.from_iterable(items))) == INT  # ONE-ENTRY, DECODE-FIRST, TOKENS, PROTOCOL
+        got = _typed(items)
+        return got is not None and len(got) == len(ready) and got.keys() == ready and set(got.values()) == ONE
+
+    def _entries(self, shadow: Shadow, ready: set[int], items: Any) -> Clean | None:
+        """What the plan `items` finds (`Shortcut.entries`, then FCFS, PARTIAL-NEXT, WORK-CONSERVING:
+        `_policy`), judged before it runs; None where a plan rule might break."""
+        got = _typed(items)
+        if got is None:
+            return None
+        clean = self.entries(shadow, ready, items, got, None)
+        return clean if clean is not None and _policy(shadow, clean) else None
 
     def done(self, emitted: object, free_kv: object) -> bool:
         """Whether complete()'s `emitted` and shown `free_kv`, for a plan `planned` took, break no rule;
         if so the step is taken (each ready request's count one more behind)."""
+        if self.clean is not None:
+            return self._done_with(self.clean, emitted, free_kv)
         ready = self.ready
         assert ready is not None
         if (type(emitted) is not tuple and type(emitted) is not list) or len(emitted) != len(ready):
             return False
         if type(free_kv) is not int or free_kv != self.monitor.shadow.free_kv:
             return False  # KV: the monitor names it (or, not shown, judges the step without it)
-        if set(emitted) != ready or set(map(type, emitted)) != INT:
-            return False  # TOKENS (silent or twice), PROTOCOL
+        if not all(map(is_, emitted, self.rids)) and (set(emitted) != ready or set(map(type, emitted)) != INT):
+            return False  # TOKENS (silent or twice), PROTOCOL; the plan's own rid objects, in its order, are
+            # the ready rids, each once, and ints (shown): the set is not built
         self.take_decodes()
         return True
+
+    def _done_with(self, clean: Clean, emitted: object, free_kv: object) -> bool:
+        """`done` for a plan taken with chunks, admissions or a request due its last token (`clean`): each ready
+        request and each chunk that ends its prompt emits once and no other rid does (TOKENS, FIRST-TOKEN),
+        each an int (PROTOCOL), and the shown free KV is the shadow's less the admissions' reservations, plus
+        those of the requests that end here (KV). If so the step is taken as the trace checker takes it
+        (`Shortcut._move`)."""
+        ready = self.ready
+        assert ready is not None
+        completing = clean.completing
+        num = len(ready) + len(completing)
+        if (type(emitted) is not tuple and type(emitted) is not list) or len(emitted) != num:
+            return False
+        if type(free_kv) is not int:
+            return False  # not shown: the monitor judges the step without it
+        free = self.monitor.shadow.free_kv - clean.reserved
+        for t in clean.ending:
+            free += t.request.reservation
+        if free_kv != free:
+            return False  # KV: a reservation not back on the step its request ended, or back early
+        if clean.got is not None or not all(map(is_, emitted, self.rids)):  # else the plan's own rids (`_due`)
+            emitting = set(emitted)
+            if not emitting >= ready or not set(map(type, emitted)) <= INT:
+                return False  # TOKENS (a ready request silent), PROTOCOL
+            for t in completing:
+                if t.request.rid not in emitting:
+                    return False  # FIRST-TOKEN
+        # so `emitted` is the `num` rids due a token, each once: none twice, none from a rid not due one (TOKENS)
+        self.clean = self.judged = None  # the ready set changes
+        self._move(emitted, clean)
+        return True
+
+
+def _typed(items: Any) -> dict[int, int] | None:
+    """`items` as rid -> n if every entry is a tuple or `Entry` of two ints, each rid once; else None (PROTOCOL: an
+    entry that is not a tuple, a list or a generator, is the monitor's to read; ONE-ENTRY: a rid twice)."""
+    if not set(map(type, items)) <= PAIRS:
+        return None
+    try:
+        got = {rid: n for rid, n in items}
+    except (TypeError, ValueError):
+        return None  # PROTOCOL: an entry that is no pair
+    if len(got) != len(items):
+        return None  # a rid twice (so each rid and n is one of `got`'s keys and values)
+    return got if set(map(type, got)) <= INT and set(map(type, got.values())) <= INT else None

@@ -137,7 +137,7 @@ class Shortcut:
         if not _kv_back(shadow, engine, item, clean, ready):
             return False
         _move_engine(engine, item, clean)
-        self._move(item, clean)
+        self._move(item.emitted, clean)
         if whole:  # the ready rids changed as the admissions say: the next decodes are known
             self.shown = next_decodes(shown, due, clean)  # type: ignore[arg-type]  # not None: judged whole
         return True
@@ -187,13 +187,22 @@ class Shortcut:
         plan, emitted = item.plan, item.emitted
         emitting = set(emitted)
         got: dict[int, int] = dict(plan)  # type: ignore[arg-type]  # [rid, n] pairs
-        if len(got) != len(plan) or len(emitting) != len(emitted) or not emitting.issubset(got):
-            return None  # ONE-ENTRY (a rid twice), TOKENS (a token twice, or from a rid not planned)
-        if len(ready) != shadow.num_ready or not ready.issubset(emitting) or min(got.values()) < 1:
-            return None  # DECODE-FIRST, TOKENS (a ready request left out, or planned without a token); ONE-ENTRY
+        if len(emitting) != len(emitted) or not emitting.issubset(got) or not ready.issubset(emitting):
+            return None  # TOKENS (a token twice, from a rid not planned, or a ready request silent)
+        return self.entries(shadow, ready, plan, got, emitting)
+
+    def entries(self, shadow: Shadow, ready: set[int], plan: Any, got: dict[int, int],
+                emitting: set[int] | None) -> Clean | None:
+        """`plan` (`got`: its rid -> n) judged as `_plan` says, `emitting` the rids that emitted a token; None
+        where the plan is judged before it runs (a live scheduler's: `sim.cleansteps`), and then FIRST-TOKEN
+        and TOKENS's emitted half are the caller's, once it has run."""
+        if len(got) != len(plan) or len(ready) != shadow.num_ready or min(got.values()) < 1:
+            return None  # ONE-ENTRY (a rid twice, or n < 1); DECODE-FIRST
+        if emitting is None and not got.keys() >= ready:
+            return None  # DECODE-FIRST: a ready request left out (the emitted rids say so where given)
         cfg = shadow.config
         clean = Clean(got, sum(got.values()))
-        if len(got) != len(ready) and not self._prefills(shadow, ready, item, emitting, clean):
+        if len(got) != len(ready) and not self._prefills(shadow, ready, plan, emitting, clean):
             return None
         if clean.tokens - clean.prefill_tokens != len(ready) or len(ready) > cfg.token_budget:
             return None  # TOKENS: a decode given more than 1; more ready than budget (the monitor judges those)
@@ -207,13 +216,14 @@ class Shortcut:
             clean.ending.extend([running[rid] for rid in due])
         return clean
 
-    def _prefills(self, shadow: Shadow, ready: set[int], item: TraceStep, emitting: set[int], clean: Clean) -> bool:
-        """The entries that are not decodes, in plan order: chunks of partial prompts and admissions."""
+    def _prefills(self, shadow: Shadow, ready: set[int], plan: Any, emitting: set[int] | None, clean: Clean) -> bool:
+        """The entries that are not decodes, in plan order: chunks of partial prompts and admissions
+        (FIRST-TOKEN judged where `emitting` is given)."""
         running, tracks = shadow.running, shadow.tracks
         admitted, prefills, got = clean.admitted, clean.prefills, clean.got
         others = got.keys() - ready
         if len(others) > 1:  # in plan order: admissions run in the order they are planned
-            others = [rid for rid, _ in item.plan if rid in others]  # type: ignore[assignment]
+            others = [rid for rid, _ in plan if rid in others]  # type: ignore[assignment]
         for rid in others:
             n = got[rid]
             t = running.get(rid)
@@ -225,7 +235,7 @@ class Shortcut:
                 clean.reserved += t.request.reservation
             end = t.num_prefilled + n
             prompt_len = t.request.prompt_len
-            if end > prompt_len or (end == prompt_len) != (rid in emitting):
+            if end > prompt_len or (emitting is not None and (end == prompt_len) != (rid in emitting)):
                 return False  # PREFILL-ONCE; FIRST-TOKEN
             prefills.append((t, end))
             clean.prefill_tokens += n
@@ -235,7 +245,7 @@ class Shortcut:
                     clean.ending.append(t)
         return True
 
-    def _move(self, item: TraceStep, clean: Clean) -> None:
+    def _move(self, emitted: Any, clean: Clean) -> None:
         """Move the shadow and the counts as `apply` and the monitor do; the ready requests' counts stay behind."""
         monitor = self.monitor
         shadow = monitor.shadow
@@ -259,7 +269,7 @@ class Shortcut:
                 calendar.setdefault(lag + left, []).append(rid)
         ending = clean.ending
         if len(ending) > 1:  # the monitor ends them in the order they are emitted
-            order = {rid: i for i, rid in enumerate(item.emitted)}
+            order = {rid: i for i, rid in enumerate(emitted)}
             ending.sort(key=lambda t: order[t.request.rid])
         for t in ending:
             t.num_emitted = t.request.max_new
