@@ -77,13 +77,15 @@ def model_rows(bound: Bounds, factory: Callable[..., Any], max_states: int | Non
     ]
 
 
-def z3_rows(fault_rule: str | None = None) -> list[Row]:
+def z3_rows(fault_rule: str | None = None, num_requests: int | None = None) -> list[Row]:
     """The paged design's Z3 theorems: the arithmetic of NEVER-FIT (any block size, pool, watermark,
-    request) and the step theorems over a symbolic paged step (`smt.paged_step`). With a paged rule's
-    fault, the theorems run on the wrong policy making the same mistake (NEVER-FIT: weakened), which
-    Z3 must refute."""
+    request) and the step theorems over a symbolic paged step (`smt.paged_step`) of `num_requests`
+    requests (`paged_step.PAGED_N` unless given). With a paged rule's fault, the theorems run on the
+    wrong policy making the same mistake (NEVER-FIT: weakened), which Z3 must refute."""
     from .smt import paged as smt
     from .smt import paged_step
+
+    n = paged_step.PAGED_N if num_requests is None else num_requests
 
     wrong = getattr(_fault_or_none(fault_rule), "__name__", None) if fault_rule is not None else None
     step_controls = [(t, c) for t in paged_step.THEOREMS for c in t.controls if c.__name__ == wrong]
@@ -96,14 +98,14 @@ def z3_rows(fault_rule: str | None = None) -> list[Row]:
             detail = "any block size, pool, watermark, prompt_len, max_new" if o.verdict is HOLDS else o.counterexample
             rows.append(Row(o.claim, "Z3 (paged arithmetic)", "unbounded", o.verdict, o.seconds, detail))
     if fault_rule is None:
-        outcomes = paged_step.theorems()
+        outcomes = paged_step.theorems(n)
     else:
-        outcomes = [paged_step.prove(t, control()) for t, control in step_controls]
+        outcomes = [paged_step.prove(t, control(), n) for t, control in step_controls]
     sizes = ",".join(map(str, paged_step.BLOCK_SIZES))
     for x in outcomes:
         detail = (f"any budget, slots, pool, watermark, lengths; block sizes {sizes}" if x.verdict is HOLDS
                   else x.counterexample or "the solver ran out of time: nothing proved")
-        rows.append(Row(x.theorem, f"Z3 paged step ({x.policy})", f"N={paged_step.PAGED_N}", x.verdict, x.seconds,
+        rows.append(Row(x.theorem, f"Z3 paged step ({x.policy})", f"N={n}", x.verdict, x.seconds,
                         detail))
     return rows
 

@@ -70,6 +70,16 @@ def test_prove_scheduler_paged_holds_and_its_fault_breaks(capsys: pytest.Capture
     assert code == 2 and "no paged fault breaks KV" in err
 
 
+def test_prove_scheduler_paged_requests_sets_the_paged_step_N(capsys: pytest.CaptureFixture[str]) -> None:
+    """--requests N is the paged step theorems' N too (default `paged_step.PAGED_N`), printed in the row."""
+    pytest.importorskip("z3")
+    code, out, _ = run(["prove", "--scheduler", "paged", "--fault", "PREEMPT-BOUND", "--methods", "z3",
+                        "--requests", "2"], capsys)
+    assert code == 1, out
+    rows = [line for line in out.splitlines() if re.match(r"\S+ +Z3 paged step \(PreemptOldest\) ", line)]
+    assert len(rows) == 2 and all(re.search(r" N=2 +BROKEN ", r) for r in rows), out
+
+
 @pytest.mark.parametrize(("name", "model_row", "z3_row"), [
     ("StopIgnored", "TOKENS-KEPT          model check (paged)", "END                  Z3 paged step (StopIgnored)"),
     ("LeakOnCancel", "BLOCKS               model check (paged)", "CANCEL               Z3 paged step (LeakOnCancel)"),

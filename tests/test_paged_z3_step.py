@@ -13,10 +13,10 @@ z3 = pytest.importorskip("z3")
 
 from stallfree.faults.paged import PAGED_FAULTS  # noqa: E402
 from stallfree.proofs.paged_suite import z3_rows  # noqa: E402
-from stallfree.proofs.smt import paged_step  # noqa: E402
+from stallfree.proofs.smt import paged_lemmas, paged_step  # noqa: E402
 from stallfree.spec.verdict import Verdict  # noqa: E402
 
-N = 2  # symbolic requests in CI (the published rows use 3): enough for a preemption beside the oldest
+N = 2  # symbolic requests in CI (the published rows use 5): enough for a preemption beside the oldest
 
 
 @pytest.mark.parametrize("theorem", paged_step.THEOREMS, ids=lambda t: t.name)
@@ -36,6 +36,52 @@ CONTROLS = [(t, c) for t in paged_step.THEOREMS for c in t.controls]
 def test_the_paged_step_theorem_fails_on_its_control(theorem: paged_step.PagedTheorem, control: type) -> None:
     outcome = paged_step.prove(theorem, control(), N)
     assert outcome.verdict is Verdict.BROKEN and "block_size" in outcome.counterexample, outcome
+
+
+@pytest.mark.parametrize(("theorem", "control"), CONTROLS, ids=lambda x: getattr(x, "name", getattr(x, "__name__", "")))
+def test_each_paged_fault_is_still_refuted_at_the_published_N(theorem: paged_step.PagedTheorem, control: type) -> None:
+    """At the N the rows print (PAGED_N, 5), PREEMPT-BOUND proved through its stepping stones."""
+    outcome = paged_step.prove(theorem, control())
+    assert outcome.verdict is Verdict.BROKEN and "block_size" in outcome.counterexample, outcome
+
+
+def test_PREEMPT_BOUND_holds_at_the_published_N() -> None:
+    by_name = {t.name: t for t in paged_step.THEOREMS}
+    assert paged_step.PAGED_N >= 4
+    assert paged_step.prove(by_name["PREEMPT-BOUND"]).verdict is Verdict.HOLDS
+
+
+@pytest.mark.parametrize("bs", paged_step.BLOCK_SIZES)
+def test_PREEMPT_BOUND_stepping_stones_are_proved_not_skipped(bs: int) -> None:
+    """PEAK-ROOM, POOL-HELD and DECODES-FIT (`paged_lemmas.decodes_fit`) are proved at PAGED_N: the
+    claim after them is judged with them, not alone (what prove() falls back to when one fails)."""
+    from stallfree.proofs.smt.in_turn import prove_in_turn
+
+    hypothesis, w, t = transition(paged_step.PagedPolicy(), paged_step.PAGED_N, bs)
+    solver = z3.SolverFor("QF_LIA")
+    solver.add(hypothesis)
+    assert prove_in_turn(solver, paged_step.conjuncts(paged_lemmas.decodes_fit(w, t))).verdict is Verdict.HOLDS
+
+
+class EveryDecodeNeedsABlock(paged_step.PagedPolicy):
+    """A wrong policy for the fit part alone: it counts every decode as taking a new block, so it
+    preempts while the running requests' peaks still fit the pool."""
+
+    def preempt_for_decodes(self, s, d, need):  # type: ignore[no-untyped-def]
+        return super().preempt_for_decodes(s, d, [r.ready for r in s.requests])
+
+
+def fit_part(w: paged_step.Withdrawn, t: paged_step.PagedStep) -> z3.BoolRef:
+    """PREEMPT-BOUND's last conjunct: nothing is preempted while the running requests' peaks fit the pool."""
+    return paged_step.preempt_bound_claim(w, t).children()[-1]
+
+
+@pytest.mark.parametrize("policy", [paged_step.PagedPolicy, EveryDecodeNeedsABlock], ids=lambda p: p.__name__)
+def test_PREEMPT_BOUND_fit_part_through_its_stepping_stones_holds_or_is_refuted(policy: type) -> None:
+    theorem = paged_step.PagedTheorem("PREEMPT-BOUND (fit)", fit_part, (), (paged_lemmas.decodes_fit,))
+    outcome = paged_step.prove(theorem, policy())
+    expected = Verdict.HOLDS if policy is paged_step.PagedPolicy else Verdict.BROKEN
+    assert outcome.verdict is expected, outcome
 
 
 def test_each_control_is_named_after_a_paged_fault() -> None:

@@ -59,7 +59,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "stop (default 2,2,8,2,3,2)")
     p.add_argument("--requests", type=bounded_int(MAX_REQUESTS), default=None, metavar="N",
                    help=f"symbolic requests in each Z3 step theorem, at most {MAX_REQUESTS} (default 12; 8 for the "
-                        "cancel theorems)")
+                        "cancel theorems; 5 for the paged step theorems of --scheduler paged)")
     p.add_argument("--code-requests", type=bounded_int(MAX_CODE_REQUESTS), default=None, metavar="N",
                    help="requests per state in the symbolic execution of the scheduler's code, at most "
                         f"{MAX_CODE_REQUESTS} (default 3 for a step, 2 with stops or cancels; deep: 4 and 3)")
@@ -218,7 +218,7 @@ def paged_rows(args: argparse.Namespace, say):  # type: ignore[no-untyped-def]
     rows = paged_suite.model_rows(bound, factory, args.max_states, hidden, declared) if "model" in methods else []
     fault_rule = args.fault.upper() if args.fault else None
     if "z3" in methods:
-        rows += paged_suite.z3_rows(fault_rule)
+        rows += paged_suite.z3_rows(fault_rule, args.requests)
     if "crosshair" in methods:
         rows += paged_suite.crosshair_rows(fault_rule, args.crosshair_seconds or paged_suite.CROSSHAIR_S)
     if "differential" in methods:

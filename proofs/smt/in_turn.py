@@ -1,8 +1,8 @@
 """Prove each part in turn, then assume it for the next: how every Z3 theorem here with several parts
 (a goal's conjuncts, a theorem's lemmas, a cancel obligation's stepping stones, END's parts of the
-invariant, a paged step claim's conjuncts) is decided. A long conjunction of per-request facts is far
-easier for Z3 one fact at a time, each assumed once proved. Sound: each part is proved under what the
-solver held and the parts before it, every one of them proved.
+invariant, a paged step claim's conjuncts and stepping stones) is decided. A long conjunction of
+per-request facts is far easier for Z3 one fact at a time, each assumed once proved. Sound: each
+part is proved under what the solver held and the parts before it, every one of them proved.
 
 The answer is a `spec.verdict` verdict from the start: holds (every part proved), BROKEN (Z3 found a
 model breaking a part), unknown (Z3 gave no answer on a part: nothing is claimed of it, nor of the

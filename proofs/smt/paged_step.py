@@ -35,7 +35,8 @@ with any stops):
   nothing; admission takes the line in arrival order (a preempted request, older than every later
   arrival, is re-admitted before any of them).
 - PREEMPT-BOUND: the oldest running request is never preempted; nothing is preempted while the
-  running requests' peaks fit the pool.
+  running requests' peaks fit the pool (proved after the stepping stones of `paged_lemmas`, each
+  proved first: the claim is the same; at N = 4 it ran out of time without them).
 - TERMINATION (a ranking function under preemption): the oldest live request's work (prefill left
   in this residency, plus tokens left) falls by at least one every busy step, and every live
   request's work is at most prompt_len + max_new, recompute included. So the lexicographic ranking
@@ -71,10 +72,12 @@ import z3
 from stallfree.spec.verdict import Verdict
 
 from .in_turn import prove_in_turn, refuted
+from .paged_lemmas import at_block_boundary, decodes_fit, peak
 from .symbolic import check
+from .theorems import new_solver
 
 BLOCK_SIZES = (1, 2, 3, 16)  # each theorem is proved for each
-PAGED_N = 3  # symbolic requests
+PAGED_N = 5  # symbolic requests
 TIMEOUT_MS = 60_000
 
 
@@ -192,9 +195,8 @@ def invariant_parts(s: PagedState) -> dict[str, z3.BoolRef]:
                   z3.Implies(r.ready, r.target <= r.computed),
                   z3.Implies(z3.Not(r.arrived), z3.And(r.emitted == 0, z3.Not(r.running), z3.Not(r.ended_early)))]
         blocks.append(z3.Implies(r.running, is_blocks(r.held, r.computed, bs)))
-        peak = z3.Int(f"{r.prompt_len}.peak")
-        never_fit.append(z3.Implies(r.arrived, z3.And(is_blocks(peak, r.prompt_len + r.max_new - 1, bs),
-                                                      peak <= s.num_blocks - s.watermark)))
+        never_fit.append(z3.Implies(r.arrived, z3.And(is_blocks(peak(r), r.prompt_len + r.max_new - 1, bs),
+                                                      peak(r) <= s.num_blocks - s.watermark)))
         if i + 1 < len(rs):
             later = rs[i + 1]
             line += [z3.Implies(later.arrived, r.arrived),
@@ -353,7 +355,7 @@ class PagedPolicy:
     def step(self, s: PagedState) -> PagedStep:
         n, bs = len(s.requests), s.block_size
         d = Defs(f"{s.free}.d", bs)
-        need = [z3.And(r.ready, r.computed == r.held * bs) for r in s.requests]
+        need = [at_block_boundary(r, bs) for r in s.requests]
         # 1. preemption, newest first, while the decodes need more new blocks than are free
         preempted, cur, free = self.preempt_for_decodes(s, d, need)
         any_preempted = z3.Or(preempted)
@@ -531,8 +533,7 @@ def preempt_bound_claim(w: Withdrawn, t: PagedStep) -> z3.BoolRef:
     rs, n = t.before.requests, len(t.before.requests)
     facts = [z3.Implies(z3.And(rs[i].running, *[z3.Not(rs[j].live) for j in range(i)]), z3.Not(t.preempted[i]))
              for i in range(n)]
-    peaks = [z3.Int(f"{r.prompt_len}.peak") for r in rs]  # defined by NEVER-FIT in the invariant
-    fit = z3.Sum([z3.If(r.running, pk, 0) for r, pk in zip(rs, peaks, strict=True)]) <= t.before.num_blocks
+    fit = z3.Sum([z3.If(r.running, peak(r), 0) for r in rs]) <= t.before.num_blocks  # NEVER-FIT's peaks
     facts.append(z3.Implies(fit, z3.Not(z3.Or(t.preempted))))
     return z3.And(facts)
 
@@ -589,6 +590,7 @@ class PagedTheorem:
     name: str
     claim: Claim
     controls: tuple[type[PagedPolicy], ...]  # wrong policies, each of which must refute it
+    lemmas: tuple[Claim, ...] = ()  # stepping stones proved first, then assumed (`paged_lemmas`)
 
 
 THEOREMS: tuple[PagedTheorem, ...] = (
@@ -596,7 +598,7 @@ THEOREMS: tuple[PagedTheorem, ...] = (
     PagedTheorem("TOKENS-KEPT", tokens_kept_claim, (OverRun,)),
     PagedTheorem("RECOMPUTE", recompute_claim, (RecomputeOneMore,)),
     PagedTheorem("PREEMPT-ORDER", preempt_order_claim, (RequeueAtBack,)),
-    PagedTheorem("PREEMPT-BOUND", preempt_bound_claim, (PreemptOldest,)),
+    PagedTheorem("PREEMPT-BOUND", preempt_bound_claim, (PreemptOldest,), (decodes_fit,)),
     PagedTheorem("TERMINATION", rank_claim, (PreemptOldest,)),
     PagedTheorem("END", end_claim, (StopIgnored,)),
     PagedTheorem("STOP-READY", stop_ready_claim, (EarlyToken,)),
@@ -616,8 +618,8 @@ class PagedStepResult:
 
 def prove(theorem: PagedTheorem, policy: PagedPolicy | None = None, num_requests: int = PAGED_N,
           block_sizes: tuple[int, ...] = BLOCK_SIZES, timeout_ms: int = TIMEOUT_MS) -> PagedStepResult:
-    """For each block size: invariant before, any adds, one step => the claim; each conjunct proved in
-    turn and then assumed."""
+    """For each block size: invariant before, any adds, one step => the claim; the theorem's lemmas, then
+    each conjunct of the claim, proved in turn and then assumed."""
     policy = PagedPolicy() if policy is None else policy
     began = time.perf_counter()
     for bs in block_sizes:
@@ -625,17 +627,23 @@ def prove(theorem: PagedTheorem, policy: PagedPolicy | None = None, num_requests
         arrived, adds = policy.arrive(s0, "s1")
         w = policy.cancel(arrived, "s1c")
         t = policy.step(w.after)
-        solver = z3.SolverFor("QF_LIA")
-        solver.set("timeout", timeout_ms)
-        solver.add(invariant(s0), adds, w.facts, t.facts)
-        goal = theorem.claim(w, t)
-        turn = prove_in_turn(solver, goal.children() if z3.is_and(goal) else [goal], keep_model=True)
+        hypothesis = z3.And(invariant(s0), adds, w.facts, t.facts)
+        solver = new_solver(hypothesis, timeout_ms)
+        stones = [part for lemma in theorem.lemmas for part in conjuncts(lemma(w, t))]
+        if prove_in_turn(solver, stones).verdict is not Verdict.HOLDS:
+            solver = new_solver(hypothesis, timeout_ms)  # a lemma not proved: the claim is judged alone
+        turn = prove_in_turn(solver, conjuncts(theorem.claim(w, t)), keep_model=True)
         if turn.verdict is Verdict.BROKEN:
             return PagedStepResult(theorem.name, policy.name, turn.verdict, time.perf_counter() - began,
                                    f"block_size {bs}: {shown(solver.model(), w, t)}")
         if turn.verdict is not Verdict.HOLDS:
             return PagedStepResult(theorem.name, policy.name, turn.verdict, time.perf_counter() - began)
     return PagedStepResult(theorem.name, policy.name, Verdict.HOLDS, time.perf_counter() - began)
+
+
+def conjuncts(goal: z3.BoolRef) -> list[z3.BoolRef]:
+    """The goal's conjuncts, each proved in turn (a single fact is its own one part)."""
+    return goal.children() if z3.is_and(goal) else [goal]
 
 
 def prove_init(num_requests: int = PAGED_N, block_sizes: tuple[int, ...] = BLOCK_SIZES) -> PagedStepResult:
