@@ -34,6 +34,7 @@ R0 = z3.Int("R0")  # the running count of the state before the step
 
 
 def ranking_chain(policy: Policy) -> Chain:
+    """The chain's requests and plan arrays, with the ranking's prefix sums as its counts."""
     c = Chain.fresh(policy)
     return dataclasses.replace(c, count={k: z3.Function(f"live_{k}", INT, INT) for k in COUNTS})
 
@@ -53,11 +54,13 @@ def _weights(c: Chain, j: z3.ArithRef) -> dict[str, z3.ArithRef]:
 
 
 def recurrences(c: Chain, names: tuple[str, ...], at: z3.ArithRef) -> z3.BoolRef:
+    """The definitions of the named prefix sums, at index `at`: F(at + 1) = F(at) + request at's share."""
     w = _weights(c, at)
     return z3.And([c.c(k, at + 1) == c.c(k, at) + w[k] for k in names])
 
 
 def zero(c: Chain) -> z3.BoolRef:
+    """Every prefix sum is 0 over no requests."""
     return z3.And([c.c(k, z3.IntVal(0)) == 0 for k in COUNTS])
 
 
@@ -118,6 +121,8 @@ Part = Callable[[Chain, z3.ArithRef, State, State], z3.BoolRef]
 
 @dataclass(frozen=True)
 class Loop:
+    """One phase's loop: the plan array it writes, the prefix sums it defines, its invariant's parts."""
+
     array: str
     counts: tuple[str, ...]
     scalar: Part  # the loop's state at `at`, entered with the first State, now the second
