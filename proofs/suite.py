@@ -230,6 +230,7 @@ def z3_rows(o: Options, say: Say) -> list[Row]:
     from .smt import ends
     from .smt.chain import CHAINS
     from .smt.induction import INDUCTIONS, prove_induction
+    from .smt.liveness_induction import LIVENESS_INDUCTIONS
     from .smt.liveness_steps import LIVENESS_STEPS
     from .smt.loops import LOOP_THEOREMS, prove_loop
     from .smt.reach import reach
@@ -262,7 +263,7 @@ def z3_rows(o: Options, say: Say) -> list[Row]:
         rows.append(_z3_row("STOP-READY", "Z3 inductive step", f"N={o.num_requests}",
                             ends.prove_stops_end_ready(o.num_requests)))
     rows += cancel_rows(o, say)
-    for induction in (*INDUCTIONS, *CHAINS):
+    for induction in (*INDUCTIONS, *CHAINS, *LIVENESS_INDUCTIONS):
         say(f"z3: {induction.name} ({o.policy.name})")
         outcome = prove_induction(induction, o.policy)
         row = _z3_row(induction.name, f"Z3 loop induction ({o.policy.name})", "any N", outcome)

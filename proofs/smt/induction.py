@@ -430,6 +430,9 @@ class LoopInduction:
     obligations: Callable[[Policy], list[Obligation]]
     control: str  # the wrong policy (`mutants.MUTANTS`) it must fail on
     folds: tuple[str, ...] = ()  # the phases its loop runs on one request: their FOLD is its premise
+    # a fixed-N obligation on the policy's own step, tried when a FOLD premise fails: a counterexample
+    # there refutes the claim for every N (BROKEN); holding there proves nothing (unknown stays)
+    refute: Callable[[Policy], Obligation] | None = None
 
 
 INDUCTIONS: tuple[LoopInduction, ...] = (
@@ -455,4 +458,13 @@ def prove_induction(loop: LoopInduction, policy: Policy | None = None, timeout_m
     policy = Policy() if policy is None else policy
     obligations = loop.obligations(policy)  # built first: Z3's search on them is sensitive to the order terms are made
     premises = [fold(policy, phase) for phase in loop.folds]  # FOLD, checked before the loop's own obligations
-    return _prove(premises + obligations, loop.name, policy, timeout_ms)
+    result = _prove(premises + obligations, loop.name, policy, timeout_ms)
+    if loop.refute is None or result.verdict is not Verdict.UNKNOWN or "premise" not in (result.counterexample or {}):
+        return result
+    refuted = _prove([loop.refute(policy)], loop.name, policy, timeout_ms)
+    if refuted.verdict is not Verdict.BROKEN:
+        return result
+    unmet = (result.counterexample or {})["obligation"]
+    refuted.counterexample = {**(refuted.counterexample or {}), "premise not met": unmet}
+    refuted.seconds += result.seconds
+    return refuted

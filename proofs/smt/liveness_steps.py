@@ -25,11 +25,13 @@ from .symbolic import SymRequest, SymState
 from .theorems import Theorem
 
 
-def _prompt_left(r: SymRequest) -> z3.ArithRef:
+def prompt_left(r: SymRequest) -> z3.ArithRef:
+    """P's share of request r: the prompt positions it has still to run (0 if it has not arrived)."""
     return z3.If(r.arrived, r.prompt_len - r.num_prefilled, 0)
 
 
-def _emit_left(r: SymRequest) -> z3.ArithRef:
+def emit_left(r: SymRequest) -> z3.ArithRef:
+    """D's share of request r: the tokens it has still to emit (0 if it has not arrived)."""
     return z3.If(r.arrived, r.max_new - r.num_emitted, 0)
 
 
@@ -40,8 +42,8 @@ def liveness_steps(t: SymStep) -> z3.BoolRef:
     facts = []
     p0 = p1 = d0 = d1 = z3.IntVal(0)
     for b, a in zip(t.before.requests, t.after.requests, strict=True):
-        p0, p1 = names.int(p0 + _prompt_left(b)), names.int(p1 + _prompt_left(a))
-        d0, d1 = names.int(d0 + _emit_left(b)), names.int(d1 + _emit_left(a))
+        p0, p1 = names.int(p0 + prompt_left(b)), names.int(p1 + prompt_left(a))
+        d0, d1 = names.int(d0 + emit_left(b)), names.int(d1 + emit_left(a))
         falls = z3.And(p1 <= p0, d1 <= d0, z3.Or(d1 <= d0 - 1, p1 <= p0 - budget))
         facts.append(z3.Implies(z3.Or(b.waiting, b.running), falls))
     return names.claim_that(z3.And(facts))
