@@ -27,6 +27,9 @@ What is SGLang's and what is the adapter's:
   keeps SGLang's default initial ratio, 0.7 (held fixed: SGLang decays it step by step): it admits on
   an estimate and, when decode runs out of KV, SGLang retracts a request, which the plain protocol
   cannot say: the adapter raises `Retracted` (a CRASH the kit reports with the smallest workload).
+- `free_kv` is SGLang's own account between steps, as the next step's adder opens it (free plus
+  evictable tokens, less each running request's remaining max_new times the ratio), so rule KV judges
+  it after every step; at 0.7 it is no whole number of tokens and `SglangDefaultRatio` shows none.
 - Radix prefix caching is on, as SGLang runs it, but the made-up prompts share no token, so no request
   hits the cache: the plain protocol has no word for a cached prefix.
 """
@@ -59,7 +62,7 @@ class SglangScheduler:
     def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
         self.s = sglang()
         self.budget, self.max_seqs, self.kv_tokens = token_budget, max_seqs, kv_tokens
-        self.rows, self.allocator, self.tree = make_pools(max_seqs, kv_tokens, kv_tokens + 1)
+        self.rows, self.allocator, self.tree = make_pools(max_seqs, kv_tokens, kv_tokens + 1, self.tree_class())
         self.policy = self.s.SchedulePolicy("fcfs", self.tree, False, False, False)
         self.waiting: list[Any] = []
         self.running = self.s.ScheduleBatch(reqs=[], batch_is_full=False)
@@ -72,10 +75,30 @@ class SglangScheduler:
         """The adder class: SGLang's PrefillAdder (a planted fault subclasses it)."""
         return self.s.PrefillAdder
 
-    def adder(self) -> Any:
-        """SGLang's PrefillAdder for this step: budget B for the prefill batch and for each chunk."""
-        return self.adder_class()(1, self.tree, self.allocator, self.running, self.new_token_ratio,
-                                   self.budget, self.budget, 0, max_running_requests=self.max_seqs)
+    def tree_class(self) -> type:
+        """The radix cache class: SGLang's RadixCache (a planted fault subclasses it)."""
+        return self.s.RadixCache
+
+    def adder(self, running: Any = None) -> Any:
+        """SGLang's PrefillAdder for this step (over `running`, by default the running batch): budget B
+        for the prefill batch and for each chunk."""
+        return self.adder_class()(1, self.tree, self.allocator, self.running if running is None else running,
+                                   self.new_token_ratio, self.budget, self.budget, 0,
+                                   max_running_requests=self.max_seqs)
+
+    @property
+    def free_kv(self) -> int | None:
+        """SGLang's own account of its free KV, as the next step's PrefillAdder opens it before admitting
+        anyone: the allocator's free tokens plus the radix cache's evictable ones, less what it holds back
+        for each request that will be running (its remaining max_new times the ratio). None with a plan
+        pending, or when that account is not a whole number of tokens (a ratio below 1.0)."""
+        if self.pending is not None:
+            return None
+        running = list(self.running.reqs)
+        if self.last_extend is not None:
+            running += [r for r in self.last_extend.reqs if r is not self.chunked and not r.finished()]
+        account = self.adder(self.s.ScheduleBatch(reqs=running, batch_is_full=False)).rem_total_tokens
+        return int(account) if float(account).is_integer() else None
 
     def add(self, rid: int, prompt_len: int, max_new: int) -> None:
         check_request(rid, prompt_len, max_new, self._taken)
@@ -196,3 +219,9 @@ class SglangDefaultRatio(SglangScheduler):
     """SGLang's policy with its default initial new_token_ratio, 0.7, held fixed (see the docstring)."""
 
     new_token_ratio: ClassVar[float] = 0.7
+
+    @property
+    def free_kv(self) -> int | None:
+        """None: at 0.7 SGLang's account is an estimate (each running request's remaining max_new times
+        0.7), not a count of tokens, so KV is judged on the plans alone (the report says partial)."""
+        return None

@@ -1,8 +1,11 @@
-"""A bug planted into a subclass of SGLang's own `PrefillAdder`, behind the SGLang adapter, for showing
-that `stallfree conform` catches what breaks in a real engine's admission code:
+"""Bugs planted into subclasses of SGLang's own classes, behind the SGLang adapter, for showing that
+`stallfree conform` catches what breaks in a real engine's code:
 
 - `ChunkOneOver`: the adder's chunk bound starts one token past `chunked_prefill_size` (an off-by-one),
   so a long prompt's chunk overruns the token budget (BUDGET). The rest is SGLang's adder unchanged.
+- `FinishedKvPinned`: SGLang's `RadixCache` takes a lock on a finished request's tree node again once
+  `release_kv_cache` has dropped it, so that request's KV stays pinned, neither free nor evictable: a
+  leak the adapter's `free_kv` (SGLang's own account) shows on the step the request finishes (KV).
 """
 
 from __future__ import annotations
@@ -24,6 +27,16 @@ def _chunk_one_over() -> type:
     return _ChunkOneOver
 
 
+@cache
+def _finished_kv_pinned() -> type:
+    class _FinishedKvPinned(sglang().RadixCache):  # type: ignore[misc, name-defined]
+        def on_release(self, req: Any, *, checkpointed: bool) -> None:
+            super().on_release(req, checkpointed=checkpointed)
+            if req.finished():
+                req.lock = self.lock(req.last_node)  # the bug: the finished request's KV pinned again
+    return _FinishedKvPinned
+
+
 class ChunkOneOver(SglangScheduler):
     """The adapter over a subclass of SGLang's PrefillAdder with the bug _ChunkOneOver."""
 
@@ -31,4 +44,11 @@ class ChunkOneOver(SglangScheduler):
         return _chunk_one_over()
 
 
-CAUGHT_BY: dict[type, str] = {ChunkOneOver: "BUDGET"}  # each planted bug, and the rule it breaks
+class FinishedKvPinned(SglangScheduler):
+    """The adapter over a subclass of SGLang's RadixCache with the bug _FinishedKvPinned."""
+
+    def tree_class(self) -> type:
+        return _finished_kv_pinned()
+
+
+CAUGHT_BY: dict[type, str] = {ChunkOneOver: "BUDGET", FinishedKvPinned: "KV"}  # each planted bug, and its rule
