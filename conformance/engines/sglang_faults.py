@@ -6,15 +6,20 @@
 - `FinishedKvPinned`: SGLang's `RadixCache` takes a lock on a finished request's tree node again once
   `release_kv_cache` has dropped it, so that request's KV stays pinned, neither free nor evictable: a
   leak the adapter's `free_kv` (SGLang's own account) shows on the step the request finishes (KV).
+- `RecomputeSkipsOutput`, behind the paged adapter (`sglang_paged`): SGLang's `Req`, once retracted,
+  rebuilds its fill from its prompt alone, so its re-prefill skips the tokens it had emitted and the
+  request resumes without recomputing them (RECOMPUTE).
 """
 
 from __future__ import annotations
 
+from array import array
 from functools import cache
 from typing import Any
 
 from .sglang_adapter import SglangScheduler
-from .sglang_setup import sglang
+from .sglang_paged import SglangPaged
+from .sglang_setup import make_req, sglang
 
 
 @cache
@@ -37,6 +42,16 @@ def _finished_kv_pinned() -> type:
     return _FinishedKvPinned
 
 
+@cache
+def _recompute_skips_output() -> type:
+    class _RecomputeSkipsOutput(sglang().Req):  # type: ignore[misc, name-defined]
+        def refresh_fill_ids(self) -> None:
+            super().refresh_fill_ids()
+            if self.is_retracted:  # the bug: the re-prefill of a retracted request is its prompt alone
+                self.full_untruncated_fill_ids = array("q", self.origin_input_ids)
+    return _RecomputeSkipsOutput
+
+
 class ChunkOneOver(SglangScheduler):
     """The adapter over a subclass of SGLang's PrefillAdder with the bug _ChunkOneOver."""
 
@@ -51,4 +66,12 @@ class FinishedKvPinned(SglangScheduler):
         return _finished_kv_pinned()
 
 
-CAUGHT_BY: dict[type, str] = {ChunkOneOver: "BUDGET", FinishedKvPinned: "KV"}  # each planted bug, and its rule
+class RecomputeSkipsOutput(SglangPaged):
+    """The paged adapter over a subclass of SGLang's Req with the bug _RecomputeSkipsOutput."""
+
+    def request(self, rid: int, prompt_len: int, max_new: int) -> Any:
+        return make_req(rid, prompt_len, max_new, _recompute_skips_output())
+
+
+CAUGHT_BY: dict[type, str] = {  # each planted bug, and the rule it breaks
+    ChunkOneOver: "BUDGET", FinishedKvPinned: "KV", RecomputeSkipsOutput: "RECOMPUTE"}
