@@ -26,7 +26,8 @@ What is SGLang's and what is the adapter's:
   conservative setting): a full reservation, as the contract's design takes. `SglangDefaultRatio`
   keeps SGLang's default initial ratio, 0.7 (held fixed: SGLang decays it step by step): it admits on
   an estimate and, when decode runs out of KV, SGLang retracts a request, which the plain protocol
-  cannot say: the adapter raises `Retracted` (a CRASH the kit reports with the smallest workload).
+  cannot say: the adapter raises `Retracted` (a CRASH the kit reports with the smallest workload);
+  `sglang_paged` runs SGLang's retraction behind the paged protocol instead.
 - `free_kv` is SGLang's own account between steps, as the next step's adder opens it (free plus
   evictable tokens, less each running request's remaining max_new times the ratio), so rule KV judges
   it after every step; at 0.7 it is no whole number of tokens and `SglangDefaultRatio` shows none.
