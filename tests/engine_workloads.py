@@ -13,3 +13,9 @@ def workload(config: tuple[int, int, int], *requests: tuple[int, int, int]) -> W
         "requests": [{"rid": rid, "prompt_len": p, "max_new": m, "arrival_step": a}
                      for rid, (p, m, a) in enumerate(requests)],
     })
+
+
+def plans_only(factory: type) -> type:
+    """`factory` with its `free_kv` hidden, so that rule KV judges its plans alone (the reservations
+    its admissions make against K), as it judges a scheduler that shows no account."""
+    return type(f"{factory.__name__}PlansOnly", (factory,), {"free_kv": None})

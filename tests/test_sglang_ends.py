@@ -7,7 +7,7 @@ are each caught where SGLang holds the rule."""
 from __future__ import annotations
 
 import pytest
-from engine_workloads import workload
+from engine_workloads import plans_only, workload
 from sglang_guard import require_sglang
 
 require_sglang()
@@ -81,12 +81,15 @@ def test_sglang_runs_an_aborted_running_request_one_more_decode_step(name: str, 
 
 
 def test_sglangs_admission_is_unchanged_its_kv_break_replays_with_stops_and_cancels_on() -> None:
-    # The grid's sample for SglangEnds (its workloads drawn with stops and cancels) did not reach KV's
-    # break; the plain adapter's 1-minimal counterexample (tests/test_sglang_adapter.py) replays here.
+    # The plain adapter's admission past K (tests/test_sglang_adapter.py, judged on the plans alone)
+    # replays here, and so does the break of SGLang's own account, shown as free_kv.
     w = workload((1, 4, 16), (1, 2, 0), (1, 2, 0), (1, 2, 0), (7, 1, 0))
     with pytest.raises(RuleViolation) as broken:
-        check_workload(w, SglangEnds, rules=["KV"])
+        check_workload(w, plans_only(SglangEnds), rules=["KV"])
     assert (broken.value.rule, broken.value.step) == ("KV", 3)
+    with pytest.raises(RuleViolation) as broken:
+        check_workload(workload((1, 1, 5), (1, 2, 0)), SglangEnds, rules=["KV"])
+    assert (broken.value.rule, broken.value.step) == ("KV", 0)
 
 
 def test_the_adapter_refuses_what_the_contract_refuses_and_changes_nothing() -> None:

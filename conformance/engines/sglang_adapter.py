@@ -26,13 +26,18 @@ What is SGLang's and what is the adapter's:
   conservative setting): a full reservation, as the contract's design takes. `SglangDefaultRatio`
   keeps SGLang's default initial ratio, 0.7 (held fixed: SGLang decays it step by step): it admits on
   an estimate and, when decode runs out of KV, SGLang retracts a request, which the plain protocol
-  cannot say: the adapter raises `Retracted` (a CRASH the kit reports with the smallest workload).
+  cannot say: the adapter raises `Retracted` (a CRASH the kit reports with the smallest workload);
+  `sglang_paged` runs SGLang's retraction behind the paged protocol instead.
+- `free_kv` is SGLang's own account between steps, as the next step's adder opens it (free plus
+  evictable tokens, less each running request's remaining max_new times the ratio), so rule KV judges
+  it after every step; at 0.7 it is no whole number of tokens and `SglangDefaultRatio` shows none.
 - Radix prefix caching is on, as SGLang runs it, but the made-up prompts share no token, so no request
   hits the cache: the plain protocol has no word for a cached prefix.
 """
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, ClassVar
 
 from .front_end import check_request
@@ -54,15 +59,17 @@ class SglangScheduler:
     """SGLang's policy with new_token_ratio 1.0 (see the module's docstring)."""
 
     new_token_ratio: ClassVar[float] = 1.0
+    radix_cache: ClassVar[bool] = True  # SGLang's radix prefix cache, on as SGLang runs it
     stallfree_not_applicable: ClassVar[dict[str, str]] = {"NEVER-FIT": NEVER_FIT_IS_THE_ADAPTERS}
 
     def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
         self.s = sglang()
         self.budget, self.max_seqs, self.kv_tokens = token_budget, max_seqs, kv_tokens
-        self.rows, self.allocator, self.tree = make_pools(max_seqs, kv_tokens, kv_tokens + 1)
+        self.rows, self.allocator, self.tree = make_pools(max_seqs, kv_tokens, kv_tokens + 1, self.tree_class(),
+                                                          self.radix_cache)
         self.policy = self.s.SchedulePolicy("fcfs", self.tree, False, False, False)
-        self.waiting: list[Any] = []
-        self.running = self.s.ScheduleBatch(reqs=[], batch_is_full=False)
+        self.waiting_queue: list[Any] = []
+        self.running_batch = self.s.ScheduleBatch(reqs=[], batch_is_full=False)
         self.chunked: Any = None
         self.last_extend: Any = None
         self.pending: Any = None
@@ -72,17 +79,42 @@ class SglangScheduler:
         """The adder class: SGLang's PrefillAdder (a planted fault subclasses it)."""
         return self.s.PrefillAdder
 
-    def adder(self) -> Any:
-        """SGLang's PrefillAdder for this step: budget B for the prefill batch and for each chunk."""
-        return self.adder_class()(1, self.tree, self.allocator, self.running, self.new_token_ratio,
-                                   self.budget, self.budget, 0, max_running_requests=self.max_seqs)
+    @property
+    def waiting(self) -> list[SimpleNamespace]:
+        """SGLang's waiting queue, as the requests' rids."""
+        return [SimpleNamespace(rid=int(r.rid)) for r in self.waiting_queue]
+
+    def tree_class(self) -> type:
+        """The radix cache class: SGLang's RadixCache (a planted fault subclasses it)."""
+        return self.s.RadixCache
+
+    def adder(self, running: Any = None) -> Any:
+        """SGLang's PrefillAdder for this step (over `running`, by default the running batch): budget B
+        for the prefill batch and for each chunk."""
+        return self.adder_class()(1, self.tree, self.allocator, self.running_batch if running is None else running,
+                                   self.new_token_ratio, self.budget, self.budget, 0,
+                                   max_running_requests=self.max_seqs)
+
+    @property
+    def free_kv(self) -> int | None:
+        """SGLang's own account of its free KV, as the next step's PrefillAdder opens it before admitting
+        anyone: the allocator's free tokens plus the radix cache's evictable ones, less what it holds back
+        for each request that will be running (its remaining max_new times the ratio). None with a plan
+        pending, or when that account is not a whole number of tokens (a ratio below 1.0)."""
+        if self.pending is not None:
+            return None
+        running = list(self.running_batch.reqs)
+        if self.last_extend is not None:
+            running += [r for r in self.last_extend.reqs if r is not self.chunked and not r.finished()]
+        account = self.adder(self.s.ScheduleBatch(reqs=running, batch_is_full=False)).rem_total_tokens
+        return int(account) if float(account).is_integer() else None
 
     def add(self, rid: int, prompt_len: int, max_new: int) -> None:
         check_request(rid, prompt_len, max_new, self._taken)
         if prompt_len + max_new > self.kv_tokens:
             raise ValueError(f"prompt_len + max_new = {prompt_len + max_new} exceeds the context length "
                              f"{self.kv_tokens}")
-        self.waiting.append(self.request(rid, prompt_len, max_new))
+        self.waiting_queue.append(self.request(rid, prompt_len, max_new))
         self._taken.add(rid)
 
     def request(self, rid: int, prompt_len: int, max_new: int) -> Any:
@@ -96,18 +128,26 @@ class SglangScheduler:
         batch = self._prefill()
         if batch is not None:
             self.pending, self.last_extend = batch, batch
-            return [(int(r.rid), r.extend_len) for r in batch.reqs]
+            return self.plan([(int(r.rid), r.extend_len) for r in batch.reqs], [])
         self.last_extend = None
-        if self.running.is_empty():
+        if self.running_batch.is_empty():
             self.pending = NOTHING
-            return []
-        if not self.running.check_decode_mem():
-            raise Retracted(f"SGLang's decode of {[int(r.rid) for r in self.running.reqs]} finds too little free "
-                            "KV and would retract a request (its KV freed, back to the waiting queue)")
-        self.running.output_ids = self.s.torch.tensor([r.output_ids[-1] for r in self.running.reqs])
-        self.running.prepare_for_decode()
-        self.pending = self.running
-        return [(int(r.rid), 1) for r in self.running.reqs]
+            return self.plan([], [])
+        retracted = [] if self.running_batch.check_decode_mem() else self.retract()
+        self.running_batch.output_ids = self.s.torch.tensor([r.output_ids[-1] for r in self.running_batch.reqs])
+        self.running_batch.prepare_for_decode()
+        self.pending = self.running_batch
+        return self.plan([(int(r.rid), 1) for r in self.running_batch.reqs], retracted)
+
+    def retract(self) -> list[int]:
+        """SGLang's decode finds too little free KV: here, where the plain protocol cannot say so, a crash
+        (the adapter behind the paged protocol, `sglang_paged`, runs SGLang's retraction instead)."""
+        raise Retracted(f"SGLang's decode of {[int(r.rid) for r in self.running_batch.reqs]} finds too little free "
+                        "KV and would retract a request (its KV freed, back to the waiting queue)")
+
+    def plan(self, entries: list[tuple[int, int]], retracted: list[int]) -> list[tuple[int, int]]:
+        """The plan returned: the plain protocol's (rid, n) entries."""
+        return entries
 
     def _merge_last_extend(self) -> None:
         """The start of SGLang's get_next_batch_to_run: checkpoint a chunk, merge the last prefill batch's
@@ -118,25 +158,25 @@ class SglangScheduler:
         if last is not None:
             last.filter_batch(reqs_to_exclude=[self.chunked] if self.chunked is not None else [])
             if not last.is_empty():
-                if self.running.is_empty():
-                    self.running = last
+                if self.running_batch.is_empty():
+                    self.running_batch = last
                 else:
-                    self.running.merge_batch(last)
-        self.running.filter_batch()
-        self.running.batch_is_full = False
+                    self.running_batch.merge_batch(last)
+        self.running_batch.filter_batch()
+        self.running_batch.batch_is_full = False
 
     def _prefill(self) -> Any:
         """SGLang's admission (the plain path of Scheduler._get_new_batch_prefill_raw), or None."""
-        if not self.waiting and self.chunked is None:
+        if not self.waiting_queue and self.chunked is None:
             return None
         if self._allocatable(0) <= 0 and self.chunked is None:
             return None
-        self.policy.calc_priority(self.waiting, self.running)
+        self.policy.calc_priority(self.waiting_queue, self.running_batch)
         adder = self.adder()
         if self.chunked is not None:
             self.chunked.init_next_round_input()
             self.chunked = adder.add_chunked_req(self.chunked)
-        for req in self.waiting:
+        for req in self.waiting_queue:
             if adder.budget_state() == self.s.AddReqResult.OTHER:
                 break
             if len(adder.can_run_list) >= self._allocatable(sum(r.kv.holds_kv for r in adder.can_run_list)):
@@ -148,7 +188,7 @@ class SglangScheduler:
         if not adder.can_run_list:
             return None
         admitted = set(adder.can_run_list)
-        self.waiting = [r for r in self.waiting if r not in admitted]
+        self.waiting_queue = [r for r in self.waiting_queue if r not in admitted]
         if adder.new_chunked_req is not None:
             self.chunked = adder.new_chunked_req
         if self.chunked is not None:
@@ -162,7 +202,7 @@ class SglangScheduler:
     def _allocatable(self, held_rows: int) -> int:
         """Requests a prefill may still admit: SGLang's free request rows (max_seqs in all) plus those the
         counted requests hold, less the running batch's."""
-        return min(self.max_seqs - len(self.running.reqs), self.rows.available_size() + held_rows)
+        return min(self.max_seqs - len(self.running_batch.reqs), self.rows.available_size() + held_rows)
 
     def complete(self, plan: object) -> list[int]:
         batch, self.pending = self.pending, None
@@ -180,9 +220,9 @@ class SglangScheduler:
             emitted.append(int(req.rid))
             if req.finished():
                 self.s.release_kv_cache(req, self.tree, checkpoint=True)
-            elif batch is not self.running:
+            elif batch is not self.running_batch:
                 self.s.checkpoint_kv_cache(req, self.tree)
-        if batch is self.running:
+        if batch is self.running_batch:
             batch.filter_batch()
         return emitted
 
@@ -196,3 +236,9 @@ class SglangDefaultRatio(SglangScheduler):
     """SGLang's policy with its default initial new_token_ratio, 0.7, held fixed (see the docstring)."""
 
     new_token_ratio: ClassVar[float] = 0.7
+
+    @property
+    def free_kv(self) -> int | None:
+        """None: at 0.7 SGLang's account is an estimate (each running request's remaining max_new times
+        0.7), not a count of tokens, so KV is judged on the plans alone (the report says partial)."""
+        return None

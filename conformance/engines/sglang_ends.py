@@ -142,8 +142,9 @@ class SglangEnds(SglangScheduler):
         side = self.side
         if side._pending_chunked_abort_req is not None and side._pending_chunked_abort_req.rid == text:
             return False
-        batches = (self.running, self.last_extend, self.pending if self.pending is not self.running else None)
-        reqs = [*self.waiting, *(r for b in batches if b is not None and hasattr(b, "reqs") for r in b.reqs)]
+        batches = (self.running_batch, self.last_extend,
+                   self.pending if self.pending is not self.running_batch else None)
+        reqs = [*self.waiting_queue, *(r for b in batches if b is not None and hasattr(b, "reqs") for r in b.reqs)]
         if self.chunked is not None:
             reqs.append(self.chunked)
         return any(r.rid == text and not r.finished() and r.to_finish is None for r in reqs)
@@ -156,8 +157,8 @@ class SglangEnds(SglangScheduler):
         """Point SGLang's Scheduler at the adapter's queues: the batch that ran last is the prefill batch
         if the last step was one, else the running batch."""
         side = self.side
-        side.waiting_queue, side.chunked_req, side.running_batch = self.waiting, self.chunked, self.running
-        side.last_batch = self.last_extend if self.last_extend is not None else self.running
+        side.waiting_queue, side.chunked_req, side.running_batch = self.waiting_queue, self.chunked, self.running_batch
+        side.last_batch = self.last_extend if self.last_extend is not None else self.running_batch
 
 
 class _Text:

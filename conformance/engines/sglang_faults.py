@@ -1,17 +1,25 @@
-"""A bug planted into a subclass of SGLang's own `PrefillAdder`, behind the SGLang adapter, for showing
-that `stallfree conform` catches what breaks in a real engine's admission code:
+"""Bugs planted into subclasses of SGLang's own classes, behind the SGLang adapter, for showing that
+`stallfree conform` catches what breaks in a real engine's code:
 
 - `ChunkOneOver`: the adder's chunk bound starts one token past `chunked_prefill_size` (an off-by-one),
   so a long prompt's chunk overruns the token budget (BUDGET). The rest is SGLang's adder unchanged.
+- `FinishedKvPinned`: SGLang's `RadixCache` takes a lock on a finished request's tree node again once
+  `release_kv_cache` has dropped it, so that request's KV stays pinned, neither free nor evictable: a
+  leak the adapter's `free_kv` (SGLang's own account) shows on the step the request finishes (KV).
+- `RecomputeSkipsOutput`, behind the paged adapter (`sglang_paged`): SGLang's `Req`, once retracted,
+  rebuilds its fill from its prompt alone, so its re-prefill skips the tokens it had emitted and the
+  request resumes without recomputing them (RECOMPUTE).
 """
 
 from __future__ import annotations
 
+from array import array
 from functools import cache
 from typing import Any
 
 from .sglang_adapter import SglangScheduler
-from .sglang_setup import sglang
+from .sglang_paged import SglangPaged
+from .sglang_setup import make_req, sglang
 
 
 @cache
@@ -24,6 +32,26 @@ def _chunk_one_over() -> type:
     return _ChunkOneOver
 
 
+@cache
+def _finished_kv_pinned() -> type:
+    class _FinishedKvPinned(sglang().RadixCache):  # type: ignore[misc, name-defined]
+        def on_release(self, req: Any, *, checkpointed: bool) -> None:
+            super().on_release(req, checkpointed=checkpointed)
+            if req.finished():
+                req.lock = self.lock(req.last_node)  # the bug: the finished request's KV pinned again
+    return _FinishedKvPinned
+
+
+@cache
+def _recompute_skips_output() -> type:
+    class _RecomputeSkipsOutput(sglang().Req):  # type: ignore[misc, name-defined]
+        def refresh_fill_ids(self) -> None:
+            super().refresh_fill_ids()
+            if self.is_retracted:  # the bug: the re-prefill of a retracted request is its prompt alone
+                self.full_untruncated_fill_ids = array("q", self.origin_input_ids)
+    return _RecomputeSkipsOutput
+
+
 class ChunkOneOver(SglangScheduler):
     """The adapter over a subclass of SGLang's PrefillAdder with the bug _ChunkOneOver."""
 
@@ -31,4 +59,19 @@ class ChunkOneOver(SglangScheduler):
         return _chunk_one_over()
 
 
-CAUGHT_BY: dict[type, str] = {ChunkOneOver: "BUDGET"}  # each planted bug, and the rule it breaks
+class FinishedKvPinned(SglangScheduler):
+    """The adapter over a subclass of SGLang's RadixCache with the bug _FinishedKvPinned."""
+
+    def tree_class(self) -> type:
+        return _finished_kv_pinned()
+
+
+class RecomputeSkipsOutput(SglangPaged):
+    """The paged adapter over a subclass of SGLang's Req with the bug _RecomputeSkipsOutput."""
+
+    def request(self, rid: int, prompt_len: int, max_new: int) -> Any:
+        return make_req(rid, prompt_len, max_new, _recompute_skips_output())
+
+
+CAUGHT_BY: dict[type, str] = {  # each planted bug, and the rule it breaks
+    ChunkOneOver: "BUDGET", FinishedKvPinned: "KV", RecomputeSkipsOutput: "RECOMPUTE"}

@@ -85,7 +85,7 @@ class _Run:
         cancel is due and none waits to be logged."""
         s = self.scheduler
         busy = getattr(s, "waiting", ()) or getattr(s, "chunked", None) is not None or \
-            (getattr(s, "running", None) is not None and not s.running.is_empty())
+            (getattr(s, "running_batch", None) is not None and not s.running_batch.is_empty())
         return not busy and not self.withdrawn and not any(c.step >= step for c in self.cancels)
 
     def _accepted(self, rid: object, end: bool = True) -> bool:

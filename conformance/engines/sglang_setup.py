@@ -144,15 +144,17 @@ def _names(symbols: tuple[str, ...]) -> dict[str, Any]:
     return names
 
 
-def make_pools(max_seqs: int, kv_tokens: int, max_context: int) -> tuple[Any, Any, Any]:
-    """SGLang's request-row pool (max_seqs rows), token allocator (K tokens, page 1) and radix cache."""
+def make_pools(max_seqs: int, kv_tokens: int, max_context: int, tree_class: type | None = None,
+               radix: bool = True) -> tuple[Any, Any, Any]:
+    """SGLang's request-row pool (max_seqs rows), token allocator (K tokens, page 1) and radix cache (or
+    `tree_class`, a subclass of it); without `radix`, the cache disabled (SGLang's --disable-radix-cache)."""
     s = sglang()
     rows = s.ReqToTokenPool(size=max_seqs, max_context_len=max_context, device="cpu", enable_memory_saver=False)
     kv = s.MHATokenToKVPool(size=kv_tokens, page_size=1, dtype=s.torch.float16, head_num=1, head_dim=8,
                             layer_num=1, device="cpu", enable_memory_saver=False)
     allocator = s.TokenToKVPoolAllocator(kv_tokens, dtype=s.torch.float16, device="cpu", kvcache=kv,
                                          need_sort=False)
-    tree = s.RadixCache(s.CacheInitParams(disable=False, req_to_token_pool=rows,
+    tree = (tree_class or s.RadixCache)(s.CacheInitParams(disable=not radix, req_to_token_pool=rows,
                                           token_to_kv_pool_allocator=allocator, page_size=1))
     return rows, allocator, tree
 
