@@ -21,9 +21,10 @@ from typing import Any
 
 from stallfree.spec import InvalidField
 from stallfree.variants.aligned import Aligned, BatchedAligned
-from stallfree.variants.batched import Batched, BatchedSequence, Decode
+from stallfree.variants.batched import Batched, BatchedResizable, BatchedSequence, Decode
 from stallfree.variants.priority import BatchedPrioritized, Prioritized
-from stallfree.variants.rotating import BatchedRotating, Rotating
+from stallfree.variants.rotating import BatchedRotating, Resizable, Rotating
+from stallfree.variants.static import StaticBatching
 from stallfree.variants.stepwise import StepwiseSequence
 
 from .lifecycle import (
@@ -153,16 +154,21 @@ class TombstoneLine(Batched):
 
 
 # The lifecycle faults that do not touch the waiting line run on every Stepwise variant; the two that
-# do (SwapRemoveCancel, CancelTombstone) on those whose line is `waiting`.
+# do (SwapRemoveCancel, CancelTombstone) on those whose line is `waiting`. Static batching has no
+# batched rendering; the budget-change variants (Resizable, BatchedResizable) take the same faults as
+# rotation, on their own decode order.
 NOT_THE_LINE = (PlansCancelled, CancelAnything, DecodesAfterStop, StopsAnyRid, LateStopRelease, CancelKeepsKV)
 BATCHED_FAULTS = (EndKeepsKV, StopAnyRunning, CancelQuietly, SwapLeaveLine, TombstoneLine)
 VARIANT_LIFECYCLE_FAULTS: dict[str, tuple[type, ...]] = {
     "Aligned": tuple(on(Aligned, f) for f in LIFECYCLE_FAULTS),
+    "Resizable": tuple(on(Resizable, f) for f in LIFECYCLE_FAULTS),
     "Rotating": tuple(on(Rotating, f) for f in LIFECYCLE_FAULTS),
     "Prioritized": (*(on(Prioritized, f) for f in NOT_THE_LINE), LevelSwapRemove, LevelTombstone),
     "BatchedAligned": tuple(on(BatchedAligned, f) for f in BATCHED_FAULTS),
+    "BatchedResizable": tuple(on(BatchedResizable, f) for f in BATCHED_FAULTS),
     "BatchedRotating": tuple(on(BatchedRotating, f) for f in BATCHED_FAULTS),
     "BatchedPrioritized": (*(on(BatchedPrioritized, f) for f in BATCHED_FAULTS if f is not SwapLeaveLine),
                            BatchedLevelSwapRemove),
+    "StaticBatching": tuple(on(StaticBatching, f) for f in LIFECYCLE_FAULTS),
 }
 globals().update({cls.__name__: cls for faults in VARIANT_LIFECYCLE_FAULTS.values() for cls in faults})

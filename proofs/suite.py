@@ -446,7 +446,7 @@ def variants_rows(o: Options, say: Say) -> list[Row]:
 
     if o.fault_rule is not None:  # --fault runs the reference's controls; the variants' are in their rows
         return []
-    return rows(Row, say)
+    return rows(Row, say, o.deep)
 
 
 def quint_rows(o: Options, say: Say) -> list[Row]:

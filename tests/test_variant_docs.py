@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,3 +69,38 @@ def test_the_doc_command_check_fails_on_a_command_that_breaks_a_rule(capsys: pyt
     code, text = run_quick("stallfree conform stallfree.faults.variant_lifecycle:CancelAnythingOnRotating "
                            "--profile rotation", capsys)
     assert code == 1 and "CANCEL           BROKEN" in text, text
+
+
+# The table of section 5: what each variant supports, and the rules that judge its ends.
+ENDS = re.findall(r"^\| `([a-z-]+)` \| ((?:`\w+`(?:, )?)+) \| (yes|no) \| (yes|no) \| ([A-Z, -]+) \| ([A-Z, -]+) \|",
+                  DOC, flags=re.M)
+
+
+def case_of(name: str) -> Any:
+    from stallfree.proofs.variant_rows import cases
+
+    return next(c for c in cases() if c.contract.name == name or c.contract.name.rsplit("-", 1)[0] == name)
+
+
+def test_the_ends_table_names_every_variant_the_proofs_check() -> None:
+    from stallfree.proofs.variant_rows import cases
+
+    assert sorted(case_of(row[0]).contract.name for row in ENDS) == sorted(c.contract.name for c in cases())
+
+
+@pytest.mark.parametrize("row", ENDS, ids=lambda row: row[0])
+def test_the_ends_table_is_the_code(row: tuple[str, ...]) -> None:
+    """Each variant's schedulers, their capabilities (`supports`) and the rules the kit's stop and
+    cancel tests judge under its contract, as the table gives them."""
+    from stallfree.conformance.kit.check import CAPABILITY_TESTS
+    from stallfree.spec.capability import CANCEL, STOP, supports
+
+    name, schedulers, stop, cancel, stop_rules, cancel_rules = row
+    case = case_of(name)
+    assert schedulers.replace("`", "").split(", ") == [n for n, _ in case.variants]
+    widens = dict(by_name(name).widens)
+    for variant_name, factory in case.variants:
+        found = supports(factory(token_budget=4, max_seqs=2, kv_tokens=12))
+        assert (STOP in found, CANCEL in found) == (stop == "yes", cancel == "yes"), variant_name
+    assert stop_rules.split(", ") == [widens.get(r, r) for r in CAPABILITY_TESTS[STOP][1]]
+    assert cancel_rules.split(", ") == [widens.get(r, r) for r in CAPABILITY_TESTS[CANCEL][1]]

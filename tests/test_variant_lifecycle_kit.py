@@ -13,9 +13,9 @@ from stallfree.spec.variants.priority import DEFAULT_AGING, MAX_PRIORITY
 
 EXAMPLES = 4
 PROFILES = {"Aligned": "aligned", "BatchedAligned": "aligned", "Rotating": "rotation", "BatchedRotating": "rotation",
-            "Prioritized": "aging", "BatchedPrioritized": "aging"}
+            "Prioritized": "aging", "BatchedPrioritized": "aging", "StaticBatching": "static"}
 MODULES = {"Aligned": "aligned", "BatchedAligned": "aligned", "Rotating": "rotating", "BatchedRotating": "rotating",
-           "Prioritized": "priority", "BatchedPrioritized": "priority"}
+           "Prioritized": "priority", "BatchedPrioritized": "priority", "StaticBatching": "static"}
 
 
 @pytest.mark.parametrize("variant", sorted(PROFILES))
@@ -31,7 +31,8 @@ def test_variant_keeps_its_profile_with_stops_and_cancels(variant: str) -> None:
 KIT_FAULTS = [(variant, next(f for f in VARIANT_LIFECYCLE_FAULTS[variant] if f.__name__ == name)) for variant, name in (
     ("Rotating", "CancelAnythingOnRotating"), ("BatchedAligned", "CancelQuietlyOnBatchedAligned"),
     ("Rotating", "DecodesAfterStopOnRotating"), ("Rotating", "LateStopReleaseOnRotating"),
-    ("Aligned", "SwapRemoveCancelOnAligned"), ("Prioritized", "LevelTombstone"))]
+    ("Aligned", "SwapRemoveCancelOnAligned"), ("Prioritized", "LevelTombstone"),
+    ("StaticBatching", "CancelKeepsKVOnStaticBatching"))]
 
 
 @pytest.mark.parametrize("variant, fault", KIT_FAULTS, ids=lambda x: x if isinstance(x, str) else x.__name__)

@@ -83,7 +83,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "are refused (the project's own paged scheduler, `paged`, excepted)")
     p.add_argument("--profile", choices=("default", "deep"), default="default",
                    help="deep: model-check bound 2,3,8,5,3,3, liveness 2,3,8,2,3,3, N=16 Z3 requests, 100,000 random "
-                        "differential states (minutes); explicit flags override it")
+                        "differential states, the variants' checks with stops and cancels at a deeper bound (minutes); "
+                        "explicit flags override it")
     p.add_argument("--max-states", type=bounded_int(MAX_STATES), default=None, metavar="N",
                    help="stop the model check past N states")
     p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
