@@ -12,6 +12,8 @@ supported (the way an optional test is reported), never judged.
 from __future__ import annotations
 
 import inspect
+import types
+import weakref
 from typing import Any
 
 STOP = "stop"
@@ -45,7 +47,28 @@ def supports(scheduler: Any) -> frozenset[str]:
     return frozenset(found)
 
 
+# A plain function's bindability, by the function: the model checker asks once per cancel and stop of
+# every copy of a scheduler (hundreds of thousands of times a prove), and `inspect.signature` is slow.
+# Kept with the code and defaults it was read from, so a function given new ones is read again.
+_BINDS: weakref.WeakKeyDictionary[Any, tuple[Any, Any, Any, int, bool]] = weakref.WeakKeyDictionary()
+
+
 def _binds(function: Any, num_args: int) -> bool:
+    """Whether `function` takes `num_args` positional arguments (a method's are after self)."""
+    func = function.__func__ if type(function) is types.MethodType else None
+    if type(func) is not types.FunctionType or "__signature__" in func.__dict__ or "__wrapped__" in func.__dict__:
+        return _signature_binds(function, num_args)
+    code, defaults, kwdefaults = func.__code__, func.__defaults__, func.__kwdefaults__
+    known = _BINDS.get(func)
+    if known is not None and known[0] is code and known[1] is defaults and known[2] is kwdefaults \
+            and known[3] == num_args:
+        return known[4]
+    binds = _signature_binds(function, num_args)
+    _BINDS[func] = (code, defaults, kwdefaults, num_args, binds)
+    return binds
+
+
+def _signature_binds(function: Any, num_args: int) -> bool:
     try:
         inspect.signature(function).bind(*([None] * num_args))
     except TypeError:

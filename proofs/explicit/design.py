@@ -43,6 +43,14 @@ def act(monitor: Monitor, action: Action) -> StepFacts | None:
     return None
 
 
+def _names_live(action: Action, num_live: int) -> bool:
+    """False for a cancel of a live request (`lifecycle.CancelNow`, `CancelPending`) that a state with
+    `num_live` live requests does not have; True for every other action."""
+    if isinstance(action, lifecycle.CancelNow | lifecycle.CancelPending):
+        return action.index < num_live
+    return True
+
+
 class Design(ABC):
     """One memory design's side of a model check, built for one check's bounds."""
 
@@ -110,12 +118,23 @@ class Reservation(Design):
         self.step_actions = frozenset({STEP} | steps)
         self.every = list(range(len(self.actions)))
         self.no_adds = [i for i in self.every if not 1 <= i <= num_adds]
+        # A cancel of the j-th live request is disabled in a state with j or fewer live requests (the
+        # action would raise lifecycle.Disabled): left out before the state is copied for it.
+        self.with_live = [([i for i in self.every if _names_live(self.actions[i], live)],
+                           [i for i in self.no_adds if _names_live(self.actions[i], live)])
+                          for live in range(bounds.num_requests + 1)]
 
     def monitor(self, scheduler: Any, config: Config, rules: Iterable[str] | None) -> Any:
         return self.watch(scheduler, config, rules)
 
     def enabled(self, monitor: Any) -> list[int]:
-        return self.every if monitor.num_adds < self.bounds.num_requests else self.no_adds
+        adds_left = monitor.num_adds < self.bounds.num_requests
+        shadow = monitor.shadow
+        num_live = len(shadow.waiting) + len(shadow.running)
+        if num_live >= len(self.with_live):
+            return self.every if adds_left else self.no_adds
+        every, no_adds = self.with_live[num_live]
+        return every if adds_left else no_adds
 
     def act(self, monitor: Any, action: Action) -> StepFacts | None:
         return act(monitor, action)
