@@ -74,25 +74,30 @@ def _command(argv: Sequence[str] | None) -> int:
     try:
         with terminate_as_interrupt(), contextlib.redirect_stdout(out), quiet or contextlib.nullcontext(), guard:
             return int(args.run(args))
-    except KeyboardInterrupt:
-        print(f"stallfree {args.command}: interrupted", file=sys.stderr)
-        return exits.INTERRUPTED
-    except BrokenPipeError:  # a pipe other than stdout: what was judged is not known to have reached anyone
-        print(f"stallfree {args.command}: an output pipe closed before the verdict was written", file=sys.stderr)
-        return exits.CRASHED
-    except SystemExit as error:  # commands return their status: this came from the code they ran
-        call = error.call if isinstance(error, ProcessExit) else f"sys.exit({error.code!r})"
-        print(f"stallfree {args.command}: the checked code called {call} before a verdict", file=sys.stderr)
-        return exits.CRASHED
-    except Exception as error:  # a bug, in stallfree or in what it ran: one line, its own status
-        if exits.interrupted(error):
-            print(f"stallfree {args.command}: interrupted", file=sys.stderr)
-            return exits.INTERRUPTED
-        from stallfree.testing.campaign import where_raised
+    except (KeyboardInterrupt, SystemExit, Exception) as error:
+        return ended(args.command, error)
 
-        print(f"stallfree {args.command}: internal error: {type(error).__name__}: {str(error)[:300]} "
-              f"(raised at {where_raised(error)})", file=sys.stderr)
+
+def ended(command: str, error: BaseException) -> int:
+    """The status of a command that raised `error`, its one line printed (`prove`'s supervised child
+    ends the same way); anything else is raised again."""
+    if isinstance(error, KeyboardInterrupt) or (isinstance(error, Exception) and exits.interrupted(error)):
+        print(f"stallfree {command}: interrupted", file=sys.stderr)
+        return exits.INTERRUPTED
+    if isinstance(error, BrokenPipeError):  # a pipe other than stdout: the verdict may not have reached anyone
+        print(f"stallfree {command}: an output pipe closed before the verdict was written", file=sys.stderr)
         return exits.CRASHED
+    if isinstance(error, SystemExit):  # commands return their status: this came from the code they ran
+        call = error.call if isinstance(error, ProcessExit) else f"sys.exit({error.code!r})"
+        print(f"stallfree {command}: the checked code called {call} before a verdict", file=sys.stderr)
+        return exits.CRASHED
+    if not isinstance(error, Exception):
+        raise error
+    from stallfree.testing.campaign import where_raised  # a bug, in stallfree or in what it ran
+
+    print(f"stallfree {command}: internal error: {type(error).__name__}: {str(error)[:300]} "
+          f"(raised at {where_raised(error)})", file=sys.stderr)
+    return exits.CRASHED
 
 
 # Commands that run the checked scheduler in this process, and start no process that must end with

@@ -59,6 +59,23 @@ class LongCCall(Scheduler):
         ctypes.CDLL(None).sleep(3600)  # one C call holding the thread; no signal handler runs meanwhile
 
 
+class LongCCallAlarmBlocked(Scheduler):
+    """LongCCall with SIGALRM blocked first: libc's sleep is not cut short by the alarm (EINTR), so no
+    countdown in this process ends it; as a C extension's long loop that never looks at signals."""
+
+    BLOCKED = frozenset({signal.SIGALRM})
+
+    def schedule(self) -> Any:
+        signal.pthread_sigmask(signal.SIG_BLOCK, self.BLOCKED)
+        ctypes.CDLL(None).sleep(3600)
+
+
+class LongCCallDeaf(LongCCallAlarmBlocked):
+    """Blocks Ctrl-C's SIGINT too: only a kill from outside ends it."""
+
+    BLOCKED = frozenset({signal.SIGALRM, signal.SIGINT})
+
+
 class LeavesAThread(Scheduler):
     def __init__(self, **config: int) -> None:
         super().__init__(**config)

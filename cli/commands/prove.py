@@ -11,11 +11,13 @@ import contextlib
 import importlib
 import os
 import sys
+from collections.abc import Callable
 
 from stallfree.conformance.isolation.remote import CallHung
 from stallfree.spec.verdict import Verdict
 
 from .. import exits
+from . import supervised
 from .args import (
     add_output_arguments,
     bounded_int,
@@ -175,7 +177,9 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         except (ValueError, TypeError) as error:
             raise ValueError(f"--liveness-bound {args.liveness_bound!r}: {error}") from None
     if args.scheduler is not None:
-        args.watch = Watch(args.timeout)
+        # A watchdog outside this process (`supervised`) sees each call on the board, where it can run.
+        board = supervised.Board() if supervised.possible(getattr(args, "stdout", None)) else None
+        args.watch = Watch(args.timeout, board)
         options.factory = args.watch.timed(load_scheduler(args.scheduler))
         options.hidden_declared = args.hidden is not None
     if args.hidden is not None:
@@ -319,13 +323,28 @@ def run(args: argparse.Namespace) -> int:
         if show:
             print(f"  {message}", file=sys.stderr, flush=True)
 
+    def rows_of() -> list:  # type: ignore[type-arg]
+        return own(args, say) if own else suite.run(options, say)
+
+    watch = getattr(args, "watch", None)
+    if watch is not None and watch.board is not None:  # the work in a child, a call stuck in C ended from here
+        from ..main import ended
+
+        return supervised.supervise(lambda: judge(args, rows_of), watch.board, watch.seconds,
+                                    lambda call: not_answered(args, watch.message(call)),
+                                    lambda error: ended(NAME, error))
+    return judge(args, rows_of)
+
+
+def judge(args: argparse.Namespace, rows_of: Callable[[], list]) -> int:  # type: ignore[type-arg]
+    """The rows `rows_of()` runs (the suite, or a design's own), printed as the table: `run`'s status."""
     try:
         with getattr(args, "watch", None) or contextlib.nullcontext():
-            rows = own(args, say) if own else suite.run(options, say)
+            rows = rows_of()
     except KeyboardInterrupt:
         raise
     except CallHung as error:  # the scheduler model-checked did not answer
-        print(f"stallfree prove: --scheduler {args.scheduler!r} did not answer: {error}", file=sys.stderr)
+        print(not_answered(args, str(error)), file=sys.stderr)
         return exits.CRASHED
     except Exception as error:  # the scheduler model-checked raised, or is not a plain-protocol object
         if exits.interrupted(error):
@@ -348,6 +367,11 @@ def run(args: argparse.Namespace) -> int:
         return exits.USAGE
     print("\n" + summary(rows))
     return exits.BROKEN if failed else exits.HOLDS
+
+
+def not_answered(args: argparse.Namespace, why: str) -> str:
+    """The line of a --scheduler call that did not return (the countdown's, or the watchdog's outside)."""
+    return f"stallfree prove: --scheduler {args.scheduler!r} did not answer: {why}"
 
 
 def summary(rows: list) -> str:  # type: ignore[type-arg]

@@ -2,7 +2,8 @@
 objects and reads their state, so it cannot be hosted elsewhere (`hosting`). Each protocol call of a
 scheduler the factory makes is timed by one SIGALRM countdown (`Watch`); one that runs past the limit in
 Python code (a loop, a sleep) is stopped there as `CallHung`, naming the call. A call stuck in C is not
-reached by a signal: `trace` and `simulate` host the scheduler in its own process for that."""
+reached by a signal: `trace` and `simulate` host the scheduler in its own process for that, and prove's
+work runs in a child that a watchdog outside it ends (`supervised`), each call marked on its `Board`."""
 
 from __future__ import annotations
 
@@ -13,20 +14,26 @@ from typing import Any
 from stallfree.conformance.isolation.remote import CallHung
 from stallfree.spec.utils.alarm import Alarm
 
+from .supervised import Board
+
 TIMED = ("add", "schedule", "complete", "cancel", "set_budget")
 
 
 class Watch:
     """One countdown for every call of the schedulers `timed` makes; enter it around the run."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, board: Board | None = None) -> None:
         self.seconds = seconds
+        self.board = board  # where a watchdog outside the process sees each call in progress (`supervised`)
         self.call = ""
         self.alarm = Alarm(seconds, self._hung, counting=False)
         self._classes: dict[type, type] = {}
 
     def _hung(self) -> BaseException:
-        return CallHung(f"{self.call} did not return within {self.seconds:g} s (--timeout)")
+        return CallHung(self.message(self.call))
+
+    def message(self, call: str) -> str:
+        return f"{call} did not return within {self.seconds:g} s (--timeout)"
 
     def __enter__(self) -> Watch:
         self.alarm.__enter__()
@@ -62,11 +69,15 @@ class Watch:
     def _wrap(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
         def call(scheduler: Any, *args: Any, **kwargs: Any) -> Any:
             self.call = f"{name}()"
+            if self.board is not None:
+                self.board.started(self.call)
             self.alarm.rearm()
             try:
                 return method(scheduler, *args, **kwargs)
             finally:
                 self.alarm.stop()
+                if self.board is not None:
+                    self.board.ended()
 
         call.__name__ = name
         call.__wrapped__ = method  # type: ignore[attr-defined]  # the signature capability.supports reads

@@ -1,0 +1,160 @@
+"""A watchdog from outside over `prove --scheduler`, whose model check must run the user's scheduler in
+the process that copies it (`timed`): the prove work runs in a forked child, in a process group of its
+own, and this process watches it. Every process that runs a timed call (the child, its method-group
+workers, the model checker's pool) marks "call NAME started at T" in its slot of a `Board`, shared
+memory made before the fork, and clears it when the call returns. A call still marked `GRACE_S` past
+--timeout was not stopped by the SIGALRM countdown (it is stuck in C, where no signal handler runs): this
+process kills the child's group and exits 3 with the countdown's own line. Otherwise it exits with the
+child's status; a Ctrl-C here is passed to the child, which ends as it would in this process."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import mmap
+import os
+import posix
+import signal
+import struct
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+from .. import exits
+
+SLOTS = 256  # processes marking calls at once; one past them runs with its SIGALRM countdown alone
+SLOT = struct.Struct("qd24s")  # the owner's pid, the monotonic second its call started (0: none), the call
+GRACE_S = 2.0  # past --timeout, the countdown's chance to stop the call itself; then the group is killed
+POLL_S = 0.1  # how often the watchdog looks
+
+
+class Board:
+    """The calls in progress, one slot per process (claimed at its first call, under a lock that a
+    process's death releases); the clock is the system's monotonic one, the same in every process."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile()  # noqa: SIM115  # held as long as the board
+        self._file.truncate(SLOTS * SLOT.size)
+        self._map = mmap.mmap(self._file.fileno(), SLOTS * SLOT.size)
+        self._pid = 0
+        self._at: int | None = None
+
+    def started(self, call: str) -> None:
+        if self._pid != os.getpid():
+            self._pid, self._at = os.getpid(), self._claim(os.getpid())
+        if self._at is not None:
+            SLOT.pack_into(self._map, self._at * SLOT.size, self._pid, time.monotonic(), call.encode()[:24])
+
+    def ended(self) -> None:
+        if self._pid == os.getpid() and self._at is not None:
+            struct.pack_into("d", self._map, self._at * SLOT.size + 8, 0.0)
+
+    def _claim(self, pid: int) -> int | None:
+        fcntl.lockf(self._file.fileno(), fcntl.LOCK_EX)
+        try:
+            for at in range(SLOTS):
+                owner = SLOT.unpack_from(self._map, at * SLOT.size)[0]
+                if owner == 0 or not _alive(owner):
+                    SLOT.pack_into(self._map, at * SLOT.size, pid, 0.0, b"")
+                    return at
+            return None
+        finally:
+            fcntl.lockf(self._file.fileno(), fcntl.LOCK_UN)
+
+    def overdue(self, seconds: float) -> str | None:
+        """A call of a living process in progress for more than `seconds`, or None."""
+        now = time.monotonic()
+        for at in range(SLOTS):
+            owner, since, call = SLOT.unpack_from(self._map, at * SLOT.size)
+            if owner and since and now - since > seconds and _alive(owner):
+                return call.rstrip(b"\0").decode(errors="replace")
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a pid reused by another user's process: not ours, not alive for us
+        return False
+    return True
+
+
+def possible(stream: object) -> bool:
+    """Whether output written in a child reaches the reader: `stream` and stderr are files (a caller that
+    captured them in memory, a test, runs the work in its own process, with the SIGALRM countdown alone)."""
+    try:
+        return stream.fileno() >= 0 and sys.stderr.fileno() >= 0  # type: ignore[attr-defined]
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def supervise(work: Callable[[], int], board: Board, seconds: float, hung: Callable[[str], str],
+              ended: Callable[[BaseException], int]) -> int:
+    """`work()`'s status, run in a forked child; `hung(call)` is the line printed, and 3 the status, if a
+    call outlasts `seconds` plus the grace; `ended(error)` is the status of what `work` raised."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        _child(work, ended)
+    with contextlib.suppress(OSError):  # the child does it too: whichever comes first
+        os.setpgid(pid, pid)
+    try:
+        return _watch(pid, board, seconds + GRACE_S, hung)
+    finally:
+        with contextlib.suppress(OSError):  # nothing of the child's outlives the verdict
+            os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
+def _child(work: Callable[[], int], ended: Callable[[BaseException], int]) -> None:
+    code = exits.CRASHED
+    try:
+        os.setpgid(0, 0)
+        code = work()
+    except BaseException as error:  # ended here as the command would have ended it
+        with contextlib.suppress(BaseException):
+            code = ended(error)
+    finally:
+        with contextlib.suppress(BaseException):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        posix._exit(code)  # never the caller's code after the fork (`os._exit` may be the caller's guard)
+
+
+def _watch(pid: int, board: Board, limit: float, hung: Callable[[str], str]) -> int:
+    """The child's status, or 3 once a call of its group is overdue; a Ctrl-C is passed to the group,
+    which has `GRACE_S` to end before it is killed and the interrupt raised here."""
+    try:
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return _status(status)
+            call = board.overdue(limit)
+            if call is not None:
+                os.killpg(pid, signal.SIGKILL)
+                print(hung(call), file=sys.stderr)
+                return exits.CRASHED
+            time.sleep(POLL_S)
+    except KeyboardInterrupt:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGINT)
+        for _ in range(int(GRACE_S / POLL_S)):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return _status(status)
+            time.sleep(POLL_S)
+        raise
+
+
+def _status(status: int) -> int:
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:  # killed by a signal the scheduler's code brought on itself (SIGSEGV, SIGKILL)
+        print(f"stallfree prove: the model check's process was killed by {signal.Signals(-code).name}",
+              file=sys.stderr)
+        return exits.CRASHED
+    return code
