@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import mmap
 import os
 import posix
@@ -19,12 +20,15 @@ import struct
 import sys
 import tempfile
 import time
+import weakref
 from collections.abc import Callable
 
 from .. import exits
 
 SLOTS = 256  # processes marking calls at once; one past them runs with its SIGALRM countdown alone
-SLOT = struct.Struct("qd24s")  # the owner's pid, the monotonic second its call started (0: none), the call
+NAME_BYTES = 24
+SLOT = struct.Struct(f"qd{NAME_BYTES}s")  # the owner's pid, the monotonic second its call started (0: none), the call
+SINCE, SLOT_SINCE = struct.Struct("d"), 8  # the start's field alone, and where it lies in a slot
 GRACE_S = 2.0  # past --timeout, the countdown's chance to stop the call itself; then the group is killed
 POLL_S = 0.1  # how often the watchdog looks
 
@@ -37,18 +41,24 @@ class Board:
         self._file = tempfile.TemporaryFile()  # noqa: SIM115  # held as long as the board
         self._file.truncate(SLOTS * SLOT.size)
         self._map = mmap.mmap(self._file.fileno(), SLOTS * SLOT.size)
-        self._pid = 0
+        self._owner = 0
+        self._claimed = False  # whether this process has looked for its slot (`_at`, None if all taken)
         self._at: int | None = None
+        self._names: dict[str, bytes] = {}
+        os.register_at_fork(after_in_child=functools.partial(_forked, weakref.ref(self)))
 
     def started(self, call: str) -> None:
-        if self._pid != os.getpid():
-            self._pid, self._at = os.getpid(), self._claim(os.getpid())
+        if not self._claimed:  # the first call in this process (a worker forked since): its own slot
+            self._claimed, self._owner = True, os.getpid()
+            self._at = self._claim(self._owner)
         if self._at is not None:
-            SLOT.pack_into(self._map, self._at * SLOT.size, self._pid, time.monotonic(), call.encode()[:24])
+            name = self._names.get(call) or self._names.setdefault(call, call.encode()[:NAME_BYTES])
+            SLOT.pack_into(self._map, self._at * SLOT.size, self._owner, time.monotonic(), name)
 
     def ended(self) -> None:
-        if self._pid == os.getpid() and self._at is not None:
-            struct.pack_into("d", self._map, self._at * SLOT.size + 8, 0.0)
+        """Clears the call (in a process forked during it, a scheduler's, nothing: the slot is its parent's)."""
+        if self._at is not None:
+            SINCE.pack_into(self._map, self._at * SLOT.size + SLOT_SINCE, 0.0)
 
     def _claim(self, pid: int) -> int | None:
         fcntl.lockf(self._file.fileno(), fcntl.LOCK_EX)
@@ -70,6 +80,13 @@ class Board:
             if owner and since and now - since > seconds and _alive(owner):
                 return call.rstrip(b"\0").decode(errors="replace")
         return None
+
+
+def _forked(board: weakref.ReferenceType[Board]) -> None:
+    """In a forked process: its first call claims a slot of its own (not its parent's)."""
+    alive = board()
+    if alive is not None:
+        alive._claimed, alive._at = False, None
 
 
 def _alive(pid: int) -> bool:
