@@ -72,6 +72,12 @@ def test_the_countdown_still_stops_a_call_in_python_with_the_same_line() -> None
         assert_refused(spawn([*PROVE, name]), f"--scheduler {name!r} did not answer", HUNG, status=3)
 
 
+def test_a_segfault_in_the_child_is_a_crash_naming_the_signal() -> None:
+    """In process, a segfault ended prove with status 139 and no line; the child's death is read here."""
+    ran = spawn([*PROVE, "hostile_isolated:Segfaults"])
+    assert_refused(ran, "--scheduler 'hostile_isolated:Segfaults' crashed", "killed by SIGSEGV", status=3)
+
+
 def test_a_correct_scheduler_reads_as_before() -> None:
     """A scheduler from outside stallfree that keeps the reference's plan: exit 0 and the table, in a
     child (stdout is a pipe, a file), as in process."""

@@ -332,7 +332,7 @@ def run(args: argparse.Namespace) -> int:
 
         return supervised.supervise(lambda: judge(args, rows_of), watch.board, watch.seconds,
                                     lambda call: not_answered(args, watch.message(call)),
-                                    lambda error: ended(NAME, error))
+                                    lambda error: ended(NAME, error), checked(args))
     return judge(args, rows_of)
 
 
@@ -371,7 +371,12 @@ def judge(args: argparse.Namespace, rows_of: Callable[[], list]) -> int:  # type
 
 def not_answered(args: argparse.Namespace, why: str) -> str:
     """The line of a --scheduler call that did not return (the countdown's, or the watchdog's outside)."""
-    return f"stallfree prove: --scheduler {args.scheduler!r} did not answer: {why}"
+    return f"{checked(args)} did not answer: {why}"
+
+
+def checked(args: argparse.Namespace) -> str:
+    """The start of a line about the --scheduler checked."""
+    return f"stallfree prove: --scheduler {args.scheduler!r}"
 
 
 def summary(rows: list) -> str:  # type: ignore[type-arg]

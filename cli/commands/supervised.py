@@ -109,18 +109,22 @@ def possible(stream: object) -> bool:
 
 
 def supervise(work: Callable[[], int], board: Board, seconds: float, hung: Callable[[str], str],
-              ended: Callable[[BaseException], int]) -> int:
+              ended: Callable[[BaseException], int], who: str) -> int:
     """`work()`'s status, run in a forked child; `hung(call)` is the line printed, and 3 the status, if a
-    call outlasts `seconds` plus the grace; `ended(error)` is the status of what `work` raised."""
+    call outlasts `seconds` plus the grace; `ended(error)` is the status of what `work` raised; `who`
+    names what crashed if a signal kills the child."""
     sys.stdout.flush()
     sys.stderr.flush()
+    # Ctrl-C held until the child has its group and this process its `finally`, which ends that group.
+    unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     pid = os.fork()
     if pid == 0:
-        _child(work, ended)
-    with contextlib.suppress(OSError):  # the child does it too: whichever comes first
-        os.setpgid(pid, pid)
+        _child(work, ended, unblocked)
     try:
-        return _watch(pid, board, seconds + GRACE_S, hung)
+        with contextlib.suppress(OSError):  # the child does it too: whichever comes first
+            os.setpgid(pid, pid)
+        signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
+        return _watch(pid, board, seconds + GRACE_S, hung, who)
     finally:
         with contextlib.suppress(OSError):  # nothing of the child's outlives the verdict
             os.killpg(pid, signal.SIGKILL)
@@ -128,10 +132,11 @@ def supervise(work: Callable[[], int], board: Board, seconds: float, hung: Calla
             os.waitpid(pid, 0)
 
 
-def _child(work: Callable[[], int], ended: Callable[[BaseException], int]) -> None:
+def _child(work: Callable[[], int], ended: Callable[[BaseException], int], unblocked: set[signal.Signals]) -> None:
     code = exits.CRASHED
     try:
         os.setpgid(0, 0)
+        signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
         code = work()
     except BaseException as error:  # ended here as the command would have ended it
         with contextlib.suppress(BaseException):
@@ -143,14 +148,14 @@ def _child(work: Callable[[], int], ended: Callable[[BaseException], int]) -> No
         posix._exit(code)  # never the caller's code after the fork (`os._exit` may be the caller's guard)
 
 
-def _watch(pid: int, board: Board, limit: float, hung: Callable[[str], str]) -> int:
+def _watch(pid: int, board: Board, limit: float, hung: Callable[[str], str], who: str) -> int:
     """The child's status, or 3 once a call of its group is overdue; a Ctrl-C is passed to the group,
     which has `GRACE_S` to end before it is killed and the interrupt raised here."""
     try:
         while True:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
-                return _status(status)
+                return _status(status, who)
             call = board.overdue(limit)
             if call is not None:
                 os.killpg(pid, signal.SIGKILL)
@@ -163,15 +168,15 @@ def _watch(pid: int, board: Board, limit: float, hung: Callable[[str], str]) -> 
         for _ in range(int(GRACE_S / POLL_S)):
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
-                return _status(status)
+                return _status(status, who)
             time.sleep(POLL_S)
         raise
 
 
-def _status(status: int) -> int:
+def _status(status: int, who: str) -> int:
     code = os.waitstatus_to_exitcode(status)
     if code < 0:  # killed by a signal the scheduler's code brought on itself (SIGSEGV, SIGKILL)
-        print(f"stallfree prove: the model check's process was killed by {signal.Signals(-code).name}",
+        print(f"{who} crashed: the model check's process was killed by {signal.Signals(-code).name}",
               file=sys.stderr)
         return exits.CRASHED
     return code
