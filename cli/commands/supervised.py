@@ -158,7 +158,8 @@ def _watch(pid: int, board: Board, limit: float, hung: Callable[[str], str], who
                 return _status(status, who)
             call = board.overdue(limit)
             if call is not None:
-                os.killpg(pid, signal.SIGKILL)
+                with contextlib.suppress(OSError):  # the group may have ended just now
+                    os.killpg(pid, signal.SIGKILL)
                 print(hung(call), file=sys.stderr)
                 return exits.CRASHED
             time.sleep(POLL_S)
