@@ -88,11 +88,15 @@ class SglangScheduler:
         """The radix cache class: SGLang's RadixCache (a planted fault subclasses it)."""
         return self.s.RadixCache
 
+    def ratio(self) -> float:
+        """The new_token_ratio this step's adder is built with: the class's, held fixed here."""
+        return self.new_token_ratio
+
     def adder(self, running: Any = None) -> Any:
         """SGLang's PrefillAdder for this step (over `running`, by default the running batch): budget B
         for the prefill batch and for each chunk."""
         return self.adder_class()(1, self.tree, self.allocator, self.running_batch if running is None else running,
-                                   self.new_token_ratio, self.budget, self.budget, 0,
+                                   self.ratio(), self.budget, self.budget, 0,
                                    max_running_requests=self.max_seqs)
 
     @property
@@ -132,12 +136,20 @@ class SglangScheduler:
         self.last_extend = None
         if self.running_batch.is_empty():
             self.pending = NOTHING
+            self.on_idle()
             return self.plan([], [])
-        retracted = [] if self.running_batch.check_decode_mem() else self.retract()
+        retracted = self.make_decode_room()
         self.running_batch.output_ids = self.s.torch.tensor([r.output_ids[-1] for r in self.running_batch.reqs])
         self.running_batch.prepare_for_decode()
         self.pending = self.running_batch
         return self.plan([(int(r.rid), 1) for r in self.running_batch.reqs], retracted)
+
+    def on_idle(self) -> None:
+        """A step that runs no batch (SGLang's `Scheduler.on_idle`): nothing to do at a fixed ratio."""
+
+    def make_decode_room(self) -> list[int]:
+        """The memory check of SGLang's `Scheduler.update_running_batch`: the rids retracted, if any."""
+        return [] if self.running_batch.check_decode_mem() else self.retract()
 
     def retract(self) -> list[int]:
         """SGLang's decode finds too little free KV: here, where the plain protocol cannot say so, a crash

@@ -62,12 +62,17 @@ class SglangPaged(SglangScheduler):
     def retract(self) -> list[int]:
         """SGLang's retraction of decoding requests (`ScheduleBatch.retract_decode`), its victims appended
         to the waiting queue as SGLang's scheduler appends them."""
-        retracted, _ratio, aborted = self.running_batch.retract_decode()
+        retracted, ratio, aborted = self.running_batch.retract_decode()
         if aborted:  # SGLang aborts what it cannot retract: the protocol has no engine-side abort
             raise RuntimeError(f"SGLang aborted {[int(r.rid) for r in aborted]} out of KV after retracting "
                                f"{[int(r.rid) for r in retracted]}")
         self.waiting_queue.extend(retracted)
+        self.after_retraction(ratio)
         return [int(r.rid) for r in retracted]
+
+    def after_retraction(self, ratio: float) -> None:
+        """SGLang's new estimate of the ratio after a retraction (`retract_decode`'s): not applied here,
+        the ratio is held at 0.7 (`sglang_decay` applies it)."""
 
     def plan(self, entries: list[tuple[int, int]], retracted: list[int]) -> SglangPlan:
         plan = SglangPlan(entries)

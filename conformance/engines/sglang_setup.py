@@ -89,6 +89,7 @@ SYMBOLS: tuple[str, ...] = (
     "sglang.srt.managers.schedule_policy:AddReqResult",
     "sglang.srt.managers.schedule_policy:PrefillAdder",
     "sglang.srt.managers.schedule_policy:SchedulePolicy",
+    "sglang.srt.managers.scheduler_components.new_token_ratio_tracker:NewTokenRatioTracker",
     "sglang.srt.mem_cache.allocator:TokenToKVPoolAllocator",
     "sglang.srt.mem_cache.cache_init_params:CacheInitParams",
     "sglang.srt.mem_cache.common:checkpoint_kv_cache",
@@ -166,13 +167,19 @@ def rid_text(rid: int) -> str:
     return f"{rid:020d}"
 
 
-def make_req(rid: int, prompt_len: int, max_new: int, req_class: type | None = None) -> Any:
-    """SGLang's Req (or `req_class`, a subclass) for a made-up prompt whose first token is its rid's own
-    (no radix hit by chance), sampling up to max_new tokens, ended early by EOS_TOKEN."""
+def own_token(rid: int, i: int) -> int:
+    """Token `i` of request `rid`'s own made-up prompt: no other request's (no radix hit by chance)."""
+    return 2 + (rid << 24) + i
+
+
+def make_req(rid: int, prompt_len: int, max_new: int, req_class: type | None = None,
+             ids: array | None = None) -> Any:
+    """SGLang's Req (or `req_class`, a subclass) for a made-up prompt, by default all its rid's own tokens
+    (else `ids`), sampling up to max_new tokens, ended early by EOS_TOKEN."""
     s = sglang()
     params = s.SamplingParams(max_new_tokens=max_new, temperature=0.0)
     params.normalize(None)
-    ids = array("q", (2 + (rid << 24) + i for i in range(prompt_len)))
+    ids = ids if ids is not None else array("q", (own_token(rid, i) for i in range(prompt_len)))
     return (req_class or s.Req)(rid=rid_text(rid), origin_input_text="", origin_input_ids=ids,
                                 sampling_params=params, vocab_size=VOCAB, eos_token_ids={EOS_TOKEN})
 
