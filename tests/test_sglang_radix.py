@@ -57,6 +57,15 @@ def test_a_shared_prompt_hits_sglangs_radix_cache_and_the_prefix_rules_hold() ->
     assert _steps(HIT, HOLD)[-1][2] == 1
 
 
+def test_the_radix_adapter_refuses_content_past_the_prompt_and_keeps_its_state() -> None:
+    s = SglangRadix(4, 2, 16)
+    with pytest.raises(ValueError, match="content covers 5 tokens; prompt_len is 4"):
+        s.add(0, 4, 2, ((0, 5),))
+    assert s.waiting == []
+    s.add(0, 4, 2, ((0, 2),))  # the rid is still free
+    assert [r.rid for r in s.waiting] == [0]
+
+
 def test_sglangs_retraction_with_the_cache_on_is_judged_by_the_preemption_rules() -> None:
     held = ["PREEMPT-BOUND", "PREEMPT-ORDER", "RECOMPUTE", "HIT-SAME-TOKENS", "SHARED-READONLY", "FIRST-TOKEN"]
     steps = _steps(RADIX_RETRACTS, held)

@@ -6,8 +6,9 @@ decode runs out of KV. This one speaks the paged protocol, so the paged monitor 
 retraction (a recompute preemption) live:
 
 - SGLang's: admission, chunks and batches as in `sglang_adapter`, at SGLang's default initial
-  new_token_ratio, 0.7, held fixed (at 1.0 SGLang's account covers every token a request writes, so it
-  never retracts); and, when a decode step finds too little free KV (`ScheduleBatch.check_decode_mem`),
+  new_token_ratio, 0.7, held fixed (`sglang_decay` decays it as SGLang does; at 1.0 SGLang's account
+  covers every token a request writes, so it never retracts); and, when a decode step finds too
+  little free KV (`ScheduleBatch.check_decode_mem`),
   SGLang's own `ScheduleBatch.retract_decode`: it frees the KV of the requests its retraction order
   gives up (fewest tokens out first, then the longest prompt), keeps at least one, resets them
   (`Req.reset_for_retract`), and the scheduler appends them to the waiting queue, as
@@ -20,7 +21,8 @@ retraction (a recompute preemption) live:
 - The radix cache is off (SGLang's --disable-radix-cache): with it on, a retracted request's prompt
   stays in the tree (checkpointed at its prefill, and SGLang does not insert at retraction), so its
   re-admission reads part of it from the cache, a recompute from a cached prefix that the paged
-  protocol has no word for (the prefix design's `cached` would be needed).
+  protocol has no word for (the prefix design's `cached` is needed: `sglang_radix` runs the cache on
+  behind the prefix protocol).
 - The adapter's: add() refuses what the paged contract refuses, a request whose peak (its prompt and
   every token but its last, in 1-token blocks) exceeds the pool (NEVER-FIT judges the adapter: not
   applicable). No stops, no cancels.
@@ -52,12 +54,16 @@ class SglangPaged(SglangScheduler):
     stallfree_not_applicable: ClassVar[dict[str, str]] = {"NEVER-FIT": NEVER_FIT_IS_THE_ADAPTERS}
 
     def add(self, rid: int, prompt_len: int, max_new: int) -> None:
+        self.check_peak(rid, prompt_len, max_new)
+        self.waiting_queue.append(self.request(rid, prompt_len, max_new))
+        self._taken.add(rid)
+
+    def check_peak(self, rid: int, prompt_len: int, max_new: int) -> None:
+        """The paged contract's refusals: the front end's, and a peak past the pool."""
         check_request(rid, prompt_len, max_new, self._taken)
         if prompt_len + max_new - 1 > self.kv_tokens:
             raise ValueError(f"its peak of {prompt_len + max_new - 1} blocks (prompt_len + max_new - 1 tokens) "
                              f"exceeds the pool of {self.kv_tokens} blocks")
-        self.waiting_queue.append(self.request(rid, prompt_len, max_new))
-        self._taken.add(rid)
 
     def retract(self) -> list[int]:
         """SGLang's retraction of decoding requests (`ScheduleBatch.retract_decode`), its victims appended

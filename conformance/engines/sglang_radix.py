@@ -24,7 +24,8 @@ from __future__ import annotations
 from array import array
 from typing import Any, ClassVar
 
-from .front_end import check_request
+from stallfree.prefix.contract.keys import check_content
+
 from .sglang_paged import SglangPaged, SglangPlan
 from .sglang_setup import make_req, own_token
 
@@ -55,10 +56,8 @@ class SglangRadix(SglangPaged):
         self.carried: Any = None  # the chunked request this step's prefill carries on, not an admission
 
     def add(self, rid: int, prompt_len: int, max_new: int, content: tuple[tuple[int, int], ...] = ()) -> None:
-        check_request(rid, prompt_len, max_new, self._taken)
-        if prompt_len + max_new - 1 > self.kv_tokens:
-            raise ValueError(f"its peak of {prompt_len + max_new - 1} blocks (prompt_len + max_new - 1 tokens) "
-                             f"exceeds the pool of {self.kv_tokens} blocks")
+        self.check_peak(rid, prompt_len, max_new)
+        content = check_content(content, prompt_len)  # raises naming the field where it is no content
         self.waiting_queue.append(self.request(rid, prompt_len, max_new, content))
         self._taken.add(rid)
 
