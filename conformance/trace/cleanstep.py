@@ -260,9 +260,14 @@ def _next_decodes(s: EngineStep, admitted: list[EngineTrack]) -> tuple[list[tupl
     tokens = s.emitted
     if s.finished:
         tokens = tokens.copy()
-        for rid, _ in s.finished:
-            decodes.remove((rid, 1))
-            tokens.remove(rid)
+        try:
+            for rid, _ in s.finished:
+                decodes.remove((rid, 1))
+                tokens.remove(rid)
+        except ValueError:  # a record made by hand, its entries lists (each reader makes tuples): built anew
+            done = {rid for rid, _ in s.finished}
+            decodes = [(rid, 1) for rid, _ in plan if rid not in done]
+            tokens = [rid for rid in s.emitted if rid not in done]
     return decodes, tokens, len(decodes)
 
 
