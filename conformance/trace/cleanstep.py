@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .v2 import EngineStep
+from .v2 import EngineStep, Rid
 
 if TYPE_CHECKING:
     from .enginecheck import EngineTrack, Judge
@@ -46,30 +46,95 @@ def decode_step(judge: Judge, s: EngineStep) -> bool:
     token are read from a calendar of lags, made at the first such step and added to at each admission."""
     if s.preempt or s.admit or s.config or not s.ran or judge._kept_kv or judge._cancelled_before or judge.odd:
         return False
-    read = _decode_plan(judge, s)
-    if read is None:
-        return False
-    got, tokens = read
-    calendar = judge.calendar if judge.calendar is not None else _first_calendar(judge)
-    if calendar is None:
-        return False
-    took = _decode_admissions(judge, s.plan, got, tokens)
+    if _same_decodes(judge, s):
+        return True
+    calendar = judge.calendar
+    took = _shown_admissions(judge, s) if calendar is not None and judge.shown is not None else None
     if took is None:
-        return False
+        read = _decode_plan(judge, s)
+        if read is None:
+            return False
+        tokens, fresh = read
+        calendar = calendar if calendar is not None else _first_calendar(judge)
+        if calendar is None:
+            return False
+        took = _decode_admissions(judge, fresh, tokens, len(s.plan))
+        if took is None:
+            return False
     admitted, reserved = took
-    if not _decode_ends_ok(judge, s, got, calendar, admitted):
+    if not _decode_ends_ok(judge, s, calendar, admitted):
         return False
     _decode_apply(judge, s, calendar, admitted, reserved)
     return True
 
 
-def _decode_plan(judge: Judge, s: EngineStep) -> tuple[dict[int, int], int] | None:
-    """The plan as a dict, and its tokens, when it names every running request once, each emitting, within
-    the budget and the slots (ONE-ENTRY, TOKENS, FIRST-TOKEN, BUDGET, SLOTS); else None."""
-    running, plan, emitted = judge.running, s.plan, s.emitted
+def _same_decodes(judge: Judge, s: EngineStep) -> bool:
+    """`decode_step` of its commonest step, taken in a few comparisons: the decodes shown again (so no
+    admission), nothing finished, no request's last token due at this lag (none in the calendar), and
+    the waiting head not fitting if budget and a slot are left. False: `decode_step` reads the step."""
+    shown, calendar, lag = judge.shown, judge.calendar, judge.lag
+    if shown is None or calendar is None or s.finished or lag in calendar:
+        return False
+    if s.plan != shown[0] or s.emitted != shown[1]:
+        return False
+    waiting = judge.waiting
+    if waiting:
+        cfg = judge.cfg
+        if shown[2] < cfg.token_budget and len(shown[0]) < cfg.max_seqs:
+            head = next(iter(waiting.values()))
+            if head.prompt_len + head.max_new <= cfg.kv_tokens - judge.reserved:
+                return False  # WORK-CONSERVING: the waiting head fits (judged again, and named, by the full read)
+    judge.lag = lag + 1
+    return True
+
+
+def _decode_plan(judge: Judge, s: EngineStep) -> tuple[int, list[tuple[Rid, int]]] | None:
+    """The plan's tokens, and its entries for requests not running (in plan order, each n >= 1: admissions,
+    for `_decode_admissions` to match with the waiting head), when it names every running request once,
+    each given 1, every rid it names emits once, and it fits the budget and the slots (ONE-ENTRY, TOKENS,
+    FIRST-TOKEN, BUDGET, SLOTS); else None."""
+    plan, emitted = s.plan, s.emitted
     shown = judge.shown
     if shown is not None and plan == shown[0] and emitted == shown[1]:
-        return shown[2], shown[3]  # the plan read last, on the same running requests
+        return shown[2], []  # the decodes shown, on the same running requests
+    return _read_decodes(judge, plan, emitted)
+
+
+def _shown_admissions(judge: Judge, s: EngineStep) -> tuple[list[EngineTrack], int] | None:
+    """`_decode_plan` and `_decode_admissions` in one pass for the commonest admission step: the plan is the
+    decodes shown, then the head of the waiting line in its order, each given its whole prompt, and the
+    tokens are the decodes' then the same rids in the same order, within the budget, the slots and KV, the
+    next waiting head not fitting if budget and a slot are left: those admitted and the KV then reserved.
+    None: the step is read whole (which finds the same where this does, and judges the rest)."""
+    plan, emitted = s.plan, s.emitted
+    decodes, decoded, tokens = judge.shown  # type: ignore[misc]
+    num = len(decodes)
+    if len(plan) <= num or len(emitted) != len(plan) or plan[:num] != decodes or emitted[:num] != decoded:
+        return None
+    reserved = judge.reserved
+    admitted: list[EngineTrack] = []
+    heads = iter(judge.waiting.values())
+    for i in range(num, len(plan)):
+        rid, n = plan[i]
+        t = next(heads, None)
+        if t is None or t.rid != rid or emitted[i] != rid or n < 1 or t.preempted is not None or t.computed != 0 \
+                or n != t.prompt_len + t.emitted:
+            return None  # FCFS, PROTOCOL, TOKENS, FIRST-TOKEN, or not a whole prompt
+        admitted.append(t)
+        tokens += n
+        reserved += t.prompt_len + t.max_new
+    cfg = judge.cfg
+    if tokens > cfg.token_budget or len(plan) > cfg.max_seqs or reserved > cfg.kv_tokens:
+        return None  # BUDGET, SLOTS, KV
+    if _head_fits(judge, admitted, tokens, len(plan), reserved):
+        return None  # WORK-CONSERVING
+    return admitted, reserved
+
+
+def _read_decodes(judge: Judge, plan: list[tuple[Rid, int]],
+                  emitted: list[Rid]) -> tuple[int, list[tuple[Rid, int]]] | None:
+    """`_decode_plan` read whole: the plan as a dict and the tokens as a set, compared with the running rids."""
+    running = judge.running
     if not plan or len(plan) < len(running) or len(emitted) != len(plan):
         return None
     got = dict(plan)
@@ -82,14 +147,18 @@ def _decode_plan(judge: Judge, s: EngineStep) -> tuple[dict[int, int], int] | No
     tokens = sum(got.values())
     if tokens > cfg.token_budget or len(plan) > cfg.max_seqs:
         return None  # BUDGET, SLOTS
-    judge.shown = (plan, emitted, got, tokens)  # forgotten when the running requests change (`_decode_apply`, sync)
-    return got, tokens
+    fresh = [entry for entry in plan if entry[0] not in running] if len(plan) > len(running) else []
+    if tokens - sum(n for _, n in fresh) != len(running):
+        return None  # a decode given more than 1
+    if not fresh:
+        judge.shown = (plan, emitted, tokens)  # forgotten or moved on when the running requests change
+    return tokens, fresh
 
 
-def _first_calendar(judge: Judge) -> dict[int, list[int]] | None:
+def _first_calendar(judge: Judge) -> dict[int, list[Rid]] | None:
     """The first of a run of decode steps: every running request must be a decode; their last tokens'
     calendar, by lag (kept on the judge), or None."""
-    calendar: dict[int, list[int]] = {}
+    calendar: dict[int, list[Rid]] = {}
     for t in judge.running.values():
         if t.emitted < 1 or t.prompt_len + t.emitted - t.computed != 1 or t.emitted >= t.max_new:
             return None
@@ -98,41 +167,42 @@ def _first_calendar(judge: Judge) -> dict[int, list[int]] | None:
     return calendar
 
 
-def _decode_admissions(judge: Judge, plan: tuple, got: dict[int, int],
-                       tokens: int) -> tuple[list[EngineTrack], int] | None:
-    """Those admitted (the longest waiting, each with its whole prompt) and the KV then reserved, when the
-    decodes take 1 each, KV fits and the waiting head left does not (FCFS, KV, WORK-CONSERVING); else None."""
-    running, waiting, cfg = judge.running, judge.waiting, judge.cfg
-    num = len(running)
+def _decode_admissions(judge: Judge, fresh: list[tuple[Rid, int]], tokens: int,
+                       planned: int) -> tuple[list[EngineTrack], int] | None:
+    """Those admitted (`fresh`: the longest waiting, each with its whole prompt) and the KV then reserved,
+    when KV fits and the waiting head left does not (FCFS, KV, WORK-CONSERVING); else None."""
+    waiting, cfg = judge.waiting, judge.cfg
     reserved = judge.reserved
     admitted: list[EngineTrack] = []
-    if len(plan) > num:
+    if fresh:
         heads = iter(waiting.values())
-        decodes = 0
-        for rid, n in plan:
-            if rid in running:
-                decodes += n
-                continue
+        for rid, n in fresh:
             t = next(heads, None)
             if t is None or t.rid != rid or t.preempted is not None or t.computed != 0 or n != t.prompt_len + t.emitted:
                 return None  # FCFS, or not a whole prompt (then the full judgement)
             admitted.append(t)
             reserved += t.prompt_len + t.max_new
-        if decodes != num or reserved > cfg.kv_tokens:
-            return None  # a decode given more than 1; KV
-    elif tokens != num:
-        return None
-    if tokens < cfg.token_budget and len(waiting) > len(admitted) and len(plan) < cfg.max_seqs:
-        head = next(t for i, t in enumerate(waiting.values()) if i >= len(admitted))  # WORK-CONSERVING
-        if head.prompt_len + head.max_new <= cfg.kv_tokens - reserved:
-            return None  # WORK-CONSERVING: the waiting head fits
+        if reserved > cfg.kv_tokens:
+            return None  # KV
+    if _head_fits(judge, admitted, tokens, planned, reserved):
+        return None  # WORK-CONSERVING: the waiting head fits
     return admitted, reserved
 
 
-def _decode_ends_ok(judge: Judge, s: EngineStep, got: dict[int, int], calendar: dict[int, list[int]],
+def _head_fits(judge: Judge, admitted: list[EngineTrack], tokens: int, planned: int, reserved: int) -> bool:
+    """Whether budget and a slot are left and the waiting head after those admitted (the longest waiting)
+    fits the KV left (WORK-CONSERVING then breaks)."""
+    waiting, cfg = judge.waiting, judge.cfg
+    if tokens < cfg.token_budget and len(waiting) > len(admitted) and planned < cfg.max_seqs:
+        head = next(t for i, t in enumerate(waiting.values()) if i >= len(admitted))
+        return head.prompt_len + head.max_new <= cfg.kv_tokens - reserved
+    return False
+
+
+def _decode_ends_ok(judge: Judge, s: EngineStep, calendar: dict[int, list[Rid]],
                     admitted: list[EngineTrack]) -> bool:
     """Every request emitting its last token is finished for "length", and only those; others end only
-    by "stop" (KV)."""
+    by "stop", and only if planned (KV)."""
     running = judge.running
     due = calendar.get(judge.lag)
     ending = [rid for rid in due if rid in running] if due else []  # those emitting their last token
@@ -149,12 +219,12 @@ def _decode_ends_ok(judge: Judge, s: EngineStep, got: dict[int, int], calendar: 
         if reason == "length":
             if rid not in ending:
                 return False  # KV: its KV back before its last token
-        elif reason != "stop" or rid not in got:
+        elif reason != "stop" or (rid not in running and all(t.rid != rid for t in admitted)):
             return False
     return True
 
 
-def _decode_apply(judge: Judge, s: EngineStep, calendar: dict[int, list[int]], admitted: list[EngineTrack],
+def _decode_apply(judge: Judge, s: EngineStep, calendar: dict[int, list[Rid]], admitted: list[EngineTrack],
                   reserved: int) -> None:
     """No rule breaks: move the account. An admitted request's counts are kept `lag + 1` behind, as the others'."""
     running, waiting, lag = judge.running, judge.waiting, judge.lag
@@ -172,9 +242,33 @@ def _decode_apply(judge: Judge, s: EngineStep, calendar: dict[int, list[int]], a
     if s.finished:
         _end(judge, s, lag + 1)
     if admitted or s.finished:
-        judge.shown = None  # the running requests changed
+        judge.shown = _next_decodes(s, admitted)
     calendar.pop(lag, None)
     judge.lag = lag + 1
+
+
+def _next_decodes(s: EngineStep, admitted: list[EngineTrack]) -> tuple[list[tuple[Rid, int]], list[Rid], int]:
+    """The decodes of the running requests after a step `decode_step` took that admitted or ended some: its
+    plan's rids less those finished, each given 1, in its order, and its tokens in theirs (the plan
+    named every running request once, each given 1, and each admitted one, and each emitted once)."""
+    plan = s.plan
+    num = len(plan) - len(admitted)
+    if [rid for rid, _ in plan[num:]] == [t.rid for t in admitted]:  # the decodes first, each (rid, 1) already
+        decodes = plan[:num] + [(t.rid, 1) for t in admitted]
+    else:
+        decodes = [(rid, 1) for rid, _ in plan]
+    tokens = s.emitted
+    if s.finished:
+        tokens = tokens.copy()
+        try:
+            for rid, _ in s.finished:
+                decodes.remove((rid, 1))
+                tokens.remove(rid)
+        except ValueError:  # a record made by hand, its entries lists (each reader makes tuples): built anew
+            done = {rid for rid, _ in s.finished}
+            decodes = [(rid, 1) for rid, _ in plan if rid not in done]
+            tokens = [rid for rid in s.emitted if rid not in done]
+    return decodes, tokens, len(decodes)
 
 
 def clean_step(judge: Judge, s: EngineStep) -> bool:

@@ -144,9 +144,10 @@ class Judge:
         # behind, until `sync`; `calendar` maps a lag to the rids whose last token comes at it.
         self.lag = 0
         self.calendar: dict[int, list[Rid]] | None = None
-        # The last plan and tokens `decode_step` read, with what it found (the plan as a dict, its tokens),
-        # while the running requests stay the same: the same plan again is read the same.
-        self.shown: tuple[list[tuple[Rid, int]], list[Rid], dict[Rid, int], int] | None = None
+        # The running requests' decodes (each given 1, in the order of the last plan `decode_step` took, with
+        # its tokens in theirs, and the plan's tokens), kept by `decode_step` as the running requests change:
+        # the same plan again, or those decodes followed by admissions, is read without a set.
+        self.shown: tuple[list[tuple[Rid, int]], list[Rid], int] | None = None
 
     def _accepted(self, rid: Rid) -> bool:
         """Whether `rid` was accepted: it is live or ended, and stays one of the two."""
@@ -503,34 +504,45 @@ def check_engine_trace(
     c = header.config
     verdict = EngineVerdict(Config(c.token_budget, c.max_seqs, c.kv_tokens), checked, header.version)
     judge = Judge(header, checked, verdict)
-    verdict.lines = 1
+    try:
+        _judge_records(judge, verdict, records)
+    except _Stop:
+        pass
+    finally:
+        verdict.lines = judge.line
+    label_partial(verdict, judge.saw_refusals, bool(judge.cancelled))
+    verdict.seconds = time.monotonic() - started
+    return verdict
+
+
+def _judge_records(judge: Judge, verdict: EngineVerdict, records: Iterable[tuple[int, EngineStep | EngineEnd]]) -> None:
+    """Each record in turn: a step by the shortcuts where they take it, else in full; the end line."""
+    decode, clean = decode_step, clean_step  # looked up once (a test may put others in their place)
+    closed: str | None = None  # why nothing may follow: after the end line, or a step that did not finish
+    steps = verdict.steps
     try:
         for number, item in records:
-            if verdict.ended:
-                raise TraceError(number, "nothing may follow the end line")
-            if verdict.unfinished_step is not None:
-                raise TraceError(number, f"nothing may follow step {verdict.unfinished_step}, which did not finish "
-                                         "(ran: false)")
+            if closed is not None:
+                raise TraceError(number, closed)
             judge.line = number
-            verdict.lines = number
-            if isinstance(item, EngineEnd):
+            if type(item) is EngineEnd:
                 judge.sync()
                 judge.offer((), item.refuse)
                 judge.end()
+                closed = "nothing may follow the end line"
                 continue
             judge.step = item.step  # adds come just before their step: judged at it
             if item.add or item.refuse:
                 judge.offer(item.add, item.refuse)
-            if not (decode_step(judge, item) or clean_step(judge, item)):
+            if not (decode(judge, item) or clean(judge, item)):
                 judge.sync()
                 judge.run_step(item)
                 judge._recount()
-            verdict.steps += 1
-    except _Stop:
-        pass
-    label_partial(verdict, judge.saw_refusals, bool(judge.cancelled))
-    verdict.seconds = time.monotonic() - started
-    return verdict
+                if verdict.unfinished_step is not None:
+                    closed = f"nothing may follow step {verdict.unfinished_step}, which did not finish (ran: false)"
+            steps += 1
+    finally:
+        verdict.steps = steps
 
 
 def label_partial(verdict: EngineVerdict, saw_refusals: bool, saw_cancels: bool = False) -> None:

@@ -58,6 +58,8 @@ PREEMPT_KINDS = ("recompute", "swap")
 FINISH_REASONS = ("length", "stop", "cancel")
 MAX_RID_CHARS = 256
 SCHEMA = "trace-v2.schema.json"
+# How a step line begins, compact or as json.dumps writes it by default, as text and as bytes (`_v2_records`).
+STEP_HEADS = (('{"step":%d,', '{"step": %d, '), (b'{"step":%d,', b'{"step": %d, '))
 
 Rid = int | str
 
@@ -149,12 +151,32 @@ def _v1_records(numbered: Iterator[tuple[int, bytes | str]]) -> Iterator[tuple[i
 
 
 def _v2_records(numbered: Iterator[tuple[int, bytes | str]]) -> Iterator[tuple[int, EngineStep | EngineEnd]]:
+    """The records after the header. A step line that repeats the last step read but for its number (the
+    same text after `{"step":N,`, as a run of decodes writes it) is that step again, under its number: the
+    last line was read whole and held no other "step" key, so the same text reads to the same fields."""
     from .fastread import parse_line_v2  # msgspec's shortcut where installed, else parse_line (fastread imports v2)
 
     expected = 0
+    last: EngineStep | None = None  # the last step read, when its line began with a head of `STEP_HEADS`
+    form: bytes | str = b""  # that head, to be filled with a step number
+    rest: bytes | str = b""  # that line after its head
     for number, text in numbered:
-        item = parse_line_v2(number, text, expected)
-        if isinstance(item, EngineStep):
+        if last is not None and type(text) is type(rest) and text.endswith(rest) \
+                and text.startswith(head := form % expected) \
+                and len(text) == len(head) + len(rest):
+            item: EngineStep | EngineEnd = EngineStep(expected, last.plan, last.emitted, last.finished, last.add,
+                                                      last.refuse, last.config, last.admit, last.preempt, last.x,
+                                                      last.ran)
+        else:
+            item = parse_line_v2(number, text, expected)
+            last = None
+            if type(item) is EngineStep:
+                for form in STEP_HEADS[type(text) is bytes]:
+                    head = form % expected
+                    if text.startswith(head):
+                        last, rest = item, text[len(head):]
+                        break
+        if type(item) is EngineStep:
             expected += 1
         yield number, item
 
