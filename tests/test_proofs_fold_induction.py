@@ -13,7 +13,7 @@ import pytest
 import z3
 
 from stallfree.proofs import suite
-from stallfree.proofs.smt import fold_frame, fold_induction
+from stallfree.proofs.smt import chain, fold_frame, fold_induction, induction
 from stallfree.proofs.smt.fold import fold
 from stallfree.proofs.smt.fold_peek import EarlyPeek, FarPeek, LatePeek
 from stallfree.proofs.smt.induction import _prove
@@ -147,3 +147,23 @@ def test_prove_has_the_row_and_names_the_phase_that_fails() -> None:
     assert "admit broken" in row.detail and "counterexample state" in row.detail
     assert said == ["z3: FOLD (induction, any N) (LatePeek)"]
     assert suite.fold_row(suite.Options(), said.append).result is Verdict.HOLDS
+
+
+def test_the_loop_inductions_prove_their_fold_premise_for_any_n() -> None:
+    """Each row with FOLD at N = 3 also discharges its phases' any-N obligations, right after it; a
+    look-ahead past three, which N = 3 lets through, is then judged by none of them."""
+    admits = next(loop for loop in induction.INDUCTIONS if loop.name.startswith("ADMITS"))
+    chained = chain.CHAINS[0]
+    names = [ob.name for ob in fold_induction.with_any_n(Policy(), chained.obligations(Policy()))]
+    assert names[:4] == ["FOLD: plan_decodes (N=3)", "FOLD: plan_partials (N=3)", "FOLD: admit (N=3)",
+                         "FOLD (any N): plan_decodes: initiation"]
+    assert "FOLD (any N): admit: consecution" in names
+    for loop in (admits, chained):
+        result = induction.prove_induction(loop, LatePeek())
+        assert result.verdict is Verdict.UNKNOWN, loop.name
+        assert result.counterexample["obligation"] == "FOLD: admit (N=4)" and "premise" in result.counterexample
+
+
+def test_a_phase_outside_its_frame_adds_a_fixed_n_premise_only() -> None:
+    obs = fold_induction.premises(LifoAdmission(), "admit")
+    assert [ob.name for ob in obs] == ["FOLD: admit (N=2)", "FOLD: admit (N=4)"] and all(ob.premise for ob in obs)

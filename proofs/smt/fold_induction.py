@@ -20,6 +20,9 @@ A phase that is no such loop, or whose body steps outside the frame (`LifoAdmiss
 first; a look-ahead reading `s.requests[i + 1]`, `fold_peek`), proves nothing here; it is then tried
 at N = 2 .. `REFUTE_UP_TO` by `fold` (one N refutes "any N"): BROKEN with the counterexample found, or
 unknown, naming the frame's refusal. The row's assumptions are `fold_frame`'s.
+
+The loop inductions take this as their premise (`with_any_n`): after their FOLD at N = 3, the same
+phases' obligations here (or, for a phase the frame refuses, FOLD at N = 2 and 4).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import z3
 
 from stallfree.spec.verdict import Verdict
 
-from .fold import fold
+from .fold import FOLD_REQUESTS, fold, phase_of
 from .fold_frame import CARRIED, ENTRIES, FrameError, iteration
 from .induction import BOOL, INT, Requests, _iteration, _prove
 from .obligation import Obligation
@@ -92,6 +95,26 @@ def obligations(policy: Policy, phase: str) -> list[Obligation]:
                    k == 0),
         Obligation(f"{phase}: exit", z3.And(base, inv(n)), goal),
     ]
+
+
+def premises(policy: Policy, phase: str) -> list[Obligation]:
+    """FOLD of `phase` for any N as a theorem's premise: the induction's obligations; where the frame
+    refuses the phase, FOLD at N = 2 .. REFUTE_UP_TO but 3, which the theorem checks already (a
+    fixed-N premise, no more)."""
+    try:
+        return [replace(ob, name=f"FOLD (any N): {ob.name}", premise=True) for ob in obligations(policy, phase)]
+    except FrameError:
+        return [fold(policy, phase, n) for n in range(2, REFUTE_UP_TO + 1) if n != FOLD_REQUESTS]
+
+
+def with_any_n(policy: Policy, theorem: list[Obligation]) -> list[Obligation]:
+    """`theorem`'s obligations with, after its last FOLD premise at N = 3, the same phases' FOLD for any N
+    (`premises`), so that the premise is proved before the loops' own obligations are tried."""
+    phases = [(k, phase) for k, ob in enumerate(theorem) if (phase := phase_of(ob)) is not None]
+    if not phases:
+        return theorem
+    last = phases[-1][0] + 1
+    return [*theorem[:last], *(ob for _, phase in phases for ob in premises(policy, phase)), *theorem[last:]]
 
 
 def _phase(policy: Policy, phase: str, timeout_ms: int) -> tuple[Verdict, str, dict[str, Any] | None]:
