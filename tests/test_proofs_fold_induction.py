@@ -167,3 +167,17 @@ def test_the_loop_inductions_prove_their_fold_premise_for_any_n() -> None:
 def test_a_phase_outside_its_frame_adds_a_fixed_n_premise_only() -> None:
     obs = fold_induction.premises(LifoAdmission(), "admit")
     assert [ob.name for ob in obs] == ["FOLD: admit (N=2)", "FOLD: admit (N=4)"] and all(ob.premise for ob in obs)
+
+
+class SwapsItsDraft(Policy):
+    """Plans into a fresh draft from the second request on: what the loop carries is no longer d."""
+
+    def plan_decodes(self, s: SymState, d: Draft) -> None:
+        for i, r in enumerate(s.requests):
+            d.decode[i] = z3.And(r.ready, d.left > 0)
+            d = Draft(s)
+
+
+def test_a_body_that_rebinds_its_draft_is_refused_from_the_source() -> None:
+    with pytest.raises(fold_frame.FrameError, match="a rebinding of d"):
+        fold_frame.loop_body(SwapsItsDraft().plan_decodes)

@@ -196,9 +196,18 @@ def _the_loop(node: ast.stmt, name: str) -> tuple[ast.For, list[str]]:
     refused = [type(n).__name__ for n in nodes if isinstance(n, REFUSED_NODES)]
     refused += [n.id for n in nodes if isinstance(n, ast.Name) and n.id in INTROSPECTION]
     refused += [n.attr for n in nodes if isinstance(n, ast.Attribute) and n.attr in INTROSPECTION]
+    refused += [f"a rebinding of {b}" for b in _bound(nodes) if b in params]  # the next iteration's self, s, d
     if refused:
         raise FrameError(f"{name}'s loop body holds {refused[0]}: it is no function of one iteration")
     return loop, params + names
+
+
+def _bound(nodes: list[ast.AST]) -> list[str]:
+    """The names `nodes` bind or delete (comprehensions' own included: refused the same, to be safe)."""
+    found = [n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))]
+    found += [(a.asname or a.name).split(".")[0] for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom))
+              for a in n.names]
+    return found + [n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
 
 
 def _is_docstring(node: ast.stmt) -> bool:
@@ -238,6 +247,10 @@ def iteration(policy: Any, phase: str, config: SymConfig, r: SymRequest, carried
     after = _attributes(policy)
     if after.keys() != before.keys() or any(after[k] is not before[k] for k in before):
         raise FrameError(f"{phase}: an iteration changes the policy's own attributes or its class's")
+    left = [c for c in CARRIED if not z3.is_expr(d._fields[c])]
+    left += [e for e in ENTRIES if d._fields[e].written is not None and not z3.is_expr(d._fields[e].written)]
+    if left:
+        raise FrameError(f"{phase}: an iteration leaves d.{left[0]} no Z3 term")
     return Iteration(tuple(d._fields[c] for c in CARRIED), {e: d._fields[e].written for e in ENTRIES},
                      tuple(d._defs))
 
