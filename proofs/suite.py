@@ -263,6 +263,7 @@ def z3_rows(o: Options, say: Say) -> list[Row]:
         rows.append(_z3_row("STOP-READY", "Z3 inductive step", f"N={o.num_requests}",
                             ends.prove_stops_end_ready(o.num_requests)))
     rows += cancel_rows(o, say)
+    rows.append(fold_row(o, say))
     for induction in (*INDUCTIONS, *CHAINS, *LIVENESS_INDUCTIONS):
         say(f"z3: {induction.name} ({o.policy.name})")
         outcome = prove_induction(induction, o.policy)
@@ -270,6 +271,17 @@ def z3_rows(o: Options, say: Say) -> list[Row]:
         row.detail = f"{induction.rules}: initiation, consecution, exit" + (f"; {row.detail}" if row.detail else "")
         rows.append(row)
     return rows
+
+
+def fold_row(o: Options, say: Say) -> Row:
+    """FOLD for any N (`smt.fold_induction`): the premise the loop inductions after it check at N = 3."""
+    from .smt import fold_induction
+
+    o = with_z3_defaults(o)
+    say(f"z3: {fold_induction.NAME} ({o.policy.name})")
+    outcome = fold_induction.prove(o.policy)
+    row = _z3_row(fold_induction.NAME, f"Z3 loop induction ({o.policy.name})", "any N", outcome)
+    return replace(row, detail=outcome.detail + (f"\n{row.detail}" if outcome.verdict is BROKEN else ""))
 
 
 def cancel_rows(o: Options, say: Say) -> list[Row]:

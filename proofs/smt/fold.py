@@ -51,6 +51,13 @@ def fold(policy: Policy, phase: str, n: int = FOLD_REQUESTS) -> Obligation:
     return Obligation(f"FOLD: {phase} (N={n})", z3.And(config.valid(), *defs), z3.And(goal), premise=True)
 
 
+def phase_of(ob: Obligation) -> str | None:
+    """The phase a FOLD obligation of this module is about; None for any other obligation."""
+    if not (ob.premise and ob.name.startswith("FOLD: ") and ob.name.endswith(")")):
+        return None
+    return ob.name.removeprefix("FOLD: ").split(" (N=")[0]
+
+
 def folds(policy: Policy) -> list[Obligation]:
     """One obligation per phase, in the policy's order."""
     return [fold(policy, phase.__name__) for phase in policy.phases()]

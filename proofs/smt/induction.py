@@ -458,7 +458,9 @@ def prove_induction(loop: LoopInduction, policy: Policy | None = None, timeout_m
     policy = Policy() if policy is None else policy
     obligations = loop.obligations(policy)  # built first: Z3's search on them is sensitive to the order terms are made
     premises = [fold(policy, phase) for phase in loop.folds]  # FOLD, checked before the loop's own obligations
-    result = _prove(premises + obligations, loop.name, policy, timeout_ms)
+    from .fold_induction import with_any_n  # it builds on this module's loops
+
+    result = _prove(with_any_n(policy, premises + obligations), loop.name, policy, timeout_ms)
     if loop.refute is None or result.verdict is not Verdict.UNKNOWN or "premise" not in (result.counterexample or {}):
         return result
     refuted = _prove([loop.refute(policy)], loop.name, policy, timeout_ms)
