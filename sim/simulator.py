@@ -35,6 +35,7 @@ from .trace import Trace, TraceRequest
 # running, has stalled (rule PROGRESS); the simulation stops rather than spin.
 MAX_EMPTY_PLANS = 1_000
 PROGRESS_EVERY_STEPS = 2_048
+NO_STOPS: tuple[()] = ()  # an uncapped step's stopped requests: none, and no list built
 
 
 class Stalled(RuntimeError):
@@ -187,14 +188,14 @@ class Simulation:
 
     def step(self, clock: float) -> float:
         """Plan, price and complete one step starting at `clock`; return the clock after it."""
-        streams = self.streams
-        given = self.scheduler.schedule()
+        streams, given = self.streams, self.scheduler.schedule()
         plan = given.entries if type(given) is Plan else given  # a Plan's entries: a tuple
         if (type(plan) is not tuple and type(plan) is not list) or len(plan) > len(streams):
             plan = bounded(given, len(streams), "schedule() returned")
         if self.preempts:  # a design that forgets KV before the plan runs
             self.preempt(given, plan)
-        capped, stopped = self.capped, []  # uncapped, no request stops before its max_new: nothing to look for
+        capped = self.capped  # uncapped, no request stops before its max_new: nothing to look for, no list built
+        stopped: list[int] | tuple[()] = [] if capped else NO_STOPS
         num_tokens = pairs = kv_read = num_chunks = contexts = kv_reserved = kv_used = 0
         for rid, n in plan:
             stream = streams[rid]
@@ -273,6 +274,9 @@ class Simulation:
         streams = self.streams
         if (type(rids) is not tuple and type(rids) is not list) or len(rids) > len(streams):
             rids = bounded(rids, len(streams), "complete() returned")
+        if self.record:  # only a recording run's streams keep their token times (`offer`)
+            for rid in rids:
+                streams[rid].token_times.append(clock)
         for rid in rids:
             stream = streams[rid]
             stream.num_emitted += 1
@@ -282,8 +286,6 @@ class Simulation:
             elif clock - last > stream.max_gap:
                 stream.max_gap = clock - last
             stream.last_token = clock
-            if stream.token_times is not None:
-                stream.token_times.append(clock)
             if stream.num_emitted == stream.max_new:
                 self.num_pending -= 1
                 self.num_finished += 1

@@ -27,16 +27,20 @@ SMALL = Config(token_budget=64, max_seqs=4, kv_tokens=3000)
 def outcome(shortcut: bool, monkeypatch: pytest.MonkeyPatch, trace: str, requests: int, scheduler: Any,
             config: Config) -> tuple[Any, ...]:
     """The figures of a checked run, or its verdict (rule, step, message); and the steps the shortcut took."""
-    taken = [0]
-    done = Decodes.done
+    taken = [0]  # every step the shortcut took moves the account by `take_decodes` or `_move`, once
+    take_decodes, move = Decodes.take_decodes, Decodes._move
 
-    def counted(self: Decodes, emitted: object, free_kv: object) -> bool:
-        took = done(self, emitted, free_kv)
-        taken[0] += took
-        return took
+    def decodes_counted(self: Decodes) -> None:
+        taken[0] += 1
+        take_decodes(self)
+
+    def move_counted(self: Decodes, emitted: Any, clean: Any) -> None:
+        taken[0] += 1
+        move(self, emitted, clean)
 
     with monkeypatch.context() as patch:
-        patch.setattr(Decodes, "done", counted)
+        patch.setattr(Decodes, "take_decodes", decodes_counted)
+        patch.setattr(Decodes, "_move", move_counted)
         if not shortcut:
             patch.setattr(checked, "usable", lambda monitor: False)
         try:
@@ -124,4 +128,72 @@ def test_a_break_on_a_decode_step_is_caught_as_without_the_shortcut(fault: Any, 
     slow, _ = outcome(False, monkeypatch, "conv", 60, fault, SERVING)
     assert fast == slow
     assert fast[:3] == ("broken", rule, 40)
+    assert taken > 0
+
+
+class Repeated(Scheduler):
+    """Breaks complete()'s emitted rids (`broken`) on the first step from 40 whose plan is the last plan's entries
+    again, each the same object, and of more than one decode: the step `Checked` judges without a call into the
+    shortcut (the same plan of decodes alone again)."""
+
+    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
+        super().__init__(token_budget, max_seqs, kv_tokens)
+        self.last: tuple[Entry, ...] = ()
+        self.again = self.fired = False
+
+    def schedule(self) -> Plan:
+        plan = super().schedule()
+        entries, last = plan.entries, self.last
+        self.again = not self.fired and plan.step >= 40 and len(entries) == len(last) > 1 and \
+            all(a is b for a, b in zip(entries, last, strict=True))
+        self.last = entries
+        return plan
+
+    def complete(self, plan: Plan, stopped: Any = ()) -> tuple[int, ...]:
+        emitted = super().complete(plan, stopped)
+        if not self.again:
+            return emitted
+        self.fired = True
+        return self.broken(emitted)
+
+    def broken(self, emitted: tuple[int, ...]) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+
+class FloatEmitted(Repeated):
+    """The first ready rid emitted as a float (PROTOCOL; 1.0 == 1 to a set)."""
+
+    def broken(self, emitted: tuple[int, ...]) -> tuple[Any, ...]:
+        return (float(emitted[0]), *emitted[1:])
+
+
+class TwiceEmitted(Repeated):
+    """The first ready rid emitted twice, the second silent: as many rids as ready ones (TOKENS)."""
+
+    def broken(self, emitted: tuple[int, ...]) -> tuple[Any, ...]:
+        return (emitted[0], emitted[0], *emitted[2:])
+
+
+class LeakyAgain(Repeated):
+    """Shows one KV token more free than it has on that step (KV after the step)."""
+
+    @property
+    def free_kv(self) -> int:
+        return self._free_kv + self.again
+
+    def broken(self, emitted: tuple[int, ...]) -> tuple[Any, ...]:
+        return emitted
+
+
+@pytest.mark.parametrize(("fault", "rule"), [(FloatEmitted, "PROTOCOL"), (TwiceEmitted, "TOKENS"),
+                                             (LeakyAgain, "KV")])
+def test_a_break_on_the_same_plan_again_is_caught_as_without_the_shortcut(fault: Any, rule: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Negative controls of `Checked`'s own judgement of a repeated plan of decodes alone: each breaks a rule on a
+    step it judges (the emitted rids by identity with the plan's, the shown free KV against the shadow's)."""
+    fast, taken = outcome(True, monkeypatch, "conv", 120, fault, SERVING)
+    slow, _ = outcome(False, monkeypatch, "conv", 120, fault, SERVING)
+    assert fast == slow
+    assert fast[:2] == ("broken", rule)
+    assert fast[2] >= 40
     assert taken > 0
