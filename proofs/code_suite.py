@@ -6,11 +6,12 @@ with a bug planted, say); of any other the rows read n/a."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from stallfree.spec.verdict import Verdict
 
-from .suite import Options, Row, Say
+from .suite import Options, Part, Row, Say, run_parts
 
 # Requests per state for each theorem: STEP and ADD at 3, the stops (every subset) and cancels (every
 # victim, two moments) at 2, so that the four take about 15 s of CPU; `--profile deep` (and
@@ -22,52 +23,70 @@ PENDING_REQUESTS, DEEP_PENDING_REQUESTS = 1, 2
 
 
 def code_rows(o: Options, say: Say) -> list[Row]:
+    return run_parts(code_parts(o), o, say)
+
+
+def code_parts(o: Options) -> list[Part]:
+    """The code theorems' rows in pieces, one theorem each (`suite_jobs` spreads them over its workers)."""
     from .explicit import fold_stepwise
     from .smt import code_add, code_fold, code_theorems
 
-    cls = o.factory
-    name = "reference" if o.factory is code_theorems_reference() else getattr(cls, "__qualname__", str(cls))
-    why = code_theorems.not_applicable(cls)
+    why = code_theorems.not_applicable(o.factory)
     if why is not None:
-        return [Row(claim, "Z3 symbolic execution", "-", f"n/a ({why[:60]})", 0.0, why)
-                for claim in (*(t.name for t in code_theorems.THEOREMS), code_add.NAME, code_fold.NAME,
-                              fold_stepwise.NAME)]
-    rows = []
-    for theorem in code_theorems.THEOREMS:
-        n = o.code_requests or (DEEP_REQUESTS if o.deep else REQUESTS)[theorem.name]
-        say(f"z3: {theorem.name} of {name}'s code (every state of at most {n} requests)")
-        outcome = code_theorems.prove(theorem, cls, n)
-        rows.append(_row(outcome, f"Z3 symbolic execution ({name})", n))
-    rows.append(_add_row(o, say, cls, name))
-    rows += _fold_rows(o, say, cls, name)
-    return rows
+        return [("symbolic n/a", lambda o, say: [
+            Row(claim, "Z3 symbolic execution", "-", f"n/a ({why[:60]})", 0.0, why)
+            for claim in (*(t.name for t in code_theorems.THEOREMS), code_add.NAME, code_fold.NAME,
+                          fold_stepwise.NAME)])]
+    return [*((f"symbolic {t.name}", partial(_theorem_row, theorem=t)) for t in code_theorems.THEOREMS),
+            ("symbolic ADD (code)", _add_row), ("symbolic FOLD (code)", _fold_row),
+            ("symbolic FOLD (code, stepwise)", _stepwise_row)]
 
 
-def _fold_rows(o: Options, say: Say, cls: Any, name: str) -> list[Row]:
-    """FOLD of the code: symbolic at N = 3 (`code_fold`), and on the states of stepped runs at N = 12."""
-    from .explicit import fold_stepwise
+def _name(o: Options) -> str:
+    cls = o.factory
+    return "reference" if cls is code_theorems_reference() else getattr(cls, "__qualname__", str(cls))
+
+
+def _theorem_row(o: Options, say: Say, theorem: Any) -> list[Row]:
+    from .smt import code_theorems
+
+    n = o.code_requests or (DEEP_REQUESTS if o.deep else REQUESTS)[theorem.name]
+    say(f"z3: {theorem.name} of {_name(o)}'s code (every state of at most {n} requests)")
+    outcome = code_theorems.prove(theorem, o.factory, n)
+    return [_row(outcome, f"Z3 symbolic execution ({_name(o)})", n)]
+
+
+def _fold_row(o: Options, say: Say) -> list[Row]:
+    """FOLD of the code, symbolic at N = 3 (`code_fold`)."""
     from .smt import code_fold
 
     n = o.code_requests or code_fold.DEFAULT_N
-    say(f"z3: {code_fold.NAME} of {name}'s schedule() (every state of at most {n} requests, every cut)")
-    rows = [_row(code_fold.prove(cls, n), f"Z3 symbolic execution ({name})", n)]
+    say(f"z3: {code_fold.NAME} of {_name(o)}'s schedule() (every state of at most {n} requests, every cut)")
+    return [_row(code_fold.prove(o.factory, n), f"Z3 symbolic execution ({_name(o)})", n)]
+
+
+def _stepwise_row(o: Options, say: Say) -> list[Row]:
+    """FOLD of the code on the states of stepped runs at N = 12 (`explicit.fold_stepwise`)."""
+    from .explicit import fold_stepwise
+
+    name = _name(o)
     say(f"{fold_stepwise.NAME}: {fold_stepwise.RUNS} seeded runs of {name}, up to {fold_stepwise.REQUESTS} requests")
-    out = fold_stepwise.check(cls)
-    rows.append(Row(fold_stepwise.NAME, f"stepped runs ({name})", f"N<={fold_stepwise.REQUESTS}, "
-                    f"{fold_stepwise.RUNS} runs of {fold_stepwise.STEPS} steps", out.verdict, out.seconds,
-                    out.detail, out.counterexample))
-    return rows
+    out = fold_stepwise.check(o.factory)
+    return [Row(fold_stepwise.NAME, f"stepped runs ({name})", f"N<={fold_stepwise.REQUESTS}, "
+                f"{fold_stepwise.RUNS} runs of {fold_stepwise.STEPS} steps", out.verdict, out.seconds,
+                out.detail, out.counterexample)]
 
 
-def _add_row(o: Options, say: Say, cls: Any, name: str) -> Row:
+def _add_row(o: Options, say: Say) -> list[Row]:
     from .smt import code_add
 
     n = o.code_requests or (DEEP_REQUESTS if o.deep else REQUESTS)[code_add.NAME]
     pending = min(n, DEEP_PENDING_REQUESTS if o.deep else PENDING_REQUESTS)
-    say(f"z3: {code_add.NAME} of {name}'s code (every state of at most {n} requests, {pending} with a plan pending)")
-    outcome = code_add.prove(cls, n, pending)
-    return _row(outcome, f"Z3 symbolic execution ({name})", n,
-                f"N<={n} (plan pending: N<={pending}), lengths unbounded")
+    say(f"z3: {code_add.NAME} of {_name(o)}'s code (every state of at most {n} requests, {pending} with a plan "
+        f"pending)")
+    outcome = code_add.prove(o.factory, n, pending)
+    return [_row(outcome, f"Z3 symbolic execution ({_name(o)})", n,
+                 f"N<={n} (plan pending: N<={pending}), lengths unbounded")]
 
 
 def code_theorems_reference() -> Any:

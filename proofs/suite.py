@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from stallfree.reference import Scheduler
@@ -50,6 +51,9 @@ DEEP_BOUND, DEEP_LIVENESS_BOUND, DEEP_REQUESTS, DEEP_RANDOM_STATES = "2,3,8,5,3,
 DEEP_CANCEL_REQUESTS, DEEP_RANDOM_CANCELS = 12, 3_000
 
 Say = Callable[[str], None]
+# A piece of a method's rows, named (`suite_jobs` orders pieces by their names' costs): the rows of a
+# method are its pieces' rows in order (`run_parts`), in one process or spread over several.
+Part = tuple[str, Callable[["Options", Say], list["Row"]]]
 
 
 def with_z3_defaults(o: Options) -> Options:
@@ -226,51 +230,85 @@ def coverage_rows(result: modelcheck.CheckResult, bound: str) -> list[Row]:
 
 
 def z3_rows(o: Options, say: Say) -> list[Row]:
-    from .controls import twin_fault
-    from .smt import ends
+    return run_parts(z3_parts(o), o, say)
+
+
+def z3_parts(o: Options) -> list[Part]:
+    """The Z3 theorems' rows in pieces, each theorem (or a few small ones) apart: `suite_jobs` spreads
+    them over its workers; the serial run takes them in this order."""
     from .smt.chain import CHAINS
-    from .smt.induction import INDUCTIONS, prove_induction
+    from .smt.induction import INDUCTIONS
     from .smt.liveness_induction import LIVENESS_INDUCTIONS
     from .smt.liveness_steps import LIVENESS_STEPS
-    from .smt.loops import LOOP_THEOREMS, prove_loop
-    from .smt.reach import reach
-    from .smt.theorems import THEOREMS, prove
+    from .smt.theorems import THEOREMS
 
     o = with_z3_defaults(o)
+    parts: list[Part] = [(f"z3 {t.name}", partial(_z3_theorem_rows, theorem=t)) for t in (*THEOREMS, LIVENESS_STEPS)]
+    parts.append(("z3 loops", _z3_loop_rows))
+    if o.policy.name == "reference":  # the ends are proved of the reference's invariant and step
+        parts.append(("z3 ends", _z3_end_rows))
+    parts.append(("z3 cancels", cancel_rows))
+    parts.append(("z3 FOLD", _z3_fold_rows))
+    return parts + [(f"z3 {i.name}", partial(_z3_induction_rows, induction=i))
+                    for i in (*INDUCTIONS, *CHAINS, *LIVENESS_INDUCTIONS)]
+
+
+def run_parts(parts: list[Part], o: Options, say: Say) -> list[Row]:
+    """A method's rows: its parts' rows in their order."""
+    return [row for _, part in parts for row in part(o, say)]
+
+
+def _z3_theorem_rows(o: Options, say: Say, theorem: Any) -> list[Row]:
+    from .controls import twin_fault
+    from .smt.reach import reach
+    from .smt.theorems import prove
+
+    say(f"z3: {theorem.name} ({o.policy.name}, N={o.num_requests})")
+    outcome = prove(theorem, o.policy, o.num_requests)
+    row = _z3_row(theorem.name, f"Z3 inductive step ({o.policy.name})", f"N={o.num_requests}", outcome)
+    if outcome.verdict is BROKEN:
+        say(f"z3: {theorem.name}: searching for a workload that reaches the counterexample")
+        workload = reach(theorem, o.policy)
+        if workload is not None:
+            row.detail += f"\nreached from a new scheduler by the workload: {workload.dumps()}"
+            row.counterexample = {**(row.counterexample or {}), "workload": workload.to_json()}
+            twin = twin_fault(o.policy)
+            if twin is not None:
+                row.detail += f"\nreplayed on faults.{twin.__name__} under the monitor: {replay(workload, twin)}"
+    return [row]
+
+
+def _z3_loop_rows(o: Options, say: Say) -> list[Row]:
+    from .smt.loops import LOOP_THEOREMS, prove_loop
+
     rows = []
-    for theorem in (*THEOREMS, LIVENESS_STEPS):
-        say(f"z3: {theorem.name} ({o.policy.name}, N={o.num_requests})")
-        outcome = prove(theorem, o.policy, o.num_requests)
-        row = _z3_row(theorem.name, f"Z3 inductive step ({o.policy.name})", f"N={o.num_requests}", outcome)
-        if outcome.verdict is BROKEN:
-            say(f"z3: {theorem.name}: searching for a workload that reaches the counterexample")
-            workload = reach(theorem, o.policy)
-            if workload is not None:
-                row.detail += f"\nreached from a new scheduler by the workload: {workload.dumps()}"
-                row.counterexample = {**(row.counterexample or {}), "workload": workload.to_json()}
-                twin = twin_fault(o.policy)
-                if twin is not None:
-                    row.detail += f"\nreplayed on faults.{twin.__name__} under the monitor: {replay(workload, twin)}"
-        rows.append(row)
     for loop in LOOP_THEOREMS:
         say(f"z3: {loop.name} ({o.policy.name})")
-        outcome = prove_loop(loop, o.policy)
-        rows.append(_z3_row(loop.name, f"Z3 loop iteration ({o.policy.name})", "any N", outcome))
-    if o.policy.name == "reference":  # the ends are proved of the reference's invariant and step
-        say(f"z3: END and STOP-READY (N={o.num_requests})")
-        rows.append(_z3_row("END (stops, ready cancels)", "Z3 inductive end", f"N={o.num_requests}",
-                            ends.prove_end(o.num_requests)))
-        rows.append(_z3_row("STOP-READY", "Z3 inductive step", f"N={o.num_requests}",
-                            ends.prove_stops_end_ready(o.num_requests)))
-    rows += cancel_rows(o, say)
-    rows.append(fold_row(o, say))
-    for induction in (*INDUCTIONS, *CHAINS, *LIVENESS_INDUCTIONS):
-        say(f"z3: {induction.name} ({o.policy.name})")
-        outcome = prove_induction(induction, o.policy)
-        row = _z3_row(induction.name, f"Z3 loop induction ({o.policy.name})", "any N", outcome)
-        row.detail = f"{induction.rules}: initiation, consecution, exit" + (f"; {row.detail}" if row.detail else "")
-        rows.append(row)
+        rows.append(_z3_row(loop.name, f"Z3 loop iteration ({o.policy.name})", "any N", prove_loop(loop, o.policy)))
     return rows
+
+
+def _z3_end_rows(o: Options, say: Say) -> list[Row]:
+    from .smt import ends
+
+    say(f"z3: END and STOP-READY (N={o.num_requests})")
+    return [_z3_row("END (stops, ready cancels)", "Z3 inductive end", f"N={o.num_requests}",
+                    ends.prove_end(o.num_requests)),
+            _z3_row("STOP-READY", "Z3 inductive step", f"N={o.num_requests}",
+                    ends.prove_stops_end_ready(o.num_requests))]
+
+
+def _z3_induction_rows(o: Options, say: Say, induction: Any) -> list[Row]:
+    from .smt.induction import prove_induction
+
+    say(f"z3: {induction.name} ({o.policy.name})")
+    row = _z3_row(induction.name, f"Z3 loop induction ({o.policy.name})", "any N", prove_induction(induction, o.policy))
+    row.detail = f"{induction.rules}: initiation, consecution, exit" + (f"; {row.detail}" if row.detail else "")
+    return [row]
+
+
+def _z3_fold_rows(o: Options, say: Say) -> list[Row]:
+    return [fold_row(o, say)]
 
 
 def fold_row(o: Options, say: Say) -> Row:
@@ -319,24 +357,43 @@ def _z3_row(claim: str, method: str, bound: str, outcome: Any) -> Row:
 def differential_rows(o: Options, say: Say) -> list[Row]:
     """The Z3 step against the scheduler's code: on every state the model checker reaches at the
     bound, then on `random_states` states of random workloads of up to 64 requests."""
+    return run_parts(differential_parts(o), o, say)
+
+
+def differential_parts(o: Options) -> list[Part]:
+    """The differential's pieces; the first reads the model check's states (`Options.model_states`),
+    so `suite_jobs` runs it after the model check, in its worker."""
+    return [("differential model states", _model_states_rows), ("differential random", _random_states_rows),
+            ("differential cancels", cancel_differential_rows)]
+
+
+def _model_states_rows(o: Options, say: Say) -> list[Row]:
     from .smt import refinement
 
     o = with_z3_defaults(o)
     factory, name = _compared(o)
-    claim = f"Z3 STEP = {name}"
-    method = "differential" if o.policy.name == "reference" else f"differential, {o.policy.name}"
     found = o.model_states
     if found is None:
         say(f"differential: the Z3 step on every state of the model check at {o.bound.label()}")
         found = refinement.on_model_states(o.bound, factory, o.hidden if factory is o.factory else None, o.policy,
                                            o.max_states)
-    rows = [_differential_row(claim, f"{method} (model states)", f"{o.bound.label()}: {found.states:,} states",
-                              found)]
+    return [_differential_row(f"Z3 STEP = {name}", f"{_differential_method(o)} (model states)",
+                              f"{o.bound.label()}: {found.states:,} states", found)]
+
+
+def _random_states_rows(o: Options, say: Say) -> list[Row]:
+    from .smt import refinement
+
+    o = with_z3_defaults(o)
+    factory, name = _compared(o)
     say(f"differential: the Z3 step on {o.random_states:,} random states")
     found = refinement.on_random_states(o.random_states, factory, o.policy, say=say)
-    bound = f"{found.states:,} random states"
-    rows.append(_differential_row(claim, f"{method} (random states)", bound, found))
-    return rows + cancel_differential_rows(o, say)
+    return [_differential_row(f"Z3 STEP = {name}", f"{_differential_method(o)} (random states)",
+                              f"{found.states:,} random states", found)]
+
+
+def _differential_method(o: Options) -> str:
+    return "differential" if o.policy.name == "reference" else f"differential, {o.policy.name}"
 
 
 def cancel_differential_rows(o: Options, say: Say) -> list[Row]:
@@ -385,19 +442,34 @@ def _differential_row(claim: str, method: str, bound: str, found: refinement.Dif
 
 def crosshair_rows(o: Options, say: Say) -> list[Row]:
     """One row per contract: each `crosshair check`ed on its own (with `--fault`, the planted copy)."""
+    return run_parts(crosshair_parts(o), o, say)
+
+
+def crosshair_parts(o: Options) -> list[Part]:
+    """CrossHair's rows in pieces, one contract (one `crosshair check`) each; with `--fault`, one piece."""
     if o.fault_rule is not None:
-        lifecycle = [planted_lifecycle_row(contract, o.crosshair_seconds, say)
-                     for contract in planted_lifecycle.CONTRACTS if contract.rule == o.fault_rule]
-        if lifecycle and o.fault_rule not in planted_contracts.TARGETS:
-            return lifecycle
-        return [planted_row(o.fault_rule, o.crosshair_seconds, say), *lifecycle]
+        return [("crosshair planted", _planted_rows)]
     if o.crosshair_target != crosshair_run.CONTRACTS:  # one target named by the caller
-        return [_crosshair_row("CONTRACTS", o.crosshair_target, o.crosshair_seconds, say)]
-    rows = [_crosshair_row(f"{kind} contract", f"{o.crosshair_target}.{contract.__name__}", o.crosshair_seconds, say,
-                           rules)
-            for kind, contract, rules in planted_contracts.KINDS]
-    return rows + [_crosshair_row(c.claim, planted_lifecycle.target(c.reference), o.crosshair_seconds, say, c.rules)
-                   for c in planted_lifecycle.CONTRACTS]
+        return [("crosshair target", partial(_contract_rows, claim="CONTRACTS", target=o.crosshair_target))]
+    parts: list[Part] = [(f"crosshair {kind}", partial(_contract_rows, claim=f"{kind} contract", rules=rules,
+                                                       target=f"{o.crosshair_target}.{contract.__name__}"))
+                         for kind, contract, rules in planted_contracts.KINDS]
+    return parts + [(f"crosshair {c.claim}", partial(_contract_rows, claim=c.claim, rules=c.rules,
+                                                     target=planted_lifecycle.target(c.reference)))
+                    for c in planted_lifecycle.CONTRACTS]
+
+
+def _contract_rows(o: Options, say: Say, claim: str, target: str, rules: tuple[str, ...] = ()) -> list[Row]:
+    return [_crosshair_row(claim, target, o.crosshair_seconds, say, rules)]
+
+
+def _planted_rows(o: Options, say: Say) -> list[Row]:
+    """CrossHair with `--fault RULE`: the planted copies that break RULE."""
+    lifecycle = [planted_lifecycle_row(contract, o.crosshair_seconds, say)
+                 for contract in planted_lifecycle.CONTRACTS if contract.rule == o.fault_rule]
+    if lifecycle and o.fault_rule not in planted_contracts.TARGETS:
+        return lifecycle
+    return [planted_row(o.fault_rule, o.crosshair_seconds, say), *lifecycle]
 
 
 def _crosshair_row(claim: str, target: str, seconds: float, say: Say, rules: tuple[str, ...] = ()) -> Row:
@@ -473,9 +545,19 @@ def symbolic_rows(o: Options, say: Say) -> list[Row]:
     return code_rows(o, say)
 
 
+def symbolic_parts(o: Options) -> list[Part]:
+    from .code_suite import code_parts
+
+    return code_parts(o)
+
+
 RUNNERS: dict[str, Callable[[Options, Say], list[Row]]] = {
     "model": model_rows, "symbolic": symbolic_rows, "z3": z3_rows, "differential": differential_rows,
     "crosshair": crosshair_rows, "variants": variants_rows, "quint": quint_rows,
+}
+# The methods whose rows come in pieces (`run_parts`), which `suite_jobs` spreads over its workers.
+PARTS: dict[str, Callable[[Options], list[Part]]] = {
+    "symbolic": symbolic_parts, "z3": z3_parts, "differential": differential_parts, "crosshair": crosshair_parts,
 }
 
 
@@ -484,8 +566,9 @@ def run(options: Options, say: Say) -> list[Row]:
     if options.jobs > 1:
         from . import suite_jobs
 
-        if len(suite_jobs.groups(options.methods)) > 1:
-            return suite_jobs.run(options, say, RUNNERS, options.jobs)
+        parts = {method: PARTS[method](options) for method in set(options.methods) if method in PARTS}
+        if len(suite_jobs.units(options.methods, parts)) > 1:
+            return suite_jobs.run(options, say, RUNNERS, options.jobs, parts)
     rows: list[Row] = []
     for method in options.methods:
         rows += RUNNERS[method](options, say)

@@ -15,10 +15,16 @@ from hostile import EVENT_LIMIT_S, interrupted_job, wait_for
 from stallfree.proofs import suite_jobs
 
 
-def test_a_differential_after_the_model_check_shares_its_group() -> None:
-    assert suite_jobs.groups(("model", "symbolic", "z3", "differential", "crosshair")) == [
-        (0, 3), (1,), (2,), (4,)]
-    assert suite_jobs.groups(("differential", "model")) == [(0,), (1,)]  # no model check before it to share
+def test_a_differential_after_the_model_check_shares_its_unit() -> None:
+    methods = ("model", "symbolic", "z3", "differential", "crosshair")
+    assert suite_jobs.units(methods, {}) == [((0, None), (3, None)), ((1, None),), ((2, None),), ((4, None),)]
+    assert suite_jobs.units(("differential", "model"), {}) == [((0, None),), ((1, None),)]  # no model check before
+
+
+def test_a_method_in_pieces_is_a_unit_per_piece_the_differentials_first_with_the_model_check() -> None:
+    parts = {"z3": ["a", "b"], "differential": ["states", "random", "cancels"]}
+    assert suite_jobs.units(("model", "z3", "differential"), parts) == [
+        ((0, None), (2, 0)), ((1, 0),), ((1, 1),), ((2, 1),), ((2, 2),)]
 
 
 def runner(name: str, pause: float = 0.0, fails: bool = False) -> Any:
@@ -43,6 +49,27 @@ def test_rows_come_back_in_the_serial_order_from_other_processes() -> None:
     assert str(os.getpid()) not in pids and len(pids) >= 2  # run in workers, more than one
     model_pid = rows[0].split(":")[1]
     assert rows[6].split(":")[1] == model_pid  # the differential ran after the model check, in its worker
+
+
+def piece(name: str, pause: float = 0.0) -> tuple[str, Any]:
+    def run(options: Any, say: Any) -> list[str]:
+        time.sleep(pause)
+        say(f"{name} ran")
+        return [f"{name}:{os.getpid()}"]
+    return name, run
+
+
+def test_pieces_spread_over_the_workers_come_back_in_the_serial_order() -> None:
+    parts = {"z3": [piece("z3 a", 0.4), piece("z3 b"), piece("z3 c")], "crosshair": [piece("ch a"), piece("ch b", 0.2)]}
+    said: list[str] = []
+    options = SimpleNamespace(methods=("z3", "crosshair"))
+    rows = suite_jobs.run(options, said.append, RUNNERS, 2, parts)
+    assert [r.split(":")[0] for r in rows] == ["z3 a", "z3 b", "z3 c", "ch a", "ch b"]
+    assert len({r.split(":")[1] for r in rows}) == 2  # two workers, each taking the next piece as it ends one
+    assert sorted(m for m in said if m.endswith(" ran")) == sorted(f"{r.split(':')[0]} ran" for r in rows)
+    ends = [m for m in said if m.startswith("proof worker ")]
+    assert len(ends) == 2 and all(" s CPU over " in m for m in ends)  # each worker's CPU, said as it ends
+    assert sum(int(m.split(" over ")[1].split()[0]) for m in ends) == 5  # every piece run once
 
 
 def test_a_method_asked_for_twice_runs_twice() -> None:

@@ -45,9 +45,12 @@ def act(monitor: Monitor, action: Action) -> StepFacts | None:
 
 def _names_live(action: Action, num_live: int) -> bool:
     """False for a cancel of a live request (`lifecycle.CancelNow`, `CancelPending`) that a state with
-    `num_live` live requests does not have; True for every other action."""
+    `num_live` live requests does not have, and for a stop of more requests than it has (`Stop`: the
+    requests due a token are live ones); True for every other action."""
     if isinstance(action, lifecycle.CancelNow | lifecycle.CancelPending):
         return action.index < num_live
+    if isinstance(action, lifecycle.Stop):
+        return action.mask < 1 << num_live
     return True
 
 
@@ -118,8 +121,9 @@ class Reservation(Design):
         self.step_actions = frozenset({STEP} | steps)
         self.every = list(range(len(self.actions)))
         self.no_adds = [i for i in self.every if not 1 <= i <= num_adds]
-        # A cancel of the j-th live request is disabled in a state with j or fewer live requests (the
-        # action would raise lifecycle.Disabled): left out before the state is copied for it.
+        # A cancel of the j-th live request is disabled in a state with j or fewer live requests, a stop
+        # naming more requests than are live too (the action would raise lifecycle.Disabled): left out
+        # before the state is copied for it.
         self.with_live = [([i for i in self.every if _names_live(self.actions[i], live)],
                            [i for i in self.no_adds if _names_live(self.actions[i], live)])
                           for live in range(bounds.num_requests + 1)]

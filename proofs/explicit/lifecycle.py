@@ -60,7 +60,9 @@ STEPS = (Stop, CancelPending, BadStop)  # the actions that run a step
 
 
 def actions(max_seqs: int, num_requests: int) -> tuple[LifecycleAction, ...]:
-    """Every lifecycle action at these bounds: due requests are running ones, so at most S."""
+    """Every lifecycle action at these bounds: due requests are running ones, so at most S. The stops
+    come in ascending masks: once one names more requests than are due, every later one does too (the
+    model checker skips them, `modelcheck`)."""
     out: list[LifecycleAction] = [Stop(mask) for mask in range(1, 2 ** max_seqs)]
     out += [CancelNow(j) for j in range(num_requests)]
     out += [CancelPending(j) for j in range(num_requests)]

@@ -179,12 +179,16 @@ class _Explorer:
         indexes = self.design.enabled(node)
         coverage = self.coverage
         was = None if coverage is None else coverage_before(node.shadow)
+        stops_disabled = False  # a stop named more requests than are due: so does every later (larger) mask
         for index in indexes:
-            monitor = node if index == indexes[-1] else fork(node)
             action = self.actions[index]
+            if stops_disabled and isinstance(action, lifecycle.Stop):
+                continue  # disabled too, left out before the state is copied for it
+            monitor = node if index == indexes[-1] else fork(node)
             try:
                 facts = self.design.act(monitor, action)
             except lifecycle.Disabled:
+                stops_disabled = stops_disabled or isinstance(action, lifecycle.Stop)
                 continue
             except RuleViolation as violation:
                 yield index, (violation.rule, violation.message)
