@@ -18,6 +18,7 @@ from ..shown import visible
 from ..types import Config, Request, admissible
 from ..watch import Watch, judge
 from .facts import StepFacts, apply, due, observe, observe_emitted
+from .ordinary import DONE_CHECKS, PLAN_CHECKS, Holds, done_holds, plan_holds, shortcut
 from .rules import kv_owed_shown, select
 from .shadow import Shadow
 
@@ -52,6 +53,10 @@ class Monitor(Watch[Shadow, StepFacts]):
     """Drives `scheduler` (plain protocol) under `config`, checking `rules` (all when None)."""
 
     rules: tuple[Rule, ...]
+    # The one-pass test that every plan (done) check holds on an ordinary step, or None where the
+    # checks are not all RULES' own (`ordinary`): a step it does not show is judged check by check.
+    plan_holds: Holds | None
+    done_holds: Holds | None
 
     def __init__(self, scheduler: Any, config: Config, rules: Iterable[str] | None = None) -> None:
         self._start(scheduler, select(rules))
@@ -70,12 +75,18 @@ class Monitor(Watch[Shadow, StepFacts]):
         # compiled: no rules built for the new monitor, since _carry gives it this one's rules and checks
         return self._carry(Monitor(self.scheduler, self.config, ()))
 
+    def _watch(self, rules: tuple[Any, ...]) -> None:
+        super()._watch(rules)
+        self.plan_holds = shortcut(self._plan_checks, PLAN_CHECKS, plan_holds)
+        self.done_holds = shortcut(self._done_checks, DONE_CHECKS, done_holds)
+
     def _carry(self, twin: Monitor) -> Monitor:
         """`twin`, a new Monitor on the same scheduler, brought to this one's point:
         its rules and their checks, counts, pending step and shadow (shared, as `copy.copy` shares them:
         the checks are only read)."""
         twin.rules, twin._plan_checks, twin._done_checks = self.rules, self._plan_checks, self._done_checks
         twin._checks_add = self._checks_add
+        twin.plan_holds, twin.done_holds = self.plan_holds, self.done_holds
         twin.shadow = self.shadow
         twin.num_steps, twin.num_busy_steps, twin.num_adds = self.num_steps, self.num_busy_steps, self.num_adds
         twin._pending, twin._capabilities = self._pending, self._capabilities
@@ -103,7 +114,9 @@ class Monitor(Watch[Shadow, StepFacts]):
         facts = observe(shadow, plan)
         if owed:
             self._judge_owed(facts, owed)
-        judge(self._plan_checks, shadow, facts, shadow.step)
+        holds = self.plan_holds
+        if holds is None or not holds(shadow, facts):
+            judge(self._plan_checks, shadow, facts, shadow.step)
         self._pending = (plan, facts)
         return plan
 
@@ -238,7 +251,9 @@ class Monitor(Watch[Shadow, StepFacts]):
     def _done(self, facts: StepFacts, emitted: object) -> StepFacts:
         shadow = self.shadow
         observe_emitted(shadow, facts, emitted, getattr(self.scheduler, "free_kv", None))
-        judge(self._done_checks, shadow, facts, shadow.step)
+        holds = self.done_holds
+        if holds is None or not holds(shadow, facts):
+            judge(self._done_checks, shadow, facts, shadow.step)
         apply(shadow, facts)
         self.num_steps += 1
         if facts.plan:
