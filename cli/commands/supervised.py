@@ -164,10 +164,13 @@ class _Watched:
             self.relay.drain(POLL_S)
 
     def wait(self) -> None:
-        if self.relay is not None:
-            self.relay.pump(POLL_S)
-        else:
+        """`POLL_S`, relaying the child's output meanwhile."""
+        if self.relay is None:
             time.sleep(POLL_S)
+            return
+        until = time.monotonic() + POLL_S
+        while (left := until - time.monotonic()) > 0:
+            self.relay.pump(left)
 
 
 def _child(work: Callable[[], int], ended: Callable[[BaseException], int], unblocked: set[signal.Signals]) -> None:
