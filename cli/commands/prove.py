@@ -83,7 +83,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hidden", default=None, metavar="MODULE:FUNCTION",
                    help="with --scheduler: the function giving the scheduler's state that the model checker's "
                         "key leaves out (a step counter, a cache), or 'none'; without it the model-check claims "
-                        "are refused (the project's own paged scheduler, `paged`, excepted)")
+                        "are refused (the project's own paged scheduler, `paged`, excepted; a prefix scheduler not "
+                        "the project's is not run)")
     p.add_argument("--profile", choices=("default", "deep"), default="default",
                    help="deep: model-check bound 2,3,8,5,3,3, liveness 2,3,8,2,3,3, N=16 Z3 requests, 100,000 random "
                         "differential states, the variants' checks with stops and cancels at a deeper bound (minutes); "
