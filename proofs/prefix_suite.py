@@ -19,6 +19,7 @@ from stallfree.spec.verdict import Verdict
 
 from .explicit import prefix
 from .explicit.bounds import Bounds
+from .explicit.snapshot import Hidden
 from .suite import HOLDS, UNKNOWN, Row
 
 DEFAULT_BOUND = "3,2,6,2,4,3"  # hits, evictions, shared blocks and preemptions, one stop or cancel a behaviour
@@ -50,9 +51,11 @@ def control_bound(rule: str) -> Bounds:
     return Bounds.parse(FAULT_BOUNDS.get(rule, DEFAULT_BOUND))
 
 
-def model_rows(bound: Bounds, factory: Callable[..., Any], max_states: int | None = None) -> list[Row]:
-    """The prefix model check's rows: a counterexample, or the rules holding with what the search met."""
-    r = prefix.check(bound, factory, max_states=max_states, contents=CONTENTS)
+def model_rows(bound: Bounds, factory: Callable[..., Any], max_states: int | None = None,
+               hidden: Hidden | None = None) -> list[Row]:
+    """The prefix model check's rows: a counterexample, or the rules holding with what the search met;
+    `hidden` is the scheduler's state the checker's key leaves out (none for the project's own)."""
+    r = prefix.check(bound, factory, max_states=max_states, contents=CONTENTS, hidden=hidden)
     label = f"{bound.label()}: {r.states:,} states"
     if r.counterexample is not None:
         ce = r.counterexample

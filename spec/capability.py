@@ -49,23 +49,41 @@ def supports(scheduler: Any) -> frozenset[str]:
 
 # A plain function's bindability, by the function: the model checker asks once per cancel and stop of
 # every copy of a scheduler (hundreds of thousands of times a prove), and `inspect.signature` is slow.
-# Kept with the code and defaults it was read from, so a function given new ones is read again.
-_BINDS: weakref.WeakKeyDictionary[Any, tuple[Any, Any, Any, int, bool]] = weakref.WeakKeyDictionary()
+# Kept with the code and defaults it was read from, so a function given new ones is read again; a
+# wrapper's (`__wrapped__`: prove's timed methods) with the wrapped function's too.
+_BINDS: weakref.WeakKeyDictionary[Any, tuple[tuple[Any, ...], int, bool]] = weakref.WeakKeyDictionary()
 
 
 def _binds(function: Any, num_args: int) -> bool:
     """Whether `function` takes `num_args` positional arguments (a method's are after self)."""
     func = function.__func__ if type(function) is types.MethodType else None
-    if type(func) is not types.FunctionType or "__signature__" in func.__dict__ or "__wrapped__" in func.__dict__:
+    if type(func) is not types.FunctionType or "__signature__" in func.__dict__:
         return _signature_binds(function, num_args)
-    code, defaults, kwdefaults = func.__code__, func.__defaults__, func.__kwdefaults__
+    read_from = _read_from(func)
+    if read_from is None:
+        return _signature_binds(function, num_args)
     known = _BINDS.get(func)
-    if known is not None and known[0] is code and known[1] is defaults and known[2] is kwdefaults \
-            and known[3] == num_args:
-        return known[4]
+    if known is not None and known[1] == num_args and len(known[0]) == len(read_from) \
+            and all(a is b for a, b in zip(known[0], read_from, strict=True)):
+        return known[2]
     binds = _signature_binds(function, num_args)
-    _BINDS[func] = (code, defaults, kwdefaults, num_args, binds)
+    _BINDS[func] = (read_from, num_args, binds)
     return binds
+
+
+def _read_from(func: types.FunctionType) -> tuple[Any, ...] | None:
+    """What `func`'s signature is read from: its code and defaults, and down its `__wrapped__` chain
+    the same of each plain function (None where one is not plain: read again each time)."""
+    parts: list[Any] = []
+    for _ in range(8):  # a chain longer than this is read each time
+        parts += [func, func.__code__, func.__defaults__, func.__kwdefaults__]
+        wrapped = func.__dict__.get("__wrapped__")
+        if wrapped is None:
+            return tuple(parts)
+        if type(wrapped) is not types.FunctionType or "__signature__" in wrapped.__dict__:
+            return None
+        func = wrapped
+    return None
 
 
 def _signature_binds(function: Any, num_args: int) -> bool:

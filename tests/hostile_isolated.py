@@ -1,18 +1,21 @@
 """Schedulers that attack the oracle's process rather than the rules: they patch the monitor, disarm
 its alarm, sit in one long C call, leave a non-daemon thread, fork, raise the user's signals or a bare
-BaseException, crash the interpreter, or hand back a plan that reads differently on each look. The
-isolation tests load them as `hostile_isolated:NAME` (this folder is on sys.path and PYTHONPATH)."""
+BaseException, crash the interpreter, or hand back a plan that reads differently on each look; the
+paged and prefix designs' own (`Paged*`, `Prefix*`) hang in the same ways. The isolation tests load them
+as `hostile_isolated:NAME` (this folder is on sys.path and PYTHONPATH)."""
 
 from __future__ import annotations
 
 import ctypes
 import os
 import signal
+import sys
 import threading
 import time
 from typing import Any
 
 import stallfree.spec.reservation.monitor
+from stallfree import paged, prefix
 from stallfree.reference import Scheduler
 
 
@@ -59,7 +62,7 @@ class LongCCall(Scheduler):
         ctypes.CDLL(None).sleep(3600)  # one C call holding the thread; no signal handler runs meanwhile
 
 
-class LongCCallAlarmBlocked(Scheduler):
+class AlarmBlockedSleep:
     """LongCCall with SIGALRM blocked first: libc's sleep is not cut short by the alarm (EINTR), so no
     countdown in this process ends it; as a C extension's long loop that never looks at signals."""
 
@@ -68,6 +71,10 @@ class LongCCallAlarmBlocked(Scheduler):
     def schedule(self) -> Any:
         signal.pthread_sigmask(signal.SIG_BLOCK, self.BLOCKED)
         ctypes.CDLL(None).sleep(3600)
+
+
+class LongCCallAlarmBlocked(AlarmBlockedSleep, Scheduler):
+    pass
 
 
 class LongCCallDeaf(LongCCallAlarmBlocked):
@@ -136,3 +143,51 @@ class GeneratorPlan(Rewrites):
 class TuplePlan(Rewrites):
     def rewrite(self, plan: list[Any]) -> Any:
         return tuple(plan)
+
+
+class PagedHonest(paged.Scheduler):
+    """The paged scheduler from outside stallfree, on 2-token blocks (small bounds): its rules hold."""
+
+    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
+        super().__init__(token_budget, max_seqs, kv_tokens, block_size=2, watermark=0)
+
+
+class PrefixHonest(prefix.Scheduler):
+    """The prefix-caching scheduler from outside stallfree, on 2-token blocks: its rules hold."""
+
+    def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
+        super().__init__(token_budget, max_seqs, kv_tokens, block_size=2, watermark=0)
+
+
+class LoopsInPython:
+    """A schedule() that never returns, in Python code: the SIGALRM countdown stops it."""
+
+    def schedule(self) -> Any:
+        while True:
+            pass
+
+
+class PagedHangsInSchedule(LoopsInPython, PagedHonest):
+    pass
+
+
+class PagedLongCCallAlarmBlocked(AlarmBlockedSleep, PagedHonest):
+    pass
+
+
+class PrefixHangsInSchedule(LoopsInPython, PrefixHonest):
+    pass
+
+
+class PrefixLongCCallAlarmBlocked(AlarmBlockedSleep, PrefixHonest):
+    pass
+
+
+class SaysThenSticks(AlarmBlockedSleep, Scheduler):
+    """Writes a line to stdout and one to stderr, then sticks in C as LongCCallAlarmBlocked does: what it
+    wrote must reach the caller before the watchdog's line."""
+
+    def schedule(self) -> Any:
+        print("said on stdout before sticking", flush=True)
+        print("said on stderr before sticking", file=sys.stderr, flush=True)
+        return super().schedule()

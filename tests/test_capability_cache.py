@@ -56,3 +56,21 @@ def test_a_declared_signature_is_honoured_not_memoised() -> None:
 
 def test_the_reference_supports_both() -> None:
     assert supports(Scheduler(8, 2, 64)) == {STOP, CANCEL}
+
+
+def test_a_wrapper_is_read_through_to_what_it_wraps_and_again_when_that_changes() -> None:
+    """A wrapper naming `__wrapped__` (prove's timed methods, `cli/commands/timed.py`) is memoised too,
+    with the wrapped function's code: a change there is read again."""
+    cls = _make()
+    inner = cls.complete
+
+    def wrapper(self: object, *args: object) -> None:
+        return inner(self, *args)
+
+    wrapper.__wrapped__ = inner  # type: ignore[attr-defined]
+    cls.complete = wrapper
+    assert supports(cls()) == {STOP, CANCEL}
+    assert supports(cls()) == {STOP, CANCEL}  # from the memo
+    inner.__code__ = (lambda self, plan: None).__code__  # the wrapped function loses its second argument
+    inner.__defaults__ = None
+    assert supports(cls()) == {CANCEL}

@@ -105,3 +105,34 @@ def test_ctrl_c_ends_the_child_and_reads_interrupted(name: str) -> None:
     assert err.strip().splitlines()[-1] == "stallfree prove: interrupted" and "Traceback" not in err, err
     assert stuck
     wait_for(lambda: all(gone(pid) for pid in stuck), "the stuck process ended")
+
+
+DESIGNS = {"Paged": "stallfree.paged:small_blocks", "Prefix": "stallfree.prefix:small_blocks"}
+
+
+def table(out: str) -> list[list[str]]:
+    """The output's lines as words, a row's seconds (its last word, a decimal) left out: the only figure
+    that differs run to run."""
+    return [words[:-1] if words and words[-1].replace(".", "", 1).isdigit() and "." in words[-1] else words
+            for words in (line.split() for line in out.strip().splitlines())]
+
+
+@pytest.mark.parametrize("design", sorted(DESIGNS))
+@pytest.mark.parametrize("hang", ["HangsInSchedule", "LongCCallAlarmBlocked"])
+def test_the_paged_and_prefix_model_checks_time_each_call(design: str, hang: str) -> None:
+    """The paged and prefix designs' own model checks (`paged_rows`, `prefix_rows`) are timed and watched
+    as the reservation's: a Python loop is stopped by the countdown, a C call with SIGALRM blocked is
+    ended from outside; either is exit 3 naming the call."""
+    name = f"hostile_isolated:{design}{hang}"
+    assert_refused(spawn([*PROVE, name]), f"--scheduler {name!r} did not answer", HUNG, status=3)
+
+
+@pytest.mark.parametrize("design", sorted(DESIGNS))
+def test_a_correct_paged_or_prefix_scheduler_from_outside_reads_as_the_projects_own(design: str) -> None:
+    """The control: the design's own scheduler written outside stallfree (2-token blocks) exits 0 with
+    the table of the project's own factory at the same bound, the watchdog's child and all."""
+    ran, own = spawn([*PROVE, f"hostile_isolated:{design}Honest"]), spawn([*PROVE, DESIGNS[design]])
+    assert ran.status == own.status == 0, (ran.err[-2000:], own.err[-2000:])
+    assert_clean(ran)
+    assert f"ALL {design.upper()} RULES " in ran.out and "holds" in ran.out
+    assert table(ran.out) == table(own.out), (ran.out, own.out)

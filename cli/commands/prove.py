@@ -12,6 +12,7 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
+from typing import Any, TextIO
 
 from stallfree.conformance.isolation.remote import CallHung
 from stallfree.spec.verdict import Verdict
@@ -82,7 +83,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hidden", default=None, metavar="MODULE:FUNCTION",
                    help="with --scheduler: the function giving the scheduler's state that the model checker's "
                         "key leaves out (a step counter, a cache), or 'none'; without it the model-check claims "
-                        "are refused (the project's own paged scheduler, `paged`, excepted)")
+                        "are refused (the project's own paged scheduler, `paged`, excepted; a prefix scheduler not "
+                        "the project's is not run)")
     p.add_argument("--profile", choices=("default", "deep"), default="default",
                    help="deep: model-check bound 2,3,8,5,3,3, liveness 2,3,8,2,3,3, N=16 Z3 requests, 100,000 random "
                         "differential states, the variants' checks with stops and cancels at a deeper bound (minutes); "
@@ -177,10 +179,7 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         except (ValueError, TypeError) as error:
             raise ValueError(f"--liveness-bound {args.liveness_bound!r}: {error}") from None
     if args.scheduler is not None:
-        # A watchdog outside this process (`supervised`) sees each call on the board, where it can run.
-        board = supervised.Board() if supervised.possible(getattr(args, "stdout", None)) else None
-        args.watch = Watch(args.timeout, board)
-        options.factory = args.watch.timed(load_scheduler(args.scheduler))
+        options.factory = timed(args, load_scheduler(args.scheduler))
         options.hidden_declared = args.hidden is not None
     if args.hidden is not None:
         if args.scheduler is None:
@@ -196,6 +195,19 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         options.max_states = args.max_states
     check_json(args)
     return options
+
+
+def timed(args: argparse.Namespace, factory: Callable[..., Any]) -> Callable[..., Any]:
+    """`factory`, each call of the schedulers it makes timed by the --timeout countdown and marked on the
+    board of the watchdog outside this process (`supervised`), which ends a call stuck in C."""
+    return watched(args).timed(factory)
+
+
+def watched(args: argparse.Namespace) -> Watch:
+    """The --timeout countdown of every --scheduler call, its board made before the work's child is forked."""
+    if getattr(args, "watch", None) is None:
+        args.watch = Watch(args.timeout, supervised.Board())
+    return args.watch
 
 
 def paged_rows(args: argparse.Namespace, say):  # type: ignore[no-untyped-def]
@@ -220,6 +232,7 @@ def paged_rows(args: argparse.Namespace, say):  # type: ignore[no-untyped-def]
     own = factory is small_blocks or args.fault is not None  # `paged` (Scheduler) became small_blocks above
     hidden = None if args.hidden in (None, "none") else load_scheduler(args.hidden, "--hidden")
     declared = own or args.hidden is not None
+    factory = timed(args, factory)
     rows = paged_suite.model_rows(bound, factory, args.max_states, hidden, declared) if "model" in methods else []
     fault_rule = args.fault.upper() if args.fault else None
     if "z3" in methods:
@@ -250,8 +263,9 @@ def design_name(args: argparse.Namespace) -> str:
 
 
 def prefix_rows(args: argparse.Namespace, say=None):  # type: ignore[no-untyped-def]
-    """The rows of a prefix-caching scheduler: its model check (the project's own scheduler and faults
-    only: another one's hidden state is not declared), its Z3 theorems, the other methods not checked."""
+    """The rows of a prefix-caching scheduler: its model check (the project's own scheduler and faults,
+    or another one whose state outside the key --hidden declares), its Z3 theorems, the other methods not
+    checked."""
     from stallfree.prefix import faults, small_blocks
     from stallfree.proofs import prefix_suite
     from stallfree.proofs.explicit.bounds import Bounds
@@ -262,11 +276,14 @@ def prefix_rows(args: argparse.Namespace, say=None):  # type: ignore[no-untyped-
         factory = prefix_suite.fault(args.fault.upper())
         bound = Bounds.parse(args.bound) if args.bound else prefix_suite.control_bound(args.fault.upper())
     elif factory not in (small_blocks, faults.small) and not getattr(factory, "__module__", "").startswith(
-            "stallfree.prefix"):
+            "stallfree.prefix") and args.hidden is None:
         raise ValueError(f"--scheduler {args.scheduler!r}: the prefix model check runs the project's own prefix "
-                         "schedulers (stallfree.prefix:small_blocks, the faults) only")
+                         "schedulers (stallfree.prefix:small_blocks, the faults), or another one whose state "
+                         "outside the key --hidden declares")
     methods = paged_methods(args)
-    rows = prefix_suite.model_rows(bound, factory, args.max_states) if "model" in methods else []
+    hidden = None if args.hidden in (None, "none") else load_scheduler(args.hidden, "--hidden")
+    factory = timed(args, factory)
+    rows = prefix_suite.model_rows(bound, factory, args.max_states, hidden) if "model" in methods else []
     if "z3" in methods:
         rows += prefix_suite.z3_rows(args.fault.upper() if args.fault else None, args.profile == "deep")
     return rows + prefix_suite.not_written(methods)
@@ -310,6 +327,7 @@ def run(args: argparse.Namespace) -> int:
         options = None if own else _options(args)
         if own:
             check_paged_arguments(args, own is prefix_rows)
+            watched(args)  # the countdown of the design's own model check (`paged_rows`, `prefix_rows`)
         missing = None if options is None else missing_extra(options.methods, False)
         if missing is not None:
             raise ValueError(missing)
@@ -330,9 +348,14 @@ def run(args: argparse.Namespace) -> int:
     if watch is not None and watch.board is not None:  # the work in a child, a call stuck in C ended from here
         from ..main import ended
 
-        return supervised.supervise(lambda: judge(args, rows_of), watch.board, watch.seconds,
+        def work(out: TextIO) -> int:  # in the child: `out` is where its output goes
+            args.stdout = out
+            return judge(args, rows_of)
+
+        return supervised.supervise(work, watch.board, watch.seconds,
                                     lambda call: not_answered(args, watch.message(call)),
-                                    lambda error: ended(NAME, error), checked(args))
+                                    lambda error: ended(NAME, error), checked(args),
+                                    getattr(args, "stdout", None) or sys.stdout)
     return judge(args, rows_of)
 
 

@@ -5,7 +5,9 @@ workers, the model checker's pool) marks "call NAME started at T" in its slot of
 memory made before the fork, and clears it when the call returns. A call still marked `GRACE_S` past
 --timeout was not stopped by the SIGALRM countdown (it is stuck in C, where no signal handler runs): this
 process kills the child's group and exits 3 with the countdown's own line. Otherwise it exits with the
-child's status; a Ctrl-C here is passed to the child, which ends as it would in this process."""
+child's status; a Ctrl-C here is passed to the child, which ends as it would in this process. Where the
+caller's output is no file the child can write to (captured in memory), the child's goes through pipes
+that this process relays into the caller's streams (`relayed`): the same output, the verdict's line last."""
 
 from __future__ import annotations
 
@@ -22,8 +24,10 @@ import tempfile
 import time
 import weakref
 from collections.abc import Callable
+from typing import TextIO
 
 from .. import exits
+from .relayed import Relay
 
 SLOTS = 256  # processes marking calls at once; one past them runs with its SIGALRM countdown alone
 NAME_BYTES = 24
@@ -99,37 +103,74 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def possible(stream: object) -> bool:
-    """Whether output written in a child reaches the reader: `stream` and stderr are files (a caller that
-    captured them in memory, a test, runs the work in its own process, with the SIGALRM countdown alone)."""
+def inherited(stream: object) -> bool:
+    """Whether a child writing to `stream` and stderr reaches their reader: both are files (a caller that
+    captured them in memory, a test, is reached through a `Relay`)."""
     try:
         return stream.fileno() >= 0 and sys.stderr.fileno() >= 0  # type: ignore[attr-defined]
     except (OSError, ValueError, AttributeError):
         return False
 
 
-def supervise(work: Callable[[], int], board: Board, seconds: float, hung: Callable[[str], str],
-              ended: Callable[[BaseException], int], who: str) -> int:
-    """`work()`'s status, run in a forked child; `hung(call)` is the line printed, and 3 the status, if a
-    call outlasts `seconds` plus the grace; `ended(error)` is the status of what `work` raised; `who`
-    names what crashed if a signal kills the child."""
+def supervise(work: Callable[[TextIO], int], board: Board, seconds: float, hung: Callable[[str], str],
+              ended: Callable[[BaseException], int], who: str, out: TextIO) -> int:
+    """`work(stream)`'s status, run in a forked child that writes its output to `stream` (`out` itself,
+    or the pipe relayed into it); `hung(call)` is the line printed, and 3 the status, if a call outlasts
+    `seconds` plus the grace; `ended(error)` is the status of what `work` raised; `who` names what
+    crashed if a signal kills the child."""
     sys.stdout.flush()
     sys.stderr.flush()
+    relay = None if inherited(out) else Relay(out, sys.stderr)
     # Ctrl-C held until the child has its group and this process its `finally`, which ends that group.
     unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     pid = os.fork()
     if pid == 0:
-        _child(work, ended, unblocked)
+        _child(lambda: work(_relayed(relay, out)), ended, unblocked)
+    watched = _Watched(pid, relay)
     try:
         with contextlib.suppress(OSError):  # the child does it too: whichever comes first
             os.setpgid(pid, pid)
         signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
-        return _watch(pid, board, seconds + GRACE_S, hung, who)
+        if relay is not None:
+            relay.parent()
+        return _watch(watched, board, seconds + GRACE_S, hung, who)
     finally:
-        with contextlib.suppress(OSError):  # nothing of the child's outlives the verdict
-            os.killpg(pid, signal.SIGKILL)
+        watched.end()
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
+
+
+def _relayed(relay: Relay | None, out: TextIO) -> TextIO:
+    """In the child: the stream its output goes to; relayed, stderr (and stdout where it was `out`, not
+    the report dropped under --json -) are the pipes'."""
+    if relay is None:
+        return out
+    piped, sys.stderr = relay.child()
+    if sys.stdout is out:
+        sys.stdout = piped
+    return piped
+
+
+class _Watched:
+    """The child's group: `end` kills what is left of it and relays the last of its output."""
+
+    def __init__(self, pid: int, relay: Relay | None) -> None:
+        self.pid, self.relay = pid, relay
+
+    def end(self) -> None:
+        with contextlib.suppress(OSError):  # nothing of the child's outlives the verdict
+            os.killpg(self.pid, signal.SIGKILL)
+        if self.relay is not None:
+            self.relay.drain(POLL_S)
+
+    def wait(self) -> None:
+        """`POLL_S`, relaying the child's output meanwhile."""
+        if self.relay is None:
+            time.sleep(POLL_S)
+            return
+        until = time.monotonic() + POLL_S
+        while (left := until - time.monotonic()) > 0:
+            self.relay.pump(left)
 
 
 def _child(work: Callable[[], int], ended: Callable[[BaseException], int], unblocked: set[signal.Signals]) -> None:
@@ -148,29 +189,32 @@ def _child(work: Callable[[], int], ended: Callable[[BaseException], int], unblo
         posix._exit(code)  # never the caller's code after the fork (`os._exit` may be the caller's guard)
 
 
-def _watch(pid: int, board: Board, limit: float, hung: Callable[[str], str], who: str) -> int:
+def _watch(watched: _Watched, board: Board, limit: float, hung: Callable[[str], str], who: str) -> int:
     """The child's status, or 3 once a call of its group is overdue; a Ctrl-C is passed to the group,
-    which has `GRACE_S` to end before it is killed and the interrupt raised here."""
+    which has `GRACE_S` to end before it is killed and the interrupt raised here. Each line printed
+    here follows all the child wrote."""
+    pid = watched.pid
     try:
         while True:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
+                watched.end()
                 return _status(status, who)
             call = board.overdue(limit)
             if call is not None:
-                with contextlib.suppress(OSError):  # the group may have ended just now
-                    os.killpg(pid, signal.SIGKILL)
+                watched.end()
                 print(hung(call), file=sys.stderr)
                 return exits.CRASHED
-            time.sleep(POLL_S)
+            watched.wait()
     except KeyboardInterrupt:
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGINT)
         for _ in range(int(GRACE_S / POLL_S)):
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
+                watched.end()
                 return _status(status, who)
-            time.sleep(POLL_S)
+            watched.wait()
         raise
 
 

@@ -8,6 +8,7 @@ work runs in a child that a watchdog outside it ends (`supervised`), each call m
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -56,7 +57,7 @@ class Watch:
                 made.__class__ = self._timed_class(type(made))
             return made
 
-        return make
+        return functools.update_wrapper(make, factory)  # its name and declared design the factory's
 
     def _timed_class(self, cls: type) -> type:
         if cls not in self._classes:
