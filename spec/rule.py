@@ -9,6 +9,7 @@ from enum import Enum
 from typing import Any
 
 StepCheck = Callable[[Any, Any], "str | None"]
+PremiseCount = Callable[[Any, Any], int]
 
 
 class Kind(Enum):
@@ -21,6 +22,21 @@ class Kind(Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class Premise:
+    """What a rule bites on, where that is not every step: a rule whose premise no step of a run reached
+    was not exercised there, and a report must not say it holds. `count(shadow, facts)` counts the
+    premise in one step (read once the step's checks are done, before the shadow advances); `noun` names
+    what it counts ("preemptions"); `absent` says, for a report, what never happened ("no run preempted").
+    `whole`: the whole rule needs the premise (never reached: not judged); False: only part of it does
+    (never reached: it holds in part, the part named by `absent`)."""
+
+    noun: str
+    absent: str
+    count: PremiseCount
+    whole: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class Rule:
     """A rule of the contract: its ID, its kind, the rule in one sentence, and the predicates that
     judge it. The statement is written here and nowhere else in code.
@@ -28,7 +44,8 @@ class Rule:
     `plan_check` judges a plan before it runs (so an executor can refuse it); `done_check` judges
     the step once complete() has reported what it emitted. NEVER-FIT has neither: `never_fit`
     judges each add(). `design` names the memory design a rule belongs to ("reservation": the whole
-    prompt_len + max_new taken at admission); None for a rule every design keeps."""
+    prompt_len + max_new taken at admission); None for a rule every design keeps. `premise`: what it
+    bites on where that is not every step (`Premise`); None: every step."""
 
     id: str
     kind: Kind
@@ -36,6 +53,7 @@ class Rule:
     plan_check: StepCheck | None = None
     done_check: StepCheck | None = None
     design: str | None = None
+    premise: Premise | None = None
 
 
 def select_from(registry: tuple[Rule, ...], ids: object = None, what: str = "rule") -> tuple[Rule, ...]:

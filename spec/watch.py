@@ -60,6 +60,13 @@ class Watch(ABC, Generic[ShadowT, FactsT]):
         done = [(r.id, r.done_check) for r in rules if r.done_check]
         self._done_checks: list[Check] = sorted(done, key=lambda check: check[0] == "KV")
         self._checks_add = any(r.id == "NEVER-FIT" for r in rules)
+        self._premises: list[tuple[str, Any]] = [(r.id, r.premise) for r in rules if r.premise is not None]
+        self.exercised: dict[str, int] = {rule_id: 0 for rule_id, _ in self._premises}  # rule -> premise count
+
+    def count_premises(self, shadow: Any, facts: Any) -> None:
+        """Count, once a step's checks are done, how often it reached each checked rule's premise."""
+        for rule_id, premise in self._premises:
+            self.exercised[rule_id] += premise.count(shadow, facts)
 
     @property
     def capabilities(self) -> frozenset[str]:

@@ -6,7 +6,7 @@ raised), or TIMEOUT (a call did not return in time). Outcomes cross the worker's
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 # CRASH: the target raised where the protocol has no place for an exception; TIMEOUT: a call to the
@@ -35,6 +35,9 @@ class Outcome:
     # Whether the scheduler showed an int `free_kv` after every step judged (rule KV's return check
     # needs it); None when no step was judged.
     free_kv_shown: bool | None = None
+    # Rule -> how often the run's judged steps reached its premise (`stallfree.spec.rule.Premise`), for
+    # the checked rules that have one: a rule whose premise no run reached was not exercised.
+    exercised: dict[str, int] = field(default_factory=dict)
 
     @property
     def held(self) -> bool:

@@ -52,17 +52,23 @@ def run_one(
         with alarm:
             counts = player.play()
         return Outcome(steps=counts.steps, adds=counts.adds, stopped_at_bound=counts.stopped_at_bound is not None,
-                       free_kv_shown=guards[-1].free_kv_shown)
+                       free_kv_shown=guards[-1].free_kv_shown, exercised=exercised(player))
     except BaseException as error:  # the target may raise anything, KeyboardInterrupt and SystemExit too
         guard = guards[-1] if guards else None
         if isinstance(error, RuleViolation) and error.rule in known:
             monitor = player.monitor
             return Outcome(steps=monitor.num_steps if monitor else 0, adds=monitor.num_adds if monitor else 0,
-                           cut_by=error.rule, free_kv_shown=guard.free_kv_shown if guard else None)
+                           cut_by=error.rule, free_kv_shown=guard.free_kv_shown if guard else None,
+                           exercised=exercised(player))
         if player.monitor is None and guard is not None and guard.error is error and isinstance(
                 error, ValueError | TypeError):
             return Outcome(REFUSED, None, f"{guard.call} raised {type(error).__name__}: {error}", guard.call)
         return failed(error, player, guard, set(rules), timeout)
+
+
+def exercised(player: Player) -> dict[str, int]:
+    """How often the run reached each checked rule's premise, as its monitor counted (none: no monitor)."""
+    return dict(getattr(player.monitor, "exercised", None) or {})
 
 
 def failed(error: BaseException, player: Player, guard: Guard | None, rules: set[str], timeout: float) -> Outcome:

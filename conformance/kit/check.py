@@ -9,6 +9,7 @@ from typing import Any
 
 from stallfree.spec import CANCEL, CAPABILITIES, STOP, Workload, registry
 from stallfree.spec.contract import Contract
+from stallfree.spec.rule import Premise
 from stallfree.spec.utils.loader import TargetError
 from stallfree.spec.verdict import NOT_RULES, Verdict
 
@@ -26,7 +27,7 @@ PASS = Verdict.HOLDS
 FAIL = Verdict.BROKEN
 NOT_CHECKED = Verdict.NOT_CHECKED
 NOT_APPLICABLE = Verdict.NOT_APPLICABLE  # the target says the rule does not apply to it, and why
-NOT_JUDGED = Verdict.NOT_JUDGED  # checked, but no config was explored to the end (problems, refused configs)
+NOT_JUDGED = Verdict.NOT_JUDGED  # checked, but no config was explored to the end, or its premise never reached
 NOT_SUPPORTED = Verdict.NOT_SUPPORTED  # the rule is about a capability the target lacks: skipped, not judged
 WHAT_IT_MEANS = NOT_RULES
 
@@ -91,6 +92,9 @@ class Report:
     refused: dict[str, str] = field(default_factory=dict)  # config refused by the factory -> its message
     capabilities: frozenset[str] = frozenset(CAPABILITIES)  # what the target supports beyond the plain protocol
     design: str = registry.RESERVATION.name  # whose monitor judged it (stallfree.spec.registry)
+    # rule -> (how often the judged runs reached its premise, what that counts): the rules that have one
+    exercised: dict[str, tuple[int, str]] = field(default_factory=dict)
+    unexercised: dict[str, str] = field(default_factory=dict)  # rule -> why it is not judged: its premise never reached
 
     @property
     def skipped(self) -> list[str]:
@@ -108,7 +112,9 @@ class Report:
             "target": self.target, "profile": self.profile, "ok": self.ok,
             "rules": {
                 rule: {"verdict": verdict, "partial": self.partial.get(rule),
-                       "reason": self.not_applicable.get(rule), "counterexample": (
+                       "reason": self.not_applicable.get(rule) or self.unexercised.get(rule),
+                       "exercised": ({"count": self.exercised[rule][0], "of": self.exercised[rule][1]}
+                                     if rule in self.exercised else None), "counterexample": (
                     self.counterexamples[rule].to_json() if rule in self.counterexamples else None)}
                 for rule, verdict in self.verdicts.items()
             },
@@ -176,7 +182,9 @@ def conform(
     report.refused = dict(explored.shapes_refused)
     report.capabilities = supported
     report.design = design
-    label_partial(report, explored)
+    premises = {r.id: r.premise for r in contract.rules if r.premise is not None}
+    label_unexercised(report, explored, premises)
+    label_partial(report, explored, premises)
     return report
 
 
@@ -222,8 +230,23 @@ def why_ended_early(explored: Exploration) -> str | None:
     return ended_early
 
 
-def label_partial(report: Report, explored: Exploration) -> None:
-    """Say, for every rule that passed, what part of its judgement is missing, and note it."""
+def label_unexercised(report: Report, explored: Exploration, premises: dict[str, Premise]) -> None:
+    """Count, for every rule that held and has a premise, how often the runs reached it; a rule whose
+    whole premise no run reached was never exercised: not judged, never holds."""
+    for rule, verdict in report.verdicts.items():
+        premise = premises.get(rule)
+        if verdict != PASS or premise is None or rule not in explored.exercised:
+            continue
+        count = explored.exercised[rule]
+        report.exercised[rule] = (count, premise.noun)
+        if count == 0 and premise.whole:
+            report.verdicts[rule] = NOT_JUDGED
+            report.unexercised[rule] = f"never exercised: {premise.absent}"
+
+
+def label_partial(report: Report, explored: Exploration, premises: dict[str, Premise] | None = None) -> None:
+    """Say, for every rule that passed, what part of its judgement is missing, and note it (a rule whose
+    premise is only part of it, never reached: that part)."""
     gaps = []
     num_shapes = len(report.shapes)
     if explored.shapes_judged < num_shapes:
@@ -247,6 +270,9 @@ def label_partial(report: Report, explored: Exploration) -> None:
         if verdict != PASS:
             continue
         rule_gaps = list(gaps)
+        premise = (premises or {}).get(rule)
+        if premise is not None and report.exercised.get(rule, (None,))[0] == 0:
+            rule_gaps.insert(0, premise.absent)
         if rule == "KV" and explored.runs_without_free_kv:
             rule_gaps.insert(0, f"plans only in {explored.runs_without_free_kv} run(s): the scheduler shows no "
                                 "int free_kv, so the return of reservations was not judged there")

@@ -70,6 +70,7 @@ class Exploration:
     shapes_cut: list[tuple[str, str]] = field(default_factory=list)  # (point, problem) ended by a problem
     runs_cut: dict[str, int] = field(default_factory=dict)  # known broken rule -> runs it cut short
     runs_without_free_kv: int = 0  # judged runs in which the target showed no int free_kv
+    exercised: dict[str, int] = field(default_factory=dict)  # rule -> its premise reached, over the judged runs
     ended_early: str | None = None  # why exploration stopped before the grid's end
 
     @property
@@ -109,6 +110,8 @@ def count_run(result: Exploration, outcome: Outcome) -> None:
         result.runs_cut[outcome.cut_by] = result.runs_cut.get(outcome.cut_by, 0) + 1
     if outcome.free_kv_shown is False:
         result.runs_without_free_kv += 1
+    for rule, count in outcome.exercised.items():
+        result.exercised[rule] = result.exercised.get(rule, 0) + count
 
 
 class Explorer:

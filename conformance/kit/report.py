@@ -52,12 +52,15 @@ def verdict_line(report: Report, rule: str, verdict: Verdict) -> str:
         return Judgement(rule, verdict, f"at step {c.step}: {c.message}").line(RULE_WIDTH)
     if rule in report.not_applicable:
         return Judgement(rule, verdict, report.not_applicable[rule]).line(RULE_WIDTH)
+    if verdict == NOT_JUDGED and rule in report.unexercised:
+        return Judgement(rule, verdict, f"({report.unexercised[rule]})").line(RULE_WIDTH)
     if verdict == NOT_JUDGED:
         return Judgement(rule, verdict, f"({report.ended_early or 'the exploration stopped first'})").line(RULE_WIDTH)
-    if verdict == PASS and rule in report.partial:
-        return Judgement(rule, verdict, f"({report.runs} runs; partial: {report.partial[rule]})").line(RULE_WIDTH)
     if verdict == PASS:
-        return Judgement(rule, verdict, f"({report.runs} runs)").line(RULE_WIDTH)
+        count, noun = report.exercised.get(rule, (0, ""))
+        runs = f"{report.runs} runs; {count} {noun}" if count else f"{report.runs} runs"
+        partial = f"; partial: {report.partial[rule]}" if rule in report.partial else ""
+        return Judgement(rule, verdict, f"({runs}{partial})").line(RULE_WIDTH)
     return Judgement(rule, verdict).line(RULE_WIDTH)
 
 
@@ -69,6 +72,10 @@ def summary(report: Report) -> str:
         partial = f"; {len(report.partial)} of them in part, as their lines say" if report.partial else ""
         skipped = f"; {len(report.skipped)} capability test set(s) skipped" if report.skipped else ""
         counts = f"{len(report.checked)} of {len(report.verdicts)} rules checked"
+        if report.unexercised:
+            held = sum(v == PASS for v in report.verdicts.values())
+            return (f"no checked rule broken: {held} held, {len(report.unexercised)} not judged (never exercised: "
+                    f"{', '.join(report.unexercised)}) ({counts}{partial}{skipped})")
         return f"every checked rule held ({counts}{partial}{skipped})"
     return f"broken: {', '.join(broken)}"
 

@@ -17,7 +17,7 @@ from typing import cast
 
 from stallfree.spec.paged import rules as paged
 from stallfree.spec.paged.shadow import blocks_for
-from stallfree.spec.rule import Kind, Rule, StepCheck, select_from
+from stallfree.spec.rule import Kind, Premise, Rule, StepCheck, select_from
 
 from .shadow import PrefixFacts, PrefixShadow, PrefixTrack, release
 
@@ -203,6 +203,33 @@ def evict_victims(s: PrefixShadow, f: PrefixFacts) -> str | None:
     return None
 
 
+# -- premises: what a rule bites on, where not every step -------------------------------------------
+
+
+def hits_claimed(s: PrefixShadow, f: PrefixFacts) -> int:
+    """Admissions the plan says hold cached tokens (SHARED-READONLY and HIT-SAME-TOKENS judge a claim)."""
+    return sum(1 for n in f.claimed.values() if n > 0)
+
+
+def hits_expected(s: PrefixShadow, f: PrefixFacts) -> int:
+    """Admissions whose leading blocks the contract's cache holds (CACHED-NOT-PREFILLED judges their claim)."""
+    return sum(1 for num, _ in f.expected.values() if num > 0)
+
+
+def evictions_shown(s: PrefixShadow, f: PrefixFacts) -> int:
+    """Cached blocks the contract evicts for a plan after which the scheduler shows its cache (EVICT-LRU's
+    eviction part)."""
+    return len(f.evicted) if f.planned_cached is not None else 0
+
+
+HITS_CLAIMED = Premise("hits", "no admission held cached tokens", hits_claimed)
+HITS_EXPECTED = Premise("cached prefixes", "no admission's leading blocks were cached", hits_expected)
+CHARGED = Premise("hits", "no admission held cached tokens, so only uncached first chunks were judged", hits_claimed,
+                  whole=False)
+EVICTED = Premise("evictions", "no cached block was evicted while the scheduler showed its cache, so which one "
+                  "is evicted was not judged", evictions_shown, whole=False)
+
+
 # -- the registry ------------------------------------------------------------------------------------
 
 BEFORE_PREEMPTION: dict[str, PrefixCheck] = {"PREEMPT-BOUND": paged.preempt_bound, "PREEMPT-ORDER": preempt_order}
@@ -216,11 +243,13 @@ def reread(rule_id: str, check: PrefixCheck) -> Rule:
     """The paged rule `rule_id`, its statement kept, judged by the prefix reading `check`."""
     rule = paged.PAGED_BY_ID[rule_id]
     return Rule(rule.id, rule.kind, rule.statement, plan_check=prefix(check), done_check=rule.done_check,
-                design=rule.design)
+                design=rule.design, premise=rule.premise)
 
 
-def new(rule_id: str, kind: Kind, statement: str, check: PrefixCheck | None = None) -> Rule:
-    return Rule(rule_id, kind, statement, plan_check=prefix(check) if check else None, design=DESIGN)
+def new(rule_id: str, kind: Kind, statement: str, check: PrefixCheck | None = None,
+        premise: Premise | None = None) -> Rule:
+    return Rule(rule_id, kind, statement, plan_check=prefix(check) if check else None, design=DESIGN,
+                premise=premise)
 
 
 P = paged.PAGED_BY_ID
@@ -228,16 +257,18 @@ PREFIX_RULES: tuple[Rule, ...] = (
     P["PREEMPT-BOUND"],
     P["PREEMPT-ORDER"],
     new("EVICT-LRU", Kind.POLICY, "a new block is an empty one while any is left, else the cached free block "
-        "freed least recently; a request lets its blocks go last block first.", evict_victims),
+        "freed least recently; a request lets its blocks go last block first.", evict_victims, EVICTED),
     new("SHARED-READONLY", Kind.SAFETY, "a block held from the cache is never written: a hit is whole blocks, "
-        "and every chunk computes into blocks its request alone holds.", shared_readonly),
+        "and every chunk computes into blocks its request alone holds.", shared_readonly, HITS_CLAIMED),
     new("HIT-SAME-TOKENS", Kind.SAFETY, "a request holds from the cache only blocks whose tokens and the "
         "prefix before them are its own, and never its last prefill token: its first token (or, after a "
-        "preemption, its next) still comes from the chunk that completes its prefill.", hit_same_tokens),
+        "preemption, its next) still comes from the chunk that completes its prefill.", hit_same_tokens,
+        HITS_CLAIMED),
     new("CACHED-NOT-PREFILLED", Kind.SAFETY, "an admission holds the longest run of its leading blocks that "
-        "are cached (up to its last prefill token) and prefills only the rest.", cached_not_prefilled),
+        "are cached (up to its last prefill token) and prefills only the rest.", cached_not_prefilled,
+        HITS_EXPECTED),
     new("CACHED-NOT-CHARGED", Kind.POLICY, "cached tokens cost no budget: an admission's first chunk is "
-        "min(prefill after its hit, budget left).", cached_not_charged),
+        "min(prefill after its hit, budget left).", cached_not_charged, CHARGED),
     P["BUDGET"], P["ONE-ENTRY"], P["SLOTS"],
     reread("BLOCKS", blocks),
     reread("WATERMARK", watermark),

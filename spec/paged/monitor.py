@@ -185,6 +185,7 @@ class PagedMonitor(Watch[PagedShadow, PagedFacts]):
         emitted = self.scheduler.complete(plan, stops) if stops else self.scheduler.complete(plan)
         observe_emitted(shadow, facts, emitted, stops, getattr(self.scheduler, "free_blocks", None))
         judge(self._done_checks, shadow, facts, shadow.step)
+        self.count_premises(shadow, facts)
         self._apply(facts)
         if self._after:
             facts.reported_live = read_live(self.scheduler)

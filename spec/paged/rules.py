@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import cast
 
 from ..reservation import rules as shared
-from ..rule import Kind, Rule, StepCheck, select_from
+from ..rule import Kind, Premise, Rule, StepCheck, select_from
 from .shadow import PagedChunk, PagedFacts, PagedShadow, PagedTrack, blocks_for
 
 __all__ = ["PAGED_BY_ID", "PAGED_RULES", "PAGED_RULE_IDS", "Rule", "select"]
@@ -289,6 +289,24 @@ def work_conserving(s: PagedShadow, f: PagedFacts) -> str | None:
     return None
 
 
+# -- premises: what a rule bites on, where not every step -------------------------------------------
+
+
+def preemptions(s: PagedShadow, f: PagedFacts) -> int:
+    """The requests the step preempted (PREEMPT-BOUND and PREEMPT-ORDER judge nothing without one)."""
+    return len(f.preempted)
+
+
+def readmissions(s: PagedShadow, f: PagedFacts) -> int:
+    """The preempted requests the step re-admitted (RECOMPUTE's recompute part bites on them)."""
+    return sum(1 for c in f.admitted if c.is_recompute)
+
+
+PREEMPTED = Premise("preemptions", "no run preempted", preemptions)
+READMITTED = Premise("re-admissions", "no preempted request was re-admitted, so only first prefills were judged",
+                     readmissions, whole=False)
+
+
 # -- the registry ------------------------------------------------------------------------------------
 
 # Judged on the plan before its preemptions apply to the shadow (the others see the shadow after them).
@@ -304,12 +322,12 @@ PAGED_RULES: tuple[Rule, ...] = (
          "the oldest running request is never preempted; a request is preempted at most sum(prompt_len + "
          "max_new) times over the live requests ahead of it when it arrived; nothing is preempted while every "
          "running request's peak, ceil((prompt_len + max_new - 1) / block_size) blocks, fits the pool together.",
-         design=DESIGN),
+         design=DESIGN, premise=PREEMPTED),
     Rule("PREEMPT-ORDER", Kind.POLICY,
          "when a step's decodes need more new blocks than are free, the newest running requests are preempted, "
          "newest first, only while they still do not fit; victims wait at the head of the line in arrival "
          "order and are re-admitted before any later arrival; a step that preempts admits nothing.",
-         plan_check=paged(preempt_admits), design=DESIGN),
+         plan_check=paged(preempt_admits), design=DESIGN, premise=PREEMPTED),
     shared.BY_ID["BUDGET"],
     shared.BY_ID["ONE-ENTRY"],
     shared.BY_ID["SLOTS"],
@@ -324,7 +342,7 @@ PAGED_RULES: tuple[Rule, ...] = (
     Rule("RECOMPUTE", Kind.SAFETY,
          "each residency prefills its prompt plus the tokens emitted before it was preempted, in contiguous "
          "chunks from position 0, each position once; the chunk that completes it emits the next token.",
-         plan_check=paged(recompute), done_check=paged(recompute_token), design=DESIGN),
+         plan_check=paged(recompute), done_check=paged(recompute_token), design=DESIGN, premise=READMITTED),
     shared.BY_ID["FIRST-TOKEN"],
     Rule("TOKENS-KEPT", Kind.SAFETY,
          "each request emits exactly max_new tokens unless stopped or cancelled, however often it is "
