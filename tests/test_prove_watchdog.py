@@ -136,3 +136,12 @@ def test_a_correct_paged_or_prefix_scheduler_from_outside_reads_as_the_projects_
     assert_clean(ran)
     assert f"ALL {design.upper()} RULES " in ran.out and "holds" in ran.out
     assert table(ran.out) == table(own.out), (ran.out, own.out)
+
+
+def test_an_outside_prefix_scheduler_without_hidden_is_a_bad_argument() -> None:
+    """Its model check needs its state outside the key declared: without --hidden it is refused as a bad
+    argument (exit 2) before anything runs, naming --scheduler and --hidden; with --hidden none it runs."""
+    name = "hostile_isolated:PrefixHonest"
+    bare = [arg for arg in PROVE if arg not in ("--hidden", "none")]
+    assert_refused(spawn([*bare, name]), f"--scheduler {name!r}", "--hidden declares", status=2)
+    assert spawn([*PROVE, name]).status == 0

@@ -266,7 +266,6 @@ def prefix_rows(args: argparse.Namespace, say=None):  # type: ignore[no-untyped-
     """The rows of a prefix-caching scheduler: its model check (the project's own scheduler and faults,
     or another one whose state outside the key --hidden declares), its Z3 theorems, the other methods not
     checked."""
-    from stallfree.prefix import faults, small_blocks
     from stallfree.proofs import prefix_suite
     from stallfree.proofs.explicit.bounds import Bounds
 
@@ -275,18 +274,25 @@ def prefix_rows(args: argparse.Namespace, say=None):  # type: ignore[no-untyped-
     if args.fault is not None:
         factory = prefix_suite.fault(args.fault.upper())
         bound = Bounds.parse(args.bound) if args.bound else prefix_suite.control_bound(args.fault.upper())
-    elif factory not in (small_blocks, faults.small) and not getattr(factory, "__module__", "").startswith(
-            "stallfree.prefix") and args.hidden is None:
-        raise ValueError(f"--scheduler {args.scheduler!r}: the prefix model check runs the project's own prefix "
-                         "schedulers (stallfree.prefix:small_blocks, the faults), or another one whose state "
-                         "outside the key --hidden declares")
-    methods = paged_methods(args)
+    methods = paged_methods(args)  # an outside scheduler without --hidden was refused (check_paged_arguments)
     hidden = None if args.hidden in (None, "none") else load_scheduler(args.hidden, "--hidden")
     factory = timed(args, factory)
     rows = prefix_suite.model_rows(bound, factory, args.max_states, hidden) if "model" in methods else []
     if "z3" in methods:
         rows += prefix_suite.z3_rows(args.fault.upper() if args.fault else None, args.profile == "deep")
     return rows + prefix_suite.not_written(methods)
+
+
+def refuse_undeclared_prefix(args: argparse.Namespace, factory: object) -> None:
+    """Raises (a bad argument, exit 2) for a prefix scheduler from outside stallfree without --hidden: its
+    model check needs its state outside the key declared."""
+    from stallfree.prefix import faults, small_blocks
+
+    if factory not in (small_blocks, faults.small) and not getattr(factory, "__module__", "").startswith(
+            "stallfree.prefix") and args.hidden is None:
+        raise ValueError(f"--scheduler {args.scheduler!r}: the prefix model check runs the project's own prefix "
+                         "schedulers (stallfree.prefix:small_blocks, the faults), or another one whose state "
+                         "outside the key --hidden declares")
 
 
 def check_paged_arguments(args: argparse.Namespace, prefix: bool) -> None:
@@ -297,6 +303,8 @@ def check_paged_arguments(args: argparse.Namespace, prefix: bool) -> None:
         from stallfree.proofs import prefix_suite
 
         prefix_suite.fault(args.fault.upper())  # an unknown prefix rule is a bad argument, found here
+    elif prefix:
+        refuse_undeclared_prefix(args, load_scheduler(args.scheduler))
     elif args.fault is not None:
         from stallfree.proofs import paged_suite
 
