@@ -101,6 +101,12 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def exact(value: int) -> int:
+    """An int subclass's value as a plain int, read by int's own slot: the subclass's arithmetic, equality
+    and hash (which could make a 100-token chunk add up to 4, or two rids one) are never used."""
+    return int.__int__(value)
+
+
 def observe(shadow: Shadow, plan: object) -> StepFacts:
     """Read the plan schedule() returned and classify each entry against `shadow` (the state
     before the step). Raises a PROTOCOL violation if the plan is not a sequence of (rid, n) ints
@@ -118,8 +124,10 @@ def observe(shadow: Shadow, plan: object) -> StepFacts:
             rid, n = entry
         except (TypeError, ValueError):
             raise protocol(step, f"plan entry {i} is {entry!r:.80}, which does not unpack as (rid, n)") from None
-        if not (type(rid) is int and type(n) is int) and not (_is_int(rid) and _is_int(n)):
-            raise protocol(step, f"plan entry {i} is ({rid!r:.40}, {n!r:.40}): rid and n must be ints")
+        if not (type(rid) is int and type(n) is int):
+            if not (_is_int(rid) and _is_int(n)):
+                raise protocol(step, f"plan entry {i} is ({rid!r:.40}, {n!r:.40}): rid and n must be ints")
+            rid, n = exact(rid), exact(n)
         pairs.append((rid, n))
         num_tokens += n
         if n < 1 and facts.first_bad_n is None:
@@ -169,8 +177,12 @@ def observe_emitted(shadow: Shadow, facts: StepFacts, emitted: object, free_kv: 
     facts.reported_free_kv = free_kv if type(free_kv) is int else None
     tracks, planned = shadow.tracks, facts.planned
     for rid in rids:
-        if type(rid) is not int and not _is_int(rid):
-            raise protocol(facts.step, f"complete() returned {rid!r:.40} among the emitted rids: rids are ints")
+        if type(rid) is not int:
+            if not _is_int(rid):
+                raise protocol(facts.step, f"complete() returned {rid!r:.40} among the emitted rids: rids are ints")
+            if facts.emitted is rids:  # the first int subclass: every rid judged as its exact int from here
+                facts.emitted = [exact(r) if _is_int(r) else r for r in rids]
+            rid = exact(rid)
         if rid in emitted_set:
             continue
         emitted_set.add(rid)
