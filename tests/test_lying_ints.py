@@ -117,3 +117,4 @@ def test_plain_int_subclasses_that_do_not_lie_still_hold(judged: str) -> None:
         pass
 
     step_once([(Rid(0), Rid(1))], [Rid(0)], prompt_len=1)  # a whole one-token prompt: no rule breaks
+

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ending import Ending, Reason
+from ..errors import InvalidField
 from ..types import Config, Request
 from ..utils import copies
 
@@ -98,7 +99,11 @@ class Shadow:
         return rid in self.tracks
 
     def accept(self, request: Request) -> None:
-        """Action: a request arrives and is queued."""
+        """Action: a request arrives and is queued. Raises InvalidField, changing nothing, for a rid a
+        request that has not ended holds (a scheduler that accepts it cannot be followed: PROTOCOL where
+        NEVER-FIT, which refuses it first, is not checked)."""
+        if request.rid in self.tracks:
+            raise InvalidField(f"rid {request.rid} is already taken by a request that has not ended")
         track = Track(request)
         self.tracks[request.rid] = track
         self.ended.pop(request.rid, None)
