@@ -35,7 +35,7 @@ from .chain import FREE_BEFORE, Chain
 from .fold import folds
 from .induction import LoopInduction, Obligation
 from .liveness_loops import COUNTS, LOOPS, R0, State, phases, ranking_chain, recurrences, zero
-from .liveness_steps import LIVENESS_STEPS
+from .liveness_steps import LIVENESS_STEPS, falls
 from .policy import Policy
 from .theorems import obligation
 
@@ -129,8 +129,7 @@ def ranking(policy: Policy) -> list[Obligation]:
                    c.reqs.valid_at(g.m, c.config), z3.Or(r.waiting, r.running),
                    recurrences(c, ("rdy", "par", "wai"), g.m))
     p0, p1, d0, d1 = (c.c(k, end) for k in ("P0", "P1", "D0", "D1"))
-    budget = c.config.token_budget
-    rule = z3.And(p1 <= p0, d1 <= d0, z3.Or(d1 <= d0 - 1, p1 <= p0 - budget))
+    rule = falls(p0, p1, d0, d1, c.config.token_budget)
     return [*folds(policy), _added(c), *obligations,
             Obligation("ranking: initiation", base, _ranking(c, z3.IntVal(0), g)),
             Obligation("ranking: consecution", step, _ranking(c, i + 1, g), z3.And(i == 0, g.m == 0)),

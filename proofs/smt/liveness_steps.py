@@ -35,6 +35,12 @@ def emit_left(r: SymRequest) -> z3.ArithRef:
     return z3.If(r.arrived, r.max_new - r.num_emitted, 0)
 
 
+def falls(p0: z3.ArithRef, p1: z3.ArithRef, d0: z3.ArithRef, d1: z3.ArithRef, budget: z3.ArithRef) -> z3.BoolRef:
+    """The ranking's step, from P, D before to P, D after: neither grows, and D falls by 1 or P by B
+    (linear: the fall of P + B * D by B follows, `liveness_bound`)."""
+    return z3.And(p1 <= p0, d1 <= d0, z3.Or(d1 <= d0 - 1, p1 <= p0 - budget))
+
+
 def liveness_steps(t: SymStep) -> z3.BoolRef:
     """For every waiting or running r: the group's P and D never grow, and D falls by 1 or P by B."""
     names = Names("liveness_steps")
@@ -44,8 +50,7 @@ def liveness_steps(t: SymStep) -> z3.BoolRef:
     for b, a in zip(t.before.requests, t.after.requests, strict=True):
         p0, p1 = names.int(p0 + prompt_left(b)), names.int(p1 + prompt_left(a))
         d0, d1 = names.int(d0 + emit_left(b)), names.int(d1 + emit_left(a))
-        falls = z3.And(p1 <= p0, d1 <= d0, z3.Or(d1 <= d0 - 1, p1 <= p0 - budget))
-        facts.append(z3.Implies(z3.Or(b.waiting, b.running), falls))
+        facts.append(z3.Implies(z3.Or(b.waiting, b.running), falls(p0, p1, d0, d1, budget)))
     return names.claim_that(z3.And(facts))
 
 

@@ -1,0 +1,104 @@
+"""Wrong Z3 policies planted for `LIVENESS (induction, any N)` (`liveness_any_n`), beside the starving
+`mutants.LifoAdmission`: each keeps every step busy or looks like the reference one request at a time,
+yet a request can wait past its bound.
+
+- `ShortestFirst` admits the waiting request with the shortest prompt first (ties: the oldest): a
+  stream of short prompts keeps a long one waiting (the short-over-long starver).
+- `IdleOneInThree` is the reference but plans nothing every third step, by its own step counter
+  (`faults.starving.IdleOneInThree` in the transcription; the counter is a symbol the state leaves
+  free, so a theorem over every state meets all three of its phases).
+- `ReversedPartials` gives partial prompts their chunks newest first: not the fold of its body, but
+  the invariant allows one partial at most, so the ranking holds at N = 3 and the row stays unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import z3
+
+from .policy import Draft, Policy, smin
+from .symbolic import SymRequest, SymState
+
+
+class ShortestFirst(Policy):
+    """Admits the waiting request with the shortest prompt first, the oldest among equals; admission
+    stops at the first it picks that does not fit."""
+
+    breaks = "LIVENESS"
+
+    def admit(self, s: SymState, d: Draft) -> None:
+        reqs = s.requests
+        taken = [z3.BoolVal(False)] * len(reqs)
+        for _ in reqs:  # one pick a round: the shortest waiting request not picked yet
+            pick = [z3.And(_open(r, taken[i]), *(z3.Implies(_open(q, taken[j]), _before(r, i, q, j))
+                                                 for j, q in enumerate(reqs) if j != i)) for i, r in enumerate(reqs)]
+            for i, r in enumerate(reqs):
+                go = z3.And(pick[i], z3.Not(d.stopped), self.fits(r, s, d))
+                n = d.let("first_chunk", z3.If(go, smin(r.prompt_len, d.left), 0))
+                d.admit[i], d.first_chunk[i] = z3.Or(d.admit[i], go), d.first_chunk[i] + n
+                d.left = d.let("left", d.left - n)
+                d.num_running = d.let("num_running", d.num_running + z3.If(go, 1, 0))
+                d.free_kv = d.let("free_kv", d.free_kv - z3.If(go, r.reservation, 0))
+                d.stopped = z3.Or(d.stopped, z3.And(pick[i], z3.Not(go)))
+                d.num_admitted = d.num_admitted + z3.If(go, 1, 0)
+                taken[i] = z3.Or(taken[i], pick[i])
+
+
+def _open(r: SymRequest, taken: z3.BoolRef) -> z3.BoolRef:
+    return z3.And(r.waiting, z3.Not(taken))
+
+
+def _before(r: SymRequest, i: int, q: SymRequest, j: int) -> z3.BoolRef:
+    """r (index i) goes before q (index j): a shorter prompt, or as long and older."""
+    return z3.Or(r.prompt_len < q.prompt_len, z3.And(r.prompt_len == q.prompt_len, z3.BoolVal(i < j)))
+
+
+IDLE_PERIOD = 3
+NUM_STEPS = z3.Int("idler.num_steps")  # the idler's own step counter: hidden state no claim constrains
+
+
+class IdleOneInThree(Policy):
+    """The reference, but on a step whose counter is 2 modulo 3 each phase plans nothing, whatever waits."""
+
+    breaks = "LIVENESS"
+
+    def plan_decodes(self, s: SymState, d: Draft) -> None:
+        _unless_idle(super().plan_decodes, s, d)
+
+    def plan_partials(self, s: SymState, d: Draft) -> None:
+        _unless_idle(super().plan_partials, s, d)
+
+    def admit(self, s: SymState, d: Draft) -> None:
+        _unless_idle(super().admit, s, d)
+
+
+DRAFTED = ("decode", "chunk", "admit", "first_chunk")  # the plan's lists
+CARRIED = ("left", "num_running", "free_kv", "stopped", "num_admitted")  # what a phase hands the next
+
+
+def _unless_idle(phase: Callable[[SymState, Draft], None], s: SymState, d: Draft) -> None:
+    """`phase` on the draft, undone (each field back to what it was) on an idle step."""
+    idle = NUM_STEPS % IDLE_PERIOD == IDLE_PERIOD - 1
+    lists = {name: list(getattr(d, name)) for name in DRAFTED}
+    values = {name: getattr(d, name) for name in CARRIED}
+    phase(s, d)
+    for name, was in lists.items():
+        setattr(d, name, [z3.If(idle, old, new) for old, new in zip(was, getattr(d, name), strict=True)])
+    for name, was in values.items():
+        setattr(d, name, z3.If(idle, was, getattr(d, name)))
+
+
+class ReversedPartials(Policy):
+    """Gives the partial prompts their chunks newest first: not the fold of its body once two are
+    partial, but the invariant allows one partial at most, so the ranking holds at N = 3."""
+
+    def plan_partials(self, s: SymState, d: Draft) -> None:
+        for i in reversed(range(len(s.requests))):
+            r = s.requests[i]
+            n = d.let("chunk", z3.If(z3.And(r.partial, d.left > 0), self.chunk(r, d.left), 0))
+            d.chunk[i] = n
+            d.left = d.let("left", d.left - n)
+
+
+PLANTED: dict[str, type[Policy]] = {cls.__name__: cls for cls in (ShortestFirst, IdleOneInThree, ReversedPartials)}
