@@ -10,10 +10,10 @@ import pytest
 import z3
 
 from stallfree.proofs.smt import induction, liveness_induction
+from stallfree.proofs.smt.liveness_planted import ReversedPartials
 from stallfree.proofs.smt.liveness_steps import LIVENESS_STEPS, OneTokenPrefill
 from stallfree.proofs.smt.mutants import MUTANTS
-from stallfree.proofs.smt.policy import Draft, Policy
-from stallfree.proofs.smt.symbolic import SymState
+from stallfree.proofs.smt.policy import Policy
 from stallfree.proofs.smt.theorems import prove
 from stallfree.spec.verdict import Verdict
 
@@ -43,18 +43,6 @@ def test_lifo_is_refuted_only_after_its_fold_premise_fails() -> None:
     refuted = induction.prove_induction(LOOP, MUTANTS["LifoAdmission"]())
     assert refuted.counterexample is not None
     assert refuted.counterexample["premise not met"] == "FOLD: admit (N=3)"
-
-
-class ReversedPartials(Policy):
-    """Gives the partial prompts their chunks newest first: not the fold of its body once two are
-    partial, but the invariant allows one partial at most, so the ranking holds at N = 3."""
-
-    def plan_partials(self, s: SymState, d: Draft) -> None:
-        for i in reversed(range(len(s.requests))):
-            r = s.requests[i]
-            n = d.let("chunk", z3.If(z3.And(r.partial, d.left > 0), self.chunk(r, d.left), 0))
-            d.chunk[i] = n
-            d.left = d.let("left", d.left - n)
 
 
 def test_a_policy_that_is_not_the_fold_and_holds_at_three_stays_unknown() -> None:
