@@ -1,7 +1,8 @@
 """What `LIVENESS (induction, any N)` costs: its part (a), LIVENESS-STEPS (induction, phases chained)
 proved on the reference, against the row's own work once (a)'s result is given (part (b): the sequence
 and zero-work theorems), side by side in each round, with medians and their ratio; then the row's
-verdict on each negative control (docs/proofs.md, Liveness).
+verdict on each negative control; and the lasso check (the LIVENESS model-check row) on the idler at
+2,2,8,2,2,2 with its hidden state and without it (docs/proofs.md, Liveness).
 
     python benchmarks/liveness_any_n.py [--rounds 5]
 """
@@ -13,6 +14,9 @@ import os
 import statistics
 import time
 
+from stallfree.faults.starving import IdleOneInThree, idle_phase
+from stallfree.proofs.explicit import starvation
+from stallfree.proofs.explicit.bounds import Bounds
 from stallfree.proofs.smt import induction, liveness_any_n
 from stallfree.proofs.smt.liveness_planted import PLANTED
 from stallfree.proofs.smt.mutants import MUTANTS
@@ -40,6 +44,10 @@ def main() -> int:
     for name, cls in {"LifoAdmission": MUTANTS["LifoAdmission"], **PLANTED}.items():
         outcome = liveness_any_n.prove(cls())
         print(f"{name}: {outcome.verdict}: {outcome.detail}")
+    for hidden in (idle_phase, None):
+        lasso = starvation.check(Bounds.parse("2,2,8,2,2,2"), IdleOneInThree, hidden=hidden)
+        print(f"lasso check, IdleOneInThree at 2,2,8,2,2,2, hidden {getattr(hidden, '__name__', None)}: "
+              f"{lasso.verdict}, {lasso.states:,} states")
     return 0
 
 
