@@ -99,6 +99,12 @@ def _broken(ob: induction.Obligation) -> bool:
     return induction._prove([ob], liveness_any_n.NAME, Policy(), 30_000).verdict is Verdict.BROKEN
 
 
+def test_the_bound_is_the_least_the_ranking_gives() -> None:
+    """Claimed one step sooner, floor(P / B) + D - 1, the sequence's exit is refuted."""
+    exit_ = liveness_bound.sequence(sooner=1)[-1]
+    assert _broken(exit_) and exit_.name == "sequence: the bound, floor(P / B) + D steps"
+
+
 def test_each_premise_of_part_b_is_needed() -> None:
     """Without "zero tokens left is the end" the bound's exit fails; without the ranking's step the
     consecution fails; without the per-request parts (FIRST-TOKEN) zero tokens need not mean zero prompt."""
