@@ -7,7 +7,8 @@ by 1 or P by B (`liveness_steps.falls`). Two theorems turn it into the bound, ea
 induction in Z3 (initiation, consecution, exit), no step of the argument on paper:
 
 - **the sequence** (`sequence`): P and D are sequences over the steps t = 0, 1, ... (the values at the
-  start of step t; the budget B >= 1 fixed), non-negative, and `falls` holds of every step t at which
+  start of step t; the budget B >= 1 fixed), non-negative (each request's share is: `zero_work`'s
+  invariant), and `falls` holds of every step t at which
   r is unfinished. A(t), "r unfinished at every step before t", is defined by its recurrence. Then
   the measure M(t) = P(t) + B * D(t) falls by at least B a step while A holds, M(t) <= M(0) - B * t;
   at T = floor(P(0) / B) + D(0), A(T) gives M(T) <= P(0) mod B < B, so D(T) = 0, and a request whose
