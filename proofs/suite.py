@@ -320,7 +320,7 @@ def _z3_liveness_rows(o: Options, say: Say) -> list[Row]:
     row.detail = f"{steps.rules}: initiation, consecution, exit" + (f"; {row.detail}" if row.detail else "")
     say(f"z3: {liveness_any_n.NAME} ({o.policy.name})")
     bound = liveness_any_n.prove(o.policy, ranked)
-    return [row, Row(liveness_any_n.NAME, f"Z3 induction over the steps ({o.policy.name})", "any N", bound.verdict,
+    return [row, Row(liveness_any_n.NAME, f"Z3 step induction ({o.policy.name})", "any N", bound.verdict,
                      bound.seconds, bound.detail, bound.counterexample)]
 
 
