@@ -54,6 +54,7 @@ from .obligation import Obligation
 
 NAME = "FOLD (code, induction, any N)"
 REFUTE_UP_TO = 4  # the largest N FOLD (code) is tried at for a loop outside the frame (a count, not seconds)
+HELD = "holds: initiation, consecution, exit"
 SORTS = {"int": z3.IntSort(), "bool": z3.BoolSort()}
 
 
@@ -161,7 +162,7 @@ def prove(cls: type, timeout_ms: int = 30_000) -> Outcome:
         why = []
         for phase in source.phases:
             failed = _phase(cls, source, phase, kinds, timeout_ms)
-            out.phases[phase.label] = "holds: initiation, consecution, exit" if failed is None else f"unproved: {failed}"
+            out.phases[phase.label] = HELD if failed is None else f"unproved: {failed}"
             why += [] if failed is None else [failed]
     if why:
         _refute(cls, why[0], out)

@@ -42,11 +42,12 @@ HEAD = "        seq = self._waiting[0]\n"
 TAKE = "        if seq.request.reservation > self._free_kv:\n            break\n        self._waiting.popleft()\n"
 
 LookAheadAdmission = planted("LookAheadAdmission", "Admission waits while a shorter prompt is second in line.", (
-    (HEAD, HEAD + "        if len(self._waiting) > 1 and self._waiting[1].request.prompt_len < seq.request.prompt_len:\n"
-                  "            break\n"),))
+    (HEAD, HEAD + "        if len(self._waiting) > 1 and self._waiting[1].request.prompt_len < "
+                  "seq.request.prompt_len:\n            break\n"),))
 
 NewestFirstAdmission = planted("NewestFirstAdmission", "Admission takes the newest in line first.", (
-    (HEAD, "        seq = self._waiting[-1]\n"), ("        self._waiting.popleft()\n", "        self._waiting.pop()\n")))
+    (HEAD, "        seq = self._waiting[-1]\n"),
+    ("        self._waiting.popleft()\n", "        self._waiting.pop()\n")))
 
 SkipAheadAdmission = planted("SkipAheadAdmission", "Admission passes over one that does not fit, and goes on.", (
     ("    while left and self._waiting", "    passed = deque()\n    while left and self._waiting"),
@@ -56,6 +57,7 @@ SkipAheadAdmission = planted("SkipAheadAdmission", "Admission passes over one th
 
 PartialReadsTheLine = planted("PartialReadsTheLine", "A partial chunk is capped by the head of the line's prompt.", (
     ("        n = min(seq.num_remaining_prompt, left)\n",
-     "        n = min(seq.num_remaining_prompt, left, self._waiting[0].request.prompt_len if self._waiting else left)\n"),))
+     "        n = min(seq.num_remaining_prompt, left,\n"
+     "                self._waiting[0].request.prompt_len if self._waiting else left)\n"),))
 
 CONTROLS = (LookAheadAdmission, NewestFirstAdmission, SkipAheadAdmission, PartialReadsTheLine)

@@ -143,7 +143,7 @@ class Appends:
 class FramedSelf:
     """`self` as one iteration may see it (its views); anything else named raises, saying why."""
 
-    __slots__ = ("_stallfree_views", "_stallfree_why", "_stallfree_scalars")
+    __slots__ = ("_stallfree_scalars", "_stallfree_views", "_stallfree_why")
 
     def __init__(self, views: dict[str, Any], why: dict[str, str], scalars: set[str]) -> None:
         object.__setattr__(self, "_stallfree_views", views)

@@ -230,7 +230,8 @@ def _lists(stmt: ast.stmt) -> set[str]:
     if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
         return set()
     v = stmt.value
-    is_list = isinstance(v, ast.List) or (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "list")
+    is_list = isinstance(v, ast.List) or (isinstance(v, ast.Call) and isinstance(v.func, ast.Name)
+                                          and v.func.id == "list")
     return {stmt.targets[0].id} if is_list else set()
 
 
