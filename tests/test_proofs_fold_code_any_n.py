@@ -92,6 +92,8 @@ RidAsValue = planted("RidAsValue", "Gives the first rids a chunk of one.", (
     (PARTIAL_CHUNK, "        n = min(seq.num_remaining_prompt, left) if seq.rid > 2 else 1\n"),))
 ChangesItsSequence = planted("ChangesItsSequence", "Rewrites its own progress.", (
     (PARTIAL_CHUNK, PARTIAL_CHUNK + "        seq.num_prefilled = seq.num_prefilled + 0\n"),))
+HoldsOnAnEmptyLine = planted("HoldsOnAnEmptyLine", "Tests its line only while the budget is small.", (
+    ("    while left and self._waiting and", "    while left and (self._waiting or left > 10**9) and"),))
 ReadsTheLive = planted("ReadsTheLive", "Admits only a request it finds among the live ones.", (
     (ADMIT, "        if self._live.get(seq.rid) is None:\n            break\n" + ADMIT),))
 
@@ -102,6 +104,7 @@ ReadsTheLive = planted("ReadsTheLive", "Admits only a request it finds among the
     (ReadsTheWalkedCount, "for", "the container its loop walks"),
     (RidAsValue, "for", "uses its request's rid as a value"),
     (ChangesItsSequence, "for", "changes its own request's sequence"),
+    (HoldsOnAnEmptyLine, "while", "its test can hold, or move a carried value, with self._waiting empty"),
     (ReadsTheLive, "while", "reads self._live: a container of requests no phase before this one walks"),
 ], ids=lambda x: getattr(x, "__name__", str(x)))
 def test_a_body_outside_its_frame_proves_nothing(cls: type, kind: str, why: str) -> None:

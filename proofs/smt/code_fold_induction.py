@@ -94,9 +94,9 @@ def obligations(cls: type, source: Source, phase: Phase, kinds: dict[str, Probe]
     prefix = f"fold_code_any.{phase.walked}."
     ins = inputs(prefix, phase, source, cls)
     one = terms(cls, source, phase, None if phase.kind == "map" else iteration(source, phase), ins, kinds, "T")
-    alone = terms(cls, source, phase, whole(source, phase), ins, kinds, "L1")
     if phase.kind == "while":
         _ends_on_an_empty_line(cls, source, phase, ins, kinds)
+    alone = terms(cls, source, phase, whole(source, phase), ins, kinds, "L1")
     state, entries = [*carried_keys(phase, source.kinds), DONE], entry_keys(phase)
     (ws, we), (fs, fe) = _run(prefix, "whole", state, entries), _run(prefix, "fold", state, entries)
     n, k, j = z3.Int("N"), z3.Int("k"), z3.Int("j")
@@ -124,12 +124,14 @@ def obligations(cls: type, source: Source, phase: Phase, kinds: dict[str, Probe]
 
 
 def _ends_on_an_empty_line(cls: type, source: Source, phase: Phase, ins: Any, kinds: dict[str, Probe]) -> None:
-    """A while's test, on its line emptied, is false on every path: the loop ends once it took the last."""
-    holds = terms(cls, source, phase, test_of(source, phase), ins, kinds, "empty")["holds"]
+    """A while's test, on its line emptied, is false on every path and moves no carried value: the loop
+    ends once it took the last request, with what that iteration left."""
+    found = terms(cls, source, phase, test_of(source, phase), ins, kinds, "empty")
+    moved = [found[key] != ins.carried[key] for key in found if key in ins.carried]
     solver = z3.Solver()
-    solver.add(holds)
+    solver.add(z3.Or(found["holds"], *moved))
     if solver.check() != z3.unsat:
-        raise FrameError(f"`{phase.label}`: its test can hold with self.{phase.walked} empty")
+        raise FrameError(f"`{phase.label}`: its test can hold, or move a carried value, with self.{phase.walked} empty")
 
 
 def _phase(cls: type, source: Source, phase: Phase, kinds: dict[str, Probe], timeout_ms: int) -> str | None:

@@ -320,8 +320,9 @@ def _run(ex: Explorer, cls: type, source: Source, phase: Phase, fn: Callable[...
     seq_before, class_before = _own_state(seq), _class_state(cls)
     try:
         out = fn(FramedSelf(views, why, scalars), *args, *([own] if mode == "T" and phase.kind == "for" else []))
-        if mode == "empty":
-            return {"holds": z3.BoolVal(bool(out))}
+        if mode == "empty":  # the test alone, on the emptied line: whether it holds, what it leaves
+            kept = [k for k in carried_keys(phase, source.kinds) if not k.startswith("local.")]
+            return {"holds": z3.BoolVal(bool(out)), **_record(phase, source, views, {}, {}, False, False, kept)}
     except FrameError:
         raise
     except Exception as error:  # an UnboundLocalError (a local carried over), a super() with no cell, ...
@@ -349,9 +350,9 @@ def _run(ex: Explorer, cls: type, source: Source, phase: Phase, fn: Callable[...
 
 
 def _record(phase: Phase, source: Source, views: dict[str, Any], returned: dict[str, Any],
-            plans: dict[str, Appends], taken: bool, done: bool) -> dict[str, z3.ExprRef]:
+            plans: dict[str, Appends], taken: bool, done: bool, keys: list[str] | None = None) -> dict[str, z3.ExprRef]:
     values: dict[str, Any] = {}
-    for key in carried_keys(phase, source.kinds):
+    for key in carried_keys(phase, source.kinds) if keys is None else keys:
         where, name = key.split(".", 1)
         values[key] = returned[name] if where == "local" else views[name] if where == "self" else views[name].count
     entries = [e for p in plans.values() for e in p.entries]

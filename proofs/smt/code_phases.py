@@ -35,8 +35,9 @@ from .fold_frame import INTROSPECTION, REFUSED_NODES, FrameError
 
 CONTAINERS = (dict, deque, list, set)
 ONCE, NATURAL = "_stallfree_once", "_stallfree_natural"  # the names the compiled iteration adds
+# a walrus too: in a while's test it would move a carried value on the last, uncounted test
 REFUSED_IN_BODY = (*REFUSED_NODES, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.AsyncFor,
-                   ast.AsyncWith)
+                   ast.AsyncWith, ast.NamedExpr)
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,8 @@ def _phase(stmt: ast.stmt, kind: str, walked: str, target: str, straight: set[st
     attributes = frozenset(n.attr for n in ast.walk(stmt) if isinstance(n, ast.Attribute)
                            and isinstance(n.value, ast.Name) and n.value.id == "self")
     earlier = tuple(p.walked for p in before)
+    if len(plans & set(carried)) > 1:
+        raise FrameError(f"{name}: `{label}` appends to more than one plan list")
     return Phase(kind, walked, stmt, target, carried, frozenset(plans & set(carried)), earlier, attributes, label)
 
 
@@ -190,7 +193,8 @@ def _check_body(stmt: ast.stmt, name: str, label: str) -> None:
     refused = [type(n).__name__ for n in nodes if isinstance(n, REFUSED_IN_BODY)]
     refused += [n.id for n in nodes if isinstance(n, ast.Name) and (n.id in INTROSPECTION or n.id == "super"
                                                                      or n.id.startswith("_stallfree"))]
-    refused += [n.attr for n in nodes if isinstance(n, ast.Attribute) and n.attr in INTROSPECTION]
+    refused += [n.attr for n in nodes if isinstance(n, ast.Attribute) and (n.attr in INTROSPECTION
+                                                                           or n.attr.startswith("_stallfree"))]
     refused += ["a rebinding of self" for n in nodes if isinstance(n, ast.Name) and n.id == "self"
                 and not isinstance(n.ctx, ast.Load)]
     if refused:
