@@ -141,6 +141,8 @@ def _phase(cls: type, source: Source, phase: Phase, kinds: dict[str, Probe], tim
                         timeout_ms)
     except FrameError as error:
         return str(error)
+    except Exception as error:  # a Sequence or Request that is no dataclass, say: the frame cannot be built
+        return f"`{phase.label}`: its frame cannot be built ({type(error).__name__}: {error})"
     if result.verdict is Verdict.HOLDS:
         return None
     ob = (result.counterexample or {}).get("obligation", "?")
