@@ -185,7 +185,7 @@ def carried_keys(phase: Phase, kinds: dict[str, str]) -> list[str]:
     return keys + [f"len.{c}" for c in phase.earlier if c in phase.attributes]
 
 
-def own_fields(cls: type, element: str | None) -> list[str]:
+def own_fields(cls: type) -> list[str]:
     """The own request's symbolic fields: the request's but its rid, and the sequence's integer ones."""
     names = [f"request.{f.name}" for f in dataclasses.fields(Request) if f.name != "rid"]
     sequence = home(cls).Sequence
@@ -195,7 +195,7 @@ def own_fields(cls: type, element: str | None) -> list[str]:
 def inputs(prefix: str, phase: Phase, source: Source, cls: type) -> Inputs:
     config = {f.name: z3.Int(f"{prefix}config.{f.name}") for f in dataclasses.fields(Config)}
     carried = {k: z3.Int(f"{prefix}in.{k}") for k in carried_keys(phase, source.kinds)}
-    fields = {k: z3.Int(f"{prefix}own.{k}") for k in own_fields(cls, None)}
+    fields = {k: z3.Int(f"{prefix}own.{k}") for k in own_fields(cls)}
     return Inputs(config, carried, fields)
 
 
