@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 import z3
 
+from stallfree.main import main
 from stallfree.proofs.code_suite import code_parts
 from stallfree.proofs.smt import code_fold_induction
 from stallfree.proofs.smt.code_fold_induction import HELD, NAME, prove
@@ -146,3 +147,11 @@ def test_prove_has_the_row() -> None:
     assert said and NAME in said[0]
     (broken,) = part(Options(factory=PartialReadsTheLine), said.append)
     assert broken.result is Verdict.BROKEN and "at N=2 refuted" in broken.detail
+
+
+def test_prove_scheduler_exits_1_on_a_partial_loop_reading_the_line(capsys: pytest.CaptureFixture[str]) -> None:
+    spec = "stallfree.proofs.smt.code_fold_planted:PartialReadsTheLine"
+    assert main(["prove", "--methods", "symbolic", "--code-requests", "1", "--scheduler", spec]) == 1
+    out = capsys.readouterr().out
+    row = [line for line in out.splitlines() if line.startswith(NAME)]
+    assert row and "BROKEN" in row[0], out
