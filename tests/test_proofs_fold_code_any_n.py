@@ -91,6 +91,8 @@ ReadsTheWalkedCount = planted("ReadsTheWalkedCount", "Caps a partial chunk by th
     (PARTIAL_CHUNK, "        n = min(seq.num_remaining_prompt, left, 8 * len(self._partial))\n"),))
 RidAsValue = planted("RidAsValue", "Gives the first rids a chunk of one.", (
     (PARTIAL_CHUNK, "        n = min(seq.num_remaining_prompt, left) if seq.rid > 2 else 1\n"),))
+RidEquals = planted("RidEquals", "Gives rid 0 a chunk of one.", (
+    (PARTIAL_CHUNK, "        n = min(seq.num_remaining_prompt, left) if seq.rid != 0 else 1\n"),))
 ChangesItsSequence = planted("ChangesItsSequence", "Rewrites its own progress.", (
     (PARTIAL_CHUNK, PARTIAL_CHUNK + "        seq.num_prefilled = seq.num_prefilled + 0\n"),))
 HoldsOnAnEmptyLine = planted("HoldsOnAnEmptyLine", "Tests its line only while the budget is small.", (
@@ -104,6 +106,7 @@ ReadsTheLive = planted("ReadsTheLive", "Admits only a request it finds among the
     (RoundWithoutTaking, "while", "goes round without taking its request"),
     (ReadsTheWalkedCount, "for", "the container its loop walks"),
     (RidAsValue, "for", "uses its request's rid as a value"),
+    (RidEquals, "for", "uses its request's rid as a value (__ne__)"),
     (ChangesItsSequence, "for", "changes its own request's sequence"),
     (HoldsOnAnEmptyLine, "while", "its test can hold, or move a carried value, with self._waiting empty"),
     (ReadsTheLive, "while", "reads self._live: a container of requests no phase before this one walks"),

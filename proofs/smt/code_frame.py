@@ -45,7 +45,8 @@ PLANNED, N, TAKEN, DONE = "planned", "n", "taken", "done"  # an entry's parts, a
 
 
 class Rid:
-    """The own request's rid: its identity keys its entries; any use as a value raises."""
+    """The own request's rid: its identity keys its entries; any use as a value raises (equality and
+    hashing too, which would answer by identity, not as the int it stands for would)."""
 
     __slots__ = ()
 
@@ -58,8 +59,21 @@ def _refuse(name: str) -> Callable[..., Any]:
 
 for _name in ("__bool__", "__index__", "__int__", "__float__", "__lt__", "__le__", "__gt__", "__ge__", "__add__",
               "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__mod__", "__floordiv__", "__neg__",
-              "__format__", "__str__", "__repr__"):
+              "__format__", "__str__", "__repr__", "__eq__", "__ne__", "__hash__"):
     setattr(Rid, _name, _refuse(_name))
+
+
+class Holding:
+    """The container a `for` or map walks, holding the own request alone (the loop run on one request)."""
+
+    def __init__(self, name: str, own: Any) -> None:
+        self.name, self.own = name, own
+
+    def values(self) -> list[Any]:
+        return [self.own]
+
+    def __getattr__(self, name: str) -> Any:
+        raise FrameError(f"the loop reads self.{self.name}.{name}, not its values")
 
 
 class Line:
@@ -262,7 +276,7 @@ def _views(phase: Phase, source: Source, ins: Inputs, ex: Explorer, rid: Rid, ow
             if mode == "empty":
                 views[a] = deque()
             elif mode == "L1":
-                views[a] = deque([own]) if phase.kind == "while" else {rid: own}
+                views[a] = deque([own]) if phase.kind == "while" else Holding(a, own)
             elif phase.kind == "while":
                 views[a] = Line(a, own)
             else:
