@@ -1,6 +1,7 @@
 """The rows of the code theorems (`smt.code_theorems`, `smt.code_add`, `smt.code_fold`): Z3 over the
-scheduler's own code, run on symbolic values, every path (method `symbolic` of `stallfree prove`), and
-FOLD of the same code on the states of stepped runs (`explicit.fold_stepwise`, a sample). They speak of
+scheduler's own code, run on symbolic values, every path (method `symbolic` of `stallfree prove`);
+FOLD of the same code for any N, by induction over its phase loops (`smt.code_fold_induction`); and
+FOLD on the states of stepped runs (`explicit.fold_stepwise`, a sample). They speak of
 the scheduler checked, the reference or a `--scheduler` kept in the reference's fields (a copy of it
 with a bug planted, say); of any other the rows read n/a."""
 
@@ -29,16 +30,17 @@ def code_rows(o: Options, say: Say) -> list[Row]:
 def code_parts(o: Options) -> list[Part]:
     """The code theorems' rows in pieces, one theorem each (`suite_jobs` spreads them over its workers)."""
     from .explicit import fold_stepwise
-    from .smt import code_add, code_fold, code_theorems
+    from .smt import code_add, code_fold, code_fold_induction, code_theorems
 
     why = code_theorems.not_applicable(o.factory)
     if why is not None:
         return [("symbolic n/a", lambda o, say: [
             Row(claim, "Z3 symbolic execution", "-", f"n/a ({why[:60]})", 0.0, why)
             for claim in (*(t.name for t in code_theorems.THEOREMS), code_add.NAME, code_fold.NAME,
-                          fold_stepwise.NAME)])]
+                          code_fold_induction.NAME, fold_stepwise.NAME)])]
     return [*((f"symbolic {t.name}", partial(_theorem_row, theorem=t)) for t in code_theorems.THEOREMS),
             ("symbolic ADD (code)", _add_row), ("symbolic FOLD (code)", _fold_row),
+            ("symbolic FOLD (code, induction, any N)", _fold_any_n_row),
             ("symbolic FOLD (code, stepwise)", _stepwise_row)]
 
 
@@ -63,6 +65,16 @@ def _fold_row(o: Options, say: Say) -> list[Row]:
     n = o.code_requests or code_fold.DEFAULT_N
     say(f"z3: {code_fold.NAME} of {_name(o)}'s schedule() (every state of at most {n} requests, every cut)")
     return [_row(code_fold.prove(o.factory, n), f"Z3 symbolic execution ({_name(o)})", n)]
+
+
+def _fold_any_n_row(o: Options, say: Say) -> list[Row]:
+    """FOLD of the code for any N: the induction over schedule()'s phase loops (`code_fold_induction`)."""
+    from .smt import code_fold_induction
+
+    say(f"z3: {code_fold_induction.NAME} of {_name(o)}'s schedule() (each phase loop, from its source)")
+    out = code_fold_induction.prove(o.factory)
+    return [Row(out.theorem, f"Z3 loop induction over the code ({_name(o)})", "any N", out.verdict, out.seconds,
+                out.detail, out.counterexample)]
 
 
 def _stepwise_row(o: Options, say: Say) -> list[Row]:

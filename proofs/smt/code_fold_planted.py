@@ -1,0 +1,63 @@
+"""Copies of the reference with a bug planted in a phase loop of schedule(), the negative controls of
+FOLD (code, induction, any N) (`code_fold_induction`). Each is the reference's own schedule() source
+with a few lines replaced (`planted`), compiled under a file name of its own, whose source the frame
+reads as it reads the reference's: so each control follows the reference as it changes, and a change
+that removes a line it replaces fails loudly here.
+
+- `LookAheadAdmission`: admission waits while a shorter prompt is second in line (reads `self._waiting[1]`);
+- `NewestFirstAdmission`: admission takes the newest in line first (`self._waiting[-1]`, `pop()`);
+- `SkipAheadAdmission`: admission passes over one that does not fit and goes on (it keeps those it
+  passed, and puts them back at the head after the loop);
+- `PartialReadsTheLine`: a partial prompt's chunk is capped by the prompt of the head of the line.
+
+The first, second and fourth change what the first requests are planned, so FOLD (code) refutes them
+at N = 2; the skip-ahead is still a fold (it breaks FCFS, not FOLD), so the row reads unknown of it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import linecache
+import textwrap
+
+from stallfree.reference import Scheduler
+from stallfree.reference import scheduler as reference_module
+
+
+def planted(name: str, doc: str, edits: tuple[tuple[str, str], ...]) -> type[Scheduler]:
+    """A subclass of the reference whose schedule() is the reference's source with `edits` made."""
+    source = textwrap.dedent(inspect.getsource(Scheduler.schedule))
+    for old, new in edits:
+        if source.count(old) != 1:
+            raise ValueError(f"{name}: {old.strip()!r} is not once in the reference's schedule()")
+        source = source.replace(old, new)
+    filename = f"<planted {name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    namespace: dict[str, object] = {}
+    exec(compile(source, filename, "exec"), vars(reference_module), namespace)
+    return type(name, (Scheduler,), {"schedule": namespace["schedule"], "__doc__": doc, "__module__": __name__})
+
+
+HEAD = "        seq = self._waiting[0]\n"
+TAKE = "        if seq.request.reservation > self._free_kv:\n            break\n        self._waiting.popleft()\n"
+
+LookAheadAdmission = planted("LookAheadAdmission", "Admission waits while a shorter prompt is second in line.", (
+    (HEAD, HEAD + "        if len(self._waiting) > 1 and self._waiting[1].request.prompt_len < "
+                  "seq.request.prompt_len:\n            break\n"),))
+
+NewestFirstAdmission = planted("NewestFirstAdmission", "Admission takes the newest in line first.", (
+    (HEAD, "        seq = self._waiting[-1]\n"),
+    ("        self._waiting.popleft()\n", "        self._waiting.pop()\n")))
+
+SkipAheadAdmission = planted("SkipAheadAdmission", "Admission passes over one that does not fit, and goes on.", (
+    ("    while left and self._waiting", "    passed = deque()\n    while left and self._waiting"),
+    (HEAD + TAKE, "        seq = self._waiting.popleft()\n        if seq.request.reservation > self._free_kv:\n"
+                  "            passed.append(seq)\n            continue\n"),
+    ("    plan = Plan(", "    self._waiting.extendleft(reversed(passed))\n    plan = Plan(")))
+
+PartialReadsTheLine = planted("PartialReadsTheLine", "A partial chunk is capped by the head of the line's prompt.", (
+    ("        n = min(seq.num_remaining_prompt, left)\n",
+     "        n = min(seq.num_remaining_prompt, left,\n"
+     "                self._waiting[0].request.prompt_len if self._waiting else left)\n"),))
+
+CONTROLS = (LookAheadAdmission, NewestFirstAdmission, SkipAheadAdmission, PartialReadsTheLine)

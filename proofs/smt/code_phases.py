@@ -1,0 +1,301 @@
+"""The phase loops of a scheduler's own `schedule()`, read from its source: what FOLD (code, induction,
+any N) is about (`code_fold_induction`), and the statements between them, which must read no request.
+
+schedule()'s top-level statements are read in order. A phase is one of three shapes:
+
+- a map `E = list(self.C.values())`: by Python's `list`, the fold that appends each of C's values;
+- a `for x in self.C.values(): BODY` (no `else`): BODY once per value of C, in C's order;
+- a `while TEST: BODY` (no `else`) whose body takes requests off the head of one container, its line
+  (`self.L.popleft()`): BODY once per request of the line, in order, while TEST holds.
+
+Which attribute is a container (a dict, deque, list or set), a count, the config, is read off a new
+scheduler, not off names. Every other statement is straight-line and must read no request: either a
+guard `if TEST: raise ...` (no plan when it raises; its test may count a container, `len(self.C)`),
+or a statement naming no container, method or property of the scheduler, neither `self` bare nor
+`super`, and no name only a phase binds (the last iteration's leftovers). A loop body may not
+return, declare a global or nonlocal, catch, yield, define a function or class, rebind `self`, or
+name `locals`, `vars`, `eval`, a frame and the like (`fold_frame.INTROSPECTION`). Anything else is
+refused (`FrameError`): the row then proves nothing of the code's shape it cannot read.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+import textwrap
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from stallfree.spec.types import Config
+
+from .fold_frame import INTROSPECTION, REFUSED_NODES, FrameError
+
+CONTAINERS = (dict, deque, list, set)
+ONCE, NATURAL = "_stallfree_once", "_stallfree_natural"  # the names the compiled iteration adds
+# a walrus too: in a while's test it would move a carried value on the last, uncounted test
+REFUSED_IN_BODY = (*REFUSED_NODES, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.AsyncFor,
+                   ast.AsyncWith, ast.NamedExpr)
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase loop of schedule(): its shape, the container it walks, and what it carries."""
+
+    kind: str  # "map", "for" or "while"
+    walked: str  # the scheduler's attribute it walks (the while's line)
+    node: ast.stmt  # the statement, as written
+    target: str  # the for's variable; the map's list; "" for a while
+    carried: tuple[str, ...]  # schedule()'s locals it reads or writes, bound before it by straight-line code
+    plans: frozenset[str]  # of those, the lists (bound by a map, `[]` or `list(...)`): the plan entries
+    earlier: tuple[str, ...]  # the containers the phases before it walk: their counts it may read
+    attributes: frozenset[str]  # the scheduler's attributes it names
+    label: str  # its header, as written
+
+    @property
+    def loop(self) -> ast.For | ast.While:
+        assert isinstance(self.node, ast.For | ast.While)
+        return self.node
+
+
+@dataclass(frozen=True)
+class Source:
+    """schedule()'s phases, with what compiling their bodies needs."""
+
+    phases: tuple[Phase, ...]
+    kinds: dict[str, str]  # attribute -> "container", "scalar", "config", "method" or "other"
+    globals: dict[str, Any]
+    filename: str
+    first_line: int
+
+
+def attribute_kinds(cls: type) -> dict[str, str]:
+    """What each attribute of a new `cls(1, 1, 1)` holds; a method or property of the class: "method"."""
+    fresh = cls(1, 1, 1)
+    kinds = {n: "method" for c in cls.__mro__ for n in vars(c) if not n.startswith("__")}
+    for name, value in vars(fresh).items():
+        kinds[name] = ("container" if isinstance(value, CONTAINERS) else "scalar" if type(value) is int
+                       else "config" if isinstance(value, Config) else "other")
+    return kinds
+
+
+def read(cls: type) -> Source:
+    """The phases of `cls.schedule`; FrameError naming what the source shows that the frame cannot read."""
+    func = getattr(cls, "schedule", None)
+    if not inspect.isfunction(func):
+        raise FrameError(f"{cls.__qualname__}.schedule is not a plain function")
+    if func.__code__.co_freevars:
+        raise FrameError(f"{func.__qualname__} is a closure (it reads {', '.join(func.__code__.co_freevars)})")
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, TypeError, SyntaxError) as error:
+        raise FrameError(f"{func.__qualname__}: its source cannot be read ({error})") from None
+    node = tree.body[0]
+    if not isinstance(node, ast.FunctionDef) or [a.arg for a in node.args.args] != ["self"] or node.decorator_list:
+        raise FrameError(f"{func.__qualname__} is not a plain method of self alone")
+    kinds = attribute_kinds(cls)
+    for name in ("len", "list"):
+        if name in func.__globals__:
+            raise FrameError(f"{func.__qualname__}: its module rebinds {name}")
+    body = node.body[1:] if _is_docstring(node.body[0]) else node.body
+    phases = _phases(body, kinds, func.__qualname__)
+    if not phases:
+        raise FrameError(f"{func.__qualname__} holds no phase loop the frame can read")
+    return Source(tuple(phases), kinds, func.__globals__, inspect.getsourcefile(func) or "<schedule>",
+                  func.__code__.co_firstlineno)
+
+
+def _phases(body: list[ast.stmt], kinds: dict[str, str], name: str) -> list[Phase]:
+    """Each phase of schedule()'s `body`, in order, every straight-line statement checked."""
+    shapes = [_shape(stmt, kinds) for stmt in body]
+    in_phases = {n for stmt, s in zip(body, shapes, strict=True) if s is not None and s[0] != "map"
+                 for n in _bound(stmt)}
+    straight: set[str] = set()
+    plans: set[str] = set()
+    phases: list[Phase] = []
+    for stmt, shape in zip(body, shapes, strict=True):
+        if shape is None:
+            _check_straight(stmt, kinds, in_phases - straight, name)
+            straight |= _bound(stmt)
+            plans |= _lists(stmt)
+            continue
+        kind, walked, target = shape
+        phases.append(_phase(stmt, kind, walked, target, straight, plans, phases, in_phases, name))
+        if kind == "map":
+            straight.add(target)
+            plans.add(target)
+    return phases
+
+
+def _phase(stmt: ast.stmt, kind: str, walked: str, target: str, straight: set[str], plans: set[str],
+           before: list[Phase], in_phases: set[str], name: str) -> Phase:
+    label = ast.unparse(stmt).splitlines()[0]
+    if kind != "map":
+        _check_body(stmt, name, label)
+    loaded = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    own = _bound(stmt) if kind != "map" else set()
+    carried = tuple(sorted((loaded | own) & straight)) if kind != "map" else ()
+    leftover = sorted((loaded & in_phases) - own - straight)
+    if leftover:
+        raise FrameError(f"{name}: `{label}` reads {leftover[0]}, bound by another loop's body")
+    attributes = frozenset(n.attr for n in ast.walk(stmt) if isinstance(n, ast.Attribute)
+                           and isinstance(n.value, ast.Name) and n.value.id == "self")
+    earlier = tuple(p.walked for p in before)
+    if len(plans & set(carried)) > 1:
+        raise FrameError(f"{name}: `{label}` appends to more than one plan list")
+    return Phase(kind, walked, stmt, target, carried, frozenset(plans & set(carried)), earlier, attributes, label)
+
+
+def _shape(stmt: ast.stmt, kinds: dict[str, str]) -> tuple[str, str, str] | None:
+    """(kind, walked container, target) of a phase statement; None for a straight-line one."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        value = stmt.value
+        if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "list"
+                and len(value.args) == 1 and not value.keywords):
+            walked = _values_of(value.args[0], kinds)
+            if walked is not None:
+                return "map", walked, stmt.targets[0].id
+        return None
+    if isinstance(stmt, ast.For):
+        walked = _values_of(stmt.iter, kinds)
+        if walked is None or stmt.orelse or not isinstance(stmt.target, ast.Name):
+            raise FrameError(f"`{ast.unparse(stmt).splitlines()[0]}` is no `for x in self.C.values():` without else")
+        return "for", walked, stmt.target.id
+    if isinstance(stmt, ast.While):
+        lines = {n.func.value.attr for n in ast.walk(stmt) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Attribute) and n.func.attr == "popleft" and _is_self_attr(n.func.value)}
+        if len(lines) != 1 or stmt.orelse or kinds.get(next(iter(lines))) != "container":
+            raise FrameError(f"`{ast.unparse(stmt).splitlines()[0]}` takes no one line's head (popleft), "
+                             "or has an else")
+        return "while", lines.pop(), ""
+    if any(isinstance(n, ast.For | ast.While | ast.AsyncFor) for n in ast.walk(stmt)):
+        raise FrameError(f"`{ast.unparse(stmt).splitlines()[0]}` holds a loop that is no phase of the frame")
+    return None
+
+
+def _values_of(node: ast.expr, kinds: dict[str, str]) -> str | None:
+    """C if `node` is `self.C.values()` with C a container of the scheduler."""
+    if (isinstance(node, ast.Call) and not node.args and not node.keywords and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "values" and _is_self_attr(node.func.value)):
+        attr = node.func.value.attr  # type: ignore[attr-defined]
+        return attr if kinds.get(attr) == "container" else None
+    return None
+
+
+def _is_self_attr(node: ast.expr) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _check_body(stmt: ast.stmt, name: str, label: str) -> None:
+    nodes = list(ast.walk(stmt))
+    refused = [type(n).__name__ for n in nodes if isinstance(n, REFUSED_IN_BODY)]
+    refused += [n.id for n in nodes if isinstance(n, ast.Name) and (n.id in INTROSPECTION or n.id == "super"
+                                                                     or n.id.startswith("_stallfree"))]
+    refused += [n.attr for n in nodes if isinstance(n, ast.Attribute) and (n.attr in INTROSPECTION
+                                                                           or n.attr.startswith("_stallfree"))]
+    refused += ["a rebinding of self" for n in nodes if isinstance(n, ast.Name) and n.id == "self"
+                and not isinstance(n.ctx, ast.Load)]
+    if refused:
+        raise FrameError(f"{name}: `{label}` holds {refused[0]}: it is no function of one iteration")
+
+
+def _check_straight(stmt: ast.stmt, kinds: dict[str, str], in_phases: set[str], name: str) -> None:
+    """A straight-line statement reads no request: FrameError naming what it reads."""
+    guard = isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Raise)
+    read: ast.AST = stmt.test if guard else stmt  # type: ignore[attr-defined]
+    nodes = list(ast.walk(read))
+    held = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
+    counted = {id(n.args[0]) for n in nodes if guard and isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+               and n.func.id == "len" and len(n.args) == 1}
+    label = ast.unparse(stmt).splitlines()[0]
+    for n in nodes:
+        why = None
+        if isinstance(n, ast.Name) and (n.id in INTROSPECTION or n.id == "super"
+                                        or (n.id == "self" and id(n) not in held)):
+            why = f"names {n.id}"
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in in_phases:
+            why = f"reads {n.id}, bound by a loop's body"
+        elif _is_self_attr(n) and kinds.get(n.attr) == "method":  # type: ignore[attr-defined]
+            why = f"names self.{n.attr}, a method or property"  # type: ignore[attr-defined]
+        elif _is_self_attr(n) and kinds.get(n.attr) == "container" and id(n) not in counted:  # type: ignore
+            why = f"reads self.{n.attr}, a container of requests"  # type: ignore[attr-defined]
+        if why is not None:
+            raise FrameError(f"{name}: the statement `{label}` outside the phase loops {why}")
+
+
+def _bound(stmt: ast.stmt) -> set[str]:
+    return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+
+
+def _lists(stmt: ast.stmt) -> set[str]:
+    """The names `stmt` binds to a new list (`[]`, `list(...)`): plan lists a later phase appends to."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+        return set()
+    v = stmt.value
+    is_list = isinstance(v, ast.List) or (isinstance(v, ast.Call) and isinstance(v.func, ast.Name)
+                                          and v.func.id == "list")
+    return {stmt.targets[0].id} if is_list else set()
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def _returns(tag: str | bool | None, names: tuple[str, ...]) -> ast.Return:
+    head: list[ast.expr] = [] if tag is None else [ast.Constant(tag)]
+    return ast.Return(ast.Tuple([*head, *(ast.Name(n, ast.Load()) for n in names)], ast.Load()))
+
+
+def iteration(source: Source, phase: Phase) -> Callable[..., tuple[Any, ...]]:
+    """One iteration of `phase`'s loop, compiled from its body: a function of (self, *carried, x) for a
+    `for` (of (self, *carried) for a `while`, whose test it runs first) returning ("round" | "broke" |
+    "exit", *carried): round when the body ends or continues, broke on a break, exit when the test fails."""
+    assert phase.kind != "map"
+    loop = copy.deepcopy(phase.loop)
+    body = list(loop.body)
+    if isinstance(loop, ast.While):
+        body = [ast.If(ast.UnaryOp(ast.Not(), loop.test), [_returns("exit", phase.carried)], []), *body]
+    once = ast.For(ast.Name(ONCE, ast.Store()), ast.Tuple([ast.Constant(0)], ast.Load()), body,
+                   [_returns("round", phase.carried)])
+    params = ("self", *phase.carried, *([phase.target] if phase.kind == "for" else []))
+    return _compiled(source, params, [once, _returns("broke", phase.carried)], "_iteration")
+
+
+def whole(source: Source, phase: Phase) -> Callable[..., tuple[Any, ...]]:
+    """`phase`'s statement itself, as written, as a function of (self, *carried) returning (ended, *carried)
+    (ended: the loop ran out without a break; a map returns (True, its list))."""
+    stmt = copy.deepcopy(phase.node)
+    if phase.kind == "map":
+        return _compiled(source, ("self",), [stmt, _returns(True, (phase.target,))], "_whole")
+    assert isinstance(stmt, ast.For | ast.While)
+    stmt.orelse = [ast.Assign([ast.Name(NATURAL, ast.Store())], ast.Constant(True))]
+    start = ast.Assign([ast.Name(NATURAL, ast.Store())], ast.Constant(False))
+    return _compiled(source, ("self", *phase.carried), [start, stmt, _returns(None, (NATURAL, *phase.carried))],
+                     "_whole")
+
+
+def test_of(source: Source, phase: Phase) -> Callable[..., Any]:
+    """A while phase's test alone, as a function of (self, *carried)."""
+    loop = phase.loop
+    assert isinstance(loop, ast.While)
+    return _compiled(source, ("self", *phase.carried), [ast.Return(copy.deepcopy(loop.test))], "_test")
+
+
+def _compiled(source: Source, params: tuple[str, ...], body: list[ast.stmt], name: str) -> Callable[..., Any]:
+    from .code_frame import framed_len  # the frame's len: a carried count where it counts a container
+
+    fn = ast.parse(f"def {name}({', '.join(params)}): pass").body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    fn.body = body
+    module = ast.Module(body=[fn], type_ignores=[])
+    ast.fix_missing_locations(module)
+    ast.increment_lineno(module, source.first_line - 1)
+    namespace: dict[str, Any] = {}
+    scope = {**source.globals, "len": framed_len}
+    try:
+        exec(compile(module, source.filename, "exec"), scope, namespace)
+    except SyntaxError as error:
+        raise FrameError(f"a phase's body is no function of one iteration ({error.msg})") from None
+    return namespace[name]
