@@ -78,9 +78,8 @@ class Scheduler(Views):
         """Plan the next step and admit the requests it starts. Raises if a plan is still pending."""
         step = self._step
         if step.plan is not None:
-            raise ProtocolError(
-                f"schedule() called again before complete(): the plan for step {step.number} is still pending"
-            )
+            raise ProtocolError(f"schedule() called again before complete(): the plan for step {step.number} "
+                                "is still pending")
         left = self.config.token_budget
         # 1. Decodes first, one token for every ready request. A running stream's next token is
         #    what a user is waiting on now; giving it the budget before any prompt bounds the time
@@ -123,14 +122,11 @@ class Scheduler(Views):
         record = self._step
         pending = record.plan
         if pending is None:
-            raise ProtocolError(
-                f"complete() without a pending plan: call schedule() first (steps completed: {record.number})"
-            )
+            raise ProtocolError(f"complete() without a pending plan: call schedule() first (steps completed: "
+                                f"{record.number})")
         if plan is not pending and plan != pending:
-            raise ProtocolError(
-                f"complete() got a plan that is not the pending one (pending: step "
-                f"{record.number}, got: {plan!r:.120})"
-            )
+            raise ProtocolError(f"complete() got a plan that is not the pending one (pending: step {record.number}, "
+                                f"got: {plan!r:.120})")
         if stopped is not NO_STOPS:
             stopped = checked_stops(self, plan, stopped)
         step = record.number

@@ -18,8 +18,8 @@ from stallfree.proofs.explicit.clone import clone, clone_each
 from stallfree.proofs.explicit.reference_copy import copy_scheduler
 from stallfree.proofs.explicit.snapshot import fork
 from stallfree.reference import Scheduler
-from stallfree.reference.step import Step
 from stallfree.reference.sequence import Sequence
+from stallfree.reference.step import Step
 from stallfree.spec import Config, Monitor
 from stallfree.spec.reservation.shadow import Shadow
 from stallfree.spec.utils import copies
