@@ -11,6 +11,8 @@ state: 256 ready requests, one partial, W waiting), in one run, interleaved.
   against a pass over the ready requests.
 - `_free_kv`: the free KV count as a read, against K minus a sum over the running requests (the
   monitor reads it after every step; admission reads it whenever a slot is free).
+- The line held by rid (a dict in arrival order, which would make `_live` a restatement to drop):
+  under churn (one admission and one arrival a step), the pop of its head, against the deque's.
 
     python benchmarks/reference_fields.py [--waiting 10000] [--rounds 7] [--repeat 2000]
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -55,6 +58,24 @@ def pairs(s: Scheduler) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]
     }
 
 
+def line_pops(waiting: int, pops: int) -> tuple[float, float]:
+    """Microseconds per admission under churn (pop the head, append an arrival) from a line of `waiting`
+    requests held as a dict in arrival order, and as a deque: a dict's head is found past the entries
+    deleted before it, until an insertion resizes it."""
+    line = dict.fromkeys(range(waiting))
+    queue = deque(range(waiting))
+    t0 = time.perf_counter()
+    for rid in range(waiting, waiting + pops):
+        del line[next(iter(line))]
+        line[rid] = None
+    t1 = time.perf_counter()
+    for rid in range(waiting, waiting + pops):
+        queue.popleft()
+        queue.append(rid)
+    t2 = time.perf_counter()
+    return (t1 - t0) / pops * 1e6, (t2 - t1) / pops * 1e6
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--waiting", type=int, default=10_000)
@@ -77,6 +98,10 @@ def main() -> None:
     for name in pairs(s):
         read, derived = min(samples[f"{name} read"]), min(samples[f"{name} derived"])  # the least disturbed round
         print(f"{name:<12} {read:>9.2f} {derived:>11.2f} {derived / step:>14.2f}x")
+    pops = [line_pops(args.waiting, 5 * args.waiting) for _ in range(3)]
+    as_dict, as_deque = statistics.median(p[0] for p in pops), statistics.median(p[1] for p in pops)
+    print(f"the line by rid (a dict), one admission under churn: {as_dict:.2f} us, against {as_deque:.2f} us "
+          f"as a deque ({as_dict / step:.2f}x a step)")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ Check = Callable[["Scheduler"], "str | None"]
 
 def one_place(s: Scheduler) -> str | None:
     """Every request not ended is in exactly one of the line, `_partial` and `_ready`, and `_live`
-    holds exactly those; a request that ended keeps no place, only its record in `_ended`."""
+    holds exactly those; a request that ended keeps no place, only its record in `_step.ended`."""
     places: dict[int, str] = {}
     for where, rids in (("waiting", [seq.rid for seq in s._waiting]), ("partial", list(s._partial)),
                         ("ready", list(s._ready))):
@@ -36,7 +36,7 @@ def one_place(s: Scheduler) -> str | None:
     for rid, seq in s._live.items():
         if seq.rid != rid:
             return f"_live[{rid}] is the sequence of rid {seq.rid}"
-    for rid, (seq, _) in s._ended.items():
+    for rid, (seq, _) in s._step.ended.items():
         if rid in s._live or seq.rid != rid:
             return f"rid {rid} is recorded as ended while it is {places.get(rid, 'not live')}"
     return None
@@ -46,7 +46,7 @@ def counters(s: Scheduler) -> str | None:
     """A waiting request has run nothing; a partial one has run 0 <= prefilled < prompt_len and
     emitted nothing; a ready one has run its whole prompt, emitted its first token on a completed step
     and has tokens left to emit, and its decode entry is (rid, 1)."""
-    steps = s._num_steps
+    steps = s._step.number
     for seq in s._waiting:
         if seq.num_prefilled or seq.first_token_step is not None:
             return f"waiting rid {seq.rid} has run {seq.num_prefilled} prompt positions"
@@ -96,7 +96,7 @@ def ready_within_budget(s: Scheduler) -> str | None:
 def one_partial(s: Scheduler) -> str | None:
     """Between steps (no plan pending) at most one request is partial. While a plan is pending, the
     requests it admits are partial too, until complete() makes those it prefilled whole ready."""
-    if s._pending is None and len(s._partial) > 1:
+    if s._step.plan is None and len(s._partial) > 1:
         return f"requests {list(s._partial)} are all partial"
     return None
 
@@ -107,8 +107,8 @@ def calendar(s: Scheduler) -> str | None:
     complete() ends it and returns its KV."""
     seen: dict[int, int] = {}
     for due, seqs in s._finishing.items():
-        if not seqs or due < s._num_steps:
-            return f"_finishing[{due}] holds {[q.rid for q in seqs]} after {s._num_steps} completed steps"
+        if not seqs or due < s._step.number:
+            return f"_finishing[{due}] holds {[q.rid for q in seqs]} after {s._step.number} completed steps"
         for seq in seqs:
             if seq.rid in seen or s._live.get(seq.rid) is not seq or seq.rid not in s._ready:
                 return f"_finishing[{due}] holds rid {seq.rid}, which is not a ready request listed once"
@@ -124,12 +124,13 @@ def calendar(s: Scheduler) -> str | None:
 
 def pending(s: Scheduler) -> str | None:
     """A plan is pending for the next step or none is; the cancels that wait for it are of running
-    requests (with no plan pending, none can wait: they belong to the pending step)."""
-    if s._pending is None:
-        return None
-    if s._pending.plan.step != s._num_steps:
-        return f"the pending plan is for step {s._pending.plan.step}; {s._num_steps} steps completed"
-    for rid, seq in s._pending.cancelled.items():
+    requests, and with no plan pending none waits (they belong to the pending step)."""
+    step = s._step
+    if step.plan is None:
+        return f"rids {sorted(step.cancelled)} wait to be cancelled with no plan pending" if step.cancelled else None
+    if step.plan.step != step.number:
+        return f"the pending plan is for step {step.plan.step}; {step.number} steps completed"
+    for rid, seq in step.cancelled.items():
         if s._live.get(rid) is not seq or (rid not in s._ready and rid not in s._partial):
             return f"rid {rid} waits to be cancelled but is not running"
     return None

@@ -17,9 +17,9 @@ from collections.abc import Iterable
 from stallfree.spec.errors import FieldTypeError, InvalidField, ProtocolError
 from stallfree.spec.types import Config, Entry, Plan, Request, admissible
 
-from .pending import Pending
 from .progress import Phase
 from .sequence import Sequence
+from .step import Step
 from .stops import checked_stops
 from .views import Views
 
@@ -34,9 +34,7 @@ class Scheduler(Views):
         self._waiting = deque()
         self._ready = {}
         self._partial = {}
-        self._num_steps = 0
-        self._pending = None
-        self._ended = {}
+        self._step = Step(0)
         self._live = {}
         self._finishing = {}
         self._free_kv = kv_tokens
@@ -50,7 +48,7 @@ class Scheduler(Views):
             raise InvalidField(f"rid {rid} is already taken by an earlier request")
         sequence = Sequence(request)
         self._live[rid] = sequence
-        self._ended.pop(rid, None)
+        self._step.ended.pop(rid, None)
         self._waiting.append(sequence)
 
     def cancel(self, rid: int) -> None:
@@ -63,26 +61,25 @@ class Scheduler(Views):
         seq = self._live.get(rid)
         if seq is None:  # no record of ended requests is kept: which of the two it was is not known
             raise InvalidField(f"cancel({rid}): it is not waiting or running (never added, or ended)")
-        pending = self._pending
-        if pending is not None and rid in pending.cancelled:
+        step = self._step
+        if rid in step.cancelled:
             raise InvalidField(f"cancel({rid}): it is already cancelled and ends when the plan for step "
-                               f"{self._num_steps} completes")
+                               f"{step.number} completes")
         if rid not in self._ready and rid not in self._partial:
             self._waiting.remove(seq)
             del self._live[rid]
-            self._ended[rid] = (seq, Phase.CANCELLED)
-        elif pending is not None:
-            pending.cancelled[rid] = seq
+            step.ended[rid] = (seq, Phase.CANCELLED)
+        elif step.plan is not None:
+            step.cancelled[rid] = seq
         else:
             self._end(seq, Phase.CANCELLED)
 
     def schedule(self) -> Plan:
         """Plan the next step and admit the requests it starts. Raises if a plan is still pending."""
-        if self._pending is not None:
-            raise ProtocolError(
-                f"schedule() called again before complete(): the plan for step {self._pending.plan.step} "
-                "is still pending"
-            )
+        step = self._step
+        if step.plan is not None:
+            raise ProtocolError(f"schedule() called again before complete(): the plan for step {step.number} "
+                                "is still pending")
         left = self.config.token_budget
         # 1. Decodes first, one token for every ready request. A running stream's next token is
         #    what a user is waiting on now; giving it the budget before any prompt bounds the time
@@ -114,8 +111,7 @@ class Scheduler(Views):
             n = min(seq.request.prompt_len, left)
             entries.append(Entry(seq.rid, n))
             left -= n
-        plan = Plan(self._num_steps, tuple(entries))
-        self._pending = Pending(plan, {})
+        plan = step.plan = Plan(step.number, tuple(entries))
         return plan
 
     def complete(self, plan: Plan, stopped: Iterable[int] = NO_STOPS) -> tuple[int, ...]:
@@ -123,22 +119,19 @@ class Scheduler(Views):
         in it (an end-of-sequence token or a stop string). Returns the rids that emitted a token: the
         decodes, then the requests whose prompt this step completed. Raises, changing nothing, if a
         rid in `stopped` emitted no token in this step."""
-        pending = self._pending
+        record = self._step
+        pending = record.plan
         if pending is None:
-            raise ProtocolError(
-                f"complete() without a pending plan: call schedule() first (steps completed: "
-                f"{self._num_steps})"
-            )
-        if plan is not pending.plan and plan != pending.plan:
-            raise ProtocolError(
-                f"complete() got a plan that is not the pending one (pending: step "
-                f"{pending.plan.step}, got: {plan!r:.120})"
-            )
+            raise ProtocolError(f"complete() without a pending plan: call schedule() first (steps completed: "
+                                f"{record.number})")
+        if plan is not pending and plan != pending:
+            raise ProtocolError(f"complete() got a plan that is not the pending one (pending: step {record.number}, "
+                                f"got: {plan!r:.120})")
         if stopped is not NO_STOPS:
             stopped = checked_stops(self, plan, stopped)
-        step = self._num_steps
-        if self._ended:
-            self._ended = {}
+        step = record.number
+        if record.ended:
+            record.ended = {}
         emitted = list(self._ready)  # every ready request was decoded; each emits a token
         for rid, n in plan.entries[len(emitted) :]:  # the prompt chunks, after the decodes
             seq = self._partial[rid]
@@ -150,23 +143,24 @@ class Scheduler(Views):
                 self._ready[rid] = seq.decode
                 seq.first_token_step = step
                 self._finishing.setdefault(step + seq.request.max_new - 1, []).append(seq)
-        self._pending = None
-        self._num_steps += 1
+        record.plan = None
+        record.number = step + 1
         # A request ends on the step that emits its max_new-th token, or its stop, or that completes
         # its plan after a cancel, and returns its KV then.
         for rid in stopped:
             self._end(self._live[rid], Phase.STOPPED)
         finishing = self._finishing.pop(step, None)
         if finishing:  # the common end, written out: it runs for several requests a step under load
-            ended = self._ended
+            ended = record.ended
             for seq in finishing:
                 rid = seq.rid
                 del self._ready[rid]
                 del self._live[rid]
                 self._free_kv += seq.request.reservation
                 ended[rid] = (seq, Phase.FINISHED)
-        if pending.cancelled:
-            for rid, seq in pending.cancelled.items():
+        if record.cancelled:
+            cancelled, record.cancelled = record.cancelled, {}
+            for rid, seq in cancelled.items():
                 if rid in self._live:  # not ended by its last token or a stop on this step
                     self._end(seq, Phase.CANCELLED)
         return tuple(emitted)
@@ -185,4 +179,4 @@ class Scheduler(Views):
             if not finishing:
                 del self._finishing[due]
         self._free_kv += seq.request.reservation
-        self._ended[rid] = (seq, phase)
+        self._step.ended[rid] = (seq, phase)

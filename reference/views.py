@@ -12,13 +12,13 @@ from collections import deque
 
 from stallfree.spec.types import Config, Entry, Request
 
-from .pending import Pending
 from .progress import Phase, Progress
 from .sequence import Sequence
+from .step import Step
 
 
 class Views:
-    """The state of `Scheduler` and its read-only views: seven fields of state, then three that restate
+    """The state of `Scheduler` and its read-only views: five fields of state, then three that restate
     it, each kept for the speed it buys (measured in docs/architecture.md, "The reference's concept
     count"; `_ready` holds its requests as their decode entries for the same reason)."""
 
@@ -28,9 +28,7 @@ class Views:
     # completes only after every older one has: PARTIAL-NEXT).
     _ready: dict[int, Entry]  # prompt done: rid -> its decode entry (the plan's decodes, built once)
     _partial: dict[int, Sequence]  # prompt not done
-    _num_steps: int  # plans completed
-    _pending: Pending | None  # the step in flight, from schedule() until complete() takes its plan
-    _ended: dict[int, tuple[Sequence, Phase]]  # ended in the last completed step or cancelled since
+    _step: Step  # the step count, the plan in flight and its cancels, the last step's ends
     # Restated: the line and the running requests by rid; each ready request by the step of its last
     # token; K minus the running requests' reservations.
     _live: dict[int, Sequence]
@@ -55,7 +53,7 @@ class Views:
 
     @property
     def num_steps(self) -> int:
-        return self._num_steps
+        return self._step.number
 
     @property
     def is_idle(self) -> bool:
@@ -65,7 +63,7 @@ class Views:
     @property
     def ended(self) -> tuple[int, ...]:
         """Rids of the requests that ended in the last completed step (or were cancelled since)."""
-        return tuple(self._ended)
+        return tuple(self._step.ended)
 
     def progress(self, rid: int) -> Progress:
         """Where request `rid` is: waiting or running, or how it ended if that was in the last completed
@@ -73,7 +71,7 @@ class Views:
         no record of requests that ended before, so that its memory stays bounded."""
         seq = self._live.get(rid)
         if seq is None:
-            ended = self._ended.get(rid)
+            ended = self._step.ended.get(rid)
             if ended is None:
                 raise KeyError(f"rid {rid!r} is not waiting or running, and did not end in the last step "
                                "(never accepted, or ended earlier: no record of it is kept)")
@@ -85,4 +83,4 @@ class Views:
         else:
             phase = Phase.WAITING
         r = seq.request
-        return Progress(rid, phase, r.prompt_len, r.max_new, seq.num_prefilled, seq.num_emitted(self._num_steps))
+        return Progress(rid, phase, r.prompt_len, r.max_new, seq.num_prefilled, seq.num_emitted(self._step.number))

@@ -34,7 +34,7 @@ marker="$stage/.stallfree-compiled"  # written by this script: the only kind of 
 # The modules a campaign runs: the contract, the monitor, workloads, and the reference scheduler.
 # errors.py stays Python: mypyc cannot compile subclasses of ValueError.
 core=(spec/types.py spec/ending.py spec/lines.py spec/chunk.py spec/returned.py spec/calls.py spec/rule.py spec/shown.py spec/invariant.py spec/reservation/shadow.py spec/reservation/invariants.py spec/reservation/facts.py spec/reservation/rules.py spec/reservation/ordinary.py spec/watch.py spec/reservation/monitor.py spec/phase.py
-      spec/workload.py spec/play.py testing/generate.py reference/sequence.py reference/pending.py reference/progress.py reference/views.py reference/stops.py reference/scheduler.py)
+      spec/workload.py spec/play.py testing/generate.py reference/sequence.py reference/step.py reference/progress.py reference/views.py reference/stops.py reference/scheduler.py)
 # Every folder the package maps (pyproject.toml's package-dir), so the copy imports as the source does.
 mapfile -t packages < <("$py" -c 'import tomllib; d = tomllib.load(open("pyproject.toml", "rb"))["tool"]["setuptools"]["package-dir"]; print("\n".join(v for v in d.values() if v != "cli"))')
 # Rebuild when anything the copy holds, this script, the interpreter or mypyc changed.

@@ -94,7 +94,7 @@ class Doubled(Scheduler):
         return Plan(plan.step, (Entry(first.rid, 2), *plan.entries[1:]))
 
     def complete(self, plan: Plan, stopped: Any = ()) -> tuple[int, ...]:
-        return super().complete(self._pending.plan, stopped)  # type: ignore[union-attr]
+        return super().complete(self._step.plan, stopped)  # type: ignore[arg-type]
 
 
 class Leaky(Scheduler):
@@ -102,7 +102,7 @@ class Leaky(Scheduler):
 
     @property
     def free_kv(self) -> int:
-        return self._free_kv + (self._num_steps > 40)
+        return self._free_kv + (self._step.number > 40)
 
 
 class Floats(Scheduler):
@@ -116,7 +116,7 @@ class Floats(Scheduler):
         return Plan(plan.step, ((float(first.rid), 1), *plan.entries[1:]))  # type: ignore[arg-type]
 
     def complete(self, plan: Plan, stopped: Any = ()) -> tuple[int, ...]:
-        return super().complete(self._pending.plan, stopped)  # type: ignore[union-attr]
+        return super().complete(self._step.plan, stopped)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("fault", "rule"), [(Silent, "TOKENS"), (Doubled, "TOKENS"), (Leaky, "KV"),

@@ -81,7 +81,7 @@ class Planted(Scheduler):
         return plan
 
     def complete(self, plan: Plan, stopped: Any = ()) -> tuple[int, ...]:
-        emitted = super().complete(self._pending.plan, stopped)  # type: ignore[union-attr]  # the plan it made
+        emitted = super().complete(self._step.plan, stopped)  # type: ignore[arg-type]  # the plan it made
         return self.emitted(emitted) if getattr(self, "hit", None) == plan.step else emitted
 
     def emitted(self, emitted: tuple[int, ...]) -> tuple[int, ...]:
@@ -172,7 +172,7 @@ class Withheld(Planted):
     """On a step of decodes alone, the waiting head, which fits, not admitted (WORK-CONSERVING)."""
 
     def schedule(self) -> Plan:
-        if not self.armed or self._num_steps < FROM or not self._waiting or self._partial or len(self._ready) < 2:
+        if not self.armed or self._step.number < FROM or not self._waiting or self._partial or len(self._ready) < 2:
             return super().schedule()
         self.armed = False
         waiting, self._waiting = self._waiting, deque()

@@ -104,7 +104,11 @@ def late_finish(s: Scheduler) -> None:
 
 def stale_cancel(s: Scheduler) -> None:
     s.schedule()
-    s._pending.cancelled[2] = s._live[2]  # type: ignore[union-attr]  # waiting, not running
+    s._step.cancelled[2] = s._live[2]  # waiting, not running
+
+
+def cancel_without_plan(s: Scheduler) -> None:
+    s._step.cancelled[1] = s._live[1]  # running, but no plan is pending for it to end with
 
 
 BREAKS: list[tuple[Callable[[Any], None], str, str]] = [
@@ -113,6 +117,7 @@ BREAKS: list[tuple[Callable[[Any], None], str, str]] = [
     (extra_slot, "SLOTS", "within_slots"), (kv_leak, "KV", "kv_count"),
     (over_budget, "READY-WITHIN-BUDGET", "ready_within_budget"), (two_partial, "ONE-PARTIAL", "one_partial"),
     (late_finish, "TOKENS", "calendar"), (stale_cancel, "CANCEL", "pending"),
+    (cancel_without_plan, "CANCEL", "pending"),
 ]
 
 

@@ -18,8 +18,8 @@ from stallfree.proofs.explicit.clone import clone, clone_each
 from stallfree.proofs.explicit.reference_copy import copy_scheduler
 from stallfree.proofs.explicit.snapshot import fork
 from stallfree.reference import Scheduler
-from stallfree.reference.pending import Pending
 from stallfree.reference.sequence import Sequence
+from stallfree.reference.step import Step
 from stallfree.spec import Config, Monitor
 from stallfree.spec.reservation.shadow import Shadow
 from stallfree.spec.utils import copies
@@ -100,8 +100,8 @@ def test_own_copies_are_deep_copies_on_random_states(seed: int) -> None:
         same_structure(monitor.scheduler, copy_scheduler(monitor.scheduler, {}))
         same_structure(monitor.shadow, copy.deepcopy(monitor.shadow))
         assert type(monitor.shadow).__dict__["__deepcopy__"]  # the class defines its own copy (it does not inherit one)
-        pending = monitor.scheduler._pending
-        cancelled_pending += bool(pending is not None and pending.cancelled)
+        step = monitor.scheduler._step
+        cancelled_pending += bool(step.plan is not None and step.cancelled)
         rejected += bool(monitor.shadow.rejected)
         both = clone_each(monitor.scheduler, monitor.shadow)
         same_structure((monitor.scheduler, monitor.shadow), tuple(both))
@@ -139,7 +139,7 @@ def splits_waiting(s: Scheduler, memo: dict[int, Any]) -> Scheduler:
 
 def drops_cancels(s: Scheduler, memo: dict[int, Any]) -> Scheduler:
     new = copy_scheduler(s, memo)
-    new._pending = None if s._pending is None else Pending(s._pending.plan, {})  # the cancel waiting for it lost
+    new._step = Step(s._step.number, s._step.plan, {}, new._step.ended)  # the cancel waiting for it lost
     return new
 
 

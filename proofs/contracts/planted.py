@@ -18,9 +18,9 @@ class _Planted(Scheduler):
 
     def replan(self, entries: list[Entry]) -> Plan:
         """Make `entries` the pending plan, so that complete() takes the altered one."""
-        assert self._pending is not None
-        self._pending.plan = Plan(self._pending.plan.step, tuple(entries))
-        return self._pending.plan
+        assert self._step.plan is not None
+        self._step.plan = Plan(self._step.number, tuple(entries))
+        return self._step.plan
 
     def is_planted(self, rid: int) -> bool:
         return self._live[rid].request.prompt_len == PLANTED_PROMPT
@@ -134,7 +134,7 @@ class PlantedTokens(_Planted):
     breaks = "TOKENS"
 
     def complete(self, plan: Plan) -> tuple[int, ...]:
-        step = self._num_steps
+        step = self._step.number
         emitted = super().complete(plan)
         for rid in emitted:
             seq = self._live.get(rid)
@@ -153,7 +153,7 @@ class PlantedProgress(_Planted):
     breaks = "PROGRESS"
 
     def schedule(self) -> Plan:
-        stalls = any(self.is_planted(rid) and self._live[rid].first_token_step == self._num_steps - 1
+        stalls = any(self.is_planted(rid) and self._live[rid].first_token_step == self._step.number - 1
                      for rid in self._ready)
         plan = super().schedule()
         return self.replan([]) if stalls else plan

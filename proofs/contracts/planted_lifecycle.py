@@ -50,7 +50,7 @@ class PlantedCancel(_Planted):
     breaks = "CANCEL"
 
     def cancel(self, rid: int) -> None:
-        if self._pending is not None and (rid in self._ready or rid in self._partial) and self.is_planted(rid):
+        if self._step.plan is not None and (rid in self._ready or rid in self._partial) and self.is_planted(rid):
             return
         super().cancel(rid)
 

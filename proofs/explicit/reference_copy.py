@@ -12,8 +12,8 @@ from collections import deque
 from typing import Any
 
 from stallfree.reference import Scheduler
-from stallfree.reference.pending import Pending
 from stallfree.reference.sequence import Sequence
+from stallfree.reference.step import Step
 
 Memo = dict[int, Any]
 
@@ -29,11 +29,9 @@ def copy_scheduler(s: Scheduler, memo: Memo) -> Scheduler:
     new._ready = {rid: live[rid].decode for rid in s._ready}  # every ready request is live
     new._finishing = {step: [_twin(seq, memo) for seq in seqs] for step, seqs in s._finishing.items()}
     new._free_kv = s._free_kv
-    new._ended = {rid: (_twin(seq, memo), phase) for rid, (seq, phase) in s._ended.items()}
-    new._num_steps = s._num_steps
-    pending = s._pending
-    if pending is not None:
-        new._pending = Pending(pending.plan, {rid: _twin(seq, memo) for rid, seq in pending.cancelled.items()})
+    step = s._step
+    new._step = Step(step.number, step.plan, {rid: _twin(seq, memo) for rid, seq in step.cancelled.items()},
+                     {rid: (_twin(seq, memo), phase) for rid, (seq, phase) in step.ended.items()})
     return new
 
 

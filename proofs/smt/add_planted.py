@@ -31,7 +31,7 @@ class ForgetEndedFirst(Scheduler):
     breaks = "NEVER-FIT"
 
     def add(self, rid: int, prompt_len: int, max_new: int) -> None:
-        self._ended.pop(rid, None)
+        self._step.ended.pop(rid, None)
         super().add(rid, prompt_len, max_new)
 
 

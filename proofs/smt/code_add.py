@@ -122,7 +122,7 @@ def build_state(cls: type, shape: AddShape, v: dict[str, z3.ArithRef], ex: Explo
                              max_new=Int(v[f"max_new{rid}"], ex))
         seq = module.Sequence(request)
         seq.num_prefilled, seq.first_token_step = request.prompt_len, steps - request.max_new
-        s._ended[rid] = (seq, Phase.FINISHED)
+        s._step.ended[rid] = (seq, Phase.FINISHED)
     return s
 
 

@@ -27,6 +27,7 @@ from typing import Any
 import z3
 
 from stallfree.reference import postconditions
+from stallfree.reference.views import Views
 from stallfree.spec.errors import FieldTypeError, InvalidField, ProtocolError
 from stallfree.spec.phase import Phase
 from stallfree.spec.verdict import Verdict
@@ -272,8 +273,7 @@ def prove(theorem: Theorem, cls: type, n: int = DEFAULT_N, max_paths: int = MAX_
     return out
 
 
-FIELDS = frozenset({"config", "_waiting", "_ready", "_partial", "_num_steps", "_pending", "_ended", "_live",
-                    "_finishing", "_free_kv"})  # the reference's state, as `reference/views.py` declares it
+FIELDS = frozenset(Views.__annotations__)  # the reference's state, as `reference/views.py` declares it
 
 
 def not_applicable(factory: Any) -> str | None:

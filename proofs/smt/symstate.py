@@ -160,7 +160,7 @@ def build(cls: type, shape: Shape, v: dict[str, z3.ArithRef], ex: Explorer) -> A
     s = cls.__new__(cls)
     cls.__init__(s, 1, 1, 1)
     s.config = _unchecked(Config, token_budget=sym["B"], max_seqs=sym["S"], kv_tokens=sym["K"])
-    s._num_steps, s._free_kv, s._finishing = sym["num_steps"], sym["free_kv"], KeyedBySteps()
+    s._step.number, s._free_kv, s._finishing = sym["num_steps"], sym["free_kv"], KeyedBySteps()
     for rid in range(shape.size):
         request = _unchecked(Request, rid=rid, prompt_len=sym[f"prompt_len{rid}"], max_new=sym[f"max_new{rid}"])
         seq = module.Sequence(request)
