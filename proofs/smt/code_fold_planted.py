@@ -53,7 +53,7 @@ SkipAheadAdmission = planted("SkipAheadAdmission", "Admission passes over one th
     ("    while left and self._waiting", "    passed = deque()\n    while left and self._waiting"),
     (HEAD + TAKE, "        seq = self._waiting.popleft()\n        if seq.request.reservation > self._free_kv:\n"
                   "            passed.append(seq)\n            continue\n"),
-    ("    plan = Plan(", "    self._waiting.extendleft(reversed(passed))\n    plan = Plan(")))
+    ("    plan = ", "    self._waiting.extendleft(reversed(passed))\n    plan = ")))
 
 PartialReadsTheLine = planted("PartialReadsTheLine", "A partial chunk is capped by the head of the line's prompt.", (
     ("        n = min(seq.num_remaining_prompt, left)\n",
