@@ -43,6 +43,12 @@ def test_part_a_is_reused_not_proved_again() -> None:
         liveness_any_n.prove(Policy(), ranked)
 
 
+def test_a_result_of_another_theorem_is_refused_as_part_a() -> None:
+    other = induction.prove_induction(induction.INDUCTIONS[0], MUTANTS["LifoAdmission"]())  # DECODES (induction)
+    with pytest.raises(ValueError, match=r"DECODES \(induction\).*LIVENESS-STEPS \(induction, phases chained\)"):
+        liveness_any_n.prove(MUTANTS["LifoAdmission"](), other)
+
+
 @pytest.mark.parametrize(("control", "obligation"), [
     ("LifoAdmission", "LIVENESS-STEPS at N=3 (the policy's own step)"),  # not the fold: refuted on its own step
     ("ShortestFirst", "LIVENESS-STEPS at N=3 (the policy's own step)"),  # a short prompt admitted before r

@@ -75,6 +75,8 @@ def prove(policy: Policy | None = None, steps: TheoremResult | None = None, rank
     began = time.perf_counter()
     if steps is None:
         steps = prove_induction(STEPS, policy, timeout_ms)
+    elif steps.theorem != STEPS.name:
+        raise ValueError(f"steps: a result of {steps.theorem!r}, not of part (a), {STEPS.name!r}")
     elif steps.policy != policy.name:
         raise ValueError(f"steps: a result for policy {steps.policy!r}, not {policy.name!r}")
     derived = _prove(bound(ranking), NAME, policy, timeout_ms)
