@@ -31,6 +31,8 @@ def test_the_bound_holds_for_any_n_on_the_reference() -> None:
     outcome = liveness_any_n.prove()
     assert outcome.verdict is Verdict.HOLDS, outcome.detail
     assert "floor(P / B) + D" in outcome.detail and "fixed" in outcome.detail and "weak fairness" in outcome.detail
+    assert "on paper, not in Z3, the join of (b)'s two theorems" in outcome.detail  # the join is assumed, said
+
 
 
 def test_part_a_is_reused_not_proved_again() -> None:

@@ -6,7 +6,11 @@ any number of requests, from two parts, both proved in Z3:
   by B. Its result is reused when the caller has it (`stallfree prove` proves it once, for its own
   row), else its obligations are discharged here: never a second proof of the same thing.
 - **(b) the bound from the ranking** (`liveness_bound`): that step repeated brings r to its end within
-  floor(P / B) + D steps (the sequence theorem), and zero tokens left over r's group is r's end.
+  floor(P / B) + D steps (the sequence theorem, an arithmetic lemma over uninterpreted sequences), and
+  zero tokens left over r's group is r's end (zero work, proved of the ranking's prefix sums at one
+  state). The two are joined on paper, not in Z3 (see `liveness_bound`): the sequence's D and U are
+  read as zero work's D0 and "waiting or running" at each step, with ADD and the premises; `ASSUMES`
+  lists that join.
 
 The row holds only if both hold **and its premises are established for the same policy**: the
 other rows the argument stands on (`PREMISES`: INIT, and the any-N chains that keep the ranking's
@@ -43,9 +47,12 @@ STEPS = LIVENESS_INDUCTIONS[0]  # part (a)
 PART_A, PART_B = f"(a) {STEPS.name}", "(b) the bound from the ranking (sequence, zero work)"
 CLAIM = ("every waiting or running request finishes within floor(P / B) + D steps of its arrival (P prompt "
          "positions, D tokens of it and the requests ahead of it then), for any N")
-ASSUMES = ("assumes: the budget B fixed; weak fairness of Step (always enabled: the executor keeps stepping; "
-           "nothing of arrivals); the ranking's premise at every step (PER-REQUEST, FCFS, PARTIAL-YOUNGEST and "
-           "KV, each kept for any N by its chain); arrivals join behind r (ADD), so they add nothing to P or D")
+ASSUMES = ("assumes: the budget B fixed (checked: BUDGET FIXED); weak fairness of Step (always enabled: the "
+           "executor keeps stepping; nothing of arrivals); the ranking's premise at every step (PER-REQUEST, FCFS, "
+           "PARTIAL-YOUNGEST and KV, each kept for any N by its chain, checked as premises); arrivals join behind "
+           "r (ADD), so they add nothing to P or D; and, on paper, not in Z3, the join of (b)'s two theorems: the "
+           "sequence's P(t), D(t) and U(t) are zero work's P0 and D0 prefix sums and 'r waiting or running' of the "
+           "state at step t, each state the one the step leaves from the one before after the adds")
 TIMEOUT_MS = 30_000
 # The rows whose claims the argument assumes at every step, each proved for the row's own policy: INIT
 # (the first state has the invariant; at N = 12, its state has no request arrived), PER-REQUEST (each
