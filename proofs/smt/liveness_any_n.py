@@ -126,7 +126,8 @@ def judge(premises: Mapping[str, Verdict], seconds: float) -> Outcome:
             state = "not checked" if said is None else str(said)
             unchecked = [n for n in (FIXED, *PREMISES) if n not in premises]
             return Outcome(Verdict.UNKNOWN, seconds, f"{PART_P}: {name} {state} for this policy, so the bound is "
-                           f"not proved ({PART_A} and {PART_B} hold, but the argument rests on {name})", {"part": PART_P, "premise": name, "verdict": state, "not checked": unchecked})
+                           f"not proved ({PART_A} and {PART_B} hold, but the argument rests on {name})",
+                           {"part": PART_P, "premise": name, "verdict": state, "not checked": unchecked})
     return Outcome(Verdict.HOLDS, seconds, f"{CLAIM}: {PART_A} holds, {PART_B} holds (initiation, consecution, "
                    f"exit of each); {PART_P} hold for this policy: {FIXED}, {', '.join(PREMISES)}; {ASSUMES}")
 
