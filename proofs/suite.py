@@ -319,7 +319,7 @@ def _z3_liveness_rows(o: Options, say: Say) -> list[Row]:
     row = _z3_row(steps.name, f"Z3 loop induction ({o.policy.name})", "any N", ranked)
     row.detail = f"{steps.rules}: initiation, consecution, exit" + (f"; {row.detail}" if row.detail else "")
     say(f"z3: {liveness_any_n.NAME} ({o.policy.name})")
-    bound = liveness_any_n.prove(o.policy, ranked)
+    bound = liveness_any_n.prove(o.policy, ranked, premises={})  # its premise rows: `settle_liveness`
     return [row, Row(liveness_any_n.NAME, f"Z3 step induction ({o.policy.name})", "any N", bound.verdict,
                      bound.seconds, bound.detail, bound.counterexample)]
 
@@ -579,7 +579,12 @@ PARTS: dict[str, Callable[[Options], list[Part]]] = {
 
 
 def run(options: Options, say: Say) -> list[Row]:
-    """Every method's rows, in the order of `options.methods`; with `jobs` > 1, from worker processes."""
+    """Every method's rows, in the order of `options.methods`; with `jobs` > 1, from worker processes.
+    Then the rows that rest on other rows of the run are settled from them (`settle_liveness`)."""
+    return settle_liveness(_rows(options, say))
+
+
+def _rows(options: Options, say: Say) -> list[Row]:
     if options.jobs > 1:
         from . import suite_jobs
 
@@ -589,4 +594,21 @@ def run(options: Options, say: Say) -> list[Row]:
     rows: list[Row] = []
     for method in options.methods:
         rows += RUNNERS[method](options, say)
+    return rows
+
+
+def settle_liveness(rows: list[Row]) -> list[Row]:
+    """LIVENESS (induction, any N) holds only if its premise rows (`liveness_any_n.PREMISES`, the Z3
+    rows of this run, so of its policy) hold: its row, written before they were in, is judged again
+    from them; a premise row the run did not make leaves it unknown, naming it."""
+    from .smt import liveness_any_n
+
+    for row in rows:
+        if row.claim == liveness_any_n.NAME and isinstance(row.result, Verdict):
+            policy = row.method[row.method.rfind("("):]  # "(reference)": the premise rows must be of it
+            z3_rows = {r.claim: r.result for r in rows if r.method.startswith("Z3") and r.method.endswith(policy)
+                       and isinstance(r.result, Verdict)}
+            was = liveness_any_n.Outcome(row.result, row.seconds, row.detail, row.counterexample)
+            now = liveness_any_n.settle(was, z3_rows)
+            row.result, row.detail, row.counterexample = now.verdict, now.detail, now.counterexample
     return rows

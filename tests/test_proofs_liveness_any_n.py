@@ -8,6 +8,7 @@ counter is merged away and its starvation missed."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import pytest
 import z3
@@ -30,6 +31,8 @@ def test_the_bound_holds_for_any_n_on_the_reference() -> None:
     outcome = liveness_any_n.prove()
     assert outcome.verdict is Verdict.HOLDS, outcome.detail
     assert "floor(P / B) + D" in outcome.detail and "fixed" in outcome.detail and "weak fairness" in outcome.detail
+    assert "on paper, not in Z3, the join of (b)'s two theorems" in outcome.detail  # the join is assumed, said
+
 
 
 def test_part_a_is_reused_not_proved_again() -> None:
@@ -40,6 +43,12 @@ def test_part_a_is_reused_not_proved_again() -> None:
     assert outcome.counterexample["obligation"] == ranked.counterexample["obligation"]  # type: ignore[index]
     with pytest.raises(ValueError, match="LifoAdmission"):
         liveness_any_n.prove(Policy(), ranked)
+
+
+def test_a_result_of_another_theorem_is_refused_as_part_a() -> None:
+    other = induction.prove_induction(induction.INDUCTIONS[0], MUTANTS["LifoAdmission"]())  # DECODES (induction)
+    with pytest.raises(ValueError, match=r"DECODES \(induction\).*LIVENESS-STEPS \(induction, phases chained\)"):
+        liveness_any_n.prove(MUTANTS["LifoAdmission"](), other)
 
 
 @pytest.mark.parametrize(("control", "obligation"), [
@@ -122,11 +131,66 @@ def test_each_premise_of_part_b_is_needed() -> None:
 
 
 def test_the_default_prove_runs_the_row_after_the_ranking_it_reuses() -> None:
+    """The unit writes the row before its premise rows are in (unknown, not checked); `suite.run`
+    settles it from them: holds once they hold, unknown naming one of them that is missing."""
     o = suite.Options()
     parts = dict(suite.z3_parts(o))
     rows = parts[f"z3 {liveness_any_n.STEPS.name}"](o, lambda _: None)
     assert [r.claim for r in rows] == [liveness_any_n.STEPS.name, liveness_any_n.NAME]
-    assert [r.result for r in rows] == [Verdict.HOLDS, Verdict.HOLDS] and rows[1].bound == "any N"
+    assert [r.result for r in rows] == [Verdict.HOLDS, Verdict.UNKNOWN] and rows[1].bound == "any N"
+    assert rows[1].counterexample is not None and rows[1].counterexample["verdict"] == "not checked"
+    premises = [row for name in liveness_any_n.PREMISES for row in parts[f"z3 {name}"](o, lambda _: None)]
+    assert [r.result for r in premises] == [Verdict.HOLDS] * len(liveness_any_n.PREMISES)
+    missing = suite.settle_liveness([*(dataclasses.replace(r) for r in rows), *premises[1:]])
+    assert missing[1].result is Verdict.UNKNOWN and "INIT not checked" in missing[1].detail
+    settled = suite.settle_liveness([*rows, *premises])
+    assert settled[1].result is Verdict.HOLDS and "FINISH (induction)" in settled[1].detail
+
+
+def test_the_suite_settles_the_row_unknown_on_a_policy_that_breaks_a_premise_row() -> None:
+    """NeverRelease: (a) and (b) hold, but its own premise rows (FCFS and KV chains, FINISH) do not."""
+    o = suite.Options(policy=PLANTED["NeverRelease"]())
+    parts = dict(suite.z3_parts(o))
+    rows = [row for name in (liveness_any_n.STEPS.name, *liveness_any_n.PREMISES)
+            for row in parts[f"z3 {name}"](o, lambda _: None)]
+    assert rows[0].result is Verdict.HOLDS and rows[1].counterexample is not None  # (a) holds, premises pending
+    broken = {r.claim for r in rows if r.result is Verdict.BROKEN}
+    assert {"KV (induction, phases chained)", "FINISH (induction)"} <= broken
+    row = suite.settle_liveness(rows)[1]
+    assert row.result is Verdict.UNKNOWN and row.counterexample is not None
+    assert row.counterexample["premise"] in broken and row.counterexample["verdict"] == "broken"
+
+
+def test_premise_rows_of_another_policy_do_not_settle_the_row() -> None:
+    o = suite.Options()
+    own = dict(suite.z3_parts(o))[f"z3 {liveness_any_n.STEPS.name}"](o, lambda _: None)
+    other = [suite.Row(name, "Z3 loop induction (NeverRelease)", "any N", Verdict.HOLDS, 0.0)
+             for name in liveness_any_n.PREMISES]
+    assert suite.settle_liveness([*own, *other])[1].result is Verdict.UNKNOWN
+
+
+# -- premises broken: the row reads unknown naming the premise, never holds -------------------------
+
+@pytest.mark.parametrize(("control", "premise"), [
+    ("NeverRelease", "FCFS (induction, phases chained)"),  # KV never given back: the first chain it breaks
+    ("ZeroStart", "INIT"),  # no KV free at the start
+    ("ShrinkingBudget", liveness_any_n.FIXED),  # the budget 1 after a step
+    ("ChangingBudget", liveness_any_n.FIXED),  # any budget after a step
+    ("LeakyStart", "INIT"),  # one KV token short at the start
+])
+def test_a_policy_that_breaks_a_premise_leaves_the_row_unknown_naming_it(control: str, premise: str) -> None:
+    policy = {**PLANTED, **MUTANTS}[control]()
+    ranked = induction.prove_induction(liveness_any_n.STEPS, policy)
+    assert ranked.verdict is Verdict.HOLDS  # (a) holds on each: only its premises tell it starves
+    outcome = liveness_any_n.prove(policy, ranked)
+    assert outcome.verdict is Verdict.UNKNOWN, (control, outcome.verdict, outcome.detail)
+    assert outcome.counterexample is not None and outcome.counterexample["part"] == liveness_any_n.PART_P
+    assert outcome.counterexample["premise"] == premise and outcome.counterexample["verdict"] == "broken"
+    assert outcome.detail.startswith(f"{liveness_any_n.PART_P}: {premise} broken")
+
+
+def test_the_budget_fixed_holds_on_the_reference() -> None:
+    assert not _broken(liveness_any_n.budget_fixed(Policy()))
 
 
 # -- the lasso check's hidden state (suite.liveness_row) --------------------------------------------

@@ -6,35 +6,62 @@ any number of requests, from two parts, both proved in Z3:
   by B. Its result is reused when the caller has it (`stallfree prove` proves it once, for its own
   row), else its obligations are discharged here: never a second proof of the same thing.
 - **(b) the bound from the ranking** (`liveness_bound`): that step repeated brings r to its end within
-  floor(P / B) + D steps (the sequence theorem), and zero tokens left over r's group is r's end.
+  floor(P / B) + D steps (the sequence theorem, an arithmetic lemma over uninterpreted sequences), and
+  zero tokens left over r's group is r's end (zero work, proved of the ranking's prefix sums at one
+  state). The two are joined on paper, not in Z3 (see `liveness_bound`): the sequence's D and U are
+  read as zero work's D0 and "waiting or running" at each step, with ADD and the premises; `ASSUMES`
+  lists that join.
 
-The row holds only if both hold; BROKEN or unknown names the part, and its obligation, that failed.
+The row holds only if both hold **and its premises are established for the same policy**: the
+other rows the argument stands on (`PREMISES`: INIT, and the any-N chains that keep the ranking's
+premise, PER-REQUEST, FCFS, PARTIAL-YOUNGEST, KV and FINISH) and the budget fixed (`budget_fixed`,
+proved here of the policy's `after_config`). `stallfree prove` has those rows already: it passes
+`premises={}` and settles the row from them once every row is in (`settle`); called alone, the row
+proves them here. A premise broken, undecided or not checked makes the row unknown naming it, never
+holds: a policy that breaks one (`liveness_planted.NeverRelease`, `ZeroStart`, `ShrinkingBudget`;
+`mutants.ChangingBudget`, `LeakyStart`) can starve or miss the bound while (a) and (b) hold.
+BROKEN or unknown in (a) or (b) names the part, and its obligation, that failed.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from stallfree.spec.verdict import Verdict
 
-from .induction import _prove, prove_induction
+from .chain import CHAINS
+from .induction import INDUCTIONS, Obligation, _prove, prove_induction
 from .liveness_bound import Falls, bound
 from .liveness_induction import LIVENESS_INDUCTIONS
 from .liveness_steps import falls
 from .policy import Policy
-from .theorems import TheoremResult
+from .symbolic import SymConfig
+from .theorems import THEOREMS, TheoremResult
+from .theorems import prove as prove_theorem
 
 NAME = "LIVENESS (induction, any N)"
 STEPS = LIVENESS_INDUCTIONS[0]  # part (a)
 PART_A, PART_B = f"(a) {STEPS.name}", "(b) the bound from the ranking (sequence, zero work)"
 CLAIM = ("every waiting or running request finishes within floor(P / B) + D steps of its arrival (P prompt "
          "positions, D tokens of it and the requests ahead of it then), for any N")
-ASSUMES = ("assumes: the budget B fixed; weak fairness of Step (always enabled: the executor keeps stepping; "
-           "nothing of arrivals); the ranking's premise at every step (PER-REQUEST, FCFS, PARTIAL-YOUNGEST and "
-           "KV, each kept for any N by its chain); arrivals join behind r (ADD), so they add nothing to P or D")
+ASSUMES = ("assumes: the budget B fixed (checked: BUDGET FIXED); weak fairness of Step (always enabled: the "
+           "executor keeps stepping; nothing of arrivals); the ranking's premise at every step (PER-REQUEST, FCFS, "
+           "PARTIAL-YOUNGEST and KV, each kept for any N by its chain, checked as premises); arrivals join behind "
+           "r (ADD), so they add nothing to P or D; and, on paper, not in Z3, the join of (b)'s two theorems: the "
+           "sequence's P(t), D(t) and U(t) are zero work's P0 and D0 prefix sums and 'r waiting or running' of the "
+           "state at step t, each state the one the step leaves from the one before after the adds")
 TIMEOUT_MS = 30_000
+# The rows whose claims the argument assumes at every step, each proved for the row's own policy: INIT
+# (the first state has the invariant; at N = 12, its state has no request arrived), PER-REQUEST (each
+# request's parts, any N), the FCFS, PARTIAL-YOUNGEST and KV chains (the ranking's premise, any N) and
+# FINISH (a finished request's KV given back: KV's free = K - reserved kept by completion).
+PREMISES = ("INIT", "PER-REQUEST (induction)", "FCFS (induction, phases chained)",
+            "PARTIAL-YOUNGEST (induction, phases chained)", "KV (induction, phases chained)", "FINISH (induction)")
+FIXED = "BUDGET FIXED (after_config)"  # the premise this row proves itself: B after a step is B before
+PART_P = "the premises"
 
 
 @dataclass(frozen=True)
@@ -46,23 +73,73 @@ class Outcome:
 
 
 def prove(policy: Policy | None = None, steps: TheoremResult | None = None, ranking: Falls = falls,
-          timeout_ms: int = TIMEOUT_MS) -> Outcome:
+          timeout_ms: int = TIMEOUT_MS, premises: Mapping[str, Verdict] | None = None) -> Outcome:
     """The row for `policy` (default the reference's). `steps`: part (a)'s result, if already proved for
-    this policy; `ranking`: the step part (b) starts from (a wrong one is a negative control)."""
+    this policy; `ranking`: the step part (b) starts from (a wrong one is a negative control);
+    `premises`: the verdicts of the `PREMISES` rows for this policy, if the caller has them (one not
+    named is not checked: the row reads unknown until `settle`); None: they are proved here."""
     policy = Policy() if policy is None else policy
     began = time.perf_counter()
     if steps is None:
         steps = prove_induction(STEPS, policy, timeout_ms)
+    elif steps.theorem != STEPS.name:
+        raise ValueError(f"steps: a result of {steps.theorem!r}, not of part (a), {STEPS.name!r}")
     elif steps.policy != policy.name:
         raise ValueError(f"steps: a result for policy {steps.policy!r}, not {policy.name!r}")
     derived = _prove(bound(ranking), NAME, policy, timeout_ms)
-    seconds = time.perf_counter() - began
     for part, result in ((PART_A, steps), (PART_B, derived)):
         if result.verdict is not Verdict.HOLDS:
             failed = {"part": part, **(result.counterexample or {})}
-            return Outcome(result.verdict, seconds, _failed(part, result), failed)
+            return Outcome(result.verdict, time.perf_counter() - began, _failed(part, result), failed)
+    fixed = _prove([budget_fixed(policy)], FIXED, policy, timeout_ms).verdict
+    checked_here = premises is None and fixed is Verdict.HOLDS  # none worth proving once B is not fixed
+    known = check_premises(policy, timeout_ms) if checked_here else (premises or {})
+    return judge({**known, FIXED: fixed}, time.perf_counter() - began)
+
+
+def budget_fixed(policy: Policy) -> Obligation:
+    """The budget a step leaves (`Policy.after_config`) is the budget it started with, for any config."""
+    config = SymConfig.fresh()
+    return Obligation(FIXED, config.valid(), policy.after_config(config).token_budget == config.token_budget)
+
+
+def check_premises(policy: Policy, timeout_ms: int = TIMEOUT_MS) -> dict[str, Verdict]:
+    """The `PREMISES` rows proved for `policy`, in order, up to the first that does not hold (the rest
+    are left not checked: the row names the first)."""
+    rows = {t.name: t for t in THEOREMS if t.name in PREMISES}
+    loops = {i.name: i for i in (*INDUCTIONS, *CHAINS) if i.name in PREMISES}
+    out: dict[str, Verdict] = {}
+    for name in PREMISES:
+        result = prove_theorem(rows[name], policy) if name in rows else prove_induction(loops[name], policy, timeout_ms)
+        out[name] = result.verdict
+        if result.verdict is not Verdict.HOLDS:
+            break
+    return out
+
+
+def judge(premises: Mapping[str, Verdict], seconds: float) -> Outcome:
+    """The row once (a) and (b) hold: holds if every premise (`PREMISES` and `FIXED`) holds, else
+    unknown naming the first that is broken, undecided or not checked."""
+    for name in (FIXED, *PREMISES):
+        said = premises.get(name)
+        if said is not Verdict.HOLDS:
+            state = "not checked" if said is None else str(said)
+            unchecked = [n for n in (FIXED, *PREMISES) if n not in premises]
+            return Outcome(Verdict.UNKNOWN, seconds, f"{PART_P}: {name} {state} for this policy, so the bound is "
+                           f"not proved ({PART_A} and {PART_B} hold, but the argument rests on {name})",
+                           {"part": PART_P, "premise": name, "verdict": state, "not checked": unchecked})
     return Outcome(Verdict.HOLDS, seconds, f"{CLAIM}: {PART_A} holds, {PART_B} holds (initiation, consecution, "
-                                           f"exit of each); {ASSUMES}")
+                   f"exit of each); {PART_P} hold for this policy: {FIXED}, {', '.join(PREMISES)}; {ASSUMES}")
+
+
+def settle(outcome: Outcome, rows: Mapping[str, Verdict]) -> Outcome:
+    """The row `prove(..., premises={})` gave, judged again once the run has its premise rows
+    (`rows`: claim -> verdict, of the same policy); any other outcome is returned as it is."""
+    why = outcome.counterexample or {}
+    if outcome.verdict is not Verdict.UNKNOWN or why.get("part") != PART_P or why.get("verdict") != "not checked":
+        return outcome
+    fixed = {} if FIXED in why["not checked"] else {FIXED: Verdict.HOLDS}
+    return judge({**fixed, **{n: rows[n] for n in PREMISES if n in rows}}, outcome.seconds)
 
 
 def _failed(part: str, result: TheoremResult) -> str:

@@ -4,7 +4,15 @@ brings every request to its end within floor(P / B) + D steps of its arrival.
 The ranking (`liveness_induction`, any N) is a fact about one step: for a waiting or running r, over r
 and the requests before it, neither P (prompt positions left) nor D (tokens left) grows, and D falls
 by 1 or P by B (`liveness_steps.falls`). Two theorems turn it into the bound, each proved here by
-induction in Z3 (initiation, consecution, exit), no step of the argument on paper:
+induction in Z3 (initiation, consecution, exit). They are an arithmetic lemma and a separately proved
+fact, **joined on paper**, not in Z3: in `sequence`, P, D, U (r unfinished) and A are uninterpreted
+functions of the step, and its exit takes "D(T) = 0 means r is not unfinished at T" as a hypothesis
+(`ended`); `zero_work` proves that fact of the ranking's own prefix sums (P0, D0) at one state. No Z3
+formula says that D(t) is the D0 prefix sum of the state at step t, that U(t) is "r waiting or
+running" there, or that the state at step t + 1 is the one the step leaves from the state at step t
+after the adds. That join rests on the premises (the chains keep, at every step, the per-request
+parts zero work reads and the ranking's premise) and on ADD (an arrival joins behind r, so it adds
+nothing to r's group): `liveness_any_n.ASSUMES` lists it.
 
 - **the sequence** (`sequence`): P and D are sequences over the steps t = 0, 1, ... (the values at the
   start of step t; the budget B >= 1 fixed), non-negative (each request's share is: `zero_work`'s
@@ -63,7 +71,8 @@ def sequence(ranking: Falls = falls, sooner: int = 0) -> list[Obligation]:
     ranked = z3.Implies(unfinished(t), ranking(p(t), p(t + 1), d(t), d(t + 1), b))
     step = z3.And(base, t >= 0, bounded(t), before(t + 1) == z3.And(before(t), unfinished(t)), before(t + 1),
                   nonnegative(t), nonnegative(t + 1), ranked)
-    ended = z3.Implies(d(deadline) == 0, z3.Not(unfinished(deadline)))  # `zero_work`, at step T
+    # `zero_work`'s conclusion at step T, taken as a hypothesis: its D0 and this D are one quantity on paper only
+    ended = z3.Implies(d(deadline) == 0, z3.Not(unfinished(deadline)))
     at_deadline = z3.And(base, deadline >= 0, bounded(deadline), nonnegative(deadline), ended)
     exit_goal = z3.Implies(before(deadline), z3.Not(unfinished(deadline)))
     return [Obligation("sequence: initiation", base, bounded(z3.IntVal(0))),

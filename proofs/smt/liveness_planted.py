@@ -9,6 +9,13 @@ yet a request can wait past its bound.
   free, so a theorem over every state meets all three of its phases).
 - `ReversedPartials` gives partial prompts their chunks newest first: not the fold of its body, but
   the invariant allows one partial at most, so the ranking holds at N = 3 and the row stays unknown.
+
+Three more break a premise of the row while (a) and (b) hold, so the row must read unknown naming it:
+- `NeverRelease` never gives a finished request's KV back: once K is spent nothing is admitted again
+  (KV and FINISH break).
+- `ZeroStart` starts with no free KV: nothing is ever admitted (INIT breaks).
+- `ShrinkingBudget` leaves a budget of 1 after each step: every request ends, but not within its
+  floor(P / B) + D (the budget fixed breaks).
 """
 
 from __future__ import annotations
@@ -17,8 +24,8 @@ from collections.abc import Callable
 
 import z3
 
-from .policy import Draft, Policy, smin
-from .symbolic import SymRequest, SymState
+from .policy import Draft, Policy, SymEntry, smin
+from .symbolic import SymConfig, SymRequest, SymState
 
 
 class ShortestFirst(Policy):
@@ -101,4 +108,33 @@ class ReversedPartials(Policy):
             d.left = d.let("left", d.left - n)
 
 
-PLANTED: dict[str, type[Policy]] = {cls.__name__: cls for cls in (ShortestFirst, IdleOneInThree, ReversedPartials)}
+class NeverRelease(Policy):
+    """Keeps every reservation: a finished request's KV never comes back."""
+
+    breaks = "KV"
+
+    def releases(self, entry: SymEntry, r: SymRequest, num_prefilled: z3.ArithRef, num_emitted: z3.ArithRef,
+                 tokens: z3.ArithRef) -> z3.BoolRef:
+        return z3.BoolVal(False)
+
+
+class ZeroStart(Policy):
+    """A new scheduler starts with no KV free."""
+
+    breaks = "INIT"
+
+    def initial_free_kv(self, config: SymConfig) -> z3.ArithRef:
+        return z3.IntVal(0)
+
+
+class ShrinkingBudget(Policy):
+    """The budget after every step is 1 (still a valid budget)."""
+
+    breaks = "LIVENESS"
+
+    def after_config(self, config: SymConfig) -> SymConfig:
+        return SymConfig(z3.IntVal(1), config.max_seqs, config.kv_tokens)
+
+
+PLANTED: dict[str, type[Policy]] = {cls.__name__: cls for cls in (
+    ShortestFirst, IdleOneInThree, ReversedPartials, NeverRelease, ZeroStart, ShrinkingBudget)}
