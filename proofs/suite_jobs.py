@@ -18,6 +18,7 @@ in a unit is raised here, as the serial run would raise it, once the units befor
 
 from __future__ import annotations
 
+import _thread
 import multiprocessing
 import os
 import posix
@@ -162,6 +163,7 @@ def _work(options: Any, runners: dict[str, Any], parts: dict[str, list[Any]], to
     `os._exit` may be the caller's guard, which raises)."""
     signal.signal(signal.SIGINT, _ignore)
     signal.signal(signal.SIGTERM, _stop_worker)
+    sys.unraisablehook = _stop_again
 
     def said(message: str) -> None:
         conn.send(("say", message))
@@ -203,8 +205,25 @@ def _ignore(signum: int, frame: Any) -> None:
     """Ctrl-C in a worker: the parent stops it (a Python handler, so exec'd children get the default)."""
 
 
+_stopping: list[bool] = []  # set once this worker has been told to stop
+
+
 def _stop_worker(signum: int, frame: Any) -> None:
+    _stopping.append(True)
     raise _Stopped
+
+
+def _stop_again(unraisable: Any) -> None:
+    """A stop that landed in a finalizer (a Z3 term's `__del__`) is swallowed there, and Python would
+    print it as a traceback and run on: the hook has another thread mark SIGTERM as arrived again (in
+    this thread it would be handled here, inside the hook, and swallowed again), so that the stop is
+    raised in the worker's own code, where it ends it. Once stopping, a finalizer's error (a Z3 term
+    whose construction the stop cut short has no context to free) is not printed either."""
+    if isinstance(unraisable.exc_value, _Stopped):
+        _thread.start_new_thread(_thread.interrupt_main, (signal.SIGTERM,))
+        return
+    if not _stopping:
+        sys.__unraisablehook__(unraisable)
 
 
 def _picklable(error: Exception) -> Exception:

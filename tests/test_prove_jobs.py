@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 import posix
+import subprocess
+import sys
 import time
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from hostile import EVENT_LIMIT_S, interrupted_job, wait_for
+from hostile import EVENT_LIMIT_S, env, interrupted_job, wait_for
 
 from stallfree.proofs import suite_jobs
 
@@ -108,3 +110,36 @@ def _alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+FINALIZER_STOP = """
+import signal, sys, time
+from stallfree.proofs import suite_jobs as jobs
+signal.signal(signal.SIGTERM, jobs._stop_worker)
+if sys.argv[1] == "hook":
+    sys.unraisablehook = jobs._stop_again
+class Finalized:
+    def __del__(self):
+        raise jobs._Stopped  # a stop landing in a finalizer, as in a Z3 term's __del__
+try:
+    f = Finalized()
+    del f
+    for _ in range(5_000):  # the stop is raised again within a few switches of thread; none: it ran on
+        time.sleep(0.001)
+    print("ran on")
+except jobs._Stopped:
+    print("stopped")
+"""
+
+
+@pytest.mark.parametrize("hook", ["hook", "none"])
+def test_a_stop_raised_in_a_finalizer_still_stops_the_worker_and_prints_nothing(hook: str) -> None:
+    """Seen under Ctrl-C: a worker's stop landed in Z3's `AstRef.__del__`, Python printed it as a traceback
+    and the worker ran on until killed. With the worker's hook the stop is raised again where it ends the
+    worker; without it (the control) the traceback and the run-on are what this test would catch."""
+    done = subprocess.run([sys.executable, "-c", FINALIZER_STOP, hook], capture_output=True, text=True,
+                          env=env(), timeout=EVENT_LIMIT_S)
+    if hook == "hook":
+        assert (done.stdout.strip(), done.stderr) == ("stopped", ""), done.stderr
+    else:
+        assert done.stdout.strip() == "ran on" and "Traceback" in done.stderr
