@@ -74,7 +74,7 @@ class Decodes(Shortcut):
 
         The step a long simulation takes most, the same plan of decodes alone again, is read first: the same
         entry objects as `judged` (immutable pairs: the same plan), the waiting line as long as when it was
-        shown to fit, no partial prompt and no request due its last token. Since `judged` was shown, only steps
+        shown to fit, and no partial prompt (`_due` where a request is due its last token). Since `judged` was shown, only steps
         of decodes alone ending none were taken (any other forgets it), which change no ready set, running
         count, free KV or budget; a request added since makes the line longer, and the plan is shown to fit
         again."""
@@ -82,8 +82,9 @@ class Decodes(Shortcut):
         items: Any = plan.entries if type(plan) is Plan else plan
         judged = self.judged
         if judged is not None and (type(items) is tuple or type(items) is list) and len(items) == len(judged) and \
-                len(shadow.waiting) == self.waits and not shadow.prefilling and self.lag not in self.calendar and \
-                all(map(is_, items, judged)):
+                len(shadow.waiting) == self.waits and not shadow.prefilling and all(map(is_, items, judged)):
+            if self.lag in self.calendar:
+                return self._due()
             self.clean = None
             return True
         if (type(items) is not tuple and type(items) is not list) or not items:
@@ -184,7 +185,7 @@ def _typed(items: Any) -> dict[int, int] | None:
     if not set(map(type, items)) <= PAIRS:
         return None
     try:
-        got = {rid: n for rid, n in items}
+        got = dict(items)  # each entry a tuple (shown): unpacked in C, as `rid, n` unpacks it
     except (TypeError, ValueError):
         return None  # PROTOCOL: an entry that is no pair
     if len(got) != len(items):
