@@ -74,10 +74,10 @@ class Decodes(Shortcut):
 
         The step a long simulation takes most, the same plan of decodes alone again, is read first: the same
         entry objects as `judged` (immutable pairs: the same plan), the waiting line as long as when it was
-        shown to fit, and no partial prompt (`_due` where a request is due its last token). Since `judged` was shown, only steps
-        of decodes alone ending none were taken (any other forgets it), which change no ready set, running
-        count, free KV or budget; a request added since makes the line longer, and the plan is shown to fit
-        again."""
+        shown to fit, and no partial prompt (`_due` where a request is due its last token). Since `judged` was
+        shown, only steps of decodes alone ending none were taken (any other forgets it), which change no ready
+        set, running count, free KV or budget; a request added since makes the line longer, and the plan is
+        shown to fit again."""
         shadow = self.shadow
         items: Any = plan.entries if type(plan) is Plan else plan
         judged = self.judged
