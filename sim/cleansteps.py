@@ -52,10 +52,11 @@ PAIRS = {tuple, Entry}  # the kinds of entry read here: immutable, so read twice
 class Decodes(Shortcut):
     """The shortcut for one checked simulation (the reservation design's own monitor: `usable`)."""
 
-    __slots__ = ("clean", "judged", "rids", "waits")
+    __slots__ = ("clean", "judged", "rids", "shadow", "waits")
 
     def __init__(self, monitor: Any) -> None:
         super().__init__(monitor)
+        self.shadow: Shadow = monitor.shadow  # the monitor's, for its life
         self.judged: tuple[object, ...] | None = None  # the entries of a plan shown clean on the ready set as it
         # still is: a plan of the same entry objects (immutable pairs) is the same plan, shown clean again
         self.rids: tuple[int, ...] = ()  # the rids of `judged`, in its order (ints: shown)
@@ -69,9 +70,23 @@ class Decodes(Shortcut):
     def planned(self, plan: object) -> bool:
         """Whether `plan`, just returned by schedule(), breaks no plan rule and is decodes alone (`done`), or
         decodes with chunks, admissions or a request due its last token (`_done_with`). The caller has shown
-        that no plan is pending and no cancelled reservation owed (`Checked.schedule`)."""
-        shadow = self.monitor.shadow
+        that no plan is pending and no cancelled reservation owed (`Checked.schedule`).
+
+        The step a long simulation takes most, the same plan of decodes alone again, is read first: the same
+        entry objects as `judged` (immutable pairs: the same plan), the waiting line as long as when it was
+        shown to fit, and no partial prompt (`_due` where a request is due its last token). Since `judged` was
+        shown, only steps of decodes alone ending none were taken (any other forgets it), which change no ready
+        set, running count, free KV or budget; a request added since makes the line longer, and the plan is
+        shown to fit again."""
+        shadow = self.shadow
         items: Any = plan.entries if type(plan) is Plan else plan
+        judged = self.judged
+        if judged is not None and (type(items) is tuple or type(items) is list) and len(items) == len(judged) and \
+                len(shadow.waiting) == self.waits and not shadow.prefilling and all(map(is_, items, judged)):
+            if self.lag in self.calendar:
+                return self._due()
+            self.clean = None
+            return True
         if (type(items) is not tuple and type(items) is not list) or not items:
             return False
         ready = self.ready if self.ready is not None else self._start()
@@ -82,14 +97,11 @@ class Decodes(Shortcut):
             return clean is not None
         if len(ready) != shadow.num_ready:
             return False
-        judged = self.judged
         if judged is None or len(judged) != len(items) or not all(map(is_, items, judged)):
             if not self._pairs(items, ready):
                 return False
             self.judged, self.rids, self.waits = tuple(items), tuple([rid for rid, _ in items]), -1
-        if len(shadow.waiting) != self.waits:  # else the same plan on the same state: since `judged` was shown to
-            # fit, only steps of decodes alone ending none were taken (any other forgets it), which change no
-            # running count, free KV or budget, and no request was added (the line only grows between them)
+        if len(shadow.waiting) != self.waits:  # else the same plan on the same state (as above)
             if not self.decodes_fit(shadow, len(ready)):  # BUDGET, SLOTS, KV, WORK-CONSERVING
                 return False
             self.waits = len(shadow.waiting)
@@ -101,7 +113,7 @@ class Decodes(Shortcut):
     def _due(self) -> bool:
         """Take the plan of decodes alone just shown clean, with requests due their last token on it (the
         calendar): `_done_with` judges them ending."""
-        running = self.monitor.shadow.running
+        running = self.shadow.running
         self.clean = clean = Clean(None, len(self.rids))  # no `got`: the plan is `judged`, its rids `rids`
         clean.ending.extend([running[rid] for rid in self.calendar[self.lag]])
         return True
@@ -122,16 +134,14 @@ class Decodes(Shortcut):
 
     def done(self, emitted: object, free_kv: object) -> bool:
         """Whether complete()'s `emitted` and shown `free_kv`, for a plan `planned` took, break no rule;
-        if so the step is taken (each ready request's count one more behind)."""
+        if so the step is taken (a plan of decodes alone: each ready request's count one more behind)."""
         if self.clean is not None:
             return self._done_with(self.clean, emitted, free_kv)
-        ready = self.ready
-        assert ready is not None
-        if (type(emitted) is not tuple and type(emitted) is not list) or len(emitted) != len(ready):
+        if (type(emitted) is not tuple and type(emitted) is not list) or len(emitted) != len(self.rids):
             return False
-        if type(free_kv) is not int or free_kv != self.monitor.shadow.free_kv:
+        if type(free_kv) is not int or free_kv != self.shadow.free_kv:
             return False  # KV: the monitor names it (or, not shown, judges the step without it)
-        if not all(map(is_, emitted, self.rids)) and (set(emitted) != ready or set(map(type, emitted)) != INT):
+        if not all(map(is_, emitted, self.rids)) and (set(emitted) != self.ready or set(map(type, emitted)) != INT):
             return False  # TOKENS (silent or twice), PROTOCOL; the plan's own rid objects, in its order, are
             # the ready rids, each once, and ints (shown): the set is not built
         self.take_decodes()
@@ -151,7 +161,7 @@ class Decodes(Shortcut):
             return False
         if type(free_kv) is not int:
             return False  # not shown: the monitor judges the step without it
-        free = self.monitor.shadow.free_kv - clean.reserved
+        free = self.shadow.free_kv - clean.reserved
         for t in clean.ending:
             free += t.request.reservation
         if free_kv != free:
@@ -175,7 +185,7 @@ def _typed(items: Any) -> dict[int, int] | None:
     if not set(map(type, items)) <= PAIRS:
         return None
     try:
-        got = {rid: n for rid, n in items}
+        got = dict(items)  # each entry a tuple (shown): unpacked in C, as `rid, n` unpacks it
     except (TypeError, ValueError):
         return None  # PROTOCOL: an entry that is no pair
     if len(got) != len(items):

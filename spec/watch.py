@@ -102,8 +102,15 @@ class Watch(ABC, Generic[ShadowT, FactsT]):
     def add(self, rid: object, prompt_len: object, max_new: object) -> bool:
         """Offer a request. Returns True if accepted, False if (rightly) refused; raises
         RuleViolation('NEVER-FIT') if the scheduler accepts what it must refuse or the reverse."""
+        return self.offered(self.refusal(rid, prompt_len, max_new), rid, prompt_len, max_new)
+
+    def offered(self, verdict: str | None, rid: object, prompt_len: object, max_new: object,
+                request: Request | None = None) -> bool:
+        """`add` once the contract's `verdict` on the request is known (`refusal`'s: None to accept):
+        the offer to the scheduler, NEVER-FIT on what it did, and the shadow's accept. `request`: the
+        request as the caller built it in showing `verdict` None (a shortcut that judged the add
+        without `refusal`), else built here."""
         shadow: Any = self.shadow  # the class doc lists what every design's shadow has
-        verdict = self.refusal(rid, prompt_len, max_new)
         raised: BaseException | None = None
         try:
             self.offer(rid, prompt_len, max_new)
@@ -118,7 +125,7 @@ class Watch(ABC, Generic[ShadowT, FactsT]):
                 raise RuleViolation("NEVER-FIT", shadow.step, f"add({rid!r}, {prompt_len!r}, {max_new!r}): {message}")
         if raised is None:
             try:
-                shadow.accept(Request(rid, prompt_len, max_new))  # type: ignore[arg-type]
+                shadow.accept(request if request is not None else Request(rid, prompt_len, max_new))  # type: ignore[arg-type]
             except (InvalidField, TypeError) as error:
                 raise RuleViolation(
                     PROTOCOL, shadow.step, f"add({rid!r}, {prompt_len!r}, {max_new!r}) was accepted "

@@ -133,8 +133,8 @@ def test_a_break_on_a_decode_step_is_caught_as_without_the_shortcut(fault: Any, 
 
 class Repeated(Scheduler):
     """Breaks complete()'s emitted rids (`broken`) on the first step from 40 whose plan is the last plan's entries
-    again, each the same object, and of more than one decode: the step `Checked` judges without a call into the
-    shortcut (the same plan of decodes alone again)."""
+    again, each the same object, and of more than one decode: the step `Decodes.planned` reads first (the same
+    plan of decodes alone again)."""
 
     def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
         super().__init__(token_budget, max_seqs, kv_tokens)
@@ -189,8 +189,9 @@ class LeakyAgain(Repeated):
                                              (LeakyAgain, "KV")])
 def test_a_break_on_the_same_plan_again_is_caught_as_without_the_shortcut(fault: Any, rule: str,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """Negative controls of `Checked`'s own judgement of a repeated plan of decodes alone: each breaks a rule on a
-    step it judges (the emitted rids by identity with the plan's, the shown free KV against the shadow's)."""
+    """Negative controls of the judgement of a repeated plan of decodes alone (`Decodes.planned`, then `done`): each
+    breaks a rule on a step it judges (the emitted rids by identity with the plan's, the shown free KV against the
+    shadow's)."""
     fast, taken = outcome(True, monkeypatch, "conv", 120, fault, SERVING)
     slow, _ = outcome(False, monkeypatch, "conv", 120, fault, SERVING)
     assert fast == slow

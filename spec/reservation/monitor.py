@@ -15,7 +15,7 @@ from ..ending import ENDED, Reason, ended_when
 from ..errors import InvalidField, RuleViolation
 from ..rule import Rule
 from ..shown import visible
-from ..types import Config, Request, admissible
+from ..types import MAX_INT, Config, Request, admissible
 from ..watch import Watch, judge
 from .facts import StepFacts, apply, due, observe, observe_emitted
 from .ordinary import DONE_CHECKS, PLAN_CHECKS, Holds, done_holds, plan_holds, shortcut
@@ -32,6 +32,15 @@ def refusal(shadow: Shadow, rid: object, prompt_len: object, max_new: object) ->
     if shadow.is_taken(request.rid):
         return f"rid {request.rid} is already taken by an earlier request"
     return None
+
+
+def plainly_accepted(shadow: Shadow, rid: object, prompt_len: object, max_new: object) -> bool:
+    """True only where `refusal` returns None: three ints in range (as `Request` takes them), a reservation
+    within K (NEVER-FIT), a rid no request that has not ended holds. False says nothing: `refusal` decides.
+    One test where `refusal` builds a `Request` and calls two more (a checked simulation's every add)."""
+    return type(rid) is int and type(prompt_len) is int and type(max_new) is int and 0 <= rid <= MAX_INT and \
+        1 <= prompt_len <= MAX_INT and 1 <= max_new <= MAX_INT and prompt_len + max_new <= shadow.config.kv_tokens \
+        and rid not in shadow.tracks
 
 
 def cancel_refusal(shadow: Shadow, pending: StepFacts | None, rid: object) -> str | None:
