@@ -164,8 +164,11 @@ def cell(job: Job, side: str, key: str) -> str:
 
 
 def same_work(job: Job, key: str) -> str:
-    seen = {json.dumps(s[key][1]) for side in ("base", "head") for s in job.samples[side]}
-    return "same" if len(seen) == 1 else "DIFFERENT: " + " | ".join(sorted(seen))[:200]
+    """"same", or what each copy did, base first (each side's works, where its rounds differ)."""
+    seen = {side: sorted({json.dumps(s[key][1]) for s in job.samples[side]}) for side in ("base", "head")}
+    if len(set(seen["base"]) | set(seen["head"])) == 1:
+        return "same"
+    return f"DIFFERENT: base {' '.join(seen['base'])} | head {' '.join(seen['head'])}"[:200]
 
 
 def comparison(todo: list[Job]) -> list[dict[str, Any]]:

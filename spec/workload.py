@@ -29,7 +29,7 @@ must be refused. A workload without "cancels" and "stop_after" is the plain prot
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from . import strictjson
@@ -62,10 +62,12 @@ class Arrival:
 
     def to_json(self) -> dict[str, Any]:
         """Optional fields are left out when absent, so a plain workload reads as it always did."""
-        data = asdict(self)
-        for name in ("priority", "stop_after", "content"):
-            if data[name] is None:
-                del data[name]
+        data = {"rid": self.rid, "prompt_len": self.prompt_len, "max_new": self.max_new,
+                "arrival_step": self.arrival_step}
+        for name in OPTIONAL_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                data[name] = value
         return data
 
 
@@ -107,11 +109,13 @@ class Workload:
         return any(a.stop_after is not None for a in self.requests)
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"config": asdict(self.config), "requests": [a.to_json() for a in self.requests]}
+        c = self.config  # by hand, not dataclasses.asdict: the kit sends every workload it draws to its worker
+        data: dict[str, Any] = {"config": {"token_budget": c.token_budget, "max_seqs": c.max_seqs,
+                                           "kv_tokens": c.kv_tokens}, "requests": [a.to_json() for a in self.requests]}
         if self.budgets:
-            data["budgets"] = [asdict(b) for b in self.budgets]
+            data["budgets"] = [{"step": b.step, "token_budget": b.token_budget} for b in self.budgets]
         if self.cancels:
-            data["cancels"] = [asdict(c) for c in self.cancels]
+            data["cancels"] = [{"rid": c.rid, "step": c.step, "pending": c.pending} for c in self.cancels]
         return data
 
     def dumps(self) -> str:
@@ -165,7 +169,8 @@ class Workload:
 
 
 WORKLOAD_FIELDS = ("config", "requests", "budgets", "cancels")
-REQUEST_FIELDS = ("rid", "prompt_len", "max_new", "arrival_step", "priority", "stop_after", "content")
+OPTIONAL_FIELDS = ("priority", "stop_after", "content")  # left out of the JSON when None
+REQUEST_FIELDS = ("rid", "prompt_len", "max_new", "arrival_step", *OPTIONAL_FIELDS)
 
 
 def _no_unknown(where: str, data: dict[Any, Any], known: tuple[str, ...]) -> None:

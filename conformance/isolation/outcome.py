@@ -6,7 +6,7 @@ raised), or TIMEOUT (a call did not return in time). Outcomes cross the worker's
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 # CRASH: the target raised where the protocol has no place for an exception; TIMEOUT: a call to the
@@ -44,8 +44,13 @@ class Outcome:
         return self.rule is None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """Every field by name: not dataclasses.asdict, which copies each value deeply (the worker answers
+        each run so)."""
+        return {name: getattr(self, name) for name in FIELDS}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Outcome:
         return cls(**data)
+
+
+FIELDS = tuple(f.name for f in fields(Outcome))

@@ -10,6 +10,7 @@ or while a plan is pending, a few after they ended or with a rid never added (th
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import cache, lru_cache
 from typing import Any
 
 from hypothesis import strategies as st
@@ -37,13 +38,31 @@ MAX_CANCEL_DELAY = 12  # steps after its arrival a request's cancel may come
 NEVER_ADDED = 10_000  # a rid no workload adds: its cancel must be refused
 
 
+# Every strategy a workload draws from is built once and kept (`cache`): Hypothesis looks each one up in
+# a cache of its own on every call (some 10 us) and works out a new one's properties on its first draw,
+# and a workload draws some twenty. The same strategies, so the same draws: only their cost changes.
+BOOLEANS = st.booleans()
+
+
+@cache
+def integers(low: int, high: int) -> st.SearchStrategy[int]:
+    return st.integers(low, high)
+
+
+@lru_cache(maxsize=None, typed=True)  # typed: just(True) is not just(1)
+def just(value: int | None) -> st.SearchStrategy[int | None]:
+    return st.just(value)
+
+
+@cache
 def kinds(refusals: bool) -> st.SearchStrategy[str | None]:
     """None (a valid request) most of the time; a refusal now and then. Shrinks toward valid."""
     if not refusals:
-        return st.just(None)
+        return just(None)
     return st.sampled_from((None,) * VALID_SHARE + REFUSALS)
 
 
+@cache
 @st.composite
 def workloads(draw: Any, shape: Shape, refusals: bool, stops: bool = False, cancels: bool = False,
               shared: bool = False) -> Workload:
@@ -52,19 +71,19 @@ def workloads(draw: Any, shape: Shape, refusals: bool, stops: bool = False, canc
     budget, kv = shape.token_budget, shape.kv_tokens
     # One workload in two is of the plain protocol, so a capable target is explored as hard as any
     # other on it; shrinking goes towards plain.
-    lifecycle = (stops or cancels) and draw(st.booleans())
+    lifecycle = (stops or cancels) and draw(BOOLEANS)
     stops, cancels = stops and lifecycle, cancels and lifecycle
     max_prompt = min(MAX_PROMPT, PROMPT_BUDGETS * budget + 2)
     if kv is not None:
         max_prompt = min(max_prompt, kv - 1)
-    num = draw(st.integers(1, MAX_REQUESTS))
+    num = draw(integers(1, MAX_REQUESTS))
     drafts = []
     for _ in range(num):
         kind = draw(kinds(refusals)) if max_prompt >= 1 else NEVER_FIT
-        prompt_len = draw(st.integers(1, max_prompt)) if max_prompt >= 1 else 1
+        prompt_len = draw(integers(1, max_prompt)) if max_prompt >= 1 else 1
         room = MAX_NEW if kv is None else min(MAX_NEW, kv - prompt_len)
-        max_new = draw(st.integers(1, max(1, room)))
-        gap = draw(st.integers(0, MAX_GAP))
+        max_new = draw(integers(1, max(1, room)))
+        gap = draw(integers(0, MAX_GAP))
         drafts.append((kind, prompt_len, max_new, gap))
     if not refusals:
         drafts = [d for d in drafts if d[0] is None]
@@ -74,10 +93,10 @@ def workloads(draw: Any, shape: Shape, refusals: bool, stops: bool = False, canc
     for rid, (kind, prompt_len, max_new, gap) in enumerate(drafts):
         step += gap
         arrival = _arrival(kind, rid, prompt_len, max_new, step, kv_tokens)
-        if stops and kind is None and max_new > 1 and draw(st.booleans()):
-            arrival = Arrival(rid, prompt_len, max_new, step, stop_after=draw(st.integers(1, max_new - 1)))
-        if shared and kind is None and draw(st.booleans()):
-            arrival = replace(arrival, content=((draw(st.integers(0, 1)), draw(st.integers(1, prompt_len))),))
+        if stops and kind is None and max_new > 1 and draw(BOOLEANS):
+            arrival = Arrival(rid, prompt_len, max_new, step, stop_after=draw(integers(1, max_new - 1)))
+        if shared and kind is None and draw(BOOLEANS):
+            arrival = replace(arrival, content=((draw(integers(0, 1)), draw(integers(1, prompt_len))),))
         arrivals.append(arrival)
     cancelled = draw(_cancels(arrivals)) if cancels else ()
     return Workload(Config(budget, shape.max_seqs, kv_tokens), tuple(arrivals), cancels=cancelled)
@@ -89,21 +108,21 @@ def _cancels(draw: Any, arrivals: list[Arrival]) -> tuple[Cancel, ...]:
     ready or ended by then), between steps or while a plan is pending; and maybe one never added."""
     cancels = []
     for a in arrivals:
-        if draw(st.booleans()):
-            delay = draw(st.integers(0, MAX_CANCEL_DELAY))
-            cancels.append(Cancel(a.rid, a.arrival_step + delay, draw(st.booleans())))
-    if draw(st.integers(0, 5)) == 0:
-        cancels.append(Cancel(NEVER_ADDED, draw(st.integers(0, MAX_CANCEL_DELAY))))
+        if draw(BOOLEANS):
+            delay = draw(integers(0, MAX_CANCEL_DELAY))
+            cancels.append(Cancel(a.rid, a.arrival_step + delay, draw(BOOLEANS)))
+    if draw(integers(0, 5)) == 0:
+        cancels.append(Cancel(NEVER_ADDED, draw(integers(0, MAX_CANCEL_DELAY))))
     return tuple(cancels)
 
 
 def _kv_for(reservations: list[int], room: KvRoom) -> st.SearchStrategy[int]:
     largest = max(reservations, default=2)
     if room is KvRoom.BARELY:
-        return st.just(largest)
+        return just(largest)
     if room is KvRoom.TIGHT:
-        return st.integers(largest, 2 * largest)
-    return st.just(max(largest, sum(reservations)))
+        return integers(largest, 2 * largest)
+    return just(max(largest, sum(reservations)))
 
 
 def _arrival(kind: str | None, rid: int, prompt_len: int, max_new: int, step: int, kv_tokens: int) -> Arrival:

@@ -15,6 +15,7 @@ memory or the slot, a request of priority p waits behind it, and one of higher p
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import cache
 from typing import Any
 
 from hypothesis import strategies as st
@@ -25,34 +26,37 @@ from stallfree.spec.variants.priority import MAX_PRIORITY, PriorityContract
 from stallfree.spec.workload import BudgetChange
 
 from .grid import Shape
-from .strategies import _kv_for, workloads
+from .strategies import _kv_for, integers, workloads
 
 MAX_CHANGES = 4
 MAX_BURST = 6
 MAX_BURST_NEW = 12
 MAX_CHANGE_STEP = 12  # the kit's requests are short: a drop matters while several of them decode
 BAD_BUDGETS = (0, -1, True, 2.0)
+PRIORITIES = st.one_of(st.integers(0, MAX_PRIORITY), st.sampled_from((-1, MAX_PRIORITY + 1, 1.0)))  # bad ones too
 
 
+@cache  # built once, as every strategy a workload draws from (see `strategies`)
 def budgets(max_budget: int) -> st.SearchStrategy[Any]:
     """Mostly 1 and other small budgets (below the ready count is the case that matters), a rise now
     and then, and a bad value."""
     return st.one_of(st.just(1), st.integers(1, 3), st.integers(1, max_budget), st.sampled_from(BAD_BUDGETS))
 
 
+@cache
 @st.composite
 def aging_workloads(draw: Any, shape: Shape, aging: int, max_priority: int) -> Workload:
     """A request of priority p waits (P - p) * A steps or more behind one that holds the memory or the
     only slot, and one of priority P arrives after that wait, with a few short requests around them."""
-    p = draw(st.integers(max(0, max_priority - 2), max_priority - 1))
+    p = draw(integers(max(0, max_priority - 2), max_priority - 1))
     wait = (max_priority - p) * aging
-    hold = wait + draw(st.integers(1, 4))  # the holder's tokens: it runs past the late arrival
-    late = 1 + wait + draw(st.integers(0, 2))
-    requests = [Arrival(0, 1, hold, 0, max_priority), Arrival(1, draw(st.integers(1, 3)), 1, 1, p),
-                Arrival(2, draw(st.integers(1, 3)), 1, late, max_priority)]
-    for rid in range(3, 3 + draw(st.integers(0, 3))):
-        requests.append(Arrival(rid, draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(0, late)),
-                                draw(st.integers(0, max_priority))))
+    hold = wait + draw(integers(1, 4))  # the holder's tokens: it runs past the late arrival
+    late = 1 + wait + draw(integers(0, 2))
+    requests = [Arrival(0, 1, hold, 0, max_priority), Arrival(1, draw(integers(1, 3)), 1, 1, p),
+                Arrival(2, draw(integers(1, 3)), 1, late, max_priority)]
+    for rid in range(3, 3 + draw(integers(0, 3))):
+        requests.append(Arrival(rid, draw(integers(1, 3)), draw(integers(1, 3)), draw(integers(0, late)),
+                                draw(integers(0, max_priority))))
     kv = shape.kv_tokens
     if kv is None:
         kv = draw(_kv_for([a.prompt_len + a.max_new for a in requests], shape.kv_room))
@@ -65,26 +69,25 @@ def variant_workloads(
     draw: Any, shape: Shape, refusals: bool, contract: Contract, stops: bool = False, cancels: bool = False,
     shared: bool = False,
 ) -> Workload:
-    if isinstance(contract, PriorityContract) and contract.aging is not None and draw(st.integers(0, 3)) == 0:
+    if isinstance(contract, PriorityContract) and contract.aging is not None and draw(integers(0, 3)) == 0:
         return draw(aging_workloads(shape, contract.aging, contract.max_priority))
     workload = draw(workloads(shape, refusals, stops, cancels, shared))
     if "BUDGET-CHANGE" in contract.ids:
         # A burst of short requests, so that several streams decode when the budget drops.
         kv, first = workload.config.kv_tokens, len(workload.requests)
         burst = tuple(
-            Arrival(first + i, draw(st.integers(1, 3)), draw(st.integers(1, max(1, min(MAX_BURST_NEW, kv - 3)))),
-                    draw(st.integers(0, 2)))
-            for i in range(draw(st.integers(0, MAX_BURST)))
+            Arrival(first + i, draw(integers(1, 3)), draw(integers(1, max(1, min(MAX_BURST_NEW, kv - 3)))),
+                    draw(integers(0, 2)))
+            for i in range(draw(integers(0, MAX_BURST)))
         )
         workload = replace(workload, requests=workload.requests + burst)
-        num = draw(st.integers(1, MAX_CHANGES))
-        changes = [BudgetChange(draw(st.integers(1, MAX_CHANGE_STEP)), draw(budgets(2 * shape.token_budget)))
+        num = draw(integers(1, MAX_CHANGES))
+        changes = [BudgetChange(draw(integers(1, MAX_CHANGE_STEP)), draw(budgets(2 * shape.token_budget)))
                    for _ in range(num)]
         workload = replace(workload, budgets=tuple(sorted(changes, key=lambda c: c.step)))
     if "PRIORITY-ORDER" in contract.ids:
-        priorities = st.one_of(st.integers(0, MAX_PRIORITY), st.sampled_from((-1, MAX_PRIORITY + 1, 1.0)))
         workload = replace(workload, requests=tuple(
-            replace(a, priority=draw(priorities if refusals else st.integers(0, MAX_PRIORITY)))
+            replace(a, priority=draw(PRIORITIES if refusals else integers(0, MAX_PRIORITY)))
             for a in workload.requests
         ))
     return workload
