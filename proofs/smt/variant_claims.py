@@ -45,6 +45,7 @@ class Views:
     running: tuple[int, ...]  # admission order
     free_kv: Any
     last_token: dict[int, Any]  # rotation's: each ready rid's step of its last token (else empty)
+    arrivals: dict[int, tuple[int, Any, int]]  # priorities': each waiting rid's (level, arrival step, number)
 
 
 def views(s: Any, rids: range) -> Views:
@@ -58,7 +59,9 @@ def views(s: Any, rids: range) -> Views:
             continue
         place = (READY if seq.is_ready else PARTIAL) if rid in s.running else WAITING if rid in waiting else ENDED
         seen[rid] = Seen(place, seq.num_prefilled, seq.num_emitted, seq.request.prompt_len, seq.request.max_new)
-    return Views(seen, queues, tuple(s.running), s.free_kv, dict(getattr(s, "last_token", {})))
+    arrivals = {entry[2].rid: (level, entry[0], entry[1]) for level, queue in enumerate(getattr(s, "levels", ()))
+                for entry in queue}
+    return Views(seen, queues, tuple(s.running), s.free_kv, dict(getattr(s, "last_token", {})), arrivals)
 
 
 def emits(seen: Seen, n: Any) -> bool:

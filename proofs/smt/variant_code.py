@@ -76,7 +76,7 @@ def step(stopped: tuple[int, ...]) -> Transition:
 
     def run(s: Any, ctx: Context, rids: range) -> None:
         before = views(s, rids)
-        order = variant_rules.order(s, before)
+        order = variant_rules.order(s, before, ctx.contract)
         plan = s.schedule()
         if ctx.plan:
             plan_rules(ctx.claim, s, before, order, plan, set(ctx.contract.ids), ctx.own)

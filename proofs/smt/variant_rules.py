@@ -19,20 +19,37 @@ from stallfree.spec.variants.aligned import aligned_chunk
 from stallfree.spec.variants.priority import effective
 
 from .variant_claims import PARTIAL, READY, WAITING, Views
+from .variant_state import line
 
 Check = Callable[[Any, Views, list[Any], list[tuple[int, Any]]], Any]
 
 
-def order(s: Any, before: Views) -> list[Any]:
+def order(s: Any, before: Views, contract: Contract) -> list[Any]:
     """The waiting requests (their `Request`s) in the contract's order before the step: arrival
-    order, or under priorities the effective order (ties by arrival)."""
-    levels = getattr(s, "levels", None)
-    if levels is None:
-        return [seq.request for seq in s.waiting]
-    entries = [(level, entry) for level, queue in enumerate(levels) for entry in queue]
-    step, aging = s.num_steps, s.aging
-    ranked = sorted(entries, key=lambda e: (-effective(e[0], e[1][0], step, aging), e[1][1]))
-    return [entry[2].request for _, entry in ranked]
+    order, or under priorities the effective order at the contract's aging (ties by arrival)."""
+    if not before.arrivals:
+        return [seq.request for queue in line(s) for seq in queue]
+    step, aging = s.num_steps, getattr(contract, "aging", None)
+    ranked = sorted(before.arrivals.items(), key=lambda item: (-effective(item[1][0], item[1][1], step, aging),
+                                                                item[1][2]))
+    return [s.seqs[rid].request for rid, _ in ranked]
+
+
+def aging_bound(aging: int, top: int) -> Check:
+    """AGING-BOUND: a request of priority p that arrived at step a is never admitted after one that
+    arrived after it at or after step a + (P - p) * A."""
+
+    def check(s: Any, before: Views, order: list[Any], entries: list[tuple[int, Any]]) -> Any:
+        given, arrivals = dict(entries), before.arrivals
+        for x, (_, a_x, number_x) in arrivals.items():
+            if x not in given:
+                continue
+            for t, (p, a, number) in arrivals.items():
+                if t not in given and number < number_x and bool(a_x >= a + (top - p) * aging):
+                    return False
+        return True
+
+    return check
 
 
 def _decoded(before: Views, entries: list[tuple[int, Any]]) -> tuple[list[int], list[int]]:
@@ -143,6 +160,8 @@ def own(contract: Contract, s: Any) -> dict[str, Check]:
         out.update(aligned(s.block_size))
     if "DECODE-FAIR" in ids:
         out["DECODE-FAIR"] = decode_fair
+    if "AGING-BOUND" in ids:
+        out["AGING-BOUND"] = aging_bound(contract.aging, contract.max_priority)  # type: ignore[attr-defined]
     if "BATCH-CLOSED" in ids:
         out["BATCH-CLOSED"] = batch_closed
         out["BATCH-CONSERVING"] = batch_conserving
