@@ -119,7 +119,8 @@ CONTROLS: dict[str, tuple[str, Callable[[], Any], Any, int, str]] = {
     "NoAging (AGING-BOUND)": ("STEP (code)", aged(NoAging), aging(AGING), 2, "AGING-BOUND"),
     "IgnorePriority": ("STEP (code)", aged(IgnorePriority), aging(AGING), 2, "PRIORITY-ORDER"),
     "OnePriorityAdmission": ("STEP (code)", aged(OnePriorityAdmission), aging(AGING), 2, "PRIORITY-WORK-CONSERVING"),
-    **{cls.__name__: ("STEP (code)", aligned_copy(cls), aligned(BLOCK), 2, rule) for rule, cls in ALIGNED_FAULTS.items()},
+    **{cls.__name__: ("STEP (code)", aligned_copy(cls), aligned(BLOCK), 2, rule)
+       for rule, cls in ALIGNED_FAULTS.items()},
     **{cls.__name__: ("STEP (code)", plain(cls), STATIC_CONTRACT, 2, rule) for rule, cls in STATIC_FAULTS.items()},
 }
 
@@ -142,3 +143,15 @@ def test_a_fault_whose_code_leaves_the_fragment_reads_unknown_naming_the_path() 
 
 def test_every_theorem_has_a_negative_control() -> None:
     assert {theorem for theorem, *_ in CONTROLS.values()} == set(THEOREM)
+
+
+def test_after_a_budget_drop_resizable_holds_and_rotating_reads_unknown() -> None:
+    # Without READY-WITHIN-BUDGET among the hypotheses (a state after a drop: more ready than B), the
+    # oldest-first decodes run symbolically and keep every claim; rotation's choice of the B longest
+    # waiting slices the sorted ready requests by the budget, which no symbolic value can do.
+    step = THEOREM["STEP (code)"]
+    resizable = prove(step, plain(Resizable), BUDGET_CONTRACT, 2, fixed_budget=False)
+    assert resizable.verdict is Verdict.HOLDS, resizable.detail
+    rotating = prove(step, plain(Rotating), ROTATION_CONTRACT, 2, fixed_budget=False)
+    assert rotating.verdict is Verdict.UNKNOWN
+    assert "2 ready, 0 partial, 0 waiting" in rotating.detail and "cannot run symbolically" in rotating.detail
