@@ -5,7 +5,8 @@ with the rule and a concrete state, on a copy of a variant with one lifecycle or
 the faults of `stallfree.faults` (a stop's KV back a step late, a stop of a rid that emits nothing, a
 cancel that accepts anything or keeps the KV or leaves a tombstone in line, a line reordered by a
 cancel, the aligned, priority and static policy faults) and a few planted here (an end one token
-late, a stop forgotten, a decode skipped). A fault whose code leaves the fragment reads unknown,
+late, a stop forgotten, a decode skipped, a first token not emitted, a chunk recorded one position
+long). A fault whose code leaves the fragment reads unknown,
 naming the path, never holds."""
 
 from __future__ import annotations
@@ -60,15 +61,35 @@ class StopForgotten(Rotating):
         pass
 
 
-class SkipsNewestDecode(Rotating):
-    """The newest ready request goes without its decode whenever another is decoded."""
+def skip_newest_decode(cls: type) -> type:
+    """`cls` whose newest ready request goes without its decode whenever another is decoded."""
 
-    def plan_decodes(self, plan: list[tuple[int, int]], left: int) -> int:
-        left = super().plan_decodes(plan, left)
+    def plan_decodes(self: Any, plan: list[tuple[int, int]], left: int) -> int:
+        left = cls.plan_decodes(self, plan, left)
         if len(plan) > 1:
             plan.pop()
             left += 1
         return left
+
+    return type(f"SkipsNewestDecode{cls.__name__}", (cls,), {"plan_decodes": plan_decodes})
+
+
+class SilentFirstToken(Aligned):
+    """A chunk that completes its prompt emits no first token."""
+
+    def on_prompt_done(self, seq: StepwiseSequence, emitted: list[int]) -> None:
+        pass
+
+
+class PrefillsOneMore(Resizable):
+    """A chunk that leaves its prompt unfinished is recorded one position longer than it ran."""
+
+    def complete(self, plan: list[tuple[int, int]], stopped: Any = ()) -> list[int]:  # type: ignore[override]
+        def recorded(rid: int, n: Any) -> Any:
+            seq = self.running[rid]
+            return n + 1 if not seq.is_ready and seq.num_prefilled + n + 1 < seq.request.prompt_len else n
+
+        return super().complete([(rid, recorded(rid, n)) for rid, n in plan], stopped)
 
 
 def aligned_copy(cls: type) -> Callable[[], Any]:
@@ -114,7 +135,11 @@ CONTROLS: dict[str, tuple[str, Callable[[], Any], Any, int, str]] = {
     "CancelTombstone": ("CANCEL (code)", plain(on(StaticBatching, CancelTombstone)), STATIC_CONTRACT, 2, "CANCEL"),
     "SwapRemoveCancel": ("CANCEL (code)", plain(on(Rotating, SwapRemoveCancel)), ROTATION_CONTRACT, 3, "CANCEL"),
     "LevelSwapRemove": ("CANCEL (code)", aged(LevelSwapRemove), aging(AGING), 3, "CANCEL"),
-    "SkipsNewestDecode": ("STEP (code)", plain(SkipsNewestDecode), ROTATION_CONTRACT, 2, "DECODE-FAIR"),
+    "SkipsNewestDecode": ("STEP (code)", plain(skip_newest_decode(Rotating)), ROTATION_CONTRACT, 2, "DECODE-FAIR"),
+    "SkipsNewestDecode (DECODE-FIRST)": ("STEP (code)", plain(skip_newest_decode(Resizable)), BUDGET_CONTRACT, 2,
+                                         "DECODE-FIRST"),
+    "SilentFirstToken": ("STEP (code)", aligned_copy(SilentFirstToken), aligned(BLOCK), 2, "TOKENS"),
+    "PrefillsOneMore": ("STEP (code)", plain(PrefillsOneMore), BUDGET_CONTRACT, 2, "PREFILL-ONCE"),
     "NoAging": ("STEP (code)", aged(NoAging), aging(AGING), 2, "PRIORITY-ORDER"),
     "NoAging (AGING-BOUND)": ("STEP (code)", aged(NoAging), aging(AGING), 2, "AGING-BOUND"),
     "IgnorePriority": ("STEP (code)", aged(IgnorePriority), aging(AGING), 2, "PRIORITY-ORDER"),
