@@ -1,5 +1,5 @@
-"""The variants' code theorems (`proofs/smt/variant_code.py`): each theorem of each variant on
-`Stepwise` under its contract, its verdict, paths, states the hypothesis allows and seconds (the
+"""The variants' code theorems (`proofs/smt/variant_code.py`): each theorem of each variant (both
+renderings) under its contract, its verdict, paths, states the hypothesis allows and seconds (the
 median of --rounds runs), at N = 2 (what `stallfree prove --methods variants` runs) or, with --deep,
 N = 3 (what `--profile deep` adds); then the total seconds.
 
@@ -12,7 +12,7 @@ import argparse
 import statistics
 
 from stallfree.proofs.smt.variant_code import THEOREMS, prove
-from stallfree.proofs.variant_code_rows import DEEP_N, N, stepwise_cases
+from stallfree.proofs.variant_code_rows import DEEP_N, N, variant_cases
 
 
 def main() -> None:
@@ -24,7 +24,7 @@ def main() -> None:
     print("| variant | contract | theorem | N | verdict | paths | states | seconds (median) |")
     print("|---|---|---|---|---|---|---|---|")
     total = 0.0
-    for name, make, contract in stepwise_cases():
+    for name, make, contract in variant_cases():
         for theorem in THEOREMS:
             runs = [prove(theorem, make, contract, n) for _ in range(args.rounds)]
             seconds = statistics.median(o.seconds for o in runs)

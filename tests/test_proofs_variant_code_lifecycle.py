@@ -1,6 +1,6 @@
 """The variants' code theorems (`proofs/smt/variant_code.py`): Z3 over each variant's own
-`schedule()`, `complete()` and `cancel()` on `Stepwise`, run on symbolic values along every path,
-under the variant's contract. Each theorem holds of every such variant at N = 2, and each reads BROKEN,
+`schedule()`, `complete()` and `cancel()`, in both renderings, run on symbolic values along every
+path, under the variant's contract. Each theorem holds of every variant at N = 2, and each reads BROKEN,
 with the rule and a concrete state, on a copy of a variant with one lifecycle or policy step wrong:
 the faults of `stallfree.faults` (a stop's KV back a step late, a stop of a rid that emits nothing, a
 cancel that accepts anything or keeps the KV or leaves a tombstone in line, a line reordered by a
@@ -28,18 +28,27 @@ from stallfree.faults.lifecycle import (
 )
 from stallfree.faults.priority import IgnorePriority, NoAging, OnePriorityAdmission
 from stallfree.faults.static import STATIC_FAULTS
-from stallfree.faults.variant_lifecycle import LevelSwapRemove, on
+from stallfree.faults.variant_lifecycle import (
+    CancelQuietly,
+    EndKeepsKV,
+    LevelSwapRemove,
+    StopAnyRunning,
+    SwapLeaveLine,
+    TombstoneLine,
+    on,
+)
 from stallfree.proofs.smt import variant_code
 from stallfree.proofs.smt.variant_code import THEOREMS, prove
-from stallfree.proofs.variant_code_rows import stepwise_cases
+from stallfree.proofs.variant_code_rows import variant_cases
 from stallfree.spec.variants.aligned import contract as aligned
 from stallfree.spec.variants.budget_change import BUDGET_CONTRACT, ROTATION_CONTRACT
 from stallfree.spec.variants.priority import contract as aging
 from stallfree.spec.variants.static import STATIC_CONTRACT
 from stallfree.spec.verdict import Verdict
-from stallfree.variants.aligned import Aligned
+from stallfree.variants.aligned import Aligned, BatchedAligned
+from stallfree.variants.batched import BatchedResizable
 from stallfree.variants.priority import Prioritized
-from stallfree.variants.rotating import Resizable, Rotating
+from stallfree.variants.rotating import BatchedRotating, Resizable, Rotating
 from stallfree.variants.static import StaticBatching
 from stallfree.variants.stepwise import StepwiseSequence
 
@@ -105,12 +114,12 @@ def plain(cls: type) -> Callable[[], Any]:
     return lambda: cls(1, 1, 1)
 
 
-CASES = stepwise_cases()
+CASES = variant_cases()
 
 
 @pytest.mark.parametrize("theorem", THEOREMS, ids=lambda t: t.name)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c[0])
-def test_each_code_theorem_holds_of_each_stepwise_variant(case: tuple[str, Any, Any],
+def test_each_code_theorem_holds_of_each_variant(case: tuple[str, Any, Any],
                                                          theorem: variant_code.Theorem) -> None:
     name, make, contract = case
     outcome = prove(theorem, make, contract, 2)
@@ -118,8 +127,10 @@ def test_each_code_theorem_holds_of_each_stepwise_variant(case: tuple[str, Any, 
     assert outcome.states > 0 and outcome.paths > outcome.states  # some states are refused by the hypothesis
 
 
-def test_every_variant_on_stepwise_has_its_rows() -> None:
-    assert sorted(name for name, *_ in CASES) == ["Aligned", "Prioritized", "Resizable", "Rotating", "StaticBatching"]
+def test_every_variant_has_its_rows() -> None:
+    assert sorted(name for name, *_ in CASES) == [
+        "Aligned", "BatchedAligned", "BatchedPrioritized", "BatchedResizable", "BatchedRotating", "Prioritized",
+        "Resizable", "Rotating", "StaticBatching"]
 
 
 # (theorem, a maker of the faulty copy, its contract, N, the rule it must be refuted under)
@@ -135,6 +146,12 @@ CONTROLS: dict[str, tuple[str, Callable[[], Any], Any, int, str]] = {
     "CancelTombstone": ("CANCEL (code)", plain(on(StaticBatching, CancelTombstone)), STATIC_CONTRACT, 2, "CANCEL"),
     "SwapRemoveCancel": ("CANCEL (code)", plain(on(Rotating, SwapRemoveCancel)), ROTATION_CONTRACT, 3, "CANCEL"),
     "LevelSwapRemove": ("CANCEL (code)", aged(LevelSwapRemove), aging(AGING), 3, "CANCEL"),
+    "EndKeepsKV": ("END (code)", aligned_copy(on(BatchedAligned, EndKeepsKV)), aligned(BLOCK), 2, "KV"),
+    "StopAnyRunning": ("STOP-READY (code)", plain(on(BatchedResizable, StopAnyRunning)), BUDGET_CONTRACT, 2,
+                       "STOP-READY"),
+    "CancelQuietly": ("CANCEL (code)", plain(on(BatchedRotating, CancelQuietly)), ROTATION_CONTRACT, 2, "CANCEL"),
+    "TombstoneLine": ("CANCEL (code)", aligned_copy(on(BatchedAligned, TombstoneLine)), aligned(BLOCK), 2, "CANCEL"),
+    "SwapLeaveLine": ("CANCEL (code)", plain(on(BatchedResizable, SwapLeaveLine)), BUDGET_CONTRACT, 3, "CANCEL"),
     "SkipsNewestDecode": ("STEP (code)", plain(skip_newest_decode(Rotating)), ROTATION_CONTRACT, 2, "DECODE-FAIR"),
     "SkipsNewestDecode (DECODE-FIRST)": ("STEP (code)", plain(skip_newest_decode(Resizable)), BUDGET_CONTRACT, 2,
                                          "DECODE-FIRST"),

@@ -1,6 +1,7 @@
-"""What the variants' code theorems claim of one transition of a variant's own code, read off the
-fields `Stepwise` declares (a variant has no `progress` view: each request's counts are its
-sequence's, its place the line, `running`, or neither once it has ended) and its plan.
+"""What the variants' code theorems claim of one transition of a variant's own code, read off its
+fields (a variant has no `progress` view: each request's counts are its sequence's, or under the
+batched rendering its due step's, its place the line, `running`, or neither once it has ended) and
+its plan.
 
 Each check calls `claim(rule, ok, message)`, `ok` possibly symbolic (its truth is a branch). The plan
 rules the variant's contract keeps of `RULES` are the contracts' own predicates (`contracts.limits`,
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..contracts.contracts import limits, policy
-from .variant_state import line
+from .variant_state import is_ready, line, num_emitted
 
 Claim = Callable[[str, Any, str], None]
 WAITING, PARTIAL, READY, ENDED = "waiting", "partial", "ready", "ended"  # a variant shows no end's reason
@@ -49,7 +50,7 @@ class Views:
 
 
 def views(s: Any, rids: range) -> Views:
-    queues = tuple(tuple(seq.rid for seq in queue) for queue in line(s))
+    queues = tuple(tuple(seq.request.rid for seq in queue) for queue in line(s))
     waiting = {rid for queue in queues for rid in queue}
     seen: dict[int, Seen | None] = {}
     for rid in rids:
@@ -57,10 +58,10 @@ def views(s: Any, rids: range) -> Views:
         if seq is None:
             seen[rid] = None
             continue
-        place = (READY if seq.is_ready else PARTIAL) if rid in s.running else WAITING if rid in waiting else ENDED
-        seen[rid] = Seen(place, seq.num_prefilled, seq.num_emitted, seq.request.prompt_len, seq.request.max_new)
-    arrivals = {entry[2].rid: (level, entry[0], entry[1]) for level, queue in enumerate(getattr(s, "levels", ()))
-                for entry in queue}
+        place = (READY if is_ready(s, seq) else PARTIAL) if rid in s.running else WAITING if rid in waiting else ENDED
+        seen[rid] = Seen(place, seq.num_prefilled, num_emitted(s, seq), seq.request.prompt_len, seq.request.max_new)
+    levels = enumerate(getattr(s, "levels", ()))
+    arrivals = {entry[2].request.rid: (level, entry[0], entry[1]) for level, queue in levels for entry in queue}
     return Views(seen, queues, tuple(s.running), s.free_kv, dict(getattr(s, "last_token", {})), arrivals)
 
 
@@ -106,22 +107,24 @@ def life(claim: Claim, before: Views, after: Views, plan: Any, emitted: tuple[in
         if b is None or a is None:
             claim("END", b is None and a is None, f"rid {rid} has lost its record")
             continue
+        if b.place == ENDED:
+            claim("END", a.place == ENDED and rid not in given and rid not in emitted,
+                  f"rid {rid}, ended before the step, is {a.place}, planned {rid in given}, emitted {rid in emitted}")
+            continue
         n = given.get(rid, 0)
         token = rid in given and emits(b, n)
         claim("TOKENS", (rid in emitted) is token, f"rid {rid}: emitted {rid in emitted}, due a token {token}")
-        claim("TOKENS", a.num_emitted == b.num_emitted + (1 if token else 0) and a.num_emitted <= a.max_new,
-              f"rid {rid}: {a.num_emitted} tokens after {b.num_emitted}")
+        count = b.num_emitted + (1 if token else 0)  # what it has emitted after the step
+        if a.num_emitted is not None:  # None: a batched variant keeps no count for an ended request
+            claim("TOKENS", a.num_emitted == count and a.num_emitted <= a.max_new,
+                  f"rid {rid}: {a.num_emitted} tokens after {b.num_emitted}")
         grown = 0 if b.place == READY else n
         claim("PREFILL-ONCE", a.num_prefilled == b.num_prefilled + grown and a.num_prefilled <= a.prompt_len,
               f"rid {rid}: prefill {a.num_prefilled} after {b.num_prefilled} and a chunk of {grown}")
         if b.place in (PARTIAL, WAITING) and rid in given:
             claim("FIRST-TOKEN", token is bool(a.num_prefilled == a.prompt_len),
                   f"rid {rid}: a first token off its prompt's end")
-        if b.place == ENDED:
-            claim("END", a.place == ENDED and rid not in given and rid not in emitted,
-                  f"rid {rid}, ended before the step, is {a.place}, planned {rid in given}, emitted {rid in emitted}")
-            continue
-        ends = (token and (bool(a.num_emitted == a.max_new) or rid in stopped)) or rid in cancelled
+        ends = (token and (bool(count == a.max_new) or rid in stopped)) or rid in cancelled
         claim("END", (a.place == ENDED) is ends,
               f"rid {rid} is {a.place} after the step; it should {'' if ends else 'not '}have ended")
 

@@ -1,6 +1,7 @@
-"""Theorems about the variants' own code: a variant's `schedule()`, `complete()` and `cancel()`,
-executed on symbolic values (`symexec`) from every state of N requests its post-conditions allow
-(`variant_state`), every path exhausted, as `code_theorems` does for the reference.
+"""Theorems about the variants' own code: a variant's `schedule()`, `complete()` and `cancel()`, in
+either rendering (`Stepwise`, `Batched`), executed on symbolic values (`symexec`) from every state of
+N requests its post-conditions allow (`variant_state`), every path exhausted, as `code_theorems`
+does for the reference.
 
 For every layout of at most N requests (how many ready, partial, waiting; a waiting request's
 priority level) and every choice of the environment (the stops, among every subset of the requests;
@@ -44,7 +45,7 @@ from .code_theorems import Outcome
 from .symexec import Explorer, explore, variables
 from .symstate import Shape
 from .variant_claims import ENDED, Claim, emits, kv_view, life, plan_rules, views
-from .variant_state import Layout, broken, build, layouts, names, type_assumptions
+from .variant_state import Layout, broken, build, layouts, names, pending, type_assumptions
 
 MAX_PATHS = 200_000  # per layout and choice: past it the theorem is unknown (a count, not seconds)
 LIFE = frozenset({"TOKENS", "PREFILL-ONCE", "FIRST-TOKEN", "END", "KV", "PROGRESS"})
@@ -87,7 +88,7 @@ def step(stopped: tuple[int, ...]) -> Transition:
         except (FieldTypeError, InvalidField, ProtocolError):
             ctx.claim("STOP-READY", any(rid not in due for rid in stopped), f"complete() refused stops {stopped}, "
                       f"each of which emits a token (due: {due})")
-            ctx.claim("STOP-READY", views(s, rids) == planned and s.pending is not None,
+            ctx.claim("STOP-READY", views(s, rids) == planned and pending(s),
                       "a refused complete() changed the variant")
             return
         ctx.claim("STOP-READY", all(rid in due for rid in stopped), f"complete() took stops {stopped}; due: {due}")

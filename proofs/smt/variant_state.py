@@ -1,15 +1,16 @@
-"""A symbolic state of a variant on `Stepwise`: its own class, its own containers, Z3 values.
+"""A symbolic state of a variant: its own class, its own containers, Z3 values.
 
 The variants' counterpart of `symstate` (which builds the reference's fields). `build` makes the
 variant by its own constructor (`make`, the factory the model checker uses), then fills the fields
-`Stepwise` declares (`seqs`, the waiting line, `running`, `free_kv`, `num_steps`) and the variant's
-own (`last_token` under rotation, `levels` under priorities) with N requests, each waiting, partial or
+`Stepwise` declares (`seqs`, the waiting line, `running`, `free_kv`, `num_steps`), or those of the
+batched rendering (`variant_batched`), and the variant's own (`last_token` under rotation, `levels`
+under priorities) with N requests, each waiting, partial or
 ready as the layout says, whose lengths, progress, steps and the config are unbounded symbolic
 integers. Two things stay concrete: a waiting request's priority level (a list index: each of
 `PRIORITIES` in turn) and the variant's constants (the block size, the aging period).
 
 Which of these states are states of the variant is the hypothesis `broken` states: the reference's
-post-conditions written over `Stepwise`'s fields (TYPES, SLOTS, KV, ONE-PARTIAL, READY-WITHIN-BUDGET
+post-conditions written over the variant's fields (TYPES, SLOTS, KV, ONE-PARTIAL, READY-WITHIN-BUDGET
 where the budget is fixed) and what the variant's own fields must satisfy. Every transition of
 `variant_code` ends by checking the same, so the hypothesis is inductive over the variant's code.
 """
@@ -24,8 +25,10 @@ from typing import Any
 import z3
 
 from stallfree.spec.types import Config, Request, admissible
+from stallfree.variants.batched import Batched
 from stallfree.variants.stepwise import StepwiseSequence
 
+from . import variant_batched
 from .symexec import Explorer, Int
 from .symstate import Shape, shapes
 
@@ -61,7 +64,8 @@ def names(make: Callable[[], Any], layout: Layout) -> list[str]:
         out += [f"prompt_len{rid}", f"max_new{rid}"]
         role = shape.role(rid)
         if role == "ready":
-            out += [f"num_emitted{rid}"] + ([f"last_token{rid}"] if hasattr(s, "last_token") else [])
+            out.append(f"due{rid}" if isinstance(s, Batched) else f"num_emitted{rid}")
+            out += [f"last_token{rid}"] if hasattr(s, "last_token") else []
         elif role == "partial":
             out.append(f"num_prefilled{rid}")
         elif hasattr(s, "levels"):
@@ -92,13 +96,25 @@ def build(make: Callable[[], Any], layout: Layout, v: dict[str, z3.ArithRef], ex
     shape, s = layout.shape, make()
     s.config = unchecked(Config, token_budget=sym["B"], max_seqs=sym["S"], kv_tokens=sym["K"])
     s.free_kv, s.num_steps = sym["free_kv"], sym["num_steps"]
-    levels = getattr(s, "levels", None)
-    for rid in range(shape.size):
-        request = unchecked(Request, rid=rid, prompt_len=sym[f"prompt_len{rid}"], max_new=sym[f"max_new{rid}"])
+    requests = [unchecked(Request, rid=rid, prompt_len=sym[f"prompt_len{rid}"], max_new=sym[f"max_new{rid}"])
+                for rid in range(shape.size)]
+    for rid, request in enumerate(requests):
+        if shape.role(rid) == "waiting":
+            admissible(request, s.config)
+    if isinstance(s, Batched):
+        variant_batched.fill(s, shape, layout.levels, sym, requests)
+    else:
+        _fill(s, layout, sym, requests)
+    return s
+
+
+def _fill(s: Any, layout: Layout, sym: dict[str, Any], requests: list[Any]) -> None:
+    """Put `requests` (rid order) into the `Stepwise` variant `s` as `layout` says, with `sym`'s values."""
+    shape, levels = layout.shape, getattr(s, "levels", None)
+    for rid, request in enumerate(requests):
         seq = s.seqs[rid] = StepwiseSequence(request)
         role = shape.role(rid)
         if role == "waiting":
-            admissible(request, s.config)
             if levels is None:
                 s.waiting.append(seq)
             else:
@@ -113,7 +129,20 @@ def build(make: Callable[[], Any], layout: Layout, v: dict[str, z3.ArithRef], ex
                 s.last_token[rid] = sym[f"last_token{rid}"]
     if levels is not None:
         s.num_arrivals = shape.size
-    return s
+
+
+def pending(s: Any) -> bool:
+    """A plan awaits complete() (`Stepwise` keeps it, `Batched` a flag)."""
+    return s.pending is not None and s.pending is not False
+
+
+def is_ready(s: Any, seq: Any) -> bool:
+    return seq.request.rid in s.ready if isinstance(s, Batched) else seq.is_ready
+
+
+def num_emitted(s: Any, seq: Any) -> Any:
+    """The tokens `seq` has emitted as the variant keeps them (None where it keeps none: `variant_batched`)."""
+    return variant_batched.emitted(s, seq) if isinstance(s, Batched) else seq.num_emitted
 
 
 def line(s: Any) -> list[tuple[StepwiseSequence, ...]]:
@@ -129,27 +158,29 @@ def broken(s: Any, fixed_budget: bool) -> tuple[str, str] | None:
     fields (READY-WITHIN-BUDGET only where the budget is `fixed_budget`), then the variant's own."""
     c, running = s.config, list(s.running.values())
     waiting = [seq for queue in line(s) for seq in queue]
-    ready = [seq for seq in running if seq.is_ready]
-    partial = [seq for seq in running if not seq.is_ready]
-    if any(seq.rid in s.running for seq in waiting) or s.pending is not None or s.cancelling:
+    ready = [seq for seq in running if is_ready(s, seq)]
+    partial = [seq for seq in running if not is_ready(s, seq)]
+    if any(seq.request.rid in s.running for seq in waiting) or pending(s) or s.cancelling:
         return "CANCEL", "a request both waits and runs, or a plan or cancel is pending between steps"
     for seq in waiting:
-        if seq.num_prefilled != 0 or seq.num_emitted != 0:
-            return "TYPES", f"waiting rid {seq.rid} has run {seq.num_prefilled} positions"
+        if seq.num_prefilled != 0 or num_emitted(s, seq) != 0:
+            return "TYPES", f"waiting rid {seq.request.rid} has run {seq.num_prefilled} positions"
     for seq in partial:
-        if not 0 <= seq.num_prefilled < seq.request.prompt_len or seq.num_emitted != 0:
-            return "TYPES", f"partial rid {seq.rid}: {seq.num_prefilled} of {seq.request.prompt_len}"
+        if not 0 <= seq.num_prefilled < seq.request.prompt_len or num_emitted(s, seq) != 0:
+            return "TYPES", f"partial rid {seq.request.rid}: {seq.num_prefilled} of {seq.request.prompt_len}"
     for seq in ready:
-        if seq.num_prefilled != seq.request.prompt_len or not 1 <= seq.num_emitted < seq.request.max_new:
-            return "TYPES", f"ready rid {seq.rid}: {seq.num_emitted} of {seq.request.max_new} tokens"
+        if seq.num_prefilled != seq.request.prompt_len or not 1 <= num_emitted(s, seq) < seq.request.max_new:
+            return "TYPES", f"ready rid {seq.request.rid}: {num_emitted(s, seq)} of {seq.request.max_new} tokens"
     if len(running) > c.max_seqs:
         return "SLOTS", f"{len(running)} running for {c.max_seqs} slots"
     if s.free_kv != c.kv_tokens - sum(seq.request.reservation for seq in running) or s.free_kv < 0:
         return "KV", f"free_kv {s.free_kv} is not K less the running reservations"
     if len(partial) > 1:
-        return "ONE-PARTIAL", f"rids {[seq.rid for seq in partial]} are all partial"
+        return "ONE-PARTIAL", f"rids {[seq.request.rid for seq in partial]} are all partial"
     if fixed_budget and len(ready) > c.token_budget:
         return "READY-WITHIN-BUDGET", f"{len(ready)} ready for a budget of {c.token_budget}"
+    if isinstance(s, Batched):
+        return variant_batched.broken(s, waiting) or _own(s, ready)
     return _own(s, ready)
 
 
@@ -170,5 +201,5 @@ def _own(s: Any, ready: list[StepwiseSequence]) -> tuple[str, str] | None:
         entries = sorted((entry for queue in levels for entry in queue), key=lambda entry: entry[1])
         for i, (arrival, _, seq) in enumerate(entries):
             if not 0 <= arrival <= s.num_steps or (i and arrival < entries[i - 1][0]):
-                return "PRIORITY-ORDER", f"rid {seq.rid} arrived at step {arrival}, out of arrival order"
+                return "PRIORITY-ORDER", f"rid {seq.request.rid} arrived at step {arrival}, out of arrival order"
     return None
