@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import z3
 
 from stallfree.faults.aligned import ALIGNED_FAULTS
 from stallfree.faults.lifecycle import (
@@ -37,7 +38,7 @@ from stallfree.faults.variant_lifecycle import (
     TombstoneLine,
     on,
 )
-from stallfree.proofs.smt import variant_code
+from stallfree.proofs.smt import symexec, variant_code
 from stallfree.proofs.smt.variant_code import THEOREMS, prove
 from stallfree.proofs.variant_code_rows import variant_cases
 from stallfree.spec.variants.aligned import contract as aligned
@@ -197,3 +198,16 @@ def test_after_a_budget_drop_resizable_holds_and_rotating_reads_unknown() -> Non
     rotating = prove(step, plain(Rotating), ROTATION_CONTRACT, 2, fixed_budget=False)
     assert rotating.verdict is Verdict.UNKNOWN
     assert "2 ready, 0 partial, 0 waiting" in rotating.detail and "cannot run symbolically" in rotating.detail
+
+
+def test_mod_by_a_positive_constant_is_pythons_floor_modulus_and_nothing_else_runs() -> None:
+    # The aligned chunk's `left - left % b` runs symbolically: `%` joined the fragment for this.
+    x = z3.Int("x")
+    for value in range(-7, 8):
+        term = (symexec.Int(x, None) % 3).term  # type: ignore[arg-type]  # arithmetic asks no explorer
+        assert z3.simplify(z3.substitute(term, (x, z3.IntVal(value)))).as_long() == value % 3
+    for divisor in (0, -2, True, 2.0):
+        with pytest.raises(TypeError):
+            symexec.Int(x, None) % divisor  # type: ignore[arg-type, operator]
+    with pytest.raises(TypeError):
+        5 % symexec.Int(x, None)  # type: ignore[arg-type, operator]
