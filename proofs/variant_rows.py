@@ -6,7 +6,7 @@ teaching baseline, is checked the same way under its own contract (it has one re
 
 Bounds are small on purpose (a few seconds each); `stallfree prove --methods variants --profile deep`
 adds each variant's check with stops and cancels a step up (`Case.deep`); `docs/variants.md` gives the
-times.
+times. Last come the code theorems of each variant on `Stepwise` (`variant_code_rows`).
 """
 
 from __future__ import annotations
@@ -128,7 +128,9 @@ def rows(row: Callable[..., Any], say: Callable[[str], None], deep: bool = False
             detail = f"{c.rule}: {c.message}; replayed: {c.replayed}" if c.rule else "no counterexample found"
             out.append(row(rule, f"model check, negative control ({label})", bounds.label(), caught(ok), c.seconds,
                            detail))
-    return out + lifecycle_rows(row, say, deep) + z3_rows(row, say)
+    from .variant_code_rows import code_rows  # Z3 over the variants' own code (smt.variant_code)
+
+    return out + lifecycle_rows(row, say, deep) + z3_rows(row, say) + code_rows(row, say, deep)
 
 
 def lifecycle_caught(result: VariantResult, rule: str) -> bool:

@@ -11,7 +11,7 @@ feasible path of the code has run once: a property asserted on every path holds 
 
 This is how `code_theorems` proves the rules of the code that runs (the reference's own `schedule()`,
 `complete()`, `cancel()` and views), not of a transcription of it. The code needs no change as long as
-it only adds, subtracts, multiplies, divides by a constant (`//`), compares and branches on the values
+it only adds, subtracts, multiplies, divides by a constant (`//`, `%`), compares and branches on the values
 (which the reference does); anything else (hashing a value, `range` of it or an index, an `int()`, `//` by
 a symbolic value) raises `TypeError` rather than guessing.
 
@@ -74,6 +74,16 @@ class Int:
         if not isinstance(other, int) or isinstance(other, bool) or other == 0:
             raise TypeError(f"symbolic execution: // by {other!r} is outside the fragment (a nonzero int only)")
         return Int(self.term / other if other > 0 else -self.term / -other, self.ex)
+
+    def __mod__(self, other: object) -> Int:
+        """Python's % by a positive constant (the floor modulus, which Z3's mod is for a positive divisor):
+        the aligned variant's whole blocks (`aligned_chunk`)."""
+        if not isinstance(other, int) or isinstance(other, bool) or other <= 0:
+            raise TypeError(f"symbolic execution: % by {other!r} is outside the fragment (a positive int only)")
+        return Int(self.term % other, self.ex)
+
+    def __rmod__(self, other: object) -> Int:
+        raise TypeError("symbolic execution: % by a symbolic value is outside the fragment")
 
     def __rfloordiv__(self, other: object) -> Int:
         raise TypeError("symbolic execution: // by a symbolic value is outside the fragment")
