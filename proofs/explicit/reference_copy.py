@@ -47,7 +47,7 @@ def declared(cls: type) -> dict[str, Any]:
             for n in body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
 
 
-class _Writer:
+class Writer:
     """The copy's source: an expression per declared type, a function per mutable dataclass."""
 
     def __init__(self) -> None:
@@ -122,7 +122,7 @@ def _is_frozen(tp: type) -> bool:
 
 
 def _written() -> Callable[[Scheduler, Memo], Scheduler]:
-    writer = _Writer()
+    writer = Writer()
     name = writer.function(Scheduler, declared(Views))
     exec("\n".join(writer.lines), writer.scope)  # noqa: S102  (written from the declared fields only)
     copier: Callable[[Scheduler, Memo], Scheduler] = writer.scope[name]
