@@ -223,3 +223,20 @@ def test_what_a_copy_shares_with_other_objects_copied_beside_it_stays_shared() -
         assert tracks[0] is shadow.tracks[0] and seqs[0] is scheduler._live[0] and seqs[0] is not seq
         ready = next(iter(scheduler._ready))
         assert scheduler._ready[ready] is scheduler._live[ready].decode
+
+
+def test_the_reference_copy_is_written_from_the_declared_fields_and_refuses_a_type_it_cannot_copy() -> None:
+    """`reference_copy` writes one line a declared field, shaped by its type: a declaration with a
+    field trimmed writes a copy without it, and a field of a type it does not know stops it, naming
+    the field (a copy that guessed would share or drop state)."""
+    from stallfree.proofs.explicit import reference_copy
+    from stallfree.reference.views import Views
+
+    fields = reference_copy.declared(Views)
+    assert "_waiting" in fields and "_live" in fields
+    trimmed = reference_copy.Writer()
+    trimmed.function(Scheduler, {k: v for k, v in fields.items() if k != "_live"})
+    text = "\n".join(trimmed.lines)
+    assert "new._waiting = " in text and "_live" not in text
+    with pytest.raises(TypeError, match=r"Scheduler\._odd: cannot copy"):
+        reference_copy.Writer().function(Scheduler, {**fields, "_odd": bytearray})

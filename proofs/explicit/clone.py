@@ -45,6 +45,12 @@ def clone_each(*objs: Any) -> list[Any]:
     return [_clone(obj, memo) for obj in objs]
 
 
+def clone_pair(first: Any, second: Any) -> tuple[Any, Any]:
+    """`clone_each(first, second)`, without the argument tuple and list: the model checker's fork."""
+    memo: Memo = {}
+    return _clone(first, memo), _clone(second, memo)
+
+
 def _clone(obj: Any, memo: Memo) -> Any:
     cls = type(obj)
     if cls in _SHARED:

@@ -104,12 +104,11 @@ def _expand(explorer: _Explorer, batch: list[Task]) -> list[tuple[int, list[Any]
     """Rebuild each state of `batch` and judge its every action: (state, [(action, fingerprint or None,
     summary or (rule, message))])."""
     out = []
-    for state, parent, packed, follows in batch:
+    for state, _parent, packed, follows in batch:
         path = array("h")
         path.frombytes(packed)
-        node = explorer.rebuild(path.tolist(), parent, follows) if path else explorer.fresh()
+        node = explorer.rebuild(path.tolist(), follows) if path else explorer.fresh()
         out.append((state, explorer.outcomes(node)))
-    explorer.parent_copy = None
     return out
 
 

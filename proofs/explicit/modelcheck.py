@@ -9,8 +9,7 @@ longest behaviour and the most steps any state needs to finish (the termination 
 
 Each new state keeps one live scheduler and monitor; every action runs on a copy of them. With
 `compact`, the visited set keeps fingerprints and the frontier only state numbers: a state is rebuilt
-from the initial one by replaying its path, or from its parent's rebuilt copy when its siblings
-follow it in the frontier. With `workers` > 1, worker processes rebuild and expand the frontier
+when it is expanded, from the deepest state on its path that the last rebuild kept (`chain`). With `workers` > 1, worker processes rebuild and expand the frontier
 (`workers`); this process keeps the visited set and the graph, numbering states as one process does.
 
 What differs between memory designs (the monitor, the actions, the key, the invariants) is the
@@ -30,6 +29,7 @@ from stallfree.spec.verdict import Verdict
 
 from . import lifecycle, parallel
 from .bounds import Bounds
+from .chain import Chain
 from .counterexample import Action, Counterexample
 from .coverage import CaseReport
 from .coverage import before as coverage_before
@@ -120,7 +120,7 @@ class _Explorer:
         self.keys: list[Hashable] = []  # stored keys, by state number
         self.revisits_left = REVISITS_CHECKED
         self.transitions = 0
-        self.parent_copy: tuple[int, Monitor] | None = None  # a rebuilt state whose children are being rebuilt
+        self.chain = Chain(self.fresh, self.design.act, fork, self.actions)  # the states of the last path rebuilt
         self.reported = 0  # states at the last progress report
         self.deferred: list[tuple[int, int, int]] = []  # revisits (state, action, known) to compare later
         self.coverage = self.design.coverage()  # the cases each claim is about, counted per transition
@@ -156,22 +156,10 @@ class _Explorer:
             self.design.act(monitor, self.actions[index])
         return monitor
 
-    def rebuild(self, path: list[int], parent: int, sibling_follows: bool) -> Monitor:
-        """The state at the end of `path`, whose parent is state `parent`: from the parent's rebuilt
-        copy where one is kept (it is kept while siblings follow), else by replaying the path."""
-        kept = self.parent_copy
-        if kept is not None and kept[0] == parent:
-            monitor = fork(kept[1]) if sibling_follows else kept[1]
-            if not sibling_follows:
-                self.parent_copy = None
-        elif sibling_follows:
-            kept_monitor = self.replay(path[:-1])
-            self.parent_copy = (parent, kept_monitor)
-            monitor = fork(kept_monitor)
-        else:
-            return self.replay(path)
-        self.design.act(monitor, self.actions[path[-1]])
-        return monitor
+    def rebuild(self, path: list[int], sibling_follows: bool) -> Monitor:
+        """The state at the end of `path`, from the deepest state the chain keeps on it (`chain`); its
+        parent is kept while `sibling_follows`."""
+        return self.chain.rebuild(path, sibling_follows)
 
     def successors(self, node: Monitor) -> Iterator[tuple[int, Monitor | tuple[str, str]]]:
         """(action index, the monitor after it) for every enabled action of `node`, the last on `node`
@@ -230,7 +218,7 @@ class _Explorer:
         A state the frontier kept no copy of is rebuilt first (`rebuild`); the initial state is always
         kept."""
         if node is None:
-            node = self.rebuild(self.graph.path_to(state), self.graph.parent[state], sibling_follows)
+            node = self.rebuild(self.graph.path_to(state), sibling_follows)
         self.visit(node, state)
         for index, after in self.successors(node):
             self.transitions += 1
@@ -409,7 +397,6 @@ def _search(
         if next_frontier:
             depth += 1
         frontier = next_frontier
-        explorer.parent_copy = None
     return None, True, depth
 
 

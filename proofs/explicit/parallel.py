@@ -2,7 +2,7 @@
 
 This process keeps what must be one: the visited set (fingerprints), the graph and the numbering of
 states. Each level's frontier is cut into batches of consecutive states; a worker rebuilds each state
-of a batch from its path (from its parent's rebuilt copy where siblings follow, as the one-process
+of a batch from its path (from the deepest state on it the last rebuild kept, as the one-process
 search does), runs every action under the monitor and sends back plain outcomes: the fingerprint of
 each successor with its idleness and remaining work, or the rule an action broke. Outcomes are
 recorded in frontier order, so states get the numbers that one process gives them. The revisits
@@ -45,11 +45,10 @@ def _expand(batch: list[Task]) -> tuple[list[tuple[int, list[Outcome]]], list[in
     """Rebuild and expand each state of `batch` (in a worker); with the coverage counts of its transitions."""
     explorer = _explorer
     out = []
-    for state, parent, packed, sibling_follows in batch:
+    for state, _parent, packed, sibling_follows in batch:
         path = array("h")
         path.frombytes(packed)
-        out.append((state, explorer.outcomes(explorer.rebuild(path.tolist(), parent, sibling_follows))))
-    explorer.parent_copy = None  # the next batch may start anywhere
+        out.append((state, explorer.outcomes(explorer.rebuild(path.tolist(), sibling_follows))))
     return out, None if explorer.coverage is None else explorer.coverage.take()
 
 

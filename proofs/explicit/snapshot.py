@@ -24,7 +24,7 @@ from typing import Any
 
 from stallfree.spec import Monitor
 
-from .clone import clone_each
+from .clone import clone_pair
 
 Hidden = Callable[[Any], Hashable]
 Key = tuple[int, Hashable, tuple[tuple[int, int], ...], tuple[tuple[int, int, int, int], ...]]
@@ -63,8 +63,9 @@ def is_idle(key: Key) -> bool:
 def fork(monitor: Monitor) -> Monitor:
     """An independent copy of `monitor` and the scheduler it drives, for any scheduler. The monitor's
     rules and counters are shared or plain ints; only the scheduler and the shadow are copied."""
-    scheduler, shadow = clone_each(monitor.scheduler, monitor.shadow)
-    twin = copy.copy(monitor)
+    scheduler, shadow = clone_pair(monitor.scheduler, monitor.shadow)
+    own = getattr(type(monitor), "__copy__", None)  # what `copy.copy` calls, without its dispatch
+    twin = copy.copy(monitor) if own is None else own(monitor)
     twin.scheduler = scheduler
     twin.shadow = shadow
     return twin
