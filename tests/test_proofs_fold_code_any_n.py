@@ -278,3 +278,21 @@ def test_the_timed_scheduler_of_prove_is_read_through_its_timer() -> None:
     broken = prove(Watch(60.0).timed(PartialReadsTheLine))
     assert broken.verdict is Verdict.BROKEN and "closure" not in broken.detail, broken.detail
     assert "self._waiting: a container of requests" in broken.detail
+
+
+def test_an_iteration_changing_a_class_list_in_place_or_the_config_is_seen() -> None:
+    """The frame's check after each path: class attributes by value (a list filled in place counts),
+    the config's fields by identity (a frozen config set through object.__setattr__ counts)."""
+    from stallfree.proofs.smt.code_frame import _class_state
+    from stallfree.spec.types import Config
+
+    logged = type("Logged", (Scheduler,), {"log": []})
+    config = Config(4, 2, 16)
+    before = _class_state(logged, config)
+    assert _class_state(logged, config) == before
+    logged.log.append(1)
+    assert _class_state(logged, config) != before
+    logged.log.clear()
+    assert _class_state(logged, config) == before
+    object.__setattr__(config, "max_seqs", 0)
+    assert _class_state(logged, config) != before
