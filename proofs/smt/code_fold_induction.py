@@ -26,12 +26,18 @@ newest-first admission, a skip-ahead that keeps the requests it passes, a partia
 line), proves nothing here: FOLD (code) is then run at N = 2 .. `REFUTE_UP_TO` (one N refutes "any
 N"): BROKEN with its counterexample, else unknown, naming the frame's refusal.
 
+Where every loop is proved, the row holds only if FOLD (code) at N = 3 holds of the same class too
+(`code_fold.proved`: that row's outcome if it ran in this process): BROKEN if it is refuted there,
+unknown if it is undecided (a guard that raises on a count, say).
+
 Assumed, not checked: Python's semantics of `for` over a dict's values, of `while`, of `list()` of a
 dict's values (a map phase is the fold that appends each value) and of `len`; that a rid written into
 a container is not yet in it, and a request's field that is None in the probe run is None for every
-request of that container (both kept by the post-conditions); that the code the body calls reads no
-frame and changes no module state; and the statements outside the loops are only read, not proved:
-they must read no request (`code_phases`), which says schedule() is these folds in sequence.
+request of that container (both kept by the post-conditions); that the classes the code builds read no
+frame and no module state; and the statements outside the loops are held to a shape
+(`code_straight`) and read, not proved, which says schedule() is these folds in sequence. The
+consecution ties the compiled iteration to the loop statement run on one request, two compilations
+of one body: the frame carries the proof.
 """
 
 from __future__ import annotations
