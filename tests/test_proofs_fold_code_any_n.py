@@ -235,6 +235,34 @@ def test_a_straight_line_statement_touching_the_plan_or_the_line_is_refused_and_
     assert why in out.detail and "at N=2 refuted" in out.detail, out.detail
 
 
+def _hidden_init(self: Scheduler, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
+    Scheduler.__init__(self, token_budget, max_seqs, kv_tokens)
+    self._hidden = 0  # an integer on a new scheduler, the line once a request is added
+
+
+def _hidden_add(self: Scheduler, rid: int, prompt_len: int, max_new: int) -> None:
+    Scheduler.add(self, rid, prompt_len, max_new)
+    self._hidden = self._waiting
+
+
+HiddenLine = planted("HiddenLine", "Admits nothing while the line (behind an integer attribute) is not empty.", (
+    (WHILE, "    self._free_kv = 0 if self._hidden else self._free_kv\n" + WHILE),),
+    methods={"__init__": _hidden_init, "add": _hidden_add})
+
+
+class Peek:
+    """A class of other code: its constructor could read anything; it is not read."""
+
+    def __new__(cls) -> int:  # type: ignore[misc]
+        return 0
+
+
+ForeignClass = planted("ForeignClass", "Takes free KV from a class of other code.", (
+    (WHILE, "    self._free_kv += Peek()\n" + WHILE),), {"Peek": Peek})
+CountsAString = planted("CountsAString", "Counts the characters of the config's text.", (
+    (WHILE, "    self._free_kv += len(str(self.config))\n" + WHILE),))
+
+
 @pytest.mark.parametrize(("cls", "why"), [
     (LeftoverRead, "`self._free_kv += n` outside the phase loops reads n, bound by a loop before it"),
     (NewestAttr, "`if self._newest is not None and self._newest.request.prompt_len < 2:` outside the phase loops "
@@ -244,7 +272,10 @@ def test_a_straight_line_statement_touching_the_plan_or_the_line_is_refused_and_
     (DunderInABody, "reads the dunder __dict__"),
     (SetattrConfig, "names setattr"),
     (ConfigShrink, "names object"),
-    (GlobalAliasLookAhead, "names the global _LINES, a list (only pure builtins and classes)"),
+    (GlobalAliasLookAhead, "names the global _LINES, a list (only pure builtins"),
+    (HiddenLine, "reads self._hidden, neither a count nor the config"),
+    (ForeignClass, "names the global Peek, a type"),
+    (CountsAString, "counts str(self.config), no container of the scheduler"),
 ], ids=lambda x: getattr(x, "__name__", "why"))
 def test_what_reaches_past_the_frame_is_refused_when_read(cls: type, why: str) -> None:
     with pytest.raises(FrameError, match=None) as refused:

@@ -37,7 +37,7 @@ import z3
 
 from stallfree.spec.types import Config, Request
 
-from .code_phases import Phase, Source
+from .code_phases import Phase, Source, probe_state
 from .fold_frame import FrameError
 from .symexec import Bool, Explorer, Int, Refused, paths
 from .symstate import _unchecked, home
@@ -226,12 +226,7 @@ class Probe:
 def probe(cls: type) -> dict[str, Probe]:
     """A state with one ready, one partial and one waiting request, reached by the scheduler's own add,
     schedule and complete; for each container holding one, what it holds of it."""
-    s = cls(2, 3, 64)
-    s.add(0, 1, 8)
-    s.complete(s.schedule())
-    s.add(1, 16, 8)
-    s.complete(s.schedule())
-    s.add(2, 1, 1)
+    s = probe_state(cls)
     sequence = home(cls).Sequence
     held = {name: list(v.values()) if isinstance(v, dict) else list(v) for name, v in vars(s).items()
             if isinstance(v, (dict, deque, list))}

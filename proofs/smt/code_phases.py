@@ -22,6 +22,7 @@ registered pass-through (`proofs.pass_through`: the prove command's timer) is un
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import inspect
 import textwrap
@@ -74,13 +75,35 @@ class Source:
     first_line: int
 
 
+def probe_state(cls: type) -> Any:
+    """A state with one ready, one partial and one waiting request, reached by the scheduler's own add,
+    schedule and complete."""
+    s = cls(2, 3, 64)
+    s.add(0, 1, 8)
+    s.complete(s.schedule())
+    s.add(1, 16, 8)
+    s.complete(s.schedule())
+    s.add(2, 1, 1)
+    return s
+
+
+def _kind(value: Any) -> str:
+    return ("container" if isinstance(value, CONTAINERS) else "scalar" if type(value) is int
+            else "config" if isinstance(value, Config) else "other")
+
+
 def attribute_kinds(cls: type) -> dict[str, str]:
-    """What each attribute of a new `cls(1, 1, 1)` holds; a method or property of the class: "method"."""
-    fresh = cls(1, 1, 1)
+    """What each attribute holds, the same on a new `cls(1, 1, 1)` and on the probe state (`probe_state`);
+    "other" where the two differ (an integer that later holds a line, say); a method or property of the
+    class: "method"; a probe run that raises leaves the new scheduler's alone (the row then holds
+    nothing: `code_frame.probe` runs it again)."""
+    states = [vars(cls(1, 1, 1))]
+    with contextlib.suppress(Exception):  # a probe run that fails: `code_frame.probe` fails too, nothing holds
+        states.append(vars(probe_state(cls)))
     kinds = {n: "method" for c in cls.__mro__ for n in vars(c) if not n.startswith("__")}
-    for name, value in vars(fresh).items():
-        kinds[name] = ("container" if isinstance(value, CONTAINERS) else "scalar" if type(value) is int
-                       else "config" if isinstance(value, Config) else "other")
+    for name in {n for state in states for n in state}:
+        found = {_kind(state[name]) if name in state else "absent" for state in states}
+        kinds[name] = found.pop() if len(found) == 1 else "other"
     return kinds
 
 

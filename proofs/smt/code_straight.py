@@ -14,10 +14,12 @@ EXPR (and TEST) may read: constants; the scheduler's integer attributes and the 
 (`self.X`, `self.config.F`); the count of a container a phase before it walks (`len(self.C)`, or
 `len(E)` of a map's list E no loop has appended to yet: that container's count); locals bound by
 statements like it, but no name a loop before it binds (a loop's leftovers, even if bound before the
-loop too); and globals a body may name (`allowed_global`). The plan list (`[]`, `list(...)` or a map)
-is bound once and read only in `tuple(E)`, an argument of the spec's `Plan(...)`. Nothing else: no
-method call, subscript, other attribute (no dunder), comprehension, `getattr` or `object`: anything
-else is refused (`FrameError`, naming the statement).
+loop too); and globals a body may name (`allowed_global`); `len` counts a container or a map's list
+alone. The plan list (`[]`, `list(...)` or a map) is bound once and read only in `tuple(E)`, an
+argument of the spec's `Plan(...)`. Nothing else: no method call, subscript, other attribute (no
+dunder), comprehension, `getattr` or `object`: anything else is refused (`FrameError`, naming the
+statement). An attribute's kind is what it holds on a new scheduler and on a probe state alike
+(`code_phases.attribute_kinds`): one that is an integer on one and a line on the other is "other".
 """
 
 from __future__ import annotations
@@ -41,17 +43,20 @@ DENIED = INTROSPECTION | {"getattr", "setattr", "delattr", "hasattr", "object", 
 
 def allowed_global(name: str, scope: dict[str, Any]) -> str | None:
     """None if `name`, read as a global of schedule()'s module `scope`, is a builtin listed pure or a
-    class (no metaclass, no `object` or `type`); else why not (a module, a function, a mutable value)."""
+    class, builtin, of `collections` or the project's (no metaclass, no `object` or `type`); else why
+    not (a module, a function, a mutable value, a class of other code, whose constructor is not read)."""
     if name in DENIED:
         return f"names {name}"
     if name not in scope and not hasattr(builtins, name):
         return f"names {name}, bound nowhere"
     value = scope[name] if name in scope else getattr(builtins, name)
-    if inspect.isclass(value) and not issubclass(value, type) and value is not object:
+    if (inspect.isclass(value) and not issubclass(value, type) and value is not object
+            and (value.__module__ in ("builtins", "collections") or value.__module__.startswith("stallfree."))):
         return None
     if value is getattr(builtins, name, None) and name in PURE_BUILTINS:
         return None
-    return f"names the global {name}, a {type(value).__name__} (only pure builtins and classes)"
+    return (f"names the global {name}, a {type(value).__name__} (only pure builtins and builtin, collections' "
+            "or the project's classes)")
 
 
 def global_names(nodes: list[ast.AST], local: set[str]) -> list[ast.Name]:
@@ -169,6 +174,8 @@ def _node(n: ast.AST, ctx: Context, guard: bool, counted: set[int], compared: se
         if n.id in ctx.plans and not (id(n) in counted and n.id in ctx.untouched):
             return f"reads the plan list {n.id}"
         return None
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" and not _counts(n, ctx):
+        return f"counts {ast.unparse(n.args[0]) if n.args else 'nothing'}, no container of the scheduler"
     if isinstance(n, ast.Attribute):
         return _attribute(n, ctx, guard, counted, compared)
     if isinstance(n, ast.Call) and not isinstance(n.func, ast.Name):
@@ -193,6 +200,20 @@ def _attribute(n: ast.Attribute, ctx: Context, guard: bool, counted: set[int], c
     if kind in ("scalar", "config") and not n.attr.startswith("__"):
         return None
     return f"reads self.{n.attr}, {_KIND.get(kind or '', 'of no kind a new scheduler shows')}"
+
+
+def _counts(call: ast.Call, ctx: Context) -> bool:
+    """`len(self.C)` of a container, or `len(E)` of a map's list no loop has appended to yet."""
+    if len(call.args) != 1 or call.keywords:
+        return False
+    arg = call.args[0]
+    if isinstance(arg, ast.Name):
+        return arg.id in ctx.untouched
+    return _is_self_attr(arg) and ctx.kinds.get(arg.attr) == "container"  # type: ignore[attr-defined]
+
+
+def _is_self_attr(node: ast.expr) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
 _KIND = {"container": "a container of requests", "method": "a method or property", "other": "neither a count "
