@@ -124,6 +124,12 @@ def test_a_body_outside_its_frame_proves_nothing(cls: type, kind: str, why: str)
     assert _why(cls, "map") is None  # the phases it keeps are still proved
 
 
+def test_an_assert_outside_the_loops_is_a_guard() -> None:
+    asserted = planted("Asserted", "Asserts a slot before admission.", (
+        (WHILE, "    assert self.config.max_seqs > 0, 'no slot'\n" + WHILE),))
+    assert prove(asserted).verdict is Verdict.HOLDS
+
+
 def test_a_loop_rewritten_in_a_shape_the_frame_reads_is_still_proved() -> None:
     """The frame is about the loops, not the reference's spelling: decodes as a `for` hold too."""
     loop = planted("DecodesAsALoop", "Plans the decodes one by one.", (

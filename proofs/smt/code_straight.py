@@ -4,9 +4,9 @@ is its phase loops in sequence, each a fold, and nothing else touching a request
 
 A straight-line statement is one of:
 
-- a guard `if TEST: raise ...` (no plan where it raises; its raise is not read): TEST may also count
-  any container (`len(self.C)`) and ask whether an attribute holding no count is None
-  (`self.X is None`, `is not None`);
+- a guard `if TEST: raise ...` or `assert TEST, ...` (no plan where it raises; its raise or message is
+  not read): TEST may also count any container (`len(self.C)`) and ask whether an attribute holding
+  no count is None (`self.X is None`, `is not None`);
 - `name = EXPR`, `name OP= EXPR`, `self.X = EXPR`, `self.X OP= EXPR` (X an integer, or an attribute
   holding neither requests nor the config), or `return name`.
 
@@ -102,7 +102,7 @@ def check(stmt: ast.stmt, ctx: Context, name: str) -> None:
 
 def _why(stmt: ast.stmt, ctx: Context) -> str | None:
     guard = isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Raise)
-    if guard:
+    if guard or isinstance(stmt, ast.Assert):
         return _expr(stmt.test, ctx, guard=True)  # type: ignore[attr-defined]
     if isinstance(stmt, ast.Return):
         ok = isinstance(stmt.value, ast.Name) and stmt.value.id not in ctx.plans | ctx.loop_bound
