@@ -41,7 +41,7 @@ COST = {"model": 45.0, "crosshair": 30.0, "z3": 23.0, "symbolic": 21.0, "variant
         "z3 READY-WITHIN-BUDGET": 2.4, "z3 SLOTS": 1.9, "z3 KV": 1.9, "z3 PARTIAL-NEXT": 1.7,
         "z3 LIVENESS-STEPS": 1.3, "symbolic STEP (code)": 6.3, "symbolic STOPS (code)": 2.2,
         "symbolic CANCEL (code)": 1.6, "symbolic ADD (code)": 8.3, "symbolic FOLD (code)": 1.4,
-        "symbolic FOLD (code, induction, any N)": 0.4, "symbolic FOLD (code, stepwise)": 1.4,
+        "symbolic FOLD (code, induction, any N)": 0.9, "symbolic FOLD (code, stepwise)": 1.4,
         **{f"crosshair {kind}": 4.5 for kind in (
             "add", "schedule", "complete", "policy", "stop contract", "cancel contract")}}
 

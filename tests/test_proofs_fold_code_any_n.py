@@ -10,11 +10,13 @@ from __future__ import annotations
 import pytest
 import z3
 
+from stallfree.commands.timed import Watch
 from stallfree.main import main
 from stallfree.proofs.code_suite import code_parts
-from stallfree.proofs.smt import code_fold_induction
+from stallfree.proofs.smt import code_fold, code_fold_induction
 from stallfree.proofs.smt.code_fold_induction import HELD, NAME, prove
 from stallfree.proofs.smt.code_fold_planted import (
+    HEAD,
     LookAheadAdmission,
     NewestFirstAdmission,
     PartialReadsTheLine,
@@ -23,12 +25,15 @@ from stallfree.proofs.smt.code_fold_planted import (
 )
 from stallfree.proofs.smt.code_frame import probe
 from stallfree.proofs.smt.code_phases import read
+from stallfree.proofs.smt.fold_frame import FrameError
 from stallfree.proofs.smt.fold_planted import EarlyLookAhead
 from stallfree.proofs.suite import Options
 from stallfree.reference import Scheduler
 from stallfree.spec.verdict import Verdict
 
 ADMIT = "        self._waiting.popleft()\n"
+WHILE = "    while left and self._waiting"
+PLAN = "    plan = Plan("
 PARTIAL_CHUNK = "        n = min(seq.num_remaining_prompt, left)\n"
 
 
@@ -42,8 +47,9 @@ def _why(cls: type, kind: str) -> str | None:
 def test_each_phase_loop_of_the_reference_is_a_fold_for_any_n() -> None:
     out = prove(Scheduler)
     assert out.verdict is Verdict.HOLDS, out.detail
-    assert [label.split()[0] for label in out.phases] == ["entries", "for", "while"], out.phases
-    assert all(why == HELD for why in out.phases.values()), out.phases
+    assert [label.split()[0] for label in out.phases] == ["entries", "for", "while", "schedule()"], out.phases
+    assert [why for label, why in out.phases.items() if label != "schedule()"] == [HELD] * 3, out.phases
+    assert out.phases["schedule()"] == "FOLD (code) at N=3 holds too"  # the belt: the row holds only with it
     assert out.counterexample is None
 
 
@@ -65,7 +71,8 @@ def test_a_skip_ahead_is_refused_and_a_fold_at_every_n_tried_so_unknown_never_ho
     """It breaks FCFS, not FOLD: FOLD (code) at N <= 4 finds nothing, and the row claims nothing."""
     out = prove(SkipAheadAdmission)
     assert out.verdict is Verdict.UNKNOWN, out.detail
-    assert "reads self._waiting, a container of requests" in out.detail and "nothing proved" in out.detail
+    assert "`self._waiting.extendleft(reversed(passed))` outside the phase loops" in out.detail
+    assert "nothing proved" in out.detail
 
 
 def test_a_partial_loop_reading_another_request_is_refused_and_refuted() -> None:
@@ -117,6 +124,12 @@ def test_a_body_outside_its_frame_proves_nothing(cls: type, kind: str, why: str)
     assert _why(cls, "map") is None  # the phases it keeps are still proved
 
 
+def test_an_assert_outside_the_loops_is_a_guard() -> None:
+    asserted = planted("Asserted", "Asserts a slot before admission.", (
+        (WHILE, "    assert self.config.max_seqs > 0, 'no slot'\n" + WHILE),))
+    assert prove(asserted).verdict is Verdict.HOLDS
+
+
 def test_a_loop_rewritten_in_a_shape_the_frame_reads_is_still_proved() -> None:
     """The frame is about the loops, not the reference's spelling: decodes as a `for` hold too."""
     loop = planted("DecodesAsALoop", "Plans the decodes one by one.", (
@@ -125,7 +138,7 @@ def test_a_loop_rewritten_in_a_shape_the_frame_reads_is_still_proved() -> None:
          "        left -= 1\n"),))
     out = prove(loop)
     assert out.verdict is Verdict.HOLDS, out.detail
-    assert [label.split()[0] for label in out.phases] == ["for", "for", "while"], out.phases
+    assert [label.split()[0] for label in out.phases] == ["for", "for", "while", "schedule()"], out.phases
 
 
 def test_the_consecution_fails_when_the_iteration_is_not_the_loop_on_one_request(
@@ -158,3 +171,165 @@ def test_prove_scheduler_exits_1_on_a_partial_loop_reading_the_line(capsys: pyte
     out = capsys.readouterr().out
     row = [line for line in out.splitlines() if line.startswith(NAME)]
     assert row and "BROKEN" in row[0], out
+    said = out[out.index(f"{NAME} ("):]  # the row's paragraph: the frame read the source, through the timer
+    said = said[:said.index("\n\n")]
+    assert "closure" not in said and "reads self._waiting: a container of requests" in said, said
+
+
+# The review's planted non-folds (each read holds before the straight-line statements were held to a
+# shape, the globals a body names to pure builtins and classes, and the row to FOLD (code) at N = 3).
+DropFirstDecode = planted("DropFirstDecode", "Drops the first decode when a second is ready.", (
+    ("    left -= len(entries)\n", "    left -= len(entries)\n    if len(entries) > 1:\n        entries.pop(0)\n"),))
+LeakN = planted("LeakN", "Reads the last chunk a loop left, bound before the loops too.", (
+    ("    left = self.config.token_budget\n", "    left = self.config.token_budget\n    n = 0\n"),
+    (PLAN, "    if n == 1 and len(entries) > 1:\n        entries.pop(0)\n" + PLAN)))
+LeftoverRead = planted("LeftoverRead", "Sets the step's budget left from the last chunk.", (
+    ("    left = self.config.token_budget\n", "    left = self.config.token_budget\n    n = 0\n"),
+    (PLAN, "    self._free_kv += n\n" + PLAN)))
+DictReverse = planted("DictReverse", "Reverses the line through self.__dict__.", (
+    (WHILE, "    self.__dict__['_waiting'].reverse()\n" + WHILE),))
+GetattributeReverse = planted("GetattributeReverse", "Reverses the line through __getattribute__.", (
+    (WHILE, "    self.__getattribute__('_waiting').reverse()\n" + WHILE),))
+DunderInABody = planted("DunderInABody", "Admission reads the line through self.__dict__.", (
+    (HEAD, "        seq = self.__dict__['_waiting'][-1]\n"),))
+_LINES: list[object] = []
+
+
+def _add_aliasing(self: Scheduler, rid: int, prompt_len: int, max_new: int) -> None:
+    Scheduler.add(self, rid, prompt_len, max_new)
+    _LINES[:] = [self._waiting]
+
+
+GlobalAliasLookAhead = planted("GlobalAliasLookAhead", "Looks behind the head through a module-level alias.", (
+    (HEAD, HEAD + "        if len(_LINES[0]) > 1 and _LINES[0][1].request.prompt_len < seq.request.prompt_len:\n"
+                  "            break\n"),), {"_LINES": _LINES}, {"add": _add_aliasing})
+ConfigShrink = planted("ConfigShrink", "One admission a step: the body shrinks the frozen config's slots.", (
+    (WHILE, "    slots = self.config.max_seqs\n" + WHILE),
+    (ADMIT, ADMIT + "        object.__setattr__(self.config, 'max_seqs', 0)\n"),
+    (PLAN, "    object.__setattr__(self.config, 'max_seqs', slots)\n" + PLAN)))
+SetattrConfig = planted("SetattrConfig", "The body sets the config through setattr.", (
+    (ADMIT, ADMIT + "        setattr(self.config, 'max_seqs', 0)\n"),))
+GuardOnCount = planted("GuardOnCount", "Refuses to plan once two wait.", (
+    (WHILE, "    if len(self._waiting) > 1:\n        raise ValueError('two wait')\n" + WHILE),))
+
+
+def _newest_init(self: Scheduler, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
+    Scheduler.__init__(self, token_budget, max_seqs, kv_tokens)
+    self._newest = None
+
+
+NewestAttr = planted("NewestAttr", "Holds admission back while the newest in line has a short prompt.", (
+    (WHILE, "    if self._newest is not None and self._newest.request.prompt_len < 2:\n        left = 0\n" + WHILE),),
+    methods={"__init__": _newest_init})
+NewestAttrAssigned = planted("NewestAttrAssigned", "Admits nothing once anyone waits (newest set).", (
+    (WHILE, "    self._free_kv = self._free_kv if self._newest is None else 0\n" + WHILE),),
+    methods={"__init__": _newest_init})
+NewestAttrGuard = planted("NewestAttrGuard", "Refuses to plan while the newest in line has a short prompt.", (
+    (WHILE, "    if self._newest is not None and self._newest.request.prompt_len < 2:\n        raise ValueError\n"
+     + WHILE),), methods={"__init__": _newest_init})
+
+
+@pytest.mark.parametrize(("cls", "why"), [
+    (DropFirstDecode, "the statement `if len(entries) > 1:` outside the phase loops is no guard"),
+    (LeakN, "the statement `if n == 1 and len(entries) > 1:` outside the phase loops is no guard"),
+    (DictReverse, "the statement `self.__dict__['_waiting'].reverse()` outside the phase loops is no guard"),
+    (GetattributeReverse, "the statement `self.__getattribute__('_waiting').reverse()` outside the phase loops"),
+], ids=lambda x: getattr(x, "__name__", "why"))
+def test_a_straight_line_statement_touching_the_plan_or_the_line_is_refused_and_refuted(cls: type, why: str) -> None:
+    out = prove(cls)
+    assert out.verdict is Verdict.BROKEN, out.detail
+    assert why in out.detail and "at N=2 refuted" in out.detail, out.detail
+
+
+def _hidden_init(self: Scheduler, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
+    Scheduler.__init__(self, token_budget, max_seqs, kv_tokens)
+    self._hidden = 0  # an integer on a new scheduler, the line once a request is added
+
+
+def _hidden_add(self: Scheduler, rid: int, prompt_len: int, max_new: int) -> None:
+    Scheduler.add(self, rid, prompt_len, max_new)
+    self._hidden = self._waiting
+
+
+HiddenLine = planted("HiddenLine", "Admits nothing while the line (behind an integer attribute) is not empty.", (
+    (WHILE, "    self._free_kv = 0 if self._hidden else self._free_kv\n" + WHILE),),
+    methods={"__init__": _hidden_init, "add": _hidden_add})
+
+
+class Peek:
+    """A class of other code: its constructor could read anything; it is not read."""
+
+    def __new__(cls) -> int:  # type: ignore[misc]
+        return 0
+
+
+ForeignClass = planted("ForeignClass", "Takes free KV from a class of other code.", (
+    (WHILE, "    self._free_kv += Peek()\n" + WHILE),), {"Peek": Peek})
+CountsAString = planted("CountsAString", "Counts the characters of the config's text.", (
+    (WHILE, "    self._free_kv += len(str(self.config))\n" + WHILE),))
+
+
+@pytest.mark.parametrize(("cls", "why"), [
+    (LeftoverRead, "`self._free_kv += n` outside the phase loops reads n, bound by a loop before it"),
+    (NewestAttr, "`if self._newest is not None and self._newest.request.prompt_len < 2:` outside the phase loops "
+                 "is no guard"),
+    (NewestAttrAssigned, "reads self._newest, neither a count nor the config"),
+    (NewestAttrGuard, "reads self._newest.request.prompt_len, an attribute of no self"),
+    (DunderInABody, "reads the dunder __dict__"),
+    (SetattrConfig, "names setattr"),
+    (ConfigShrink, "names object"),
+    (GlobalAliasLookAhead, "names the global _LINES, a list (only pure builtins"),
+    (HiddenLine, "reads self._hidden, neither a count nor the config"),
+    (ForeignClass, "names the global Peek, a type"),
+    (CountsAString, "counts str(self.config), no container of the scheduler"),
+], ids=lambda x: getattr(x, "__name__", "why"))
+def test_what_reaches_past_the_frame_is_refused_when_read(cls: type, why: str) -> None:
+    with pytest.raises(FrameError, match=None) as refused:
+        read(cls)
+    assert why in str(refused.value), refused.value
+
+
+@pytest.mark.parametrize("cls", [GlobalAliasLookAhead, ConfigShrink], ids=lambda c: c.__name__)
+def test_a_body_reaching_past_the_frame_never_holds(cls: type) -> None:
+    """FOLD (code) refutes neither at N <= 4 (the alias is empty on a built state; one admission a step
+    keeps each prefix's plan): the row reads unknown, naming the frame's refusal."""
+    out = prove(cls)
+    assert out.verdict is Verdict.UNKNOWN and "nothing proved" in out.detail, out.detail
+
+
+def test_a_guard_on_a_count_is_not_proved_by_the_loops_alone() -> None:
+    """Each loop is a fold and the guard may count a container, so only FOLD (code) at N = 3 sees it:
+    schedule() raises there, FOLD (code) reads unknown naming it (no crash), and so does the row."""
+    assert code_fold.prove(GuardOnCount, 2).verdict is Verdict.UNKNOWN
+    assert "raises ValueError: two wait" in code_fold.prove(GuardOnCount, 2).detail
+    out = prove(GuardOnCount)
+    assert out.verdict is Verdict.UNKNOWN, out.detail
+    assert "each loop is proved a fold, but FOLD (code) at N=3 reads unknown" in out.phases["schedule()"]
+
+
+def test_the_timed_scheduler_of_prove_is_read_through_its_timer() -> None:
+    """`stallfree prove --scheduler` times each call (a closure around the method): the row reads the
+    method's own source through it."""
+    out = prove(Watch(60.0).timed(Scheduler))
+    assert out.verdict is Verdict.HOLDS, out.detail
+    broken = prove(Watch(60.0).timed(PartialReadsTheLine))
+    assert broken.verdict is Verdict.BROKEN and "closure" not in broken.detail, broken.detail
+    assert "self._waiting: a container of requests" in broken.detail
+
+
+def test_an_iteration_changing_a_class_list_in_place_or_the_config_is_seen() -> None:
+    """The frame's check after each path: class attributes by value (a list filled in place counts),
+    the config's fields by identity (a frozen config set through object.__setattr__ counts)."""
+    from stallfree.proofs.smt.code_frame import _class_state
+    from stallfree.spec.types import Config
+
+    logged = type("Logged", (Scheduler,), {"log": []})
+    config = Config(4, 2, 16)
+    before = _class_state(logged, config)
+    assert _class_state(logged, config) == before
+    logged.log.append(1)
+    assert _class_state(logged, config) != before
+    logged.log.clear()
+    assert _class_state(logged, config) == before
+    object.__setattr__(config, "max_seqs", 0)
+    assert _class_state(logged, config) != before

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stallfree.conformance.isolation.remote import CallHung
+from stallfree.proofs.pass_through import pass_through
 from stallfree.spec.utils.alarm import Alarm
 
 from .supervised import Board
@@ -82,4 +83,4 @@ class Watch:
 
         call.__name__ = name
         call.__wrapped__ = method  # type: ignore[attr-defined]  # the signature capability.supports reads
-        return call
+        return pass_through(call)  # the proofs read the method it times (FOLD (code, induction, any N))

@@ -26,12 +26,18 @@ newest-first admission, a skip-ahead that keeps the requests it passes, a partia
 line), proves nothing here: FOLD (code) is then run at N = 2 .. `REFUTE_UP_TO` (one N refutes "any
 N"): BROKEN with its counterexample, else unknown, naming the frame's refusal.
 
+Where every loop is proved, the row holds only if FOLD (code) at N = 3 holds of the same class too
+(`code_fold.proved`: that row's outcome if it ran in this process): BROKEN if it is refuted there,
+unknown if it is undecided (a guard that raises on a count, say).
+
 Assumed, not checked: Python's semantics of `for` over a dict's values, of `while`, of `list()` of a
 dict's values (a map phase is the fold that appends each value) and of `len`; that a rid written into
 a container is not yet in it, and a request's field that is None in the probe run is None for every
-request of that container (both kept by the post-conditions); that the code the body calls reads no
-frame and changes no module state; and the statements outside the loops are only read, not proved:
-they must read no request (`code_phases`), which says schedule() is these folds in sequence.
+request of that container (both kept by the post-conditions); that the classes the code builds read no
+frame and no module state; and the statements outside the loops are held to a shape
+(`code_straight`) and read, not proved, which says schedule() is these folds in sequence. The
+consecution ties the compiled iteration to the loop statement run on one request, two compilations
+of one body: the frame carries the proof.
 """
 
 from __future__ import annotations
@@ -151,9 +157,10 @@ def _phase(cls: type, source: Source, phase: Phase, kinds: dict[str, Probe], tim
     return f"{ob}: no answer (vacuous or out of time)"
 
 
-def prove(cls: type, timeout_ms: int = 30_000) -> Outcome:
+def prove(cls: type, timeout_ms: int = 30_000, belt: bool = True) -> Outcome:
     """FOLD for any N of each phase loop of `cls.schedule`, in order; where one is not proved, FOLD
-    (code) at N = 2 .. REFUTE_UP_TO."""
+    (code) at N = 2 .. REFUTE_UP_TO; where all are, holds only if FOLD (code) at N = 3 holds too
+    (`belt`: reused if that row ran in this process)."""
     began = time.perf_counter()
     out = Outcome(NAME, Verdict.HOLDS, 0.0)
     try:
@@ -170,9 +177,29 @@ def prove(cls: type, timeout_ms: int = 30_000) -> Outcome:
             why += [] if failed is None else [failed]
     if why:
         _refute(cls, why[0], out)
+    elif belt:
+        _also_at_three(cls, out)
     out.detail = "; ".join(f"`{label}` {v}" for label, v in out.phases.items()) or out.detail
     out.seconds = time.perf_counter() - began
     return out
+
+
+def _also_at_three(cls: type, out: Outcome) -> None:
+    """Every loop is proved a fold; the row holds only if FOLD (code) at N = 3 holds of the same class
+    (what the straight-line reading of `code_phases` stands on, checked at one N)."""
+    found = code_fold.proved(cls, code_fold.DEFAULT_N)
+    n = code_fold.DEFAULT_N
+    if found.verdict is Verdict.HOLDS:
+        out.phases["schedule()"] = f"{code_fold.NAME} at N={n} holds too"
+    elif found.verdict is Verdict.BROKEN:
+        out.verdict, out.broken = Verdict.BROKEN, ["FOLD"]
+        out.counterexample = found.counterexample
+        out.phases["schedule()"] = (f"broken: each loop is proved a fold, but {code_fold.NAME} at N={n} refuted: "
+                                    f"{found.detail}")
+    else:
+        out.verdict = Verdict.UNKNOWN
+        out.phases["schedule()"] = (f"unknown: each loop is proved a fold, but {code_fold.NAME} at N={n} reads "
+                                    f"{found.verdict.value}: {found.detail}")
 
 
 def _refute(cls: type, why: str, out: Outcome) -> None:

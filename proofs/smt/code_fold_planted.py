@@ -24,8 +24,10 @@ from stallfree.reference import Scheduler
 from stallfree.reference import scheduler as reference_module
 
 
-def planted(name: str, doc: str, edits: tuple[tuple[str, str], ...]) -> type[Scheduler]:
-    """A subclass of the reference whose schedule() is the reference's source with `edits` made."""
+def planted(name: str, doc: str, edits: tuple[tuple[str, str], ...], scope: dict[str, object] | None = None,
+            methods: dict[str, object] | None = None) -> type[Scheduler]:
+    """A subclass of the reference whose schedule() is the reference's source with `edits` made (compiled
+    in the reference's module's globals, and `scope`; the class given `methods` too)."""
     source = textwrap.dedent(inspect.getsource(Scheduler.schedule))
     for old, new in edits:
         if source.count(old) != 1:
@@ -34,8 +36,9 @@ def planted(name: str, doc: str, edits: tuple[tuple[str, str], ...]) -> type[Sch
     filename = f"<planted {name}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     namespace: dict[str, object] = {}
-    exec(compile(source, filename, "exec"), vars(reference_module), namespace)
-    return type(name, (Scheduler,), {"schedule": namespace["schedule"], "__doc__": doc, "__module__": __name__})
+    exec(compile(source, filename, "exec"), {**vars(reference_module), **(scope or {})}, namespace)
+    return type(name, (Scheduler,), {"schedule": namespace["schedule"], "__doc__": doc, "__module__": __name__,
+                                     **(methods or {})})
 
 
 HEAD = "        seq = self._waiting[0]\n"

@@ -21,7 +21,8 @@ the branches decided by Z3) with a stand-in for `self` (`FramedSelf`) that shows
 
 Anything else the body touches raises `FrameError`; so does any other error of one iteration (a local
 read before it is written: no local carries over), a `while` iteration that goes round without taking
-its request, and a class attribute changed.
+its request, the config or an attribute of the scheduler's, sequence's, request's or config's class
+changed (by value: a list a class holds, filled in place, counts).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import z3
 
 from stallfree.spec.types import Config, Request
 
-from .code_phases import Phase, Source
+from .code_phases import Phase, Source, probe_state
 from .fold_frame import FrameError
 from .symexec import Bool, Explorer, Int, Refused, paths
 from .symstate import _unchecked, home
@@ -225,12 +226,7 @@ class Probe:
 def probe(cls: type) -> dict[str, Probe]:
     """A state with one ready, one partial and one waiting request, reached by the scheduler's own add,
     schedule and complete; for each container holding one, what it holds of it."""
-    s = cls(2, 3, 64)
-    s.add(0, 1, 8)
-    s.complete(s.schedule())
-    s.add(1, 16, 8)
-    s.complete(s.schedule())
-    s.add(2, 1, 1)
+    s = probe_state(cls)
     sequence = home(cls).Sequence
     held = {name: list(v.values()) if isinstance(v, dict) else list(v) for name, v in vars(s).items()
             if isinstance(v, (dict, deque, list))}
@@ -305,8 +301,30 @@ def _term(value: Any, want: str, what: str) -> z3.ExprRef:
     return term
 
 
-def _class_state(cls: type) -> dict[tuple[str, str], Any]:
-    return {(c.__qualname__, k): v for c in cls.__mro__ for k, v in vars(c).items()}
+def _value(v: Any, depth: int = 0) -> Any:
+    """`v` by value, not identity, as far as a container or an instance's fields go (a list a class
+    holds, filled in place, reads changed)."""
+    if depth > 8 or isinstance(v, type) or (callable(v) and not hasattr(v, "__dict__")):
+        return ("is", id(v))
+    if isinstance(v, list | tuple | deque):
+        return (type(v), tuple(_value(x, depth + 1) for x in v))
+    if isinstance(v, dict):
+        return (dict, tuple((repr(k), _value(x, depth + 1)) for k, x in v.items()))
+    if isinstance(v, set | frozenset):
+        return (type(v), frozenset(map(repr, v)))
+    if hasattr(v, "__dict__") and not callable(v):
+        return (type(v), _value(dict(vars(v)), depth + 1))
+    return ("is", id(v))
+
+
+def _class_state(cls: type, config: Any = None) -> list[Any]:
+    """The scheduler's, its sequence's, the request's and the config's classes, each attribute by
+    value, and the frame's config, each field by identity: what an iteration must leave as it found."""
+    classes = {c for k in (cls, home(cls).Sequence, Request, Config) for c in k.__mro__ if c is not object}
+    held = [(c.__qualname__, k, _value(v)) for c in sorted(classes, key=lambda c: c.__qualname__)
+            for k, v in vars(c).items() if k not in ("__dict__", "__weakref__", "__doc__")]
+    fields = [] if config is None else [id(getattr(config, f.name)) for f in dataclasses.fields(Config)]
+    return [held, fields]
 
 
 def _own_state(seq: Any) -> list[Any]:
@@ -331,7 +349,8 @@ def _run(ex: Explorer, cls: type, source: Source, phase: Phase, fn: Callable[...
     views, why, scalars = _views(phase, source, ins, ex, rid, own, mode)
     plans = {p: Appends(p, rid) for p in phase.plans}
     args = [plans[c] if c in plans else Int(ins.carried[f"local.{c}"], ex) for c in phase.carried]
-    seq_before, class_before = _own_state(seq), _class_state(cls)
+    config = next((v for v in views.values() if isinstance(v, Config)), None)
+    seq_before, class_before = _own_state(seq), _class_state(cls, config)
     try:
         out = fn(FramedSelf(views, why, scalars), *args, *([own] if mode == "T" and phase.kind == "for" else []))
         if mode == "empty":  # the test alone, on the emptied line: whether it holds, what it leaves
@@ -343,8 +362,9 @@ def _run(ex: Explorer, cls: type, source: Source, phase: Phase, fn: Callable[...
         raise FrameError(f"`{phase.label}`: one iteration alone raises {type(error).__name__}: {error}") from None
     if any(a is not b for a, b in zip(_own_state(seq), seq_before, strict=True)):
         raise FrameError(f"`{phase.label}`: an iteration changes its own request's sequence")
-    if _class_state(cls) != class_before or any(_class_state(cls)[k] is not v for k, v in class_before.items()):
-        raise FrameError(f"`{phase.label}`: an iteration changes the scheduler's class")
+    if _class_state(cls, config) != class_before:
+        raise FrameError(f"`{phase.label}`: an iteration changes the config, or a class of the scheduler, its "
+                         "sequence, request or config")
     returned = {} if phase.kind == "map" else dict(zip(phase.carried, out[1:], strict=True))
     taken = views[phase.walked].taken if mode == "T" and phase.kind == "while" else (
         phase.kind == "while" and len(views[phase.walked]) == 0)

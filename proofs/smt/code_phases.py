@@ -9,18 +9,20 @@ schedule()'s top-level statements are read in order. A phase is one of three sha
   (`self.L.popleft()`): BODY once per request of the line, in order, while TEST holds.
 
 Which attribute is a container (a dict, deque, list or set), a count, the config, is read off a new
-scheduler, not off names. Every other statement is straight-line and must read no request: either a
-guard `if TEST: raise ...` (no plan when it raises; its test may count a container, `len(self.C)`),
-or a statement naming no container, method or property of the scheduler, neither `self` bare nor
-`super`, and no name only a phase binds (the last iteration's leftovers). A loop body may not
-return, declare a global or nonlocal, catch, yield, define a function or class, rebind `self`, or
-name `locals`, `vars`, `eval`, a frame and the like (`fold_frame.INTROSPECTION`). Anything else is
-refused (`FrameError`): the row then proves nothing of the code's shape it cannot read.
+scheduler, not off names. Every other statement is straight-line and must have the shape
+`code_straight` reads (a guard, an assignment of counts and limits, the plan list passed to `Plan`).
+A loop body may not return, declare a global or nonlocal, catch, yield, define a function or class,
+rebind `self`, name `locals`, `vars`, `eval`, a frame and the like (`fold_frame.INTROSPECTION`),
+`getattr`, `setattr`, `object` or a dunder, nor a global other than a pure builtin or a class
+(`code_straight.allowed_global`: no module-level value that could alias the scheduler). Anything else
+is refused (`FrameError`): the row then proves nothing of the code's shape it cannot read. A wrapper
+registered pass-through (`proofs.pass_through`: the prove command's timer) is unwrapped to the method it calls.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import inspect
 import textwrap
@@ -29,8 +31,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from stallfree.proofs.pass_through import unwrapped
 from stallfree.spec.types import Config
 
+from . import code_straight
 from .fold_frame import INTROSPECTION, REFUSED_NODES, FrameError
 
 CONTAINERS = (dict, deque, list, set)
@@ -71,19 +75,42 @@ class Source:
     first_line: int
 
 
+def probe_state(cls: type) -> Any:
+    """A state with one ready, one partial and one waiting request, reached by the scheduler's own add,
+    schedule and complete."""
+    s = cls(2, 3, 64)
+    s.add(0, 1, 8)
+    s.complete(s.schedule())
+    s.add(1, 16, 8)
+    s.complete(s.schedule())
+    s.add(2, 1, 1)
+    return s
+
+
+def _kind(value: Any) -> str:
+    return ("container" if isinstance(value, CONTAINERS) else "scalar" if type(value) is int
+            else "config" if isinstance(value, Config) else "other")
+
+
 def attribute_kinds(cls: type) -> dict[str, str]:
-    """What each attribute of a new `cls(1, 1, 1)` holds; a method or property of the class: "method"."""
-    fresh = cls(1, 1, 1)
+    """What each attribute holds, the same on a new `cls(1, 1, 1)` and on the probe state (`probe_state`);
+    "other" where the two differ (an integer that later holds a line, say); a method or property of the
+    class: "method"; a probe run that raises leaves the new scheduler's alone (the row then holds
+    nothing: `code_frame.probe` runs it again)."""
+    states = [vars(cls(1, 1, 1))]
+    with contextlib.suppress(Exception):  # a probe run that fails: `code_frame.probe` fails too, nothing holds
+        states.append(vars(probe_state(cls)))
     kinds = {n: "method" for c in cls.__mro__ for n in vars(c) if not n.startswith("__")}
-    for name, value in vars(fresh).items():
-        kinds[name] = ("container" if isinstance(value, CONTAINERS) else "scalar" if type(value) is int
-                       else "config" if isinstance(value, Config) else "other")
+    for name in {n for state in states for n in state}:
+        found = {_kind(state[name]) if name in state else "absent" for state in states}
+        kinds[name] = found.pop() if len(found) == 1 else "other"
     return kinds
 
 
 def read(cls: type) -> Source:
     """The phases of `cls.schedule`; FrameError naming what the source shows that the frame cannot read."""
     func = getattr(cls, "schedule", None)
+    func = unwrapped(func)
     if not inspect.isfunction(func):
         raise FrameError(f"{cls.__qualname__}.schedule is not a plain function")
     if func.__code__.co_freevars:
@@ -100,40 +127,47 @@ def read(cls: type) -> Source:
         if name in func.__globals__:
             raise FrameError(f"{func.__qualname__}: its module rebinds {name}")
     body = node.body[1:] if _is_docstring(node.body[0]) else node.body
-    phases = _phases(body, kinds, func.__qualname__)
+    phases = _phases(body, kinds, func.__globals__, func.__qualname__)
     if not phases:
         raise FrameError(f"{func.__qualname__} holds no phase loop the frame can read")
     return Source(tuple(phases), kinds, func.__globals__, inspect.getsourcefile(func) or "<schedule>",
                   func.__code__.co_firstlineno)
 
 
-def _phases(body: list[ast.stmt], kinds: dict[str, str], name: str) -> list[Phase]:
+def _phases(body: list[ast.stmt], kinds: dict[str, str], scope: dict[str, Any], name: str) -> list[Phase]:
     """Each phase of schedule()'s `body`, in order, every straight-line statement checked."""
     shapes = [_shape(stmt, kinds) for stmt in body]
     in_phases = {n for stmt, s in zip(body, shapes, strict=True) if s is not None and s[0] != "map"
                  for n in _bound(stmt)}
+    ctx = code_straight.Context(kinds, scope, {n for stmt in body for n in _bound(stmt)})
     straight: set[str] = set()
-    plans: set[str] = set()
     phases: list[Phase] = []
     for stmt, shape in zip(body, shapes, strict=True):
         if shape is None:
-            _check_straight(stmt, kinds, in_phases - straight, name)
+            code_straight.check(stmt, ctx, name)
             straight |= _bound(stmt)
-            plans |= _lists(stmt)
+            ctx.plans |= _lists(stmt)
             continue
         kind, walked, target = shape
-        phases.append(_phase(stmt, kind, walked, target, straight, plans, phases, in_phases, name))
+        phase = _phase(stmt, kind, walked, target, straight, ctx, phases, in_phases, name)
+        phases.append(phase)
+        ctx.earlier.add(walked)
+        ctx.untouched -= phase.plans
         if kind == "map":
             straight.add(target)
-            plans.add(target)
+            ctx.plans.add(target)
+            ctx.untouched.add(target)
+        else:
+            ctx.loop_bound |= _bound(stmt)
     return phases
 
 
-def _phase(stmt: ast.stmt, kind: str, walked: str, target: str, straight: set[str], plans: set[str],
+def _phase(stmt: ast.stmt, kind: str, walked: str, target: str, straight: set[str], ctx: code_straight.Context,
            before: list[Phase], in_phases: set[str], name: str) -> Phase:
     label = ast.unparse(stmt).splitlines()[0]
+    plans = ctx.plans
     if kind != "map":
-        _check_body(stmt, name, label)
+        _check_body(stmt, name, label, ctx)
     loaded = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     own = _bound(stmt) if kind != "map" else set()
     carried = tuple(sorted((loaded | own) & straight)) if kind != "map" else ()
@@ -188,8 +222,11 @@ def _is_self_attr(node: ast.expr) -> bool:
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
-def _check_body(stmt: ast.stmt, name: str, label: str) -> None:
+def _check_body(stmt: ast.stmt, name: str, label: str, ctx: code_straight.Context) -> None:
     nodes = list(ast.walk(stmt))
+    outside = code_straight.check_names(nodes, ctx.local, ctx.scope)
+    if outside is not None:
+        raise FrameError(f"{name}: `{label}` {outside}: it is no function of one iteration")
     refused = [type(n).__name__ for n in nodes if isinstance(n, REFUSED_IN_BODY)]
     refused += [n.id for n in nodes if isinstance(n, ast.Name) and (n.id in INTROSPECTION or n.id == "super"
                                                                      or n.id.startswith("_stallfree"))]
@@ -199,30 +236,6 @@ def _check_body(stmt: ast.stmt, name: str, label: str) -> None:
                 and not isinstance(n.ctx, ast.Load)]
     if refused:
         raise FrameError(f"{name}: `{label}` holds {refused[0]}: it is no function of one iteration")
-
-
-def _check_straight(stmt: ast.stmt, kinds: dict[str, str], in_phases: set[str], name: str) -> None:
-    """A straight-line statement reads no request: FrameError naming what it reads."""
-    guard = isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Raise)
-    read: ast.AST = stmt.test if guard else stmt  # type: ignore[attr-defined]
-    nodes = list(ast.walk(read))
-    held = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
-    counted = {id(n.args[0]) for n in nodes if guard and isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-               and n.func.id == "len" and len(n.args) == 1}
-    label = ast.unparse(stmt).splitlines()[0]
-    for n in nodes:
-        why = None
-        if isinstance(n, ast.Name) and (n.id in INTROSPECTION or n.id == "super"
-                                        or (n.id == "self" and id(n) not in held)):
-            why = f"names {n.id}"
-        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in in_phases:
-            why = f"reads {n.id}, bound by a loop's body"
-        elif _is_self_attr(n) and kinds.get(n.attr) == "method":  # type: ignore[attr-defined]
-            why = f"names self.{n.attr}, a method or property"  # type: ignore[attr-defined]
-        elif _is_self_attr(n) and kinds.get(n.attr) == "container" and id(n) not in counted:  # type: ignore
-            why = f"reads self.{n.attr}, a container of requests"  # type: ignore[attr-defined]
-        if why is not None:
-            raise FrameError(f"{name}: the statement `{label}` outside the phase loops {why}")
 
 
 def _bound(stmt: ast.stmt) -> set[str]:
