@@ -76,10 +76,9 @@ class Scheduler(Views):
 
     def schedule(self) -> Plan:
         """Plan the next step and admit the requests it starts. Raises if a plan is still pending."""
-        step = self._step
-        if step.plan is not None:
-            raise ProtocolError(f"schedule() called again before complete(): the plan for step {step.number} "
-                                "is still pending")
+        if self._step.plan is not None:
+            raise ProtocolError(f"schedule() called again before complete(): the plan for step "
+                                f"{self._step.number} is still pending")
         left = self.config.token_budget
         # 1. Decodes first, one token for every ready request. A running stream's next token is
         #    what a user is waiting on now; giving it the budget before any prompt bounds the time
@@ -111,7 +110,8 @@ class Scheduler(Views):
             n = min(seq.request.prompt_len, left)
             entries.append(Entry(seq.rid, n))
             left -= n
-        plan = step.plan = Plan(step.number, tuple(entries))
+        plan = Plan(self._step.number, tuple(entries))
+        self._step.plan = plan
         return plan
 
     def complete(self, plan: Plan, stopped: Iterable[int] = NO_STOPS) -> tuple[int, ...]:

@@ -33,7 +33,7 @@ from stallfree.spec.verdict import Verdict
 
 ADMIT = "        self._waiting.popleft()\n"
 WHILE = "    while left and self._waiting"
-PLAN = "    plan = Plan("
+PLAN = "    plan = "  # the line that builds the plan (`plan = step.plan = Plan(...)`)
 PARTIAL_CHUNK = "        n = min(seq.num_remaining_prompt, left)\n"
 
 
@@ -267,6 +267,16 @@ ForeignClass = planted("ForeignClass", "Takes free KV from a class of other code
     (WHILE, "    self._free_kv += Peek()\n" + WHILE),), {"Peek": Peek})
 CountsAString = planted("CountsAString", "Counts the characters of the config's text.", (
     (WHILE, "    self._free_kv += len(str(self.config))\n" + WHILE),))
+# The step record (`self._step`): its integer number and its plan's `is None` may be read outside the
+# loops, its plan written; never its requests (the cancels, the ends) nor another of its fields.
+RecordCancels = planted("RecordCancels", "Admits nothing while a cancel waits on the step record.", (
+    (WHILE, "    self._free_kv = 0 if len(self._step.cancelled) else self._free_kv\n" + WHILE),))
+RecordEnds = planted("RecordEnds", "Admits nothing while an ended request is on record.", (
+    (WHILE, "    if self._step.ended:\n        raise ValueError('ended')\n" + WHILE),))
+RecordEndsWritten = planted("RecordEndsWritten", "Clears the ended record from schedule().", (
+    (WHILE, "    self._step.ended = {}\n" + WHILE),))
+RecordPlanRead = planted("RecordPlanRead", "Reads the pending plan's entries, not only whether there is one.", (
+    (WHILE, "    self._free_kv = self._free_kv if self._step.plan is None else self._step.plan.step\n" + WHILE),))
 
 
 @pytest.mark.parametrize(("cls", "why"), [
@@ -282,6 +292,10 @@ CountsAString = planted("CountsAString", "Counts the characters of the config's 
     (HiddenLine, "reads self._hidden, neither a count nor the config"),
     (ForeignClass, "names the global Peek, a type"),
     (CountsAString, "counts str(self.config), no container of the scheduler"),
+    (RecordCancels, "counts self._step.cancelled, no container of the scheduler"),
+    (RecordEnds, "reads self._step.ended, a field of the record neither an integer nor asked `is None`"),
+    (RecordEndsWritten, "writes self._step.ended, not a local or an attribute holding no requests"),
+    (RecordPlanRead, "reads self._step.plan.step, an attribute of no self"),
 ], ids=lambda x: getattr(x, "__name__", "why"))
 def test_what_reaches_past_the_frame_is_refused_when_read(cls: type, why: str) -> None:
     with pytest.raises(FrameError, match=None) as refused:

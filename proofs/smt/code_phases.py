@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import copy
+import dataclasses
 import inspect
 import textwrap
 from collections import deque
@@ -69,7 +70,7 @@ class Source:
     """schedule()'s phases, with what compiling their bodies needs."""
 
     phases: tuple[Phase, ...]
-    kinds: dict[str, str]  # attribute -> "container", "scalar", "config", "method" or "other"
+    kinds: dict[str, str]  # attribute -> "container", "scalar", "config", "method", "record" or "other"
     globals: dict[str, Any]
     filename: str
     first_line: int
@@ -104,7 +105,18 @@ def attribute_kinds(cls: type) -> dict[str, str]:
     for name in {n for state in states for n in state}:
         found = {_kind(state[name]) if name in state else "absent" for state in states}
         kinds[name] = found.pop() if len(found) == 1 else "other"
+        records = {type(state[name]) for state in states if name in state and _is_record(state[name])}
+        if kinds[name] == "other" and len(records) == 1 and all(name in state and _is_record(state[name])
+                                                               for state in states):
+            kinds[name] = "record"  # a dataclass record (the step record): its fields' kinds as "name.field"
+            for f in dataclasses.fields(records.pop()):
+                held = {_kind(getattr(state[name], f.name)) for state in states}
+                kinds[f"{name}.{f.name}"] = held.pop() if len(held) == 1 else "other"
     return kinds
+
+
+def _is_record(value: Any) -> bool:
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
 
 
 def read(cls: type) -> Source:

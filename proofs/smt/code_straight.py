@@ -8,10 +8,12 @@ A straight-line statement is one of:
   not read): TEST may also count any container (`len(self.C)`) and ask whether an attribute holding
   no count is None (`self.X is None`, `is not None`);
 - `name = EXPR`, `name OP= EXPR`, `self.X = EXPR`, `self.X OP= EXPR` (X an integer, or an attribute
-  holding neither requests nor the config), or `return name`.
+  holding neither requests nor the config), `self.R.F = EXPR` (F a field of a dataclass record R, the
+  step record, holding no requests: its number, its plan), or `return name`.
 
 EXPR (and TEST) may read: constants; the scheduler's integer attributes and the config's fields
-(`self.X`, `self.config.F`); the count of a container a phase before it walks (`len(self.C)`, or
+(`self.X`, `self.config.F`), and a record's integer fields (`self.R.F`; a field holding no count
+only in a guard's `self.R.F is None`); the count of a container a phase before it walks (`len(self.C)`, or
 `len(E)` of a map's list E no loop has appended to yet: that container's count); locals bound by
 statements like it, but no name a loop before it binds (a loop's leftovers, even if bound before the
 loop too); and globals a body may name (`allowed_global`); `len` counts a container or a map's list
@@ -127,6 +129,10 @@ def _target(target: ast.expr, ctx: Context) -> str | None:
     if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
             and not target.attr.startswith("__") and ctx.kinds.get(target.attr) in ("scalar", "other")):
         return None
+    if (isinstance(target, ast.Attribute) and _is_self_attr(target.value) and not target.attr.startswith("__")
+            and ctx.kinds.get(target.value.attr) == "record"  # type: ignore[attr-defined]
+            and ctx.kinds.get(f"{target.value.attr}.{target.attr}") in ("scalar", "other")):  # type: ignore[attr-defined]
+        return None  # a field of the step record holding no requests (its plan, its number)
     return f"writes {ast.unparse(target)}, not a local or an attribute holding no requests"
 
 
@@ -177,7 +183,7 @@ def _node(n: ast.AST, ctx: Context, guard: bool, counted: set[int], compared: se
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" and not _counts(n, ctx):
         return f"counts {ast.unparse(n.args[0]) if n.args else 'nothing'}, no container of the scheduler"
     if isinstance(n, ast.Attribute):
-        return _attribute(n, ctx, guard, counted, compared)
+        return _attribute(n, ctx, guard, counted, compared, held)
     if isinstance(n, ast.Call) and not isinstance(n.func, ast.Name):
         return f"calls {ast.unparse(n.func)}, no builtin or class"
     if isinstance(n, ast.Subscript | ast.Lambda | ast.NamedExpr | ast.comprehension | ast.Starred | ast.Await
@@ -186,13 +192,21 @@ def _node(n: ast.AST, ctx: Context, guard: bool, counted: set[int], compared: se
     return None
 
 
-def _attribute(n: ast.Attribute, ctx: Context, guard: bool, counted: set[int], compared: set[int]) -> str | None:
+def _attribute(n: ast.Attribute, ctx: Context, guard: bool, counted: set[int], compared: set[int],
+               held: set[int]) -> str | None:
     base = n.value
     if isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name) and base.value.id == "self":
+        if ctx.kinds.get(base.attr) == "record" and not n.attr.startswith("__"):
+            field = ctx.kinds.get(f"{base.attr}.{n.attr}")
+            if field == "scalar" or (field == "other" and id(n) in compared):
+                return None
+            return f"reads {ast.unparse(n)}, a field of the record neither an integer nor asked `is None`"
         return None if ctx.kinds.get(base.attr) == "config" else f"reads {ast.unparse(n)}, not the config's"
     if not (isinstance(base, ast.Name) and base.id == "self"):
         return f"reads {ast.unparse(n)}, an attribute of no self"
     kind = ctx.kinds.get(n.attr)
+    if kind == "record" and id(n) in held:
+        return None  # only as the base of one of its fields, judged above
     if kind == "container" and id(n) in counted and (guard or n.attr in ctx.earlier):
         return None
     if kind == "other" and id(n) in compared:
