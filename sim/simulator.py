@@ -35,7 +35,6 @@ from .trace import Trace, TraceRequest
 # running, has stalled (rule PROGRESS); the simulation stops rather than spin.
 MAX_EMPTY_PLANS = 1_000
 PROGRESS_EVERY_STEPS = 2_048
-NO_STOPS: tuple[()] = ()  # an uncapped step's stopped requests: none, and no list built
 
 
 class Stalled(RuntimeError):
@@ -217,12 +216,14 @@ class Simulation:
         seconds = self.roofline.seconds(num_tokens, pairs + contexts, kv_read + contexts - num_planned + num_chunks)
         kv_used += contexts
         end = clock + seconds
-        # Uncapped, no request stops before its max_new: nothing to look for, no list built.
-        stopped = self.stops_in(plan) if self.capped else NO_STOPS
         if self.measures:  # a design's own figures, before the step completes (the state is the plan's)
             self.measure(Measured(seconds, end, num_planned, num_tokens, kv_reserved, kv_used,
                                   num_planned - num_chunks))
-        rids = self.emit(self.scheduler.complete(given, stopped) if stopped else self.scheduler.complete(given), end)
+        if self.capped and (stopped := self.stops_in(plan)):  # uncapped, none stops before its max_new
+            emitted = self.scheduler.complete(given, stopped)
+        else:
+            emitted = self.scheduler.complete(given)
+        rids = self.emit(emitted, end)
         result = self.result  # the figures over the steps that ran, weighted by their seconds
         result.kv_reserved_seconds += kv_reserved * seconds
         result.kv_used_seconds += kv_used * seconds
@@ -316,9 +317,10 @@ class Simulation:
                 self.num_empty_plans = 0
                 continue
             clock = self.step(clock)
-            num_steps += 1
-            if progress is not None and num_steps % PROGRESS_EVERY_STEPS == 0:
-                progress.update(self.num_finished, clock)
+            if progress is not None:  # the steps are counted only for it
+                num_steps += 1
+                if num_steps % PROGRESS_EVERY_STEPS == 0:
+                    progress.update(self.num_finished, clock)
         if self.num_pending:
             raise Stalled(
                 f"the scheduler planned nothing {MAX_EMPTY_PLANS} times running with {self.num_pending} "
