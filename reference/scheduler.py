@@ -132,23 +132,25 @@ class Scheduler(Views):
         step = record.number
         if record.ended:
             record.ended = {}
-        emitted = list(self._ready)  # every ready request was decoded; each emits a token
-        for rid, n in plan.entries[len(emitted) :]:  # the prompt chunks, after the decodes
+        # Every ready request was decoded and emits a token; so does each whose prompt this step
+        # completes, joining the ready ones in plan order: the ready ones, read before any ends, emitted.
+        for rid, n in plan.entries[len(self._ready) :]:  # the prompt chunks, after the decodes
             seq = self._partial[rid]
             seq.num_prefilled += n
             if seq.num_prefilled == seq.request.prompt_len:
                 # The chunk that completes a prompt yields the first token from its last position.
-                emitted.append(rid)
                 del self._partial[rid]
                 self._ready[rid] = seq.decode
                 seq.first_token_step = step
                 self._finishing.setdefault(step + seq.request.max_new - 1, []).append(seq)
+        emitted = tuple(self._ready)
         record.plan = None
         record.number = step + 1
         # A request ends on the step that emits its max_new-th token, or its stop, or that completes
         # its plan after a cancel, and returns its KV then.
-        for rid in stopped:
-            self._end(self._live[rid], Phase.STOPPED)
+        if stopped:  # the plain protocol's call names none: no loop entered
+            for rid in stopped:
+                self._end(self._live[rid], Phase.STOPPED)
         finishing = self._finishing.pop(step, None)
         if finishing:  # the common end, written out: it runs for several requests a step under load
             ended = record.ended
@@ -163,7 +165,7 @@ class Scheduler(Views):
             for rid, seq in cancelled.items():
                 if rid in self._live:  # not ended by its last token or a stop on this step
                     self._end(seq, Phase.CANCELLED)
-        return tuple(emitted)
+        return emitted
 
     def _end(self, seq: Sequence, phase: Phase) -> None:
         """`seq` ends early (stops or is cancelled) once the step count is final: it leaves every

@@ -35,7 +35,6 @@ from .trace import Trace, TraceRequest
 # running, has stalled (rule PROGRESS); the simulation stops rather than spin.
 MAX_EMPTY_PLANS = 1_000
 PROGRESS_EVERY_STEPS = 2_048
-NO_STOPS: tuple[()] = ()  # an uncapped step's stopped requests: none, and no list built
 
 
 class Stalled(RuntimeError):
@@ -194,14 +193,11 @@ class Simulation:
             plan = bounded(given, len(streams), "schedule() returned")
         if self.preempts:  # a design that forgets KV before the plan runs
             self.preempt(given, plan)
-        capped = self.capped  # uncapped, no request stops before its max_new: nothing to look for, no list built
-        stopped: list[int] | tuple[()] = [] if capped else NO_STOPS
         num_tokens = pairs = kv_read = num_chunks = contexts = kv_reserved = kv_used = 0
         for rid, n in plan:
             stream = streams[rid]
-            done = stream.num_computed
-            if done < stream.target:  # a chunk: positions [done, done + n) of this residency's prefill
-                target = stream.target
+            if stream.num_computed < stream.target:  # a chunk: positions [done, done + n) of this residency's prefill
+                done, target = stream.num_computed, stream.target
                 if stream.admitted is None:
                     stream.admitted = clock
                 if target == stream.prompt_len:  # not a recompute of prompt and emitted tokens (`designs`)
@@ -211,24 +207,23 @@ class Simulation:
                 stream.num_computed = done = done + n
                 kv_used += done
                 num_chunks += 1
-                if capped and done == target and stops(stream):
-                    stopped.append(rid)  # its real last token: the model's end token, before the cap
             else:  # a decode: the last token in, attending to every position so far (summed below)
                 contexts += stream.prompt_len + stream.num_emitted
-                if capped and stops(stream):
-                    stopped.append(rid)
             kv_reserved += stream.reservation
             num_tokens += n
-        num_planned = len(plan)
-        num_decodes = num_planned - num_chunks
-        pairs += contexts  # each decode's context: its pairs, its KV positions, all but one of them read
-        kv_read += contexts - num_decodes
+        num_planned = len(plan)  # of which num_planned - num_chunks decodes
+        # Each decode's context: its pairs, its KV positions, all but one of them read.
+        seconds = self.roofline.seconds(num_tokens, pairs + contexts, kv_read + contexts - num_planned + num_chunks)
         kv_used += contexts
-        seconds = self.roofline.seconds(num_tokens, pairs, kv_read)
         end = clock + seconds
         if self.measures:  # a design's own figures, before the step completes (the state is the plan's)
-            self.measure(Measured(seconds, end, num_planned, num_tokens, kv_reserved, kv_used, num_decodes))
-        self.emit(self.scheduler.complete(given, stopped) if stopped else self.scheduler.complete(given), end)
+            self.measure(Measured(seconds, end, num_planned, num_tokens, kv_reserved, kv_used,
+                                  num_planned - num_chunks))
+        if self.capped and (stopped := self.stops_in(plan)):  # uncapped, none stops before its max_new
+            emitted = self.scheduler.complete(given, stopped)
+        else:
+            emitted = self.scheduler.complete(given)
+        rids = self.emit(emitted, end)
         result = self.result  # the figures over the steps that ran, weighted by their seconds
         result.kv_reserved_seconds += kv_reserved * seconds
         result.kv_used_seconds += kv_used * seconds
@@ -236,7 +231,7 @@ class Simulation:
         if num_planned > result.max_running:
             result.max_running = num_planned
         if self.record:
-            self.keep(clock, seconds, num_tokens, num_decodes, kv_reserved, kv_used)
+            self.keep(clock, seconds, num_tokens, num_planned - num_chunks, kv_reserved, kv_used, rids)
         if num_tokens:
             self.num_empty_plans = 0
             result.busy_seconds += seconds
@@ -247,11 +242,21 @@ class Simulation:
             self.num_empty_plans += 1
         return end
 
+    def stops_in(self, plan: list[Any] | tuple[Any, ...]) -> list[int]:
+        """The rids of a capped run's priced `plan` whose token now is their real last one, before the
+        cap (`stops`): of those whose residency's prefill is done (a decode, or the chunk that
+        completed it; a chunk that leaves prompt to run emits nothing), in plan order."""
+        streams = self.streams
+        return [rid for rid, _ in plan if (s := streams[rid]).num_computed >= s.target and stops(s)]
+
     def keep(self, clock: float, seconds: float, num_tokens: int, num_decodes: int, kv_reserved: int,
-             kv_used: int) -> None:
-        """Record a step (from `clock`, for `seconds`) for a run that records its steps: its KV, and a
-        `StepSpan` of a step that carried tokens."""
-        result = self.result
+             kv_used: int, rids: list[int] | tuple[int, ...]) -> None:
+        """Record a step (from `clock`, for `seconds`) for a run that records its steps: its KV, a
+        `StepSpan` of a step that carried tokens, and the time of each token emitted (by `rids`: only
+        a recording run's streams keep their token times, `offer`)."""
+        result, streams, end = self.result, self.streams, clock + seconds
+        for rid in rids:
+            streams[rid].token_times.append(end)
         result.kv_timeline.extend((clock + seconds, kv_reserved, kv_used))
         if num_tokens and result.steps is not None:
             result.steps.append(StepSpan(clock, seconds, num_decodes, num_tokens - num_decodes))
@@ -269,14 +274,12 @@ class Simulation:
     def finished(self, stream: Stream) -> None:
         """`stream` emitted its last token (a hook: a design forgets its KV)."""
 
-    def emit(self, rids: Any, clock: float) -> None:
-        """Each rid emitted a token at `clock`, the end of the step."""
+    def emit(self, rids: Any, clock: float) -> list[int] | tuple[int, ...]:
+        """Each rid emitted a token at `clock`, the end of the step; return the rids, bounded (a
+        recording run's `keep` times their tokens)."""
         streams = self.streams
         if (type(rids) is not tuple and type(rids) is not list) or len(rids) > len(streams):
             rids = bounded(rids, len(streams), "complete() returned")
-        if self.record:  # only a recording run's streams keep their token times (`offer`)
-            for rid in rids:
-                streams[rid].token_times.append(clock)
         for rid in rids:
             stream = streams[rid]
             stream.num_emitted += 1
@@ -290,6 +293,7 @@ class Simulation:
                 self.num_pending -= 1
                 self.num_finished += 1
                 self.finished(stream)
+        return rids  # type: ignore[no-any-return]
 
     # -- the run ---------------------------------------------------------------------------------
 
@@ -298,7 +302,7 @@ class Simulation:
         requests = self.trace.requests
         clock = 0.0
         num_steps = 0
-        budgets = self.variant.budgets
+        budgets, progress = self.variant.budgets, self.progress
         next_arrival = clock  # the next arrival's time: the first call offers those at 0
         while True:
             while budgets and self.next_budget < len(budgets) and budgets[self.next_budget][0] <= clock:
@@ -306,16 +310,17 @@ class Simulation:
                 self.next_budget += 1
             if next_arrival <= clock:  # most steps see no arrival
                 next_arrival = self.add_arrivals(clock)
-            if self.num_pending == 0 or self.num_empty_plans >= MAX_EMPTY_PLANS:
+            if not self.num_pending or self.num_empty_plans >= MAX_EMPTY_PLANS:
                 if self.next_arrival >= len(requests):
                     break
                 clock = max(clock, next_arrival)  # skip the idle gap
                 self.num_empty_plans = 0
                 continue
             clock = self.step(clock)
-            num_steps += 1
-            if self.progress is not None and num_steps % PROGRESS_EVERY_STEPS == 0:
-                self.progress.update(self.num_finished, clock)
+            if progress is not None:  # the steps are counted only for it
+                num_steps += 1
+                if num_steps % PROGRESS_EVERY_STEPS == 0:
+                    progress.update(self.num_finished, clock)
         if self.num_pending:
             raise Stalled(
                 f"the scheduler planned nothing {MAX_EMPTY_PLANS} times running with {self.num_pending} "

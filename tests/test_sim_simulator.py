@@ -161,3 +161,19 @@ def test_kv_used_counts_the_positions_computed() -> None:
     seconds = [s.seconds for s in result.steps or []]
     assert summarise(result).kv_used == pytest.approx(sum(u * t for u, t in zip(range(10, 15), seconds, strict=True))
                                                       / sum(seconds))
+
+
+def test_a_recording_run_times_every_token_at_the_end_of_its_step() -> None:
+    """A recording run keeps each stream's token times: one a token, each the end of the step that
+    emitted it (the hand trace: the decoding request's tokens at steps 0 to 5, the chunked prompt's
+    first at the end of its third chunk); an unrecorded run keeps none."""
+    trace = trace_of((0.0, 8, 6), (STEP / 2, 20, 3))
+    result = simulate(trace, factory("reference"), Config(8, 4, 64), FLOOR, record=True)
+    assert result.steps is not None
+    ends = [s.start + s.seconds for s in result.steps]
+    first, second = result.streams
+    assert first.token_times == ends[:6]
+    assert second.token_times == ends[3:6]
+    assert second.token_times[0] == second.first_token and second.token_times[-1] == second.last_token
+    plain = simulate(trace, factory("reference"), Config(8, 4, 64), FLOOR)
+    assert [s.token_times for s in plain.streams] == [None, None]
