@@ -218,3 +218,9 @@ def test_prove_passes_hidden_to_the_liveness_row() -> None:
     options = prove_command._options(args)
     assert options.hidden is idle_phase and options.hidden_declared
     assert suite.liveness_row(options, lambda _: None).result is Verdict.BROKEN
+
+
+def test_the_suite_names_the_row_as_the_row_names_itself() -> None:
+    """`suite.settle_liveness` looks for the row by a name of its own (so that a run without Z3 need not
+    import it): the two names must be one."""
+    assert suite.LIVENESS_ANY_N == liveness_any_n.NAME
