@@ -179,7 +179,8 @@ def summary(rows: dict[tuple[str, str, str], list[dict[str, Any]]]) -> int:
         counts = {json.dumps(f["counts"]) for f in figures + tree}
         same = same and len(counts) == 1
         print(f"{label:<14} {mode:<20} {wall[0]:>10,.0f} {wall[1]:>10,.0f} {wall[1] / wall[0]:>5.2f}x {cpu[0]:>14,.0f} "
-              f"{cpu[1]:>14,.0f} {cpu[1] / cpu[0]:>5.2f}x  {'the same' if len(counts) == 1 else 'DIFFER: ' + str(counts)}")
+              f"{cpu[1]:>14,.0f} {cpu[1] / cpu[0]:>5.2f}x  "
+              f"{'the same' if len(counts) == 1 else 'DIFFER: ' + str(counts)}")
     return 0 if same else 1
 
 
@@ -192,7 +193,8 @@ def main() -> int:
                         "(compact, N worker processes), symmetric (compact, ready requests' order dropped); each bound "
                         "and mode in its own process")
     parser.add_argument("--max-states", type=int, default=None, help="stop each bound past this many states")
-    parser.add_argument("--base", default=None, help="a commit to run beside this tree (rows alternating), then medians")
+    parser.add_argument("--base", default=None,
+                        help="a commit to run beside this tree (rows alternating), then medians")
     parser.add_argument("--rounds", type=int, default=3, help="with --base: the rounds of each bound and mode")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # internal: run one bound:mode here
     args = parser.parse_args()

@@ -24,7 +24,7 @@ class Chain:
     """The rebuilt states along the last path: links[k] is (the path's k-th action, the state after the
     first k), links[0] the initial state."""
 
-    __slots__ = ("fresh", "act", "fork", "actions", "links")
+    __slots__ = ("act", "actions", "fork", "fresh", "links")
 
     def __init__(self, fresh: Callable[[], Any], act: Callable[[Any, Action], Any], fork: Fork,
                  actions: tuple[Action, ...]) -> None:

@@ -86,41 +86,26 @@ def _unused(f: StepFacts, c: Config) -> bool:
 
 def _ended_after_decoding(f: StepFacts) -> bool:
     """A request with max_new >= 2 ends on this step's token (the facts' tracks are read once applied)."""
-    for t in f.finished:
-        if t.request.max_new >= 2 and t.num_emitted == t.request.max_new:
-            return True
-    return False
+    return any(t.request.max_new >= 2 and t.num_emitted == t.request.max_new for t in f.finished)
 
 
 # The chunk cases, as loops: a generator per case and step costs more than the check (measured).
 def _continues(f: StepFacts) -> bool:
     """A chunk starts past its prompt's first position."""
-    for p in f.prefills:
-        if p.start > 0:
-            return True
-    return False
+    return any(p.start > 0 for p in f.prefills)
 
 
 def _leaves_unfinished(f: StepFacts) -> bool:
-    for p in f.prefills:
-        if not p.completes:
-            return True
-    return False
+    return any(not p.completes for p in f.prefills)
 
 
 def _completes(f: StepFacts) -> bool:
-    for p in f.prefills:
-        if p.completes:
-            return True
-    return False
+    return any(p.completes for p in f.prefills)
 
 
 def _cut(f: StepFacts) -> bool:
     """A partial prompt's chunk (not an admission's) that the budget cut short."""
-    for p in f.chunks:
-        if p.start > 0 and not p.completes:
-            return True
-    return False
+    return any(p.start > 0 and not p.completes for p in f.chunks)
 
 
 def _action(kind: type) -> Reached:
@@ -178,7 +163,7 @@ CASES: tuple[Case, ...] = (
 class Coverage:
     """Counts, per case of `CASES`, the transitions that reached it."""
 
-    __slots__ = ("config", "counts", "with_lifecycle", "on_step", "off_step")
+    __slots__ = ("config", "counts", "off_step", "on_step", "with_lifecycle")
 
     def __init__(self, config: Config, with_lifecycle: bool) -> None:
         self.config = config

@@ -9,8 +9,9 @@ longest behaviour and the most steps any state needs to finish (the termination 
 
 Each new state keeps one live scheduler and monitor; every action runs on a copy of them. With
 `compact`, the visited set keeps fingerprints and the frontier only state numbers: a state is rebuilt
-when it is expanded, from the deepest state on its path that the last rebuild kept (`chain`). With `workers` > 1, worker processes rebuild and expand the frontier
-(`workers`); this process keeps the visited set and the graph, numbering states as one process does.
+when it is expanded, from the deepest state on its path that the last rebuild kept (`chain`). With
+`workers` > 1, worker processes rebuild and expand the frontier (`workers`); this process keeps the
+visited set and the graph, numbering states as one process does.
 
 What differs between memory designs (the monitor, the actions, the key, the invariants) is the
 `design`'s (`design.Reservation` by default; `paged` for the paged design).

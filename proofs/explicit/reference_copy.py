@@ -43,7 +43,7 @@ def declared(cls: type) -> dict[str, Any]:
     source = source.parent / f"{cls.__module__.rsplit('.', 1)[-1]}.py"
     tree = ast.parse(source.read_text())
     body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.__name__).body
-    return {n.target.id: eval(ast.unparse(n.annotation), vars(module))  # noqa: S307  (the core's own source)
+    return {n.target.id: eval(ast.unparse(n.annotation), vars(module))
             for n in body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
 
 
@@ -75,7 +75,8 @@ class Writer:
             if self.expr(args[0], item, field, depth + 1) != item:
                 raise TypeError(f"reference_copy: field {field}: the keys of {tp} are not frozen")
             inner = self.expr(args[1], item, field, depth + 1)
-            return f"dict({value})" if inner == item else f"{{k{depth}: {inner} for k{depth}, {item} in {value}.items()}}"
+            pairs = f"{{k{depth}: {inner} for k{depth}, {item} in {value}.items()}}"
+            return f"dict({value})" if inner == item else pairs
         if origin is tuple:
             parts = [self.expr(a, f"{value}[{i}]", field, depth + 1) for i, a in enumerate(args)]
             return value if all(p == f"{value}[{i}]" for i, p in enumerate(parts)) else f"({', '.join(parts)},)"
@@ -117,14 +118,14 @@ def _blank(cls: type) -> str:
 def _is_frozen(tp: type) -> bool:
     """True for a type whose values never change: shared by the copy."""
     params = getattr(tp, "__dataclass_params__", None)
-    return issubclass(tp, _FROZEN + (enum.Enum,)) or (params is not None and params.frozen) or \
+    return issubclass(tp, (*_FROZEN, enum.Enum)) or (params is not None and params.frozen) or \
         (issubclass(tp, tuple) and hasattr(tp, "_fields"))
 
 
 def _written() -> Callable[[Scheduler, Memo], Scheduler]:
     writer = Writer()
     name = writer.function(Scheduler, declared(Views))
-    exec("\n".join(writer.lines), writer.scope)  # noqa: S102  (written from the declared fields only)
+    exec("\n".join(writer.lines), writer.scope)
     copier: Callable[[Scheduler, Memo], Scheduler] = writer.scope[name]
     return copier
 

@@ -26,7 +26,6 @@ import contextlib
 import copy
 import dataclasses
 import inspect
-import textwrap
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from stallfree.proofs.pass_through import unwrapped
 from stallfree.spec.types import Config
 
 from . import code_straight
-from .fold_frame import INTROSPECTION, REFUSED_NODES, FrameError
+from .fold_frame import INTROSPECTION, REFUSED_NODES, FrameError, parsed
 
 CONTAINERS = (dict, deque, list, set)
 ONCE, NATURAL = "_stallfree_once", "_stallfree_natural"  # the names the compiled iteration adds
@@ -125,12 +124,7 @@ def read(cls: type) -> Source:
     func = unwrapped(func)
     if not inspect.isfunction(func):
         raise FrameError(f"{cls.__qualname__}.schedule is not a plain function")
-    if func.__code__.co_freevars:
-        raise FrameError(f"{func.__qualname__} is a closure (it reads {', '.join(func.__code__.co_freevars)})")
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
-    except (OSError, TypeError, SyntaxError) as error:
-        raise FrameError(f"{func.__qualname__}: its source cannot be read ({error})") from None
+    tree = parsed(func)
     node = tree.body[0]
     if not isinstance(node, ast.FunctionDef) or [a.arg for a in node.args.args] != ["self"] or node.decorator_list:
         raise FrameError(f"{func.__qualname__} is not a plain method of self alone")

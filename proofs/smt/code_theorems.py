@@ -262,6 +262,12 @@ def prove(theorem: Theorem, cls: type, n: int = DEFAULT_N, max_paths: int = MAX_
             out.tally(undecided, f"{shape.label()}, {choice}", runs, ex, complete)
             for rule, message, values in (f for r in runs if r for f in r):
                 out.found(rule, message, values, shape.label(), choice)
+    return settled(out, undecided, started)
+
+
+def settled(out: Outcome, undecided: list[str], started: float) -> Outcome:
+    """`out`'s verdict once every path ran: BROKEN with a counterexample; unknown where a path was not
+    decided or no state satisfied the hypothesis; else holds."""
     out.seconds = time.perf_counter() - started
     if out.counterexample is not None:
         out.verdict = Verdict.BROKEN

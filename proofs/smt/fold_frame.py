@@ -147,16 +147,22 @@ def no_symbolic_branches() -> Iterator[None]:
         z3.AstRef.__bool__, z3.AstRef.__nonzero__ = saved  # type: ignore[method-assign]
 
 
-def loop_body(method: Callable[..., Any]) -> Callable[..., Any]:
-    """The body of `method`'s one loop over its state's requests, compiled as a function of
-    (self, s, d, i, r); FrameError if the method is no such loop."""
-    func = method.__func__
+def parsed(func: Any) -> ast.Module:
+    """The syntax tree of `func`'s own source; FrameError if it is a closure or its source cannot be read."""
     if func.__code__.co_freevars:
         raise FrameError(f"{func.__qualname__} is a closure (it reads {', '.join(func.__code__.co_freevars)})")
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
     except (OSError, TypeError, SyntaxError) as error:
         raise FrameError(f"{func.__qualname__}: its source cannot be read ({error})") from None
+    return tree
+
+
+def loop_body(method: Callable[..., Any]) -> Callable[..., Any]:
+    """The body of `method`'s one loop over its state's requests, compiled as a function of
+    (self, s, d, i, r); FrameError if the method is no such loop."""
+    func = method.__func__
+    tree = parsed(func)
     loop, params = _the_loop(tree.body[0], func.__qualname__)
     step = ast.parse(f"def _iteration({', '.join(params)}): pass").body[0]
     assert isinstance(step, ast.FunctionDef)

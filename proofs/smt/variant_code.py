@@ -41,7 +41,7 @@ from stallfree.spec.errors import FieldTypeError, InvalidField, ProtocolError
 from stallfree.spec.verdict import Verdict
 
 from . import variant_rules
-from .code_theorems import Outcome
+from .code_theorems import Outcome, settled
 from .symexec import Explorer, explore, variables
 from .symstate import Shape
 from .variant_claims import ENDED, Claim, emits, kv_view, life, plan_rules, views
@@ -251,12 +251,4 @@ def prove(theorem: Theorem, make: Callable[[], Any], contract: Contract, n: int,
             out.tally(undecided, where, runs, ex, complete)
             for rule, message, values in (f for r in runs if r for f in r):
                 out.found(rule, message, values, layout.label(), choice)
-    out.seconds = time.perf_counter() - started
-    if out.counterexample is not None:
-        out.verdict = Verdict.BROKEN
-    elif undecided or out.states == 0:
-        out.verdict, out.detail = Verdict.UNKNOWN, "; ".join(undecided) or "no state satisfied the hypothesis"
-    else:
-        out.verdict = Verdict.HOLDS
-        out.detail = f"{out.paths} paths, {out.states} from states the post-conditions allow, every one kept"
-    return out
+    return settled(out, undecided, started)
