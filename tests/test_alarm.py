@@ -188,18 +188,6 @@ def test_not_counting_a_timer_due_before_the_stretch_is_sets_itself_again(bell: 
     assert signal.getsignal(signal.SIGALRM) is bell
 
 
-def test_not_counting_a_child_forked_inside_sets_its_own_timer() -> None:
-    with Alarm(LONG, Expired, counting=False) as alarm:
-        alarm.rearm()  # the timer is set: later stretches in this process set none
-        alarm.stop()
-        pid = os.fork()
-        if pid == 0:  # the child (prove's model-check workers fork so): fork(2) gave it no timer
-            alarm.rearm()
-            os._exit(0 if pending() > 0 else 1)
-        _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, "the child's stretch ran with no timer set"
-
-
 def test_not_counting_holds_back_a_callers_alarm_too(bell: Bell) -> None:
     signal.setitimer(signal.ITIMER_REAL, SHORT)
     with Alarm(LONG, Expired, counting=False):

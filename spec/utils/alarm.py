@@ -12,11 +12,9 @@ repeating outer timer is not kept.
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from types import FrameType
 from typing import Any
@@ -98,8 +96,6 @@ class Alarm:
         self.previous = signal.signal(signal.SIGALRM, self._fire)
         self.outer, self.entered_at, self.armed = outer, time.monotonic(), True
         self.due, self.ticking = None, self.counting
-        if not self.counting:
-            _ENTERED.add(self)
         # Not counting yet, the caller's countdown is cancelled too (its handler is no longer in place);
         # exit gives it back less the time spent inside.
         signal.setitimer(signal.ITIMER_REAL, self.seconds if self.counting else 0)
@@ -112,24 +108,10 @@ class Alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
         finally:  # an expiry delivered just as the countdown is cancelled still gives everything back
             self.armed, self.due, self.ticking = False, None, False
-            _ENTERED.discard(self)
             signal.signal(signal.SIGALRM, self.previous)
             if self.outer > 0:
                 left = self.outer - (time.monotonic() - self.entered_at)
                 signal.setitimer(signal.ITIMER_REAL, max(left, MIN_RESTORE_S))
-
-
-# The not-counting alarms entered in this process. fork(2) gives the child no timer, so in a child each
-# sets its own again at its next stretch (a process forked inside one, prove's model-check workers, is timed).
-_ENTERED: weakref.WeakSet[Alarm] = weakref.WeakSet()
-
-
-def _forked() -> None:
-    for alarm in list(_ENTERED):
-        alarm.ticking = False
-
-
-os.register_at_fork(after_in_child=_forked)
 
 
 def expired(error: BaseException) -> bool:
