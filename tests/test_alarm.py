@@ -154,40 +154,6 @@ def test_not_counting_holds_the_handler_and_times_only_from_rearm_to_stop(bell: 
     assert signal.getsignal(signal.SIGALRM) is bell
 
 
-def test_not_counting_many_stretches_set_the_timer_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    armed: list[float] = []  # every countdown the alarm sets, in order (read, not timed)
-    real = signal.setitimer
-
-    def recording(which: int, seconds: float, interval: float = 0.0) -> tuple[float, float]:
-        armed.append(seconds)
-        return real(which, seconds, interval)
-
-    with Alarm(LONG, Expired, counting=False) as alarm:
-        monkeypatch.setattr(signal, "setitimer", recording)
-        for _ in range(100):  # the kit's worker times each call to the target so: no system call each
-            alarm.rearm()
-            alarm.stop()
-        monkeypatch.undo()
-    assert armed == [LONG]
-
-
-def test_not_counting_a_timer_due_before_the_stretch_is_sets_itself_again(bell: Bell) -> None:
-    with Alarm(LONG, Expired, counting=False) as alarm:
-        alarm.rearm()
-        signal.raise_signal(signal.SIGALRM)  # the timer an earlier stretch set, due: this stretch has time left
-        assert 0 < pending() <= LONG  # set again for what is left, nothing raised
-        alarm.stop()
-        signal.raise_signal(signal.SIGALRM)  # due between stretches: nothing raised
-    with Alarm(SHORT, Expired, counting=False) as alarm:
-        alarm.rearm()
-        alarm.stop()
-        signal.raise_signal(signal.SIGALRM)  # the timer is off now, until the next stretch sets it
-        alarm.rearm()
-        with pytest.raises(Expired):
-            time.sleep(FOREVER)
-    assert signal.getsignal(signal.SIGALRM) is bell
-
-
 def test_not_counting_holds_back_a_callers_alarm_too(bell: Bell) -> None:
     signal.setitimer(signal.ITIMER_REAL, SHORT)
     with Alarm(LONG, Expired, counting=False):

@@ -3,8 +3,7 @@ with the call that raised it, and whatever a call returns is read under the same
 
 Runs in the worker process's main thread: the timeout is an `Alarm` (SIGALRM), which stops Python
 code, including a busy loop. Code stuck in C without releasing the interpreter is stopped from outside,
-by the parent's per-run watchdog (see `worker`), and so is a target that cancels the timer itself: the
-countdown sets it once and then trusts it (a system call on every call would cost more than the call).
+by the parent's per-run watchdog (see `worker`).
 """
 
 from __future__ import annotations

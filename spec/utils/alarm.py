@@ -20,7 +20,6 @@ from types import FrameType
 from typing import Any
 
 MIN_RESTORE_S = 1e-3  # an outer alarm that fell due while this one ran fires this soon after exit
-MIN_LEFT_S = 1e-6  # a countdown set again for what is left: never 0, which would cancel it
 
 
 class Alarm:
@@ -30,11 +29,7 @@ class Alarm:
     one, this one is not armed and the caller's fires first, as it would have without it.
     `counting=False`: the handler is held from entry but the countdown waits for the first `rearm()`,
     and `stop()` ends it until the next, so a block can time some stretches of itself and not others
-    (installing a handler costs far more than setting the timer). Such stretches are many and short (each
-    call to a scheduler under test), so they cost no system call: `rearm()` notes the stretch's deadline
-    and sets the timer only where none is set, `stop()` clears the deadline, and the timer, when it
-    fires, raises only if the stretch in progress is past its deadline; before it, it is set again for
-    what is left, and between stretches it stays off until the next `rearm()`. On exit the countdown is cancelled
+    (installing a handler costs far more than setting the timer). On exit the countdown is cancelled
     (nothing fires after the block), and the previous handler and timer are given back, also when the
     block raised (a Ctrl-C's KeyboardInterrupt, the expiry itself)."""
 
@@ -48,44 +43,21 @@ class Alarm:
         self.previous: Any = None  # the handler it took over
         self.outer = 0.0  # seconds the caller's alarm had left at entry; 0 if none
         self.entered_at = 0.0  # time.monotonic() at entry
-        self.due: float | None = None  # not counting: the deadline of the stretch in progress, None between
-        self.ticking = False  # not counting: whether the timer is set
 
     def _fire(self, signum: int, frame: FrameType | None) -> None:
-        if not self.counting:
-            due = self.due
-            if due is None:  # between stretches: off until the next rearm()
-                self.ticking = False
-                return
-            left = due - time.monotonic()
-            if left > 0:  # set at an earlier stretch: this one has time left
-                signal.setitimer(signal.ITIMER_REAL, max(left, MIN_LEFT_S))
-                return
-            self.due, self.ticking = None, False
         error = self.expired()
         error.alarm_expired = True  # type: ignore[attr-defined]  # see `expired`
         raise error
 
     def rearm(self) -> None:
         """Start the countdown again from `seconds` (nothing, where the alarm is not armed)."""
-        if not self.armed or self.seconds is None:
-            return
-        if self.counting:
-            signal.setitimer(signal.ITIMER_REAL, self.seconds)
-            return
-        self.due = time.monotonic() + self.seconds
-        if not self.ticking:
-            self.ticking = True
+        if self.armed and self.seconds is not None:
             signal.setitimer(signal.ITIMER_REAL, self.seconds)
 
     def stop(self) -> None:
         """End the countdown, keeping the handler: nothing fires until the next `rearm()`."""
-        if not self.armed:
-            return
-        if self.counting:
+        if self.armed:
             signal.setitimer(signal.ITIMER_REAL, 0)
-        else:
-            self.due = None
 
     def __enter__(self) -> Alarm:
         if self.seconds is None or threading.current_thread() is not threading.main_thread():
@@ -95,7 +67,6 @@ class Alarm:
             return self
         self.previous = signal.signal(signal.SIGALRM, self._fire)
         self.outer, self.entered_at, self.armed = outer, time.monotonic(), True
-        self.due, self.ticking = None, self.counting
         # Not counting yet, the caller's countdown is cancelled too (its handler is no longer in place);
         # exit gives it back less the time spent inside.
         signal.setitimer(signal.ITIMER_REAL, self.seconds if self.counting else 0)
@@ -107,7 +78,7 @@ class Alarm:
         try:
             signal.setitimer(signal.ITIMER_REAL, 0)
         finally:  # an expiry delivered just as the countdown is cancelled still gives everything back
-            self.armed, self.due, self.ticking = False, None, False
+            self.armed = False
             signal.signal(signal.SIGALRM, self.previous)
             if self.outer > 0:
                 left = self.outer - (time.monotonic() - self.entered_at)
