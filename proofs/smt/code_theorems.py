@@ -116,17 +116,26 @@ def cancel(victim: int, pending: bool) -> Transition:
 
 
 def _refused(claim: Claim, s: Any, rids: range, victim: int) -> None:
-    """CANCEL: a second cancel of the same request, and a cancel of a rid never added, raise and change nothing."""
-    shown = code_claims.views(s, rids)
+    refused_cancels(claim, s, rids, victim, lambda s, rids: _moved(code_claims.views(s, rids)),
+                    "a refused cancel moved a request")
+
+
+def _moved(v: code_claims.Views) -> tuple[Any, ...]:
+    return v.waiting, v.running, v.ended
+
+
+def refused_cancels(claim: Claim, s: Any, rids: range, victim: int, shown: Callable[[Any, range], Any],
+                    changed: str) -> None:
+    """CANCEL: a second cancel of the same request, and a cancel of a rid never added, raise and change
+    nothing `shown` shows (`changed` says what moved otherwise)."""
+    before = shown(s, rids)
     for rid in (victim, len(rids)):
         try:
             s.cancel(rid)
         except InvalidField:
             continue
         claim("CANCEL", False, f"cancel({rid}) was accepted after cancel({victim}) (a repeat, or a rid never added)")
-    now = code_claims.views(s, rids)
-    claim("CANCEL", (now.waiting, now.running, now.ended) == (shown.waiting, shown.running, shown.ended),
-          "a refused cancel moved a request")
+    claim("CANCEL", shown(s, rids) == before, changed)
 
 
 def _cancelled_now(claim: Claim, before: code_claims.Views, after: code_claims.Views, victim: int) -> None:

@@ -41,7 +41,7 @@ from stallfree.spec.errors import FieldTypeError, InvalidField, ProtocolError
 from stallfree.spec.verdict import Verdict
 
 from . import variant_rules
-from .code_theorems import Outcome, settled
+from .code_theorems import Outcome, refused_cancels, settled
 from .symexec import Explorer, explore, variables
 from .symstate import Shape
 from .variant_claims import ENDED, Claim, emits, kv_view, life, plan_rules, views
@@ -133,15 +133,7 @@ def cancel(victim: int, pending: bool) -> Transition:
 
 
 def _refused(claim: Claim, s: Any, rids: range, victim: int) -> None:
-    """CANCEL: a second cancel of the same request, and a cancel of a rid never added, raise and change nothing."""
-    shown = views(s, rids)
-    for rid in (victim, len(rids)):
-        try:
-            s.cancel(rid)
-        except InvalidField:
-            continue
-        claim("CANCEL", False, f"cancel({rid}) was accepted after cancel({victim}) (a repeat, or a rid never added)")
-    claim("CANCEL", views(s, rids) == shown, "a refused cancel changed the variant")
+    refused_cancels(claim, s, rids, victim, views, "a refused cancel changed the variant")
 
 
 def _cancelled_now(claim: Claim, before: Any, after: Any, victim: int) -> None:
