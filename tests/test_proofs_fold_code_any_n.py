@@ -7,6 +7,10 @@ its frame in any other way proves nothing, and the consecution can fail."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections import deque
+from typing import Any
+
 import pytest
 import z3
 
@@ -24,11 +28,12 @@ from stallfree.proofs.smt.code_fold_planted import (
     planted,
 )
 from stallfree.proofs.smt.code_frame import probe
-from stallfree.proofs.smt.code_phases import read
+from stallfree.proofs.smt.code_phases import attribute_kinds, read
 from stallfree.proofs.smt.fold_frame import FrameError
 from stallfree.proofs.smt.fold_planted import EarlyLookAhead
 from stallfree.proofs.suite import Options
 from stallfree.reference import Scheduler
+from stallfree.reference.step import Step
 from stallfree.spec.verdict import Verdict
 
 ADMIT = "        self._waiting.popleft()\n"
@@ -347,3 +352,68 @@ def test_an_iteration_changing_a_class_list_in_place_or_the_config_is_seen() -> 
     assert _class_state(logged, config) == before
     object.__setattr__(config, "max_seqs", 0)
     assert _class_state(logged, config) != before
+
+
+# A step record whose class runs code when schedule() reads or writes one of its fields (found by a
+# review: each read holds before a record had to be a plain slots dataclass with no attribute hook).
+def _shortest_first(line: Any) -> None:
+    """A look-ahead: with 4 or more in line, the shortest prompt jumps to the head."""
+    if len(line) >= 4:
+        best = min(line, key=lambda s: s.request.prompt_len)
+        line.remove(best)
+        line.appendleft(best)
+
+
+@dataclasses.dataclass
+class DictStep:
+    """A record with a `__dict__`: anything may be hung on it."""
+
+    number: int
+    plan: object = None
+    cancelled: dict[int, object] = dataclasses.field(default_factory=dict)
+    ended: dict[int, object] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(slots=True)
+class HookStep(Step):
+    """A slots record whose reads run code."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "plan":
+            _shortest_first(_RECORD_LINES[0])
+        return object.__getattribute__(self, name)
+
+
+_RECORD_LINES: list[Any] = [deque()]
+
+
+def _with_record(record: type) -> type:
+    def __init__(self: Scheduler, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
+        Scheduler.__init__(self, token_budget, max_seqs, kv_tokens)
+        self._step = record(0)
+        _RECORD_LINES[0] = self._waiting
+
+    return type(f"With{record.__name__}", (Scheduler,), {"__init__": __init__})
+
+
+class PropertyStep(DictStep):
+    """A record whose plan is a property."""
+
+    @property  # type: ignore[override]
+    def plan(self) -> object:
+        _shortest_first(_RECORD_LINES[0])
+        return self.__dict__.get("_plan")
+
+    @plan.setter
+    def plan(self, value: object) -> None:
+        self.__dict__["_plan"] = value
+
+
+@pytest.mark.parametrize("record", [DictStep, HookStep, PropertyStep], ids=lambda c: c.__name__)
+def test_a_record_that_runs_code_on_a_field_is_no_record(record: type) -> None:
+    cls = _with_record(record)
+    assert attribute_kinds(cls)["_step"] == "other"
+    with pytest.raises(FrameError) as refused:
+        read(cls)
+    assert "self._step" in str(refused.value), refused.value
+    assert prove(cls).verdict is not Verdict.HOLDS

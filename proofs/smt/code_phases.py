@@ -26,6 +26,7 @@ import contextlib
 import copy
 import dataclasses
 import inspect
+import types
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -115,7 +116,19 @@ def attribute_kinds(cls: type) -> dict[str, str]:
 
 
 def _is_record(value: Any) -> bool:
-    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+    """A plain record: an instance of a slots dataclass whose fields are its slots (no property in their
+    place) and whose classes define no attribute hook (`__getattribute__`, `__getattr__`, `__setattr__`,
+    `__delattr__`): reading or writing one of its fields then runs no code of the scheduler's."""
+    cls = type(value)
+    if not dataclasses.is_dataclass(value) or isinstance(value, type) or hasattr(value, "__dict__"):
+        return False
+    if any(hook in vars(c) for c in cls.__mro__ if c is not object for hook in ATTRIBUTE_HOOKS):
+        return False
+    return all(type(inspect.getattr_static(cls, f.name, None)) is types.MemberDescriptorType
+               for f in dataclasses.fields(cls))
+
+
+ATTRIBUTE_HOOKS = ("__getattribute__", "__getattr__", "__setattr__", "__delattr__")
 
 
 def read(cls: type) -> Source:
