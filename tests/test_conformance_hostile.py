@@ -15,6 +15,7 @@ from stallfree.spec.utils.loader import TargetError
 
 HOSTILE = textwrap.dedent('''
     import os
+    import signal
     import sys
     import time
 
@@ -35,6 +36,18 @@ HOSTILE = textwrap.dedent('''
         def schedule(self):
             while True:
                 pass
+
+
+    class CancelsTheTimerOnce(Scheduler):
+        calls = 0
+
+        def schedule(self):
+            self.calls += 1
+            if self.calls == 1:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            else:
+                time.sleep(0.3)
+            return super().schedule()
 
 
     class SleepsInComplete(Scheduler):
@@ -147,6 +160,14 @@ def test_busy_loop_is_stopped_by_the_per_call_timeout(hostile: str) -> None:
 def test_sleep_is_stopped_by_the_per_call_timeout(hostile: str) -> None:
     name, message, _ = problem(conform(f"{hostile}:SleepsInComplete", timeout=0.2, **CONFIG))
     assert name == TIMEOUT and "complete(plan)" in message
+
+
+@pytest.mark.timeout(60)
+def test_a_target_that_cancels_the_timer_once_is_still_timed_at_its_next_call(hostile: str) -> None:
+    """Seen by a review of a cheaper alarm (one that set the timer once and trusted it): one cancel left
+    every later call untimed, and a scheduler too slow per call passed."""
+    name, message, _ = problem(conform(f"{hostile}:CancelsTheTimerOnce", timeout=0.2, **CONFIG))
+    assert name == TIMEOUT and "schedule() did not return within the per-call timeout of 0.2 s" in message
 
 
 @pytest.mark.timeout(60)
