@@ -83,6 +83,7 @@ def ended(command: str, error: BaseException) -> int:
     ends the same way); anything else is raised again."""
     if isinstance(error, KeyboardInterrupt) or (isinstance(error, Exception) and exits.interrupted(error)):
         print(f"stallfree {command}: interrupted", file=sys.stderr)
+        _forget_the_interrupt()
         return exits.INTERRUPTED
     if isinstance(error, BrokenPipeError):  # a pipe other than stdout: the verdict may not have reached anyone
         print(f"stallfree {command}: an output pipe closed before the verdict was written", file=sys.stderr)
@@ -98,6 +99,14 @@ def ended(command: str, error: BaseException) -> int:
     print(f"stallfree {command}: internal error: {type(error).__name__}: {str(error)[:300]} "
           f"(raised at {where_raised(error)})", file=sys.stderr)
     return exits.CRASHED
+
+
+def _forget_the_interrupt() -> None:
+    """Ctrl-C that lands inside an `exec` of a string (a dataclass being made during an import, say)
+    leaves CPython marked as ended by an unhandled KeyboardInterrupt, even though it was handled here:
+    the process would then kill itself with SIGINT at exit, status -2, not 130. An exec of a string
+    that raises nothing clears that mark."""
+    exec("None")  # a constant: it only resets the mark
 
 
 # Commands that run the checked scheduler in this process, and start no process that must end with
