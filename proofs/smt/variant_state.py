@@ -30,7 +30,7 @@ from stallfree.variants.stepwise import StepwiseSequence
 
 from . import variant_batched
 from .symexec import Explorer, Int
-from .symstate import Shape, shapes
+from .symstate import Shape, _unchecked, shapes
 
 PRIORITIES = (0, 3)  # the levels a waiting request of a priority variant takes in turn: equal, and apart by P
 
@@ -81,22 +81,14 @@ def type_assumptions(v: dict[str, z3.ArithRef], layout: Layout) -> list[z3.BoolR
     return facts
 
 
-def unchecked(cls: type, **fields: object) -> Any:
-    """A frozen value of `cls` with `fields`, its validation skipped (the type assumptions stand for it)."""
-    value = object.__new__(cls)
-    for name, field_value in fields.items():
-        object.__setattr__(value, name, field_value)
-    return value
-
-
 def build(make: Callable[[], Any], layout: Layout, v: dict[str, z3.ArithRef], ex: Explorer) -> Any:
     """The variant `make` builds, in the symbolic state of `layout`; raises the variant's own error if a
     waiting request is one add() refuses (that path is no state of the variant)."""
     sym = {name: Int(term, ex) for name, term in v.items()}
     shape, s = layout.shape, make()
-    s.config = unchecked(Config, token_budget=sym["B"], max_seqs=sym["S"], kv_tokens=sym["K"])
+    s.config = _unchecked(Config, token_budget=sym["B"], max_seqs=sym["S"], kv_tokens=sym["K"])
     s.free_kv, s.num_steps = sym["free_kv"], sym["num_steps"]
-    requests = [unchecked(Request, rid=rid, prompt_len=sym[f"prompt_len{rid}"], max_new=sym[f"max_new{rid}"])
+    requests = [_unchecked(Request, rid=rid, prompt_len=sym[f"prompt_len{rid}"], max_new=sym[f"max_new{rid}"])
                 for rid in range(shape.size)]
     for rid, request in enumerate(requests):
         if shape.role(rid) == "waiting":
