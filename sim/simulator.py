@@ -257,7 +257,7 @@ class Simulation:
         result, streams, end = self.result, self.streams, clock + seconds
         for rid in rids:
             streams[rid].token_times.append(end)
-        result.kv_timeline.extend((clock + seconds, kv_reserved, kv_used))
+        result.kv_timeline.extend((end, kv_reserved, kv_used))
         if num_tokens and result.steps is not None:
             result.steps.append(StepSpan(clock, seconds, num_decodes, num_tokens - num_decodes))
 
