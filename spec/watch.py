@@ -117,7 +117,9 @@ class Watch(ABC, Generic[ShadowT, FactsT]):
         except Exception as error:  # judged below; anything but ValueError/TypeError on a valid
             if verdict is None and not isinstance(error, ValueError | TypeError):
                 raise  # request is a crash of the scheduler, not a refusal
-            raised = error
+            # Kept without its traceback: the traceback holds this frame, which holds `raised`, a cycle
+            # that would keep the whole monitor and scheduler alive until the cyclic collector ran.
+            raised = error.with_traceback(None)
         self.num_adds += 1
         if self._checks_add:
             message = never_fit(verdict, raised, may_refuse=type(rid) is int and rid in shadow.ended)

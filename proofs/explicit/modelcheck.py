@@ -8,8 +8,11 @@ state is known, `graph.analyse` checks liveness: no cycle of steps while work is
 longest behaviour and the most steps any state needs to finish (the termination bound).
 
 Each new state keeps one live scheduler and monitor; every action runs on a copy of them. With
-`compact`, the visited set keeps fingerprints and the frontier only state numbers: a state is rebuilt
-when it is expanded, from the deepest state on its path that the last rebuild kept (`chain`). With
+`compact`, the visited set keeps fingerprints, and the frontier keeps the live monitor of at most
+`live` states (LIVE_STATES by default: the first found while that many are not held), the others only
+as state numbers: such a state is rebuilt when it is expanded, from the deepest state on its path that
+the last rebuild kept (`chain`). A live state costs about 4 KB and saves its rebuild (a copy and an
+action). With
 `workers` > 1, worker processes rebuild and expand the frontier (`workers`); this process keeps the
 visited set and the graph, numbering states as one process does.
 
@@ -29,6 +32,7 @@ from stallfree.spec import PROTOCOL, InvalidField, Monitor, RuleViolation, check
 from stallfree.spec.verdict import Verdict
 
 from . import lifecycle, parallel
+from .collector import young_only
 from .bounds import Bounds
 from .chain import Chain
 from .counterexample import Action, Counterexample
@@ -46,6 +50,7 @@ Inspect = Callable[[Monitor], "str | None"]  # a check of each state (it must no
 INSPECTED = "INSPECTED STATE"  # the rule `CheckResult.inspected` names
 HIDDEN = "HIDDEN STATE"  # the rule a counterexample names when states with one key behave differently
 REVISITS_CHECKED = 5_000  # revisits of known states whose step is compared with theirs
+LIVE_STATES = 16_384  # compact: frontier states kept live (about 4 KB each), not rebuilt
 
 
 class Tally:
@@ -103,13 +108,14 @@ class _Explorer:
 
     def __init__(self, bounds: Bounds, factory: Callable[..., Any], hidden: Hidden | None,
                  inspect: Inspect | None = None, rules: Iterable[str] | None = None, compact: bool = False,
-                 symmetry: bool = False, design: Design | None = None) -> None:
+                 symmetry: bool = False, design: Design | None = None, live: int = LIVE_STATES) -> None:
         self.bounds = bounds
         self.design = Reservation(bounds) if design is None else design
         self.symmetric = self.design.symmetric if symmetry else None  # a key's representative, or None
         if symmetry and self.symmetric is None:
             raise InvalidField(f"symmetry=True: {type(self.design).__name__} has no symmetry reduction")
         self.compact = compact
+        self.live_left = check_int("live", live, 0)  # compact: live monitors the frontier may still hold
         self.rules = rules
         self.inspect = inspect
         self.inspected: Counterexample | None = None  # the first state `inspect` reported
@@ -142,8 +148,9 @@ class _Explorer:
         return self.design.monitor(scheduler, cfg, self.rules)
 
     def root(self) -> Monitor:
-        """The initial state, recorded as state 0."""
+        """The initial state, recorded as state 0: always live, and held against `live` (`released`)."""
         monitor = self.fresh()
+        self.live_left -= self.compact
         stored = self.stored(self.key(monitor))
         self.index[stored] = self.graph.add_state(-1, STEP, True, 0)
         self.keys.append(stored)
@@ -230,8 +237,25 @@ class _Explorer:
             if isinstance(found, Counterexample):
                 return found
             if found:
-                frontier.append((self.graph.num_states - 1, None if self.compact else after))
+                frontier.append((self.graph.num_states - 1, self.kept(after)))
         return None
+
+    def kept(self, after: Monitor) -> Monitor | None:
+        """What the frontier keeps of a new state's monitor: itself, or with `compact` itself while fewer
+        than `live` are held (the search hands one back, `released`, once it has expanded it), else None."""
+        if not self.compact:
+            return after
+        if self.live_left > 0:
+            self.live_left -= 1
+            return after
+        return None
+
+    def released(self, frontier: list[Node], i: int) -> None:
+        """The search has expanded frontier[i]: a live monitor it held no longer counts (or is held)."""
+        state, node = frontier[i]
+        if node is not None and self.compact:
+            self.live_left += 1
+            frontier[i] = (state, None)
 
     def record(self, state: int, index: int, stored: Hashable, summary: Summary,
                after: Monitor | None) -> bool | Counterexample:
@@ -324,20 +348,21 @@ def check(
     workers: int = 1,
     symmetry: bool = False,
     design: Design | None = None,
+    live: int = LIVE_STATES,
 ) -> CheckResult:
     """Explore every state reachable under `bounds` from a fresh `factory(...)`; see the module doc.
     `inspect`, where given, is called on every state before it is expanded, until it first reports
     something (`CheckResult.inspected`); it does not stop the search. `rules` (default all) are the
     rules the monitor judges: a negative control of a derived invariant leaves out its premises.
-    `compact` keeps fingerprints in the visited set and no live scheduler in the frontier (each
-    state is rebuilt when it is expanded): far less memory. `workers` > 1 expands each level in that
+    `compact` keeps fingerprints in the visited set and at most `live` live schedulers in the frontier
+    (every other state is rebuilt when it is expanded): far less memory. `workers` > 1 expands each level in that
     many processes (compact implied; `inspect` runs in this process, so it needs workers=1).
     `symmetry` merges states that differ only in the order of their ready requests (`symmetric`).
     `design` (default `design.Reservation(bounds)`) is the memory design's monitor, actions and key."""
     check_int("workers", workers)
     if workers > 1 and inspect is not None:
         raise InvalidField(f"workers={workers}: inspect runs on every state in this process; use workers=1")
-    explorer = _Explorer(bounds, factory, hidden, inspect, rules, compact or workers > 1, symmetry, design)
+    explorer = _Explorer(bounds, factory, hidden, inspect, rules, compact or workers > 1, symmetry, design, live)
     return _run(explorer, workers, max_states, on_progress)
 
 
@@ -364,10 +389,11 @@ def _run(explorer: _Explorer, workers: int, max_states: int | None, on_progress:
     """The search (in `workers` processes), then liveness once every state is known."""
     start = time.perf_counter()
     bounds = explorer.bounds
-    if workers > 1:
-        counterexample, complete, depth = parallel.search(explorer, workers, start, max_states, on_progress)
-    else:
-        counterexample, complete, depth = _search(explorer, start, max_states, on_progress)
+    with young_only():  # no full collection while the search runs (`collector`)
+        if workers > 1:
+            counterexample, complete, depth = parallel.search(explorer, workers, start, max_states, on_progress)
+        else:
+            counterexample, complete, depth = _search(explorer, start, max_states, on_progress)
     longest = drain = None
     if counterexample is None and complete:
         counterexample, longest, drain = _liveness(explorer)
@@ -391,6 +417,7 @@ def _search(
         for i, (state, node) in enumerate(frontier):
             sibling_follows = i + 1 < len(frontier) and parent[frontier[i + 1][0]] == parent[state]
             counterexample = explorer.expand(state, node, next_frontier, sibling_follows)
+            explorer.released(frontier, i)
             if counterexample is not None:
                 return counterexample, True, depth + 1
             if explorer.past(max_states, on_progress, depth + 1, start):
