@@ -172,7 +172,9 @@ class Coverage:
         # A transition that is not a plain step (an add, a stop, a cancel: no facts) reaches no case of
         # `_step`'s, so those are asked of steps alone, by their own check.
         self.on_step = [(i, c.reached.check) for i, c in enumerate(CASES) if isinstance(c.reached, _OnStep)]
-        self.off_step = [(i, c.reached) for i, c in enumerate(CASES) if not isinstance(c.reached, _OnStep)]
+        # A stop or cancel case is reached only by a stop or cancel action: not asked in a check without them.
+        self.off_step = [(i, c.reached) for i, c in enumerate(CASES)
+                         if not isinstance(c.reached, _OnStep) and (with_lifecycle or not c.lifecycle)]
 
     def count(self, b: Before, facts: StepFacts | None, action: Any) -> None:
         """One transition from a state read as `b`: `facts` of its step (or None), by `action`."""

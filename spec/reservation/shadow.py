@@ -72,10 +72,14 @@ class Shadow:
         state (the model checker): each track copied once, every line pointing at its copy."""
         if type(self) is not Shadow:  # a subclass's fields of its own are not known here
             return copies.fields(self, memo)  # type: ignore[no-any-return]
-        new = Shadow(self.config, self.step, deque([_twin(t, memo) for t in self.waiting]),
-                     {rid: _twin(t, memo) for rid, t in self.running.items()},
-                     {rid: _twin(t, memo) for rid, t in self.prefilling.items()},
-                     {rid: _twin(t, memo) for rid, t in self.tracks.items()}, dict(self.ended), set(self.rejected))
+        for t in self.tracks.values():  # every request not ended: those the lines below point at
+            if id(t) not in memo:
+                memo[id(t)] = t.copy()
+        twin = memo.get  # a track no longer in `tracks` (a broken shadow's) is copied by `_twin`
+        new = Shadow(self.config, self.step, deque([twin(id(t)) or _twin(t, memo) for t in self.waiting]),
+                     {rid: twin(id(t)) or _twin(t, memo) for rid, t in self.running.items()},
+                     {rid: twin(id(t)) or _twin(t, memo) for rid, t in self.prefilling.items()},
+                     {rid: memo[id(t)] for rid, t in self.tracks.items()}, dict(self.ended), set(self.rejected))
         new.free_kv = self.free_kv
         new.num_ready = self.num_ready
         new.kv_owed = self.kv_owed
