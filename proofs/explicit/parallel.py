@@ -3,7 +3,7 @@
 This process keeps what must be one: the visited set (fingerprints), the graph and the numbering of
 states. Each level's frontier is cut into batches of consecutive states; a worker rebuilds each state
 of a batch from its path (from the deepest state on it the last rebuild kept, as the one-process
-search does), runs every action under the monitor and sends back plain outcomes: the fingerprint of
+search does for the states it keeps no live copy of; workers keep none), runs every action under the monitor and sends back plain outcomes: the fingerprint of
 each successor with its idleness and remaining work, or the rule an action broke. Outcomes are
 recorded in frontier order, so states get the numbers that one process gives them. The revisits
 compared one step ahead (`record`) are stepped in the workers once a level is recorded, so a state
