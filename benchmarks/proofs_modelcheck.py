@@ -3,12 +3,13 @@ stopping after the first bound that takes longer than the time limit; and the co
 reference state, its classes' own copies (`clone`: `proofs.explicit.reference_copy` and the shadow's
 `__deepcopy__`) against the generic field walk, measured side by side. Memory is the peak resident
 set of the process that ran the bound (each bound and mode runs in its own), plus, with workers,
-that of the largest worker; CPU is the seconds of all its processes during the check (imports left out).
-Modes: `live` (a scheduler kept per frontier state), `compact` (fingerprints, frontier states beyond
-`modelcheck.LIVE_STATES` rebuilt; one process), `workers=N` (compact, N worker processes), `symmetric` (compact, one process, ready
-requests' order dropped); a mode ending `+compiled` runs on the mypyc-compiled copy of the core
-(scripts/compiled.sh, built first if needed; the row checks it imported it). The modes of a bound run
-back to back, and the load average (1 minute) is printed beside each, since the machine is shared.
+that of the largest worker; CPU is the seconds of all its processes during the check (imports left
+out). Modes: `live` (a scheduler kept per frontier state), `compact` (fingerprints, frontier states
+beyond `modelcheck.LIVE_STATES` rebuilt; one process), `workers=N` (compact, N worker processes),
+`symmetric` (compact, one process, ready requests' order dropped); a mode ending `+compiled` runs on
+the mypyc-compiled copy of the core (scripts/compiled.sh, built first if needed; the row checks it
+imported it). The modes of a bound run back to back, and the load average (1 minute) is printed
+beside each, since the machine is shared.
 
     python benchmarks/proofs_modelcheck.py [--limit SECONDS] [--bounds B,S,K,R,P,M ...] [--modes ...]
         [--max-states N] [--base REV [--rounds N]]
@@ -189,7 +190,8 @@ def main() -> int:
     parser.add_argument("--limit", type=float, default=120.0, help="stop after a bound slower than this (s)")
     parser.add_argument("--bounds", nargs="*", default=list(LADDER), metavar="B,S,K,R,P,M")
     parser.add_argument("--modes", default="compact,workers=2", help="comma-separated: live (a scheduler per "
-                        "frontier state), compact (fingerprints, frontier past LIVE_STATES rebuilt, one process), workers=N "
+                        "frontier state), compact (fingerprints, frontier past LIVE_STATES rebuilt, one process), "
+                        "workers=N "
                         "(compact, N worker processes), symmetric (compact, ready requests' order dropped); each bound "
                         "and mode in its own process")
     parser.add_argument("--max-states", type=int, default=None, help="stop each bound past this many states")

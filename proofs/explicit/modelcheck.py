@@ -32,9 +32,9 @@ from stallfree.spec import PROTOCOL, InvalidField, Monitor, RuleViolation, check
 from stallfree.spec.verdict import Verdict
 
 from . import lifecycle, parallel
-from .collector import young_only
 from .bounds import Bounds
 from .chain import Chain
+from .collector import young_only
 from .counterexample import Action, Counterexample
 from .coverage import CaseReport
 from .coverage import before as coverage_before

@@ -1,14 +1,15 @@
 """Breadth-first levels expanded by worker processes, for `modelcheck.check(..., workers=N)`.
 
 This process keeps what must be one: the visited set (fingerprints), the graph and the numbering of
-states. Each level's frontier is cut into batches of consecutive states; a worker rebuilds each state
-of a batch from its path (from the deepest state on it the last rebuild kept, as the one-process
-search does for the states it keeps no live copy of; workers keep none), runs every action under the monitor and sends back plain outcomes: the fingerprint of
-each successor with its idleness and remaining work, or the rule an action broke. Outcomes are
-recorded in frontier order, so states get the numbers that one process gives them. The revisits
-compared one step ahead (`record`) are stepped in the workers once a level is recorded, so a state
-that behaves otherwise is reported at the end of its level (its counterexample may then differ
-from the one-process search's; the verdict does not).
+states. Each level's frontier is cut into batches of consecutive states; a worker rebuilds each
+state of a batch from its path (from the deepest state on it the last rebuild kept, as the
+one-process search does for the states it keeps no live copy of; workers keep none), runs every
+action under the monitor and sends back plain outcomes: the fingerprint of each successor with its
+idleness and remaining work, or the rule an action broke. Outcomes are recorded in frontier order,
+so states get the numbers that one process gives them. The revisits compared one step ahead
+(`record`) are stepped in the workers once a level is recorded, so a state that behaves otherwise is
+reported at the end of its level (its counterexample may then differ from the one-process search's;
+the verdict does not).
 
 Workers are forked from this process, so the scheduler factory, hidden-state function, rules and
 design need not be picklable; each worker holds its own copy of the explorer.
