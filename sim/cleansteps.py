@@ -52,7 +52,7 @@ PAIRS = {tuple, Entry}  # the kinds of entry read here: immutable, so read twice
 class Decodes(Shortcut):
     """The shortcut for one checked simulation (the reservation design's own monitor: `usable`)."""
 
-    __slots__ = ("clean", "judged", "rids", "shadow", "waits")
+    __slots__ = ("clean", "counted", "fits", "judged", "rids", "shadow")
 
     def __init__(self, monitor: Any) -> None:
         super().__init__(monitor)
@@ -60,33 +60,29 @@ class Decodes(Shortcut):
         self.judged: tuple[object, ...] | None = None  # the entries of a plan shown clean on the ready set as it
         # still is: a plan of the same entry objects (immutable pairs) is the same plan, shown clean again
         self.rids: tuple[int, ...] = ()  # the rids of `judged`, in its order (ints: shown)
-        self.waits = -1  # the waiting requests when `judged` was last shown to fit (`decodes_fit`)
+        self.fits = False  # `judged` shown to fit (`decodes_fit`, no partial prompt) on the state as it is: since
+        # then only steps of decodes alone ending none were taken and no request added (`added`)
+        self.counted = 0  # the `lag` up to which the step counts were moved (`count`)
         self.clean: Clean | None = None  # what a plan taken with other entries than decodes, or an end, found
 
     def sync(self) -> None:
+        self.count()
         super().sync()
         self.judged = self.clean = None  # the ready set may change
+        self.counted = 0
+
+    def added(self) -> None:
+        """A request joined the waiting line: the plan of decodes alone is shown to fit again (its head may be
+        the new request)."""
+        self.fits = False
 
     def planned(self, plan: object) -> bool:
         """Whether `plan`, just returned by schedule(), breaks no plan rule and is decodes alone (`done`), or
         decodes with chunks, admissions or a request due its last token (`_done_with`). The caller has shown
-        that no plan is pending and no cancelled reservation owed (`Checked.schedule`).
-
-        The step a long simulation takes most, the same plan of decodes alone again, is read first: the same
-        entry objects as `judged` (immutable pairs: the same plan), the waiting line as long as when it was
-        shown to fit, and no partial prompt (`_due` where a request is due its last token). Since `judged` was
-        shown, only steps of decodes alone ending none were taken (any other forgets it), which change no ready
-        set, running count, free KV or budget; a request added since makes the line longer, and the plan is
-        shown to fit again."""
+        that no plan is pending and no cancelled reservation owed, and judged the plan of decodes alone
+        shown clean last, again on the state it fits (`checkedcalls.Calls.schedule`)."""
         shadow = self.shadow
         items: Any = plan.entries if type(plan) is Plan else plan
-        judged = self.judged
-        if judged is not None and (type(items) is tuple or type(items) is list) and len(items) == len(judged) and \
-                len(shadow.waiting) == self.waits and not shadow.prefilling and all(map(is_, items, judged)):
-            if self.lag in self.calendar:
-                return self._due()
-            self.clean = None
-            return True
         if (type(items) is not tuple and type(items) is not list) or not items:
             return False
         ready = self.ready if self.ready is not None else self._start()
@@ -97,14 +93,15 @@ class Decodes(Shortcut):
             return clean is not None
         if len(ready) != shadow.num_ready:
             return False
+        judged = self.judged
         if judged is None or len(judged) != len(items) or not all(map(is_, items, judged)):
             if not self._pairs(items, ready):
                 return False
-            self.judged, self.rids, self.waits = tuple(items), tuple([rid for rid, _ in items]), -1
-        if len(shadow.waiting) != self.waits:  # else the same plan on the same state (as above)
+            self.judged, self.rids, self.fits = tuple(items), tuple([rid for rid, _ in items]), False
+        if not self.fits:  # else the same plan on the same state
             if not self.decodes_fit(shadow, len(ready)):  # BUDGET, SLOTS, KV, WORK-CONSERVING
                 return False
-            self.waits = len(shadow.waiting)
+            self.fits = True
         if self.lag in self.calendar:
             return self._due()
         self.clean = None
@@ -134,16 +131,17 @@ class Decodes(Shortcut):
 
     def done(self, emitted: object, free_kv: object) -> bool:
         """Whether complete()'s `emitted` and shown `free_kv`, for a plan `planned` took, break no rule;
-        if so the step is taken (a plan of decodes alone: each ready request's count one more behind)."""
+        if so the step is taken (a plan of decodes alone: each ready request's count one more behind). The plan's
+        own rid objects, in its order, emitted after a plan of decodes alone are judged in `Calls.complete`: here
+        the emitted rids are compared as a set."""
         if self.clean is not None:
             return self._done_with(self.clean, emitted, free_kv)
         if (type(emitted) is not tuple and type(emitted) is not list) or len(emitted) != len(self.rids):
             return False
         if type(free_kv) is not int or free_kv != self.shadow.free_kv:
             return False  # KV: the monitor names it (or, not shown, judges the step without it)
-        if not all(map(is_, emitted, self.rids)) and (set(emitted) != self.ready or set(map(type, emitted)) != INT):
-            return False  # TOKENS (silent or twice), PROTOCOL; the plan's own rid objects, in its order, are
-            # the ready rids, each once, and ints (shown): the set is not built
+        if set(emitted) != self.ready or set(map(type, emitted)) != INT:
+            return False  # TOKENS (silent or twice), PROTOCOL
         self.take_decodes()
         return True
 
@@ -174,9 +172,45 @@ class Decodes(Shortcut):
                 if t.request.rid not in emitting:
                     return False  # FIRST-TOKEN
         # so `emitted` is the `num` rids due a token, each once: none twice, none from a rid not due one (TOKENS)
-        self.clean = self.judged = None  # the ready set changes
+        self.clean = None
         self._move(emitted, clean)
+        if clean.got is None:  # decodes alone (`_due`): the ready set lost the ended, so did the plan of decodes
+            self._ended()
+        else:
+            self.judged = None  # the ready set changes
         return True
+
+    def _ended(self) -> None:
+        """After a plan of decodes alone (`judged`) that ended requests: `judged` less the entries of the ended,
+        one (int, 1) pair for each ready rid still (the next plan of decodes alone, if the same entry objects, is
+        not read again); the fit is shown again (free KV and a slot came back)."""
+        ready, rids = self.ready, self.rids
+        assert ready is not None and self.judged is not None
+        self.judged = tuple([entry for entry, rid in zip(self.judged, rids, strict=True) if rid in ready])
+        self.rids = tuple([rid for rid in rids if rid in ready])
+        self.fits = False
+
+    def take_decodes(self) -> None:
+        """Take a step of decodes alone: each ready request's counts, and the step counts, one more behind (`lag`;
+        `count` moves the step counts)."""
+        self.lag += 1
+
+    def count(self) -> None:
+        """Move the step counts (the shadow's step, the monitor's steps and busy steps) by the steps of decodes
+        alone taken since they were last moved: before anything reads them (the monitor, an add's verdict, `_move`,
+        which counts its own step)."""
+        behind = self.lag - self.counted
+        if behind:
+            monitor = self.monitor
+            monitor.shadow.step += behind
+            monitor.num_steps += behind
+            monitor.num_busy_steps += behind
+            self.counted = self.lag
+
+    def _move(self, emitted: Any, clean: Clean) -> None:
+        self.count()
+        super()._move(emitted, clean)
+        self.counted = self.lag  # `_move` counted its own step
 
 
 def _typed(items: Any) -> dict[int, int] | None:

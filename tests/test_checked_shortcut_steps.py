@@ -17,7 +17,7 @@ import pytest
 from test_checked_shortcut import SERVING, outcome
 
 from stallfree.reference import Scheduler
-from stallfree.sim import checked, cleansteps
+from stallfree.sim import checked, checkedcalls, cleansteps
 from stallfree.sim.cleansteps import Decodes
 from stallfree.spec import Entry, Plan
 
@@ -198,43 +198,72 @@ def test_a_break_on_a_step_the_shortcut_judges_is_caught_as_without_it(fault: An
     assert taken > 0
 
 
-# a check of cleansteps planted out (its text, and what replaces it): the breaks it must then miss
-PLANTED: dict[tuple[str, str], tuple[Any, ...]] = {
-    ("or len(emitted) != num:", ":"): (Twice,),
-    ("not emitting >= ready or ", ""): (SilentTwice,),
-    ("if t.request.rid not in emitting:", "if False:"): (NoFirstToken,),
-    (" or not set(map(type, emitted)) <= INT:", ":"): (FloatToken,),
-    ("if not all(map(is_, emitted, self.rids)) and", "if list(emitted) != list(self.rids) and"): (FloatDecodeToken,),
-    ("or not all(map(is_, emitted, self.rids)):", "or list(emitted) != list(self.rids):"): (FloatEndToken,),
-    ("return got if set(map(type, got)) <= INT and set(map(type, got.values())) <= INT else None", "return got"):
-        (FloatChunk,),
-    ("        if free_kv != free:\n", "        if False:\n"): (KeptKV,),
-    ("if len(shadow.waiting) != self.waits:", "if self.waits == -1:"): (Withheld,),  # fit shown once a plan
+# a check of cleansteps or checkedcalls planted out (the module, its text, and what replaces it): the breaks it must
+# then miss
+PLANTED: dict[tuple[str, str, str], tuple[Any, ...]] = {
+    ("cleansteps", "or len(emitted) != num:", ":"): (Twice,),
+    ("cleansteps", "not emitting >= ready or ", ""): (SilentTwice,),
+    ("cleansteps", "if t.request.rid not in emitting:", "if False:"): (NoFirstToken,),
+    ("cleansteps", " or not set(map(type, emitted)) <= INT:", ":"): (FloatToken,),
+    ("checkedcalls", "all(map(is_, emitted, rids))", "list(emitted) == list(rids)"): (FloatDecodeToken,),
+    ("cleansteps", "or not all(map(is_, emitted, self.rids)):", "or list(emitted) != list(self.rids):"):
+        (FloatEndToken,),
+    ("cleansteps", "return got if set(map(type, got)) <= INT and set(map(type, got.values())) <= INT else None",
+     "return got"): (FloatChunk,),
+    ("cleansteps", "        if free_kv != free:\n", "        if False:\n"): (KeptKV,),
+    ("cleansteps", 'the new request)."""\n        self.fits = False\n', 'the new request)."""\n'): (Withheld,),
 }
 ENTRIES_TEST = "if emitting is None and not got.keys() >= ready:"  # in the trace checker's `Shortcut.entries`
 
 
-def planted(module: Any, text: str, by: str) -> Any:
-    """`module` with `text` replaced by `by`."""
+def planted(module: Any, text: str, by: str, decodes: Any = None) -> Any:
+    """`module` with `text` replaced by `by` (and, given `decodes`, its `Decodes` that one)."""
     source = inspect.getsource(module)
-    assert source.count(text) == 1, text
     copy = types.ModuleType("planted")
     copy.__package__ = module.__package__
-    exec(compile(source.replace(text, by), "planted", "exec"), copy.__dict__)
+    if text:
+        assert source.count(text) == 1, text
+        source = source.replace(text, by)
+    if decodes is not None:
+        line = "from .cleansteps import Decodes\n"
+        assert source.count(line) == 1, line
+        source = source.replace(line, "")
+        copy.Decodes = decodes  # type: ignore[attr-defined]
+    exec(compile(source, "planted", "exec"), copy.__dict__)
     return copy
 
 
-@pytest.mark.parametrize(("condition", "faults"), list(PLANTED.items()), ids=[t for t, _ in PLANTED])
-def test_a_shortcut_without_a_check_is_caught(condition: tuple[str, str], faults: tuple[Any, ...],
+def planted_calls(where: str, text: str, by: str) -> Any:
+    """`Calls` with `text` replaced by `by` in the source of `where` (cleansteps or checkedcalls)."""
+    if where == "cleansteps":
+        return planted(checkedcalls, "", "", planted(cleansteps, text, by).Decodes).Calls
+    return planted(checkedcalls, text, by, cleansteps.Decodes).Calls
+
+
+@pytest.mark.parametrize("where", ["cleansteps", "checkedcalls"])
+def test_a_copy_planted_with_nothing_judges_as_the_monitor(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The planting itself changes no verdict: a copy of the modules with nothing planted out judges each break
+    as the monitor does (so a planted copy that differs differs by what was planted out)."""
+    for fault in BREAKS:
+        slow, _ = outcome(False, monkeypatch, "conv", 120, fault, SERVING)
+        monkeypatch.setattr(checked, "Calls", planted_calls(where, "", ""))
+        fast, taken = outcome(True, monkeypatch, "conv", 120, fault, SERVING)
+        assert fast == slow, fault.__name__
+        assert taken > 0
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize(("condition", "faults"), list(PLANTED.items()), ids=[t for _, t, _ in PLANTED])
+def test_a_shortcut_without_a_check_is_caught(condition: tuple[str, str, str], faults: tuple[Any, ...],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     for fault in faults:
         slow, _ = outcome(False, monkeypatch, "conv", 120, fault, SERVING)
-        monkeypatch.setattr(checked, "Decodes", planted(cleansteps, *condition).Decodes)
+        monkeypatch.setattr(checked, "Calls", planted_calls(*condition))
         try:
             fast, _ = outcome(True, monkeypatch, "conv", 120, fault, SERVING)
         except Exception as error:  # the planted shortcut read past what it checked, or the run stalled
             fast = ("failed", repr(error))
-        assert fast != slow, f"without {condition[0]!r}, {fault.__name__} was judged as the monitor judges it"
+        assert fast != slow, f"without {condition[1]!r}, {fault.__name__} was judged as the monitor judges it"
 
 
 def test_a_shortcut_without_the_left_out_test_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
