@@ -11,11 +11,16 @@ declines is judged whole by the monitor on the same account (`sync`, `Monitor.ju
 the plan's judgement cannot raise there (shown above), and the completion's is the monitor's own. So a
 verdict is the same with or without it (tests/test_checked_shortcut.py).
 
-A plan of decodes alone is judged by comparing whole sets (and a plan of the same entry objects as the last
-one shown clean is not read again); so are the emitted rids (or read by identity with the plan's own rid
-objects). Any other plan (chunks of partial prompts, admissions) is judged before it runs by the trace
-checker's own predicates (`Shortcut.entries` with no emitted rids, then `_policy`); the completion of a
-step with such entries, or with a request due its last token (the calendar), by `_done_with`.
+While it takes steps it knows the decode entries of the ready requests it has seen (`judged`, immutable pairs:
+the reference keeps one per ready request) and the ready rids whose decode it has not seen yet (`fresh`). A plan
+of decodes alone is judged by comparing whole sets, and a plan of the same entry objects as `judged` is not read
+again (the plan of decodes alone shown clean last, again on the state it fits: `checkedcalls.Calls`). A plan
+that starts with `judged` is read from there in the contract's own order (`cleantail.tail`: the fresh decodes,
+the partial prompts, the admissions); any other plan, entry by entry by the trace checker's own predicates
+(`Shortcut.entries` with no emitted rids, then `_policy`). The emitted rids are read by identity with the plan's
+own rid objects where the plan was read from `judged` (the ready ones, then those whose prompt the step
+completes), else compared as sets; the completion of a step with chunks, admissions or a request due its last
+token (the calendar) by `_done_with`.
 Why each rule cannot fire on a step it takes:
 
 - PROTOCOL: the plan is a list or tuple (or the reference's `Plan`) of (int, int) tuples or `Entry`s, each rid
@@ -42,7 +47,10 @@ from typing import Any
 from stallfree.conformance.trace.cleanplan import Clean
 from stallfree.conformance.trace.cleanstep_v1 import Shortcut, _policy
 from stallfree.spec import Entry, Plan
+from stallfree.spec.ending import Reason
 from stallfree.spec.reservation.shadow import Shadow
+
+from .cleantail import Tail, tail
 
 ONE = {1}  # the n of every decode
 INT = {int}
@@ -52,16 +60,17 @@ PAIRS = {tuple, Entry}  # the kinds of entry read here: immutable, so read twice
 class Decodes(Shortcut):
     """The shortcut for one checked simulation (the reservation design's own monitor: `usable`)."""
 
-    __slots__ = ("clean", "counted", "fits", "judged", "rids", "shadow")
+    __slots__ = ("clean", "counted", "fits", "fresh", "judged", "rids", "shadow")
 
     def __init__(self, monitor: Any) -> None:
         super().__init__(monitor)
         self.shadow: Shadow = monitor.shadow  # the monitor's, for its life
-        self.judged: tuple[object, ...] | None = None  # the entries of a plan shown clean on the ready set as it
-        # still is: a plan of the same entry objects (immutable pairs) is the same plan, shown clean again
+        self.judged: tuple[object, ...] | None = None  # one (int, 1) pair for each ready rid but `fresh`, in the
+        # order they are planned: a plan that starts with the same entry objects (immutable pairs) decodes them
         self.rids: tuple[int, ...] = ()  # the rids of `judged`, in its order (ints: shown)
-        self.fits = False  # `judged` shown to fit (`decodes_fit`, no partial prompt) on the state as it is: since
-        # then only steps of decodes alone ending none were taken and no request added (`added`)
+        self.fresh: list[int] = []  # the ready rids whose decode entry was not seen yet, in the order they became ready
+        self.fits = False  # `judged`, all the ready set, shown to fit (`decodes_fit`, no partial prompt) on the state
+        # as it is: since then only steps of decodes alone ending none were taken and no request added (`added`)
         self.counted = 0  # the `lag` up to which the step counts were moved (`count`)
         self.clean: Clean | None = None  # what a plan taken with other entries than decodes, or an end, found
 
@@ -88,32 +97,63 @@ class Decodes(Shortcut):
         ready = self.ready if self.ready is not None else self._start()
         if ready is None:
             return False
-        if len(items) != len(ready) or shadow.prefilling:
-            self.clean = clean = self._entries(shadow, ready, items)  # not decodes alone
-            return clean is not None
+        if len(items) == len(ready) and not shadow.prefilling:
+            return self._decodes_alone(shadow, ready, items)
+        judged = self.judged
+        if judged is not None:
+            clean = tail(shadow, ready, items, judged, self.fresh)
+            if clean is not None:  # else judged entry by entry below
+                self.clean = self._due_in(clean)
+                return True
+        self.clean = clean = self._entries(shadow, ready, items)  # not decodes alone
+        return clean is not None
+
+    def _decodes_alone(self, shadow: Shadow, ready: set[int], items: Any) -> bool:
+        """`planned` for a plan with as many entries as ready requests and no partial prompt: one (int, 1) pair for
+        each (`judged`, and the fresh ones read after it; else compared as sets), the step's fit shown."""
         if len(ready) != shadow.num_ready:
             return False
         judged = self.judged
-        if judged is None or len(judged) != len(items) or not all(map(is_, items, judged)):
+        if judged is None or not all(map(is_, items, judged)) or not self._fresh_in(items, len(judged)):
             if not self._pairs(items, ready):
                 return False
-            self.judged, self.rids, self.fits = tuple(items), tuple([rid for rid, _ in items]), False
+            self.judged, self.rids, self.fresh, self.fits = tuple(items), tuple([rid for rid, _ in items]), [], False
         if not self.fits:  # else the same plan on the same state
             if not self.decodes_fit(shadow, len(ready)):  # BUDGET, SLOTS, KV, WORK-CONSERVING
                 return False
             self.fits = True
         if self.lag in self.calendar:
-            return self._due()
+            self.clean = self._due_in(Tail(len(self.rids)))
+            return True
         self.clean = None
         return True
 
-    def _due(self) -> bool:
-        """Take the plan of decodes alone just shown clean, with requests due their last token on it (the
-        calendar): `_done_with` judges them ending."""
-        running = self.shadow.running
-        self.clean = clean = Clean(None, len(self.rids))  # no `got`: the plan is `judged`, its rids `rids`
-        clean.ending.extend([running[rid] for rid in self.calendar[self.lag]])
+    def _fresh_in(self, items: Any, start: int) -> bool:
+        """Whether the entries of `items` from `start` on (those after `judged`) are one (int, 1) pair for each fresh
+        rid, in the order they became ready; if so they join `judged` (the fit shown again)."""
+        fresh = self.fresh
+        if len(items) != start + len(fresh):
+            return False
+        if not fresh:
+            return True
+        for entry, rid in zip(items[start:], fresh, strict=True):
+            if (type(entry) is not Entry and type(entry) is not tuple) or len(entry) != 2:
+                return False
+            got, n = entry
+            if type(got) is not int or got != rid or type(n) is not int or n != 1:
+                return False
+        self.judged = (*self.judged, *items[start:])  # type: ignore[misc]  # not None: read above
+        self.rids = (*self.rids, *fresh)
+        self.fresh, self.fits = [], False
         return True
+
+    def _due_in(self, clean: Clean) -> Clean:
+        """`clean` with the ready requests due their last token on this step (the calendar) ending."""
+        due = self.calendar.get(self.lag)
+        if due:
+            running = self.shadow.running
+            clean.ending.extend([running[rid] for rid in due])
+        return clean
 
     def _pairs(self, items: Any, ready: set[int]) -> bool:
         """Whether `items` is one (int rid, 1) pair for each ready rid, each a tuple or `Entry`."""
@@ -164,8 +204,8 @@ class Decodes(Shortcut):
             free += t.request.reservation
         if free_kv != free:
             return False  # KV: a reservation not back on the step its request ended, or back early
-        if clean.got is not None or not all(map(is_, emitted, self.rids)):  # else the plan's own rids (`_due`)
-            emitting = set(emitted)
+        if type(clean) is not Tail or not all(map(is_, emitted, self._emits(clean))):
+            emitting = set(emitted)  # not the plan's own rid objects, in its order
             if not emitting >= ready or not set(map(type, emitted)) <= INT:
                 return False  # TOKENS (a ready request silent), PROTOCOL
             for t in completing:
@@ -173,22 +213,54 @@ class Decodes(Shortcut):
                     return False  # FIRST-TOKEN
         # so `emitted` is the `num` rids due a token, each once: none twice, none from a rid not due one (TOKENS)
         self.clean = None
-        self._move(emitted, clean)
-        if clean.got is None:  # decodes alone (`_due`): the ready set lost the ended, so did the plan of decodes
-            self._ended()
+        if type(clean) is Tail and not clean.prefills and not clean.seen and len(clean.ending) == 1 and \
+                clean.ending[0].request.rid in self.rids:
+            self._end(clean.ending[0])  # decodes alone, one ending
         else:
-            self.judged = None  # the ready set changes
+            self._move(emitted, clean)
+            if type(clean) is Tail:
+                self._next(clean)
+            else:
+                self.judged = None  # the ready set changed, its decode entries not seen
         return True
 
-    def _ended(self) -> None:
-        """After a plan of decodes alone (`judged`) that ended requests: `judged` less the entries of the ended,
-        one (int, 1) pair for each ready rid still (the next plan of decodes alone, if the same entry objects, is
-        not read again); the fit is shown again (free KV and a slot came back)."""
-        ready, rids = self.ready, self.rids
-        assert ready is not None and self.judged is not None
-        self.judged = tuple([entry for entry, rid in zip(self.judged, rids, strict=True) if rid in ready])
-        self.rids = tuple([rid for rid in rids if rid in ready])
+    def _end(self, t: Any) -> None:
+        """Take a step of decodes alone that ends the ready request `t` (due its last token), as `_move` takes it:
+        each ready request's count one more behind, `t`'s at its max_new, `t` ended (its reservation back); its
+        entry leaves `judged` (the fit shown again)."""
+        request = t.request
+        rid = request.rid
+        t.num_emitted = request.max_new
+        self.ready.discard(rid)  # type: ignore[union-attr]  # not None: a step is taken
+        self.count()  # the step the end names
+        self.shadow.end(t, Reason.LENGTH)
+        self.calendar.pop(self.lag, None)
+        self.lag += 1
+        rids, judged = self.rids, self.judged
+        i = rids.index(rid)
+        self.rids, self.judged = rids[:i] + rids[i + 1:], judged[:i] + judged[i + 1:]  # type: ignore[index]
         self.fits = False
+
+    def _emits(self, clean: Tail) -> tuple[int, ...]:
+        """The rid objects a plan read from `judged` (`tail`) emits, in its order: the ready ones, then those whose
+        prompt it completes (ints: shown)."""
+        if not self.fresh and not clean.firsts:
+            return self.rids
+        return (*self.rids, *self.fresh, *clean.firsts)
+
+    def _next(self, clean: Tail) -> None:
+        """After a step read from `judged` (`tail`): the ready requests' decode entries seen (`judged`, with the fresh
+        ones it saw), less those of the requests it ended; the prompts it completed fresh; the fit shown again."""
+        ready = self.ready
+        assert ready is not None and self.judged is not None
+        judged, rids = self.judged, self.rids
+        if clean.seen:
+            judged, rids = judged + tuple(clean.seen), rids + tuple(self.fresh)
+        if clean.ending:
+            judged = tuple([entry for entry, rid in zip(judged, rids, strict=True) if rid in ready])
+            rids = tuple([rid for rid in rids if rid in ready])
+        self.judged, self.rids, self.fits = judged, rids, False
+        self.fresh = [rid for rid in clean.firsts if rid in ready] if clean.firsts else []
 
     def take_decodes(self) -> None:
         """Take a step of decodes alone: each ready request's counts, and the step counts, one more behind (`lag`;

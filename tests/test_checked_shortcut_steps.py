@@ -14,7 +14,7 @@ from collections import Counter, deque
 from typing import Any
 
 import pytest
-from test_checked_shortcut import SERVING, outcome
+from test_checked_shortcut import SERVING, FloatEmitted, outcome
 
 from stallfree.reference import Scheduler
 from stallfree.sim import checked, checkedcalls, cleansteps
@@ -205,9 +205,9 @@ PLANTED: dict[tuple[str, str, str], tuple[Any, ...]] = {
     ("cleansteps", "not emitting >= ready or ", ""): (SilentTwice,),
     ("cleansteps", "if t.request.rid not in emitting:", "if False:"): (NoFirstToken,),
     ("cleansteps", " or not set(map(type, emitted)) <= INT:", ":"): (FloatToken,),
-    ("checkedcalls", "all(map(is_, emitted, rids))", "list(emitted) == list(rids)"): (FloatDecodeToken,),
-    ("cleansteps", "or not all(map(is_, emitted, self.rids)):", "or list(emitted) != list(self.rids):"):
-        (FloatEndToken,),
+    ("checkedcalls", "all(map(is_, emitted, rids))", "list(emitted) == list(rids)"): (FloatEmitted, FloatDecodeToken),
+    ("cleansteps", "or not all(map(is_, emitted, self._emits(clean))):",
+     "or list(emitted) != list(self._emits(clean)):"): (FloatEndToken, FloatToken),
     ("cleansteps", "return got if set(map(type, got)) <= INT and set(map(type, got.values())) <= INT else None",
      "return got"): (FloatChunk,),
     ("cleansteps", "        if free_kv != free:\n", "        if False:\n"): (KeptKV,),
