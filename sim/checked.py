@@ -35,7 +35,8 @@ class Checked:
             accepted = monitor.add(rid, prompt_len, max_new, *priority)
         else:
             fast.count()  # the step an add's verdict names
-            fast.added()
+            if not self.shadow.waiting:
+                fast.added()  # a new head of the line (behind a head, the fit shown holds: the head is the same)
             if not priority and plainly_accepted(self.shadow, rid, prompt_len, max_new):
                 accepted = monitor.offered(None, rid, prompt_len, max_new, Request(rid, prompt_len, max_new))
             else:

@@ -36,38 +36,40 @@ class Calls(Decodes):
     def schedule(self) -> object:
         """The next plan, judged before it runs: here if it is the plan of decodes alone shown clean last, again;
         else by `planned`; else by the monitor."""
-        monitor = self.monitor
         if self.taken is not None:
             raise RuntimeError("Monitor.plan() called twice without complete()")  # as the monitor raises it
-        if monitor._pending is not None or self.shadow.kv_owed:
-            self.sync()
-            return monitor.plan()  # raises as the monitor does (twice without complete()), or judges what is owed
-        plan = self.plan_next()
-        items: Any = plan.entries if type(plan) is Plan else plan
         judged = self.judged
-        if judged is not None and self.fits and (type(items) is tuple or type(items) is list) and \
-                len(items) == len(judged) and all(map(is_, items, judged)) and self.lag not in self.calendar:
-            self.taken = plan
-            return plan
+        if judged is not None and self.fits:  # so the last step was taken here: no plan pending, no KV owed
+            plan = self.plan_next()
+            items: Any = plan.entries if type(plan) is Plan else plan
+            if (type(items) is tuple or type(items) is list) and len(items) == len(judged) and \
+                    all(map(is_, items, judged)) and self.lag not in self.calendar:
+                self.taken = plan
+                return plan
+        else:
+            monitor = self.monitor
+            if monitor._pending is not None or self.shadow.kv_owed:
+                self.sync()
+                return monitor.plan()  # raises as the monitor does (twice without complete()), or judges what is owed
+            plan = self.plan_next()
         if self.planned(plan):
             self.taken = plan
             return plan
         self.sync()
-        return monitor.judged(plan)
+        return self.monitor.judged(plan)
 
     def complete(self, plan: object, stopped: list[int] | tuple[int, ...] = ()) -> list[int] | tuple[int, ...]:
         """Run the plan taken (`taken`; the monitor's pending one otherwise) and judge what it returned: here if the
         plan is decodes alone and complete() returned its own rid objects, in its order, with the shadow's free KV
         shown; else by `done`; else by the monitor."""
         taken = self.taken
-        monitor = self.monitor
         if taken is None:
-            return monitor.complete(stopped).emitted
+            return self.monitor.complete(stopped).emitted
         self.taken = None
         if stopped:  # a stop: the monitor judges the step whole (the plan's judgement raises nothing: shown)
             self.sync()
-            monitor.judged(taken)
-            return monitor.complete(stopped).emitted
+            self.monitor.judged(taken)
+            return self.monitor.complete(stopped).emitted
         emitted = self.run_plan(taken)
         free_kv = getattr(self.scheduler, "free_kv", None)
         if self.clean is None:  # decodes alone, none due its last token
@@ -79,5 +81,6 @@ class Calls(Decodes):
         if self.done(emitted, free_kv):
             return emitted
         self.sync()
+        monitor = self.monitor
         monitor.judged(taken)
         return monitor.completed(emitted).emitted

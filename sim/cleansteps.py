@@ -70,7 +70,8 @@ class Decodes(Shortcut):
         self.rids: tuple[int, ...] = ()  # the rids of `judged`, in its order (ints: shown)
         self.fresh: list[int] = []  # the ready rids whose decode entry was not seen yet, in the order they became ready
         self.fits = False  # `judged`, all the ready set, shown to fit (`decodes_fit`, no partial prompt) on the state
-        # as it is: since then only steps of decodes alone ending none were taken and no request added (`added`)
+        # as it is: since then only steps of decodes alone ending none were taken and no request became the
+        # waiting head (`added`)
         self.counted = 0  # the `lag` up to which the step counts were moved (`count`)
         self.clean: Clean | None = None  # what a plan taken with other entries than decodes, or an end, found
 
@@ -81,8 +82,7 @@ class Decodes(Shortcut):
         self.counted = 0
 
     def added(self) -> None:
-        """A request joined the waiting line: the plan of decodes alone is shown to fit again (its head may be
-        the new request)."""
+        """A request joins the line as its head: the plan of decodes alone is shown to fit again."""
         self.fits = False
 
     def planned(self, plan: object) -> bool:

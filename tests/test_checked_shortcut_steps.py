@@ -211,7 +211,7 @@ PLANTED: dict[tuple[str, str, str], tuple[Any, ...]] = {
     ("cleansteps", "return got if set(map(type, got)) <= INT and set(map(type, got.values())) <= INT else None",
      "return got"): (FloatChunk,),
     ("cleansteps", "        if free_kv != free:\n", "        if False:\n"): (KeptKV,),
-    ("cleansteps", 'the new request)."""\n        self.fits = False\n', 'the new request)."""\n'): (Withheld,),
+    ("cleansteps", 'fit again."""\n        self.fits = False\n', 'fit again."""\n'): (Withheld,),
 }
 ENTRIES_TEST = "if emitting is None and not got.keys() >= ready:"  # in the trace checker's `Shortcut.entries`
 
