@@ -45,11 +45,11 @@ from operator import is_
 from typing import Any
 
 from stallfree.conformance.trace.cleanplan import Clean
-from stallfree.conformance.trace.cleanstep_v1 import Shortcut, _policy
+from stallfree.conformance.trace.cleanstep_v1 import _policy
 from stallfree.spec import Entry, Plan
-from stallfree.spec.ending import Reason
 from stallfree.spec.reservation.shadow import Shadow
 
+from .cleanmoves import Moves
 from .cleantail import Tail, tail
 
 ONE = {1}  # the n of every decode
@@ -57,29 +57,18 @@ INT = {int}
 PAIRS = {tuple, Entry}  # the kinds of entry read here: immutable, so read twice alike
 
 
-class Decodes(Shortcut):
+class Decodes(Moves):
     """The shortcut for one checked simulation (the reservation design's own monitor: `usable`)."""
 
-    __slots__ = ("clean", "counted", "fits", "fresh", "judged", "rids", "shadow")
+    __slots__ = ("clean",)
 
     def __init__(self, monitor: Any) -> None:
         super().__init__(monitor)
-        self.shadow: Shadow = monitor.shadow  # the monitor's, for its life
-        self.judged: tuple[object, ...] | None = None  # one (int, 1) pair for each ready rid but `fresh`, in the
-        # order they are planned: a plan that starts with the same entry objects (immutable pairs) decodes them
-        self.rids: tuple[int, ...] = ()  # the rids of `judged`, in its order (ints: shown)
-        self.fresh: list[int] = []  # the ready rids whose decode entry was not seen yet, in the order they became ready
-        self.fits = False  # `judged`, all the ready set, shown to fit (`decodes_fit`, no partial prompt) on the state
-        # as it is: since then only steps of decodes alone ending none were taken and no request became the
-        # waiting head (`added`)
-        self.counted = 0  # the `lag` up to which the step counts were moved (`count`)
-        self.clean: Clean | None = None  # what a plan taken with other entries than decodes, or an end, found
+        self.clean: Clean | Tail | None = None  # what a plan taken with other entries than decodes, or an end, found
 
     def sync(self) -> None:
-        self.count()
         super().sync()
-        self.judged = self.clean = None  # the ready set may change
-        self.counted = 0
+        self.clean = None
 
     def added(self) -> None:
         """A request joins the line as its head: the plan of decodes alone is shown to fit again."""
@@ -147,7 +136,7 @@ class Decodes(Shortcut):
         self.fresh, self.fits = [], False
         return True
 
-    def _due_in(self, clean: Clean) -> Clean:
+    def _due_in(self, clean: Tail) -> Tail:
         """`clean` with the ready requests due their last token on this step (the calendar) ending."""
         due = self.calendar.get(self.lag)
         if due:
@@ -174,8 +163,10 @@ class Decodes(Shortcut):
         if so the step is taken (a plan of decodes alone: each ready request's count one more behind). The plan's
         own rid objects, in its order, emitted after a plan of decodes alone are judged in `Calls.complete`: here
         the emitted rids are compared as a set."""
-        if self.clean is not None:
-            return self._done_with(self.clean, emitted, free_kv)
+        clean = self.clean
+        if clean is not None:
+            return self._done_tail(clean, emitted, free_kv) if type(clean) is Tail else \
+                self._done_with(clean, emitted, free_kv)
         if (type(emitted) is not tuple and type(emitted) is not list) or len(emitted) != len(self.rids):
             return False
         if type(free_kv) is not int or free_kv != self.shadow.free_kv:
@@ -204,42 +195,47 @@ class Decodes(Shortcut):
             free += t.request.reservation
         if free_kv != free:
             return False  # KV: a reservation not back on the step its request ended, or back early
-        if type(clean) is not Tail or not all(map(is_, emitted, self._emits(clean))):
-            emitting = set(emitted)  # not the plan's own rid objects, in its order
-            if not emitting >= ready or not set(map(type, emitted)) <= INT:
-                return False  # TOKENS (a ready request silent), PROTOCOL
-            for t in completing:
-                if t.request.rid not in emitting:
-                    return False  # FIRST-TOKEN
+        emitting = set(emitted)
+        if not emitting >= ready or not set(map(type, emitted)) <= INT:
+            return False  # TOKENS (a ready request silent), PROTOCOL
+        for t in completing:
+            if t.request.rid not in emitting:
+                return False  # FIRST-TOKEN
         # so `emitted` is the `num` rids due a token, each once: none twice, none from a rid not due one (TOKENS)
-        self.clean = None
-        if type(clean) is Tail and not clean.prefills and not clean.seen and len(clean.ending) == 1 and \
-                clean.ending[0].request.rid in self.rids:
-            self._end(clean.ending[0])  # decodes alone, one ending
-        else:
-            self._move(emitted, clean)
-            if type(clean) is Tail:
-                self._next(clean)
-            else:
-                self.judged = None  # the ready set changed, its decode entries not seen
+        self.clean = self.judged = None  # the ready set changes, its decode entries not seen
+        self._move(emitted, clean)
         return True
 
-    def _end(self, t: Any) -> None:
-        """Take a step of decodes alone that ends the ready request `t` (due its last token), as `_move` takes it:
-        each ready request's count one more behind, `t`'s at its max_new, `t` ended (its reservation back); its
-        entry leaves `judged` (the fit shown again)."""
-        request = t.request
-        rid = request.rid
-        t.num_emitted = request.max_new
-        self.ready.discard(rid)  # type: ignore[union-attr]  # not None: a step is taken
-        self.count()  # the step the end names
-        self.shadow.end(t, Reason.LENGTH)
-        self.calendar.pop(self.lag, None)
-        self.lag += 1
-        rids, judged = self.rids, self.judged
-        i = rids.index(rid)
-        self.rids, self.judged = rids[:i] + rids[i + 1:], judged[:i] + judged[i + 1:]  # type: ignore[index]
-        self.fits = False
+    def _done_tail(self, tail: Tail, emitted: object, free_kv: object) -> bool:
+        """`_done_with` for a plan read from `judged` (`tail`): the same rules, the emitted rids read by identity with
+        the plan's own rid objects in its order (the ready ones, then the first tokens: `_emits`), else as a set; the
+        step taken by `_end` (decodes alone, one ending) or `_take`."""
+        ready = self.ready
+        assert ready is not None
+        firsts = tail.firsts
+        if (type(emitted) is not tuple and type(emitted) is not list) or len(emitted) != len(ready) + len(firsts):
+            return False  # TOKENS: a token twice or missing
+        if type(free_kv) is not int:
+            return False  # not shown: the monitor judges the step without it
+        free = self.shadow.free_kv - tail.reserved
+        for t in tail.ending:
+            free += t.request.reservation
+        if free != free_kv:
+            return False  # KV: a reservation not back on the step its request ended, or back early
+        if not all(map(is_, emitted, self._emits(tail))):  # not the plan's own rid objects, in its order
+            emitting = set(emitted)
+            if not (ready <= emitting and set(map(type, emitted)) <= INT):
+                return False  # TOKENS (a ready request silent), PROTOCOL
+            for rid in firsts:
+                if rid not in emitting:
+                    return False  # FIRST-TOKEN
+        self.clean = None
+        ending = tail.ending
+        if not tail.prefills and not tail.seen and len(ending) == 1 and ending[0].request.rid in self.rids:
+            self._end(ending[0])  # decodes alone, one ending
+        else:
+            self._take(tail, emitted)
+        return True
 
     def _emits(self, clean: Tail) -> tuple[int, ...]:
         """The rid objects a plan read from `judged` (`tail`) emits, in its order: the ready ones, then those whose
@@ -247,42 +243,6 @@ class Decodes(Shortcut):
         if not self.fresh and not clean.firsts:
             return self.rids
         return (*self.rids, *self.fresh, *clean.firsts)
-
-    def _next(self, clean: Tail) -> None:
-        """After a step read from `judged` (`tail`): the ready requests' decode entries seen (`judged`, with the fresh
-        ones it saw), less those of the requests it ended; the prompts it completed fresh; the fit shown again."""
-        ready = self.ready
-        assert ready is not None and self.judged is not None
-        judged, rids = self.judged, self.rids
-        if clean.seen:
-            judged, rids = judged + tuple(clean.seen), rids + tuple(self.fresh)
-        if clean.ending:
-            judged = tuple([entry for entry, rid in zip(judged, rids, strict=True) if rid in ready])
-            rids = tuple([rid for rid in rids if rid in ready])
-        self.judged, self.rids, self.fits = judged, rids, False
-        self.fresh = [rid for rid in clean.firsts if rid in ready] if clean.firsts else []
-
-    def take_decodes(self) -> None:
-        """Take a step of decodes alone: each ready request's counts, and the step counts, one more behind (`lag`;
-        `count` moves the step counts)."""
-        self.lag += 1
-
-    def count(self) -> None:
-        """Move the step counts (the shadow's step, the monitor's steps and busy steps) by the steps of decodes
-        alone taken since they were last moved: before anything reads them (the monitor, an add's verdict, `_move`,
-        which counts its own step)."""
-        behind = self.lag - self.counted
-        if behind:
-            monitor = self.monitor
-            monitor.shadow.step += behind
-            monitor.num_steps += behind
-            monitor.num_busy_steps += behind
-            self.counted = self.lag
-
-    def _move(self, emitted: Any, clean: Clean) -> None:
-        self.count()
-        super()._move(emitted, clean)
-        self.counted = self.lag  # `_move` counted its own step
 
 
 def _typed(items: Any) -> dict[int, int] | None:

@@ -28,22 +28,27 @@ from __future__ import annotations
 from operator import is_
 from typing import Any
 
-from stallfree.conformance.trace.cleanplan import Clean
 from stallfree.spec import Entry
 from stallfree.spec.reservation.shadow import Shadow
 
 
-class Tail(Clean):
-    """What `tail` found (`Clean`'s, for `Decodes._done_with` and the move), and the fresh decodes' entries it saw
-    (`seen`), and the rid objects of the chunks that end their prompt, in plan order (`firsts`: with the ready
-    rids, what complete() emits)."""
+class Tail:
+    """What `tail` found, for `Decodes._done_tail` and the move (`Moves._take`): the plan's tokens, its chunks in
+    plan order as (track, end, rid) (the partial prompts', then the admissions': the last `admitted`), the
+    admissions' reservations, the rid objects of the chunks that end their prompt (`firsts`: with the ready rids,
+    what complete() emits), the requests that emit their last token (`ending`), and the fresh decodes' entries it
+    saw (`seen`)."""
 
-    __slots__ = ("firsts", "seen")
+    __slots__ = ("admitted", "ending", "firsts", "prefills", "reserved", "seen", "tokens")
 
     def __init__(self, tokens: int) -> None:
-        super().__init__(None, tokens)
-        self.seen: list[Any] = []
+        self.tokens = tokens
+        self.reserved = 0
+        self.admitted = 0
+        self.prefills: list[tuple[Any, int, int]] = []
         self.firsts: list[int] = []
+        self.ending: list[Any] = []
+        self.seen: tuple[Any, ...] = ()
 
 
 def tail(shadow: Shadow, ready: set[int], items: Any, judged: tuple[Any, ...], fresh: list[int]) -> Tail | None:
@@ -64,8 +69,9 @@ def tail(shadow: Shadow, ready: set[int], items: Any, judged: tuple[Any, ...], f
         got, n = entry
         if type(got) is not int or got != rid or type(n) is not int or n != 1:
             return None
-        clean.seen.append(entry)
         i += 1
+    if fresh:
+        clean.seen = tuple(items[len(judged):i])
     i = _partials(shadow, items, i, clean)
     if i < 0 or not _admissions(shadow, items, i, clean) or not _conserving(shadow, clean):
         return None
@@ -117,19 +123,17 @@ def _admissions(shadow: Shadow, items: Any, i: int, clean: Tail) -> bool:
         clean.reserved += request.reservation
         if clean.reserved > shadow.free_kv:
             return False
-        clean.admitted.append(t)
+        clean.admitted += 1
         _chunk(clean, t, rid, n, n)
     return True
 
 
 def _chunk(clean: Tail, t: Any, rid: int, n: int, end: int) -> None:
     """Count the chunk of `n` tokens of `t` (the plan's `rid`) that ends at prompt position `end`."""
-    clean.prefills.append((t, end))
+    clean.prefills.append((t, end, rid))
     clean.tokens += n
-    clean.prefill_tokens += n
     request = t.request
     if end == request.prompt_len:
-        clean.completing.append(t)
         clean.firsts.append(rid)
         if t.num_emitted + 1 == request.max_new:
             clean.ending.append(t)
@@ -141,8 +145,8 @@ def _conserving(shadow: Shadow, clean: Tail) -> bool:
     cfg = shadow.config
     if clean.tokens >= cfg.token_budget:
         return True
-    if len(clean.completing) < len(clean.prefills):
+    if len(clean.firsts) < len(clean.prefills):
         return False
-    j, waiting = len(clean.admitted), shadow.waiting
+    j, waiting = clean.admitted, shadow.waiting
     return j >= len(waiting) or len(shadow.running) + j >= cfg.max_seqs or \
         waiting[j].request.reservation > shadow.free_kv - clean.reserved
