@@ -3,11 +3,12 @@
 One call each a step between the simulator and the scheduler, and the step a long simulation takes most judged in
 the call itself: the plan of decodes alone shown clean last (`Decodes.judged`) again. Its entries are the same
 objects (immutable pairs: the same plan), on the state it was shown to fit on (`fits`: since then only such steps
-were taken and no request added), with no request due its last token; and complete() returns the plan's own rid
-objects, in its order (so the ready rids, each once, ints: shown), with the shadow's free KV shown. Such a step is
-taken by one more step of lag. Any other plan goes to `Decodes.planned`, its completion to `Decodes.done`; a step
-they decline, to the monitor, on the same account (`sync`): `Monitor.judged` before the plan runs, or, with the
-plan taken, `Monitor.judged` and `Monitor.completed` once it ran. So a verdict is the one the monitor gives
+were taken and no request became the waiting head); with a request due its last token, the step's completion is
+`Decodes._done_tail`'s; with none, complete() returns the plan's own rid objects, in its order (so the ready rids,
+each once, ints: shown), with the shadow's free KV shown, and the step is taken by one more step of lag. Any other
+plan goes to `Decodes.planned`, its completion to `Decodes.done`; a step they decline, to the monitor, on the same
+account (`sync`): `Monitor.judged` before the plan runs, or, with the plan taken, `Monitor.judged` and
+`Monitor.completed` once it ran. So a verdict is the one the monitor gives
 (tests/test_checked_shortcut.py).
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 from stallfree.spec import Plan
 
 from .cleansteps import Decodes
+from .cleantail import Tail
 
 
 class Calls(Decodes):
@@ -43,8 +45,10 @@ class Calls(Decodes):
             plan = self.plan_next()
             items: Any = plan.entries if type(plan) is Plan else plan
             if (type(items) is tuple or type(items) is list) and len(items) == len(judged) and \
-                    all(map(is_, items, judged)) and self.lag not in self.calendar:
+                    all(map(is_, items, judged)):
                 self.taken = plan
+                if self.lag in self.calendar:  # requests due their last token: `_done_tail` judges them ending
+                    self.clean = self._due_in(Tail(len(judged)))
                 return plan
         else:
             monitor = self.monitor

@@ -127,8 +127,10 @@ class Moves(Shortcut):
         judged, rids = self.judged, self.rids
         if tail.seen:
             judged, rids = judged + tail.seen, rids + tuple(self.fresh)
-        if tail.ending:
-            judged = tuple([entry for entry, rid in zip(judged, rids, strict=True) if rid in ready])
-            rids = tuple([rid for rid in rids if rid in ready])
+        for t in tail.ending:  # one a step, as a rule: its entry found by its rid, in C
+            rid = t.request.rid
+            if rid in rids:  # else a prompt completed and ended on this step: never decoded
+                i = rids.index(rid)
+                judged, rids = judged[:i] + judged[i + 1:], rids[:i] + rids[i + 1:]
         self.judged, self.rids, self.fits = judged, rids, False
         self.fresh = [rid for rid in tail.firsts if rid in ready] if tail.firsts else []

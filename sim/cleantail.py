@@ -106,19 +106,21 @@ def _partials(shadow: Shadow, items: Any, i: int, clean: Tail) -> int:
 def _admissions(shadow: Shadow, items: Any, i: int, clean: Tail) -> bool:
     """Whether the entries from `i` on admit the head of the line in order, each 1 to min(prompt_len, left) tokens
     (BUDGET, PREFILL-ONCE, FCFS) with a slot (SLOTS) and its reservation within the free KV (KV)."""
-    cfg, waiting = shadow.config, shadow.waiting
-    num_running = len(shadow.running)
-    if num_running > cfg.max_seqs or shadow.free_kv < 0:
+    cfg, waiting, num = shadow.config, shadow.waiting, len(items) - i
+    slots = cfg.max_seqs - len(shadow.running)
+    if slots < 0 or shadow.free_kv < 0:
         return False  # SLOTS, KV: a step before broke them (unchecked, under a selection of rules)
-    for j in range(len(items) - i):
+    if num > slots or num > len(waiting):
+        return False  # SLOTS; an entry that is no waiting request's
+    for j in range(num):
         entry = items[i + j]
-        if j == len(waiting) or (type(entry) is not Entry and type(entry) is not tuple) or len(entry) != 2:
+        if (type(entry) is not Entry and type(entry) is not tuple) or len(entry) != 2:
             return False
         rid, n = entry
         t = waiting[j]
         request = t.request
         if type(rid) is not int or rid != request.rid or type(n) is not int or n < 1 or n > request.prompt_len or \
-                n > cfg.token_budget - clean.tokens or num_running + j >= cfg.max_seqs:
+                n > cfg.token_budget - clean.tokens:
             return False
         clean.reserved += request.reservation
         if clean.reserved > shadow.free_kv:
