@@ -34,7 +34,8 @@ class Checked:
         if fast is None:
             accepted = monitor.add(rid, prompt_len, max_new, *priority)
         else:
-            fast.count()  # the step an add's verdict names
+            if fast.lag != fast.counted:
+                fast.count()  # the step an add's verdict names
             if not self.shadow.waiting:
                 fast.added()  # a new head of the line (behind a head, the fit shown holds: the head is the same)
             if not priority and plainly_accepted(self.shadow, rid, prompt_len, max_new):
