@@ -76,7 +76,8 @@ class Decodes(Moves):
 
     def planned(self, plan: object) -> bool:
         """Whether `plan`, just returned by schedule(), breaks no plan rule and is decodes alone (`done`), or
-        decodes with chunks, admissions or a request due its last token (`_done_with`). The caller has shown
+        decodes with chunks, admissions or a request due its last token (`_done_tail`, or `_done_with` for a plan
+        the trace checker's predicates judged). The caller has shown
         that no plan is pending and no cancelled reservation owed, and judged the plan of decodes alone
         shown clean last, again on the state it fits (`checkedcalls.Calls.schedule`)."""
         shadow = self.shadow
