@@ -11,11 +11,16 @@ declines is judged whole by the monitor on the same account (`sync`, `Monitor.ju
 the plan's judgement cannot raise there (shown above), and the completion's is the monitor's own. So a
 verdict is the same with or without it (tests/test_checked_shortcut.py).
 
-A plan of decodes alone is judged by comparing whole sets (and a plan of the same entry objects as the last
-one shown clean is not read again); so are the emitted rids (or read by identity with the plan's own rid
-objects). Any other plan (chunks of partial prompts, admissions) is judged before it runs by the trace
-checker's own predicates (`Shortcut.entries` with no emitted rids, then `_policy`); the completion of a
-step with such entries, or with a request due its last token (the calendar), by `_done_with`.
+While it takes steps it knows the decode entries of the ready requests it has seen (`judged`, immutable pairs:
+the reference keeps one per ready request) and the ready rids whose decode it has not seen yet (`fresh`). A plan
+of decodes alone is judged by comparing whole sets, and a plan of the same entry objects as `judged` is not read
+again (the plan of decodes alone shown clean last, again on the state it fits: `checkedcalls.Calls`). A plan
+that starts with `judged` is read from there in the contract's own order (`cleantail.tail`: the fresh decodes,
+the partial prompts, the admissions); any other plan, entry by entry by the trace checker's own predicates
+(`Shortcut.entries` with no emitted rids, then `_policy`). The emitted rids are read by identity with the plan's
+own rid objects where the plan was read from `judged` (the ready ones, then those whose prompt the step
+completes), else compared as sets; the completion of a step with chunks, admissions or a request due its last
+token (the calendar) by `_done_with`.
 Why each rule cannot fire on a step it takes:
 
 - PROTOCOL: the plan is a list or tuple (or the reference's `Plan`) of (int, int) tuples or `Entry`s, each rid
@@ -40,83 +45,105 @@ from operator import is_
 from typing import Any
 
 from stallfree.conformance.trace.cleanplan import Clean
-from stallfree.conformance.trace.cleanstep_v1 import Shortcut, _policy
+from stallfree.conformance.trace.cleanstep_v1 import _policy
 from stallfree.spec import Entry, Plan
 from stallfree.spec.reservation.shadow import Shadow
+
+from .cleanmoves import Moves
+from .cleantail import Tail, tail
 
 ONE = {1}  # the n of every decode
 INT = {int}
 PAIRS = {tuple, Entry}  # the kinds of entry read here: immutable, so read twice alike
 
 
-class Decodes(Shortcut):
+class Decodes(Moves):
     """The shortcut for one checked simulation (the reservation design's own monitor: `usable`)."""
 
-    __slots__ = ("clean", "judged", "rids", "shadow", "waits")
+    __slots__ = ("clean",)
 
     def __init__(self, monitor: Any) -> None:
         super().__init__(monitor)
-        self.shadow: Shadow = monitor.shadow  # the monitor's, for its life
-        self.judged: tuple[object, ...] | None = None  # the entries of a plan shown clean on the ready set as it
-        # still is: a plan of the same entry objects (immutable pairs) is the same plan, shown clean again
-        self.rids: tuple[int, ...] = ()  # the rids of `judged`, in its order (ints: shown)
-        self.waits = -1  # the waiting requests when `judged` was last shown to fit (`decodes_fit`)
-        self.clean: Clean | None = None  # what a plan taken with other entries than decodes, or an end, found
+        self.clean: Clean | Tail | None = None  # what a plan taken with other entries than decodes, or an end, found
 
     def sync(self) -> None:
         super().sync()
-        self.judged = self.clean = None  # the ready set may change
+        self.clean = None
+
+    def added(self) -> None:
+        """A request joins the line as its head: the plan of decodes alone is shown to fit again."""
+        self.fits = False
 
     def planned(self, plan: object) -> bool:
         """Whether `plan`, just returned by schedule(), breaks no plan rule and is decodes alone (`done`), or
-        decodes with chunks, admissions or a request due its last token (`_done_with`). The caller has shown
-        that no plan is pending and no cancelled reservation owed (`Checked.schedule`).
-
-        The step a long simulation takes most, the same plan of decodes alone again, is read first: the same
-        entry objects as `judged` (immutable pairs: the same plan), the waiting line as long as when it was
-        shown to fit, and no partial prompt (`_due` where a request is due its last token). Since `judged` was
-        shown, only steps of decodes alone ending none were taken (any other forgets it), which change no ready
-        set, running count, free KV or budget; a request added since makes the line longer, and the plan is
-        shown to fit again."""
+        decodes with chunks, admissions or a request due its last token (`_done_tail`, or `_done_with` for a plan
+        the trace checker's predicates judged). The caller has shown
+        that no plan is pending and no cancelled reservation owed, and judged the plan of decodes alone
+        shown clean last, again on the state it fits (`checkedcalls.Calls.schedule`)."""
         shadow = self.shadow
         items: Any = plan.entries if type(plan) is Plan else plan
-        judged = self.judged
-        if judged is not None and (type(items) is tuple or type(items) is list) and len(items) == len(judged) and \
-                len(shadow.waiting) == self.waits and not shadow.prefilling and all(map(is_, items, judged)):
-            if self.lag in self.calendar:
-                return self._due()
-            self.clean = None
-            return True
         if (type(items) is not tuple and type(items) is not list) or not items:
             return False
         ready = self.ready if self.ready is not None else self._start()
         if ready is None:
             return False
-        if len(items) != len(ready) or shadow.prefilling:
-            self.clean = clean = self._entries(shadow, ready, items)  # not decodes alone
-            return clean is not None
+        if len(items) == len(ready) and not shadow.prefilling:
+            return self._decodes_alone(shadow, ready, items)
+        judged = self.judged
+        if judged is not None:
+            clean = tail(shadow, ready, items, judged, self.fresh)
+            if clean is not None:  # else judged entry by entry below
+                self.clean = self._due_in(clean)
+                return True
+        self.clean = clean = self._entries(shadow, ready, items)  # not decodes alone
+        return clean is not None
+
+    def _decodes_alone(self, shadow: Shadow, ready: set[int], items: Any) -> bool:
+        """`planned` for a plan with as many entries as ready requests and no partial prompt: one (int, 1) pair for
+        each (`judged`, and the fresh ones read after it; else compared as sets), the step's fit shown."""
         if len(ready) != shadow.num_ready:
             return False
-        if judged is None or len(judged) != len(items) or not all(map(is_, items, judged)):
+        judged = self.judged
+        if judged is None or not all(map(is_, items, judged)) or not self._fresh_in(items, len(judged)):
             if not self._pairs(items, ready):
                 return False
-            self.judged, self.rids, self.waits = tuple(items), tuple([rid for rid, _ in items]), -1
-        if len(shadow.waiting) != self.waits:  # else the same plan on the same state (as above)
+            self.judged, self.rids, self.fresh, self.fits = tuple(items), tuple([rid for rid, _ in items]), [], False
+        if not self.fits:  # else the same plan on the same state
             if not self.decodes_fit(shadow, len(ready)):  # BUDGET, SLOTS, KV, WORK-CONSERVING
                 return False
-            self.waits = len(shadow.waiting)
+            self.fits = True
         if self.lag in self.calendar:
-            return self._due()
+            self.clean = self._due_in(Tail(len(self.rids)))
+            return True
         self.clean = None
         return True
 
-    def _due(self) -> bool:
-        """Take the plan of decodes alone just shown clean, with requests due their last token on it (the
-        calendar): `_done_with` judges them ending."""
-        running = self.shadow.running
-        self.clean = clean = Clean(None, len(self.rids))  # no `got`: the plan is `judged`, its rids `rids`
-        clean.ending.extend([running[rid] for rid in self.calendar[self.lag]])
+    def _fresh_in(self, items: Any, start: int) -> bool:
+        """Whether the entries of `items` from `start` on (those after `judged`) are one (int, 1) pair for each fresh
+        rid, in the order they became ready; if so they join `judged` (the fit shown again)."""
+        fresh = self.fresh
+        if len(items) != start + len(fresh):
+            return False
+        if not fresh:
+            return True
+        for entry, rid in zip(items[start:], fresh, strict=True):
+            if (type(entry) is not Entry and type(entry) is not tuple) or len(entry) != 2:
+                return False
+            got, n = entry
+            if type(got) is not int or got != rid or type(n) is not int or n != 1:
+                return False
+        self.judged = (*self.judged, *items[start:])  # type: ignore[misc]  # not None: read above
+        self.rids = (*self.rids, *fresh)
+        self.fresh, self.fits = [], False
         return True
+
+    def _due_in(self, clean: Tail) -> Tail:
+        """`clean` with the ready requests due their last token on this step (the calendar) ending."""
+        due = self.calendar.get(self.lag)
+        if due:
+            running = self.shadow.running
+            clean.ending.extend([running[rid] for rid in due])
+        return clean
 
     def _pairs(self, items: Any, ready: set[int]) -> bool:
         """Whether `items` is one (int rid, 1) pair for each ready rid, each a tuple or `Entry`."""
@@ -134,16 +161,19 @@ class Decodes(Shortcut):
 
     def done(self, emitted: object, free_kv: object) -> bool:
         """Whether complete()'s `emitted` and shown `free_kv`, for a plan `planned` took, break no rule;
-        if so the step is taken (a plan of decodes alone: each ready request's count one more behind)."""
-        if self.clean is not None:
-            return self._done_with(self.clean, emitted, free_kv)
+        if so the step is taken (a plan of decodes alone: each ready request's count one more behind). The plan's
+        own rid objects, in its order, emitted after a plan of decodes alone are judged in `Calls.complete`: here
+        the emitted rids are compared as a set."""
+        clean = self.clean
+        if clean is not None:
+            return self._done_tail(clean, emitted, free_kv) if type(clean) is Tail else \
+                self._done_with(clean, emitted, free_kv)
         if (type(emitted) is not tuple and type(emitted) is not list) or len(emitted) != len(self.rids):
             return False
         if type(free_kv) is not int or free_kv != self.shadow.free_kv:
             return False  # KV: the monitor names it (or, not shown, judges the step without it)
-        if not all(map(is_, emitted, self.rids)) and (set(emitted) != self.ready or set(map(type, emitted)) != INT):
-            return False  # TOKENS (silent or twice), PROTOCOL; the plan's own rid objects, in its order, are
-            # the ready rids, each once, and ints (shown): the set is not built
+        if set(emitted) != self.ready or set(map(type, emitted)) != INT:
+            return False  # TOKENS (silent or twice), PROTOCOL
         self.take_decodes()
         return True
 
@@ -166,17 +196,54 @@ class Decodes(Shortcut):
             free += t.request.reservation
         if free_kv != free:
             return False  # KV: a reservation not back on the step its request ended, or back early
-        if clean.got is not None or not all(map(is_, emitted, self.rids)):  # else the plan's own rids (`_due`)
-            emitting = set(emitted)
-            if not emitting >= ready or not set(map(type, emitted)) <= INT:
-                return False  # TOKENS (a ready request silent), PROTOCOL
-            for t in completing:
-                if t.request.rid not in emitting:
-                    return False  # FIRST-TOKEN
+        emitting = set(emitted)
+        if not emitting >= ready or not set(map(type, emitted)) <= INT:
+            return False  # TOKENS (a ready request silent), PROTOCOL
+        for t in completing:
+            if t.request.rid not in emitting:
+                return False  # FIRST-TOKEN
         # so `emitted` is the `num` rids due a token, each once: none twice, none from a rid not due one (TOKENS)
-        self.clean = self.judged = None  # the ready set changes
+        self.clean = self.judged = None  # the ready set changes, its decode entries not seen
         self._move(emitted, clean)
         return True
+
+    def _done_tail(self, tail: Tail, emitted: object, free_kv: object) -> bool:
+        """`_done_with` for a plan read from `judged` (`tail`): the same rules, the emitted rids read by identity with
+        the plan's own rid objects in its order (the ready ones, then the first tokens: `_emits`), else as a set; the
+        step taken by `_end` (decodes alone, one ending) or `_take`."""
+        ready = self.ready
+        assert ready is not None
+        firsts = tail.firsts
+        if (type(emitted) is not tuple and type(emitted) is not list) or len(emitted) != len(ready) + len(firsts):
+            return False  # TOKENS: a token twice or missing
+        if type(free_kv) is not int:
+            return False  # not shown: the monitor judges the step without it
+        free = self.shadow.free_kv - tail.reserved
+        for t in tail.ending:
+            free += t.request.reservation
+        if free != free_kv:
+            return False  # KV: a reservation not back on the step its request ended, or back early
+        if not all(map(is_, emitted, self._emits(tail))):  # not the plan's own rid objects, in its order
+            emitting = set(emitted)
+            if not (ready <= emitting and set(map(type, emitted)) <= INT):
+                return False  # TOKENS (a ready request silent), PROTOCOL
+            for rid in firsts:
+                if rid not in emitting:
+                    return False  # FIRST-TOKEN
+        self.clean = None
+        ending = tail.ending
+        if not tail.prefills and not tail.seen and len(ending) == 1 and ending[0].request.rid in self.rids:
+            self._end(ending[0])  # decodes alone, one ending
+        else:
+            self._take(tail, emitted)
+        return True
+
+    def _emits(self, clean: Tail) -> tuple[int, ...]:
+        """The rid objects a plan read from `judged` (`tail`) emits, in its order: the ready ones, then those whose
+        prompt it completes (ints: shown)."""
+        if not self.fresh and not clean.firsts:
+            return self.rids
+        return (*self.rids, *self.fresh, *clean.firsts)
 
 
 def _typed(items: Any) -> dict[int, int] | None:

@@ -121,7 +121,7 @@ class Watch(ABC, Generic[ShadowT, FactsT]):
             # that would keep the whole monitor and scheduler alive until the cyclic collector ran.
             raised = error.with_traceback(None)
         self.num_adds += 1
-        if self._checks_add:
+        if self._checks_add and (verdict is not None or raised is not None):  # else accepted as it must be
             message = never_fit(verdict, raised, may_refuse=type(rid) is int and rid in shadow.ended)
             if message is not None:
                 raise RuleViolation("NEVER-FIT", shadow.step, f"add({rid!r}, {prompt_len!r}, {max_new!r}): {message}")

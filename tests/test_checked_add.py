@@ -91,3 +91,37 @@ def test_a_plain_test_without_its_rid_test_is_caught(monkeypatch: pytest.MonkeyP
     assert fast != slow
     assert (fast[1], slow[1]) == ("PROTOCOL", "NEVER-FIT")
     assert reservation_monitor.plainly_accepted is plainly_accepted  # only the copy `checked` reads was planted
+
+
+class RefusesLate(Scheduler):
+    """Refuses the valid request of rid 50, which arrives after steps the shortcut took (NEVER-FIT)."""
+
+    def add(self, rid: int, prompt_len: int, max_new: int) -> None:
+        if rid == 50:
+            raise ValueError("rid 50: not today")
+        super().add(rid, prompt_len, max_new)
+
+
+def test_a_break_at_add_names_the_step_as_the_monitor_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NEVER-FIT's step, with the step counts left behind by the steps taken (`Moves.count` before an add's verdict).
+    Negative control: with that count planted out of `Checked.add`, the verdict names an earlier step."""
+    import inspect
+    import types
+
+    from test_checked_shortcut import SERVING, outcome
+
+    from stallfree.sim import simulator
+
+    slow, _ = outcome(False, monkeypatch, "conv", 60, RefusesLate, SERVING)
+    fast, taken = outcome(True, monkeypatch, "conv", 60, RefusesLate, SERVING)
+    assert fast == slow
+    assert fast[:2] == ("broken", "NEVER-FIT") and fast[2] > 0 and taken > 0
+    source = inspect.getsource(checked)
+    text = "                fast.count()  # the step an add's verdict names\n"
+    assert source.count(text) == 1
+    copy = types.ModuleType("planted")
+    copy.__package__ = checked.__package__
+    exec(compile(source.replace(text, "                pass\n"), "planted", "exec"), copy.__dict__)
+    monkeypatch.setattr(simulator, "Checked", copy.Checked)
+    planted, _ = outcome(True, monkeypatch, "conv", 60, RefusesLate, SERVING)
+    assert planted[:2] == ("broken", "NEVER-FIT") and planted[2] < slow[2]

@@ -12,11 +12,10 @@ from stallfree.costs import Deployment, Roofline, gpu, model
 from stallfree.faults import FAULTS
 from stallfree.reference import Scheduler
 from stallfree.sim import checked
-from stallfree.sim.cleansteps import Decodes
 from stallfree.sim.policies import factory
 from stallfree.sim.simulator import simulate
 from stallfree.sim.trace import load
-from stallfree.spec import Config, Entry, Plan, RuleViolation
+from stallfree.spec import Config, Entry, Monitor, Plan, RuleViolation
 
 DEPLOYMENT = Deployment(model("llama-3.3-70b"), gpu("h100-sxm"), 4, "fp8")
 FULL = Roofline(DEPLOYMENT, "full")
@@ -26,29 +25,36 @@ SMALL = Config(token_budget=64, max_seqs=4, kv_tokens=3000)
 
 def outcome(shortcut: bool, monkeypatch: pytest.MonkeyPatch, trace: str, requests: int, scheduler: Any,
             config: Config) -> tuple[Any, ...]:
-    """The figures of a checked run, or its verdict (rule, step, message); and the steps the shortcut took."""
-    taken = [0]  # every step the shortcut took moves the account by `take_decodes` or `_move`, once
-    take_decodes, move = Decodes.take_decodes, Decodes._move
+    """The figures of a checked run, or its verdict (rule, step, message); and the steps the shortcut took (the
+    completions `Calls.complete` judged without the monitor's `complete` or `completed`)."""
+    counts = {"taken": 0, "monitor": 0}
+    calls = checked.Calls  # the module's, planted or not
+    complete, judged_complete, completed = calls.complete, Monitor.complete, Monitor.completed
 
-    def decodes_counted(self: Decodes) -> None:
-        taken[0] += 1
-        take_decodes(self)
+    def given(self: Any, plan: Any, stopped: Any = ()) -> Any:
+        before = counts["monitor"]
+        emitted = complete(self, plan, stopped)
+        counts["taken"] += counts["monitor"] == before
+        return emitted
 
-    def move_counted(self: Decodes, emitted: Any, clean: Any) -> None:
-        taken[0] += 1
-        move(self, emitted, clean)
+    def by_monitor(judge: Any) -> Any:
+        def counted(self: Monitor, *args: Any) -> Any:
+            counts["monitor"] += 1
+            return judge(self, *args)
+        return counted
 
     with monkeypatch.context() as patch:
-        patch.setattr(Decodes, "take_decodes", decodes_counted)
-        patch.setattr(Decodes, "_move", move_counted)
+        patch.setattr(calls, "complete", given)
+        patch.setattr(Monitor, "complete", by_monitor(judged_complete))
+        patch.setattr(Monitor, "completed", by_monitor(completed))
         if not shortcut:
             patch.setattr(checked, "usable", lambda monitor: False)
         try:
             r = simulate(load(trace).head(requests), scheduler, config, FULL, "reference", check=True)
         except RuleViolation as error:
-            return ("broken", error.rule, error.step, str(error)), taken[0]
+            return ("broken", error.rule, error.step, str(error)), counts["taken"]
     streams = [(s.request, s.num_emitted, s.first_token, s.last_token, s.max_gap) for s in r.streams]
-    return ("kept", r.step_tokens, streams, r.clock, r.busy_seconds, r.num_finished), taken[0]
+    return ("kept", r.step_tokens, streams, r.clock, r.busy_seconds, r.num_finished), counts["taken"]
 
 
 @pytest.mark.parametrize("trace", ["conv", "code"])

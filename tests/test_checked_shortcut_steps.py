@@ -14,18 +14,25 @@ from collections import Counter, deque
 from typing import Any
 
 import pytest
-from test_checked_shortcut import SERVING, outcome
+from test_checked_shortcut import SERVING, FloatEmitted, outcome
 
 from stallfree.reference import Scheduler
-from stallfree.sim import checked, cleansteps
+from stallfree.sim import checked, checkedcalls, cleansteps, cleantail
 from stallfree.sim.cleansteps import Decodes
+from stallfree.sim.cleantail import Tail
 from stallfree.spec import Entry, Plan
 
 FROM = 40  # a break is planted on the first step from here that has what it needs
 
 
 def kinds(clean: Any) -> list[str]:
-    """What a step taken by `_done_with` carried."""
+    """What a step taken by `_done_tail` (or `_done_with`) carried."""
+    if isinstance(clean, Tail):
+        first_admitted = len(clean.prefills) - clean.admitted
+        found = [("whole admission" if end == t.request.prompt_len else "partial admission") if i >= first_admitted
+                 else ("completing chunk" if end == t.request.prompt_len else "partial chunk")
+                 for i, (t, end, _) in enumerate(clean.prefills)]
+        return found + ["end"] * bool(clean.ending) + ["fresh decodes"] * bool(clean.seen)
     found = [("whole admission" if end == t.request.prompt_len else "partial admission") if t in clean.admitted
              else ("completing chunk" if end == t.request.prompt_len else "partial chunk") for t, end in clean.prefills]
     return found + ["end"] * bool(clean.ending)
@@ -34,18 +41,23 @@ def kinds(clean: Any) -> list[str]:
 @pytest.mark.parametrize("trace", ["conv", "code"])
 def test_each_kind_of_step_is_taken(trace: str, monkeypatch: pytest.MonkeyPatch) -> None:
     taken: Counter[str] = Counter()
-    done_with = Decodes._done_with
+    done_with, done_tail = Decodes._done_with, Decodes._done_tail
 
-    def counted(self: Decodes, clean: Any, emitted: object, free_kv: object) -> bool:
-        took = done_with(self, clean, emitted, free_kv)
-        taken.update(kinds(clean) if took else ["declined"])
-        return took
+    def counted(done: Any) -> Any:
+        def count(self: Decodes, clean: Any, emitted: object, free_kv: object) -> bool:
+            findings = kinds(clean)  # before the move
+            took = done(self, clean, emitted, free_kv)
+            taken.update(findings if took else ["declined"])
+            return took
+        return count
 
-    monkeypatch.setattr(Decodes, "_done_with", counted)
+    monkeypatch.setattr(Decodes, "_done_with", counted(done_with))
+    monkeypatch.setattr(Decodes, "_done_tail", counted(done_tail))
     fast, _ = outcome(True, monkeypatch, trace, 400, Scheduler, SERVING)
     assert fast[0] == "kept"
     assert taken["declined"] == 0
-    assert {"whole admission", "partial admission", "completing chunk", "partial chunk", "end"} <= taken.keys(), taken
+    assert {"whole admission", "partial admission", "completing chunk", "partial chunk", "end",
+            "fresh decodes"} <= taken.keys(), taken
 
 
 class Planted(Scheduler):
@@ -168,6 +180,14 @@ class KeptKV(Planted):
         return emitted
 
 
+class KeptKVOnChunk(Planted):
+    """On a step with a chunk, one KV token shown less free than there is (KV)."""
+
+    def emitted(self, emitted: tuple[int, ...]) -> tuple[int, ...]:
+        self.leak = -1
+        return emitted
+
+
 class Withheld(Planted):
     """On a step of decodes alone, the waiting head, which fits, not admitted (WORK-CONSERVING)."""
 
@@ -184,7 +204,7 @@ class Withheld(Planted):
 
 BREAKS = {Twice: "TOKENS", SilentTwice: "TOKENS", NoFirstToken: "FIRST-TOKEN", FloatToken: "PROTOCOL",
           FloatDecodeToken: "PROTOCOL", FloatEndToken: "PROTOCOL", FloatChunk: "PROTOCOL", LeftOut: "DECODE-FIRST",
-          KeptKV: "KV", Withheld: "WORK-CONSERVING"}
+          KeptKV: "KV", KeptKVOnChunk: "KV", Withheld: "WORK-CONSERVING"}
 
 
 @pytest.mark.parametrize("fault", BREAKS, ids=[f.__name__ for f in BREAKS])
@@ -198,43 +218,90 @@ def test_a_break_on_a_step_the_shortcut_judges_is_caught_as_without_it(fault: An
     assert taken > 0
 
 
-# a check of cleansteps planted out (its text, and what replaces it): the breaks it must then miss
-PLANTED: dict[tuple[str, str], tuple[Any, ...]] = {
-    ("or len(emitted) != num:", ":"): (Twice,),
-    ("not emitting >= ready or ", ""): (SilentTwice,),
-    ("if t.request.rid not in emitting:", "if False:"): (NoFirstToken,),
-    (" or not set(map(type, emitted)) <= INT:", ":"): (FloatToken,),
-    ("if not all(map(is_, emitted, self.rids)) and", "if list(emitted) != list(self.rids) and"): (FloatDecodeToken,),
-    ("or not all(map(is_, emitted, self.rids)):", "or list(emitted) != list(self.rids):"): (FloatEndToken,),
-    ("return got if set(map(type, got)) <= INT and set(map(type, got.values())) <= INT else None", "return got"):
-        (FloatChunk,),
-    ("        if free_kv != free:\n", "        if False:\n"): (KeptKV,),
-    ("if len(shadow.waiting) != self.waits:", "if self.waits == -1:"): (Withheld,),  # fit shown once a plan
+# a check of cleansteps or checkedcalls planted out (the module, its text, and what replaces it): the breaks it must
+# then miss
+PLANTED: dict[tuple[str, str, str], tuple[Any, ...]] = {
+    ("cleansteps", "len(emitted) != len(ready) + len(firsts):", "False:"): (Twice,),
+    ("cleansteps", "(ready <= emitting and ", "("): (SilentTwice,),
+    ("cleansteps", "            for rid in firsts:\n                if rid not in emitting:",
+     "            for rid in firsts:\n                if False:"): (NoFirstToken,),
+    ("cleansteps", " and set(map(type, emitted)) <= INT):", "):"): (FloatToken,),
+    ("checkedcalls", "all(map(is_, emitted, rids))", "list(emitted) == list(rids)"): (FloatEmitted, FloatDecodeToken),
+    ("cleansteps", "if not all(map(is_, emitted, self._emits(tail))):",
+     "if list(emitted) != list(self._emits(tail)):"): (FloatEndToken, FloatToken),
+    ("cleantail", "or type(n) is not int or n < 1", "or n < 1"): (FloatChunk,),
+    ("cleansteps", "        if free != free_kv:\n", "        if False:\n"): (KeptKV, KeptKVOnChunk),
+    ("cleansteps", 'fit again."""\n        self.fits = False\n', 'fit again."""\n'): (Withheld,),
+    # the trace checker's predicates, for a plan not in the contract's order (`tail` planted to read none)
+    ("generic", "or len(emitted) != num:", ":"): (Twice,),
+    ("generic", "not emitting >= ready or ", ""): (SilentTwice,),
+    ("generic", "if t.request.rid not in emitting:", "if False:"): (NoFirstToken,),
+    ("generic", " or not set(map(type, emitted)) <= INT:", ":"): (FloatToken,),
+    ("generic", "return got if set(map(type, got)) <= INT and set(map(type, got.values())) <= INT else None",
+     "return got"): (FloatChunk,),
+    ("generic", "        if free_kv != free:\n", "        if False:\n"): (KeptKVOnChunk,),
 }
 ENTRIES_TEST = "if emitting is None and not got.keys() >= ready:"  # in the trace checker's `Shortcut.entries`
 
 
-def planted(module: Any, text: str, by: str) -> Any:
-    """`module` with `text` replaced by `by`."""
+def planted(module: Any, text: str, by: str, decodes: Any = None) -> Any:
+    """`module` with `text` replaced by `by` (and, given `decodes`, its `Decodes` that one)."""
     source = inspect.getsource(module)
-    assert source.count(text) == 1, text
     copy = types.ModuleType("planted")
     copy.__package__ = module.__package__
-    exec(compile(source.replace(text, by), "planted", "exec"), copy.__dict__)
+    if text:
+        assert source.count(text) == 1, text
+        source = source.replace(text, by)
+    if decodes is not None:
+        line = "from .cleansteps import Decodes\n"
+        assert source.count(line) == 1, line
+        source = source.replace(line, "")
+        copy.Decodes = decodes  # type: ignore[attr-defined]
+    exec(compile(source, "planted", "exec"), copy.__dict__)
     return copy
 
 
-@pytest.mark.parametrize(("condition", "faults"), list(PLANTED.items()), ids=[t for t, _ in PLANTED])
-def test_a_shortcut_without_a_check_is_caught(condition: tuple[str, str], faults: tuple[Any, ...],
+def planted_calls(where: str, text: str, by: str) -> Any:
+    """`Calls` with `text` replaced by `by` in the source of `where`: cleansteps, cleantail or checkedcalls; "generic":
+    cleansteps with `tail` reading no plan (every plan with chunks or admissions judged by the trace checker's
+    predicates, `Decodes._entries`, and its completion by `_done_with`)."""
+    if where == "checkedcalls":
+        return planted(checkedcalls, text, by, cleansteps.Decodes).Calls
+    if where == "cleantail":
+        module, tails = planted(cleansteps, "", ""), planted(cleantail, text, by)
+        tails.Tail = cleantail.Tail  # the class cleansteps reads a plan's findings by
+        module.tail = tails.tail
+    else:
+        module = planted(cleansteps, text, by)
+        if where == "generic":
+            module.tail = lambda *args: None
+    return planted(checkedcalls, "", "", module.Decodes).Calls
+
+
+@pytest.mark.parametrize("where", ["cleansteps", "checkedcalls", "cleantail", "generic"])
+def test_a_copy_planted_with_nothing_judges_as_the_monitor(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The planting itself changes no verdict: a copy of the modules with nothing planted out judges each break
+    as the monitor does (so a planted copy that differs differs by what was planted out)."""
+    for fault in BREAKS:
+        slow, _ = outcome(False, monkeypatch, "conv", 120, fault, SERVING)
+        monkeypatch.setattr(checked, "Calls", planted_calls(where, "", ""))
+        fast, taken = outcome(True, monkeypatch, "conv", 120, fault, SERVING)
+        assert fast == slow, fault.__name__
+        assert taken > 0
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize(("condition", "faults"), list(PLANTED.items()), ids=[f"{w}: {t}" for w, t, _ in PLANTED])
+def test_a_shortcut_without_a_check_is_caught(condition: tuple[str, str, str], faults: tuple[Any, ...],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     for fault in faults:
         slow, _ = outcome(False, monkeypatch, "conv", 120, fault, SERVING)
-        monkeypatch.setattr(checked, "Decodes", planted(cleansteps, *condition).Decodes)
+        monkeypatch.setattr(checked, "Calls", planted_calls(*condition))
         try:
             fast, _ = outcome(True, monkeypatch, "conv", 120, fault, SERVING)
         except Exception as error:  # the planted shortcut read past what it checked, or the run stalled
             fast = ("failed", repr(error))
-        assert fast != slow, f"without {condition[0]!r}, {fault.__name__} was judged as the monitor judges it"
+        assert fast != slow, f"without {condition[1]!r}, {fault.__name__} was judged as the monitor judges it"
 
 
 def test_a_shortcut_without_the_left_out_test_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
