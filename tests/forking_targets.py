@@ -15,11 +15,16 @@ _forked = False  # once per worker: the copy, made with this set, never forks ag
 
 def _fork_once() -> bool:
     """Forks on the first call in this worker; True in the copy."""
+    return _fork_once_pid() == 0
+
+
+def _fork_once_pid() -> int | None:
+    """Forks on the first call in this worker: fork()'s value (0 in the copy); None on later calls."""
     global _forked
     if _forked:
-        return False
+        return None
     _forked = True
-    return os.fork() == 0
+    return os.fork()
 
 
 class ForksAndLies(Scheduler):
@@ -45,15 +50,25 @@ class ForksAndLiesUnseen(ForksAndLies):
 
 
 def _sleep_in_copy(leave_group: bool) -> None:
-    """In the copy: note its process id where the test says, then sleep, never returning."""
-    if not _fork_once():
+    """Forks once; the worker notes the copy's process id where the test says, once the copy is settled
+    (out of the group first, where it leaves), and goes on; the copy sleeps, never returning."""
+    settled, tell = os.pipe()
+    pid = _fork_once_pid()
+    if pid is None:
+        os.close(settled)
+        os.close(tell)
         return
-    if leave_group:
-        os.setsid()
+    if pid == 0:
+        if leave_group:
+            os.setsid()
+        os.write(tell, b"x")
+        while True:
+            time.sleep(60)
+    os.read(settled, 1)  # the copy is settled
+    os.close(settled)
+    os.close(tell)
     with open(os.environ["STALLFREE_TEST_PID_FILE"], "w") as out:
-        out.write(str(os.getpid()))
-    while True:
-        time.sleep(60)
+        out.write(str(pid))
 
 
 class ForksASleeper(Scheduler):

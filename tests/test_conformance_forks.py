@@ -50,8 +50,6 @@ def sleeper(name: str, pid_file: Path) -> int:
     """Runs `name` once in a sandbox; the copy's process id, and it is alive until the sandbox closes."""
     with Sandbox(f"forking_targets:{name}") as sandbox:
         assert sandbox.run(WORKLOAD, RULES).rule is None
-        wait_for(pid_file.exists, "the copy's process id")
-        wait_for(lambda: pid_file.read_text().isdigit(), "the copy's process id written")
         pid = int(pid_file.read_text())
         assert alive(pid)
     return pid
@@ -74,3 +72,12 @@ def test_the_control_a_copy_that_leaves_the_group_is_left(tmp_path: Path, monkey
         assert alive(pid)
     finally:
         os.kill(pid, 9)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_no_copy_is_left_after_conform_returns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STALLFREE_TEST_PID_FILE", str(tmp_path / "pid"))
+    report = conform("forking_targets:ForksASleeper", budget=8, max_seqs=2, kv_tokens=64, examples=3)
+    assert set(report.verdicts.values()) == {PASS}, report.verdicts
+    pid = int((tmp_path / "pid").read_text())  # written by the worker before its first complete() returned
+    wait_for(lambda: not alive(pid), "the copy ended")
