@@ -4,10 +4,8 @@ no worker and no pipe, about a sixth of a default run. Any other target runs in 
 (`sandbox.Sandbox`), whatever it does; so does an own one where conform runs off the main thread, where
 no signal reaches and the per-call alarm could not stop it.
 
-The same runs as in the worker (`worker.run_one`, the same guard and per-call timeout), on the workload
-as the worker reads it and with the Outcome as the kit reads the worker's (each through JSON: a tuple
-the kit drew is a list there, and some variants' schedulers read it differently), so the same Outcomes.
-What differs is only what stallfree's own code never does: it is not watched from outside
+The same runs as in the worker (`worker.run_one`, the same guard and per-call timeout), so the same
+Outcomes. What differs is only what stallfree's own code never does: it is not watched from outside
 (no per-run or import clock: it never hangs in C; a bad value for either is refused all the same) and
 its prints are not kept. A Ctrl-C during a run is the user's, not the target's: it stops the kit, as it
 does while the kit waits for a worker.
@@ -15,7 +13,6 @@ does while the kit waits for a worker.
 
 from __future__ import annotations
 
-import json
 import signal
 import threading
 from types import FrameType
@@ -76,13 +73,12 @@ class InProcess:
         self._interrupted = False
         previous = signal.signal(signal.SIGINT, self._interrupt)
         try:
-            sent = Workload.from_json(json.loads(json.dumps(workload.to_json())))  # as the worker reads it
-            outcome = run_one(self.factory, sent, rules, self.timeout, known or [], self._contract)
+            outcome = run_one(self.factory, workload, rules, self.timeout, known or [], self._contract)
         finally:
             signal.signal(signal.SIGINT, previous)
         if self._interrupted:  # run_one reads whatever a call raised as the target's: this one is the user's
             raise KeyboardInterrupt
-        return Outcome.from_json(json.loads(json.dumps(outcome.to_json())))  # as the kit reads the worker's
+        return outcome
 
     def _interrupt(self, signum: int, frame: FrameType | None) -> None:
         self._interrupted = True
