@@ -6,9 +6,8 @@ no signal reaches and the per-call alarm could not stop it.
 
 The same runs as in the worker (`worker.run_one`, the same guard and per-call timeout), so the same
 Outcomes. What differs is only what stallfree's own code never does: it is not watched from outside
-(no per-run or import clock: it never hangs in C; a bad value for either is refused all the same) and
-its prints are not kept. A Ctrl-C during a run is the user's, not the target's: it stops the kit, as it
-does while the kit waits for a worker.
+(no per-run or import clock: it never hangs in C) and its prints are not kept. A Ctrl-C during a run is
+the user's, not the target's: it stops the kit, as it does while the kit waits for a worker.
 """
 
 from __future__ import annotations
@@ -23,8 +22,6 @@ from stallfree.spec.utils.loader import TargetError, load_target, split_target
 from .hosting import OWN
 from .outcome import Outcome
 from .sandbox import DEFAULT_TIMEOUT, Sandbox
-from .timeouts import load_timeout as load_timeout_of
-from .timeouts import run_timeout as run_timeout_of
 from .worker import capabilities, not_applicable, run_one
 
 
@@ -33,8 +30,6 @@ def sandbox_for(target: str, timeout: float = DEFAULT_TIMEOUT, run_timeout: floa
     """Where the kit plays `target`: in process if it is stallfree's own and the kit runs in the main
     thread, else in a worker process (`Sandbox`). Either is a context manager with `run`."""
     if target.startswith(OWN) and threading.current_thread() is threading.main_thread():
-        run_timeout_of(run_timeout, timeout)  # a bad clock (argument or variable) is refused all the same
-        load_timeout_of(load_timeout)
         return InProcess(target, timeout, contract)
     return Sandbox(target, timeout, run_timeout, contract, load_timeout)
 
