@@ -22,10 +22,6 @@ from stallfree.spec import Workload
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "docs" / "examples"))
 REAL_RUN = sb.Sandbox.run
-try:  # where the kit plays stallfree's own schedulers in its own process (absent before that)
-    from stallfree.conformance.isolation import inprocess
-except ImportError:
-    inprocess = None  # type: ignore[assignment]
 RUNS: list[tuple[str, dict[str, Any]]] = [
     ("stallfree.reference:Scheduler", {}),
     ("stallfree.faults.catalog:SkipAhead", {"examples": 6}),
@@ -45,23 +41,17 @@ RUNS: list[tuple[str, dict[str, Any]]] = [
     ("stallfree.variants.aligned:Aligned", {"profile": "aligned", "examples": 4}),
     ("stallfree.variants.static:StaticBatching", {"profile": "static", "examples": 4}),
 ]
-REAL_IN_PROCESS = inprocess.InProcess.run if inprocess is not None else None
-
-
 def main() -> None:
     only = sys.argv[1:]
     trail = hashlib.sha256()
 
-    def run(self: Any, workload: Workload, rules: list[str], known: list[str] | None = None) -> Outcome:
-        real = REAL_RUN if isinstance(self, sb.Sandbox) else REAL_IN_PROCESS
-        outcome = real(self, workload, rules, known)
+    def run(self: sb.Sandbox, workload: Workload, rules: list[str], known: list[str] | None = None) -> Outcome:
+        outcome = REAL_RUN(self, workload, rules, known)
         facts = [workload.to_json(), rules, known, outcome.to_json()]
         trail.update(json.dumps(facts, sort_keys=True, default=repr).encode())
         return outcome
 
     sb.Sandbox.run = run  # type: ignore[method-assign]
-    if inprocess is not None:
-        inprocess.InProcess.run = run  # type: ignore[method-assign]
     for target, kwargs in RUNS:
         if only and not any(o in target for o in only):
             continue

@@ -13,7 +13,6 @@ from stallfree.spec.rule import Premise
 from stallfree.spec.utils.loader import TargetError
 from stallfree.spec.verdict import NOT_RULES, Verdict
 
-from ..isolation.inprocess import sandbox_for
 from ..isolation.outcome import TIMEOUT, Outcome
 from ..isolation.sandbox import DEFAULT_TIMEOUT, Sandbox
 from .explore import Exploration, Explorer, Finding, is_rule
@@ -154,7 +153,7 @@ def conform(
         raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
     grid = contract_shapes(budget, max_seqs, kv_tokens, contract, profile)
     started = time.monotonic()
-    with sandbox_for(target, timeout, run_timeout, contract.name, load_timeout=load_timeout) as sandbox:
+    with Sandbox(target, timeout, run_timeout, contract.name, load_timeout=load_timeout) as sandbox:
         ids = contract.ids
         not_applicable = {r: why for r, why in sandbox.not_applicable.items() if r in checked}
         unknown = [r for r in sandbox.not_applicable if r not in ids]
