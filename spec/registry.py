@@ -16,19 +16,12 @@ needs off the `Contract`. A new design is one `register` call, from any module (
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from stallfree.prefix.contract.invariants import PREFIX_INVARIANTS
-from stallfree.prefix.contract.monitor import PrefixMonitor  # the prefix design's contract: layer 0
-from stallfree.prefix.contract.rules import PREFIX_RULES
-
-from .capability import CANCEL, STOP
-from .contract import CONTENTS, RESERVATION_DESIGN, STOPS, Contract
-from .paged.invariants import PAGED_INVARIANTS
-from .paged.monitor import PagedMonitor
-from .paged.rules import PAGED_RULES
+from .contract import RESERVATION_DESIGN, Contract
 from .reservation.invariants import INVARIANTS
 from .reservation.monitor import Monitor
 from .reservation.rules import RULES
@@ -38,22 +31,41 @@ from .variants.budget_change import BUDGET_CONTRACT, ROTATION_CONTRACT
 from .variants.static import STATIC_CONTRACT
 
 _CONTRACTS: dict[str, Contract] = {}
+# The paged and prefix designs, built on first use (spec/block_designs.py): their monitors, shadows and
+# rules are a third of a conformance worker's import, and a run judges one design.
+_PENDING: dict[str, str] = {}  # name -> MODULE:NAME of the contract
 _FAMILIES: dict[str, tuple[Callable[[int], Contract], tuple[int, ...]]] = {}  # name -> (member of N, listed Ns)
 _ORDER: list[str] = []  # every name, in registration order
 
 
 def register(value: Contract) -> Contract:
     """Add `value` under its name (a name taken raises ValueError naming it)."""
-    if value.name in _CONTRACTS or value.name in _FAMILIES:
+    if value.name in _CONTRACTS or value.name in _FAMILIES or value.name in _PENDING:
         raise ValueError(f"contract {value.name!r} is already registered")
     _CONTRACTS[value.name] = value
     _ORDER.append(value.name)
     return value
 
 
+def register_later(name: str, where: str) -> None:
+    """`name` is the contract at `where` (MODULE:NAME), imported the first time it is asked for."""
+    if name in _CONTRACTS or name in _FAMILIES or name in _PENDING:
+        raise ValueError(f"contract {name!r} is already registered")
+    _PENDING[name] = where
+    _ORDER.append(name)
+
+
+def _load(name: object) -> None:
+    """Build the contract called `name` if it is still pending (its module imported now)."""
+    if isinstance(name, str) and name in _PENDING:
+        module, _, attr = _PENDING[name].partition(":")
+        _CONTRACTS[name] = getattr(importlib.import_module(module), attr)
+        del _PENDING[name]
+
+
 def register_family(name: str, member: Callable[[int], Contract], listed: tuple[int, ...]) -> None:
     """`name-N` is `member(N)` (N >= 1), `name` alone `member(listed[0])`; the simulator's table lists `listed`."""
-    if name in _CONTRACTS or name in _FAMILIES:
+    if name in _CONTRACTS or name in _FAMILIES or name in _PENDING:
         raise ValueError(f"contract {name!r} is already registered")
     _FAMILIES[name] = (member, listed)
     _ORDER.append(name)
@@ -63,6 +75,7 @@ def unregister(name: str) -> None:
     """Remove the contract or family called `name` (a test's own design, when the test is done)."""
     _CONTRACTS.pop(name, None)
     _FAMILIES.pop(name, None)
+    _PENDING.pop(name, None)
     if name in _ORDER:
         _ORDER.remove(name)
 
@@ -74,11 +87,12 @@ def names() -> tuple[str, ...]:
 
 def knows(name: str) -> bool:
     """Whether `name` names a contract or a family's member (aligned-0 is named, and refused by `contract`)."""
-    return name in _CONTRACTS or name.partition("-")[0] in _FAMILIES
+    return name in _CONTRACTS or name in _PENDING or name.partition("-")[0] in _FAMILIES
 
 
 def contract(name: str) -> Contract:
     """The contract called `name`; ValueError naming the value and the names if there is none."""
+    _load(name)
     if name in _CONTRACTS:
         return _CONTRACTS[name]
     family, _, number = name.partition("-")
@@ -96,7 +110,9 @@ def contract(name: str) -> Contract:
 
 def designs() -> tuple[Contract, ...]:
     """The designs, in registration order (the reservation's first)."""
-    return tuple(c for c in _CONTRACTS.values() if c.is_design)
+    for name in tuple(_PENDING):
+        _load(name)
+    return tuple(_CONTRACTS[n] for n in _ORDER if n in _CONTRACTS and _CONTRACTS[n].is_design)
 
 
 def variants() -> tuple[Contract, ...]:
@@ -106,7 +122,7 @@ def variants() -> tuple[Contract, ...]:
         if name in _FAMILIES:
             member, listed = _FAMILIES[name]
             found.extend(member(n) for n in listed)
-        elif not _CONTRACTS[name].is_design:
+        elif name in _CONTRACTS and not _CONTRACTS[name].is_design:  # a pending one is a design
             found.append(_CONTRACTS[name])
     return tuple(found)
 
@@ -115,6 +131,7 @@ def of(obj: object) -> Contract:
     """The design a scheduler or factory declares (its `design` attribute), the reservation's if none.
     Raises ValueError naming an unknown design."""
     name = getattr(obj, "design", RESERVATION_DESIGN)
+    _load(name)
     if not isinstance(name, str) or name not in _CONTRACTS or not _CONTRACTS[name].is_design:
         raise ValueError(f"design {name!r} is unknown; the designs are {', '.join(d.name for d in designs())}")
     return _CONTRACTS[name]
@@ -128,6 +145,7 @@ def policies() -> dict[str, tuple[str, Contract]]:
 def statement(rule_id: str, design: str | None = None) -> str | None:
     """The statement of `rule_id` in `design`'s rules, else in whichever design holds it (the
     reservation's first)."""
+    _load(design)
     first = [_CONTRACTS[design]] if design in _CONTRACTS else []
     for held in (*first, *designs()):
         text = held.statement(rule_id)
@@ -137,7 +155,7 @@ def statement(rule_id: str, design: str | None = None) -> str | None:
 
 
 def _is_design(name: str) -> bool:
-    return name in _CONTRACTS and _CONTRACTS[name].is_design
+    return name in _PENDING or (name in _CONTRACTS and _CONTRACTS[name].is_design)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,13 +174,6 @@ def _reserved(scheduler: Any, config: Config) -> int:
     return config.kv_tokens - scheduler.free_kv  # type: ignore[no-any-return]
 
 
-def _in_blocks(scheduler: Any, config: Config) -> int:
-    """KV held in blocks: the pool the contract defines (kv_tokens // block_size) less the free blocks
-    the scheduler shows, read as the monitor reads them (a hosted scheduler's answer them over the pipe)."""
-    block_size = scheduler.block_size
-    return (config.kv_tokens // block_size - scheduler.free_blocks) * block_size  # type: ignore[no-any-return]
-
-
 RESERVATION = register(Contract(
     RESERVATION_DESIGN, RULES, monitor=DesignMonitor(Monitor), noun="rule",
     invariants=INVARIANTS, faults="stallfree.faults.catalog:FAULTS",
@@ -171,25 +182,8 @@ RESERVATION = register(Contract(
               ("unchunked", "stallfree.variants.unchunked:UnchunkedPrefillFirst")),  # whole prompts in their own steps
     held=_reserved, executor="stallfree.executor.engine.executor:Executor",
 ))
-PAGED = register(Contract(
-    "paged", PAGED_RULES, monitor=DesignMonitor(PagedMonitor), design="paged",
-    invariants=PAGED_INVARIANTS, scheduler="stallfree.paged:Scheduler",
-    faults="stallfree.faults.paged:PAGED_FAULTS", bound=PagedMonitor.work_bound, noun="paged rule",
-    capability_rules=((STOP, ("TOKENS-KEPT", "BLOCKS", "PROGRESS")),
-                      (CANCEL, ("CANCEL", "FCFS", "BLOCKS", "PROGRESS"))),
-    guard="stallfree.conformance.isolation.paged_guard:PagedGuard", policies=(("paged", "stallfree.paged:Scheduler"),),
-    held=_in_blocks, drawer="stallfree.view.paged", executor="stallfree.executor.engine.paged:PagedExecutor",
-))
-PREFIX = register(Contract(
-    "prefix", PREFIX_RULES, monitor=DesignMonitor(PrefixMonitor), design="prefix",
-    invariants=PREFIX_INVARIANTS, scheduler="stallfree.prefix:Scheduler",
-    faults="stallfree.prefix.faults:PREFIX_FAULTS", bound=PagedMonitor.work_bound, noun="prefix rule",
-    carries=frozenset({STOPS, CONTENTS}),
-    capability_rules=((STOP, ("TOKENS-KEPT", "BLOCKS", "FREE-AT-ZERO", "PROGRESS")),
-                      (CANCEL, ("CANCEL", "FCFS", "BLOCKS", "FREE-AT-ZERO", "PROGRESS"))),
-    guard="stallfree.conformance.isolation.paged_guard:PrefixGuard", held=_in_blocks, drawer="stallfree.view.paged",
-    executor="stallfree.executor.engine.prefix:PrefixExecutor",
-))
+register_later("paged", "stallfree.spec.block_designs:PAGED")
+register_later("prefix", "stallfree.spec.block_designs:PREFIX")
 register_family("aligned", aligned.contract, aligned.LISTED_BLOCKS)
 register(BUDGET_CONTRACT)
 register(ROTATION_CONTRACT)
@@ -197,3 +191,10 @@ register_family("aging", priority.contract, priority.LISTED_AGING)
 register(priority.contract(None))
 register(STATIC_CONTRACT)
 
+
+
+def __getattr__(name: str) -> Contract:
+    """`registry.PAGED` and `registry.PREFIX`: the pending designs, built on first use."""
+    if name in ("PAGED", "PREFIX"):
+        return contract(name.lower())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

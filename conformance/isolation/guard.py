@@ -16,6 +16,8 @@ from typing import Any
 from stallfree.spec import PROTOCOL, Config, RuleViolation, supports
 from stallfree.spec.utils.alarm import Alarm
 
+from . import forked
+
 MAX_ENTRIES = 1_000_000  # a plan or an emitted list longer than this is junk, not a step
 PROTOCOL_METHODS = ("add", "schedule", "complete")
 
@@ -80,6 +82,8 @@ class Guard:
             raise
         finally:
             self.alarm.stop()
+            if forked.IN_CHILD:  # the target forked and this is the copy: it ends here, unheard
+                forked.end_copy()
 
     # -- the plain protocol, guarded --------------------------------------------------------------------
 

@@ -8,9 +8,11 @@ asked for its traceback and killed, and the next run starts a fresh worker.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -67,6 +69,7 @@ class Sandbox:
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "stallfree.conformance.isolation.worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, cwd=os.getcwd(),
+            start_new_session=True,  # its own process group: whatever the target forks ends with it (close)
         )
         sys_path = [p if p else os.getcwd() for p in sys.path]
         self._send({"target": self.target, "contract": self.contract, "sys_path": sys_path})
@@ -83,7 +86,8 @@ class Sandbox:
         self.capabilities = frozenset(reply.get("capabilities") or ())
 
     def close(self) -> None:
-        """Stop the worker (the stderr file stays, for a report)."""
+        """Stop the worker, and every process the target forked in it (the worker's process group); the
+        stderr file stays, for a report."""
         proc, self._proc = self._proc, None
         if proc is None:
             return
@@ -95,6 +99,7 @@ class Sandbox:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        end_group(proc.pid)
 
     # -- one run --------------------------------------------------------------------------------------------
 
@@ -160,6 +165,15 @@ class Sandbox:
         size = self._stderr.tell()
         self._stderr.seek(max(0, size - STDERR_TAIL))
         return self._stderr.read().decode(errors="replace")
+
+
+def end_group(pgid: int) -> None:
+    """Kill what is left of the worker's process group (a child the target forked that never came back
+    into the worker: it runs on or sleeps). The group's id is not given to another process while a
+    member lives; with none left there is nothing to kill. A child that left the group itself (setsid)
+    is out of reach."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # none left
+        os.killpg(pgid, signal.SIGKILL)
 
 
 def next_line(fd: int, buffer: bytes, timeout: float) -> tuple[bytes | None, bytes]:

@@ -21,6 +21,7 @@ from stallfree.spec.contract import Contract
 from stallfree.spec.utils.alarm import Alarm
 from stallfree.spec.utils.loader import TargetError, load_target
 
+from . import forked
 from .guard import CallTimeout, Guard, JunkReturn, target_traceback
 from .outcome import CRASH, KIT_ERROR, REFUSED, TIMEOUT, Outcome
 
@@ -115,6 +116,8 @@ def capabilities(factory: Callable[..., Any], min_budget: int = 1) -> list[str] 
 
 
 def send(out: BinaryIO, message: dict[str, Any]) -> None:
+    if forked.WORKER is not None and os.getpid() != forked.WORKER:  # a copy the target forked: unheard
+        forked.end_copy()
     out.write(json.dumps(message).encode() + b"\n")
     out.flush()
 
@@ -150,6 +153,7 @@ def main() -> None:
     os.dup2(2, 1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     faulthandler.register(DUMP_SIGNAL, file=sys.stderr, all_threads=True)
+    forked.watch()  # a child the target forks ends at its return into the worker (forked.py)
     serve(requests, out)
 
 
