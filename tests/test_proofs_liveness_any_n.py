@@ -117,7 +117,8 @@ def test_the_bound_is_the_least_the_ranking_gives() -> None:
 
 def test_each_premise_of_part_b_is_needed() -> None:
     """Without zero work's facts at step T (so without "zero tokens left is the end") the bound's exit
-    fails; without the ranking's step the consecution fails; without the per-request parts (FIRST-TOKEN) zero tokens need not mean zero prompt."""
+    fails; without the ranking's step the consecution fails; without the per-request parts
+    (FIRST-TOKEN) zero tokens need not mean zero prompt."""
     sequence = {ob.name: ob for ob in liveness_bound.sequence()}
     zero = {ob.name: ob for ob in liveness_bound.zero_work()}
     assert not _broken(sequence["sequence: the bound, floor(P / B) + D steps"])
