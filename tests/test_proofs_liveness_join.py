@@ -10,6 +10,7 @@ import pytest
 import z3
 
 from stallfree.proofs.smt import induction, liveness_any_n, liveness_bound, liveness_init, liveness_join
+from stallfree.proofs.smt.liveness_loops import ranking_chain
 from stallfree.proofs.smt.liveness_planted import PLANTED
 from stallfree.proofs.smt.policy import Policy
 from stallfree.proofs.smt.theorems import THEOREMS
@@ -99,15 +100,9 @@ def test_init_for_any_n_needs_the_requests_add_accepts() -> None:
     """Without "each request one add() accepts" a request could never fit K (NEVER-FIT): the per-request
     obligation fails, so the hypothesis is doing work."""
     ob = liveness_init.init_any_n(Policy())[0]
-    c = liveness_loops_chain()
+    c = ranking_chain(Policy())
     accepted = Policy().accepts(c.reqs.at(z3.Int("j")), c.config)
     started = ob.hypothesis.children()[1]
     kept = [h for h in started.children() if not h.eq(accepted)]
     assert len(kept) == started.num_args() - 1
     assert _broken(induction.Obligation(ob.name, z3.And(ob.hypothesis.children()[0], *kept), ob.goal))
-
-
-def liveness_loops_chain():  # type: ignore[no-untyped-def]
-    from stallfree.proofs.smt.liveness_loops import ranking_chain
-
-    return ranking_chain(Policy())
