@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
+from itertools import islice
 
 from stallfree.spec.errors import FieldTypeError, InvalidField, ProtocolError
 from stallfree.spec.types import Config, Entry, Plan, Request, admissible
@@ -89,8 +90,7 @@ class Scheduler(Views):
         #    finishing them before starting new ones turns reserved memory into output soonest. They
         #    are the running requests after the ready ones (PARTIAL-NEXT), read from the end: a few.
         running = self._running
-        tail = reversed(running.values())
-        partial = [next(tail) for _ in range(len(running) - len(self._ready))]
+        partial = [*islice(reversed(running.values()), len(running) - len(self._ready))]
         for seq in reversed(partial):
             if left == 0:  # never taken while B is fixed (ONE-PARTIAL and READY-WITHIN-BUDGET keep the
                 break  # ready count below B beside a partial), but it keeps this loop from planning n=0
@@ -100,13 +100,12 @@ class Scheduler(Views):
         # 3. Then new requests, first come first served, while budget, a slot and the whole
         #    reservation are there. Admission stops at the first that does not fit: skipping ahead
         #    to a smaller one could starve a large request forever.
-        waiting = self._waiting
-        while left and waiting and len(running) < self.config.max_seqs:
-            seq = next(iter(waiting.values()))
+        while left and self._waiting and len(self._running) < self.config.max_seqs:
+            seq = next(iter(self._waiting.values()))
             if seq.request.reservation > self._free_kv:
                 break
-            waiting.popitem(last=False)
-            running[seq.rid] = seq
+            self._waiting.popitem(last=False)
+            self._running[seq.rid] = seq
             self._free_kv -= seq.request.reservation
             n = min(seq.request.prompt_len, left)
             entries.append(Entry(seq.rid, n))
