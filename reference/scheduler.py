@@ -89,9 +89,7 @@ class Scheduler(Views):
         # 2. Then the rest of partial prompts, oldest first. They already hold a slot and their KV;
         #    finishing them before starting new ones turns reserved memory into output soonest. They
         #    are the running requests after the ready ones (PARTIAL-NEXT), read from the end: a few.
-        running = self._running
-        partial = [*islice(reversed(running.values()), len(running) - len(self._ready))]
-        for seq in reversed(partial):
+        for seq in reversed([*islice(reversed(self._running.values()), len(self._running) - len(self._ready))]):
             if left == 0:  # never taken while B is fixed (ONE-PARTIAL and READY-WITHIN-BUDGET keep the
                 break  # ready count below B beside a partial), but it keeps this loop from planning n=0
             n = min(seq.num_remaining_prompt, left)

@@ -100,6 +100,16 @@ class Line:
         self.taken = True
         return self.head
 
+    def popitem(self, last: bool = True) -> Any:
+        """An ordered dict's `popitem(last=False)`: its head, taken (its key, the rid, is not shown)."""
+        if last is not False:
+            raise FrameError(f"the body takes the newest request off self.{self.name}, not its head")
+        return None, self.popleft()
+
+    def values(self) -> Any:
+        """An ordered dict's values, as far as its head: `next(iter(self.L.values()))`."""
+        return _HeadOnly(self)
+
     def __len__(self) -> int:
         raise FrameError(f"the body reads the length of self.{self.name}, the line it walks")
 
@@ -108,6 +118,38 @@ class Line:
 
     def __getattr__(self, name: str) -> Any:
         raise FrameError(f"the body calls self.{self.name}.{name}, not popleft or the head of its line")
+
+
+class _HeadOnly:
+    """A line's values, of which one iteration may read the first alone, before taking it."""
+
+    def __init__(self, line: Line) -> None:
+        self.line, self.read = line, False
+
+    def __iter__(self) -> Any:
+        return self
+
+    def __next__(self) -> Any:
+        if self.read:
+            raise FrameError(f"the body reads behind the head of self.{self.line.name}")
+        self.read = True
+        return self.line[0]
+
+    def __getattr__(self, name: str) -> Any:
+        raise FrameError(f"the body calls self.{self.line.name}.values().{name}, not the head of its line")
+
+
+class LineOfOne(deque):  # type: ignore[type-arg]
+    """The line a `while` walks, holding the own request alone (the loop run on one request): a deque,
+    and an ordered dict's head taken (`popitem(last=False)`) and values."""
+
+    def popitem(self, last: bool = True) -> Any:
+        if last is not False:
+            raise FrameError("the body takes the newest request off its line, not its head")
+        return None, self.popleft()
+
+    def values(self) -> list[Any]:
+        return list(self)
 
 
 class Counted:
@@ -270,9 +312,9 @@ def _views(phase: Phase, source: Source, ins: Inputs, ex: Explorer, rid: Rid, ow
             views[a], _ = Int(ins.carried[f"self.{a}"], ex), scalars.add(a)
         elif kind == "container" and a == phase.walked:
             if mode == "empty":
-                views[a] = deque()
+                views[a] = LineOfOne()
             elif mode == "L1":
-                views[a] = deque([own]) if phase.kind == "while" else Holding(a, own)
+                views[a] = LineOfOne([own]) if phase.kind == "while" else Holding(a, own)
             elif phase.kind == "while":
                 views[a] = Line(a, own)
             else:
