@@ -113,6 +113,26 @@ ReadsTheCalendar = planted("ReadsTheCalendar", "Stops admitting if a request is 
     (ADMIT, "        if self._finishing.get(-1):\n            break\n" + ADMIT),))
 
 
+TAIL_COUNT = "len(self._running) - len(self._ready)"
+TailCountsTheLine = planted("TailCountsTheLine", "Takes as many partial prompts as wait in line.", (
+    (TAIL_COUNT, "min(len(self._running) - len(self._ready) + len(self._waiting), len(self._running))"),))
+TailCountsACall = planted("TailCountsACall", "Takes the partial prompts through a method's count.", (
+    (TAIL_COUNT, "self._running.__len__() - len(self._ready)"),))
+
+
+@pytest.mark.parametrize(("cls", "why"), [
+    (TailCountsTheLine, "reads self._waiting, a container of requests"),
+    (TailCountsACall, "reads the dunder __len__"),
+], ids=lambda x: getattr(x, "__name__", "why"))
+def test_a_tail_whose_count_reads_outside_the_straight_line_shape_is_refused(cls: type, why: str) -> None:
+    """The partial prompts' `for` walks `_running`'s tail; the count that picks it is read as a straight-line
+    expression, which may count `_running` and the containers walked before, and nothing else."""
+    with pytest.raises(FrameError, match="`for seq in reversed") as refused:
+        read(cls)
+    assert why in str(refused.value), refused.value
+    read(Scheduler)  # the reference's own count is read
+
+
 @pytest.mark.parametrize(("cls", "kind", "why"), [
     (Unbound, "while", "raises UnboundLocalError"),
     (RoundWithoutTaking, "while", "goes round without taking its request"),

@@ -175,6 +175,7 @@ def _phases(body: list[ast.stmt], kinds: dict[str, str], scope: dict[str, Any], 
         kind, walked, target = shape
         phase = _phase(stmt, kind, walked, target, straight, ctx, phases, in_phases, name)
         if kind == "for" and _values_of(stmt.iter, kinds) is None:  # type: ignore[attr-defined]
+            _check_count(stmt, walked, ctx, name)
             phase = dataclasses.replace(phase, tail=True)
         phases.append(phase)
         ctx.earlier.add(walked)
@@ -266,6 +267,15 @@ def _tail_of(node: ast.expr, kinds: dict[str, str]) -> str | None:
     if not (_call_of(sliced, "islice", 2) and _call_of(sliced.args[0], "reversed")):  # type: ignore[attr-defined]
         return None
     return _values_of(sliced.args[0].args[0], kinds)  # type: ignore[attr-defined]
+
+
+def _check_count(stmt: ast.For, walked: str, ctx: code_straight.Context, name: str) -> None:
+    """The COUNT of a tail `for` is a straight-line expression (`code_straight`), which may count the
+    walked container too: FrameError naming what else it reads."""
+    count = stmt.iter.args[0].elts[0].value.args[1]  # type: ignore[attr-defined]
+    why = code_straight.expression(count, ctx, also=walked)
+    if why is not None:
+        raise FrameError(f"{name}: the count of `{ast.unparse(stmt).splitlines()[0]}`'s tail {why}")
 
 
 def _call_of(node: ast.expr, name: str, num_args: int = 1) -> bool:

@@ -155,6 +155,17 @@ def _plan(call: ast.Call, ctx: Context) -> str | None:
     return None
 
 
+def expression(expr: ast.expr, ctx: Context, also: str) -> str | None:
+    """Why `expr`, read as a straight-line expression that may count the container `also` as well as
+    those a phase before walks (a tail `for`'s count), reads more than its frame; None if it does not."""
+    earlier = ctx.earlier
+    ctx.earlier = earlier | {also}
+    try:
+        return _expr(expr, ctx, guard=False)
+    finally:
+        ctx.earlier = earlier
+
+
 def _expr(expr: ast.expr, ctx: Context, guard: bool) -> str | None:
     """Why `expr` reads more than its frame outside the loops; None if it does not."""
     nodes = list(ast.walk(expr))
