@@ -102,11 +102,11 @@ class Scheduler(Views):
             seq = next(iter(self._waiting.values()))
             if seq.request.reservation > self._free_kv:
                 break
-            self._waiting.popitem(last=False)
-            self._running[seq.rid] = seq
+            rid, seq = self._waiting.popitem(last=False)
+            self._running[rid] = seq
             self._free_kv -= seq.request.reservation
             n = min(seq.request.prompt_len, left)
-            entries.append(Entry(seq.rid, n))
+            entries.append(Entry(rid, n))
             left -= n
         plan = Plan(self._step.number, tuple(entries))
         self._step.plan = plan

@@ -36,7 +36,7 @@ from stallfree.reference import Scheduler
 from stallfree.reference.step import Step
 from stallfree.spec.verdict import Verdict
 
-ADMIT = "        self._waiting.popitem(last=False)\n"
+ADMIT = "        rid, seq = self._waiting.popitem(last=False)\n"
 WHILE = "    while left and self._waiting"
 PLAN = "    plan = "  # the line that builds the plan (`plan = step.plan = Plan(...)`)
 PARTIAL_CHUNK = "        n = min(seq.num_remaining_prompt, left)\n"

@@ -35,8 +35,8 @@ PLANTED: dict[str, list[tuple[str, str]]] = {
          "        admitted = 0\n"
          "        while left and self._waiting and len(self._running) < self.config.max_seqs"
          " and admitted < 12:\n"),
-        ("            self._waiting.popitem(last=False)\n",
-         "            self._waiting.popitem(last=False)\n            admitted += 1\n"),
+        ("            rid, seq = self._waiting.popitem(last=False)\n",
+         "            rid, seq = self._waiting.popitem(last=False)\n            admitted += 1\n"),
     ],
     # An off-by-one in a partial prompt's chunk once 3 positions have run: needs prompts of 4 or more.
     "partial_off_by_one": [
@@ -52,10 +52,11 @@ PLANTED: dict[str, list[tuple[str, str]]] = {
     "fcfs_skip_ahead": [
         ("            seq = next(iter(self._waiting.values()))\n"
          "            if seq.request.reservation > self._free_kv:\n"
-         "                break\n            self._waiting.popitem(last=False)\n",
+         "                break\n            rid, seq = self._waiting.popitem(last=False)\n",
          "            seq = next((s for s in self._waiting.values() if s.request.reservation <= self._free_kv),"
          " None)\n"
-         "            if seq is None:\n                break\n            del self._waiting[seq.rid]\n"),
+         "            if seq is None:\n                break\n"
+         "            rid = seq.rid\n            del self._waiting[rid]\n"),
     ],
 }
 

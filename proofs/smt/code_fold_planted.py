@@ -44,7 +44,7 @@ def planted(name: str, doc: str, edits: tuple[tuple[str, str], ...], scope: dict
 
 HEAD = "        seq = next(iter(self._waiting.values()))\n"
 TAKE = ("        if seq.request.reservation > self._free_kv:\n            break\n"
-        "        self._waiting.popitem(last=False)\n")
+        "        rid, seq = self._waiting.popitem(last=False)\n")
 
 LookAheadAdmission = planted("LookAheadAdmission", "Admission waits while a shorter prompt is second in line.", (
     (HEAD, HEAD + "        if len(self._waiting) > 1 and list(self._waiting.values())[1].request.prompt_len < "
@@ -52,13 +52,13 @@ LookAheadAdmission = planted("LookAheadAdmission", "Admission waits while a shor
 
 NewestFirstAdmission = planted("NewestFirstAdmission", "Admission takes the newest in line first.", (
     (HEAD, "        seq = next(reversed(self._waiting.values()))\n"),
-    ("        self._waiting.popitem(last=False)\n", "        self._waiting.popitem()\n")))
+    ("        rid, seq = self._waiting.popitem(last=False)\n", "        rid, seq = self._waiting.popitem()\n")))
 
 SkipAheadAdmission = planted("SkipAheadAdmission", "Admission passes over one that does not fit, and goes on.", (
     ("    while left and self._waiting", "    passed = OrderedDict()\n    while left and self._waiting"),
-    (HEAD + TAKE, "        seq = self._waiting.popitem(last=False)[1]\n"
+    (HEAD + TAKE, "        rid, seq = self._waiting.popitem(last=False)\n"
                   "        if seq.request.reservation > self._free_kv:\n"
-                  "            passed[seq.rid] = seq\n            continue\n"),
+                  "            passed[rid] = seq\n            continue\n"),
     ("    plan = ", "    passed.update(self._waiting)\n    self._waiting = passed\n    plan = ")))
 
 PartialReadsTheLine = planted("PartialReadsTheLine", "A partial chunk is capped by the head of the line's prompt.", (

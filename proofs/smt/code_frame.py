@@ -80,8 +80,8 @@ class Holding:
 class Line:
     """The line a `while` walks, as one iteration sees it: its head, taken once."""
 
-    def __init__(self, name: str, head: Any) -> None:
-        self.name, self.head, self.taken = name, head, False
+    def __init__(self, name: str, head: Any, rid: Any = None) -> None:
+        self.name, self.head, self.rid, self.taken = name, head, rid, False
 
     def __bool__(self) -> bool:
         if self.taken:
@@ -101,10 +101,10 @@ class Line:
         return self.head
 
     def popitem(self, last: bool = True) -> Any:
-        """An ordered dict's `popitem(last=False)`: its head, taken (its key, the rid, is not shown)."""
+        """An ordered dict's `popitem(last=False)`: its head's rid (opaque) and its head, taken."""
         if last is not False:
             raise FrameError(f"the body takes the newest request off self.{self.name}, not its head")
-        return None, self.popleft()
+        return self.rid, self.popleft()
 
     def values(self) -> Any:
         """An ordered dict's values, as far as its head: `next(iter(self.L.values()))`."""
@@ -141,15 +141,23 @@ class _HeadOnly:
 
 class LineOfOne(deque):  # type: ignore[type-arg]
     """The line a `while` walks, holding the own request alone (the loop run on one request): a deque,
-    and an ordered dict's head taken (`popitem(last=False)`) and values."""
+    and an ordered dict's head taken (`popitem(last=False)`: with its opaque rid) and values."""
+
+    rid: Any = None
 
     def popitem(self, last: bool = True) -> Any:
         if last is not False:
             raise FrameError("the body takes the newest request off its line, not its head")
-        return None, self.popleft()
+        return self.rid, self.popleft()
 
     def values(self) -> list[Any]:
         return list(self)
+
+
+def _line_of_one(own: Any, rid: Rid) -> LineOfOne:
+    line = LineOfOne([own])
+    line.rid = rid
+    return line
 
 
 class Counted:
@@ -314,9 +322,9 @@ def _views(phase: Phase, source: Source, ins: Inputs, ex: Explorer, rid: Rid, ow
             if mode == "empty":
                 views[a] = LineOfOne()
             elif mode == "L1":
-                views[a] = LineOfOne([own]) if phase.kind == "while" else Holding(a, own)
+                views[a] = _line_of_one(own, rid) if phase.kind == "while" else Holding(a, own)
             elif phase.kind == "while":
-                views[a] = Line(a, own)
+                views[a] = Line(a, own, rid)
             else:
                 why[a] = "the container its loop walks (its requests come one at a time, as the loop's variable)"
         elif kind == "container" and a in phase.earlier:
