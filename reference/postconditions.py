@@ -17,28 +17,34 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .scheduler import Scheduler
+    from .sequence import Sequence
 
 Check = Callable[["Scheduler"], "str | None"]
 
 
 def one_place(s: Scheduler) -> str | None:
-    """Every request not ended is in exactly one of the line, `_partial` and `_ready`, and `_live`
-    holds exactly those; a request that ended keeps no place, only its record in `_step.ended`."""
-    places: dict[int, str] = {}
-    for where, rids in (("waiting", [seq.rid for seq in s._waiting]), ("partial", list(s._partial)),
-                        ("ready", list(s._ready))):
-        for rid in rids:
-            if rid in places:
-                return f"rid {rid} is both {places[rid]} and {where}"
-            places[rid] = where
-    if set(places) != set(s._live):
-        return f"_live holds {sorted(s._live)}; waiting, partial and ready hold {sorted(places)}"
-    for rid, seq in s._live.items():
-        if seq.rid != rid:
-            return f"_live[{rid}] is the sequence of rid {seq.rid}"
+    """Every request not ended is in exactly one of the line and `_running`, each held at its own rid;
+    a request that ended keeps no place, only its record in `_step.ended`."""
+    for where, held in (("waiting", s._waiting), ("running", s._running)):
+        for rid, seq in held.items():
+            if seq.rid != rid:
+                return f"{where}[{rid}] is the sequence of rid {seq.rid}"
+    both = s._waiting.keys() & s._running.keys()
+    if both:
+        return f"rid {min(both)} is both waiting and running"
     for rid, (seq, _) in s._step.ended.items():
-        if rid in s._live or seq.rid != rid:
-            return f"rid {rid} is recorded as ended while it is {places.get(rid, 'not live')}"
+        if rid in s._waiting or rid in s._running or seq.rid != rid:
+            return f"rid {rid} is recorded as ended while it is still waiting or running"
+    return None
+
+
+def ready_first(s: Scheduler) -> str | None:
+    """The ready requests are the first of `_running`, in its order, and the partial ones its tail:
+    a prompt completes only after every older one has (PARTIAL-NEXT), so schedule() finds the partial
+    ones from its end."""
+    head = list(s._running)[: len(s._ready)]
+    if head != list(s._ready):
+        return f"the ready rids {list(s._ready)} are not the first of the running ones {list(s._running)}"
     return None
 
 
@@ -47,15 +53,15 @@ def counters(s: Scheduler) -> str | None:
     emitted nothing; a ready one has run its whole prompt, emitted its first token on a completed step
     and has tokens left to emit, and its decode entry is (rid, 1)."""
     steps = s._step.number
-    for seq in s._waiting:
+    for seq in s._waiting.values():
         if seq.num_prefilled or seq.first_token_step is not None:
             return f"waiting rid {seq.rid} has run {seq.num_prefilled} prompt positions"
-    for rid, seq in s._partial.items():
+    for rid, seq in _partial(s).items():
         if not 0 <= seq.num_prefilled < seq.request.prompt_len or seq.first_token_step is not None:
             return f"partial rid {rid}: prefilled {seq.num_prefilled} of {seq.request.prompt_len}, " \
                    f"first token at step {seq.first_token_step}"
     for rid, entry in s._ready.items():
-        seq = s._live[rid]
+        seq = s._running[rid]
         first = seq.first_token_step
         if seq.num_prefilled != seq.request.prompt_len or first is None or not first < steps:
             return f"ready rid {rid}: prefilled {seq.num_prefilled} of {seq.request.prompt_len}, first token " \
@@ -69,7 +75,7 @@ def counters(s: Scheduler) -> str | None:
 
 def within_slots(s: Scheduler) -> str | None:
     """The running requests (ready and partial) never outnumber the slots S."""
-    num_running = len(s._ready) + len(s._partial)
+    num_running = len(s._running)
     if num_running > s.config.max_seqs:
         return f"{num_running} requests running; max_seqs is {s.config.max_seqs}"
     return None
@@ -78,8 +84,7 @@ def within_slots(s: Scheduler) -> str | None:
 def kv_count(s: Scheduler) -> str | None:
     """`_free_kv` is K minus the reservations of the running requests, never negative: each is taken
     at admission and given back on the step its request ends."""
-    reserved = sum(s._live[rid].request.reservation for rid in s._ready)
-    reserved += sum(seq.request.reservation for seq in s._partial.values())
+    reserved = sum(seq.request.reservation for seq in s._running.values())
     if s._free_kv != s.config.kv_tokens - reserved or s._free_kv < 0:
         return f"_free_kv is {s._free_kv}; K {s.config.kv_tokens} minus the running reservations is " \
                f"{s.config.kv_tokens - reserved}"
@@ -96,8 +101,9 @@ def ready_within_budget(s: Scheduler) -> str | None:
 def one_partial(s: Scheduler) -> str | None:
     """Between steps (no plan pending) at most one request is partial. While a plan is pending, the
     requests it admits are partial too, until complete() makes those it prefilled whole ready."""
-    if s._step.plan is None and len(s._partial) > 1:
-        return f"requests {list(s._partial)} are all partial"
+    partial = _partial(s)
+    if s._step.plan is None and len(partial) > 1:
+        return f"requests {list(partial)} are all partial"
     return None
 
 
@@ -110,7 +116,7 @@ def calendar(s: Scheduler) -> str | None:
         if not seqs or due < s._step.number:
             return f"_finishing[{due}] holds {[q.rid for q in seqs]} after {s._step.number} completed steps"
         for seq in seqs:
-            if seq.rid in seen or s._live.get(seq.rid) is not seq or seq.rid not in s._ready:
+            if seq.rid in seen or s._running.get(seq.rid) is not seq or seq.rid not in s._ready:
                 return f"_finishing[{due}] holds rid {seq.rid}, which is not a ready request listed once"
             seen[seq.rid] = due
             first = seq.first_token_step
@@ -131,9 +137,14 @@ def pending(s: Scheduler) -> str | None:
     if step.plan.step != step.number:
         return f"the pending plan is for step {step.plan.step}; {step.number} steps completed"
     for rid, seq in step.cancelled.items():
-        if s._live.get(rid) is not seq or (rid not in s._ready and rid not in s._partial):
+        if s._running.get(rid) is not seq:
             return f"rid {rid} waits to be cancelled but is not running"
     return None
+
+
+def _partial(s: Scheduler) -> dict[int, Sequence]:
+    """The running requests whose prompt is not done, by rid."""
+    return {rid: seq for rid, seq in s._running.items() if rid not in s._ready}
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +161,7 @@ class Postcondition:
 
 POSTCONDITIONS: tuple[Postcondition, ...] = (
     Postcondition("TYPES", one_place),
+    Postcondition("PARTIAL-NEXT", ready_first),
     Postcondition("TYPES", counters),
     Postcondition("SLOTS", within_slots),
     Postcondition("KV", kv_count),

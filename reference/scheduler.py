@@ -11,8 +11,9 @@ is dropped: memory is bounded by what waits and runs, and a rid is free again on
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict
 from collections.abc import Iterable
+from itertools import islice
 
 from stallfree.spec.errors import FieldTypeError, InvalidField, ProtocolError
 from stallfree.spec.types import Config, Entry, Plan, Request, admissible
@@ -31,11 +32,10 @@ class Scheduler(Views):
 
     def __init__(self, token_budget: int, max_seqs: int, kv_tokens: int) -> None:
         self.config = Config(token_budget, max_seqs, kv_tokens)
-        self._waiting = deque()
+        self._waiting = OrderedDict()
+        self._running = {}
         self._ready = {}
-        self._partial = {}
         self._step = Step(0)
-        self._live = {}
         self._finishing = {}
         self._free_kv = kv_tokens
 
@@ -44,12 +44,10 @@ class Scheduler(Views):
         invalid, if its rid is taken by a request that has not ended, or if it could never fit the KV
         capacity (rule NEVER-FIT)."""
         request = admissible(Request(rid, prompt_len, max_new), self.config)
-        if rid in self._live:
+        if rid in self._waiting or rid in self._running:
             raise InvalidField(f"rid {rid} is already taken by an earlier request")
-        sequence = Sequence(request)
-        self._live[rid] = sequence
         self._step.ended.pop(rid, None)
-        self._waiting.append(sequence)
+        self._waiting[rid] = Sequence(request)
 
     def cancel(self, rid: int) -> None:
         """Take request `rid` away (rule CANCEL). A waiting one leaves the line now; a running one ends
@@ -58,17 +56,16 @@ class Scheduler(Views):
         a repeated cancel is an error, not a no-op, so that a caller's double bookkeeping shows."""
         if type(rid) is not int:
             raise FieldTypeError(f"cancel({rid!r:.40}): rid must be an int, got {type(rid).__name__}")
-        seq = self._live.get(rid)
-        if seq is None:  # no record of ended requests is kept: which of the two it was is not known
-            raise InvalidField(f"cancel({rid}): it is not waiting or running (never added, or ended)")
         step = self._step
-        if rid in step.cancelled:
+        seq = self._running.get(rid)
+        if seq is None:
+            seq = self._waiting.pop(rid, None)
+            if seq is None:  # no record of ended requests is kept: which of the two it was is not known
+                raise InvalidField(f"cancel({rid}): it is not waiting or running (never added, or ended)")
+            step.ended[rid] = (seq, Phase.CANCELLED)
+        elif rid in step.cancelled:
             raise InvalidField(f"cancel({rid}): it is already cancelled and ends when the plan for step "
                                f"{step.number} completes")
-        if rid not in self._ready and rid not in self._partial:
-            self._waiting.remove(seq)
-            del self._live[rid]
-            step.ended[rid] = (seq, Phase.CANCELLED)
         elif step.plan is not None:
             step.cancelled[rid] = seq
         else:
@@ -90,8 +87,9 @@ class Scheduler(Views):
         entries = list(self._ready.values())
         left -= len(entries)
         # 2. Then the rest of partial prompts, oldest first. They already hold a slot and their KV;
-        #    finishing them before starting new ones turns reserved memory into output soonest.
-        for seq in self._partial.values():
+        #    finishing them before starting new ones turns reserved memory into output soonest. They
+        #    are the running requests after the ready ones (PARTIAL-NEXT), read from the end: a few.
+        for seq in reversed([*islice(reversed(self._running.values()), len(self._running) - len(self._ready))]):
             if left == 0:  # never taken while B is fixed (ONE-PARTIAL and READY-WITHIN-BUDGET keep the
                 break  # ready count below B beside a partial), but it keeps this loop from planning n=0
             n = min(seq.num_remaining_prompt, left)
@@ -100,15 +98,15 @@ class Scheduler(Views):
         # 3. Then new requests, first come first served, while budget, a slot and the whole
         #    reservation are there. Admission stops at the first that does not fit: skipping ahead
         #    to a smaller one could starve a large request forever.
-        while left and self._waiting and len(self._ready) + len(self._partial) < self.config.max_seqs:
-            seq = self._waiting[0]
+        while left and self._waiting and len(self._running) < self.config.max_seqs:
+            seq = next(iter(self._waiting.values()))
             if seq.request.reservation > self._free_kv:
                 break
-            self._waiting.popleft()
-            self._partial[seq.rid] = seq
+            rid, seq = self._waiting.popitem(last=False)
+            self._running[rid] = seq
             self._free_kv -= seq.request.reservation
             n = min(seq.request.prompt_len, left)
-            entries.append(Entry(seq.rid, n))
+            entries.append(Entry(rid, n))
             left -= n
         plan = Plan(self._step.number, tuple(entries))
         self._step.plan = plan
@@ -135,11 +133,11 @@ class Scheduler(Views):
         # Every ready request was decoded and emits a token; so does each whose prompt this step
         # completes, joining the ready ones in plan order: the ready ones, read before any ends, emitted.
         for rid, n in plan.entries[len(self._ready) :]:  # the prompt chunks, after the decodes
-            seq = self._partial[rid]
+            seq = self._running[rid]
             seq.num_prefilled += n
             if seq.num_prefilled == seq.request.prompt_len:
-                # The chunk that completes a prompt yields the first token from its last position.
-                del self._partial[rid]
+                # The chunk that completes a prompt yields the first token from its last position; it
+                # stays where it is in `_running`, now the last of the ready ones.
                 self._ready[rid] = seq.decode
                 seq.first_token_step = step
                 self._finishing.setdefault(step + seq.request.max_new - 1, []).append(seq)
@@ -150,20 +148,20 @@ class Scheduler(Views):
         # its plan after a cancel, and returns its KV then.
         if stopped:  # the plain protocol's call names none: no loop entered
             for rid in stopped:
-                self._end(self._live[rid], Phase.STOPPED)
+                self._end(self._running[rid], Phase.STOPPED)
         finishing = self._finishing.pop(step, None)
         if finishing:  # the common end, written out: it runs for several requests a step under load
             ended = record.ended
             for seq in finishing:
                 rid = seq.rid
                 del self._ready[rid]
-                del self._live[rid]
+                del self._running[rid]
                 self._free_kv += seq.request.reservation
                 ended[rid] = (seq, Phase.FINISHED)
         if record.cancelled:
             cancelled, record.cancelled = record.cancelled, {}
             for rid, seq in cancelled.items():
-                if rid in self._live:  # not ended by its last token or a stop on this step
+                if rid in self._running:  # not ended by its last token or a stop on this step
                     self._end(seq, Phase.CANCELLED)
         return emitted
 
@@ -171,10 +169,8 @@ class Scheduler(Views):
         """`seq` ends early (stops or is cancelled) once the step count is final: it leaves every
         container and returns its reservation."""
         rid = seq.rid
-        del self._live[rid]
-        if self._ready.pop(rid, None) is None:
-            del self._partial[rid]
-        else:  # still due its last token on a later step: take it off that step
+        del self._running[rid]
+        if self._ready.pop(rid, None) is not None:  # still due its last token on a later step: take it off that step
             due = seq.first_token_step + seq.request.max_new - 1  # type: ignore[operator]
             finishing = self._finishing[due]
             finishing.remove(seq)

@@ -24,9 +24,9 @@ def checked_stops(s: Views, plan: Plan, stopped: Iterable[int]) -> tuple[int, ..
             raise InvalidField(f"stopped[{i}]: rid {rid} is listed twice")
         if rid in s._ready:
             continue
-        seq = s._partial.get(rid)
+        seq = s._running.get(rid)
         if seq is None:
-            state = "waiting" if rid in s._live else "not waiting or running (never added, or ended)"
+            state = "waiting" if rid in s._waiting else "not waiting or running (never added, or ended)"
         elif chunks.get(rid) == seq.num_remaining_prompt:
             continue
         else:

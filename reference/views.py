@@ -8,7 +8,7 @@ proofs and tests read them too.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict
 
 from stallfree.spec.types import Config, Entry, Request
 
@@ -18,33 +18,32 @@ from .step import Step
 
 
 class Views:
-    """The state of `Scheduler` and its read-only views: five fields of state, then three that restate
+    """The state of `Scheduler` and its read-only views: four fields of state, then three that restate
     it, each kept for the speed it buys (measured in docs/architecture.md, "The reference's concept
     count"; `_ready` holds its requests as their decode entries for the same reason)."""
 
     config: Config
-    _waiting: deque[Sequence]  # the line, in arrival order
-    # The running requests, in admission order: the ready ones, then the partial ones (a prompt
-    # completes only after every older one has: PARTIAL-NEXT).
-    _ready: dict[int, Entry]  # prompt done: rid -> its decode entry (the plan's decodes, built once)
-    _partial: dict[int, Sequence]  # prompt not done
+    _waiting: OrderedDict[int, Sequence]  # the line, by rid in arrival order (its head and a cancel: O(1))
+    # The running requests by rid, in admission order: the ready ones, then the partial ones (a prompt
+    # completes only after every older one has: PARTIAL-NEXT), so the partial ones are its tail.
+    _running: dict[int, Sequence]
     _step: Step  # the step count, the plan in flight and its cancels, the last step's ends
-    # Restated: the line and the running requests by rid; each ready request by the step of its last
-    # token; K minus the running requests' reservations.
-    _live: dict[int, Sequence]
+    # Restated: the ready requests (prompt done) by rid, as their decode entries (the plan's decodes,
+    # built once); each ready request by the step of its last token; K minus the running requests'
+    # reservations.
+    _ready: dict[int, Entry]
     _finishing: dict[int, list[Sequence]]
     _free_kv: int
 
     @property
     def waiting(self) -> tuple[Request, ...]:
         """Requests not yet admitted, in arrival order."""
-        return tuple(seq.request for seq in self._waiting)
+        return tuple(seq.request for seq in self._waiting.values())
 
     @property
     def running(self) -> tuple[Request, ...]:
         """Admitted, unfinished requests, in admission order: the ready ones, then the partial ones."""
-        live = self._live
-        return tuple(live[rid].request for rid in self._ready) + tuple(seq.request for seq in self._partial.values())
+        return tuple(seq.request for seq in self._running.values())
 
     @property
     def free_kv(self) -> int:
@@ -58,7 +57,7 @@ class Views:
     @property
     def is_idle(self) -> bool:
         """Nothing waiting and nothing running: the next plan is empty."""
-        return not self._waiting and not self._ready and not self._partial
+        return not self._waiting and not self._running
 
     @property
     def ended(self) -> tuple[int, ...]:
@@ -69,18 +68,16 @@ class Views:
         """Where request `rid` is: waiting or running, or how it ended if that was in the last completed
         step (or a cancel since). Raises KeyError naming the rid for any other: the scheduler keeps
         no record of requests that ended before, so that its memory stays bounded."""
-        seq = self._live.get(rid)
-        if seq is None:
+        seq = self._running.get(rid)
+        if seq is not None:
+            phase = Phase.READY if rid in self._ready else Phase.PARTIAL
+        elif (seq := self._waiting.get(rid)) is not None:
+            phase = Phase.WAITING
+        else:
             ended = self._step.ended.get(rid)
             if ended is None:
                 raise KeyError(f"rid {rid!r} is not waiting or running, and did not end in the last step "
                                "(never accepted, or ended earlier: no record of it is kept)")
             seq, phase = ended  # it ended on the last completed step or since: its count is final
-        elif rid in self._partial:
-            phase = Phase.PARTIAL
-        elif rid in self._ready:
-            phase = Phase.READY
-        else:
-            phase = Phase.WAITING
         r = seq.request
         return Progress(rid, phase, r.prompt_len, r.max_new, seq.num_prefilled, seq.num_emitted(self._step.number))

@@ -44,10 +44,10 @@ class RefusesThree(Scheduler):
 
 
 class TakesTwice(Scheduler):
-    """Accepts a rid a live request holds (NEVER-FIT)."""
+    """Accepts a rid a waiting or running request holds (NEVER-FIT)."""
 
     def add(self, rid: int, prompt_len: int, max_new: int) -> None:
-        if rid in self._live:
+        if rid in self._waiting or rid in self._running:
             return
         super().add(rid, prompt_len, max_new)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import types
-from collections import Counter, deque
+from collections import Counter, OrderedDict
 from typing import Any
 
 import pytest
@@ -122,7 +122,7 @@ class NoFirstToken(Planted):
     """The last rid emitted (a chunk ending its prompt) given as a ready one again (FIRST-TOKEN)."""
 
     def fires(self, plan: Plan) -> bool:
-        return super().fires(plan) if any(n == self._partial[rid].num_remaining_prompt for rid, n in
+        return super().fires(plan) if any(n == self._running[rid].num_remaining_prompt for rid, n in
                                           plan.entries[len(self._ready):]) else False
 
     def emitted(self, emitted: tuple[int, ...]) -> tuple[int, ...]:
@@ -192,10 +192,11 @@ class Withheld(Planted):
     """On a step of decodes alone, the waiting head, which fits, not admitted (WORK-CONSERVING)."""
 
     def schedule(self) -> Plan:
-        if not self.armed or self._step.number < FROM or not self._waiting or self._partial or len(self._ready) < 2:
+        if not self.armed or self._step.number < FROM or not self._waiting or len(self._running) > len(self._ready) \
+                or len(self._ready) < 2:
             return super().schedule()
         self.armed = False
-        waiting, self._waiting = self._waiting, deque()
+        waiting, self._waiting = self._waiting, OrderedDict()
         try:
             return super().schedule()
         finally:

@@ -23,11 +23,10 @@ SCHEDULER = textwrap.dedent('''
 
         def schedule(self):
             waiting = self._waiting
-            if waiting and waiting[0].request.reservation > self._free_kv:
-                for i, seq in enumerate(waiting):
+            if waiting and next(iter(waiting.values())).request.reservation > self._free_kv:
+                for rid, seq in waiting.items():
                     if seq.request.reservation <= self._free_kv:
-                        del waiting[i]
-                        waiting.appendleft(seq)
+                        waiting.move_to_end(rid, last=False)
                         break
             return super().schedule()
 ''')

@@ -69,7 +69,7 @@ TARGETS = textwrap.dedent('''
             self._plan = super().schedule()
             out = []
             for i, (rid, n) in enumerate(self._plan.entries):
-                if rid in self._partial and n >= 2 and i == len(self._plan.entries) - 1:
+                if rid not in self._ready and n >= 2 and i == len(self._plan.entries) - 1:
                     out += [(rid, n - 1), (rid, 1)]
                 else:
                     out.append((rid, n))

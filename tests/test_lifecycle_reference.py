@@ -177,7 +177,7 @@ def test_PROGRESS_every_request_finishes_stops_or_is_cancelled_and_no_record_out
     m.step(stopped=[0])
     while not s.is_idle:
         m.step()
-    assert s.free_kv == 400 and not s._live and not s._finishing  # nothing left behind
+    assert s.free_kv == 400 and not s._waiting and not s._running and not s._finishing  # nothing left behind
     with pytest.raises(KeyError, match="rid 0 is not waiting or running"):
         s.progress(0)
 

@@ -42,8 +42,8 @@ PLANTED = {
     "second_stop_ignored": ("scheduler.py", "        for rid in stopped:\n", "        for rid in stopped[:1]:\n",
                             STOPS, 2, {"STOP"}),
     # CANCEL: a repeated cancel while the plan is pending is taken as a no-op instead of refused.
-    "repeat_cancel_accepted": ("scheduler.py", "        if rid in step.cancelled:\n",
-                               "        if rid in step.cancelled and rid < 0:\n",
+    "repeat_cancel_accepted": ("scheduler.py", "        elif rid in step.cancelled:\n",
+                               "        elif rid in step.cancelled and rid < 0:\n",
                                CANCEL, 1, {"CANCEL"}),
 }
 

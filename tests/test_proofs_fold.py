@@ -64,7 +64,7 @@ class NeverReachesTwelve(Scheduler):
     """Refuses every request past the fourth: no run reaches twelve at once."""
 
     def add(self, rid: int, prompt_len: int, max_new: int) -> None:
-        if len(self._live) >= 4:
+        if len(self._waiting) + len(self._running) >= 4:
             raise ValueError(f"rid {rid}: full (4 requests)")
         super().add(rid, prompt_len, max_new)
 

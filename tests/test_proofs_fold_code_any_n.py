@@ -8,7 +8,7 @@ its frame in any other way proves nothing, and the consecution can fail."""
 from __future__ import annotations
 
 import dataclasses
-from collections import deque
+from collections import OrderedDict
 from typing import Any
 
 import pytest
@@ -36,7 +36,7 @@ from stallfree.reference import Scheduler
 from stallfree.reference.step import Step
 from stallfree.spec.verdict import Verdict
 
-ADMIT = "        self._waiting.popleft()\n"
+ADMIT = "        rid, seq = self._waiting.popitem(last=False)\n"
 WHILE = "    while left and self._waiting"
 PLAN = "    plan = "  # the line that builds the plan (`plan = step.plan = Plan(...)`)
 PARTIAL_CHUNK = "        n = min(seq.num_remaining_prompt, left)\n"
@@ -76,7 +76,7 @@ def test_a_skip_ahead_is_refused_and_a_fold_at_every_n_tried_so_unknown_never_ho
     """It breaks FCFS, not FOLD: FOLD (code) at N <= 4 finds nothing, and the row claims nothing."""
     out = prove(SkipAheadAdmission)
     assert out.verdict is Verdict.UNKNOWN, out.detail
-    assert "`self._waiting.extendleft(reversed(passed))` outside the phase loops" in out.detail
+    assert "`passed.update(self._waiting)` outside the phase loops" in out.detail
     assert "nothing proved" in out.detail
 
 
@@ -100,7 +100,7 @@ Unbound = planted("Unbound", "On a huge budget, reads the chunk the iteration be
 RoundWithoutTaking = planted("RoundWithoutTaking", "Goes round without taking the head on a huge budget.", (
     (ADMIT, "        if left > 1000:\n            continue\n" + ADMIT),))
 ReadsTheWalkedCount = planted("ReadsTheWalkedCount", "Caps a partial chunk by the number of partials.", (
-    (PARTIAL_CHUNK, "        n = min(seq.num_remaining_prompt, left, 8 * len(self._partial))\n"),))
+    (PARTIAL_CHUNK, "        n = min(seq.num_remaining_prompt, left, 8 * len(self._running))\n"),))
 RidAsValue = planted("RidAsValue", "Gives the first rids a chunk of one.", (
     (PARTIAL_CHUNK, "        n = min(seq.num_remaining_prompt, left) if seq.rid > 2 else 1\n"),))
 RidEquals = planted("RidEquals", "Gives rid 0 a chunk of one.", (
@@ -109,8 +109,28 @@ ChangesItsSequence = planted("ChangesItsSequence", "Rewrites its own progress.",
     (PARTIAL_CHUNK, PARTIAL_CHUNK + "        seq.num_prefilled = seq.num_prefilled + 0\n"),))
 HoldsOnAnEmptyLine = planted("HoldsOnAnEmptyLine", "Tests its line only while the budget is small.", (
     ("    while left and self._waiting and", "    while left and (self._waiting or left > 10**9) and"),))
-ReadsTheLive = planted("ReadsTheLive", "Admits only a request it finds among the live ones.", (
-    (ADMIT, "        if self._live.get(seq.rid) is None:\n            break\n" + ADMIT),))
+ReadsTheCalendar = planted("ReadsTheCalendar", "Stops admitting if a request is due to finish before step 0.", (
+    (ADMIT, "        if self._finishing.get(-1):\n            break\n" + ADMIT),))
+
+
+TAIL_COUNT = "len(self._running) - len(self._ready)"
+TailCountsTheLine = planted("TailCountsTheLine", "Takes as many partial prompts as wait in line.", (
+    (TAIL_COUNT, "min(len(self._running) - len(self._ready) + len(self._waiting), len(self._running))"),))
+TailCountsACall = planted("TailCountsACall", "Takes the partial prompts through a method's count.", (
+    (TAIL_COUNT, "self._running.__len__() - len(self._ready)"),))
+
+
+@pytest.mark.parametrize(("cls", "why"), [
+    (TailCountsTheLine, "reads self._waiting, a container of requests"),
+    (TailCountsACall, "reads the dunder __len__"),
+], ids=lambda x: getattr(x, "__name__", "why"))
+def test_a_tail_whose_count_reads_outside_the_straight_line_shape_is_refused(cls: type, why: str) -> None:
+    """The partial prompts' `for` walks `_running`'s tail; the count that picks it is read as a straight-line
+    expression, which may count `_running` and the containers walked before, and nothing else."""
+    with pytest.raises(FrameError, match="`for seq in reversed") as refused:
+        read(cls)
+    assert why in str(refused.value), refused.value
+    read(Scheduler)  # the reference's own count is read
 
 
 @pytest.mark.parametrize(("cls", "kind", "why"), [
@@ -121,7 +141,7 @@ ReadsTheLive = planted("ReadsTheLive", "Admits only a request it finds among the
     (RidEquals, "for", "uses its request's rid as a value (__ne__)"),
     (ChangesItsSequence, "for", "changes its own request's sequence"),
     (HoldsOnAnEmptyLine, "while", "its test can hold, or move a carried value, with self._waiting empty"),
-    (ReadsTheLive, "while", "reads self._live: a container of requests no phase before this one walks"),
+    (ReadsTheCalendar, "while", "reads self._finishing: a container of requests no phase before this one walks"),
 ], ids=lambda x: getattr(x, "__name__", str(x)))
 def test_a_body_outside_its_frame_proves_nothing(cls: type, kind: str, why: str) -> None:
     found = _why(cls, kind)
@@ -192,11 +212,13 @@ LeftoverRead = planted("LeftoverRead", "Sets the step's budget left from the las
     ("    left = self.config.token_budget\n", "    left = self.config.token_budget\n    n = 0\n"),
     (PLAN, "    self._free_kv += n\n" + PLAN)))
 DictReverse = planted("DictReverse", "Reverses the line through self.__dict__.", (
-    (WHILE, "    self.__dict__['_waiting'].reverse()\n" + WHILE),))
+    (WHILE, "    [self.__dict__['_waiting'].move_to_end(rid, last=False) for rid in list(self.__dict__['_waiting'])]\n"
+     + WHILE),))
 GetattributeReverse = planted("GetattributeReverse", "Reverses the line through __getattribute__.", (
-    (WHILE, "    self.__getattribute__('_waiting').reverse()\n" + WHILE),))
+    (WHILE, "    [self.__getattribute__('_waiting').move_to_end(rid, last=False) for rid in list(self._waiting)]\n"
+     + WHILE),))
 DunderInABody = planted("DunderInABody", "Admission reads the line through self.__dict__.", (
-    (HEAD, "        seq = self.__dict__['_waiting'][-1]\n"),))
+    (HEAD, "        seq = next(reversed(self.__dict__['_waiting'].values()))\n"),))
 _LINES: list[object] = []
 
 
@@ -206,8 +228,8 @@ def _add_aliasing(self: Scheduler, rid: int, prompt_len: int, max_new: int) -> N
 
 
 GlobalAliasLookAhead = planted("GlobalAliasLookAhead", "Looks behind the head through a module-level alias.", (
-    (HEAD, HEAD + "        if len(_LINES[0]) > 1 and _LINES[0][1].request.prompt_len < seq.request.prompt_len:\n"
-                  "            break\n"),), {"_LINES": _LINES}, {"add": _add_aliasing})
+    (HEAD, HEAD + "        if len(_LINES[0]) > 1 and list(_LINES[0].values())[1].request.prompt_len < "
+                  "seq.request.prompt_len:\n            break\n"),), {"_LINES": _LINES}, {"add": _add_aliasing})
 ConfigShrink = planted("ConfigShrink", "One admission a step: the body shrinks the frozen config's slots.", (
     (WHILE, "    slots = self.config.max_seqs\n" + WHILE),
     (ADMIT, ADMIT + "        object.__setattr__(self.config, 'max_seqs', 0)\n"),
@@ -237,8 +259,10 @@ NewestAttrGuard = planted("NewestAttrGuard", "Refuses to plan while the newest i
 @pytest.mark.parametrize(("cls", "why"), [
     (DropFirstDecode, "the statement `if len(entries) > 1:` outside the phase loops is no guard"),
     (LeakN, "the statement `if n == 1 and len(entries) > 1:` outside the phase loops is no guard"),
-    (DictReverse, "the statement `self.__dict__['_waiting'].reverse()` outside the phase loops is no guard"),
-    (GetattributeReverse, "the statement `self.__getattribute__('_waiting').reverse()` outside the phase loops"),
+    (DictReverse, "the statement `[self.__dict__['_waiting'].move_to_end(rid, last=False) for rid in "
+                  "list(self.__dict__['_waiting'])]` outside the phase loops is no guard"),
+    (GetattributeReverse, "the statement `[self.__getattribute__('_waiting').move_to_end(rid, last=False) for rid "
+                          "in list(self._waiting)]` outside the phase loops"),
 ], ids=lambda x: getattr(x, "__name__", "why"))
 def test_a_straight_line_statement_touching_the_plan_or_the_line_is_refused_and_refuted(cls: type, why: str) -> None:
     out = prove(cls)
@@ -359,9 +383,8 @@ def test_an_iteration_changing_a_class_list_in_place_or_the_config_is_seen() -> 
 def _shortest_first(line: Any) -> None:
     """A look-ahead: with 4 or more in line, the shortest prompt jumps to the head."""
     if len(line) >= 4:
-        best = min(line, key=lambda s: s.request.prompt_len)
-        line.remove(best)
-        line.appendleft(best)
+        best = min(line.values(), key=lambda s: s.request.prompt_len)
+        line.move_to_end(best.rid, last=False)
 
 
 @dataclasses.dataclass
@@ -384,7 +407,7 @@ class HookStep(Step):
         return object.__getattribute__(self, name)
 
 
-_RECORD_LINES: list[Any] = [deque()]
+_RECORD_LINES: list[Any] = [OrderedDict()]
 
 
 def _with_record(record: type) -> type:

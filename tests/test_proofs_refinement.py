@@ -31,11 +31,12 @@ SCHEDULER = "reference/scheduler.py"
 PLANTED: dict[str, list[tuple[str, str]]] = {
     # A hard-coded cap of 12 admissions a step: invisible until 13 requests could start at once.
     "cap12": [
-        ("        while left and self._waiting and len(self._ready) + len(self._partial) < self.config.max_seqs:\n",
+        ("        while left and self._waiting and len(self._running) < self.config.max_seqs:\n",
          "        admitted = 0\n"
-         "        while left and self._waiting and len(self._ready) + len(self._partial) < self.config.max_seqs"
+         "        while left and self._waiting and len(self._running) < self.config.max_seqs"
          " and admitted < 12:\n"),
-        ("            self._waiting.popleft()\n", "            self._waiting.popleft()\n            admitted += 1\n"),
+        ("            rid, seq = self._waiting.popitem(last=False)\n",
+         "            rid, seq = self._waiting.popitem(last=False)\n            admitted += 1\n"),
     ],
     # An off-by-one in a partial prompt's chunk once 3 positions have run: needs prompts of 4 or more.
     "partial_off_by_one": [
@@ -49,10 +50,13 @@ PLANTED: dict[str, list[tuple[str, str]]] = {
     ],
     # First come first served broken: when the head does not fit, a later request that fits goes first.
     "fcfs_skip_ahead": [
-        ("            seq = self._waiting[0]\n            if seq.request.reservation > self._free_kv:\n"
-         "                break\n            self._waiting.popleft()\n",
-         "            seq = next((s for s in self._waiting if s.request.reservation <= self._free_kv), None)\n"
-         "            if seq is None:\n                break\n            self._waiting.remove(seq)\n"),
+        ("            seq = next(iter(self._waiting.values()))\n"
+         "            if seq.request.reservation > self._free_kv:\n"
+         "                break\n            rid, seq = self._waiting.popitem(last=False)\n",
+         "            seq = next((s for s in self._waiting.values() if s.request.reservation <= self._free_kv),"
+         " None)\n"
+         "            if seq is None:\n                break\n"
+         "            rid = seq.rid\n            del self._waiting[rid]\n"),
     ],
 }
 

@@ -13,7 +13,7 @@ import pytest
 from stallfree.reference import Scheduler
 from stallfree.reference.postconditions import POSTCONDITIONS, broken
 from stallfree.reference.sequence import Sequence
-from stallfree.spec import Entry, Request, play
+from stallfree.spec import Request, play
 from stallfree.spec.reservation.invariants import INVARIANT_IDS
 from stallfree.spec.reservation.rules import RULE_IDS
 from stallfree.testing.generate import LIFECYCLE, Ranges, random_workload
@@ -54,24 +54,28 @@ def loaded() -> Scheduler:
     s.add(1, 10, 3)
     s.add(2, 3, 3)
     s.complete(s.schedule())
-    assert broken(s) is None and list(s._ready) == [0] and list(s._partial) == [1]
+    assert broken(s) is None and list(s._ready) == [0] and list(s._running) == [0, 1]
     return s
 
 
 def twice_placed(s: Scheduler) -> None:
-    s._ready[1] = Entry(1, 1)
+    s._waiting[1] = s._running[1]  # running, and in the line again
 
 
-def left_live(s: Scheduler) -> None:
-    s._live[9] = Sequence(Request(9, 1, 1))
+def misfiled(s: Scheduler) -> None:
+    s._waiting[9] = Sequence(Request(8, 1, 1))  # held at a rid not its own
+
+
+def ready_behind(s: Scheduler) -> None:
+    s._running[0] = s._running.pop(0)  # the ready request moved behind the partial one
 
 
 def waiting_ran(s: Scheduler) -> None:
-    s._waiting[0].num_prefilled = 1
+    s._waiting[2].num_prefilled = 1
 
 
 def partial_done(s: Scheduler) -> None:
-    s._partial[1].num_prefilled = 10
+    s._running[1].num_prefilled = 10
 
 
 def extra_slot(s: Scheduler) -> None:
@@ -83,7 +87,7 @@ def kv_leak(s: Scheduler) -> None:
 
 
 def over_budget(s: Scheduler) -> None:
-    seq = s._partial.pop(1)  # made ready as complete() would have, so that only the budget is wrong
+    seq = s._running[1]  # made ready as complete() would have, so that only the budget is wrong
     seq.num_prefilled, seq.first_token_step = 10, 0
     s._ready[1] = seq.decode
     s._finishing.setdefault(2, []).append(seq)
@@ -91,8 +95,8 @@ def over_budget(s: Scheduler) -> None:
 
 
 def two_partial(s: Scheduler) -> None:
-    seq = s._waiting.popleft()
-    s._partial[seq.rid] = seq
+    _, seq = s._waiting.popitem(last=False)
+    s._running[seq.rid] = seq
     s._free_kv -= seq.request.reservation
     s.config = type(s.config)(4, 3, 100)
 
@@ -104,15 +108,16 @@ def late_finish(s: Scheduler) -> None:
 
 def stale_cancel(s: Scheduler) -> None:
     s.schedule()
-    s._step.cancelled[2] = s._live[2]  # waiting, not running
+    s._step.cancelled[2] = s._waiting[2]  # waiting, not running
 
 
 def cancel_without_plan(s: Scheduler) -> None:
-    s._step.cancelled[1] = s._live[1]  # running, but no plan is pending for it to end with
+    s._step.cancelled[1] = s._running[1]  # running, but no plan is pending for it to end with
 
 
 BREAKS: list[tuple[Callable[[Any], None], str, str]] = [
-    (twice_placed, "TYPES", "one_place"), (left_live, "TYPES", "one_place"),
+    (twice_placed, "TYPES", "one_place"), (misfiled, "TYPES", "one_place"),
+    (ready_behind, "PARTIAL-NEXT", "ready_first"),
     (waiting_ran, "TYPES", "counters"), (partial_done, "TYPES", "counters"),
     (extra_slot, "SLOTS", "within_slots"), (kv_leak, "KV", "kv_count"),
     (over_budget, "READY-WITHIN-BUDGET", "ready_within_budget"), (two_partial, "ONE-PARTIAL", "one_partial"),

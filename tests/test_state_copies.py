@@ -125,15 +125,16 @@ def test_a_copy_continues_as_the_original_does_and_leaves_it_alone() -> None:
         assert repr(vars(again.scheduler)) == repr(vars(twin.scheduler))
 
 
-def shares_partial(s: Scheduler, memo: dict[int, Any]) -> Scheduler:
+def shares_running(s: Scheduler, memo: dict[int, Any]) -> Scheduler:
     new = copy_scheduler(s, memo)
-    new._partial = s._partial  # shared: a step of the copy would move the original
+    new._running = s._running  # shared: a step of the copy would move the original
     return new
 
 
-def splits_waiting(s: Scheduler, memo: dict[int, Any]) -> Scheduler:
+def splits_running(s: Scheduler, memo: dict[int, Any]) -> Scheduler:
     new = copy_scheduler(s, memo)
-    new._waiting = deque(Sequence(q.request, q.num_prefilled) for q in s._waiting)  # not the sequences in _live
+    # not the sequences the cancels hold
+    new._running = {rid: Sequence(q.request, q.num_prefilled, q.first_token_step) for rid, q in s._running.items()}
     return new
 
 
@@ -143,7 +144,7 @@ def drops_cancels(s: Scheduler, memo: dict[int, Any]) -> Scheduler:
     return new
 
 
-@pytest.mark.parametrize(("broken", "says"), [(shares_partial, "shared"), (splits_waiting, "copied twice|two objects"),
+@pytest.mark.parametrize(("broken", "says"), [(shares_running, "shared"), (splits_running, "copied twice|two objects"),
                                               (drops_cancels, r"\[0\] == \[\]")])
 def test_the_check_fails_a_copy_that_shares_splits_or_drops(broken: Any, says: str) -> None:
     scheduler = Scheduler(4, 3, 30)
@@ -217,12 +218,12 @@ def test_what_a_copy_shares_with_other_objects_copied_beside_it_stays_shared() -
     monitor.add(0, 6, 3)
     monitor.add(1, 5, 3)
     monitor.step()
-    track, seq = monitor.shadow.tracks[0], monitor.scheduler._live[0]
+    track, seq = monitor.shadow.tracks[0], monitor.scheduler._running[0]
     both = (monitor.shadow, [track], monitor.scheduler, [seq])
     for shadow, tracks, scheduler, seqs in (copy.deepcopy(both), clone(both)):
-        assert tracks[0] is shadow.tracks[0] and seqs[0] is scheduler._live[0] and seqs[0] is not seq
+        assert tracks[0] is shadow.tracks[0] and seqs[0] is scheduler._running[0] and seqs[0] is not seq
         ready = next(iter(scheduler._ready))
-        assert scheduler._ready[ready] is scheduler._live[ready].decode
+        assert scheduler._ready[ready] is scheduler._running[ready].decode
 
 
 def test_the_reference_copy_is_written_from_the_declared_fields_and_refuses_a_type_it_cannot_copy() -> None:
@@ -233,10 +234,10 @@ def test_the_reference_copy_is_written_from_the_declared_fields_and_refuses_a_ty
     from stallfree.reference.views import Views
 
     fields = reference_copy.declared(Views)
-    assert "_waiting" in fields and "_live" in fields
+    assert "_waiting" in fields and "_running" in fields
     trimmed = reference_copy.Writer()
-    trimmed.function(Scheduler, {k: v for k, v in fields.items() if k != "_live"})
+    trimmed.function(Scheduler, {k: v for k, v in fields.items() if k != "_running"})
     text = "\n".join(trimmed.lines)
-    assert "new._waiting = " in text and "_live" not in text
+    assert "new._waiting = " in text and "_running" not in text
     with pytest.raises(TypeError, match=r"Scheduler\._odd: cannot copy"):
         reference_copy.Writer().function(Scheduler, {**fields, "_odd": bytearray})

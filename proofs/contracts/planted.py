@@ -22,8 +22,16 @@ class _Planted(Scheduler):
         self._step.plan = Plan(self._step.number, tuple(entries))
         return self._step.plan
 
+    def sequence(self, rid: int) -> Sequence:
+        """The sequence of a waiting or running request."""
+        seq = self._running.get(rid)
+        return self._waiting[rid] if seq is None else seq
+
+    def is_partial(self, rid: int) -> bool:
+        return rid in self._running and rid not in self._ready
+
     def is_planted(self, rid: int) -> bool:
-        return self._live[rid].request.prompt_len == PLANTED_PROMPT
+        return self.sequence(rid).request.prompt_len == PLANTED_PROMPT
 
 
 class PlantedNeverFit(_Planted):
@@ -32,9 +40,9 @@ class PlantedNeverFit(_Planted):
     breaks = "NEVER-FIT"
 
     def add(self, rid: int, prompt_len: int, max_new: int) -> None:
-        if prompt_len + max_new == self.config.kv_tokens + 1 and rid not in self._live:
-            self._live[rid] = sequence = Sequence(Request(rid, prompt_len, max_new))
-            self._waiting.append(sequence)
+        taken = rid in self._waiting or rid in self._running
+        if prompt_len + max_new == self.config.kv_tokens + 1 and not taken:
+            self._waiting[rid] = Sequence(Request(rid, prompt_len, max_new))
             return
         super().add(rid, prompt_len, max_new)
 
@@ -46,7 +54,7 @@ class PlantedBudget(_Planted):
 
     def schedule(self) -> Plan:
         plan = super().schedule()
-        entries = [Entry(rid, n + 1) if self.is_planted(rid) and self._live[rid].num_prefilled == 0
+        entries = [Entry(rid, n + 1) if self.is_planted(rid) and self.sequence(rid).num_prefilled == 0
                    and n < PLANTED_PROMPT else Entry(rid, n) for rid, n in plan]
         return self.replan(entries)
 
@@ -59,7 +67,7 @@ class PlantedOneEntry(_Planted):
     def schedule(self) -> Plan:
         entries: list[Entry] = []
         for rid, n in super().schedule():
-            split = n >= 2 and rid in self._partial and self.is_planted(rid)
+            split = n >= 2 and self.is_partial(rid) and self.is_planted(rid)
             entries += [Entry(rid, n - 1), Entry(rid, 1)] if split else [Entry(rid, n)]
         return self.replan(entries)
 
@@ -99,9 +107,9 @@ class PlantedFCFS(_Planted):
     breaks = "FCFS"
 
     def schedule(self) -> Plan:
-        waiting = self._waiting
-        if len(waiting) >= 2 and self.is_planted(waiting[1].rid):
-            waiting[0], waiting[1] = waiting[1], waiting[0]
+        line = list(self._waiting)
+        if len(line) >= 2 and self.is_planted(line[1]):
+            self._waiting.move_to_end(line[1], last=False)
         return super().schedule()
 
 
@@ -112,8 +120,8 @@ class PlantedPrefillOnce(_Planted):
 
     def schedule(self) -> Plan:
         plan = super().schedule()
-        return self.replan([Entry(rid, n + 1) if rid in self._partial and self.is_planted(rid)
-                            and self._live[rid].num_prefilled > 0 else Entry(rid, n) for rid, n in plan])
+        return self.replan([Entry(rid, n + 1) if self.is_partial(rid) and self.is_planted(rid)
+                            and self.sequence(rid).num_prefilled > 0 else Entry(rid, n) for rid, n in plan])
 
 
 class PlantedFirstToken(_Planted):
@@ -123,7 +131,8 @@ class PlantedFirstToken(_Planted):
     breaks = "FIRST-TOKEN"
 
     def complete(self, plan: Plan) -> tuple[int, ...]:
-        planted = {rid for rid in self._partial if self.is_planted(rid)}  # read before it may end
+        # read before it may end
+        planted = {rid for rid in self._running if self.is_partial(rid) and self.is_planted(rid)}
         emitted = super().complete(plan)
         return tuple(rid for rid in emitted if rid not in planted)
 
@@ -137,7 +146,7 @@ class PlantedTokens(_Planted):
         step = self._step.number
         emitted = super().complete(plan)
         for rid in emitted:
-            seq = self._live.get(rid)
+            seq = self._running.get(rid)
             if seq is None:  # ended on this step: not the planted one
                 continue
             end = step + seq.request.max_new - 1
@@ -153,7 +162,7 @@ class PlantedProgress(_Planted):
     breaks = "PROGRESS"
 
     def schedule(self) -> Plan:
-        stalls = any(self.is_planted(rid) and self._live[rid].first_token_step == self._step.number - 1
+        stalls = any(self.is_planted(rid) and self._running[rid].first_token_step == self._step.number - 1
                      for rid in self._ready)
         plan = super().schedule()
         return self.replan([]) if stalls else plan
@@ -168,10 +177,10 @@ class PlantedDecodeFirst(_Planted):
         plan = super().schedule()
         entries = list(plan)
         decodes = [i for i, (rid, _) in enumerate(entries) if rid in self._ready]
-        chunks = [i for i, (rid, _) in enumerate(entries) if rid in self._partial and self.is_planted(rid)]
+        chunks = [i for i, (rid, _) in enumerate(entries) if self.is_partial(rid) and self.is_planted(rid)]
         if decodes and chunks:
             rid, n = entries[chunks[0]]
-            if n < self._partial[rid].num_remaining_prompt:
+            if n < self._running[rid].num_remaining_prompt:
                 entries[chunks[0]] = Entry(rid, n + 1)
                 entries.pop(decodes[-1])
         return self.replan(entries)
@@ -184,8 +193,8 @@ class PlantedPartialNext(_Planted):
 
     def schedule(self) -> Plan:
         plan = super().schedule()
-        return self.replan([Entry(rid, n - 1) if rid in self._partial and self.is_planted(rid) and n > 1
-                            and self._partial[rid].num_prefilled > 0 else Entry(rid, n) for rid, n in plan])
+        return self.replan([Entry(rid, n - 1) if self.is_partial(rid) and self.is_planted(rid) and n > 1
+                            and self._running[rid].num_prefilled > 0 else Entry(rid, n) for rid, n in plan])
 
 
 class PlantedWorkConserving(_Planted):
@@ -194,14 +203,14 @@ class PlantedWorkConserving(_Planted):
     breaks = "WORK-CONSERVING"
 
     def schedule(self) -> Plan:
-        if len(self._waiting) >= 2 and self.is_planted(self._waiting[1].rid):
-            rest = list(self._waiting)[1:]
-            for _ in rest:
-                self._waiting.pop()
+        line = list(self._waiting.items())
+        if len(line) >= 2 and self.is_planted(line[1][0]):
+            for rid, _ in line[1:]:
+                del self._waiting[rid]
             try:
                 return super().schedule()
             finally:
-                self._waiting.extend(rest)
+                self._waiting.update(line[1:])
         return super().schedule()
 
 

@@ -37,8 +37,8 @@ class PlantedStopKV(_Planted):
 
     def complete(self, plan: Plan, stopped: Iterable[int] = ()) -> tuple[int, ...]:
         stopped = tuple(stopped)
-        kept = sum(self._live[rid].request.reservation for rid in stopped
-                   if (rid in self._ready or rid in self._partial) and self.is_planted(rid))
+        kept = sum(self._running[rid].request.reservation for rid in stopped
+                   if rid in self._running and self.is_planted(rid))
         out = super().complete(plan, stopped)
         self._free_kv -= kept
         return out
@@ -50,7 +50,7 @@ class PlantedCancel(_Planted):
     breaks = "CANCEL"
 
     def cancel(self, rid: int) -> None:
-        if self._step.plan is not None and (rid in self._ready or rid in self._partial) and self.is_planted(rid):
+        if self._step.plan is not None and rid in self._running and self.is_planted(rid):
             return
         super().cancel(rid)
 

@@ -41,18 +41,19 @@ class Outcome:
 
 def order(s: Any) -> list[int]:
     """The requests in the order the policy visits them: ready, partial, then the line."""
-    return [*s._ready, *s._partial, *(seq.rid for seq in s._waiting)]
+    return [*s._running, *s._waiting]  # the running ones: the ready, then the partial (PARTIAL-NEXT)
 
 
 def cut(s: Any, k: int) -> Any:
     """A copy of `s` holding only its first `k` requests (`order`); a cut running one's KV is back."""
     t = copy.deepcopy(s)
     for rid in order(t)[k:]:
-        seq = t._live.pop(rid)
-        if t._ready.pop(rid, None) is not None or t._partial.pop(rid, None) is not None:
+        seq = t._running.pop(rid, None)
+        if seq is not None:
+            t._ready.pop(rid, None)
             t._free_kv += seq.request.reservation
         else:
-            t._waiting.remove(seq)
+            seq = t._waiting.pop(rid)
         for due, seqs in list(t._finishing.items()):
             if seq in seqs:
                 seqs.remove(seq)

@@ -20,7 +20,7 @@ import enum
 import sys
 import types
 import typing
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,7 +53,7 @@ class Writer:
     def __init__(self) -> None:
         self.functions: dict[type, str] = {}  # class -> the name of its copy function
         self.lines: list[str] = []
-        self.scope: dict[str, Any] = {"deque": deque}
+        self.scope: dict[str, Any] = {"deque": deque, "OrderedDict": OrderedDict}
 
     def expr(self, tp: Any, value: str, field: str, depth: int = 0) -> str:
         """An expression copying `value`, of declared type `tp` (`field` names it in an error)."""
@@ -71,11 +71,13 @@ class Writer:
             if origin is list:
                 return f"list({value})" if inner == item else items
             return f"deque({value})" if inner == item else f"deque({items})"
-        if origin is dict:
+        if origin in (dict, OrderedDict):
             if self.expr(args[0], item, field, depth + 1) != item:
                 raise TypeError(f"reference_copy: field {field}: the keys of {tp} are not frozen")
             inner = self.expr(args[1], item, field, depth + 1)
             pairs = f"{{k{depth}: {inner} for k{depth}, {item} in {value}.items()}}"
+            if origin is OrderedDict:  # in its order: a dict comprehension keeps it, the class does not
+                return f"OrderedDict({value})" if inner == item else f"OrderedDict({pairs})"
             return f"dict({value})" if inner == item else pairs
         if origin is tuple:
             parts = [self.expr(a, f"{value}[{i}]", field, depth + 1) for i, a in enumerate(args)]

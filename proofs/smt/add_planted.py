@@ -22,7 +22,7 @@ class AddAtFront(Scheduler):
 
     def add(self, rid: int, prompt_len: int, max_new: int) -> None:
         super().add(rid, prompt_len, max_new)
-        self._waiting.rotate(1)  # the request just appended at the back goes to the front
+        self._waiting.move_to_end(rid, last=False)  # the request just queued at the back goes to the front
 
 
 class ForgetEndedFirst(Scheduler):
@@ -41,14 +41,12 @@ class TakeTakenRid(Scheduler):
     breaks = "NEVER-FIT"
 
     def add(self, rid: int, prompt_len: int, max_new: int) -> None:
-        old = self._live.get(rid)
-        if old is None or old not in self._waiting:
+        if rid not in self._waiting:
             super().add(rid, prompt_len, max_new)
             return
         sequence = Sequence(admissible(Request(rid, prompt_len, max_new), self.config))
-        self._waiting.remove(old)
-        self._live[rid] = sequence
-        self._waiting.append(sequence)
+        del self._waiting[rid]
+        self._waiting[rid] = sequence
 
 
 PLANTED = (AddAtFront, ForgetEndedFirst, TakeTakenRid)

@@ -4,8 +4,9 @@ with a few lines replaced (`planted`), compiled under a file name of its own, wh
 reads as it reads the reference's: so each control follows the reference as it changes, and a change
 that removes a line it replaces fails loudly here.
 
-- `LookAheadAdmission`: admission waits while a shorter prompt is second in line (reads `self._waiting[1]`);
-- `NewestFirstAdmission`: admission takes the newest in line first (`self._waiting[-1]`, `pop()`);
+- `LookAheadAdmission`: admission waits while a shorter prompt is second in line (reads the second of
+  `self._waiting`'s values);
+- `NewestFirstAdmission`: admission takes the newest in line first (the last of its values, `popitem()`);
 - `SkipAheadAdmission`: admission passes over one that does not fit and goes on (it keeps those it
   passed, and puts them back at the head after the loop);
 - `PartialReadsTheLine`: a partial prompt's chunk is capped by the prompt of the head of the line.
@@ -41,26 +42,28 @@ def planted(name: str, doc: str, edits: tuple[tuple[str, str], ...], scope: dict
                                      **(methods or {})})
 
 
-HEAD = "        seq = self._waiting[0]\n"
-TAKE = "        if seq.request.reservation > self._free_kv:\n            break\n        self._waiting.popleft()\n"
+HEAD = "        seq = next(iter(self._waiting.values()))\n"
+TAKE = ("        if seq.request.reservation > self._free_kv:\n            break\n"
+        "        rid, seq = self._waiting.popitem(last=False)\n")
 
 LookAheadAdmission = planted("LookAheadAdmission", "Admission waits while a shorter prompt is second in line.", (
-    (HEAD, HEAD + "        if len(self._waiting) > 1 and self._waiting[1].request.prompt_len < "
+    (HEAD, HEAD + "        if len(self._waiting) > 1 and list(self._waiting.values())[1].request.prompt_len < "
                   "seq.request.prompt_len:\n            break\n"),))
 
 NewestFirstAdmission = planted("NewestFirstAdmission", "Admission takes the newest in line first.", (
-    (HEAD, "        seq = self._waiting[-1]\n"),
-    ("        self._waiting.popleft()\n", "        self._waiting.pop()\n")))
+    (HEAD, "        seq = next(reversed(self._waiting.values()))\n"),
+    ("        rid, seq = self._waiting.popitem(last=False)\n", "        rid, seq = self._waiting.popitem()\n")))
 
 SkipAheadAdmission = planted("SkipAheadAdmission", "Admission passes over one that does not fit, and goes on.", (
-    ("    while left and self._waiting", "    passed = deque()\n    while left and self._waiting"),
-    (HEAD + TAKE, "        seq = self._waiting.popleft()\n        if seq.request.reservation > self._free_kv:\n"
-                  "            passed.append(seq)\n            continue\n"),
-    ("    plan = ", "    self._waiting.extendleft(reversed(passed))\n    plan = ")))
+    ("    while left and self._waiting", "    passed = OrderedDict()\n    while left and self._waiting"),
+    (HEAD + TAKE, "        rid, seq = self._waiting.popitem(last=False)\n"
+                  "        if seq.request.reservation > self._free_kv:\n"
+                  "            passed[rid] = seq\n            continue\n"),
+    ("    plan = ", "    passed.update(self._waiting)\n    self._waiting = passed\n    plan = ")))
 
 PartialReadsTheLine = planted("PartialReadsTheLine", "A partial chunk is capped by the head of the line's prompt.", (
     ("        n = min(seq.num_remaining_prompt, left)\n",
      "        n = min(seq.num_remaining_prompt, left,\n"
-     "                self._waiting[0].request.prompt_len if self._waiting else left)\n"),))
+     "                next(iter(self._waiting.values())).request.prompt_len if self._waiting else left)\n"),))
 
 CONTROLS = (LookAheadAdmission, NewestFirstAdmission, SkipAheadAdmission, PartialReadsTheLine)

@@ -80,8 +80,8 @@ class Holding:
 class Line:
     """The line a `while` walks, as one iteration sees it: its head, taken once."""
 
-    def __init__(self, name: str, head: Any) -> None:
-        self.name, self.head, self.taken = name, head, False
+    def __init__(self, name: str, head: Any, rid: Any = None) -> None:
+        self.name, self.head, self.rid, self.taken = name, head, rid, False
 
     def __bool__(self) -> bool:
         if self.taken:
@@ -100,6 +100,16 @@ class Line:
         self.taken = True
         return self.head
 
+    def popitem(self, last: bool = True) -> Any:
+        """An ordered dict's `popitem(last=False)`: its head's rid (opaque) and its head, taken."""
+        if last is not False:
+            raise FrameError(f"the body takes the newest request off self.{self.name}, not its head")
+        return self.rid, self.popleft()
+
+    def values(self) -> Any:
+        """An ordered dict's values, as far as its head: `next(iter(self.L.values()))`."""
+        return _HeadOnly(self)
+
     def __len__(self) -> int:
         raise FrameError(f"the body reads the length of self.{self.name}, the line it walks")
 
@@ -108,6 +118,46 @@ class Line:
 
     def __getattr__(self, name: str) -> Any:
         raise FrameError(f"the body calls self.{self.name}.{name}, not popleft or the head of its line")
+
+
+class _HeadOnly:
+    """A line's values, of which one iteration may read the first alone, before taking it."""
+
+    def __init__(self, line: Line) -> None:
+        self.line, self.read = line, False
+
+    def __iter__(self) -> Any:
+        return self
+
+    def __next__(self) -> Any:
+        if self.read:
+            raise FrameError(f"the body reads behind the head of self.{self.line.name}")
+        self.read = True
+        return self.line[0]
+
+    def __getattr__(self, name: str) -> Any:
+        raise FrameError(f"the body calls self.{self.line.name}.values().{name}, not the head of its line")
+
+
+class LineOfOne(deque):  # type: ignore[type-arg]
+    """The line a `while` walks, holding the own request alone (the loop run on one request): a deque,
+    and an ordered dict's head taken (`popitem(last=False)`: with its opaque rid) and values."""
+
+    rid: Any = None
+
+    def popitem(self, last: bool = True) -> Any:
+        if last is not False:
+            raise FrameError("the body takes the newest request off its line, not its head")
+        return self.rid, self.popleft()
+
+    def values(self) -> list[Any]:
+        return list(self)
+
+
+def _line_of_one(own: Any, rid: Rid) -> LineOfOne:
+    line = LineOfOne([own])
+    line.rid = rid
+    return line
 
 
 class Counted:
@@ -270,11 +320,11 @@ def _views(phase: Phase, source: Source, ins: Inputs, ex: Explorer, rid: Rid, ow
             views[a], _ = Int(ins.carried[f"self.{a}"], ex), scalars.add(a)
         elif kind == "container" and a == phase.walked:
             if mode == "empty":
-                views[a] = deque()
+                views[a] = LineOfOne()
             elif mode == "L1":
-                views[a] = deque([own]) if phase.kind == "while" else Holding(a, own)
+                views[a] = _line_of_one(own, rid) if phase.kind == "while" else Holding(a, own)
             elif phase.kind == "while":
-                views[a] = Line(a, own)
+                views[a] = Line(a, own, rid)
             else:
                 why[a] = "the container its loop walks (its requests come one at a time, as the loop's variable)"
         elif kind == "container" and a in phase.earlier:

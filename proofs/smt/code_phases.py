@@ -4,9 +4,13 @@ any N) is about (`code_fold_induction`), and the statements between them, which 
 schedule()'s top-level statements are read in order. A phase is one of three shapes:
 
 - a map `E = list(self.C.values())`: by Python's `list`, the fold that appends each of C's values;
-- a `for x in self.C.values(): BODY` (no `else`): BODY once per value of C, in C's order;
+- a `for x in self.C.values(): BODY` (no `else`): BODY once per value of C, in C's order; or `for x in
+  reversed([*islice(reversed(self.C.values()), COUNT)]): BODY`, once per value of C's tail of COUNT
+  values (COUNT read as a straight-line count), in C's order: the reference's partial prompts, the
+  running requests after the ready ones;
 - a `while TEST: BODY` (no `else`) whose body takes requests off the head of one container, its line
-  (`self.L.popleft()`): BODY once per request of the line, in order, while TEST holds.
+  (`self.L.popleft()`, or an ordered dict's `self.L.popitem(last=False)`): BODY once per request of the
+  line, in order, while TEST holds.
 
 Which attribute is a container (a dict, deque, list or set), a count, the config, is read off a new
 scheduler, not off names. Every other statement is straight-line and must have the shape
@@ -50,7 +54,7 @@ class Phase:
     """One phase loop of schedule(): its shape, the container it walks, and what it carries."""
 
     kind: str  # "map", "for" or "while"
-    walked: str  # the scheduler's attribute it walks (the while's line)
+    walked: str  # the scheduler's attribute it walks (the while's line; a for's, its tail alone if `tail`)
     node: ast.stmt  # the statement, as written
     target: str  # the for's variable; the map's list; "" for a while
     carried: tuple[str, ...]  # schedule()'s locals it reads or writes, bound before it by straight-line code
@@ -58,6 +62,7 @@ class Phase:
     earlier: tuple[str, ...]  # the containers the phases before it walk: their counts it may read
     attributes: frozenset[str]  # the scheduler's attributes it names
     label: str  # its header, as written
+    tail: bool = False  # a for over the tail of `walked` (`reversed([*islice(reversed(...), COUNT)])`)
 
     @property
     def loop(self) -> ast.For | ast.While:
@@ -169,6 +174,9 @@ def _phases(body: list[ast.stmt], kinds: dict[str, str], scope: dict[str, Any], 
             continue
         kind, walked, target = shape
         phase = _phase(stmt, kind, walked, target, straight, ctx, phases, in_phases, name)
+        if kind == "for" and _values_of(stmt.iter, kinds) is None:  # type: ignore[attr-defined]
+            _check_count(stmt, walked, ctx, name)
+            phase = dataclasses.replace(phase, tail=True)
         phases.append(phase)
         ctx.earlier.add(walked)
         ctx.untouched -= phase.plans
@@ -212,13 +220,12 @@ def _shape(stmt: ast.stmt, kinds: dict[str, str]) -> tuple[str, str, str] | None
                 return "map", walked, stmt.targets[0].id
         return None
     if isinstance(stmt, ast.For):
-        walked = _values_of(stmt.iter, kinds)
+        walked = _values_of(stmt.iter, kinds) or _tail_of(stmt.iter, kinds)
         if walked is None or stmt.orelse or not isinstance(stmt.target, ast.Name):
             raise FrameError(f"`{ast.unparse(stmt).splitlines()[0]}` is no `for x in self.C.values():` without else")
         return "for", walked, stmt.target.id
     if isinstance(stmt, ast.While):
-        lines = {n.func.value.attr for n in ast.walk(stmt) if isinstance(n, ast.Call)
-                 and isinstance(n.func, ast.Attribute) and n.func.attr == "popleft" and _is_self_attr(n.func.value)}
+        lines = {n.func.value.attr for n in ast.walk(stmt) if isinstance(n, ast.Call) and _takes_head(n)}
         if len(lines) != 1 or stmt.orelse or kinds.get(next(iter(lines))) != "container":
             raise FrameError(f"`{ast.unparse(stmt).splitlines()[0]}` takes no one line's head (popleft), "
                              "or has an else")
@@ -235,6 +242,45 @@ def _values_of(node: ast.expr, kinds: dict[str, str]) -> str | None:
         attr = node.func.value.attr  # type: ignore[attr-defined]
         return attr if kinds.get(attr) == "container" else None
     return None
+
+
+def _takes_head(call: ast.Call) -> bool:
+    """`self.L.popleft()`, or `self.L.popitem(last=False)` (an ordered dict's head)."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and _is_self_attr(func.value)):
+        return False
+    if func.attr == "popleft":
+        return True
+    last = [k for k in call.keywords if k.arg == "last"]
+    return (func.attr == "popitem" and not call.args and len(call.keywords) == 1 and len(last) == 1
+            and isinstance(last[0].value, ast.Constant) and last[0].value.value is False)
+
+
+def _tail_of(node: ast.expr, kinds: dict[str, str]) -> str | None:
+    """C if `node` is `reversed([*islice(reversed(self.C.values()), COUNT)])`: C's last COUNT values, in
+    C's order (COUNT is not read here: the frame's `whole` walks C's values, the straight-line count
+    that picks the tail is read, not proved, as every statement outside the loops is)."""
+    if not (_call_of(node, "reversed") and isinstance(node.args[0], ast.List)  # type: ignore[attr-defined]
+            and len(node.args[0].elts) == 1 and isinstance(node.args[0].elts[0], ast.Starred)):  # type: ignore[attr-defined]
+        return None
+    sliced = node.args[0].elts[0].value  # type: ignore[attr-defined]
+    if not (_call_of(sliced, "islice", 2) and _call_of(sliced.args[0], "reversed")):  # type: ignore[attr-defined]
+        return None
+    return _values_of(sliced.args[0].args[0], kinds)  # type: ignore[attr-defined]
+
+
+def _check_count(stmt: ast.For, walked: str, ctx: code_straight.Context, name: str) -> None:
+    """The COUNT of a tail `for` is a straight-line expression (`code_straight`), which may count the
+    walked container too: FrameError naming what else it reads."""
+    count = stmt.iter.args[0].elts[0].value.args[1]  # type: ignore[attr-defined]
+    why = code_straight.expression(count, ctx, also=walked)
+    if why is not None:
+        raise FrameError(f"{name}: the count of `{ast.unparse(stmt).splitlines()[0]}`'s tail {why}")
+
+
+def _call_of(node: ast.expr, name: str, num_args: int = 1) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+            and len(node.args) == num_args and not node.keywords)
 
 
 def _is_self_attr(node: ast.expr) -> bool:
@@ -302,6 +348,9 @@ def whole(source: Source, phase: Phase) -> Callable[..., tuple[Any, ...]]:
     if phase.kind == "map":
         return _compiled(source, ("self",), [stmt, _returns(True, (phase.target,))], "_whole")
     assert isinstance(stmt, ast.For | ast.While)
+    if phase.tail:  # on a container holding one request, its tail is that request: the walk of its values
+        stmt.iter = ast.Call(ast.Attribute(ast.Attribute(ast.Name("self", ast.Load()), phase.walked, ast.Load()),  # type: ignore[attr-defined]
+                                           "values", ast.Load()), [], [])
     stmt.orelse = [ast.Assign([ast.Name(NATURAL, ast.Store())], ast.Constant(True))]
     start = ast.Assign([ast.Name(NATURAL, ast.Store())], ast.Constant(False))
     return _compiled(source, ("self", *phase.carried), [start, stmt, _returns(None, (NATURAL, *phase.carried))],

@@ -36,8 +36,10 @@ from stallfree.spec.types import Plan
 
 from .fold_frame import INTROSPECTION, FrameError
 
-# the builtins a statement may call: pure functions of their arguments (the classes are checked apart)
-PURE_BUILTINS = frozenset({"len", "min", "max", "abs", "sum", "any", "all", "isinstance", "divmod", "round"})
+# the builtins a statement may call: pure functions of their arguments (the classes are checked apart);
+# `iter` and `next` run their argument's own `__iter__` and `__next__`, in a body the frame's stand-ins'
+PURE_BUILTINS = frozenset({"len", "min", "max", "abs", "sum", "any", "all", "isinstance", "divmod", "round",
+                           "iter", "next"})
 # what reaches an attribute or the type system around the frame, in a body or outside the loops
 DENIED = INTROSPECTION | {"getattr", "setattr", "delattr", "hasattr", "object", "type", "super", "id", "open",
                           "memoryview", "classmethod", "staticmethod", "property"}
@@ -45,7 +47,7 @@ DENIED = INTROSPECTION | {"getattr", "setattr", "delattr", "hasattr", "object", 
 
 def allowed_global(name: str, scope: dict[str, Any]) -> str | None:
     """None if `name`, read as a global of schedule()'s module `scope`, is a builtin listed pure or a
-    class, builtin, of `collections` or the project's (no metaclass, no `object` or `type`); else why
+    class, builtin, of `collections`, `itertools` or the project's (no metaclass, no `object` or `type`); else why
     not (a module, a function, a mutable value, a class of other code, whose constructor is not read)."""
     if name in DENIED:
         return f"names {name}"
@@ -53,7 +55,8 @@ def allowed_global(name: str, scope: dict[str, Any]) -> str | None:
         return f"names {name}, bound nowhere"
     value = scope[name] if name in scope else getattr(builtins, name)
     if (inspect.isclass(value) and not issubclass(value, type) and value is not object
-            and (value.__module__ in ("builtins", "collections") or value.__module__.startswith("stallfree."))):
+            and (value.__module__ in ("builtins", "collections", "itertools")
+                 or value.__module__.startswith("stallfree."))):
         return None
     if value is getattr(builtins, name, None) and name in PURE_BUILTINS:
         return None
@@ -150,6 +153,17 @@ def _plan(call: ast.Call, ctx: Context) -> str | None:
         if why is not None:
             return why
     return None
+
+
+def expression(expr: ast.expr, ctx: Context, also: str) -> str | None:
+    """Why `expr`, read as a straight-line expression that may count the container `also` as well as
+    those a phase before walks (a tail `for`'s count), reads more than its frame; None if it does not."""
+    earlier = ctx.earlier
+    ctx.earlier = earlier | {also}
+    try:
+        return _expr(expr, ctx, guard=False)
+    finally:
+        ctx.earlier = earlier
 
 
 def _expr(expr: ast.expr, ctx: Context, guard: bool) -> str | None:

@@ -17,11 +17,10 @@ class _LookAhead(Scheduler):
     look = 0
 
     def schedule(self) -> Plan:
-        line = self._waiting
+        line = list(self._waiting.values())
         if len(line) > self.look and line[self.look].request.prompt_len < line[0].request.prompt_len:
-            short = line[self.look]
-            del line[self.look]
-            line.appendleft(short)  # the short one to the head, those it passed behind it
+            self._waiting.move_to_end(line[self.look].rid, last=False)  # the short one to the head, those
+            # it passed behind it
         return super().schedule()
 
 

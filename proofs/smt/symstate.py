@@ -164,14 +164,14 @@ def build(cls: type, shape: Shape, v: dict[str, z3.ArithRef], ex: Explorer) -> A
     for rid in range(shape.size):
         request = _unchecked(Request, rid=rid, prompt_len=sym[f"prompt_len{rid}"], max_new=sym[f"max_new{rid}"])
         seq = module.Sequence(request)
-        s._live[rid] = seq
         role = shape.role(rid)
         if role == "waiting":
             getattr(module, "admissible", admissible)(request, s.config)
-            s._waiting.append(seq)
-        elif role == "partial":
+            s._waiting[rid] = seq
+            continue
+        s._running[rid] = seq
+        if role == "partial":
             seq.num_prefilled = sym[f"num_prefilled{rid}"]
-            s._partial[rid] = seq
         else:
             seq.num_prefilled, seq.first_token_step = request.prompt_len, sym[f"first_token_step{rid}"]
             s._ready[rid] = seq.decode
