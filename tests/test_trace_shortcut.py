@@ -44,22 +44,27 @@ def recorded(seed: int, factory: Any, ranges: Ranges) -> list[bytes] | None:
 def judged(lines: list[bytes], rules: list[str] | None, shortcut: bool, taken: Counter[str]) -> tuple[Any, ...]:
     """The verdict as a tuple of everything a report shows, or the format error; `taken` counts the
     steps the shortcut judged."""
-    step = cleanstep_v1.Shortcut.step
+    step, again = cleanstep_v1.Shortcut.step, cleanstep_v1.Shortcut.again
 
     def counting(self: Any, engine: Any, item: Any) -> bool:
         took = step(self, engine, item)
         taken["steps"] += took
         return took
 
-    saved = tracecheck.usable, cleanstep_v1.Shortcut.step
+    def counting_again(self: Any) -> bool:  # a line repeating a step the shortcut took (`repeats`)
+        took = again(self)
+        taken["steps"] += took
+        return took
+
+    saved = tracecheck.usable, step, again
     tracecheck.usable = cleanstep_v1.usable if shortcut else (lambda monitor: False)  # type: ignore[assignment]
-    cleanstep_v1.Shortcut.step = counting  # type: ignore[method-assign]
+    cleanstep_v1.Shortcut.step, cleanstep_v1.Shortcut.again = counting, counting_again  # type: ignore[method-assign]
     try:
         v = check_trace(lines, rules)
     except TraceError as error:
         return ("TraceError", str(error))
     finally:
-        tracecheck.usable, cleanstep_v1.Shortcut.step = saved  # type: ignore[method-assign]
+        tracecheck.usable, cleanstep_v1.Shortcut.step, cleanstep_v1.Shortcut.again = saved  # type: ignore[method-assign]
     broken = v.violation
     found = None if broken is None else (broken.rule, broken.step, broken.message, v.violation_line)
     return found, v.steps, v.lines, v.ended

@@ -60,7 +60,7 @@ def usable(monitor: Any) -> bool:
 class Shortcut:
     """The shortcut for one trace: the ready rids, their lag and their calendar while it takes steps."""
 
-    __slots__ = ("calendar", "lag", "monitor", "ready", "shown")
+    __slots__ = ("calendar", "lag", "monitor", "ready", "repeatable", "shown")
 
     def __init__(self, monitor: Monitor) -> None:
         self.monitor = monitor
@@ -69,6 +69,7 @@ class Shortcut:
         self.lag = 0
         self.shown: tuple[list[list[int]], list[int]] | None = None  # a plan of decodes alone and its tokens,
         # judged on the ready rids as they still are: the same plan again has the same rids, n and tokens
+        self.repeatable: TraceStep | None = None  # the step `_decodes` took last, while nothing has changed since
 
     def sync(self) -> None:
         """Bring the ready requests' counts up to date, and forget the set (the monitor may change it)."""
@@ -78,6 +79,7 @@ class Shortcut:
                 running[rid].num_emitted += lag
             self.ready, self.lag, self.shown = None, 0, None
             self.calendar.clear()
+        self.repeatable = None
 
     def add(self, engine: Any, entries: list[list[int]]) -> None:
         """The line's accepted adds, each offered as `Monitor.add` offers it. One the contract plainly accepts
@@ -87,6 +89,7 @@ class Shortcut:
         shadow = monitor.shadow
         tracks, kv_tokens, reservations = shadow.tracks, shadow.config.kv_tokens, engine._reservations
         engine.refusing = False
+        self.repeatable = None
         for entry in entries:
             if len(entry) == 3:
                 rid, prompt_len, max_new = entry
@@ -120,6 +123,7 @@ class Shortcut:
         nothing and say no (the caller syncs, and the monitor judges the same step on the same account)."""
         monitor = self.monitor
         shadow = monitor.shadow
+        self.repeatable = None
         if item.stop or item.cancel_pending or shadow.kv_owed or monitor._pending is not None or not item.plan:
             return False
         ready = self.ready if self.ready is not None else self._start()
@@ -159,6 +163,18 @@ class Shortcut:
         if not engine._admitted.issuperset(ready) or engine.free_kv != shadow.free_kv:
             return False  # KV: the engine's free KV is not the shadow's
         if not self.decodes_fit(shadow, num):
+            return False
+        self.take_decodes()
+        self.repeatable = item
+        return True
+
+    def again(self) -> bool:
+        """Take the step `repeatable` once more (its line repeated but for the step number), if no ready request
+        emits its last token at this lag; else False, and the step is judged (`step`). Nothing else can have
+        changed since `_decodes` took it: the same plan of decodes alone, the same tokens, nothing finished, and
+        the same ready requests, waiting line, budget and free KV (the caller takes no line with an add, a
+        refusal, a cancel or a budget as a repeat)."""
+        if self.lag in self.calendar:
             return False
         self.take_decodes()
         return True

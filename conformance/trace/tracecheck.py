@@ -20,11 +20,12 @@ from stallfree.spec.contract import BUDGETS, Contract
 from stallfree.spec.registry import RESERVATION
 from stallfree.spec.reservation.shadow import Shadow
 
+from . import repeats
 from .cleanstep_v1 import Shortcut, usable
 from .endings import Endings
 from .fastread import parse_line
 from .refused import RefusedRids
-from .tracefile import TraceEnd, TraceError, TraceStep, parse_header
+from .tracefile import EMPTY, TraceEnd, TraceError, TraceStep, parse_header
 from .v2 import VERSION as VERSION_2
 from .v2 import version_of
 
@@ -160,43 +161,46 @@ def judge_lines(
 ) -> int:
     """Judge every line after the header, recording the first broken rule in `verdict`; returns the number of
     the last line read. A step the clean-step shortcut (`cleanstep_v1`) does not take whole is judged by the
-    monitor."""
+    monitor. A line that repeats a step of decodes alone the shortcut took (`repeats`) is that step again:
+    `Shortcut.again` takes it unread, or it is judged as the step it repeats, under its number."""
     budgets = BUDGETS in contract.carries
     shortcut = Shortcut(monitor) if usable(monitor) else None
     started = time.monotonic()
     number, expected = 1, 0
+    last: TraceStep | None = None  # the step the next line may repeat: one the shortcut took, with no add
+    form: bytes | str = b""  # the head of `last`'s line, to be filled with the next step number
+    rest: bytes | str = b""  # `last`'s line after its head
     try:
         for number, text in numbered:
-            if verdict.ended:
-                raise TraceError(number, "nothing may follow the end line")
-            item = parse_line(number, text, expected)
-            if type(item) is TraceStep and item.budget is not None:
-                if not budgets:
-                    message = '"budget" needs a budget-change contract: --profile budget-change or rotation'
-                    raise TraceError(number, message)
-                monitor.set_budget(item.budget)
-            if item.priorities and not hasattr(monitor.shadow, "priority"):
-                message = "an add with a priority needs a priority contract: --profile aging or priority"
-                raise TraceError(number, message)
-            if type(item) is TraceEnd:
-                if shortcut is not None:
-                    shortcut.sync()  # its cancels may end a ready request
-                offer(monitor, engine, item)
-                verdict.ended = True
-                judge_end(monitor, verdict.checked)
-                continue
-            if shortcut is not None and item.add and not (item.refuse or item.cancel):
-                shortcut.add(engine, item.add)
-            elif item.add or item.refuse or item.cancel:
-                if shortcut is not None:
-                    shortcut.sync()  # a cancel may end a ready request
-                offer(monitor, engine, item)
+            if last is not None and type(text) is type(rest) and text.endswith(rest) \
+                    and len(text) == len(head := form % expected) + len(rest) and text.startswith(head):
+                if shortcut.again():  # type: ignore[union-attr]  # `last` is only set where there is a shortcut
+                    expected += 1
+                    if progress is not None and number % PROGRESS_EVERY == 0:
+                        progress(f"{number} lines, {time.monotonic() - started:.1f} s")
+                    continue
+                item = TraceStep(expected, last.plan, last.emitted, last.finished, EMPTY, EMPTY, None, False,
+                                 EMPTY, EMPTY, EMPTY)
+            else:
+                if verdict.ended:
+                    raise TraceError(number, "nothing may follow the end line")
+                item = parse_line(number, text, expected)  # type: ignore[assignment]
+                if (type(item) is TraceEnd or item.add or item.refuse or item.cancel or item.budget is not None) \
+                        and before_step(monitor, engine, shortcut, item, budgets, number):
+                    verdict.ended = True
+                    judge_end(monitor, verdict.checked)
+                    continue
+            last = None
             engine.line = item
             if shortcut is None:
                 step(monitor, item)
             elif not shortcut.step(engine, item):
                 shortcut.sync()
                 step(monitor, item)
+            elif shortcut.repeatable is item and not (item.add or item.refuse or item.cancel) and item.budget is None:
+                found = repeats.after_head(text, expected)
+                if found is not None:
+                    last, (form, rest) = item, found
             expected += 1
             if progress is not None and number % PROGRESS_EVERY == 0:
                 progress(f"{number} lines, {time.monotonic() - started:.1f} s")
@@ -206,6 +210,32 @@ def judge_lines(
         if shortcut is not None:
             shortcut.sync()
     return number
+
+
+def before_step(monitor: Monitor, engine: TraceScheduler, shortcut: Shortcut | None, item: TraceStep | TraceEnd,
+                budgets: bool, number: int) -> bool:
+    """What the line says happened before its step: a budget accepted, its adds and refusals, its cancels; True
+    for the end line (its refusals and cancels offered), whose PROGRESS the caller judges."""
+    if type(item) is TraceStep and item.budget is not None:
+        if not budgets:
+            message = '"budget" needs a budget-change contract: --profile budget-change or rotation'
+            raise TraceError(number, message)
+        monitor.set_budget(item.budget)
+    if item.priorities and not hasattr(monitor.shadow, "priority"):
+        message = "an add with a priority needs a priority contract: --profile aging or priority"
+        raise TraceError(number, message)
+    if type(item) is TraceEnd:
+        if shortcut is not None:
+            shortcut.sync()  # its cancels may end a ready request
+        offer(monitor, engine, item)
+        return True
+    if shortcut is not None and item.add and not (item.refuse or item.cancel):
+        shortcut.add(engine, item.add)
+    elif item.add or item.refuse or item.cancel:
+        if shortcut is not None:
+            shortcut.sync()  # a cancel may end a ready request
+        offer(monitor, engine, item)
+    return False
 
 
 def judge_end(monitor: Monitor, checked: tuple[str, ...]) -> None:
