@@ -18,6 +18,7 @@ DESIGNS = ("stallfree.spec.reservation", "stallfree.spec.paged", "stallfree.spec
 ASSEMBLY = {
     "__init__.py": "the package's front: `stallfree.spec` re-exports the reservation design's names",
     "registry.py": "the registry of designs: it names each one",
+    "block_designs.py": "the registry's paged and prefix entries, built on first use: it names them",
 }
 
 
