@@ -86,36 +86,21 @@ class Moves(Shortcut):
         """Take a step read from `judged` (`cleantail.tail`), as `_move` takes it: the admissions run, each chunk's
         prompt position moved, each prompt it ends ready (its count `lag + 1` behind, in the calendar), the
         requests due their last token ended (in the order emitted); then `_next`."""
-        shadow, ready, calendar = self.shadow, self.ready, self.calendar
-        assert ready is not None
+        shadow = self.shadow
+        assert self.ready is not None
         self.count()  # the step an admission and an end name
         lag, step = self.lag, shadow.step
         prefills = tail.prefills
         first_admitted = len(prefills) - tail.admitted
-        for i, (t, end, rid) in enumerate(prefills):
+        for i, (t, end, _) in enumerate(prefills):
             request = t.request
             if i >= first_admitted:
                 start_running(shadow, t, step)
                 shadow.free_kv -= request.reservation
             t.num_prefilled = end
-            if end == request.prompt_len:  # its first token: a ready request, its count `lag + 1` behind
-                t.is_ready = True
-                shadow.num_ready += 1
-                del shadow.prefilling[rid]
-                left = request.max_new - t.num_emitted - 1
-                t.num_emitted -= lag
-                if left > 0:
-                    ready.add(rid)
-                    calendar.setdefault(lag + left, []).append(rid)
-        ending = tail.ending
-        if len(ending) > 1:  # the monitor ends them in the order they are emitted
-            order = {rid: i for i, rid in enumerate(emitted)}
-            ending.sort(key=lambda t: order[t.request.rid])
-        for t in ending:
-            t.num_emitted = t.request.max_new
-            ready.discard(t.request.rid)
-            shadow.end(t, Reason.LENGTH)
-        calendar.pop(lag, None)
+            if end == request.prompt_len:
+                self._readied(shadow, t, lag)
+        self._ended(shadow, tail.ending, emitted, lag)
         self.lag = lag + 1  # the step counts one behind (`count`)
         self._next(tail)
 

@@ -261,37 +261,47 @@ class Shortcut:
                     clean.ending.append(t)
         return True
 
+    def _readied(self, shadow: Any, t: Any, lag: int) -> None:
+        """`t`'s prompt completed on this step (its first token out): a ready request, its count `lag + 1` behind,
+        in the calendar at the step of its last token if it has more to emit."""
+        rid = t.request.rid
+        t.is_ready = True
+        shadow.num_ready += 1
+        del shadow.prefilling[rid]
+        left = t.request.max_new - t.num_emitted - 1
+        t.num_emitted -= lag
+        if left > 0:
+            self.ready.add(rid)  # type: ignore[union-attr]  # not None: a step is taken
+            self.calendar.setdefault(lag + left, []).append(rid)
+
+    def _ended(self, shadow: Any, ending: list[Any], emitted: Any, lag: int) -> None:
+        """End the requests due their last token on this step (END: each at its max_new, its reservation back), in the
+        order they are emitted, as the monitor ends them; the step leaves the calendar."""
+        if len(ending) > 1:
+            order = {rid: i for i, rid in enumerate(emitted)}
+            ending.sort(key=lambda t: order[t.request.rid])
+        ready = self.ready
+        for t in ending:
+            t.num_emitted = t.request.max_new
+            ready.discard(t.request.rid)  # type: ignore[union-attr]
+            shadow.end(t, Reason.LENGTH)
+        self.calendar.pop(lag, None)
+
     def _move(self, emitted: Any, clean: Clean) -> None:
         """Move the shadow and the counts as `apply` and the monitor do; the ready requests' counts stay behind."""
         monitor = self.monitor
         shadow = monitor.shadow
-        step, lag, ready, calendar = shadow.step, self.lag, self.ready, self.calendar
-        assert ready is not None
+        step, lag = shadow.step, self.lag
+        assert self.ready is not None
         self.shown = None  # the ready rids may change here
         for t in clean.admitted:
             start_running(shadow, t, step)
             shadow.free_kv -= t.request.reservation
         for t, end in clean.prefills:
             t.num_prefilled = end
-        for t in clean.completing:  # its first token: then a ready request, its count `lag + 1` behind
-            rid = t.request.rid
-            t.is_ready = True
-            shadow.num_ready += 1
-            del shadow.prefilling[rid]
-            left = t.request.max_new - t.num_emitted - 1
-            t.num_emitted -= lag
-            if left > 0:
-                ready.add(rid)
-                calendar.setdefault(lag + left, []).append(rid)
-        ending = clean.ending
-        if len(ending) > 1:  # the monitor ends them in the order they are emitted
-            order = {rid: i for i, rid in enumerate(emitted)}
-            ending.sort(key=lambda t: order[t.request.rid])
-        for t in ending:
-            t.num_emitted = t.request.max_new
-            ready.discard(t.request.rid)
-            shadow.end(t, Reason.LENGTH)
-        calendar.pop(lag, None)
+        for t in clean.completing:
+            self._readied(shadow, t, lag)
+        self._ended(shadow, clean.ending, emitted, lag)
         self.lag = lag + 1
         shadow.step = step + 1
         monitor.num_steps += 1
