@@ -19,18 +19,26 @@ class Checked:
     it declines (any break, a stop), by the monitor."""
 
     def __init__(self, scheduler: Any, config: Config, contract: Any = None, shortcut: bool = True) -> None:
-        self.monitor = (contract or registry.RESERVATION).watch(scheduler, config)
-        self.fast = Calls(self.monitor) if shortcut and usable(self.monitor) else None
-        self.shadow = self.monitor.shadow  # the monitor's, for the life of the monitor
+        self._monitor = monitor = (contract or registry.RESERVATION).watch(scheduler, config)
+        self.fast = Calls(monitor) if shortcut and usable(monitor) else None
+        self.shadow = monitor.shadow  # the monitor's, for the life of the monitor
         # schedule(): the monitor's own (one call a step fewer), or the shortcut's; so complete() with the shortcut
-        self.schedule = self.monitor.plan if self.fast is None else self.fast.schedule
+        self.schedule = monitor.plan if self.fast is None else self.fast.schedule
         if self.fast is not None:
             self.complete = self.fast.complete  # type: ignore[method-assign]
+
+    @property
+    def monitor(self) -> Any:
+        """The monitor, its step counts (the shadow's step, its steps and busy steps) first brought up to the
+        steps taken: the shortcut leaves them behind until something reads them (`cleanmoves.Moves.count`)."""
+        if self.fast is not None:
+            self.fast.count()
+        return self._monitor
 
     def add(self, rid: int, prompt_len: int, max_new: int, *priority: int) -> None:
         """Offer a request through the monitor; one the contract plainly accepts (`plainly_accepted`) is judged
         by the monitor once offered (`Watch.offered`), its `Request` built once."""
-        monitor, fast = self.monitor, self.fast
+        monitor, fast = self._monitor, self.fast
         if fast is None:
             accepted = monitor.add(rid, prompt_len, max_new, *priority)
         else:
@@ -48,9 +56,9 @@ class Checked:
     def set_budget(self, token_budget: int) -> None:
         if self.fast is not None:
             self.fast.sync()
-        if not self.monitor.set_budget(token_budget):  # type: ignore[attr-defined]
+        if not self._monitor.set_budget(token_budget):  # type: ignore[attr-defined]
             raise InvalidField(f"token_budget {token_budget!r}: refused by the scheduler, as the contract requires")
 
     def complete(self, plan: object, stopped: list[int] | tuple[int, ...] = ()) -> list[int] | tuple[int, ...]:  # type: ignore[no-redef]
         """The monitor's complete() (with the shortcut, `Calls.complete`): its pending plan run and judged."""
-        return self.monitor.complete(stopped).emitted
+        return self._monitor.complete(stopped).emitted

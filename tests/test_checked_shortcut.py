@@ -204,3 +204,33 @@ def test_a_break_on_the_same_plan_again_is_caught_as_without_the_shortcut(fault:
     assert fast[:2] == ("broken", rule)
     assert fast[2] >= 40
     assert taken > 0
+
+
+@pytest.mark.parametrize("trace", ["conv", "code"])
+def test_the_monitor_read_after_a_run_counts_every_step(trace: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shortcut leaves the monitor's step counts behind until they are read; `Checked.monitor` reads them
+    moved up to the steps taken, as the monitor judging every step has them. The control reads the counts
+    from the monitor itself, past the property: behind."""
+    made: list[checked.Checked] = []
+    init = checked.Checked.__init__
+
+    def kept(self: checked.Checked, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    def counts(monitor: Any) -> tuple[int, int, int]:
+        return monitor.num_steps, monitor.num_busy_steps, monitor.shadow.step
+
+    seen = {}
+    for shortcut in (True, False):
+        with monkeypatch.context() as patch:
+            patch.setattr(checked.Checked, "__init__", kept)
+            if not shortcut:
+                patch.setattr(checked, "usable", lambda monitor: False)
+            r = simulate(load(trace).head(30), factory("reference"), SERVING, FULL, "reference", check=True)
+        run = made.pop()
+        if shortcut:
+            behind = counts(run._monitor)  # the control: the counts as the shortcut left them
+        seen[shortcut] = counts(run.monitor)
+    assert seen[True] == seen[False] and seen[True][0] == len(r.step_tokens)
+    assert behind[0] < seen[True][0]
