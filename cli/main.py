@@ -17,7 +17,7 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 
-from . import __version__, exits
+from . import __version__, dropped, exits
 from .commands.args import STDOUT
 from .pipe import CutPipe, Discard
 
@@ -72,7 +72,8 @@ def _command(argv: Sequence[str] | None) -> int:
     quiet = contextlib.redirect_stdout(Discard()) if getattr(args, "json", None) == STDOUT else None
     guard = no_exit() if args.command in IN_PROCESS else contextlib.nullcontext()
     try:
-        with terminate_as_interrupt(), contextlib.redirect_stdout(out), quiet or contextlib.nullcontext(), guard:
+        with dropped.kept(), terminate_as_interrupt(), contextlib.redirect_stdout(out), \
+                quiet or contextlib.nullcontext(), guard:
             return int(args.run(args))
     except (KeyboardInterrupt, SystemExit, Exception) as error:
         return ended(args.command, error)

@@ -103,3 +103,34 @@ class BreaksLate(Scheduler):
 def returns_the_class(**config: int) -> Any:
     """A factory that forgot to call: it returns the class, not a scheduler."""
     return Scheduler
+
+
+
+def drop_a_ctrl_c() -> None:
+    """A real SIGINT taken inside a weakref callback: CPython drops the KeyboardInterrupt raised there
+    ("Exception ignored in ..."), as it does when a Ctrl-C lands in the import system's clean-up."""
+    import signal
+    import weakref
+
+    class Target:
+        pass
+
+    target = Target()
+    ref = weakref.ref(target, lambda _: signal.raise_signal(signal.SIGINT))
+    del target  # the callback runs here, takes the SIGINT, and its KeyboardInterrupt is dropped
+    assert ref() is None
+
+
+def drops_ctrl_c_at_its_first_step(waits: int) -> None:
+    """The reference scheduler, in this process, made to drop a Ctrl-C at its first step and then wait
+    `waits` sleeps of 10 ms (for the interrupt to come again) before it plans as before."""
+    original = Scheduler.schedule
+
+    def schedule(self: Scheduler) -> Any:
+        if self.num_steps == 0:
+            drop_a_ctrl_c()
+            for _ in range(waits):
+                time.sleep(0.01)
+        return original(self)
+
+    Scheduler.schedule = schedule  # type: ignore[method-assign]

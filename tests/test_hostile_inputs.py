@@ -185,6 +185,31 @@ def test_ctrl_c_during_the_z3_phase_of_prove_stops_it() -> None:
     assert "ran out of time" not in out
 
 
+DROPS = """import sys, contextlib, hostile_schedulers, stallfree.dropped
+if sys.argv[1] == 'unkept':
+    stallfree.dropped.kept = contextlib.nullcontext  # the control: nothing sends a dropped Ctrl-C again
+hostile_schedulers.drops_ctrl_c_at_its_first_step(int(sys.argv[2]))
+from stallfree.main import main
+sys.exit(main(sys.argv[3:]))"""
+
+
+def test_a_ctrl_c_that_cpython_drops_in_a_callback_still_stops_the_command() -> None:
+    # The step waits up to EVENT_LIMIT_S for the interrupt to come again; it never has to wait that long.
+    ran = spawn(["kept", str(int(EVENT_LIMIT_S * 100)), "trace", "--example", "hand"], code=DROPS,
+                timeout=EVENT_LIMIT_S + 60)
+    assert ran.status == 130, (ran.out[-1000:], ran.err[-1000:])
+    assert ran.err.strip().splitlines()[-1] == "stallfree trace: interrupted"
+    assert "Exception ignored" not in ran.err and "WORK-CONSERVING" not in ran.out
+    assert_clean(ran)
+
+
+def test_control_a_dropped_ctrl_c_not_sent_again_is_lost_and_the_command_runs_to_its_end() -> None:
+    ran = spawn(["unkept", "2", "trace", "--example", "hand"], code=DROPS)
+    assert ran.status == 0, (ran.out[-1000:], ran.err[-1000:])
+    assert "Exception ignored" in ran.err and "KeyboardInterrupt" in ran.err
+    assert "WORK-CONSERVING  holds" in ran.out
+
+
 def test_ctrl_c_to_a_campaign_stops_it_and_its_workers() -> None:
     proc, _ = interrupted_job(["campaign", "--sims", "3000", "--jobs", "2"], 2)
     out, err = proc.communicate(timeout=EVENT_LIMIT_S)
