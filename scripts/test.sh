@@ -10,7 +10,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
   bash "$root/scripts/quint.sh"  # Quint (node) for the Quint spec's tests
   export HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}"
   export STALLFREE_REQUIRE_EXTRAS=1  # every extra was just installed: a missing one is a failure, not a skip
-  python -m pytest -q "$@"
+  python -m pytest -q --durations=15 "$@"
 )
 only_options=1
 for arg in "$@"; do
