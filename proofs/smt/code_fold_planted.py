@@ -62,8 +62,8 @@ SkipAheadAdmission = planted("SkipAheadAdmission", "Admission passes over one th
     ("    plan = ", "    passed.update(self._waiting)\n    self._waiting = passed\n    plan = ")))
 
 PartialReadsTheLine = planted("PartialReadsTheLine", "A partial chunk is capped by the head of the line's prompt.", (
-    ("        n = min(seq.num_remaining_prompt, left)\n",
-     "        n = min(seq.num_remaining_prompt, left,\n"
-     "                next(iter(self._waiting.values())).request.prompt_len if self._waiting else left)\n"),))
+    ("            n = min(seq.num_remaining_prompt, left)\n",
+     "            n = min(seq.num_remaining_prompt, left,\n"
+     "                    next(iter(self._waiting.values())).request.prompt_len if self._waiting else left)\n"),))
 
 CONTROLS = (LookAheadAdmission, NewestFirstAdmission, SkipAheadAdmission, PartialReadsTheLine)
