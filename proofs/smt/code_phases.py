@@ -169,8 +169,7 @@ def _phases(body: list[ast.stmt], kinds: dict[str, str], scope: dict[str, Any], 
     in_phases = {n for stmt, s in zip(body, shapes, strict=True) if s is not None and s[0] != "map"
                  for n in _bound(stmt)}
     ctx = code_straight.Context(kinds, scope, {n for stmt in body for n in _bound(stmt)})
-    stores = [n.id for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)]
-    once = {n for n in stores if stores.count(n) == 1}
+    once = _bound_once(body)
     straight: set[str] = set()
     phases: list[Phase] = []
     for stmt, shape in zip(body, shapes, strict=True):
@@ -337,6 +336,13 @@ def _earlier_count(node: ast.expr, ctx: code_straight.Context) -> bool:
     if isinstance(arg, ast.Name):
         return arg.id in ctx.untouched
     return _is_self_attr(arg) and arg.attr in ctx.earlier and ctx.kinds.get(arg.attr) == "container"  # type: ignore[attr-defined]
+
+
+def _bound_once(body: list[ast.stmt]) -> set[str]:
+    """The names schedule()'s `body` binds (or deletes) at one place alone."""
+    stores = [n.id for stmt in body for n in ast.walk(stmt)
+              if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)]
+    return {n for n in stores if stores.count(n) == 1}
 
 
 def _count_bound(stmt: ast.stmt, ctx: code_straight.Context, once: set[str]) -> set[str]:
