@@ -36,7 +36,7 @@ def test_the_reference_partial_prompts_are_a_guarded_tail_read_as_a_fold() -> No
     (NewestFirstPartials, "is no `for x in self.C.values():` without else", Verdict.UNKNOWN),
     (TailPastThePartials, f"subtracts num_ready - 1, {NOT_A_COUNT}", Verdict.BROKEN),
     (SkipsTheOldestPartial, f"subtracts num_ready + 1, {NOT_A_COUNT}", Verdict.UNKNOWN),
-    (GuardPastOnePartial, "the guard `if len(self._running) > num_ready + 1:` of `for seq in reversed", Verdict.UNKNOWN),
+    (GuardPastOnePartial, "the guard `if len(self._running) > num_ready + 1:` of `for seq in", Verdict.UNKNOWN),
     (ReadyCountRebound, f"subtracts num_ready, {NOT_A_COUNT}", Verdict.BROKEN),
 ], ids=lambda x: getattr(x, "__name__", str(x)))
 def test_the_guarded_tail_used_wrongly_is_refused_and_never_holds(cls: type, why: str, verdict: Verdict) -> None:
