@@ -7,10 +7,14 @@ once to it), and the guard `len(self._running) > R` with the same R. Each contro
 
 from __future__ import annotations
 
+import inspect
+import textwrap
+
 import pytest
 
 from stallfree.proofs.smt.code_fold_induction import prove
 from stallfree.proofs.smt.code_fold_planted import (
+    GUARD,
     GuardPastOnePartial,
     NewestFirstPartials,
     ReadyCountRebound,
@@ -30,6 +34,21 @@ def test_the_reference_partial_prompts_are_a_guarded_tail_read_as_a_fold() -> No
     tail = next(p for p in read(Scheduler).phases if p.kind == "for")
     assert (tail.walked, tail.tail, tail.guarded) == ("_running", True, True), tail
     assert prove(Scheduler).verdict is Verdict.HOLDS
+
+
+def _unguarded() -> type:
+    """The reference with its tail's guard taken away (the loop set up on every step)."""
+    source = textwrap.dedent(inspect.getsource(Scheduler.schedule))
+    block = source[source.index(GUARD):source.index("    # 3.")]
+    return planted("UnguardedTail", "The partial prompts' loop set up on every step.",
+                   ((block, textwrap.indent(textwrap.dedent(block[len(GUARD):]), "    ")),))
+
+
+def test_the_tail_without_its_guard_is_read_and_holds_too() -> None:
+    cls = _unguarded()
+    tail = next(p for p in read(cls).phases if p.kind == "for")
+    assert (tail.tail, tail.guarded) == (True, False), tail
+    assert prove(cls).verdict is Verdict.HOLDS
 
 
 @pytest.mark.parametrize(("cls", "why", "verdict"), [
