@@ -82,19 +82,22 @@ class Scheduler(Views):
         #    per output token by one step of at most B tokens, however long the prompts that arrive.
         #    They always all fit (READY-WITHIN-BUDGET: a request becomes ready only in a step that
         #    also decoded every request ready before it), and complete() relies on that.
-        if len(self._ready) > left:
-            raise AssertionError(f"READY-WITHIN-BUDGET: {len(self._ready)} ready requests, budget {left}")
         entries = list(self._ready.values())
-        left -= len(entries)
+        num_ready = len(entries)
+        if num_ready > left:
+            raise AssertionError(f"READY-WITHIN-BUDGET: {num_ready} ready requests, budget {left}")
+        left -= num_ready
         # 2. Then the rest of partial prompts, oldest first. They already hold a slot and their KV;
         #    finishing them before starting new ones turns reserved memory into output soonest. They
-        #    are the running requests after the ready ones (PARTIAL-NEXT), read from the end: a few.
-        for seq in reversed([*islice(reversed(self._running.values()), len(self._running) - len(self._ready))]):
-            if left == 0:  # never taken while B is fixed (ONE-PARTIAL and READY-WITHIN-BUDGET keep the
-                break  # ready count below B beside a partial), but it keeps this loop from planning n=0
-            n = min(seq.num_remaining_prompt, left)
-            entries.append(Entry(seq.rid, n))
-            left -= n
+        #    are the running requests after the ready ones (PARTIAL-NEXT), read from the end: a few,
+        #    and on most steps none, so the loop is not even set up then.
+        if len(self._running) > num_ready:
+            for seq in reversed([*islice(reversed(self._running.values()), len(self._running) - num_ready)]):
+                if left == 0:  # never taken while B is fixed (ONE-PARTIAL and READY-WITHIN-BUDGET keep
+                    break  # the ready count below B beside a partial), but it keeps this loop from planning n=0
+                n = min(seq.num_remaining_prompt, left)
+                entries.append(Entry(seq.rid, n))
+                left -= n
         # 3. Then new requests, first come first served, while budget, a slot and the whole
         #    reservation are there. Admission stops at the first that does not fit: skipping ahead
         #    to a smaller one could starve a large request forever.

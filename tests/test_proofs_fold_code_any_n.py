@@ -39,7 +39,7 @@ from stallfree.spec.verdict import Verdict
 ADMIT = "        rid, seq = self._waiting.popitem(last=False)\n"
 WHILE = "    while left and self._waiting"
 PLAN = "    plan = "  # the line that builds the plan (`plan = step.plan = Plan(...)`)
-PARTIAL_CHUNK = "        n = min(seq.num_remaining_prompt, left)\n"
+PARTIAL_CHUNK = "            n = min(seq.num_remaining_prompt, left)\n"
 
 
 def _why(cls: type, kind: str) -> str | None:
@@ -100,24 +100,24 @@ Unbound = planted("Unbound", "On a huge budget, reads the chunk the iteration be
 RoundWithoutTaking = planted("RoundWithoutTaking", "Goes round without taking the head on a huge budget.", (
     (ADMIT, "        if left > 1000:\n            continue\n" + ADMIT),))
 ReadsTheWalkedCount = planted("ReadsTheWalkedCount", "Caps a partial chunk by the number of partials.", (
-    (PARTIAL_CHUNK, "        n = min(seq.num_remaining_prompt, left, 8 * len(self._running))\n"),))
+    (PARTIAL_CHUNK, "            n = min(seq.num_remaining_prompt, left, 8 * len(self._running))\n"),))
 RidAsValue = planted("RidAsValue", "Gives the first rids a chunk of one.", (
-    (PARTIAL_CHUNK, "        n = min(seq.num_remaining_prompt, left) if seq.rid > 2 else 1\n"),))
+    (PARTIAL_CHUNK, "            n = min(seq.num_remaining_prompt, left) if seq.rid > 2 else 1\n"),))
 RidEquals = planted("RidEquals", "Gives rid 0 a chunk of one.", (
-    (PARTIAL_CHUNK, "        n = min(seq.num_remaining_prompt, left) if seq.rid != 0 else 1\n"),))
+    (PARTIAL_CHUNK, "            n = min(seq.num_remaining_prompt, left) if seq.rid != 0 else 1\n"),))
 ChangesItsSequence = planted("ChangesItsSequence", "Rewrites its own progress.", (
-    (PARTIAL_CHUNK, PARTIAL_CHUNK + "        seq.num_prefilled = seq.num_prefilled + 0\n"),))
+    (PARTIAL_CHUNK, PARTIAL_CHUNK + "            seq.num_prefilled = seq.num_prefilled + 0\n"),))
 HoldsOnAnEmptyLine = planted("HoldsOnAnEmptyLine", "Tests its line only while the budget is small.", (
     ("    while left and self._waiting and", "    while left and (self._waiting or left > 10**9) and"),))
 ReadsTheCalendar = planted("ReadsTheCalendar", "Stops admitting if a request is due to finish before step 0.", (
     (ADMIT, "        if self._finishing.get(-1):\n            break\n" + ADMIT),))
 
 
-TAIL_COUNT = "len(self._running) - len(self._ready)"
+TAIL_COUNT = "len(self._running) - num_ready)"
 TailCountsTheLine = planted("TailCountsTheLine", "Takes as many partial prompts as wait in line.", (
-    (TAIL_COUNT, "min(len(self._running) - len(self._ready) + len(self._waiting), len(self._running))"),))
+    (TAIL_COUNT, "min(len(self._running) - num_ready + len(self._waiting), len(self._running)))"),))
 TailCountsACall = planted("TailCountsACall", "Takes the partial prompts through a method's count.", (
-    (TAIL_COUNT, "self._running.__len__() - len(self._ready)"),))
+    (TAIL_COUNT, "self._running.__len__() - num_ready)"),))
 
 
 @pytest.mark.parametrize(("cls", "why"), [
@@ -158,9 +158,11 @@ def test_an_assert_outside_the_loops_is_a_guard() -> None:
 def test_a_loop_rewritten_in_a_shape_the_frame_reads_is_still_proved() -> None:
     """The frame is about the loops, not the reference's spelling: decodes as a `for` hold too."""
     loop = planted("DecodesAsALoop", "Plans the decodes one by one.", (
-        ("    entries = list(self._ready.values())\n    left -= len(entries)\n",
+        ("    entries = list(self._ready.values())\n    num_ready = len(entries)\n",
          "    entries = []\n    for decode in self._ready.values():\n        entries.append(decode)\n"
-         "        left -= 1\n"),))
+         "        left -= 1\n    num_ready = len(self._ready)\n"),
+        ("    if num_ready > left:\n", "    if num_ready > self.config.token_budget:\n"),
+        ("    left -= num_ready\n", ""),))
     out = prove(loop)
     assert out.verdict is Verdict.HOLDS, out.detail
     assert [label.split()[0] for label in out.phases] == ["for", "for", "while", "schedule()"], out.phases
@@ -204,7 +206,7 @@ def test_prove_scheduler_exits_1_on_a_partial_loop_reading_the_line(capsys: pyte
 # The review's planted non-folds (each read holds before the straight-line statements were held to a
 # shape, the globals a body names to pure builtins and classes, and the row to FOLD (code) at N = 3).
 DropFirstDecode = planted("DropFirstDecode", "Drops the first decode when a second is ready.", (
-    ("    left -= len(entries)\n", "    left -= len(entries)\n    if len(entries) > 1:\n        entries.pop(0)\n"),))
+    ("    left -= num_ready\n", "    left -= num_ready\n    if len(entries) > 1:\n        entries.pop(0)\n"),))
 LeakN = planted("LeakN", "Reads the last chunk a loop left, bound before the loops too.", (
     ("    left = self.config.token_budget\n", "    left = self.config.token_budget\n    n = 0\n"),
     (PLAN, "    if n == 1 and len(entries) > 1:\n        entries.pop(0)\n" + PLAN)))

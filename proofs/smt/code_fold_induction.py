@@ -33,7 +33,9 @@ unknown if it is undecided (a guard that raises on a count, say).
 Assumed, not checked: Python's semantics of `for` over a dict's values, of `while`, of `list()` of a
 dict's values (a map phase is the fold that appends each value) and of `len`; that a rid written into
 a container is not yet in it, and a request's field that is None in the probe run is None for every
-request of that container (both kept by the post-conditions); that the classes the code builds read no
+request of that container (both kept by the post-conditions); that a tail `for`'s requests, C past
+the requests of an earlier phase's container (its count and guard held to that shape by `code_phases`),
+are the ones not in that container (the post-condition `ready_first`); that the classes the code builds read no
 frame and no module state; and the statements outside the loops are held to a shape
 (`code_straight`) and read, not proved, which says schedule() is these folds in sequence. The
 consecution ties the compiled iteration to the loop statement run on one request, two compilations

@@ -62,8 +62,32 @@ SkipAheadAdmission = planted("SkipAheadAdmission", "Admission passes over one th
     ("    plan = ", "    passed.update(self._waiting)\n    self._waiting = passed\n    plan = ")))
 
 PartialReadsTheLine = planted("PartialReadsTheLine", "A partial chunk is capped by the head of the line's prompt.", (
-    ("        n = min(seq.num_remaining_prompt, left)\n",
-     "        n = min(seq.num_remaining_prompt, left,\n"
-     "                next(iter(self._waiting.values())).request.prompt_len if self._waiting else left)\n"),))
+    ("            n = min(seq.num_remaining_prompt, left)\n",
+     "            n = min(seq.num_remaining_prompt, left,\n"
+     "                    next(iter(self._waiting.values())).request.prompt_len if self._waiting else left)\n"),))
+
+GUARD = "    if len(self._running) > num_ready:\n"
+TAIL = "reversed([*islice(reversed(self._running.values()), len(self._running) - num_ready)])"
+
+NewestFirstPartials = planted("NewestFirstPartials", "The partial prompts, newest first.", (
+    (TAIL, "islice(reversed(self._running.values()), len(self._running) - num_ready)"),))
+
+TailPastThePartials = planted("TailPastThePartials", "The tail takes the newest ready request too.", (
+    (GUARD, "    if len(self._running) > num_ready - 1:\n"),
+    (TAIL, "reversed([*islice(reversed(self._running.values()), len(self._running) - (num_ready - 1))])")))
+
+SkipsTheOldestPartial = planted("SkipsTheOldestPartial", "The tail leaves out the oldest partial prompt.", (
+    (GUARD, "    if len(self._running) > num_ready + 1:\n"),
+    (TAIL, "reversed([*islice(reversed(self._running.values()), len(self._running) - (num_ready + 1))])")))
+
+GuardPastOnePartial = planted("GuardPastOnePartial", "The partial prompts are planned only while two are partial.", (
+    (GUARD, "    if len(self._running) > num_ready + 1:\n"),))
+
+ReadyCountRebound = planted("ReadyCountRebound", "The ready count, taken down by one before the tail.", (
+    ("    left -= num_ready\n", "    left -= num_ready\n    num_ready -= 1\n"),))
 
 CONTROLS = (LookAheadAdmission, NewestFirstAdmission, SkipAheadAdmission, PartialReadsTheLine)
+TAIL_CONTROLS = (NewestFirstPartials, TailPastThePartials, SkipsTheOldestPartial, GuardPastOnePartial,
+                 ReadyCountRebound)
+"""The partial prompts' guarded tail used wrongly: the frame refuses each (a shape it does not read, a
+count or a guard that is not the tail past the ready ones), and FOLD (code) decides the row."""

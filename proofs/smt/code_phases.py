@@ -6,8 +6,12 @@ schedule()'s top-level statements are read in order. A phase is one of three sha
 - a map `E = list(self.C.values())`: by Python's `list`, the fold that appends each of C's values;
 - a `for x in self.C.values(): BODY` (no `else`): BODY once per value of C, in C's order; or `for x in
   reversed([*islice(reversed(self.C.values()), COUNT)]): BODY`, once per value of C's tail of COUNT
-  values (COUNT read as a straight-line count), in C's order: the reference's partial prompts, the
-  running requests after the ready ones;
+  values, in C's order: the reference's partial prompts, the running requests after the ready ones.
+  COUNT is `len(self.C) - R`, R the count of a container a phase before walks (`len(self.D)`, `len(E)`
+  of a map's list no loop has appended to, or a local bound once to one of those after the last phase
+  before): C past that phase's requests, no more and no fewer (which requests those are is the
+  post-conditions': `ready_first`). Such a `for` may stand alone in `if len(self.C) > R:` (the same R),
+  a guard that its tail is not empty, which skips only a loop that would plan nothing;
 - a `while TEST: BODY` (no `else`) whose body takes requests off the head of one container, its line
   (`self.L.popleft()`, or an ordered dict's `self.L.popitem(last=False)`): BODY once per request of the
   line, in order, while TEST holds.
@@ -63,6 +67,7 @@ class Phase:
     attributes: frozenset[str]  # the scheduler's attributes it names
     label: str  # its header, as written
     tail: bool = False  # a for over the tail of `walked` (`reversed([*islice(reversed(...), COUNT)])`)
+    guarded: bool = False  # the for stands alone in `if len(self.C) > R:`, its tail not empty
 
     @property
     def loop(self) -> ast.For | ast.While:
@@ -164,6 +169,7 @@ def _phases(body: list[ast.stmt], kinds: dict[str, str], scope: dict[str, Any], 
     in_phases = {n for stmt, s in zip(body, shapes, strict=True) if s is not None and s[0] != "map"
                  for n in _bound(stmt)}
     ctx = code_straight.Context(kinds, scope, {n for stmt in body for n in _bound(stmt)})
+    once = _bound_once(body)
     straight: set[str] = set()
     phases: list[Phase] = []
     for stmt, shape in zip(body, shapes, strict=True):
@@ -171,13 +177,18 @@ def _phases(body: list[ast.stmt], kinds: dict[str, str], scope: dict[str, Any], 
             code_straight.check(stmt, ctx, name)
             straight |= _bound(stmt)
             ctx.plans |= _lists(stmt)
+            ctx.counts |= _count_bound(stmt, ctx, once)
             continue
         kind, walked, target = shape
-        phase = _phase(stmt, kind, walked, target, straight, ctx, phases, in_phases, name)
-        if kind == "for" and _values_of(stmt.iter, kinds) is None:  # type: ignore[attr-defined]
-            _check_count(stmt, walked, ctx, name)
-            phase = dataclasses.replace(phase, tail=True)
+        loop = _guarded(stmt) or stmt
+        phase = _phase(loop, kind, walked, target, straight, ctx, phases, in_phases, name)
+        if kind == "for" and _values_of(loop.iter, kinds) is None:  # type: ignore[attr-defined]
+            phase = dataclasses.replace(phase, tail=True, guarded=loop is not stmt)
+            _check_count(phase, stmt.test if loop is not stmt else None, ctx, name)  # type: ignore[attr-defined]
+        elif loop is not stmt:
+            raise FrameError(f"{name}: `{ast.unparse(stmt).splitlines()[0]}` guards a loop that is no tail `for`")
         phases.append(phase)
+        ctx.counts = set()  # a count bound before a phase may be stale after it
         ctx.earlier.add(walked)
         ctx.untouched -= phase.plans
         if kind == "map":
@@ -219,6 +230,9 @@ def _shape(stmt: ast.stmt, kinds: dict[str, str]) -> tuple[str, str, str] | None
             if walked is not None:
                 return "map", walked, stmt.targets[0].id
         return None
+    loop = _guarded(stmt)
+    if loop is not None:
+        return _shape(loop, kinds)
     if isinstance(stmt, ast.For):
         walked = _values_of(stmt.iter, kinds) or _tail_of(stmt.iter, kinds)
         if walked is None or stmt.orelse or not isinstance(stmt.target, ast.Name):
@@ -269,13 +283,75 @@ def _tail_of(node: ast.expr, kinds: dict[str, str]) -> str | None:
     return _values_of(sliced.args[0].args[0], kinds)  # type: ignore[attr-defined]
 
 
-def _check_count(stmt: ast.For, walked: str, ctx: code_straight.Context, name: str) -> None:
+def _guarded(stmt: ast.stmt) -> ast.For | None:
+    """The `for` if `stmt` is `if TEST:` holding that `for` alone, without else (TEST judged by `_check_count`)."""
+    if isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1 and isinstance(stmt.body[0], ast.For):
+        return stmt.body[0]
+    return None
+
+
+def _check_count(phase: Phase, guard: ast.expr | None, ctx: code_straight.Context, name: str) -> None:
     """The COUNT of a tail `for` is a straight-line expression (`code_straight`), which may count the
-    walked container too: FrameError naming what else it reads."""
+    walked container too, of the shape `len(self.C) - R` (`_rest`); the `guard` of a guarded one is
+    `len(self.C) > R`, the same R: FrameError naming what else either reads or how it differs."""
+    stmt, walked = phase.loop, phase.walked
+    label = ast.unparse(stmt).splitlines()[0]
     count = stmt.iter.args[0].elts[0].value.args[1]  # type: ignore[attr-defined]
-    why = code_straight.expression(count, ctx, also=walked)
+    why = code_straight.expression(count, ctx, also=walked) or _rest(count, walked, ctx)[1]
     if why is not None:
-        raise FrameError(f"{name}: the count of `{ast.unparse(stmt).splitlines()[0]}`'s tail {why}")
+        raise FrameError(f"{name}: the count of `{label}`'s tail {why}")
+    if guard is None:
+        return
+    rest = _rest(count, walked, ctx)[0]
+    same = (isinstance(guard, ast.Compare) and len(guard.ops) == 1 and isinstance(guard.ops[0], ast.Gt)
+            and _counts_self(guard.left, walked) and ast.dump(guard.comparators[0]) == ast.dump(rest))
+    if not same:
+        raise FrameError(f"{name}: the guard `if {ast.unparse(guard)}:` of `{label}` is not `len(self.{walked}) > "
+                         f"{ast.unparse(rest)}`, that its tail is not empty")
+
+
+def _rest(count: ast.expr, walked: str, ctx: code_straight.Context) -> tuple[ast.expr, str | None]:
+    """(R, None) if `count` is `len(self.C) - R` (C walked), R the count of a container a phase before
+    walks: `len(self.D)`, `len(E)` of a map's list no loop has appended to, or a local bound once to one
+    of those after the last phase (`_count_bound`); else (count, why not)."""
+    if not (isinstance(count, ast.BinOp) and isinstance(count.op, ast.Sub) and _counts_self(count.left, walked)):
+        return count, f"is no `len(self.{walked}) - R`: its tail is not {walked} past an earlier phase's requests"
+    rest = count.right
+    if _earlier_count(rest, ctx) or (isinstance(rest, ast.Name) and rest.id in ctx.counts):
+        return rest, None
+    return rest, (f"subtracts {ast.unparse(rest)}, no count of a container a phase before walks (nor a local "
+                  "bound once to one, after the last phase)")
+
+
+def _counts_self(node: ast.expr, attr: str) -> bool:
+    """`node` is `len(self.<attr>)`."""
+    return _call_of(node, "len") and _is_self_attr(node.args[0]) and node.args[0].attr == attr  # type: ignore[attr-defined]
+
+
+def _earlier_count(node: ast.expr, ctx: code_straight.Context) -> bool:
+    """`len(self.D)`, D a container a phase before walks, or `len(E)` of a map's list no loop has appended to."""
+    if not _call_of(node, "len"):
+        return False
+    arg = node.args[0]  # type: ignore[attr-defined]
+    if isinstance(arg, ast.Name):
+        return arg.id in ctx.untouched
+    return _is_self_attr(arg) and arg.attr in ctx.earlier and ctx.kinds.get(arg.attr) == "container"  # type: ignore[attr-defined]
+
+
+def _bound_once(body: list[ast.stmt]) -> set[str]:
+    """The names schedule()'s `body` binds (or deletes) at one place alone."""
+    stores = [n.id for stmt in body for n in ast.walk(stmt)
+              if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)]
+    return {n for n in stores if stores.count(n) == 1}
+
+
+def _count_bound(stmt: ast.stmt, ctx: code_straight.Context, once: set[str]) -> set[str]:
+    """The local `stmt` binds to an earlier phase's count (`_earlier_count`), if it is bound nowhere else
+    in schedule(): a tail's count may subtract it."""
+    if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id in once and _earlier_count(stmt.value, ctx)):
+        return {stmt.targets[0].id}
+    return set()
 
 
 def _call_of(node: ast.expr, name: str, num_args: int = 1) -> bool:

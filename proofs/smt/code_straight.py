@@ -95,6 +95,7 @@ class Context:
     plans: set[str] = field(default_factory=set)  # the plan lists
     untouched: set[str] = field(default_factory=set)  # map lists no loop has appended to yet
     earlier: set[str] = field(default_factory=set)  # the containers the phases before walk
+    counts: set[str] = field(default_factory=set)  # locals bound once to such a count since the last phase
 
 
 def check(stmt: ast.stmt, ctx: Context, name: str) -> None:
