@@ -6,20 +6,23 @@ any number of requests, from two parts, both proved in Z3:
   by B. Its result is reused when the caller has it (`stallfree prove` proves it once, for its own
   row), else its obligations are discharged here: never a second proof of the same thing.
 - **(b) the bound from the ranking** (`liveness_bound`): that step repeated brings r to its end within
-  floor(P / B) + D steps (the sequence theorem, an arithmetic lemma over uninterpreted sequences), and
-  zero tokens left over r's group is r's end (zero work, proved of the ranking's prefix sums at one
-  state). The two are joined on paper, not in Z3 (see `liveness_bound`): the sequence's D and U are
-  read as zero work's D0 and "waiting or running" at each step, with ADD and the premises; `ASSUMES`
-  lists that join.
+  floor(P / B) + D steps (the sequence theorem), zero tokens left over r's group is r's end (zero
+  work), and the join (`liveness_join`): the adds between two steps keep arrivals in index order,
+  r's group arrived, r arrived, and P and D of r's group as the step left them. All three are stated
+  over one behaviour's terms (the state at step t an array over the steps): the sequence's P(t),
+  D(t) and U(t) are the ranking's P0, D0 over r's group and "r waiting or running" at step t, and
+  its hypotheses are instances, at step t, of what the ranking, zero work and the join prove for any
+  step. Nothing of the join is left on paper.
 
 The row holds only if both hold **and its premises are established for the same policy**: the
-other rows the argument stands on (`PREMISES`: INIT, and the any-N chains that keep the ranking's
-premise, PER-REQUEST, FCFS, PARTIAL-YOUNGEST, KV and FINISH) and the budget fixed (`budget_fixed`,
-proved here of the policy's `after_config`). `stallfree prove` has those rows already: it passes
+other rows the argument stands on (`PREMISES`: the any-N chains that keep the ranking's premise,
+PER-REQUEST, FCFS, PARTIAL-YOUNGEST, KV and FINISH), the budget fixed (`budget_fixed`, proved here of
+the policy's `after_config`) and INIT for any N (`liveness_init`, proved here: the first state meets
+the ranking's premise, however many requests). `stallfree prove` has those rows already: it passes
 `premises={}` and settles the row from them once every row is in (`settle`); called alone, the row
 proves them here. A premise broken, undecided or not checked makes the row unknown naming it, never
 holds: a policy that breaks one (`liveness_planted.NeverRelease`, `ZeroStart`, `ShrinkingBudget`;
-`mutants.ChangingBudget`, `LeakyStart`) can starve or miss the bound while (a) and (b) hold.
+`BusyPastTwelve`; `mutants.ChangingBudget`, `LeakyStart`) can starve or miss the bound while (a) and (b) hold.
 BROKEN or unknown in (a) or (b) names the part, and its obligation, that failed.
 """
 
@@ -36,6 +39,8 @@ from .chain import CHAINS
 from .induction import INDUCTIONS, Obligation, _prove, prove_induction
 from .liveness_bound import Falls, bound
 from .liveness_induction import LIVENESS_INDUCTIONS
+from .liveness_init import NAME as INIT_ANY_N
+from .liveness_init import init_any_n
 from .liveness_steps import falls
 from .policy import Policy
 from .symbolic import SymConfig
@@ -44,23 +49,25 @@ from .theorems import prove as prove_theorem
 
 NAME = "LIVENESS (induction, any N)"
 STEPS = LIVENESS_INDUCTIONS[0]  # part (a)
-PART_A, PART_B = f"(a) {STEPS.name}", "(b) the bound from the ranking (sequence, zero work)"
+PART_A, PART_B = f"(a) {STEPS.name}", "(b) the bound from the ranking (sequence, zero work, join)"
 CLAIM = ("every waiting or running request finishes within floor(P / B) + D steps of its arrival (P prompt "
          "positions, D tokens of it and the requests ahead of it then), for any N")
+JOINED = ("the sequence, zero work and the ranking stated over one behaviour's terms (P, D, 'r waiting or "
+          "running' at step t), the adds' order, r's group arrived, r kept and its group's P and D kept over "
+          "the adds proved for any step")
 ASSUMES = ("assumes: the budget B fixed (checked: BUDGET FIXED); weak fairness of Step (always enabled: the "
-           "executor keeps stepping; nothing of arrivals); the ranking's premise at every step (PER-REQUEST, FCFS, "
-           "PARTIAL-YOUNGEST and KV, each kept for any N by its chain, checked as premises); arrivals join behind "
-           "r (ADD), so they add nothing to P or D; and, on paper, not in Z3, the join of (b)'s two theorems: the "
-           "sequence's P(t), D(t) and U(t) are zero work's P0 and D0 prefix sums and 'r waiting or running' of the "
-           "state at step t, each state the one the step leaves from the one before after the adds")
+           "executor keeps stepping; nothing of arrivals); the ranking's premise at every step (INIT (any N), checked; "
+           "PER-REQUEST, FCFS, PARTIAL-YOUNGEST and KV, each kept for any N by its chain, checked as premises); the "
+           "adds' facts for N requests are those of each adjacent pair (the reference's arrive)")
 TIMEOUT_MS = 30_000
-# The rows whose claims the argument assumes at every step, each proved for the row's own policy: INIT
-# (the first state has the invariant; at N = 12, its state has no request arrived), PER-REQUEST (each
-# request's parts, any N), the FCFS, PARTIAL-YOUNGEST and KV chains (the ranking's premise, any N) and
-# FINISH (a finished request's KV given back: KV's free = K - reserved kept by completion).
-PREMISES = ("INIT", "PER-REQUEST (induction)", "FCFS (induction, phases chained)",
+# The rows whose claims the argument assumes at every step, each proved for the row's own policy:
+# PER-REQUEST (each request's parts, any N), the FCFS, PARTIAL-YOUNGEST and KV chains (the ranking's
+# premise, any N) and FINISH (a finished request's KV given back: KV's free = K - reserved kept by
+# completion). Its first state is INIT (any N), which the row proves itself (`OWN`).
+PREMISES = ("PER-REQUEST (induction)", "FCFS (induction, phases chained)",
             "PARTIAL-YOUNGEST (induction, phases chained)", "KV (induction, phases chained)", "FINISH (induction)")
-FIXED = "BUDGET FIXED (after_config)"  # the premise this row proves itself: B after a step is B before
+FIXED = "BUDGET FIXED (after_config)"  # a premise this row proves itself: B after a step is B before
+OWN = (FIXED, INIT_ANY_N)  # the premises this row proves itself, in order
 PART_P = "the premises"
 
 
@@ -86,15 +93,26 @@ def prove(policy: Policy | None = None, steps: TheoremResult | None = None, rank
         raise ValueError(f"steps: a result of {steps.theorem!r}, not of part (a), {STEPS.name!r}")
     elif steps.policy != policy.name:
         raise ValueError(f"steps: a result for policy {steps.policy!r}, not {policy.name!r}")
-    derived = _prove(bound(ranking), NAME, policy, timeout_ms)
+    derived = _prove(bound(ranking, policy), NAME, policy, timeout_ms)
     for part, result in ((PART_A, steps), (PART_B, derived)):
         if result.verdict is not Verdict.HOLDS:
             failed = {"part": part, **(result.counterexample or {})}
             return Outcome(result.verdict, time.perf_counter() - began, _failed(part, result), failed)
-    fixed = _prove([budget_fixed(policy)], FIXED, policy, timeout_ms).verdict
-    checked_here = premises is None and fixed is Verdict.HOLDS  # none worth proving once B is not fixed
+    own = prove_own(policy, timeout_ms)
+    checked_here = premises is None and all(v is Verdict.HOLDS for v in own.values())  # none worth proving else
     known = check_premises(policy, timeout_ms) if checked_here else (premises or {})
-    return judge({**known, FIXED: fixed}, time.perf_counter() - began)
+    return judge({**known, **own}, time.perf_counter() - began)
+
+
+def prove_own(policy: Policy, timeout_ms: int = TIMEOUT_MS) -> dict[str, Verdict]:
+    """The premises the row proves itself (`OWN`), in order, up to the first that does not hold."""
+    obligations = {FIXED: [budget_fixed(policy)], INIT_ANY_N: init_any_n(policy)}
+    out: dict[str, Verdict] = {}
+    for name in OWN:
+        out[name] = _prove(obligations[name], name, policy, timeout_ms).verdict
+        if out[name] is not Verdict.HOLDS:
+            break
+    return out
 
 
 def budget_fixed(policy: Policy) -> Obligation:
@@ -118,18 +136,19 @@ def check_premises(policy: Policy, timeout_ms: int = TIMEOUT_MS) -> dict[str, Ve
 
 
 def judge(premises: Mapping[str, Verdict], seconds: float) -> Outcome:
-    """The row once (a) and (b) hold: holds if every premise (`PREMISES` and `FIXED`) holds, else
+    """The row once (a) and (b) hold: holds if every premise (`OWN` and `PREMISES`) holds, else
     unknown naming the first that is broken, undecided or not checked."""
-    for name in (FIXED, *PREMISES):
+    for name in (*OWN, *PREMISES):
         said = premises.get(name)
         if said is not Verdict.HOLDS:
             state = "not checked" if said is None else str(said)
-            unchecked = [n for n in (FIXED, *PREMISES) if n not in premises]
+            unchecked = [n for n in (*OWN, *PREMISES) if n not in premises]
             return Outcome(Verdict.UNKNOWN, seconds, f"{PART_P}: {name} {state} for this policy, so the bound is "
                            f"not proved ({PART_A} and {PART_B} hold, but the argument rests on {name})",
                            {"part": PART_P, "premise": name, "verdict": state, "not checked": unchecked})
     return Outcome(Verdict.HOLDS, seconds, f"{CLAIM}: {PART_A} holds, {PART_B} holds (initiation, consecution, "
-                   f"exit of each); {PART_P} hold for this policy: {FIXED}, {', '.join(PREMISES)}; {ASSUMES}")
+                   f"exit of each; {JOINED}); {PART_P} hold for this policy: {', '.join((*OWN, *PREMISES))}; "
+                   f"{ASSUMES}")
 
 
 def settle(outcome: Outcome, rows: Mapping[str, Verdict]) -> Outcome:
@@ -138,8 +157,8 @@ def settle(outcome: Outcome, rows: Mapping[str, Verdict]) -> Outcome:
     why = outcome.counterexample or {}
     if outcome.verdict is not Verdict.UNKNOWN or why.get("part") != PART_P or why.get("verdict") != "not checked":
         return outcome
-    fixed = {} if FIXED in why["not checked"] else {FIXED: Verdict.HOLDS}
-    return judge({**fixed, **{n: rows[n] for n in PREMISES if n in rows}}, outcome.seconds)
+    own = {n: Verdict.HOLDS for n in OWN if n not in why["not checked"]}  # proved by the row: it was named first
+    return judge({**own, **{n: rows[n] for n in PREMISES if n in rows}}, outcome.seconds)
 
 
 def _failed(part: str, result: TheoremResult) -> str:

@@ -35,7 +35,7 @@ from .chain import FREE_BEFORE, Chain
 from .fold import folds
 from .induction import LoopInduction, Obligation
 from .liveness_loops import COUNTS, LOOPS, R0, State, phases, ranking_chain, recurrences, zero
-from .liveness_steps import LIVENESS_STEPS, falls
+from .liveness_steps import LIVENESS_STEPS, Falls, falls
 from .policy import Policy
 from .theorems import obligation
 
@@ -123,17 +123,29 @@ def ranking(policy: Policy) -> list[Obligation]:
     base = z3.And(c.config.valid(), c.n >= 0, zero(c), g.m >= 0, g.m < c.n)
     step = z3.And(base, _ranking(c, i, g), i < c.n, c.reqs.valid_at(i, c.config), _met(c, states, i),
                   adjacent(c, i - 1), recurrences(c, COUNTS, i))
-    end, r = g.m + 1, c.reqs.at(g.m)
+    end = g.m + 1
     before = entered_from_state(c)
     where = z3.And(base, exits, before, _ranking(c, g.m, g), _ranking(c, end, g), _ranking(c, c.n, g),
-                   c.reqs.valid_at(g.m, c.config), z3.Or(r.waiting, r.running),
-                   recurrences(c, ("rdy", "par", "wai"), g.m))
-    p0, p1, d0, d1 = (c.c(k, end) for k in ("P0", "P1", "D0", "D1"))
-    rule = falls(p0, p1, d0, d1, c.config.token_budget)
+                   c.reqs.valid_at(g.m, c.config), unfinished(c, g.m), recurrences(c, ("rdy", "par", "wai"), g.m))
+    rule = group_falls(c, g.m)
     return [*folds(policy), _added(c), *obligations,
             Obligation("ranking: initiation", base, _ranking(c, z3.IntVal(0), g)),
             Obligation("ranking: consecution", step, _ranking(c, i + 1, g), z3.And(i == 0, g.m == 0)),
             Obligation("ranking: the rule", where, rule)]
+
+
+def unfinished(c: Chain, m: z3.ArithRef) -> z3.BoolRef:
+    """Request m waiting or running: the requests the ranking is about (`liveness_join` reads the
+    same term at each step of a behaviour)."""
+    r = c.reqs.at(m)
+    return z3.Or(r.waiting, r.running)
+
+
+def group_falls(c: Chain, m: z3.ArithRef, ranking: Falls = falls) -> z3.BoolRef:
+    """The rule over request m's group (indexes 0 .. m): `ranking` from P, D before the step to P, D
+    after, the chain's own prefix sums at m + 1 (`liveness_join` reads the same terms at each step)."""
+    p0, p1, d0, d1 = (c.c(k, m + 1) for k in ("P0", "P1", "D0", "D1"))
+    return ranking(p0, p1, d0, d1, c.config.token_budget)
 
 
 def _added(c: Chain) -> Obligation:

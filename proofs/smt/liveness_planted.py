@@ -16,6 +16,16 @@ Three more break a premise of the row while (a) and (b) hold, so the row must re
 - `ZeroStart` starts with no free KV: nothing is ever admitted (INIT breaks).
 - `ShrinkingBudget` leaves a budget of 1 after each step: every request ends, but not within its
   floor(P / B) + D (the budget fixed breaks).
+
+Three more the row passed while one link of its argument was read, not proved, each refuted now by
+that link's obligations (`liveness_init`, `liveness_join`):
+- `BusyPastTwelve` starts a request at index 12 or later already admitted, its KV not reserved: INIT
+  at N = 12 holds, INIT (any N) fails at the pair 11, 12 and at its KV consecution (the third link).
+- `JoinAhead` lets an add() place a request ahead of one already in line (no index order): the adds
+  then give r's group work it did not have (the second link).
+- `ForgetOnAdd` lets an add() take back a request that is waiting (it leaves, never served): r's work
+  drops to 0 without r's end, which the old reading of "not waiting or running" took for an end (the
+  first link: the sequence's end is zero work's "finished", of the same terms).
 """
 
 from __future__ import annotations
@@ -136,5 +146,45 @@ class ShrinkingBudget(Policy):
         return SymConfig(z3.IntVal(1), config.max_seqs, config.kv_tokens)
 
 
+PHANTOM_FROM = 12  # the first index BusyPastTwelve starts admitted: one past INIT's N
+
+
+class BusyPastTwelve(Policy):
+    """A new scheduler holds, at each index from 12 on, a request admitted and running whose KV it
+    never reserved."""
+
+    breaks = "INIT"
+
+    def initial_at(self, r: SymRequest, index: z3.ArithRef) -> z3.BoolRef:
+        phantom = z3.And(r.arrived, r.admitted, r.num_prefilled == 0, r.num_emitted == 0, r.prompt_len >= 1,
+                         r.max_new >= 1)
+        return z3.If(index >= PHANTOM_FROM, phantom, super().initial_at(r, index))
+
+
+class JoinAhead(Policy):
+    """add() may place a new request at any free index, ahead of requests already in line."""
+
+    breaks = "FCFS"
+
+    def arrive(self, before: SymState, name: str) -> tuple[SymState, z3.BoolRef]:
+        after, _ = super().arrive(before, name)
+        facts = [z3.Implies(b.arrived, a.arrived) for b, a in zip(before.requests, after.requests, strict=True)]
+        return after, z3.And([*facts, *(z3.Implies(a.arrived, self.accepts(a, before.config)) for a in after.requests)])
+
+
+class ForgetOnAdd(Policy):
+    """add() may take back a request still waiting: it leaves the line unserved."""
+
+    breaks = "LIVENESS"
+
+    def arrive(self, before: SymState, name: str) -> tuple[SymState, z3.BoolRef]:
+        after, _ = super().arrive(before, name)
+        facts = [z3.Implies(z3.And(b.arrived, b.admitted), a.arrived) for b, a in zip(before.requests, after.requests,
+                                                                                    strict=True)]
+        facts += [z3.Implies(after.requests[i + 1].arrived, after.requests[i].arrived) for i in range(len(facts) - 1)]
+        return after, z3.And([*facts, *(z3.Implies(a.arrived, self.accepts(a, before.config)) for a in after.requests)])
+
+
 PLANTED: dict[str, type[Policy]] = {cls.__name__: cls for cls in (
-    ShortestFirst, IdleOneInThree, ReversedPartials, NeverRelease, ZeroStart, ShrinkingBudget)}
+    ShortestFirst, IdleOneInThree, ReversedPartials, NeverRelease, ZeroStart, ShrinkingBudget, BusyPastTwelve,
+    JoinAhead, ForgetOnAdd)}
