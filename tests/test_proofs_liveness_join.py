@@ -13,6 +13,7 @@ from stallfree.proofs.smt import induction, liveness_any_n, liveness_bound, live
 from stallfree.proofs.smt.liveness_loops import ranking_chain
 from stallfree.proofs.smt.liveness_planted import PLANTED
 from stallfree.proofs.smt.policy import Policy
+from stallfree.proofs.smt.symbolic import SymConfig
 from stallfree.proofs.smt.theorems import THEOREMS
 from stallfree.proofs.smt.theorems import prove as prove_theorem
 from stallfree.spec.verdict import Verdict
@@ -34,6 +35,8 @@ def _old_row_passes(policy: Policy) -> induction.TheoremResult:
 @pytest.mark.parametrize(("control", "obligation"), [
     ("ForgetOnAdd", "join: r stays arrived over the adds"),  # link 1: a waiting request taken back is no end
     ("JoinAhead", "join: the adds keep arrivals in index order"),  # link 2: a request placed ahead of r
+    ("ForgetLast", "join: r stays arrived over the adds"),  # link 1, r the second of its pair: r last in line
+    ("WideJoinAhead", "join: the adds on three requests are their pairs'"),  # link 2, only from three requests
 ])
 def test_a_policy_whose_adds_break_the_join_is_refuted_at_part_b(control: str, obligation: str) -> None:
     policy = PLANTED[control]()
@@ -106,3 +109,68 @@ def test_init_for_any_n_needs_the_requests_add_accepts() -> None:
     kept = [h for h in started.children() if not h.eq(accepted)]
     assert len(kept) == started.num_args() - 1
     assert _broken(induction.Obligation(ob.name, z3.And(ob.hypothesis.children()[0], *kept), ob.goal))
+
+
+def _swap(ob: induction.Obligation, old: z3.BoolRef, new: z3.BoolRef) -> induction.Obligation:
+    """`ob` with one conjunct of its hypothesis, `old`, replaced by `new`."""
+    parts = ob.hypothesis.children()
+    assert sum(h.eq(old) for h in parts) == 1, f"{old} is one conjunct of {ob.name}'s hypothesis"
+    return induction.Obligation(ob.name, z3.And([new if h.eq(old) else h for h in parts]), ob.goal, ob.witness)
+
+
+def _first_only(policy: Policy) -> list[induction.Obligation]:
+    """The join as it was before r was read at both places of a pair and the adds on three requests:
+    no pairwise obligation, and request j read only as the first of the pair (j, j + 1)."""
+    b = liveness_join.Behaviour.fresh(policy)
+    t, m, j = liveness_join.STEP, liveness_join.M, b.chain(liveness_join.STEP).i
+    swaps = {"join: r stays arrived over the adds": m, "join: the adds keep r's group: consecution": j}
+    obs = liveness_join.join(policy)
+    assert obs[0].name == liveness_join.pairwise(policy, b.config).name
+    return [_swap(ob, liveness_join.adds(b, t, swaps[ob.name]), liveness_join.at_place(b, t, swaps[ob.name], 0))
+            if ob.name in swaps else ob for ob in obs[1:]]
+
+
+def _join(obligations: list[induction.Obligation], policy: Policy) -> induction.TheoremResult:
+    return induction._prove(obligations, liveness_join.NAME, policy, 30_000)
+
+
+def test_an_add_that_forgets_the_last_request_is_refuted_only_with_r_second_of_its_pair() -> None:
+    """ForgetLast's fault is at a pair's second place: the join that read r only first of (m, m + 1)
+    (for m = N - 1 a pair past the requests) held; read from (m - 1, m) as well, r stays arrived is
+    refuted with r last in line."""
+    policy = PLANTED["ForgetLast"]()
+    assert _join(_first_only(policy), policy).holds  # the control: the old reading misses it
+    result = _join(liveness_join.join(policy), policy)
+    assert result.verdict is Verdict.BROKEN and result.counterexample is not None
+    assert result.counterexample["obligation"] == "join: r stays arrived over the adds"
+    values = result.counterexample["values"]
+    assert int(values["m"]) == int(values["N"]) - 1 >= 1  # r the last of two or more
+    assert _join(_first_only(Policy()), Policy()).holds and _join(liveness_join.join(Policy()), Policy()).holds
+
+
+def test_adds_that_leave_index_order_only_on_three_requests_are_refuted_by_the_pairwise_reading() -> None:
+    """WideJoinAhead's pairs are the reference's: every other obligation of the join holds (the control),
+    its arrive on three requests allows what its pairs do not."""
+    policy = PLANTED["WideJoinAhead"]()
+    assert _join(liveness_join.join(policy)[1:], policy).holds
+    assert _join(_first_only(policy), policy).holds
+    result = _join(liveness_join.join(policy), policy)
+    assert result.verdict is Verdict.BROKEN and result.counterexample is not None
+    assert result.counterexample["obligation"] == "join: the adds on three requests are their pairs'"
+
+
+def test_the_pairwise_reading_compares_what_each_request_is_made() -> None:
+    """Not only the facts: an add that, on three requests, makes the middle one's prompt other than its
+    pairs make it is refuted too (the reading `adds` takes a request's fields from its pairs)."""
+    class MiddleGrows(Policy):
+        def arrive(self, before, name):  # type: ignore[no-untyped-def]
+            after, facts = super().arrive(before, name)
+            if len(after.requests) < 3:
+                return after, facts
+            reqs = list(after.requests)
+            r = reqs[1]
+            reqs[1] = type(r)(r.arrived, r.admitted, r.prompt_len + 1, r.max_new, r.num_prefilled, r.num_emitted)
+            return type(after)(after.config, tuple(reqs), after.free_kv), facts
+    policy = MiddleGrows()
+    result = _join([liveness_join.pairwise(policy, SymConfig.fresh())], policy)
+    assert result.verdict is Verdict.BROKEN

@@ -8,7 +8,9 @@ any number of requests, from two parts, both proved in Z3:
 - **(b) the bound from the ranking** (`liveness_bound`): that step repeated brings r to its end within
   floor(P / B) + D steps (the sequence theorem), zero tokens left over r's group is r's end (zero
   work), and the join (`liveness_join`): the adds between two steps keep arrivals in index order,
-  r's group arrived, r arrived, and P and D of r's group as the step left them. All three are stated
+  r's group arrived, r arrived, and P and D of r's group as the step left them, the adds read one
+  adjacent pair at a time (checked against the policy's arrive on three requests, assumed beyond:
+  the row's detail says partial there). All three are stated
   over one behaviour's terms (the state at step t an array over the steps): the sequence's P(t),
   D(t) and U(t) are the ranking's P0, D0 over r's group and "r waiting or running" at step t, and
   its hypotheses are instances, at step t, of what the ranking, zero work and the join prove for any
@@ -53,12 +55,14 @@ PART_A, PART_B = f"(a) {STEPS.name}", "(b) the bound from the ranking (sequence,
 CLAIM = ("every waiting or running request finishes within floor(P / B) + D steps of its arrival (P prompt "
          "positions, D tokens of it and the requests ahead of it then), for any N")
 JOINED = ("the sequence, zero work and the ranking stated over one behaviour's terms (P, D, 'r waiting or "
-          "running' at step t), the adds' order, r's group arrived, r kept and its group's P and D kept over "
-          "the adds proved for any step")
+          "running' at step t), the adds' order, r's group arrived, r kept (first or second of its pair) and its "
+          "group's P and D kept over the adds proved for any step, the adds read pair by pair, that reading "
+          "checked on three requests")
 ASSUMES = ("assumes: the budget B fixed (checked: BUDGET FIXED); weak fairness of Step (always enabled: the "
            "executor keeps stepping; nothing of arrivals); the ranking's premise at every step (INIT (any N), checked; "
-           "PER-REQUEST, FCFS, PARTIAL-YOUNGEST and KV, each kept for any N by its chain, checked as premises); the "
-           "adds' facts for N requests are those of each adjacent pair (the reference's arrive)")
+           "PER-REQUEST, FCFS, PARTIAL-YOUNGEST and KV, each kept for any N by its chain, checked as premises); "
+           "partial: the adds' facts for N requests read as those of each adjacent pair, the policy's arrive itself "
+           "at N <= 2, checked against it at N = 3, assumed beyond 3")
 TIMEOUT_MS = 30_000
 # The rows whose claims the argument assumes at every step, each proved for the row's own policy:
 # PER-REQUEST (each request's parts, any N), the FCFS, PARTIAL-YOUNGEST and KV chains (the ranking's

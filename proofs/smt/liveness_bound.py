@@ -21,7 +21,8 @@ ranking's rule (`liveness_induction.group_falls`) and zero work are stated over.
   per-request parts (`Requests.valid_at`: TYPES, FIRST-TOKEN), D = 0 over r's group (the prefix sum
   the ranking reads, `liveness_loops`) means r has ended (admitted, every token out) and P = 0 too.
 - **the join** (`liveness_join.join`): the adds keep arrivals in index order, r's group arrived, r
-  arrived and its group's P and D (ADD: an arrival joins behind r), from the policy's own `arrive`.
+  arrived and its group's P and D (ADD: an arrival joins behind r), from the policy's own `arrive` read
+  one adjacent pair at a time (that reading checked on three requests, assumed beyond).
 
 What the sequence assumes of the behaviour, beside these: the budget is fixed (a changing budget,
 `mutants.ChangingBudget`, breaks READY-WITHIN-BUDGET first); the premise of the ranking holds at each

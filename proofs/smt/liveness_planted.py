@@ -26,6 +26,13 @@ that link's obligations (`liveness_init`, `liveness_join`):
 - `ForgetOnAdd` lets an add() take back a request that is waiting (it leaves, never served): r's work
   drops to 0 without r's end, which the old reading of "not waiting or running" took for an end (the
   first link: the sequence's end is zero work's "finished", of the same terms).
+
+Two more the join passed while it read r only as the first of its pair, and the adds only on two
+requests, each refuted now (`liveness_join.adds`, `liveness_join.pairwise`):
+- `ForgetLast` lets an add() take back the last request of the state while it waits: on a pair, only
+  its second place; r last in line (m = N - 1) is never served.
+- `WideJoinAhead` is the reference on two requests or fewer and `JoinAhead` on three or more: its adds
+  place a request ahead of r only where a pair cannot show it.
 """
 
 from __future__ import annotations
@@ -185,6 +192,32 @@ class ForgetOnAdd(Policy):
         return after, z3.And([*facts, *(z3.Implies(a.arrived, self.accepts(a, before.config)) for a in after.requests)])
 
 
+class ForgetLast(Policy):
+    """add() may take back the last request of the state while it waits; every other request stays."""
+
+    breaks = "LIVENESS"
+
+    def arrive(self, before: SymState, name: str) -> tuple[SymState, z3.BoolRef]:
+        after, _ = super().arrive(before, name)
+        was, now = before.requests, after.requests
+        facts = [z3.Implies(b.arrived, a.arrived) for b, a in zip(was[:-1], now[:-1], strict=True)]
+        facts.append(z3.Implies(z3.And(was[-1].arrived, was[-1].admitted), now[-1].arrived))
+        facts += [z3.Implies(now[i + 1].arrived, now[i].arrived) for i in range(len(now) - 1)]
+        return after, z3.And([*facts, *(z3.Implies(a.arrived, self.accepts(a, before.config)) for a in now)])
+
+
+WIDE_FROM = 3  # the fewest requests on which WideJoinAhead's adds leave index order
+
+
+class WideJoinAhead(JoinAhead):
+    """The reference's add() on two requests or fewer; on three or more, JoinAhead's (any free index)."""
+
+    def arrive(self, before: SymState, name: str) -> tuple[SymState, z3.BoolRef]:
+        if len(before.requests) < WIDE_FROM:
+            return Policy.arrive(self, before, name)
+        return super().arrive(before, name)
+
+
 PLANTED: dict[str, type[Policy]] = {cls.__name__: cls for cls in (
     ShortestFirst, IdleOneInThree, ReversedPartials, NeverRelease, ZeroStart, ShrinkingBudget, BusyPastTwelve,
-    JoinAhead, ForgetOnAdd)}
+    JoinAhead, ForgetOnAdd, ForgetLast, WideJoinAhead)}
