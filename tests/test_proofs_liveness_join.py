@@ -144,7 +144,7 @@ def test_an_add_that_forgets_the_last_request_is_refuted_only_with_r_second_of_i
     assert result.verdict is Verdict.BROKEN and result.counterexample is not None
     assert result.counterexample["obligation"] == "join: r stays arrived over the adds"
     values = result.counterexample["values"]
-    assert int(values["m"]) == int(values["N"]) - 1 >= 1  # r the last of two or more
+    assert int(values["m"]) == int(values["N"]) - 1  # r the last in line
     assert _join(_first_only(Policy()), Policy()).holds and _join(liveness_join.join(Policy()), Policy()).holds
 
 
@@ -174,3 +174,22 @@ def test_the_pairwise_reading_compares_what_each_request_is_made() -> None:
     policy = MiddleGrows()
     result = _join([liveness_join.pairwise(policy, SymConfig.fresh())], policy)
     assert result.verdict is Verdict.BROKEN
+
+
+def _places() -> dict[str, z3.BoolRef]:
+    n, m = z3.Int("N"), liveness_join.M
+    return {"alone": n == 1, "last of two or more": z3.And(m == n - 1, m >= 1), "inside": z3.And(m > 0, m < n - 1),
+            "first of two or more": z3.And(m == 0, n >= 2)}
+
+
+@pytest.mark.parametrize("place", list(_places()))
+def test_r_stays_arrived_is_read_at_each_place_of_r_in_line(place: str) -> None:
+    """Each case of the adds' reading of r is satisfiable (not vacuous) and holds on the reference; on
+    ForgetLast it is refuted exactly where r is last (alone, or the second of its last pair)."""
+    stays = {ob.name: ob for ob in liveness_join.join(Policy())}["join: r stays arrived over the adds"]
+    where = _places()[place]
+    ob = induction.Obligation(stays.name, z3.And(stays.hypothesis, where), stays.goal, where)
+    assert _join([ob], Policy()).holds  # the witness `where` satisfiable: the case is not vacuous
+    forget = {o.name: o for o in liveness_join.join(PLANTED["ForgetLast"]())}[stays.name]
+    verdict = _join([induction.Obligation(ob.name, z3.And(forget.hypothesis, where), forget.goal)], Policy()).verdict
+    assert verdict is (Verdict.BROKEN if place in ("alone", "last of two or more") else Verdict.HOLDS)
