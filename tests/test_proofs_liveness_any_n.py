@@ -33,6 +33,9 @@ def test_the_bound_holds_for_any_n_on_the_reference() -> None:
     assert "floor(P / B) + D" in outcome.detail and "fixed" in outcome.detail and "weak fairness" in outcome.detail
     assert liveness_any_n.JOINED in outcome.detail and "on paper" not in outcome.detail  # the join proved, said
     assert liveness_any_n.INIT_ANY_N in outcome.detail and "N = 12" not in outcome.detail
+    # the adds' pairwise reading is checked at N = 3 only: the detail labels what rests on it partial
+    assert "partial: the adds' facts for N requests read as those of each adjacent pair" in outcome.detail
+    assert "checked against it at N = 3, assumed beyond 3" in outcome.detail
 
 
 
