@@ -26,6 +26,10 @@ proves them here. A premise broken, undecided or not checked makes the row unkno
 holds: a policy that breaks one (`liveness_planted.NeverRelease`, `ZeroStart`, `ShrinkingBudget`;
 `BusyPastTwelve`; `mutants.ChangingBudget`, `LeakyStart`) can starve or miss the bound while (a) and (b) hold.
 BROKEN or unknown in (a) or (b) names the part, and its obligation, that failed.
+
+A policy that overrides `step` is not judged: no obligation runs it (the loops run its phase
+methods, the completion is the shared `Chain.after`), so holding would say nothing of its own step
+(`liveness_planted.IdleStep`, `IdleStepPastTwelve`).
 """
 
 from __future__ import annotations
@@ -73,6 +77,8 @@ PREMISES = ("PER-REQUEST (induction)", "FCFS (induction, phases chained)",
 FIXED = "BUDGET FIXED (after_config)"  # a premise this row proves itself: B after a step is B before
 OWN = (FIXED, INIT_ANY_N)  # the premises this row proves itself, in order
 PART_P = "the premises"
+OWN_STEP = ("not judged: the policy overrides step(), which the row reads nowhere (its loops run the phase methods "
+            "and its completion is the shared one, Chain.after, Policy.step's), so its own step is not judged")
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,9 @@ def prove(policy: Policy | None = None, steps: TheoremResult | None = None, rank
     named is not checked: the row reads unknown until `settle`); None: they are proved here."""
     policy = Policy() if policy is None else policy
     began = time.perf_counter()
+    if type(policy).step is not Policy.step:
+        return Outcome(Verdict.NOT_JUDGED, time.perf_counter() - began, f"{CLAIM}: {OWN_STEP}",
+                       {"part": PART_P, "reason": OWN_STEP})
     if steps is None:
         steps = prove_induction(STEPS, policy, timeout_ms)
     elif steps.theorem != STEPS.name:

@@ -33,6 +33,11 @@ requests, each refuted now (`liveness_join.adds`, `liveness_join.pairwise`):
   its second place; r last in line (m = N - 1) is never served.
 - `WideJoinAhead` is the reference on two requests or fewer and `JoinAhead` on three or more: its adds
   place a request ahead of r only where a pair cannot show it.
+
+Two more override `step` itself, which the row never runs (its loops run the phase methods, its
+completion is the shared `Chain.after`): the row reads them not judged, never holds.
+- `IdleStep`: its `step` plans nothing and changes nothing; every phase method is the reference's.
+- `IdleStepPastTwelve`: the reference's `step` on twelve requests or fewer, IdleStep's beyond.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from collections.abc import Callable
 
 import z3
 
-from .policy import Draft, Policy, SymEntry, smin
+from .policy import Draft, Policy, SymEntry, SymStep, smin
 from .symbolic import SymConfig, SymRequest, SymState
 
 
@@ -218,6 +223,31 @@ class WideJoinAhead(JoinAhead):
         return super().arrive(before, name)
 
 
+class IdleStep(Policy):
+    """The reference's phases, but its own `step` plans nothing and leaves the state as it was: no
+    request ever finishes, while every phase method is the reference's."""
+
+    breaks = "LIVENESS"
+
+    def step(self, s: SymState, d: Draft | None = None) -> SymStep:
+        d = Draft(s) if d is None else d
+        nothing = SymEntry(z3.BoolVal(False), z3.IntVal(0), z3.BoolVal(False), z3.IntVal(0))
+        return SymStep(s, tuple(nothing for _ in s.requests), tuple(z3.BoolVal(False) for _ in s.requests), s,
+                       s.free_kv, z3.And(d.defs))
+
+
+IDLE_STEP_FROM = 13  # the fewest requests on which IdleStepPastTwelve's step is IdleStep's
+
+
+class IdleStepPastTwelve(IdleStep):
+    """The reference's `step` on twelve requests or fewer (every fixed-N theorem's N), IdleStep's beyond."""
+
+    def step(self, s: SymState, d: Draft | None = None) -> SymStep:
+        if len(s.requests) < IDLE_STEP_FROM:
+            return Policy.step(self, s, d)
+        return super().step(s, d)
+
+
 PLANTED: dict[str, type[Policy]] = {cls.__name__: cls for cls in (
     ShortestFirst, IdleOneInThree, ReversedPartials, NeverRelease, ZeroStart, ShrinkingBudget, BusyPastTwelve,
-    JoinAhead, ForgetOnAdd, ForgetLast, WideJoinAhead)}
+    JoinAhead, ForgetOnAdd, ForgetLast, WideJoinAhead, IdleStep, IdleStepPastTwelve)}
