@@ -27,6 +27,10 @@ holds: a policy that breaks one (`liveness_planted.NeverRelease`, `ZeroStart`, `
 `BusyPastTwelve`; `mutants.ChangingBudget`, `LeakyStart`) can starve or miss the bound while (a) and (b) hold.
 BROKEN or unknown in (a) or (b) names the part, and its obligation, that failed.
 
+Where FOLD's frame refuses a phase (`fold_induction.refused`), (a) rests on FOLD of it at N <= 4
+only (`fold_induction.premises`' fallback): the row reads unknown naming the phase, never holds
+(`liveness_planted.LifoPastFour`, `IdlePastFour`).
+
 A policy that overrides `step` is not judged: no obligation runs it (the loops run its phase
 methods, the completion is the shared `Chain.after`), so holding would say nothing of its own step
 (`liveness_planted.IdleStep`, `IdleStepPastTwelve`).
@@ -42,6 +46,8 @@ from typing import Any
 from stallfree.spec.verdict import Verdict
 
 from .chain import CHAINS
+from .fold_induction import REFUTE_UP_TO
+from .fold_induction import refused as refused_phases
 from .induction import INDUCTIONS, Obligation, _prove, prove_induction
 from .liveness_bound import Falls, bound
 from .liveness_induction import LIVENESS_INDUCTIONS
@@ -111,6 +117,10 @@ def prove(policy: Policy | None = None, steps: TheoremResult | None = None, rank
         if result.verdict is not Verdict.HOLDS:
             failed = {"part": part, **(result.counterexample or {})}
             return Outcome(result.verdict, time.perf_counter() - began, _failed(part, result), failed)
+    refused = refused_phases(policy)
+    if refused:
+        return Outcome(Verdict.UNKNOWN, time.perf_counter() - began, _fold_only(refused),
+                       {"part": PART_A, "fold checked at N <=": REFUTE_UP_TO, "frame refuses": refused})
     own = prove_own(policy, timeout_ms)
     checked_here = premises is None and all(v is Verdict.HOLDS for v in own.values())  # none worth proving else
     known = check_premises(policy, timeout_ms) if checked_here else (premises or {})
@@ -172,6 +182,14 @@ def settle(outcome: Outcome, rows: Mapping[str, Verdict]) -> Outcome:
         return outcome
     own = {n: Verdict.HOLDS for n in OWN if n not in why["not checked"]}  # proved by the row: it was named first
     return judge({**own, **{n: rows[n] for n in PREMISES if n in rows}}, outcome.seconds)
+
+
+def _fold_only(refused: Mapping[str, str]) -> str:
+    """Why (a) and (b) holding proves nothing for any N when FOLD's frame refuses a phase."""
+    why = "; ".join(f"{phase}: {reason}" for phase, reason in refused.items())
+    return (f"{PART_A} holds only with FOLD of {', '.join(refused)} checked at N <= {REFUTE_UP_TO} (its frame refuses "
+            f"it: {why}): past {REFUTE_UP_TO} requests nothing ties that phase to the loops the ranking runs, so "
+            "the bound is not proved for any N")
 
 
 def _failed(part: str, result: TheoremResult) -> str:

@@ -38,6 +38,13 @@ Two more override `step` itself, which the row never runs (its loops run the pha
 completion is the shared `Chain.after`): the row reads them not judged, never holds.
 - `IdleStep`: its `step` plans nothing and changes nothing; every phase method is the reference's.
 - `IdleStepPastTwelve`: the reference's `step` on twelve requests or fewer, IdleStep's beyond.
+
+Two more have a phase FOLD's frame refuses (an `if len(...)` before its loop), so FOLD ties their
+phases to the loops only at N = 2 .. 4 (`fold_induction.premises`' fallback): the row reads them
+unknown naming it, never holds.
+- `LifoPastFour`: the reference's admission on four requests or fewer, newest first on five or more.
+- `IdlePastFour`: the reference's decodes on four requests or fewer; on five or more none, and no
+  budget left: every step idles.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ from collections.abc import Callable
 
 import z3
 
+from .mutants import LifoAdmission
 from .policy import Draft, Policy, SymEntry, SymStep, smin
 from .symbolic import SymConfig, SymRequest, SymState
 
@@ -248,6 +256,30 @@ class IdleStepPastTwelve(IdleStep):
         return super().step(s, d)
 
 
+FOLD_PAST = 4  # the most requests on which LifoPastFour and IdlePastFour are the reference (FOLD's fallback N)
+
+
+class LifoPastFour(LifoAdmission):
+    """The reference's admission on four requests or fewer; newest first (LifoAdmission's) on five or more."""
+
+    def admit(self, s: SymState, d: Draft) -> None:
+        if len(s.requests) <= FOLD_PAST:
+            return Policy.admit(self, s, d)
+        return LifoAdmission.admit(self, s, d)
+
+
+class IdlePastFour(Policy):
+    """The reference's decodes on four requests or fewer; on five or more no decode, and no budget left
+    for the phases after: every step idles."""
+
+    breaks = "LIVENESS"
+
+    def plan_decodes(self, s: SymState, d: Draft) -> None:
+        if len(s.requests) <= FOLD_PAST:
+            return Policy.plan_decodes(self, s, d)
+        d.left = z3.IntVal(0)
+
+
 PLANTED: dict[str, type[Policy]] = {cls.__name__: cls for cls in (
     ShortestFirst, IdleOneInThree, ReversedPartials, NeverRelease, ZeroStart, ShrinkingBudget, BusyPastTwelve,
-    JoinAhead, ForgetOnAdd, ForgetLast, WideJoinAhead, IdleStep, IdleStepPastTwelve)}
+    JoinAhead, ForgetOnAdd, ForgetLast, WideJoinAhead, IdleStep, IdleStepPastTwelve, LifoPastFour, IdlePastFour)}
