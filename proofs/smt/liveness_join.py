@@ -41,16 +41,16 @@ import z3
 
 from .chain import Chain
 from .induction import BOOL, INT, Obligation, Requests
+from .liveness_adds import NAME, fresh_of, kept_by_adds, named
 from .liveness_induction import unfinished
 from .liveness_loops import COUNTS, recurrences, zero
 from .policy import Policy
-from .symbolic import SymConfig, SymRequest, SymState
+from .symbolic import SymConfig, SymRequest
 
 FIELDS = (("prompt", INT), ("max_new", INT), ("prefilled", INT), ("emitted", INT), ("arrived", BOOL),
           ("admitted", BOOL))  # `Requests`'s arrays, in its order
 PLAN = (("DEC", BOOL), ("CH", INT), ("ADM", BOOL), ("FC", INT))  # `Chain.plan`'s arrays
 STEP, M, K = z3.Int("t"), z3.Int("m"), z3.Int("k")  # a step; r's index; a distance below r
-NAME = "join"
 
 
 class _AtStep:
@@ -97,20 +97,8 @@ class Behaviour:
         return c.c("P0", M + 1), c.c("D0", M + 1), unfinished(c, M)
 
 
-def _arrive(policy: Policy, config: SymConfig, requests: tuple[SymRequest, ...],
-            arrived: tuple[z3.BoolRef, ...]) -> tuple[tuple[SymRequest, ...], z3.BoolRef]:
-    """The policy's `arrive` on adjacent requests (two, or one, or three), its fresh arrival flags named
-    `arrived`."""
-    after, facts = policy.arrive(SymState(config, requests, z3.Int(f"{NAME}.free_kv")), NAME)
-    sub = [(a.arrived, x) for a, x in zip(after.requests, arrived, strict=True)]
-    out = tuple(SymRequest(*(z3.substitute(v, *sub) for v in (a.arrived, a.admitted, a.prompt_len, a.max_new,
-                                                              a.num_prefilled, a.num_emitted)))
-                for a in after.requests)
-    return out, z3.substitute(facts, *sub)
-
-
 def _same(y: SymRequest, made: SymRequest) -> list[z3.BoolRef]:
-    """y is `made` but for its arrival flag (which `_arrive` names as y's already)."""
+    """y is `made` but for its arrival flag (which `liveness_adds.named` names as y's already)."""
     return [y.admitted == made.admitted, y.prompt_len == made.prompt_len, y.max_new == made.max_new,
             y.num_prefilled == made.num_prefilled, y.num_emitted == made.num_emitted]
 
@@ -119,15 +107,15 @@ def at_place(b: Behaviour, t: z3.ArithRef, j: z3.ArithRef, place: int) -> z3.Boo
     """Request j at step t + 1 as the adds make it from one pair of what step t left, j at `place` in it:
     0, the first of (j, j + 1); 1, the second of (j - 1, j)."""
     c, nxt, first = b.chain(t), b.chain(t + 1), j - place if place else j
-    made, facts = _arrive(b.policy, b.config, (c.after(first), c.after(first + 1)),
-                          (b.arrived(t + 1, first), b.arrived(t + 1, first + 1)))
-    return z3.And(facts, *_same(nxt.reqs.at(j), made[place]))
+    after, facts = named(b.policy, b.config, (c.after(first), c.after(first + 1)),
+                         (b.arrived(t + 1, first), b.arrived(t + 1, first + 1)), f"place{place}")
+    return z3.And(facts, *_same(nxt.reqs.at(j), after.requests[place]))
 
 
 def alone(b: Behaviour, t: z3.ArithRef, j: z3.ArithRef) -> z3.BoolRef:
     """Request j at step t + 1 as the adds make it when it is the only request (N = 1)."""
-    (made,), facts = _arrive(b.policy, b.config, (b.chain(t).after(j),), (b.arrived(t + 1, j),))
-    return z3.And(facts, *_same(b.chain(t + 1).reqs.at(j), made))
+    after, facts = named(b.policy, b.config, (b.chain(t).after(j),), (b.arrived(t + 1, j),), "alone")
+    return z3.And(facts, *_same(b.chain(t + 1).reqs.at(j), after.requests[0]))
 
 
 def adds(b: Behaviour, t: z3.ArithRef, j: z3.ArithRef) -> z3.BoolRef:
@@ -140,14 +128,19 @@ def adds(b: Behaviour, t: z3.ArithRef, j: z3.ArithRef) -> z3.BoolRef:
 
 def pairwise(policy: Policy, config: SymConfig) -> Obligation:
     """The reading `adds` makes, checked on three requests: the policy's `arrive` on them allows nothing
-    that its pairs' (0, 1) and (1, 2) do not, and makes each request as each pair it is in makes it."""
+    that its pairs' (0, 1) and (1, 2) do not, and makes each request as each pair it is in makes it, for
+    some choice of the symbols each pair's own call draws (`liveness_adds.fresh_of`)."""
     xs = tuple(SymRequest.fresh(f"{NAME}.y{i}") for i in range(3))
-    flags = tuple(z3.Bool(f"{NAME}.b{i}") for i in range(3))
-    made, facts = _arrive(policy, config, xs, flags)
+    flags, kv = tuple(z3.Bool(f"{NAME}.b{i}") for i in range(3)), z3.Int(f"{NAME}.kv")
+    three, facts = named(policy, config, xs, flags, "three", kv)
     goal: list[z3.BoolRef] = []
     for first in (0, 1):
-        pair, pair_facts = _arrive(policy, config, xs[first:first + 2], flags[first:first + 2])
-        goal += [pair_facts, *_same(made[first], pair[0]), *_same(made[first + 1], pair[1])]
+        call = f"pair{first}"
+        pair, pair_facts = named(policy, config, xs[first:first + 2], flags[first:first + 2], call, kv)
+        made = z3.And(pair_facts, *_same(three.requests[first], pair.requests[0]),
+                      *_same(three.requests[first + 1], pair.requests[1]))
+        drawn = fresh_of(call, [made])
+        goal.append(z3.Exists(drawn, made) if drawn else made)
     return Obligation(f"{NAME}: the adds on three requests are their pairs'", z3.And(config.valid(), facts),
                       z3.And(goal))
 
@@ -183,13 +176,13 @@ def join(policy: Policy) -> list[Obligation]:
     j, valid = c.i, b.config.valid()
     pair = (SymRequest.fresh(f"{NAME}.x0"), SymRequest.fresh(f"{NAME}.x1"))
     flags = (z3.Bool(f"{NAME}.a0"), z3.Bool(f"{NAME}.a1"))
-    _, facts = _arrive(policy, b.config, pair, flags)
+    _, facts = named(policy, b.config, pair, flags, "order")
     r_in = z3.And(valid, M >= 0, b.n > M)
     within = z3.And(r_in, t >= 0)
     walk = z3.And(within, j >= 0, j <= M, kept(b, t, j), ahead(b, t, M - j), adds(b, t, j),
                   recurrences(c, ("P1", "D1"), j), recurrences(nxt, ("P0", "D0"), j))
     return [
-        pairwise(policy, b.config),
+        pairwise(policy, b.config), *kept_by_adds(policy, b.config),
         Obligation(f"{NAME}: the adds keep arrivals in index order", z3.And(valid, facts),
                    z3.Implies(flags[1], flags[0])),
         Obligation(f"{NAME}: r's group arrived: initiation",

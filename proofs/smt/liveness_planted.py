@@ -45,6 +45,16 @@ unknown naming it, never holds.
 - `LifoPastFour`: the reference's admission on four requests or fewer, newest first on five or more.
 - `IdlePastFour`: the reference's decodes on four requests or fewer; on five or more none, and no
   budget left: every step idles.
+
+Three more change in add() what the join read as the step left it, each refuted now by the adds'
+obligations (`liveness_adds`):
+- `DrainOnAdd`: add() leaves no free KV; `BudgetOneOnAdd`: add() lowers the budget to 1 (the config
+  and the free KV left).
+- `ShortJumpOnAdd`: add() admits a short new request at once, its KV not reserved (the ranking's
+  premise kept: no request admitted by an add).
+
+`FreshPrompt` is correct, a control: its add() draws a new request's lengths as it takes it; the row
+must not refute it (each call of `arrive` is named on its own).
 """
 
 from __future__ import annotations
@@ -280,6 +290,66 @@ class IdlePastFour(Policy):
         d.left = z3.IntVal(0)
 
 
+class DrainOnAdd(Policy):
+    """add() leaves no free KV (every request as the reference's add() leaves it): once anything has
+    arrived, nothing is admitted again."""
+
+    breaks = "LIVENESS"
+
+    def arrive(self, before: SymState, name: str) -> tuple[SymState, z3.BoolRef]:
+        after, facts = super().arrive(before, name)
+        return SymState(after.config, after.requests, z3.IntVal(0)), facts
+
+
+class BudgetOneOnAdd(Policy):
+    """add() lowers the token budget to 1 (its `after_config` is the reference's): every request ends,
+    but past floor(P / B) + D for the B it arrived under."""
+
+    breaks = "LIVENESS"
+
+    def arrive(self, before: SymState, name: str) -> tuple[SymState, z3.BoolRef]:
+        after, facts = super().arrive(before, name)
+        c = after.config
+        return SymState(SymConfig(z3.IntVal(1), c.max_seqs, c.kv_tokens), after.requests, after.free_kv), facts
+
+
+SHORT_PROMPT = 2  # the longest prompt ShortJumpOnAdd's add() admits at once
+
+
+class ShortJumpOnAdd(Policy):
+    """add() admits a newly arrived request with a short prompt at once, its KV not reserved: short
+    arrivals after a waiting long r run (partials and decodes come before admission) ahead of it."""
+
+    breaks = "LIVENESS"
+
+    def arrive(self, before: SymState, name: str) -> tuple[SymState, z3.BoolRef]:
+        after, facts = super().arrive(before, name)
+        jumps = [z3.And(a.arrived, z3.Not(b.arrived), a.prompt_len <= SHORT_PROMPT)
+                 for b, a in zip(before.requests, after.requests, strict=True)]
+        reqs = tuple(SymRequest(a.arrived, z3.Or(a.admitted, jump), a.prompt_len, a.max_new, a.num_prefilled,
+                                a.num_emitted) for a, jump in zip(after.requests, jumps, strict=True))
+        return SymState(after.config, reqs, after.free_kv), facts
+
+
+class FreshPrompt(Policy):
+    """Correct, a control: the reference, but add() chooses a new request's prompt length and max_new
+    as it takes it (symbols of its own per call and index, at least 1, fitting K)."""
+
+    def arrive(self, before: SymState, name: str) -> tuple[SymState, z3.BoolRef]:
+        after, facts = super().arrive(before, name)
+        reqs, chosen = [], []
+        for i, (b, a) in enumerate(zip(before.requests, after.requests, strict=True)):
+            prompt, most = z3.Int(f"{name}.r{i}.new_prompt"), z3.Int(f"{name}.r{i}.new_max")
+            new = z3.And(a.arrived, z3.Not(b.arrived))
+            reqs.append(SymRequest(a.arrived, a.admitted, z3.If(new, prompt, a.prompt_len),
+                                   z3.If(new, most, a.max_new), a.num_prefilled, a.num_emitted))
+            chosen += [prompt >= 1, most >= 1]
+        chosen += [z3.Implies(r.arrived, self.accepts(r, before.config)) for r in reqs]
+        return SymState(after.config, tuple(reqs), after.free_kv), z3.And(facts, *chosen)
+
+
 PLANTED: dict[str, type[Policy]] = {cls.__name__: cls for cls in (
     ShortestFirst, IdleOneInThree, ReversedPartials, NeverRelease, ZeroStart, ShrinkingBudget, BusyPastTwelve,
-    JoinAhead, ForgetOnAdd, ForgetLast, WideJoinAhead, IdleStep, IdleStepPastTwelve, LifoPastFour, IdlePastFour)}
+    JoinAhead, ForgetOnAdd, ForgetLast, WideJoinAhead, IdleStep, IdleStepPastTwelve, LifoPastFour, IdlePastFour,
+    DrainOnAdd, BudgetOneOnAdd, ShortJumpOnAdd)}
+CORRECT: dict[str, type[Policy]] = {cls.__name__: cls for cls in (FreshPrompt,)}  # controls the row must not refute
