@@ -116,3 +116,14 @@ def test_a_correct_policy_that_draws_lengths_in_add_is_not_refuted() -> None:
     assert induction._prove([_one_name_pairwise(Policy())], liveness_join.NAME, Policy(), 30_000).holds
     assert induction._prove(liveness_join.join(policy), liveness_join.NAME, policy, 30_000).holds
     assert liveness_any_n.prove(policy).verdict is Verdict.HOLDS
+
+
+def test_the_reference_holds_and_its_detail_says_what_is_assumed_and_outside_the_row() -> None:
+    """The reference still holds; the detail names the adds' obligations, the instantiation step, the
+    scope (no stops or cancels) and the two cases the row does not judge as holds."""
+    outcome = liveness_any_n.prove(Policy())
+    assert outcome.verdict is Verdict.HOLDS, outcome.detail
+    for said in ("leave the config and the free KV", "keep the ranking's premise", "instantiation: a statement "
+                 "proved for a free step t", "no stops or cancels", "overriding it is not judged",
+                 "every phase in FOLD's frame (else unknown)"):
+        assert said in outcome.detail, said

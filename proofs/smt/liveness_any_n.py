@@ -67,12 +67,19 @@ CLAIM = ("every waiting or running request finishes within floor(P / B) + D step
 JOINED = ("the sequence, zero work and the ranking stated over one behaviour's terms (P, D, 'r waiting or "
           "running' at step t), the adds' order, r's group arrived, r kept (first or second of its pair) and its "
           "group's P and D kept over the adds proved for any step, the adds read pair by pair, that reading "
-          "checked on three requests")
+          "checked on three requests; the adds' own arrive shown to leave the config and the free KV and to keep "
+          "the ranking's premise (the arrived requests as they were, none admitted, the per-request parts, FCFS's "
+          "admitted prefix and PARTIAL-YOUNGEST), each on 1, 2 and 3 requests")
 ASSUMES = ("assumes: the budget B fixed (checked: BUDGET FIXED); weak fairness of Step (always enabled: the "
            "executor keeps stepping; nothing of arrivals); the ranking's premise at every step (INIT (any N), checked; "
-           "PER-REQUEST, FCFS, PARTIAL-YOUNGEST and KV, each kept for any N by its chain, checked as premises); "
+           "over a step, PER-REQUEST, FCFS, PARTIAL-YOUNGEST and KV, each kept for any N by its chain, checked as "
+           "premises; over the adds, the join's obligations above); "
            "partial: the adds' facts for N requests read as those of each adjacent pair, the policy's arrive itself "
-           "at N <= 2, checked against it at N = 3, assumed beyond 3")
+           "at N <= 2, checked against it at N = 3, assumed beyond 3 (the adds' config, free KV and premise carry to "
+           "any N by that reading); instantiation: a statement proved for a free step t, or for the ranking's free "
+           "arrays, holds at every step of the behaviour; scope: no stops or cancels (the Z3 policy has none; their "
+           "rows are others), the policy's step() its phases then the shared completion (a policy overriding it is "
+           "not judged), every phase in FOLD's frame (else unknown)")
 TIMEOUT_MS = 30_000
 # The rows whose claims the argument assumes at every step, each proved for the row's own policy:
 # PER-REQUEST (each request's parts, any N), the FCFS, PARTIAL-YOUNGEST and KV chains (the ranking's

@@ -22,13 +22,15 @@ ranking's rule (`liveness_induction.group_falls`) and zero work are stated over.
   the ranking reads, `liveness_loops`) means r has ended (admitted, every token out) and P = 0 too.
 - **the join** (`liveness_join.join`): the adds keep arrivals in index order, r's group arrived, r
   arrived and its group's P and D (ADD: an arrival joins behind r), from the policy's own `arrive` read
-  one adjacent pair at a time (that reading checked on three requests, assumed beyond).
+  one adjacent pair at a time (that reading checked on three requests, assumed beyond); and that
+  `arrive` leaves the config and free KV and keeps the ranking's premise (`liveness_adds`).
 
 What the sequence assumes of the behaviour, beside these: the budget is fixed (a changing budget,
 `mutants.ChangingBudget`, breaks READY-WITHIN-BUDGET first); the premise of the ranking holds at each
-step (INIT (any N), `liveness_init`, at the first; kept for any N by the PER-REQUEST, FCFS,
-PARTIAL-YOUNGEST and KV chains); and the executor keeps stepping (weak fairness of Step, which is
-always enabled: nothing more is assumed of the environment).
+step (INIT (any N), `liveness_init`, at the first; kept for any N over a step by the PER-REQUEST, FCFS,
+PARTIAL-YOUNGEST and KV chains, and over the adds by the join's `liveness_adds` obligations); and the
+executor keeps stepping (weak fairness of Step, which is always enabled: nothing more is assumed of
+the environment).
 """
 
 from __future__ import annotations

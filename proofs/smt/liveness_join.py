@@ -14,6 +14,9 @@ What ties step t + 1 to step t, proved here for any t and any N (the join's obli
 - **the adds on three requests are their pairs'**: the policy's `arrive` on a 3-request state allows
   nothing that its two adjacent pairs' `arrive` does not, and makes each request as they make it (the
   reading below, checked at N = 3);
+- **the adds leave the config and the free KV, and keep the ranking's premise** (`liveness_adds`, on
+  one, two and three requests): the arrived requests as they were, none admitted, each request's
+  per-request parts and each pair's FCFS and PARTIAL-YOUNGEST premise, of the policy's own `arrive`;
 - **the adds keep arrivals in index order** (for any two adjacent requests, the policy's `arrive`);
 - **r's group has arrived** at step t, by induction down from r: r waiting or running has arrived, and
   where arrivals at step t are in index order, a request below an arrived one has arrived;
@@ -168,9 +171,9 @@ def stays(b: Behaviour, t: z3.ArithRef) -> z3.BoolRef:
 
 
 def join(policy: Policy) -> list[Obligation]:
-    """The join's obligations, for any step t and any N: the pairwise reading at N = 3, the adds' index
-    order, r's group arrived (by induction down from r), r stays arrived, the adds keep r's group (by
-    induction over it)."""
+    """The join's obligations, for any step t and any N: the pairwise reading at N = 3, what the adds
+    leave and keep (`liveness_adds`, on 1 to 3 requests), the adds' index order, r's group arrived (by
+    induction down from r), r stays arrived, the adds keep r's group (by induction over it)."""
     b = Behaviour.fresh(policy)
     t, c, nxt = STEP, b.chain(STEP), b.chain(STEP + 1)
     j, valid = c.i, b.config.valid()
