@@ -1,6 +1,6 @@
 """What `LIVENESS (induction, any N)` costs: its part (a), LIVENESS-STEPS (induction, phases chained)
 proved on the reference, against the row's own work once (a)'s result is given, as `stallfree prove`
-does it (part (b): the sequence and zero-work theorems, and BUDGET FIXED; its premise rows are the
+does it (part (b): the sequence and zero-work theorems, and CONFIG FIXED; its premise rows are the
 run's own, settled after), and against the row alone given (a) (its premise rows proved here too),
 side by side in each round, with medians and their ratios; then the row's verdict on each negative
 control and on each correct control (`liveness_planted.CORRECT`); and the lasso check (the LIVENESS

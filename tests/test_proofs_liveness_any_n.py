@@ -180,6 +180,7 @@ def test_premise_rows_of_another_policy_do_not_settle_the_row() -> None:
     ("NeverRelease", "FCFS (induction, phases chained)"),  # KV never given back: the first chain it breaks
     ("ZeroStart", liveness_any_n.INIT_ANY_N),  # no KV free at the start
     ("ShrinkingBudget", liveness_any_n.FIXED),  # the budget 1 after a step
+    ("ShrinkingKV", liveness_any_n.FIXED),  # K = 1 after a step, the budget as it was
     ("ChangingBudget", liveness_any_n.FIXED),  # any budget after a step
     ("LeakyStart", liveness_any_n.INIT_ANY_N),  # one KV token short at the start
     ("BusyPastTwelve", liveness_any_n.INIT_ANY_N),  # a request running unreserved from index 12 on
@@ -195,8 +196,8 @@ def test_a_policy_that_breaks_a_premise_leaves_the_row_unknown_naming_it(control
     assert outcome.detail.startswith(f"{liveness_any_n.PART_P}: {premise} broken")
 
 
-def test_the_budget_fixed_holds_on_the_reference() -> None:
-    assert not _broken(liveness_any_n.budget_fixed(Policy()))
+def test_the_config_fixed_holds_on_the_reference() -> None:
+    assert not _broken(liveness_any_n.config_fixed(Policy()))
 
 
 # -- the lasso check's hidden state (suite.liveness_row) --------------------------------------------

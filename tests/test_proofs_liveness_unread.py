@@ -127,3 +127,19 @@ def test_the_reference_holds_and_its_detail_says_what_is_assumed_and_outside_the
                  "proved for a free step t", "no stops or cancels", "overriding it is not judged",
                  "every phase in FOLD's frame (else unknown)"):
         assert said in outcome.detail, said
+
+
+def test_a_step_that_shrinks_k_breaks_the_config_fixed_not_only_the_budget() -> None:
+    """ShrinkingKV leaves K = 1 after a step, B as it was. The control: the budget part of the premise
+    (all that BUDGET FIXED checked before) holds on it; the whole config fixed is refuted, so the row
+    reads unknown naming it."""
+    policy = PLANTED["ShrinkingKV"]()
+    config = SymConfig.fresh()
+    budget_only = induction.Obligation("the budget alone", config.valid(),
+                                       policy.after_config(config).token_budget == config.token_budget)
+    assert induction._prove([budget_only], liveness_any_n.NAME, policy, 30_000).holds
+    assert induction._prove([liveness_any_n.config_fixed(policy)], liveness_any_n.NAME, policy,
+                            30_000).verdict is Verdict.BROKEN
+    outcome = liveness_any_n.prove(policy)
+    assert outcome.verdict is Verdict.UNKNOWN and outcome.counterexample is not None
+    assert outcome.counterexample["premise"] == liveness_any_n.FIXED

@@ -18,12 +18,12 @@ any number of requests, from two parts, both proved in Z3:
 
 The row holds only if both hold **and its premises are established for the same policy**: the
 other rows the argument stands on (`PREMISES`: the any-N chains that keep the ranking's premise,
-PER-REQUEST, FCFS, PARTIAL-YOUNGEST, KV and FINISH), the budget fixed (`budget_fixed`, proved here of
+PER-REQUEST, FCFS, PARTIAL-YOUNGEST, KV and FINISH), the config fixed (`config_fixed`, proved here of
 the policy's `after_config`) and INIT for any N (`liveness_init`, proved here: the first state meets
 the ranking's premise, however many requests). `stallfree prove` has those rows already: it passes
 `premises={}` and settles the row from them once every row is in (`settle`); called alone, the row
 proves them here. A premise broken, undecided or not checked makes the row unknown naming it, never
-holds: a policy that breaks one (`liveness_planted.NeverRelease`, `ZeroStart`, `ShrinkingBudget`;
+holds: a policy that breaks one (`liveness_planted.NeverRelease`, `ZeroStart`, `ShrinkingBudget`, `ShrinkingKV`;
 `BusyPastTwelve`; `mutants.ChangingBudget`, `LeakyStart`) can starve or miss the bound while (a) and (b) hold.
 BROKEN or unknown in (a) or (b) names the part, and its obligation, that failed.
 
@@ -42,6 +42,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import z3
 
 from stallfree.spec.verdict import Verdict
 
@@ -70,8 +72,9 @@ JOINED = ("the sequence, zero work and the ranking stated over one behaviour's t
           "checked on three requests; the adds' own arrive shown to leave the config and the free KV and to keep "
           "the ranking's premise (the arrived requests as they were, none admitted, the per-request parts, FCFS's "
           "admitted prefix and PARTIAL-YOUNGEST), each on 1, 2 and 3 requests")
-ASSUMES = ("assumes: the budget B fixed (checked: BUDGET FIXED); weak fairness of Step (always enabled: the "
-           "executor keeps stepping; nothing of arrivals); the ranking's premise at every step (INIT (any N), checked; "
+ASSUMES = ("assumes: the config fixed, B among it (checked: CONFIG FIXED over a step, the join over the adds); "
+           "weak fairness of Step (always enabled: the executor keeps stepping; nothing of arrivals); the ranking's "
+           "premise at every step (INIT (any N), checked; "
            "over a step, PER-REQUEST, FCFS, PARTIAL-YOUNGEST and KV, each kept for any N by its chain, checked as "
            "premises; over the adds, the join's obligations above); "
            "partial: the adds' facts for N requests read as those of each adjacent pair, the policy's arrive itself "
@@ -87,7 +90,7 @@ TIMEOUT_MS = 30_000
 # completion). Its first state is INIT (any N), which the row proves itself (`OWN`).
 PREMISES = ("PER-REQUEST (induction)", "FCFS (induction, phases chained)",
             "PARTIAL-YOUNGEST (induction, phases chained)", "KV (induction, phases chained)", "FINISH (induction)")
-FIXED = "BUDGET FIXED (after_config)"  # a premise this row proves itself: B after a step is B before
+FIXED = "CONFIG FIXED (after_config)"  # a premise this row proves itself: the config after a step is the one before
 OWN = (FIXED, INIT_ANY_N)  # the premises this row proves itself, in order
 PART_P = "the premises"
 OWN_STEP = ("not judged: the policy overrides step(), which the row reads nowhere (its loops run the phase methods "
@@ -136,7 +139,7 @@ def prove(policy: Policy | None = None, steps: TheoremResult | None = None, rank
 
 def prove_own(policy: Policy, timeout_ms: int = TIMEOUT_MS) -> dict[str, Verdict]:
     """The premises the row proves itself (`OWN`), in order, up to the first that does not hold."""
-    obligations = {FIXED: [budget_fixed(policy)], INIT_ANY_N: init_any_n(policy)}
+    obligations = {FIXED: [config_fixed(policy)], INIT_ANY_N: init_any_n(policy)}
     out: dict[str, Verdict] = {}
     for name in OWN:
         out[name] = _prove(obligations[name], name, policy, timeout_ms).verdict
@@ -145,10 +148,15 @@ def prove_own(policy: Policy, timeout_ms: int = TIMEOUT_MS) -> dict[str, Verdict
     return out
 
 
-def budget_fixed(policy: Policy) -> Obligation:
-    """The budget a step leaves (`Policy.after_config`) is the budget it started with, for any config."""
+def config_fixed(policy: Policy) -> Obligation:
+    """The config a step leaves (`Policy.after_config`) is the one it started with, for any config: the
+    behaviour has one config for every step, so a budget, slot count or K that a step changes is no run
+    of it (`liveness_planted.ShrinkingBudget`, `ShrinkingKV`)."""
     config = SymConfig.fresh()
-    return Obligation(FIXED, config.valid(), policy.after_config(config).token_budget == config.token_budget)
+    after = policy.after_config(config)
+    return Obligation(FIXED, config.valid(), z3.And(after.token_budget == config.token_budget,
+                                                     after.max_seqs == config.max_seqs,
+                                                     after.kv_tokens == config.kv_tokens))
 
 
 def check_premises(policy: Policy, timeout_ms: int = TIMEOUT_MS) -> dict[str, Verdict]:

@@ -10,12 +10,14 @@ yet a request can wait past its bound.
 - `ReversedPartials` gives partial prompts their chunks newest first: not the fold of its body, but
   the invariant allows one partial at most, so the ranking holds at N = 3 and the row stays unknown.
 
-Three more break a premise of the row while (a) and (b) hold, so the row must read unknown naming it:
+Four more break a premise of the row while (a) and (b) hold, so the row must read unknown naming it:
 - `NeverRelease` never gives a finished request's KV back: once K is spent nothing is admitted again
   (KV and FINISH break).
 - `ZeroStart` starts with no free KV: nothing is ever admitted (INIT breaks).
 - `ShrinkingBudget` leaves a budget of 1 after each step: every request ends, but not within its
-  floor(P / B) + D (the budget fixed breaks).
+  floor(P / B) + D (the config fixed breaks).
+- `ShrinkingKV` leaves K = 1 after each step, the budget as it was: nothing is admitted again (the
+  config fixed breaks; the budget alone, all BUDGET FIXED checked before, holds).
 
 Three more the row passed while one link of its argument was read, not proved, each refuted now by
 that link's obligations (`liveness_init`, `liveness_join`):
@@ -177,6 +179,16 @@ class ShrinkingBudget(Policy):
 
 
 PHANTOM_FROM = 12  # the first index BusyPastTwelve starts admitted: one past INIT's N
+
+
+class ShrinkingKV(Policy):
+    """Leaves K = 1 after each step (the budget as it was): once a step has run, no request fits, so
+    nothing waiting is admitted again."""
+
+    breaks = "LIVENESS"
+
+    def after_config(self, config: SymConfig) -> SymConfig:
+        return SymConfig(config.token_budget, config.max_seqs, z3.IntVal(1))
 
 
 class BusyPastTwelve(Policy):
@@ -351,5 +363,5 @@ class FreshPrompt(Policy):
 PLANTED: dict[str, type[Policy]] = {cls.__name__: cls for cls in (
     ShortestFirst, IdleOneInThree, ReversedPartials, NeverRelease, ZeroStart, ShrinkingBudget, BusyPastTwelve,
     JoinAhead, ForgetOnAdd, ForgetLast, WideJoinAhead, IdleStep, IdleStepPastTwelve, LifoPastFour, IdlePastFour,
-    DrainOnAdd, BudgetOneOnAdd, ShortJumpOnAdd)}
+    DrainOnAdd, BudgetOneOnAdd, ShortJumpOnAdd, ShrinkingKV)}
 CORRECT: dict[str, type[Policy]] = {cls.__name__: cls for cls in (FreshPrompt,)}  # controls the row must not refute
