@@ -38,14 +38,15 @@ not of every `arrive` on four requests or more.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import z3
 
 from .chain import Chain
-from .induction import BOOL, INT, Obligation, Requests
+from .induction import BOOL, INT, Obligation, Requests, valid_request
 from .liveness_adds import NAME, fresh_of, kept_by_adds, named
-from .liveness_induction import unfinished
+from .liveness_induction import adjacent_pair, unfinished
 from .liveness_loops import COUNTS, recurrences, zero
 from .policy import Policy
 from .symbolic import SymConfig, SymRequest
@@ -132,7 +133,8 @@ def adds(b: Behaviour, t: z3.ArithRef, j: z3.ArithRef) -> z3.BoolRef:
 def pairwise(policy: Policy, config: SymConfig) -> Obligation:
     """The reading `adds` makes, checked on three requests: the policy's `arrive` on them allows nothing
     that its pairs' (0, 1) and (1, 2) do not, and makes each request as each pair it is in makes it, for
-    some choice of the symbols each pair's own call draws (`liveness_adds.fresh_of`)."""
+    some choice of the symbols each pair's own call draws (`liveness_adds.fresh_of`), from requests that
+    meet the ranking's premise (as every state the adds start from does: INIT, the chains, `liveness_adds`)."""
     xs = tuple(SymRequest.fresh(f"{NAME}.y{i}") for i in range(3))
     flags, kv = tuple(z3.Bool(f"{NAME}.b{i}") for i in range(3)), z3.Int(f"{NAME}.kv")
     three, facts = named(policy, config, xs, flags, "three", kv)
@@ -144,7 +146,8 @@ def pairwise(policy: Policy, config: SymConfig) -> Obligation:
                       *_same(three.requests[first + 1], pair.requests[1]))
         drawn = fresh_of(call, [made])
         goal.append(z3.Exists(drawn, made) if drawn else made)
-    return Obligation(f"{NAME}: the adds on three requests are their pairs'", z3.And(config.valid(), facts),
+    met = [*(valid_request(x, config) for x in xs), *(adjacent_pair(a, b) for a, b in itertools.pairwise(xs))]
+    return Obligation(f"{NAME}: the adds on three requests are their pairs'", z3.And(config.valid(), *met, facts),
                       z3.And(goal))
 
 
