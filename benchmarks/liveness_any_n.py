@@ -1,10 +1,10 @@
 """What `LIVENESS (induction, any N)` costs: its part (a), LIVENESS-STEPS (induction, phases chained)
 proved on the reference, against the row's own work once (a)'s result is given, as `stallfree prove`
-does it (part (b): the sequence and zero-work theorems, and BUDGET FIXED; its premise rows are the
+does it (part (b): the sequence and zero-work theorems, and CONFIG FIXED; its premise rows are the
 run's own, settled after), and against the row alone given (a) (its premise rows proved here too),
 side by side in each round, with medians and their ratios; then the row's verdict on each negative
-control; and the lasso check (the LIVENESS model-check row) on the idler at
-2,2,8,2,2,2 with its hidden state and without it (docs/proofs.md, Liveness).
+control and on each correct control (`liveness_planted.CORRECT`); and the lasso check (the LIVENESS
+model-check row) on the idler at 2,2,8,2,2,2 with its hidden state and without it (docs/proofs.md, Liveness).
 
     python benchmarks/liveness_any_n.py [--rounds 5]
 """
@@ -20,7 +20,7 @@ from stallfree.faults.starving import IdleOneInThree, idle_phase
 from stallfree.proofs.explicit import starvation
 from stallfree.proofs.explicit.bounds import Bounds
 from stallfree.proofs.smt import induction, liveness_any_n
-from stallfree.proofs.smt.liveness_planted import PLANTED
+from stallfree.proofs.smt.liveness_planted import CORRECT, PLANTED
 from stallfree.proofs.smt.mutants import MUTANTS
 from stallfree.proofs.smt.policy import Policy
 
@@ -47,7 +47,8 @@ def main() -> int:
     a, b, c = statistics.median(ranking), statistics.median(own), statistics.median(alone)
     print(f"median: part (a) {a:.3f} s, the row in prove {b:.3f} s (ratio {b / a:.2f}), the row alone "
           f"{c:.3f} s (ratio {c / a:.2f}); load average {os.getloadavg()[0]:.1f} at the end")
-    for name, cls in {**{k: MUTANTS[k] for k in ("LifoAdmission", "ChangingBudget", "LeakyStart")}, **PLANTED}.items():
+    controls = {**{k: MUTANTS[k] for k in ("LifoAdmission", "ChangingBudget", "LeakyStart")}, **PLANTED, **CORRECT}
+    for name, cls in controls.items():
         outcome = liveness_any_n.prove(cls())
         print(f"{name}: {outcome.verdict}: {outcome.detail}")
     for hidden in (idle_phase, None):

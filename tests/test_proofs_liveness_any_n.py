@@ -17,7 +17,7 @@ from stallfree.commands import prove as prove_command
 from stallfree.faults.starving import IdleOneInThree, idle_phase
 from stallfree.proofs import suite
 from stallfree.proofs.explicit.bounds import Bounds
-from stallfree.proofs.smt import induction, liveness_any_n, liveness_bound, liveness_loops
+from stallfree.proofs.smt import induction, liveness_any_n, liveness_bound, liveness_join
 from stallfree.proofs.smt.liveness_planted import PLANTED
 from stallfree.proofs.smt.mutants import MUTANTS
 from stallfree.proofs.smt.policy import Policy
@@ -31,7 +31,11 @@ def test_the_bound_holds_for_any_n_on_the_reference() -> None:
     outcome = liveness_any_n.prove()
     assert outcome.verdict is Verdict.HOLDS, outcome.detail
     assert "floor(P / B) + D" in outcome.detail and "fixed" in outcome.detail and "weak fairness" in outcome.detail
-    assert "on paper, not in Z3, the join of (b)'s two theorems" in outcome.detail  # the join is assumed, said
+    assert liveness_any_n.JOINED in outcome.detail and "on paper" not in outcome.detail  # the join proved, said
+    assert liveness_any_n.INIT_ANY_N in outcome.detail and "N = 12" not in outcome.detail
+    # the adds' pairwise reading is checked at N = 3 only: the detail labels what rests on it partial
+    assert "partial: the adds' facts for N requests read as those of each adjacent pair" in outcome.detail
+    assert "checked against it at N = 3, assumed beyond 3" in outcome.detail
 
 
 
@@ -115,15 +119,16 @@ def test_the_bound_is_the_least_the_ranking_gives() -> None:
 
 
 def test_each_premise_of_part_b_is_needed() -> None:
-    """Without "zero tokens left is the end" the bound's exit fails; without the ranking's step the
-    consecution fails; without the per-request parts (FIRST-TOKEN) zero tokens need not mean zero prompt."""
+    """Without zero work's facts at step T (so without "zero tokens left is the end") the bound's exit
+    fails; without the ranking's step the consecution fails; without the per-request parts
+    (FIRST-TOKEN) zero tokens need not mean zero prompt."""
     sequence = {ob.name: ob for ob in liveness_bound.sequence()}
     zero = {ob.name: ob for ob in liveness_bound.zero_work()}
     assert not _broken(sequence["sequence: the bound, floor(P / B) + D steps"])
-    assert _broken(_without_last(sequence["sequence: the bound, floor(P / B) + D steps"]))  # `ended` is last
+    assert _broken(_without_last(sequence["sequence: the bound, floor(P / B) + D steps"]))  # zero work's facts last
     assert _broken(_without_last(sequence["sequence: consecution"]))  # the ranking's step is last
     consecution = zero["zero work: consecution"]
-    c = liveness_loops.ranking_chain(Policy())
+    c = liveness_join.Behaviour.fresh(Policy()).chain(liveness_join.STEP)
     premise = c.reqs.valid_at(c.i, c.config)
     kept = [h for h in consecution.hypothesis.children() if not h.eq(premise)]
     assert len(kept) == consecution.hypothesis.num_args() - 1, "valid_at is one conjunct of the hypothesis"
@@ -142,7 +147,7 @@ def test_the_default_prove_runs_the_row_after_the_ranking_it_reuses() -> None:
     premises = [row for name in liveness_any_n.PREMISES for row in parts[f"z3 {name}"](o, lambda _: None)]
     assert [r.result for r in premises] == [Verdict.HOLDS] * len(liveness_any_n.PREMISES)
     missing = suite.settle_liveness([*(dataclasses.replace(r) for r in rows), *premises[1:]])
-    assert missing[1].result is Verdict.UNKNOWN and "INIT not checked" in missing[1].detail
+    assert missing[1].result is Verdict.UNKNOWN and f"{liveness_any_n.PREMISES[0]} not checked" in missing[1].detail
     settled = suite.settle_liveness([*rows, *premises])
     assert settled[1].result is Verdict.HOLDS and "FINISH (induction)" in settled[1].detail
 
@@ -173,10 +178,12 @@ def test_premise_rows_of_another_policy_do_not_settle_the_row() -> None:
 
 @pytest.mark.parametrize(("control", "premise"), [
     ("NeverRelease", "FCFS (induction, phases chained)"),  # KV never given back: the first chain it breaks
-    ("ZeroStart", "INIT"),  # no KV free at the start
+    ("ZeroStart", liveness_any_n.INIT_ANY_N),  # no KV free at the start
     ("ShrinkingBudget", liveness_any_n.FIXED),  # the budget 1 after a step
+    ("ShrinkingKV", liveness_any_n.FIXED),  # K = 1 after a step, the budget as it was
     ("ChangingBudget", liveness_any_n.FIXED),  # any budget after a step
-    ("LeakyStart", "INIT"),  # one KV token short at the start
+    ("LeakyStart", liveness_any_n.INIT_ANY_N),  # one KV token short at the start
+    ("BusyPastTwelve", liveness_any_n.INIT_ANY_N),  # a request running unreserved from index 12 on
 ])
 def test_a_policy_that_breaks_a_premise_leaves_the_row_unknown_naming_it(control: str, premise: str) -> None:
     policy = {**PLANTED, **MUTANTS}[control]()
@@ -189,8 +196,8 @@ def test_a_policy_that_breaks_a_premise_leaves_the_row_unknown_naming_it(control
     assert outcome.detail.startswith(f"{liveness_any_n.PART_P}: {premise} broken")
 
 
-def test_the_budget_fixed_holds_on_the_reference() -> None:
-    assert not _broken(liveness_any_n.budget_fixed(Policy()))
+def test_the_config_fixed_holds_on_the_reference() -> None:
+    assert not _broken(liveness_any_n.config_fixed(Policy()))
 
 
 # -- the lasso check's hidden state (suite.liveness_row) --------------------------------------------

@@ -107,6 +107,18 @@ def premises(policy: Policy, phase: str) -> list[Obligation]:
         return [fold(policy, phase, n) for n in range(2, REFUTE_UP_TO + 1) if n != FOLD_REQUESTS]
 
 
+def refused(policy: Policy) -> dict[str, str]:
+    """The phases of `policy` whose body the frame refuses, each with why: `premises` gives them FOLD at
+    N = 2 .. REFUTE_UP_TO only, so a theorem resting on it is proved for any N only where this is empty."""
+    out: dict[str, str] = {}
+    for method in policy.phases():
+        try:
+            obligations(policy, method.__name__)
+        except FrameError as error:
+            out[method.__name__] = str(error)
+    return out
+
+
 def with_any_n(policy: Policy, theorem: list[Obligation]) -> list[Obligation]:
     """`theorem`'s obligations with, after its last FOLD premise at N = 3, the same phases' FOLD for any N
     (`premises`), so that the premise is proved before the loops' own obligations are tried."""

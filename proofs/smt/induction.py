@@ -72,13 +72,17 @@ class Requests:
 
     def valid_at(self, j: z3.ArithRef, config: SymConfig) -> z3.BoolRef:
         """The per-request parts of the invariant for request `j`."""
-        r = self.at(j)
-        return z3.And(r.prompt_len >= 1, r.max_new >= 1, r.num_prefilled >= 0, r.num_prefilled <= r.prompt_len,
-                      r.num_emitted >= 0, r.num_emitted <= r.max_new,
-                      z3.Implies(z3.Not(r.admitted), z3.And(r.num_prefilled == 0, r.num_emitted == 0)),
-                      z3.Implies(r.admitted, r.arrived),
-                      z3.Implies(r.admitted, (r.num_emitted > 0) == (r.num_prefilled == r.prompt_len)),
-                      r.reservation <= config.kv_tokens)
+        return valid_request(self.at(j), config)
+
+
+def valid_request(r: SymRequest, config: SymConfig) -> z3.BoolRef:
+    """The per-request parts of the invariant (TYPES, FIRST-TOKEN, NEVER-FIT) for one request."""
+    return z3.And(r.prompt_len >= 1, r.max_new >= 1, r.num_prefilled >= 0, r.num_prefilled <= r.prompt_len,
+                  r.num_emitted >= 0, r.num_emitted <= r.max_new,
+                  z3.Implies(z3.Not(r.admitted), z3.And(r.num_prefilled == 0, r.num_emitted == 0)),
+                  z3.Implies(r.admitted, r.arrived),
+                  z3.Implies(r.admitted, (r.num_emitted > 0) == (r.num_prefilled == r.prompt_len)),
+                  r.reservation <= config.kv_tokens)
 
 
 def _iteration(policy: Policy, phase: str, r: SymRequest, config: SymConfig, left: z3.ArithRef,

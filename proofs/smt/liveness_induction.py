@@ -16,8 +16,9 @@ time), so the loop also carries that no decode, chunk or running request is adde
 is one last obligation at the end of r's group, from the loops' exits; it is in no invariant.
 
 The premise, of the state the step starts from (after the adds): each request's per-request parts
-(`Requests.valid_at`, which PER-REQUEST proves kept for any N; a request the policy's add() queues
-has them: an obligation here), FCFS's admitted prefix and PARTIAL-YOUNGEST for adjacent requests
+(`Requests.valid_at`, which PER-REQUEST proves kept for any N over the step; a request the policy's
+own add() takes has them: an obligation here, on the policy's `arrive`; `liveness_adds` proves that
+the adds keep every part of the premise, in the row), FCFS's admitted prefix and PARTIAL-YOUNGEST for adjacent requests
 (the FCFS and PARTIAL-YOUNGEST chains, any N), and KV's free = K - reserved (the KV chain, any N).
 FOLD (N = 3, `fold`) says which policy the loops are about; a policy that fails it is judged by the
 claim on its own step at N = 3 (`refute_at_three`): a counterexample at one N refutes "for any N",
@@ -33,10 +34,11 @@ import z3
 
 from .chain import FREE_BEFORE, Chain
 from .fold import folds
-from .induction import LoopInduction, Obligation
+from .induction import LoopInduction, Obligation, valid_request
 from .liveness_loops import COUNTS, LOOPS, R0, State, phases, ranking_chain, recurrences, zero
-from .liveness_steps import LIVENESS_STEPS, falls
+from .liveness_steps import LIVENESS_STEPS, Falls, falls
 from .policy import Policy
+from .symbolic import SymRequest, SymState
 from .theorems import obligation
 
 REFUTE_AT = 3  # the N of the fixed-N refutation of a policy that is not the fold
@@ -100,8 +102,12 @@ def _ranking(c: Chain, at: z3.ArithRef, g: Group) -> z3.BoolRef:
 
 def adjacent(c: Chain, j: z3.ArithRef) -> z3.BoolRef:
     """The premise for requests j and j + 1 (0 <= j): FCFS's admitted prefix and PARTIAL-YOUNGEST."""
-    r, s = c.reqs.at(j), c.reqs.at(j + 1)
-    return z3.Implies(j >= 0, z3.And(z3.Implies(s.admitted, r.admitted), z3.Implies(r.partial, z3.Not(s.admitted))))
+    return z3.Implies(j >= 0, adjacent_pair(c.reqs.at(j), c.reqs.at(j + 1)))
+
+
+def adjacent_pair(r: SymRequest, s: SymRequest) -> z3.BoolRef:
+    """The premise for a request r and the one after it, s: FCFS's admitted prefix and PARTIAL-YOUNGEST."""
+    return z3.And(z3.Implies(s.admitted, r.admitted), z3.Implies(r.partial, z3.Not(s.admitted)))
 
 
 def _met(c: Chain, states: dict[str, tuple[State, State]], j: z3.ArithRef) -> z3.BoolRef:
@@ -123,27 +129,42 @@ def ranking(policy: Policy) -> list[Obligation]:
     base = z3.And(c.config.valid(), c.n >= 0, zero(c), g.m >= 0, g.m < c.n)
     step = z3.And(base, _ranking(c, i, g), i < c.n, c.reqs.valid_at(i, c.config), _met(c, states, i),
                   adjacent(c, i - 1), recurrences(c, COUNTS, i))
-    end, r = g.m + 1, c.reqs.at(g.m)
+    end = g.m + 1
     before = entered_from_state(c)
     where = z3.And(base, exits, before, _ranking(c, g.m, g), _ranking(c, end, g), _ranking(c, c.n, g),
-                   c.reqs.valid_at(g.m, c.config), z3.Or(r.waiting, r.running),
-                   recurrences(c, ("rdy", "par", "wai"), g.m))
-    p0, p1, d0, d1 = (c.c(k, end) for k in ("P0", "P1", "D0", "D1"))
-    rule = falls(p0, p1, d0, d1, c.config.token_budget)
+                   c.reqs.valid_at(g.m, c.config), unfinished(c, g.m), recurrences(c, ("rdy", "par", "wai"), g.m))
+    rule = group_falls(c, g.m)
     return [*folds(policy), _added(c), *obligations,
             Obligation("ranking: initiation", base, _ranking(c, z3.IntVal(0), g)),
             Obligation("ranking: consecution", step, _ranking(c, i + 1, g), z3.And(i == 0, g.m == 0)),
             Obligation("ranking: the rule", where, rule)]
 
 
+def unfinished(c: Chain, m: z3.ArithRef) -> z3.BoolRef:
+    """Request m waiting or running: the requests the ranking is about (`liveness_join` reads the
+    same term at each step of a behaviour)."""
+    r = c.reqs.at(m)
+    return z3.Or(r.waiting, r.running)
+
+
+def group_falls(c: Chain, m: z3.ArithRef, ranking: Falls = falls) -> z3.BoolRef:
+    """The rule over request m's group (indexes 0 .. m): `ranking` from P, D before the step to P, D
+    after, the chain's own prefix sums at m + 1 (`liveness_join` reads the same terms at each step)."""
+    p0, p1, d0, d1 = (c.c(k, m + 1) for k in ("P0", "P1", "D0", "D1"))
+    return ranking(p0, p1, d0, d1, c.config.token_budget)
+
+
 def _added(c: Chain) -> Obligation:
-    """The per-request premise holds of a request the policy's add() queues (the other parts are
-    untouched by an add: it is waiting, at the next index)."""
-    r = c.reqs.at(c.i)
-    queued = z3.And(r.arrived, z3.Not(r.admitted), r.num_prefilled == 0, r.num_emitted == 0, r.prompt_len >= 1,
-                    r.max_new >= 1, c.policy.accepts(r, c.config))
-    return Obligation("adds: a request add() queues meets the premise", z3.And(c.config.valid(), queued),
-                      c.reqs.valid_at(c.i, c.config))
+    """The per-request premise holds of a request the policy's own add() takes: a request not yet
+    arrived (not admitted, no progress, its lengths at least 1), as the policy's `arrive` leaves it once
+    it has arrived (`liveness_adds` proves that the adds keep the rest of the premise)."""
+    x = c.reqs.at(c.i)
+    before = z3.And(z3.Not(x.arrived), z3.Not(x.admitted), x.num_prefilled == 0, x.num_emitted == 0,
+                    x.prompt_len >= 1, x.max_new >= 1)
+    after, facts = c.policy.arrive(SymState(c.config, (x,), z3.Int("adds.free_kv")), "adds")
+    (made,) = after.requests
+    return Obligation("adds: a request add() queues meets the premise",
+                      z3.And(c.config.valid(), before, facts, made.arrived), valid_request(made, c.config))
 
 
 def refute_at_three(policy: Policy) -> Obligation:

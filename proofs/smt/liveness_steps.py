@@ -17,6 +17,8 @@ lassos); `OneTokenPrefill`, which LIVENESS's ranking accepts, is refuted here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import z3
 
 from .claims import Names
@@ -33,6 +35,9 @@ def prompt_left(r: SymRequest) -> z3.ArithRef:
 def emit_left(r: SymRequest) -> z3.ArithRef:
     """D's share of request r: the tokens it has still to emit (0 if it has not arrived)."""
     return z3.If(r.arrived, r.max_new - r.num_emitted, 0)
+
+
+Falls = Callable[[z3.ArithRef, z3.ArithRef, z3.ArithRef, z3.ArithRef, z3.ArithRef], z3.BoolRef]  # P0, P1, D0, D1, B
 
 
 def falls(p0: z3.ArithRef, p1: z3.ArithRef, d0: z3.ArithRef, d1: z3.ArithRef, budget: z3.ArithRef) -> z3.BoolRef:

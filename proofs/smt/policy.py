@@ -166,10 +166,15 @@ class Policy:
     def initial_free_kv(self, config: SymConfig) -> z3.ArithRef:
         return config.kv_tokens
 
+    def initial_at(self, r: SymRequest, index: z3.ArithRef) -> z3.BoolRef:
+        """Request `index` of a new scheduler: not arrived or admitted, no progress (the index a term,
+        so that the any-N INIT, `liveness_init`, asks it of every index at once)."""
+        return z3.And(z3.Not(r.arrived), z3.Not(r.admitted), r.num_prefilled == 0, r.num_emitted == 0,
+                      r.prompt_len >= 1, r.max_new >= 1)
+
     def initial(self, s: SymState) -> z3.BoolRef:
-        """The state of a new scheduler: nothing arrived or admitted, no progress, all KV free."""
-        facts = [z3.And(z3.Not(r.arrived), z3.Not(r.admitted), r.num_prefilled == 0, r.num_emitted == 0,
-                        r.prompt_len >= 1, r.max_new >= 1) for r in s.requests]
+        """The state of a new scheduler: each request as `initial_at` says, all KV free."""
+        facts = [self.initial_at(r, z3.IntVal(i)) for i, r in enumerate(s.requests)]
         return z3.And(*facts, s.free_kv == self.initial_free_kv(s.config))
 
     def step(self, s: SymState, d: Draft | None = None) -> SymStep:
