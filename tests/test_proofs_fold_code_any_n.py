@@ -24,6 +24,8 @@ from stallfree.proofs.smt.code_fold_planted import (
     LookAheadAdmission,
     NewestFirstAdmission,
     PartialReadsTheLine,
+    PullReadyAtFour,
+    PullReadyAtNine,
     SkipAheadAdmission,
     planted,
 )
@@ -131,6 +133,38 @@ def test_a_tail_whose_count_reads_outside_the_straight_line_shape_is_refused(cls
         read(cls)
     assert why in str(refused.value), refused.value
     read(Scheduler)  # the reference's own count is read
+
+
+TailCountsOneMore = planted("TailCountsOneMore", "Takes the newest ready one as a partial too.", (
+    (TAIL_COUNT, f"{TAIL_COUNT} + 1"),))
+TailCountsItself = planted("TailCountsItself", "Takes no partial prompt: the count of its own container subtracted.", (
+    (TAIL_COUNT, "len(self._running) - len(self._running)"),))
+
+
+@pytest.mark.parametrize("cls", [PullReadyAtFour, PullReadyAtNine, TailCountsOneMore, TailCountsItself],
+                         ids=lambda c: c.__name__)
+def test_a_tail_count_in_the_straight_line_shape_but_not_past_an_earlier_walk_is_refused(cls: type) -> None:
+    """The count is held to `len(self.C) - len(self.E)`, E walked by a phase before: a count that only
+    passes the straight-line shape (right on every state of three requests) could pick a ready request."""
+    with pytest.raises(FrameError, match=r"is not len\(self._running\) less the count of another container"):
+        read(cls)
+    (tail,) = [p for p in read(Scheduler).phases if p.tail]
+    assert (tail.walked, tail.past) == ("_running", "_ready")  # the reference's count: past the ready ones
+
+
+def test_a_tail_that_takes_a_ready_request_from_four_running_is_refuted_at_four() -> None:
+    """PullReadyAtFour is right on every state of at most three requests (FOLD (code) at N=3 holds of
+    it): before the count was checked, the row held of it. Now it is refused, and refuted at N=4."""
+    out = prove(PullReadyAtFour)
+    assert out.verdict is Verdict.BROKEN, out.detail
+    assert "at N=4 refuted" in out.detail and "(2, 1), (2, 0)" in out.detail, out.detail
+
+
+def test_a_tail_that_takes_a_ready_request_from_nine_running_never_holds() -> None:
+    """Past every N the row tries (and past the stepped runs' S <= 8): refused, so unknown, not holds."""
+    out = prove(PullReadyAtNine)
+    assert out.verdict is Verdict.UNKNOWN, out.detail
+    assert "less the count of another container" in out.detail and "nothing proved" in out.detail
 
 
 @pytest.mark.parametrize(("cls", "kind", "why"), [

@@ -9,7 +9,10 @@ that removes a line it replaces fails loudly here.
 - `NewestFirstAdmission`: admission takes the newest in line first (the last of its values, `popitem()`);
 - `SkipAheadAdmission`: admission passes over one that does not fit and goes on (it keeps those it
   passed, and puts them back at the head after the loop);
-- `PartialReadsTheLine`: a partial prompt's chunk is capped by the prompt of the head of the line.
+- `PartialReadsTheLine`: a partial prompt's chunk is capped by the prompt of the head of the line;
+- `PullReadyAtFour`, `PullReadyAtNine`: the partial loop's tail count is one more when a partial
+  runs beside four (nine) or more running requests, so the newest ready one gets a second entry: no
+  fold from N = 4 (9), though right on every state of three requests, so FOLD (code) at N = 3 holds.
 
 The first, second and fourth change what the first requests are planned, so FOLD (code) refutes them
 at N = 2; the skip-ahead is still a fold (it breaks FCFS, not FOLD), so the row reads unknown of it.
@@ -66,4 +69,17 @@ PartialReadsTheLine = planted("PartialReadsTheLine", "A partial chunk is capped 
      "        n = min(seq.num_remaining_prompt, left,\n"
      "                next(iter(self._waiting.values())).request.prompt_len if self._waiting else left)\n"),))
 
-CONTROLS = (LookAheadAdmission, NewestFirstAdmission, SkipAheadAdmission, PartialReadsTheLine)
+TAIL_COUNT = "len(self._running) - len(self._ready)"  # the partial loop's: the running after the ready ones
+
+
+def _tail_count(name: str, doc: str, count: str) -> type[Scheduler]:
+    return planted(name, doc, ((TAIL_COUNT, count),))
+
+
+PullReadyAtFour = _tail_count("PullReadyAtFour", "The partial loop takes the newest ready one too, four running.",
+                              f"({TAIL_COUNT}) * (1 + len(self._running) // 4)")
+PullReadyAtNine = _tail_count("PullReadyAtNine", "The partial loop takes the newest ready one too, nine running.",
+                              f"({TAIL_COUNT}) * (1 + len(self._running) // 9)")
+
+CONTROLS = (LookAheadAdmission, NewestFirstAdmission, SkipAheadAdmission, PartialReadsTheLine, PullReadyAtFour,
+            PullReadyAtNine)

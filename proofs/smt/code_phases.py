@@ -6,8 +6,9 @@ schedule()'s top-level statements are read in order. A phase is one of three sha
 - a map `E = list(self.C.values())`: by Python's `list`, the fold that appends each of C's values;
 - a `for x in self.C.values(): BODY` (no `else`): BODY once per value of C, in C's order; or `for x in
   reversed([*islice(reversed(self.C.values()), COUNT)]): BODY`, once per value of C's tail of COUNT
-  values (COUNT read as a straight-line count), in C's order: the reference's partial prompts, the
-  running requests after the ready ones;
+  values, in C's order, COUNT held to `len(self.C) - len(self.E)` with E a container a phase before
+  walks: the reference's partial prompts, the running requests after the ready ones (that C's first
+  len(E) values are E's requests is read, not proved: the reference's post-condition ready_first);
 - a `while TEST: BODY` (no `else`) whose body takes requests off the head of one container, its line
   (`self.L.popleft()`, or an ordered dict's `self.L.popitem(last=False)`): BODY once per request of the
   line, in order, while TEST holds.
@@ -63,6 +64,7 @@ class Phase:
     attributes: frozenset[str]  # the scheduler's attributes it names
     label: str  # its header, as written
     tail: bool = False  # a for over the tail of `walked` (`reversed([*islice(reversed(...), COUNT)])`)
+    past: str = ""  # a tail's: the earlier container E of its COUNT `len(self.C) - len(self.E)`
 
     @property
     def loop(self) -> ast.For | ast.While:
@@ -175,8 +177,8 @@ def _phases(body: list[ast.stmt], kinds: dict[str, str], scope: dict[str, Any], 
         kind, walked, target = shape
         phase = _phase(stmt, kind, walked, target, straight, ctx, phases, in_phases, name)
         if kind == "for" and _values_of(stmt.iter, kinds) is None:  # type: ignore[attr-defined]
-            _check_count(stmt, walked, ctx, name)
-            phase = dataclasses.replace(phase, tail=True)
+            past = _check_count(stmt, walked, ctx, name)
+            phase = dataclasses.replace(phase, tail=True, past=past)
         phases.append(phase)
         ctx.earlier.add(walked)
         ctx.untouched -= phase.plans
@@ -258,8 +260,7 @@ def _takes_head(call: ast.Call) -> bool:
 
 def _tail_of(node: ast.expr, kinds: dict[str, str]) -> str | None:
     """C if `node` is `reversed([*islice(reversed(self.C.values()), COUNT)])`: C's last COUNT values, in
-    C's order (COUNT is not read here: the frame's `whole` walks C's values, the straight-line count
-    that picks the tail is read, not proved, as every statement outside the loops is)."""
+    C's order (COUNT is checked by `_check_count`; the frame's `whole` walks C's values)."""
     if not (_call_of(node, "reversed") and isinstance(node.args[0], ast.List)  # type: ignore[attr-defined]
             and len(node.args[0].elts) == 1 and isinstance(node.args[0].elts[0], ast.Starred)):  # type: ignore[attr-defined]
         return None
@@ -269,13 +270,29 @@ def _tail_of(node: ast.expr, kinds: dict[str, str]) -> str | None:
     return _values_of(sliced.args[0].args[0], kinds)  # type: ignore[attr-defined]
 
 
-def _check_count(stmt: ast.For, walked: str, ctx: code_straight.Context, name: str) -> None:
-    """The COUNT of a tail `for` is a straight-line expression (`code_straight`), which may count the
-    walked container too: FrameError naming what else it reads."""
+def _check_count(stmt: ast.For, walked: str, ctx: code_straight.Context, name: str) -> str:
+    """The COUNT of a tail `for` is `len(self.C) - len(self.E)`, C the container it walks and E another
+    that a phase before it walks: C's values past its first len(E), which the frame takes to be the
+    requests of C not in E (in the reference, the post-condition ready_first: the ready requests are
+    the first of `_running`; read, not proved). Returns E; FrameError naming the count otherwise."""
+    label = ast.unparse(stmt).splitlines()[0]
     count = stmt.iter.args[0].elts[0].value.args[1]  # type: ignore[attr-defined]
     why = code_straight.expression(count, ctx, also=walked)
     if why is not None:
-        raise FrameError(f"{name}: the count of `{ast.unparse(stmt).splitlines()[0]}`'s tail {why}")
+        raise FrameError(f"{name}: the count of `{label}`'s tail {why}")
+    past = _len_of(count.right) if isinstance(count, ast.BinOp) and isinstance(count.op, ast.Sub) else None
+    if not (isinstance(count, ast.BinOp) and _len_of(count.left) == walked and past is not None
+            and past != walked and past in ctx.earlier):
+        raise FrameError(f"{name}: the count of `{label}`'s tail, `{ast.unparse(count)}`, is not "
+                         f"len(self.{walked}) less the count of another container a phase before walks")
+    return past
+
+
+def _len_of(node: ast.expr) -> str | None:
+    """C if `node` is `len(self.C)` (`read` refuses a module that rebinds `len`)."""
+    if _call_of(node, "len") and _is_self_attr(node.args[0]):  # type: ignore[attr-defined]
+        return node.args[0].attr  # type: ignore[attr-defined]
+    return None
 
 
 def _call_of(node: ast.expr, name: str, num_args: int = 1) -> bool:
