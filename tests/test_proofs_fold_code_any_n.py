@@ -23,6 +23,9 @@ from stallfree.proofs.smt.code_fold_planted import (
     HEAD,
     LookAheadAdmission,
     NewestFirstAdmission,
+    PartialPeeksAtTwelve,
+    PartialPeeksTheLine,
+    PartialReadsHead,
     PartialReadsTheLine,
     PullReadyAtFour,
     PullReadyAtNine,
@@ -165,6 +168,38 @@ def test_a_tail_that_takes_a_ready_request_from_nine_running_never_holds() -> No
     out = prove(PullReadyAtNine)
     assert out.verdict is Verdict.UNKNOWN, out.detail
     assert "less the count of another container" in out.detail and "nothing proved" in out.detail
+
+
+def test_the_probe_shows_each_kind_of_request_a_container_holds() -> None:
+    """`_running` holds ready requests (first-token step set) and partial ones (None): both are probed."""
+    kinds = probe(Scheduler)
+    assert [kind.sequence.first_token_step is None for kind in kinds["_running"]] == [False, True]
+    assert len(kinds["_waiting"]) == len(kinds["_ready"]) == 1
+
+
+@pytest.mark.parametrize(("cls", "verdict", "at"), [
+    (PartialPeeksTheLine, Verdict.BROKEN, "at N=4 refuted"),
+    (PartialReadsHead, Verdict.BROKEN, "at N=4 refuted"),
+    (PartialPeeksAtTwelve, Verdict.UNKNOWN, "not refuted at N <= 4: nothing proved"),
+], ids=lambda x: getattr(x, "__name__", str(x)))
+def test_a_branch_only_a_partial_takes_is_run_in_the_frame(cls: type, verdict: Verdict, at: str) -> None:
+    """A look-ahead at the line under `seq.first_token_step is None`: the partial loop's body runs on a
+    partial request too, so it is seen reading the line; never holds."""
+    out = prove(cls)
+    assert out.verdict is verdict, out.detail
+    partial = next(v for label, v in out.phases.items() if label.startswith("for"))
+    assert partial.startswith("unproved") and "reads self._waiting" in partial, partial
+    assert at in out.detail, out.detail
+
+
+def test_probing_a_ready_request_alone_misses_the_partial_branch() -> None:
+    """The control of the test above: with the frame's request taken from `_running`'s first value alone
+    (a ready one, as before), the partial loop of PartialPeeksAtTwelve reads a fold."""
+    source = read(PartialPeeksAtTwelve)
+    phase = next(p for p in source.phases if p.tail)
+    first_only = {name: kinds[:1] for name, kinds in probe(PartialPeeksAtTwelve).items()}
+    assert code_fold_induction._phase(PartialPeeksAtTwelve, source, phase, first_only, 30_000) is None
+    assert code_fold_induction._phase(PartialPeeksAtTwelve, source, phase, probe(PartialPeeksAtTwelve), 30_000)
 
 
 @pytest.mark.parametrize(("cls", "kind", "why"), [

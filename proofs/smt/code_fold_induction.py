@@ -52,7 +52,7 @@ import z3
 from stallfree.spec.verdict import Verdict
 
 from . import code_fold
-from .code_frame import DONE, Probe, carried_keys, entry_keys, inputs, probe, sort_of, terms
+from .code_frame import DONE, Probes, carried_keys, entry_keys, inputs, probe, sort_of, terms
 from .code_phases import Phase, Source, iteration, read, test_of, whole
 from .fold_frame import FrameError
 from .induction import _prove
@@ -95,7 +95,7 @@ def _step(run: dict[str, z3.ExprRef], s: dict[str, Any], e: dict[str, Any], subs
     return facts + [e[key](k) == z3.If(ended, _default(key), after[key]) for key in e]
 
 
-def obligations(cls: type, source: Source, phase: Phase, kinds: dict[str, Probe]) -> list[Obligation]:
+def obligations(cls: type, source: Source, phase: Phase, kinds: Probes) -> list[Obligation]:
     """The induction on k for `phase`; FrameError if its body is no function of one iteration."""
     prefix = f"fold_code_any.{phase.walked}."
     ins = inputs(prefix, phase, source, cls)
@@ -129,7 +129,7 @@ def obligations(cls: type, source: Source, phase: Phase, kinds: dict[str, Probe]
     ]
 
 
-def _ends_on_an_empty_line(cls: type, source: Source, phase: Phase, ins: Any, kinds: dict[str, Probe]) -> None:
+def _ends_on_an_empty_line(cls: type, source: Source, phase: Phase, ins: Any, kinds: Probes) -> None:
     """A while's test, on its line emptied, is false on every path and moves no carried value: the loop
     ends once it took the last request, with what that iteration left."""
     found = terms(cls, source, phase, test_of(source, phase), ins, kinds, "empty")
@@ -140,7 +140,7 @@ def _ends_on_an_empty_line(cls: type, source: Source, phase: Phase, ins: Any, ki
         raise FrameError(f"`{phase.label}`: its test can hold, or move a carried value, with self.{phase.walked} empty")
 
 
-def _phase(cls: type, source: Source, phase: Phase, kinds: dict[str, Probe], timeout_ms: int) -> str | None:
+def _phase(cls: type, source: Source, phase: Phase, kinds: Probes, timeout_ms: int) -> str | None:
     """None if `phase` is a fold for any N; else why not (the frame's refusal, or the obligation that failed)."""
     try:
         result = _prove(obligations(cls, source, phase, kinds), NAME, SimpleNamespace(name=cls.__qualname__),
