@@ -45,6 +45,9 @@ ADMIT = "        rid, seq = self._waiting.popitem(last=False)\n"
 WHILE = "    while left and self._waiting"
 PLAN = "    plan = "  # the line that builds the plan (`plan = step.plan = Plan(...)`)
 PARTIAL_CHUNK = "        n = min(seq.num_remaining_prompt, left)\n"
+TAIL_HELD = (f"{HELD} (its tail's count, len(self._running) - len(self._ready), read, not proved: it is the "
+             "requests of self._running not in self._ready if those of self._ready are the first of self._running, "
+             "the reference's post-condition ready_first)")  # the row says what the partial loop's tail rests on
 
 
 def _why(cls: type, kind: str) -> str | None:
@@ -58,7 +61,7 @@ def test_each_phase_loop_of_the_reference_is_a_fold_for_any_n() -> None:
     out = prove(Scheduler)
     assert out.verdict is Verdict.HOLDS, out.detail
     assert [label.split()[0] for label in out.phases] == ["entries", "for", "while", "schedule()"], out.phases
-    assert [why for label, why in out.phases.items() if label != "schedule()"] == [HELD] * 3, out.phases
+    assert [why for label, why in out.phases.items() if label != "schedule()"] == [HELD, TAIL_HELD, HELD], out.phases
     assert out.phases["schedule()"] == "FOLD (code) at N=3 holds too"  # the belt: the row holds only with it
     assert out.counterexample is None
 
@@ -68,7 +71,7 @@ def test_a_look_ahead_at_the_second_in_line_is_refused_and_refuted() -> None:
     assert out.verdict is Verdict.BROKEN, out.detail
     assert "self._waiting, the line it walks" in out.detail and "at N=2 refuted" in out.detail
     assert out.counterexample is not None and out.counterexample["values"] and out.counterexample["frame"]
-    assert [v for label, v in out.phases.items() if label.startswith("for")] == [HELD]  # the loops it keeps
+    assert [v for label, v in out.phases.items() if label.startswith("for")] == [TAIL_HELD]  # the loops it keeps
 
 
 def test_newest_first_admission_is_refused_and_refuted() -> None:
@@ -254,6 +257,7 @@ def test_prove_has_the_row() -> None:
     said: list[str] = []
     (row,) = part(Options(), said.append)
     assert (row.claim, row.bound, row.result) == (NAME, "any N", Verdict.HOLDS), row.detail
+    assert "tail's count, len(self._running) - len(self._ready), read, not proved" in row.detail  # what it rests on
     assert said and NAME in said[0]
     (broken,) = part(Options(factory=PartialReadsTheLine), said.append)
     assert broken.result is Verdict.BROKEN and "at N=2 refuted" in broken.detail
