@@ -8,6 +8,7 @@ its frame in any other way proves nothing, and the consecution can fail."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections import OrderedDict
 from typing import Any
 
@@ -203,6 +204,37 @@ def test_probing_a_ready_request_alone_misses_the_partial_branch() -> None:
     first_only = {name: kinds[:1] for name, kinds in probe(PartialPeeksAtTwelve).items()}
     assert code_fold_induction._phase(PartialPeeksAtTwelve, source, phase, first_only, 30_000) is None
     assert code_fold_induction._phase(PartialPeeksAtTwelve, source, phase, probe(PartialPeeksAtTwelve), 30_000)
+
+
+ListAsReversed = planted("ListAsReversed", "Its module's reversed is list: the tail is the head.", (),
+                         {"reversed": list})
+ChainAsReversed = planted("ChainAsReversed", "Its module's reversed is itertools.chain.", (),
+                          {"reversed": itertools.chain})
+RepeatAsIslice = planted("RepeatAsIslice", "Its module's islice is itertools.repeat.", (), {"islice": itertools.repeat})
+IterAsReversed = planted("IterAsReversed", "Its module's iter is reversed: the head read is the newest.", (),
+                         {"iter": reversed})
+LocalReversed = planted("LocalReversed", "Binds reversed to list in schedule() itself.", (
+    ("    left = self.config.token_budget\n", "    left = self.config.token_budget\n    reversed = list\n"),))
+
+
+@pytest.mark.parametrize(("cls", "why"), [
+    (ListAsReversed, "its module or body rebinds reversed"),
+    (ChainAsReversed, "its module or body rebinds reversed"),
+    (RepeatAsIslice, "is not itertools.islice"),
+    (IterAsReversed, "its module or body rebinds iter"),
+    (LocalReversed, "its module or body rebinds reversed"),
+], ids=lambda x: getattr(x, "__name__", str(x)))
+def test_a_builtin_the_frame_reads_by_name_rebound_is_refused(cls: type, why: str) -> None:
+    """`reversed`, `islice`, `iter`, `len` and `list` are read by name in the phases' shapes: bound to
+    another class (all builtin or itertools' classes, which a body may name), they are refused."""
+    with pytest.raises(FrameError, match=why):
+        read(cls)
+
+
+def test_a_tail_walked_by_list_for_reversed_never_holds() -> None:
+    """Before, every loop of ListAsReversed read a fold, only FOLD (code) at N=3 refuting schedule()."""
+    out = prove(ListAsReversed)
+    assert out.verdict is Verdict.BROKEN and "rebinds reversed" in out.detail and "at N=2 refuted" in out.detail
 
 
 @pytest.mark.parametrize(("cls", "kind", "why"), [

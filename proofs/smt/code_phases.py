@@ -19,7 +19,9 @@ scheduler, not off names. Every other statement is straight-line and must have t
 A loop body may not return, declare a global or nonlocal, catch, yield, define a function or class,
 rebind `self`, name `locals`, `vars`, `eval`, a frame and the like (`fold_frame.INTROSPECTION`),
 `getattr`, `setattr`, `object` or a dunder, nor a global other than a pure builtin or a class
-(`code_straight.allowed_global`: no module-level value that could alias the scheduler). Anything else
+(`code_straight.allowed_global`: no module-level value that could alias the scheduler); the names the
+shapes are read by are Python's (`BUILTINS` bound in neither the module nor the body, a tail's `islice`
+`itertools.islice`). Anything else
 is refused (`FrameError`): the row then proves nothing of the code's shape it cannot read. A wrapper
 registered pass-through (`proofs.pass_through`: the prove command's timer) is unwrapped to the method it calls.
 """
@@ -31,6 +33,7 @@ import contextlib
 import copy
 import dataclasses
 import inspect
+import itertools
 import types
 from collections import deque
 from collections.abc import Callable
@@ -149,15 +152,25 @@ def read(cls: type) -> Source:
     if not isinstance(node, ast.FunctionDef) or [a.arg for a in node.args.args] != ["self"] or node.decorator_list:
         raise FrameError(f"{func.__qualname__} is not a plain method of self alone")
     kinds = attribute_kinds(cls)
-    for name in ("len", "list"):
-        if name in func.__globals__:
-            raise FrameError(f"{func.__qualname__}: its module rebinds {name}")
     body = node.body[1:] if _is_docstring(node.body[0]) else node.body
+    _check_builtins(func, {n for stmt in body for n in _bound(stmt)})
     phases = _phases(body, kinds, func.__globals__, func.__qualname__)
     if not phases:
         raise FrameError(f"{func.__qualname__} holds no phase loop the frame can read")
     return Source(tuple(phases), kinds, func.__globals__, inspect.getsourcefile(func) or "<schedule>",
                   func.__code__.co_firstlineno)
+
+
+BUILTINS = ("len", "list", "reversed", "iter", "next")  # the builtins the frame reads by name (its phases' shapes)
+
+
+def _check_builtins(func: Any, local: set[str]) -> None:
+    """The names the frame reads a phase's shape by are Python's: `BUILTINS` unbound in schedule()'s module
+    and body, and `islice` unbound in its body (a tail's is checked `itertools.islice`: `_phases`);
+    FrameError naming the one that is not."""
+    for name in (*BUILTINS, "islice"):
+        if name in local or (name in BUILTINS and name in func.__globals__):
+            raise FrameError(f"{func.__qualname__}: its module or body rebinds {name}")
 
 
 def _phases(body: list[ast.stmt], kinds: dict[str, str], scope: dict[str, Any], name: str) -> list[Phase]:
@@ -177,6 +190,8 @@ def _phases(body: list[ast.stmt], kinds: dict[str, str], scope: dict[str, Any], 
         kind, walked, target = shape
         phase = _phase(stmt, kind, walked, target, straight, ctx, phases, in_phases, name)
         if kind == "for" and _values_of(stmt.iter, kinds) is None:  # type: ignore[attr-defined]
+            if scope.get("islice") is not itertools.islice:
+                raise FrameError(f"{name}: the islice of `{ast.unparse(stmt).splitlines()[0]}` is not itertools.islice")
             past = _check_count(stmt, walked, ctx, name)
             phase = dataclasses.replace(phase, tail=True, past=past)
         phases.append(phase)
@@ -289,7 +304,7 @@ def _check_count(stmt: ast.For, walked: str, ctx: code_straight.Context, name: s
 
 
 def _len_of(node: ast.expr) -> str | None:
-    """C if `node` is `len(self.C)` (`read` refuses a module that rebinds `len`)."""
+    """C if `node` is `len(self.C)` (`read` refuses a module or body that rebinds `len`)."""
     if _call_of(node, "len") and _is_self_attr(node.args[0]):  # type: ignore[attr-defined]
         return node.args[0].attr  # type: ignore[attr-defined]
     return None
