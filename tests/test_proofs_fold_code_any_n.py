@@ -237,6 +237,27 @@ def test_a_tail_walked_by_list_for_reversed_never_holds() -> None:
     assert out.verdict is Verdict.BROKEN and "rebinds reversed" in out.detail and "at N=2 refuted" in out.detail
 
 
+CrowdGate = planted("CrowdGate", "Admits nothing while four or more wait (a for over the line first).", (
+    (WHILE, "    for seq in self._waiting.values():\n        pass\n    crowd = len(self._waiting)\n"
+            "    while crowd < 4 and left and self._waiting"),))
+CrowdMap = planted("CrowdMap", "Admits nothing while four or more wait (the line listed first).", (
+    (WHILE, "    seen = list(self._waiting.values())\n    crowd = len(seen)\n"
+            "    while crowd < 4 and left and self._waiting"),))
+
+
+@pytest.mark.parametrize("cls", [CrowdGate, CrowdMap], ids=lambda c: c.__name__)
+def test_a_container_walked_by_two_phases_is_refused(cls: type) -> None:
+    """A phase may read the count of a container a phase before walks, as what that phase left: a second
+    walk of it would make that count hold the requests the second walk visits after."""
+    with pytest.raises(FrameError, match="which a phase before it walks"):
+        read(cls)
+
+
+def test_a_gate_on_the_count_of_a_line_walked_twice_never_holds() -> None:
+    out = prove(CrowdGate)
+    assert out.verdict is Verdict.BROKEN and "at N=4 refuted" in out.detail, out.detail
+
+
 @pytest.mark.parametrize(("cls", "kind", "why"), [
     (Unbound, "while", "raises UnboundLocalError"),
     (RoundWithoutTaking, "while", "goes round without taking its request"),

@@ -21,7 +21,8 @@ rebind `self`, name `locals`, `vars`, `eval`, a frame and the like (`fold_frame.
 `getattr`, `setattr`, `object` or a dunder, nor a global other than a pure builtin or a class
 (`code_straight.allowed_global`: no module-level value that could alias the scheduler); the names the
 shapes are read by are Python's (`BUILTINS` bound in neither the module nor the body, a tail's `islice`
-`itertools.islice`). Anything else
+`itertools.islice`); and no container is walked by two phases (a later one reads its count as what
+the one before left). Anything else
 is refused (`FrameError`): the row then proves nothing of the code's shape it cannot read. A wrapper
 registered pass-through (`proofs.pass_through`: the prove command's timer) is unwrapped to the method it calls.
 """
@@ -188,6 +189,9 @@ def _phases(body: list[ast.stmt], kinds: dict[str, str], scope: dict[str, Any], 
             ctx.plans |= _lists(stmt)
             continue
         kind, walked, target = shape
+        if walked in ctx.earlier:  # its count, carried from the phase before as what it left, would not be
+            raise FrameError(f"{name}: `{ast.unparse(stmt).splitlines()[0]}` walks self.{walked}, which a phase "
+                             "before it walks")
         phase = _phase(stmt, kind, walked, target, straight, ctx, phases, in_phases, name)
         if kind == "for" and _values_of(stmt.iter, kinds) is None:  # type: ignore[attr-defined]
             if scope.get("islice") is not itertools.islice:
