@@ -11,6 +11,7 @@ import pytest
 from stallfree.main import main
 from stallfree.proofs.explicit import fold_stepwise
 from stallfree.proofs.smt import code_fold
+from stallfree.proofs.smt.code_fold_planted import TAIL_COUNT, planted
 from stallfree.proofs.smt.code_theorems import not_applicable
 from stallfree.proofs.smt.fold_planted import EarlyLookAhead, LateLookAhead
 from stallfree.reference import Scheduler
@@ -93,3 +94,33 @@ def test_prove_scheduler_exits_1_on_the_late_look_ahead(capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     stepwise = [line for line in out.splitlines() if line.startswith("FOLD (code, stepwise)")]
     assert stepwise and "BROKEN" in stepwise[0], out
+
+
+DropPartialAtFour = planted("DropPartialAtFour", "The partial prompt is not continued once four run.", (
+    (TAIL_COUNT, f"max(0, {TAIL_COUNT} - len(self._running) // 4)"),))
+
+
+def test_a_run_reaching_a_state_that_breaks_a_post_condition_is_broken_on_its_rule_not_a_crash() -> None:
+    """DropPartialAtFour is a fold, but its runs reach two partial prompts: the stepped state breaks
+    ONE-PARTIAL, so its cuts are no states; the row says BROKEN on that rule, with the run, and raises nothing."""
+    outcome = fold_stepwise.check(DropPartialAtFour)
+    assert outcome.verdict is Verdict.BROKEN and outcome.broken == ["ONE-PARTIAL"], outcome.detail
+    assert "the run reached a state that breaks ONE-PARTIAL" in outcome.detail
+    assert outcome.counterexample is not None and outcome.counterexample["rule"] == "ONE-PARTIAL"
+
+
+def test_a_cut_the_post_conditions_refuse_is_not_judged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A state one of whose cuts is no state of the scheduler (here the cut made wrong on purpose: it
+    keeps one KV token of what it removes) is not judged: the row reads unknown, never holds or crashes."""
+    honest = fold_stepwise.cut
+
+    def keeps_a_token(s: object, k: int) -> object:
+        t = honest(s, k)
+        t._free_kv -= 1  # type: ignore[attr-defined]
+        return t
+
+    monkeypatch.setattr(fold_stepwise, "cut", keeps_a_token)
+    outcome = fold_stepwise.check(Scheduler)
+    assert outcome.verdict is Verdict.UNKNOWN and outcome.broken == [], outcome.detail
+    assert "is no state of the scheduler" in outcome.detail and "not judged" in outcome.detail
+    assert outcome.counterexample is None

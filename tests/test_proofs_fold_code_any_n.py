@@ -8,6 +8,7 @@ its frame in any other way proves nothing, and the consecution can fail."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections import OrderedDict
 from typing import Any
 
@@ -23,7 +24,12 @@ from stallfree.proofs.smt.code_fold_planted import (
     HEAD,
     LookAheadAdmission,
     NewestFirstAdmission,
+    PartialPeeksAtTwelve,
+    PartialPeeksTheLine,
+    PartialReadsHead,
     PartialReadsTheLine,
+    PullReadyAtFour,
+    PullReadyAtNine,
     SkipAheadAdmission,
     planted,
 )
@@ -40,6 +46,9 @@ ADMIT = "        rid, seq = self._waiting.popitem(last=False)\n"
 WHILE = "    while left and self._waiting"
 PLAN = "    plan = "  # the line that builds the plan (`plan = step.plan = Plan(...)`)
 PARTIAL_CHUNK = "            n = min(seq.num_remaining_prompt, left)\n"
+TAIL_HELD = (f"{HELD} (its tail's count, len(self._running) - num_ready, read, not proved: it is the "
+             "requests of self._running not counted by num_ready, an earlier phase's, if that phase's are the first "
+             "of self._running, the reference's post-condition ready_first)")  # what the partial loop's tail rests on
 
 
 def _why(cls: type, kind: str) -> str | None:
@@ -53,7 +62,7 @@ def test_each_phase_loop_of_the_reference_is_a_fold_for_any_n() -> None:
     out = prove(Scheduler)
     assert out.verdict is Verdict.HOLDS, out.detail
     assert [label.split()[0] for label in out.phases] == ["entries", "for", "while", "schedule()"], out.phases
-    assert [why for label, why in out.phases.items() if label != "schedule()"] == [HELD] * 3, out.phases
+    assert [why for label, why in out.phases.items() if label != "schedule()"] == [HELD, TAIL_HELD, HELD], out.phases
     assert out.phases["schedule()"] == "FOLD (code) at N=3 holds too"  # the belt: the row holds only with it
     assert out.counterexample is None
 
@@ -63,7 +72,7 @@ def test_a_look_ahead_at_the_second_in_line_is_refused_and_refuted() -> None:
     assert out.verdict is Verdict.BROKEN, out.detail
     assert "self._waiting, the line it walks" in out.detail and "at N=2 refuted" in out.detail
     assert out.counterexample is not None and out.counterexample["values"] and out.counterexample["frame"]
-    assert [v for label, v in out.phases.items() if label.startswith("for")] == [HELD]  # the loops it keeps
+    assert [v for label, v in out.phases.items() if label.startswith("for")] == [TAIL_HELD]  # the loops it keeps
 
 
 def test_newest_first_admission_is_refused_and_refuted() -> None:
@@ -133,6 +142,122 @@ def test_a_tail_whose_count_reads_outside_the_straight_line_shape_is_refused(cls
     read(Scheduler)  # the reference's own count is read
 
 
+TailCountsOneMore = planted("TailCountsOneMore", "Takes the newest ready one as a partial too.", (
+    (TAIL_COUNT, "len(self._running) - num_ready + 1)"),))
+TailCountsItself = planted("TailCountsItself", "Takes no partial prompt: the count of its own container subtracted.", (
+    (TAIL_COUNT, "len(self._running) - len(self._running))"),))
+
+
+@pytest.mark.parametrize("cls", [PullReadyAtFour, PullReadyAtNine, TailCountsOneMore, TailCountsItself],
+                         ids=lambda c: c.__name__)
+def test_a_tail_count_in_the_straight_line_shape_but_not_past_an_earlier_walk_is_refused(cls: type) -> None:
+    """The count is held to `len(self.C) - R`, R the count of a container a phase before walks: a count that
+    only passes the straight-line shape (right on every state of three requests) could pick a ready request."""
+    with pytest.raises(FrameError, match=r"'s tail (is no `len\(self._running\) - R`|subtracts len\(self._running\))"):
+        read(cls)
+    (tail,) = [p for p in read(Scheduler).phases if p.tail]
+    assert (tail.walked, tail.past) == ("_running", "num_ready")  # the reference's count: past the ready ones
+
+
+def test_a_tail_that_takes_a_ready_request_from_four_running_is_refuted_at_four() -> None:
+    """PullReadyAtFour is right on every state of at most three requests (FOLD (code) at N=3 holds of
+    it): before the count was checked, the row held of it. Now it is refused, and refuted at N=4."""
+    out = prove(PullReadyAtFour)
+    assert out.verdict is Verdict.BROKEN, out.detail
+    assert "at N=4 refuted" in out.detail and "(2, 1), (2, 0)" in out.detail, out.detail
+
+
+def test_a_tail_that_takes_a_ready_request_from_nine_running_never_holds() -> None:
+    """Past every N the row tries (and past the stepped runs' S <= 8): refused, so unknown, not holds."""
+    out = prove(PullReadyAtNine)
+    assert out.verdict is Verdict.UNKNOWN, out.detail
+    assert "its tail is not _running past an earlier phase's requests" in out.detail and "nothing proved" in out.detail
+
+
+def test_the_probe_shows_each_kind_of_request_a_container_holds() -> None:
+    """`_running` holds ready requests (first-token step set) and partial ones (None): both are probed."""
+    kinds = probe(Scheduler)
+    assert [kind.sequence.first_token_step is None for kind in kinds["_running"]] == [False, True]
+    assert len(kinds["_waiting"]) == len(kinds["_ready"]) == 1
+
+
+@pytest.mark.parametrize(("cls", "verdict", "at"), [
+    (PartialPeeksTheLine, Verdict.BROKEN, "at N=4 refuted"),
+    (PartialReadsHead, Verdict.BROKEN, "at N=4 refuted"),
+    (PartialPeeksAtTwelve, Verdict.UNKNOWN, "not refuted at N <= 4: nothing proved"),
+], ids=lambda x: getattr(x, "__name__", str(x)))
+def test_a_branch_only_a_partial_takes_is_run_in_the_frame(cls: type, verdict: Verdict, at: str) -> None:
+    """A look-ahead at the line under `seq.first_token_step is None`: the partial loop's body runs on a
+    partial request too, so it is seen reading the line; never holds."""
+    out = prove(cls)
+    assert out.verdict is verdict, out.detail
+    partial = next(v for label, v in out.phases.items() if label.startswith("for"))
+    assert partial.startswith("unproved") and "reads self._waiting" in partial, partial
+    assert at in out.detail, out.detail
+
+
+def test_probing_a_ready_request_alone_misses_the_partial_branch() -> None:
+    """The control of the test above: with the frame's request taken from `_running`'s first value alone
+    (a ready one, as before), the partial loop of PartialPeeksAtTwelve reads a fold."""
+    source = read(PartialPeeksAtTwelve)
+    phase = next(p for p in source.phases if p.tail)
+    first_only = {name: kinds[:1] for name, kinds in probe(PartialPeeksAtTwelve).items()}
+    assert code_fold_induction._phase(PartialPeeksAtTwelve, source, phase, first_only, 30_000) is None
+    assert code_fold_induction._phase(PartialPeeksAtTwelve, source, phase, probe(PartialPeeksAtTwelve), 30_000)
+
+
+ListAsReversed = planted("ListAsReversed", "Its module's reversed is list: the tail is the head.", (),
+                         {"reversed": list})
+ChainAsReversed = planted("ChainAsReversed", "Its module's reversed is itertools.chain.", (),
+                          {"reversed": itertools.chain})
+RepeatAsIslice = planted("RepeatAsIslice", "Its module's islice is itertools.repeat.", (), {"islice": itertools.repeat})
+IterAsReversed = planted("IterAsReversed", "Its module's iter is reversed: the head read is the newest.", (),
+                         {"iter": reversed})
+LocalReversed = planted("LocalReversed", "Binds reversed to list in schedule() itself.", (
+    ("    left = self.config.token_budget\n", "    left = self.config.token_budget\n    reversed = list\n"),))
+
+
+@pytest.mark.parametrize(("cls", "why"), [
+    (ListAsReversed, "its module or body rebinds reversed"),
+    (ChainAsReversed, "its module or body rebinds reversed"),
+    (RepeatAsIslice, "is not itertools.islice"),
+    (IterAsReversed, "its module or body rebinds iter"),
+    (LocalReversed, "its module or body rebinds reversed"),
+], ids=lambda x: getattr(x, "__name__", str(x)))
+def test_a_builtin_the_frame_reads_by_name_rebound_is_refused(cls: type, why: str) -> None:
+    """`reversed`, `islice`, `iter`, `len` and `list` are read by name in the phases' shapes: bound to
+    another class (all builtin or itertools' classes, which a body may name), they are refused."""
+    with pytest.raises(FrameError, match=why):
+        read(cls)
+
+
+def test_a_tail_walked_by_list_for_reversed_never_holds() -> None:
+    """Before, every loop of ListAsReversed read a fold, only FOLD (code) at N=3 refuting schedule()."""
+    out = prove(ListAsReversed)
+    assert out.verdict is Verdict.BROKEN and "rebinds reversed" in out.detail and "at N=2 refuted" in out.detail
+
+
+CrowdGate = planted("CrowdGate", "Admits nothing while four or more wait (a for over the line first).", (
+    (WHILE, "    for seq in self._waiting.values():\n        pass\n    crowd = len(self._waiting)\n"
+            "    while crowd < 4 and left and self._waiting"),))
+CrowdMap = planted("CrowdMap", "Admits nothing while four or more wait (the line listed first).", (
+    (WHILE, "    seen = list(self._waiting.values())\n    crowd = len(seen)\n"
+            "    while crowd < 4 and left and self._waiting"),))
+
+
+@pytest.mark.parametrize("cls", [CrowdGate, CrowdMap], ids=lambda c: c.__name__)
+def test_a_container_walked_by_two_phases_is_refused(cls: type) -> None:
+    """A phase may read the count of a container a phase before walks, as what that phase left: a second
+    walk of it would make that count hold the requests the second walk visits after."""
+    with pytest.raises(FrameError, match="which a phase before it walks"):
+        read(cls)
+
+
+def test_a_gate_on_the_count_of_a_line_walked_twice_never_holds() -> None:
+    out = prove(CrowdGate)
+    assert out.verdict is Verdict.BROKEN and "at N=4 refuted" in out.detail, out.detail
+
+
 @pytest.mark.parametrize(("cls", "kind", "why"), [
     (Unbound, "while", "raises UnboundLocalError"),
     (RoundWithoutTaking, "while", "goes round without taking its request"),
@@ -187,6 +312,7 @@ def test_prove_has_the_row() -> None:
     said: list[str] = []
     (row,) = part(Options(), said.append)
     assert (row.claim, row.bound, row.result) == (NAME, "any N", Verdict.HOLDS), row.detail
+    assert "tail's count, len(self._running) - num_ready, read, not proved" in row.detail  # what it rests on
     assert said and NAME in said[0]
     (broken,) = part(Options(factory=PartialReadsTheLine), said.append)
     assert broken.result is Verdict.BROKEN and "at N=2 refuted" in broken.detail

@@ -8,13 +8,16 @@ one's reservation back) is planned alone, and must plan exactly the entries the 
 gives those k. A sample, never a proof: the reference reads `not refuted`; a scheduler whose plan for
 a request depends on one after it (`LateLookAhead`, looking three places behind the head) is BROKEN
 with the state. It speaks of schedulers in the reference's fields (the cut edits them), as the code
-theorems do; no run reaching more than three requests at once reads `not judged`.
+theorems do; no run reaching more than three requests at once reads `not judged`. A run reaching a
+state that breaks a post-condition is BROKEN on the rule it cites, with the run; a state one of whose
+cuts the post-conditions refuse is not judged, and the row reads unknown: never a crash of prove.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import random
 import time
 from dataclasses import dataclass, field
@@ -62,23 +65,40 @@ def cut(s: Any, k: int) -> Any:
     return t
 
 
-def check_state(s: Any) -> str | None:
-    """None if every cut of `s` plans what the whole plan gives its requests; else what differs."""
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What one state shows: a cut planned otherwise than the whole (BROKEN, FOLD), the state itself
+    breaking a post-condition (BROKEN on the rule it cites: a run reached it), or a cut the
+    post-conditions refuse (unknown: that state is not judged)."""
+
+    verdict: Verdict
+    rule: str
+    message: str
+
+
+def check_state(s: Any) -> Found | None:
+    """None if every cut of `s` plans what the whole plan gives its requests; else what differs, or why
+    `s` is not judged."""
+    reached = postconditions.broken(s)
+    if reached is not None:
+        return Found(Verdict.BROKEN, reached[0], f"the run reached a state that breaks {reached[0]}: {reached[1]}")
     plan = [(rid, n) for rid, n in copy.deepcopy(s).schedule()]
     for k in range(1, len(order(s))):
         t = cut(s, k)
         broken = postconditions.broken(t)
         if broken is not None:
-            raise AssertionError(f"the cut to {k} request(s) is no state of the scheduler: {broken}")
+            return Found(Verdict.UNKNOWN, "FOLD", f"the cut to {k} request(s) is no state of the scheduler "
+                         f"({broken[0]}: {broken[1]}): not judged")
         kept = set(order(s)[:k])
         mine = [(rid, n) for rid, n in plan if rid in kept]
         theirs = [(rid, n) for rid, n in t.schedule()]
         if mine != theirs:
-            return f"the first {k} request(s) get {mine} of the whole plan, {theirs} planned alone"
+            return Found(Verdict.BROKEN, "FOLD", f"the first {k} request(s) get {mine} of the whole plan, "
+                         f"{theirs} planned alone")
     return None
 
 
-def _run(factory: Any, rng: random.Random, out: Outcome) -> str | None:
+def _run(factory: Any, rng: random.Random, out: Outcome) -> Found | None:
     config = (rng.randint(1, 8), rng.randint(1, 8), rng.randint(8, 96))
     s = factory(*config)
     rid = 0
@@ -91,10 +111,11 @@ def _run(factory: Any, rng: random.Random, out: Outcome) -> str | None:
         if len(order(s)) >= 2:
             out.states += 1
             out.full += len(order(s)) == REQUESTS
-            message = check_state(s)
-            if message is not None:
+            found = check_state(s)
+            if found is not None:
                 lines = [(r.rid, r.prompt_len, r.max_new) for r in s.waiting]
-                return f"B,S,K = {config}, before step {step}, line (rid, prompt_len, max_new) {lines}: {message}"
+                where = f"B,S,K = {config}, before step {step}, line (rid, prompt_len, max_new) {lines}"
+                return dataclasses.replace(found, message=f"{where}: {found.message}")
         s.complete(s.schedule())
     return None
 
@@ -104,13 +125,15 @@ def check(factory: Any) -> Outcome:
     started = time.perf_counter()
     out = Outcome()
     for run in range(RUNS):
-        message = _run(factory, random.Random(SEED + run), out)
-        if message is not None:
-            out.verdict, out.broken, out.detail = Verdict.BROKEN, ["FOLD"], f"FOLD: run {run}: {message}"
-            out.counterexample = {"rule": "FOLD", "run": run, "seed": SEED + run, "detail": message}
+        found = _run(factory, random.Random(SEED + run), out)
+        if found is not None:
+            out.verdict, out.detail = found.verdict, f"{found.rule}: run {run}: {found.message}"
+            out.broken = [found.rule] if found.verdict is Verdict.BROKEN else []
+            if found.verdict is Verdict.BROKEN:
+                out.counterexample = {"rule": found.rule, "run": run, "seed": SEED + run, "detail": found.message}
             break
     out.seconds = time.perf_counter() - started
-    if out.verdict is Verdict.BROKEN:
+    if out.verdict is not Verdict.NOT_JUDGED:
         return out
     if out.full == 0:
         out.detail = f"vacuous: no run reached {REQUESTS} requests at once ({out.states} states)"

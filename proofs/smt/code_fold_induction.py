@@ -32,14 +32,17 @@ unknown if it is undecided (a guard that raises on a count, say).
 
 Assumed, not checked: Python's semantics of `for` over a dict's values, of `while`, of `list()` of a
 dict's values (a map phase is the fold that appends each value) and of `len`; that a rid written into
-a container is not yet in it, and a request's field that is None in the probe run is None for every
-request of that container (both kept by the post-conditions); that a tail `for`'s requests, C past
-the requests of an earlier phase's container (its count and guard held to that shape by `code_phases`),
-are the ones not in that container (the post-condition `ready_first`); that the classes the code builds read no
-frame and no module state; and the statements outside the loops are held to a shape
-(`code_straight`) and read, not proved, which says schedule() is these folds in sequence. The
-consecution ties the compiled iteration to the loop statement run on one request, two compilations
-of one body: the frame carries the proof.
+a container is not yet in it (kept by the post-conditions); that each request of a container has the
+None fields of one of that container's values in the probe run (the iteration runs once for each
+pattern they show: `_running`'s ready and partial requests); that the classes the code builds read no
+frame and no module state; that a tail's requests, C past the requests of an earlier phase's container
+(its count held to `len(self.C) - R` and its guard to `len(self.C) > R` by `code_phases`, R that
+phase's count), are the requests of C not in that container, which holds if that container's are the
+first of C (the reference's post-condition `ready_first`, checked at N <= 3 by the code theorems: the
+row's text says so); and the statements outside the loops are held to a shape (`code_straight`) and
+read, not proved: with that shape and the tail so read, schedule() is these folds in sequence, which
+FOLD (code) at N = 3 checks once more. The consecution ties the compiled iteration to the loop
+statement run on one request, two compilations of one body: the frame carries the proof.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ import z3
 from stallfree.spec.verdict import Verdict
 
 from . import code_fold
-from .code_frame import DONE, Probe, carried_keys, entry_keys, inputs, probe, sort_of, terms
+from .code_frame import DONE, Probes, carried_keys, entry_keys, inputs, probe, sort_of, terms
 from .code_phases import Phase, Source, iteration, read, test_of, whole
 from .fold_frame import FrameError
 from .induction import _prove
@@ -97,7 +100,7 @@ def _step(run: dict[str, z3.ExprRef], s: dict[str, Any], e: dict[str, Any], subs
     return facts + [e[key](k) == z3.If(ended, _default(key), after[key]) for key in e]
 
 
-def obligations(cls: type, source: Source, phase: Phase, kinds: dict[str, Probe]) -> list[Obligation]:
+def obligations(cls: type, source: Source, phase: Phase, kinds: Probes) -> list[Obligation]:
     """The induction on k for `phase`; FrameError if its body is no function of one iteration."""
     prefix = f"fold_code_any.{phase.walked}."
     ins = inputs(prefix, phase, source, cls)
@@ -131,7 +134,7 @@ def obligations(cls: type, source: Source, phase: Phase, kinds: dict[str, Probe]
     ]
 
 
-def _ends_on_an_empty_line(cls: type, source: Source, phase: Phase, ins: Any, kinds: dict[str, Probe]) -> None:
+def _ends_on_an_empty_line(cls: type, source: Source, phase: Phase, ins: Any, kinds: Probes) -> None:
     """A while's test, on its line emptied, is false on every path and moves no carried value: the loop
     ends once it took the last request, with what that iteration left."""
     found = terms(cls, source, phase, test_of(source, phase), ins, kinds, "empty")
@@ -142,7 +145,7 @@ def _ends_on_an_empty_line(cls: type, source: Source, phase: Phase, ins: Any, ki
         raise FrameError(f"`{phase.label}`: its test can hold, or move a carried value, with self.{phase.walked} empty")
 
 
-def _phase(cls: type, source: Source, phase: Phase, kinds: dict[str, Probe], timeout_ms: int) -> str | None:
+def _phase(cls: type, source: Source, phase: Phase, kinds: Probes, timeout_ms: int) -> str | None:
     """None if `phase` is a fold for any N; else why not (the frame's refusal, or the obligation that failed)."""
     try:
         result = _prove(obligations(cls, source, phase, kinds), NAME, SimpleNamespace(name=cls.__qualname__),
@@ -175,7 +178,7 @@ def prove(cls: type, timeout_ms: int = 30_000, belt: bool = True) -> Outcome:
         why = []
         for phase in source.phases:
             failed = _phase(cls, source, phase, kinds, timeout_ms)
-            out.phases[phase.label] = HELD if failed is None else f"unproved: {failed}"
+            out.phases[phase.label] = held(phase) if failed is None else f"unproved: {failed}"
             why += [] if failed is None else [failed]
     if why:
         _refute(cls, why[0], out)
@@ -184,6 +187,16 @@ def prove(cls: type, timeout_ms: int = 30_000, belt: bool = True) -> Outcome:
     out.detail = "; ".join(f"`{label}` {v}" for label, v in out.phases.items()) or out.detail
     out.seconds = time.perf_counter() - began
     return out
+
+
+def held(phase: Phase) -> str:
+    """A proved phase's verdict; a tail's says what its count rests on, which the induction does not prove."""
+    if not phase.tail:
+        return HELD
+    c, r = phase.walked, phase.past
+    return (f"{HELD} (its tail's count, len(self.{c}) - {r}, read, not proved: it is the requests of "
+            f"self.{c} not counted by {r}, an earlier phase's, if that phase's are the first of self.{c}, the "
+            "reference's post-condition ready_first)")
 
 
 def _also_at_three(cls: type, out: Outcome) -> None:

@@ -9,7 +9,14 @@ that removes a line it replaces fails loudly here.
 - `NewestFirstAdmission`: admission takes the newest in line first (the last of its values, `popitem()`);
 - `SkipAheadAdmission`: admission passes over one that does not fit and goes on (it keeps those it
   passed, and puts them back at the head after the loop);
-- `PartialReadsTheLine`: a partial prompt's chunk is capped by the prompt of the head of the line.
+- `PartialReadsTheLine`: a partial prompt's chunk is capped by the prompt of the head of the line;
+- `PullReadyAtFour`, `PullReadyAtNine`: the partial loop's tail count is one more when a partial
+  runs beside four (nine) or more running requests, so the newest ready one gets a second entry: no
+  fold from N = 4 (9), though right on every state of three requests, so FOLD (code) at N = 3 holds;
+- `PartialPeeksTheLine`, `PartialReadsHead`, `PartialPeeksAtTwelve`: under `seq.first_token_step is
+  None` (the branch a partial takes, not a ready one), a partial's chunk is cut to one token, or capped
+  by the head of the line's prompt, while three (twelve) or more wait: a look-ahead at the line from the
+  partial loop, invisible at N = 3 (and, at twelve, at every N the rows try).
 
 The first, second and fourth change what the first requests are planned, so FOLD (code) refutes them
 at N = 2; the skip-ahead is still a fold (it breaks FCFS, not FOLD), so the row reads unknown of it.
@@ -86,7 +93,36 @@ GuardPastOnePartial = planted("GuardPastOnePartial", "The partial prompts are pl
 ReadyCountRebound = planted("ReadyCountRebound", "The ready count, taken down by one before the tail.", (
     ("    left -= num_ready\n", "    left -= num_ready\n    num_ready -= 1\n"),))
 
-CONTROLS = (LookAheadAdmission, NewestFirstAdmission, SkipAheadAdmission, PartialReadsTheLine)
+TAIL_COUNT = "len(self._running) - num_ready"  # the partial loop's: the running after the ready ones
+
+
+def _tail_count(name: str, doc: str, count: str) -> type[Scheduler]:
+    return planted(name, doc, ((TAIL_COUNT, count),))
+
+
+PullReadyAtFour = _tail_count("PullReadyAtFour", "The partial loop takes the newest ready one too, four running.",
+                              f"({TAIL_COUNT}) * (1 + len(self._running) // 4)")
+PullReadyAtNine = _tail_count("PullReadyAtNine", "The partial loop takes the newest ready one too, nine running.",
+                              f"({TAIL_COUNT}) * (1 + len(self._running) // 9)")
+
+CHUNK = "            n = min(seq.num_remaining_prompt, left)\n"  # the partial loop's chunk
+PARTIAL = "            if seq.first_token_step is None and len(self._waiting) >= {}:\n"  # a partial's branch
+
+
+def _partial_branch(name: str, doc: str, waiting: int, then: str) -> type[Scheduler]:
+    return planted(name, doc, ((CHUNK, CHUNK + PARTIAL.format(waiting) + then),))
+
+
+PartialPeeksTheLine = _partial_branch("PartialPeeksTheLine", "A partial's chunk is one token while three wait.", 3,
+                                      "                n = 1\n")
+PartialReadsHead = _partial_branch("PartialReadsHead", "A partial's chunk is capped by the head's prompt, three "
+                                   "waiting.", 3, "                n = min(n, next(iter(self._waiting.values()))"
+                                   ".request.prompt_len)\n")
+PartialPeeksAtTwelve = _partial_branch("PartialPeeksAtTwelve", "A partial's chunk is one token while twelve wait.",
+                                       12, "                n = 1\n")
+
+CONTROLS = (LookAheadAdmission, NewestFirstAdmission, SkipAheadAdmission, PartialReadsTheLine, PullReadyAtFour,
+            PullReadyAtNine, PartialPeeksTheLine, PartialReadsHead, PartialPeeksAtTwelve)
 TAIL_CONTROLS = (NewestFirstPartials, TailPastThePartials, SkipsTheOldestPartial, GuardPastOnePartial,
                  ReadyCountRebound)
 """The partial prompts' guarded tail used wrongly: the frame refuses each (a shape it does not read, a

@@ -17,7 +17,9 @@ the branches decided by Z3) with a stand-in for `self` (`FramedSelf`) that shows
   the own request and shows nothing back (`Appends`);
 - the own request: the scheduler's own `Sequence` (or the value it holds for it, such as its decode
   entry: read off a probe run of add/schedule/complete), its lengths symbolic, its rid opaque (`Rid`:
-  a key and an entry's rid, no value); it must be the same after.
+  a key and an entry's rid, no value); it must be the same after. Its fields None are those of one of
+  the walked container's values in the probe run: the iteration runs once for each pattern of None
+  fields they show (`_running`: a ready request and a partial one), so a branch only one kind takes runs.
 
 Anything else the body touches raises `FrameError`; so does any other error of one iteration (a local
 read before it is written: no local carries over), a `while` iteration that goes round without taking
@@ -43,6 +45,7 @@ from .symexec import Bool, Explorer, Int, Refused, paths
 from .symstate import _unchecked, home
 
 PLANNED, N, TAKEN, DONE = "planned", "n", "taken", "done"  # an entry's parts, and the loop's end
+PATTERN = "probe.pattern"  # which of its container's patterns of None fields the own request has (`probe`)
 
 
 class Rid:
@@ -240,7 +243,7 @@ class Inputs:
 
     config: dict[str, z3.ArithRef]
     carried: dict[str, z3.ArithRef]  # "local.left", "self._free_kv", "len._ready", ...
-    fields: dict[str, z3.ArithRef]  # "request.prompt_len", "seq.num_prefilled", ...
+    fields: dict[str, z3.ArithRef]  # "request.prompt_len", "seq.num_prefilled", ..., and its PATTERN
 
 
 def carried_keys(phase: Phase, kinds: dict[str, str]) -> list[str]:
@@ -260,7 +263,7 @@ def own_fields(cls: type) -> list[str]:
 def inputs(prefix: str, phase: Phase, source: Source, cls: type) -> Inputs:
     config = {f.name: z3.Int(f"{prefix}config.{f.name}") for f in dataclasses.fields(Config)}
     carried = {k: z3.Int(f"{prefix}in.{k}") for k in carried_keys(phase, source.kinds)}
-    fields = {k: z3.Int(f"{prefix}own.{k}") for k in own_fields(cls)}
+    fields = {k: z3.Int(f"{prefix}own.{k}") for k in [*own_fields(cls), PATTERN]}
     return Inputs(config, carried, fields)
 
 
@@ -273,29 +276,51 @@ class Probe:
     sequence: Any
 
 
-def probe(cls: type) -> dict[str, Probe]:
+Probes = dict[str, tuple[Probe, ...]]  # each container's kinds of request, by its attribute
+
+
+def probe(cls: type) -> Probes:
     """A state with one ready, one partial and one waiting request, reached by the scheduler's own add,
-    schedule and complete; for each container holding one, what it holds of it."""
+    schedule and complete; for each container holding one, what it holds of them: one Probe for each
+    pattern of None fields its values show, in order (`_running` holds a ready request, its first-token
+    step set, and a partial one, its step None: an iteration runs once for each). A container one of
+    whose values is no request nor a request's attribute is left out (the loop walking it is refused)."""
     s = probe_state(cls)
     sequence = home(cls).Sequence
     held = {name: list(v.values()) if isinstance(v, dict) else list(v) for name, v in vars(s).items()
             if isinstance(v, (dict, deque, list))}
     sequences = [x for values in held.values() for x in values if isinstance(x, sequence)]
-    out: dict[str, Probe] = {}
+    out: Probes = {}
     for name, values in held.items():
-        if values and isinstance(values[0], sequence):
-            out[name] = Probe(None, values[0])
-        elif values:
-            found = [(f.name, q) for q in sequences for f in dataclasses.fields(q) if getattr(q, f.name) is values[0]]
-            if found:
-                out[name] = Probe(*found[0])
+        found = [_probe_of(v, sequence, sequences) for v in values]
+        if not values or None in found:
+            continue
+        patterns: dict[tuple[Any, ...], Probe] = {}
+        for kind in found:
+            patterns.setdefault(_pattern(kind), kind)  # type: ignore[arg-type]
+        out[name] = tuple(patterns.values())
     return out
+
+
+def _probe_of(value: Any, sequence: type, sequences: list[Any]) -> Probe | None:
+    """What `value` is of its request: the sequence itself, or the attribute of a sequence it is; None if neither."""
+    if isinstance(value, sequence):
+        return Probe(None, value)
+    found = [(f.name, q) for q in sequences for f in dataclasses.fields(q) if getattr(q, f.name) is value]
+    return Probe(*found[0]) if found else None
+
+
+def _pattern(kind: Probe) -> tuple[Any, ...]:
+    """What the frame's own request takes of a probe's: the attribute held, and which fields are None."""
+    seq = kind.sequence
+    return (kind.attribute, *(getattr(seq, f.name) is None for f in dataclasses.fields(seq)
+                              if f.init and f.name != "request"))
 
 
 def own_request(cls: type, kind: Probe, fields: dict[str, z3.ArithRef], ex: Explorer, rid: Rid) -> tuple[Any, Any]:
     """(the value the walked container holds for the own request, its sequence): the scheduler's own
     Sequence, its lengths symbolic, None where the probe's is None, its rid `rid`."""
-    sym = {k: Int(t, ex) for k, t in fields.items()}
+    sym = {k: Int(t, ex) for k, t in fields.items() if k != PATTERN}
     request = _unchecked(Request, rid=rid, **{f.name: sym[f"request.{f.name}"] for f in dataclasses.fields(Request)
                                               if f.name != "rid"})
     seq = home(cls).Sequence(request)
@@ -450,13 +475,27 @@ def _record(phase: Phase, source: Source, views: dict[str, Any], returned: dict[
 MAX_PATHS = 64  # an iteration with more feasible paths is refused (a count, not seconds)
 
 
-def terms(cls: type, source: Source, phase: Phase, fn: Callable[..., Any] | None, ins: Inputs, kinds: dict[str, Probe],
-          mode: str) -> dict[str, z3.ExprRef]:
+def terms(cls: type, source: Source, phase: Phase, fn: Callable[..., Any] | None, ins: Inputs,
+          kinds: Probes, mode: str) -> dict[str, z3.ExprRef]:
     """Every path of `fn` in the frame, folded into one term per record key (If(path 1, ..., If(path 2,
-    ...))); for a map's iteration (`fn` None), by list()'s semantics: its own value appended."""
-    kind = kinds.get(phase.walked)
-    if kind is None:
+    ...))), once for each pattern of None fields the walked container's values show (`probe`), chosen
+    by the own request's `PATTERN` (any value: one of them); for a map's iteration (`fn` None), by
+    list()'s semantics: its own value appended."""
+    found = kinds.get(phase.walked)
+    if not found:
         raise FrameError(f"`{phase.label}`: the probe run holds no request in self.{phase.walked}")
+    each = [_terms(cls, source, phase, fn, ins, kind, mode) for kind in found]
+    out = each[-1]
+    for i in reversed(range(len(each) - 1)):
+        if each[i].keys() != out.keys():
+            raise FrameError(f"`{phase.label}`: its iteration leaves other values for another kind of request")
+        out = {k: z3.If(ins.fields[PATTERN] == i, each[i][k], t) for k, t in out.items()}
+    return out
+
+
+def _terms(cls: type, source: Source, phase: Phase, fn: Callable[..., Any] | None, ins: Inputs, kind: Probe,
+           mode: str) -> dict[str, z3.ExprRef]:
+    """`terms` for an own request like `kind`'s."""
     if fn is None:
         own = own_request(cls, kind, ins.fields, Explorer(z3.Solver(), z3.Model()), Rid())[0]
         if not (isinstance(own, tuple) and len(own) == 2):

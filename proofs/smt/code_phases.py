@@ -9,9 +9,10 @@ schedule()'s top-level statements are read in order. A phase is one of three sha
   values, in C's order: the reference's partial prompts, the running requests after the ready ones.
   COUNT is `len(self.C) - R`, R the count of a container a phase before walks (`len(self.D)`, `len(E)`
   of a map's list no loop has appended to, or a local bound once to one of those after the last phase
-  before): C past that phase's requests, no more and no fewer (which requests those are is the
-  post-conditions': `ready_first`). Such a `for` may stand alone in `if len(self.C) > R:` (the same R),
-  a guard that its tail is not empty, which skips only a loop that would plan nothing;
+  before): C past that phase's requests, no more and no fewer (that those are the requests of C not in
+  that container is read, not proved: the reference's post-condition `ready_first`). Such a `for` may
+  stand alone in `if len(self.C) > R:` (the same R), a guard that its tail is not empty, which skips
+  only a loop that would plan nothing;
 - a `while TEST: BODY` (no `else`) whose body takes requests off the head of one container, its line
   (`self.L.popleft()`, or an ordered dict's `self.L.popitem(last=False)`): BODY once per request of the
   line, in order, while TEST holds.
@@ -22,7 +23,10 @@ scheduler, not off names. Every other statement is straight-line and must have t
 A loop body may not return, declare a global or nonlocal, catch, yield, define a function or class,
 rebind `self`, name `locals`, `vars`, `eval`, a frame and the like (`fold_frame.INTROSPECTION`),
 `getattr`, `setattr`, `object` or a dunder, nor a global other than a pure builtin or a class
-(`code_straight.allowed_global`: no module-level value that could alias the scheduler). Anything else
+(`code_straight.allowed_global`: no module-level value that could alias the scheduler); the names the
+shapes are read by are Python's (`BUILTINS` bound in neither the module nor the body, a tail's `islice`
+`itertools.islice`); and no container is walked by two phases (a later one reads its count as what
+the one before left). Anything else
 is refused (`FrameError`): the row then proves nothing of the code's shape it cannot read. A wrapper
 registered pass-through (`proofs.pass_through`: the prove command's timer) is unwrapped to the method it calls.
 """
@@ -34,6 +38,7 @@ import contextlib
 import copy
 import dataclasses
 import inspect
+import itertools
 import types
 from collections import deque
 from collections.abc import Callable
@@ -68,6 +73,7 @@ class Phase:
     label: str  # its header, as written
     tail: bool = False  # a for over the tail of `walked` (`reversed([*islice(reversed(...), COUNT)])`)
     guarded: bool = False  # the for stands alone in `if len(self.C) > R:`, its tail not empty
+    past: str = ""  # a tail's: R of its COUNT `len(self.C) - R`, the earlier phase's count
 
     @property
     def loop(self) -> ast.For | ast.While:
@@ -152,15 +158,25 @@ def read(cls: type) -> Source:
     if not isinstance(node, ast.FunctionDef) or [a.arg for a in node.args.args] != ["self"] or node.decorator_list:
         raise FrameError(f"{func.__qualname__} is not a plain method of self alone")
     kinds = attribute_kinds(cls)
-    for name in ("len", "list"):
-        if name in func.__globals__:
-            raise FrameError(f"{func.__qualname__}: its module rebinds {name}")
     body = node.body[1:] if _is_docstring(node.body[0]) else node.body
+    _check_builtins(func, {n for stmt in body for n in _bound(stmt)})
     phases = _phases(body, kinds, func.__globals__, func.__qualname__)
     if not phases:
         raise FrameError(f"{func.__qualname__} holds no phase loop the frame can read")
     return Source(tuple(phases), kinds, func.__globals__, inspect.getsourcefile(func) or "<schedule>",
                   func.__code__.co_firstlineno)
+
+
+BUILTINS = ("len", "list", "reversed", "iter", "next")  # the builtins the frame reads by name (its phases' shapes)
+
+
+def _check_builtins(func: Any, local: set[str]) -> None:
+    """The names the frame reads a phase's shape by are Python's: `BUILTINS` unbound in schedule()'s module
+    and body, and `islice` unbound in its body (a tail's is checked `itertools.islice`: `_phases`);
+    FrameError naming the one that is not."""
+    for name in (*BUILTINS, "islice"):
+        if name in local or (name in BUILTINS and name in func.__globals__):
+            raise FrameError(f"{func.__qualname__}: its module or body rebinds {name}")
 
 
 def _phases(body: list[ast.stmt], kinds: dict[str, str], scope: dict[str, Any], name: str) -> list[Phase]:
@@ -180,11 +196,17 @@ def _phases(body: list[ast.stmt], kinds: dict[str, str], scope: dict[str, Any], 
             ctx.counts |= _count_bound(stmt, ctx, once)
             continue
         kind, walked, target = shape
+        if walked in ctx.earlier:  # its count, carried from the phase before as what it left, would not be
+            raise FrameError(f"{name}: `{ast.unparse(stmt).splitlines()[0]}` walks self.{walked}, which a phase "
+                             "before it walks")
         loop = _guarded(stmt) or stmt
         phase = _phase(loop, kind, walked, target, straight, ctx, phases, in_phases, name)
         if kind == "for" and _values_of(loop.iter, kinds) is None:  # type: ignore[attr-defined]
+            if scope.get("islice") is not itertools.islice:
+                raise FrameError(f"{name}: the islice of `{ast.unparse(stmt).splitlines()[0]}` is not itertools.islice")
             phase = dataclasses.replace(phase, tail=True, guarded=loop is not stmt)
-            _check_count(phase, stmt.test if loop is not stmt else None, ctx, name)  # type: ignore[attr-defined]
+            past = _check_count(phase, stmt.test if loop is not stmt else None, ctx, name)  # type: ignore[attr-defined]
+            phase = dataclasses.replace(phase, past=past)
         elif loop is not stmt:
             raise FrameError(f"{name}: `{ast.unparse(stmt).splitlines()[0]}` guards a loop that is no tail `for`")
         phases.append(phase)
@@ -272,8 +294,7 @@ def _takes_head(call: ast.Call) -> bool:
 
 def _tail_of(node: ast.expr, kinds: dict[str, str]) -> str | None:
     """C if `node` is `reversed([*islice(reversed(self.C.values()), COUNT)])`: C's last COUNT values, in
-    C's order (COUNT is not read here: the frame's `whole` walks C's values, the straight-line count
-    that picks the tail is read, not proved, as every statement outside the loops is)."""
+    C's order (COUNT is checked by `_check_count`; the frame's `whole` walks C's values)."""
     if not (_call_of(node, "reversed") and isinstance(node.args[0], ast.List)  # type: ignore[attr-defined]
             and len(node.args[0].elts) == 1 and isinstance(node.args[0].elts[0], ast.Starred)):  # type: ignore[attr-defined]
         return None
@@ -290,24 +311,27 @@ def _guarded(stmt: ast.stmt) -> ast.For | None:
     return None
 
 
-def _check_count(phase: Phase, guard: ast.expr | None, ctx: code_straight.Context, name: str) -> None:
+def _check_count(phase: Phase, guard: ast.expr | None, ctx: code_straight.Context, name: str) -> str:
     """The COUNT of a tail `for` is a straight-line expression (`code_straight`), which may count the
     walked container too, of the shape `len(self.C) - R` (`_rest`); the `guard` of a guarded one is
-    `len(self.C) > R`, the same R: FrameError naming what else either reads or how it differs."""
+    `len(self.C) > R`, the same R. Returns R, as written; FrameError naming what else either reads or how it
+    differs. That C past R's requests are the requests of C not counted by R is read, not proved (in the
+    reference, the post-condition ready_first: the ready requests are the first of `_running`)."""
     stmt, walked = phase.loop, phase.walked
     label = ast.unparse(stmt).splitlines()[0]
     count = stmt.iter.args[0].elts[0].value.args[1]  # type: ignore[attr-defined]
     why = code_straight.expression(count, ctx, also=walked) or _rest(count, walked, ctx)[1]
     if why is not None:
         raise FrameError(f"{name}: the count of `{label}`'s tail {why}")
-    if guard is None:
-        return
     rest = _rest(count, walked, ctx)[0]
+    if guard is None:
+        return ast.unparse(rest)
     same = (isinstance(guard, ast.Compare) and len(guard.ops) == 1 and isinstance(guard.ops[0], ast.Gt)
             and _counts_self(guard.left, walked) and ast.dump(guard.comparators[0]) == ast.dump(rest))
     if not same:
         raise FrameError(f"{name}: the guard `if {ast.unparse(guard)}:` of `{label}` is not `len(self.{walked}) > "
                          f"{ast.unparse(rest)}`, that its tail is not empty")
+    return ast.unparse(rest)
 
 
 def _rest(count: ast.expr, walked: str, ctx: code_straight.Context) -> tuple[ast.expr, str | None]:
