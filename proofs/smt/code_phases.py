@@ -17,8 +17,9 @@ schedule()'s top-level statements are read in order. A phase is one of three sha
   (`self.L.popleft()`, or an ordered dict's `self.L.popitem(last=False)`): BODY once per request of the
   line, in order, while TEST holds.
 
-Which attribute is a container (a dict, deque, list or set), a count, the config, is read off a new
-scheduler, not off names. Every other statement is straight-line and must have the shape
+Which attribute is a container (of exactly the type dict, OrderedDict, deque, list or set: a
+subclass's own methods would not run in the frame), a count, the config, is read off a new scheduler,
+not off names. Every other statement is straight-line and must have the shape
 `code_straight` reads (a guard, an assignment of counts and limits, the plan list passed to `Plan`).
 A loop body may not return, declare a global or nonlocal, catch, yield, define a function or class,
 rebind `self`, name `locals`, `vars`, `eval`, a frame and the like (`fold_frame.INTROSPECTION`),
@@ -40,7 +41,7 @@ import dataclasses
 import inspect
 import itertools
 import types
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -55,7 +56,7 @@ CONTAINERS = (dict, deque, list, set)
 ONCE, NATURAL = "_stallfree_once", "_stallfree_natural"  # the names the compiled iteration adds
 # a walrus too: in a while's test it would move a carried value on the last, uncounted test
 REFUSED_IN_BODY = (*REFUSED_NODES, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.AsyncFor,
-                   ast.AsyncWith, ast.NamedExpr)
+                   ast.AsyncWith, ast.NamedExpr, ast.Import, ast.ImportFrom, ast.Match)
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def probe_state(cls: type) -> Any:
 
 
 def _kind(value: Any) -> str:
-    return ("container" if isinstance(value, CONTAINERS) else "scalar" if type(value) is int
+    return ("container" if type(value) in (*CONTAINERS, OrderedDict) else "scalar" if type(value) is int
             else "config" if isinstance(value, Config) else "other")
 
 
@@ -237,6 +238,8 @@ def _phase(stmt: ast.stmt, kind: str, walked: str, target: str, straight: set[st
     attributes = frozenset(n.attr for n in ast.walk(stmt) if isinstance(n, ast.Attribute)
                            and isinstance(n.value, ast.Name) and n.value.id == "self")
     earlier = tuple(p.walked for p in before)
+    if kind != "map" and own & ctx.plans:
+        raise FrameError(f"{name}: `{label}` binds the plan list {sorted(own & ctx.plans)[0]} again")
     if len(plans & set(carried)) > 1:
         raise FrameError(f"{name}: `{label}` appends to more than one plan list")
     return Phase(kind, walked, stmt, target, carried, frozenset(plans & set(carried)), earlier, attributes, label)
@@ -397,6 +400,9 @@ def _check_body(stmt: ast.stmt, name: str, label: str, ctx: code_straight.Contex
                                                                      or n.id.startswith("_stallfree"))]
     refused += [n.attr for n in nodes if isinstance(n, ast.Attribute) and (n.attr in INTROSPECTION
                                                                            or n.attr.startswith("_stallfree"))]
+    held = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
+    refused += ["self, not as an attribute's base" for n in nodes if isinstance(n, ast.Name) and n.id == "self"
+                and isinstance(n.ctx, ast.Load) and id(n) not in held]
     refused += ["a rebinding of self" for n in nodes if isinstance(n, ast.Name) and n.id == "self"
                 and not isinstance(n.ctx, ast.Load)]
     if refused:

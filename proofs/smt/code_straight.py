@@ -38,7 +38,7 @@ from .fold_frame import INTROSPECTION, FrameError
 
 # the builtins a statement may call: pure functions of their arguments (the classes are checked apart);
 # `iter` and `next` run their argument's own `__iter__` and `__next__`, in a body the frame's stand-ins'
-PURE_BUILTINS = frozenset({"len", "min", "max", "abs", "sum", "any", "all", "isinstance", "divmod", "round",
+PURE_BUILTINS = frozenset({"len", "min", "max", "abs", "sum", "any", "all", "divmod", "round",
                            "iter", "next"})
 # what reaches an attribute or the type system around the frame, in a body or outside the loops
 DENIED = INTROSPECTION | {"getattr", "setattr", "delattr", "hasattr", "object", "type", "super", "id", "open",
