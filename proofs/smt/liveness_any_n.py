@@ -56,6 +56,7 @@ from .liveness_induction import LIVENESS_INDUCTIONS
 from .liveness_init import NAME as INIT_ANY_N
 from .liveness_init import init_any_n
 from .liveness_steps import falls
+from .phase_guard import foreign_writes, unjudged
 from .policy import Policy
 from .symbolic import SymConfig
 from .theorems import THEOREMS, TheoremResult
@@ -96,6 +97,9 @@ PART_P = "the premises"
 OWN_STEP = ("not judged: the policy overrides step(), which the row reads nowhere (its loops run the phase methods "
             "and its completion is the shared one, Chain.after, Policy.step's), so its own step is not judged")
 
+OWN_INITIAL = ("not judged: the policy overrides initial(), which the row reads nowhere (INIT (any N) reads its "
+               "initial_at and initial_free_kv), so its own first state is not judged")
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -113,9 +117,16 @@ def prove(policy: Policy | None = None, steps: TheoremResult | None = None, rank
     named is not checked: the row reads unknown until `settle`); None: they are proved here."""
     policy = Policy() if policy is None else policy
     began = time.perf_counter()
-    if type(policy).step is not Policy.step:
-        return Outcome(Verdict.NOT_JUDGED, time.perf_counter() - began, f"{CLAIM}: {OWN_STEP}",
-                       {"part": PART_P, "reason": OWN_STEP})
+    unread = _unread(policy)
+    if unread is not None:
+        return Outcome(Verdict.NOT_JUDGED, time.perf_counter() - began, f"{CLAIM}: {unread}",
+                       {"part": PART_P, "reason": unread})
+    foreign = foreign_writes(policy)
+    if foreign:
+        why = "; ".join(foreign.values())
+        return Outcome(Verdict.UNKNOWN, time.perf_counter() - began, f"{PART_A}: not decided: {why}: the loops read "
+                       "each entry from its own phase only, so nothing is proved of the bound",
+                       {"part": PART_A, "foreign writes": foreign})
     if steps is None:
         steps = prove_induction(STEPS, policy, timeout_ms)
     elif steps.theorem != STEPS.name:
@@ -135,6 +146,16 @@ def prove(policy: Policy | None = None, steps: TheoremResult | None = None, rank
     checked_here = premises is None and all(v is Verdict.HOLDS for v in own.values())  # none worth proving else
     known = check_premises(policy, timeout_ms) if checked_here else (premises or {})
     return judge({**known, **own}, time.perf_counter() - began)
+
+
+def _unread(policy: Policy) -> str | None:
+    """Why the row cannot judge `policy` (None: it can): a `step` or `initial` of its own, which no
+    obligation runs, or phases that are not the methods its loops run (`phase_guard.unjudged`)."""
+    if type(policy).step is not Policy.step:
+        return OWN_STEP
+    if type(policy).initial is not Policy.initial:
+        return OWN_INITIAL
+    return unjudged(policy)
 
 
 def prove_own(policy: Policy, timeout_ms: int = TIMEOUT_MS) -> dict[str, Verdict]:
