@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from stallfree.proofs import suite
 from stallfree.proofs.smt import induction, liveness_any_n, liveness_induction, phase_guard
 from stallfree.proofs.smt.chain import CHAINS
 from stallfree.proofs.smt.phase_planted import CORRECT, PLANTED
@@ -88,3 +89,13 @@ def test_an_own_initial_is_not_judged_and_the_init_theorem_refutes_it() -> None:
     init = next(t for t in THEOREMS if t.name == "INIT")
     assert prove_theorem(init, policy).verdict is Verdict.BROKEN  # its own first state, at fixed N
     assert prove_theorem(init, Policy()).verdict is Verdict.HOLDS
+
+
+@pytest.mark.parametrize(("name", "verdict", "said"), [
+    ("EraseDecodes", Verdict.UNKNOWN, "plan_partials writes d.decode"),
+    ("AliasIdle", Verdict.NOT_JUDGED, "not the policy's own method plan_decodes")])
+def test_stallfree_prove_prints_why_the_guard_stopped_the_row(name: str, verdict: Verdict, said: str) -> None:
+    """The suite's row says the guard's reason, not "the solver ran out of time"."""
+    o = suite.Options(policy=PLANTED[name]())
+    row = dict(suite.z3_parts(o))["z3 PROGRESS (induction)"](o, lambda _: None)[0]
+    assert row.result is verdict and said in row.detail and "ran out of time" not in row.detail
