@@ -33,7 +33,12 @@ only (`fold_induction.premises`' fallback): the row reads unknown naming the pha
 
 A policy that overrides `step` is not judged: no obligation runs it (the loops run its phase
 methods, the completion is the shared `Chain.after`), so holding would say nothing of its own step
-(`liveness_planted.IdleStep`, `IdleStepPastTwelve`).
+(`liveness_planted.IdleStep`, `IdleStepPastTwelve`). Likewise one that overrides `initial` (INIT (any N)
+reads `initial_at` and `initial_free_kv`: `phase_planted.InitialDrained`), and one whose `phases()` are
+not its own methods of their names, each once (`phase_guard.unjudged`: `AliasIdle`, `SpuriousAlias`,
+`NoPartials`, `ExtraPhase`). A phase that writes another phase's plan entry reads unknown naming it
+(`phase_guard.foreign_writes`: `EraseDecodes`, `EraseChunks`): the loops read each entry from its own
+phase only.
 """
 
 from __future__ import annotations
@@ -82,8 +87,12 @@ ASSUMES = ("assumes: the config fixed, B among it (checked: CONFIG FIXED over a 
            "at N <= 2, checked against it at N = 3, assumed beyond 3 (the adds' config, free KV and premise carry to "
            "any N by that reading); instantiation: a statement proved for a free step t, or for the ranking's free "
            "arrays, holds at every step of the behaviour; scope: no stops or cancels (the Z3 policy has none; their "
-           "rows are others), the policy's step() its phases then the shared completion (a policy overriding it is "
-           "not judged), every phase in FOLD's frame (else unknown)")
+           "rows are others), the policy's step() its phases then the shared completion, each phase the policy's own "
+           "method of its name, once, and initial() the shared one (else not judged), every phase in FOLD's frame "
+           "and writing only its own plan entries (else unknown); assumed, not checked: the adds always enabled "
+           "(arrive's facts satisfiable from every state the ranking's premise allows), arrive depending on its name "
+           "only through the symbols it names, and the policy's attributes unchanged by value over a run (FOLD's "
+           "frame compares them by identity)")
 TIMEOUT_MS = 30_000
 # The rows whose claims the argument assumes at every step, each proved for the row's own policy:
 # PER-REQUEST (each request's parts, any N), the FCFS, PARTIAL-YOUNGEST and KV chains (the ranking's
