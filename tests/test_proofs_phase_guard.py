@@ -99,3 +99,17 @@ def test_stallfree_prove_prints_why_the_guard_stopped_the_row(name: str, verdict
     o = suite.Options(policy=PLANTED[name]())
     row = dict(suite.z3_parts(o))["z3 PROGRESS (induction)"](o, lambda _: None)[0]
     assert row.result is verdict and said in row.detail and "ran out of time" not in row.detail
+
+
+def test_a_phase_outside_the_frame_is_read_at_the_n_its_fold_is_checked_at() -> None:
+    """EraseDecodesOutsideFrame's partials are refused by FOLD's frame, so one iteration cannot be read:
+    the guard reads its overwrite off the step on 1 to 4 requests, FOLD's own fallback N."""
+    from stallfree.proofs.smt.fold_induction import REFUTE_UP_TO, refused
+
+    assert phase_guard.REFUSED_UP_TO == REFUTE_UP_TO
+    policy = PLANTED["EraseDecodesOutsideFrame"]()
+    assert "plan_partials" in refused(policy)  # the control: the frame refuses it
+    assert list(phase_guard.foreign_writes(policy)) == ["plan_partials"]
+    assert liveness_any_n.prove(policy).verdict is Verdict.UNKNOWN
+    result = induction.prove_induction(ROWS["DECODES (induction)"], policy)
+    assert result.verdict is Verdict.UNKNOWN and "plan_partials" in (result.counterexample or {})["foreign writes"]

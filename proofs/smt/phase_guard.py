@@ -12,7 +12,8 @@ phase alone, while `Policy.step` runs the callables `phases()` returns on one sh
   earlier one's entry replaces it in the plan the step completes, which no loop sees
   (`EraseDecodes`, `EraseChunks`). Read off one iteration of the loop body in FOLD's frame
   (`fold_frame.iteration`): the frame rules out symbolic branching, so that one run is every
-  iteration's. A phase the frame refuses is not read here (the rows that rest on FOLD say so).
+  iteration's. A phase the frame refuses is read as `Policy.step` runs it on 1 to 4 requests, the N
+  its FOLD is checked at then (`fold_induction`), no further (the rows that rest on FOLD say so).
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ import inspect
 
 import z3
 
-from .fold_frame import FrameError, iteration
-from .policy import Policy
-from .symbolic import SymConfig, SymRequest
+from .fold_frame import ENTRIES, FrameError, iteration
+from .policy import Draft, Policy
+from .symbolic import SymConfig, SymRequest, SymState
 
+REFUSED_UP_TO = 4  # the most requests a phase the frame refuses is read on (FOLD's fallback N, `fold_induction`)
 OWN_ENTRIES: dict[str, tuple[str, ...]] = {"plan_decodes": ("decode",), "plan_partials": ("chunk",),
                                            "admit": ("admit", "first_chunk")}
 
@@ -51,8 +53,8 @@ def unjudged(policy: Policy) -> str | None:
 
 
 def foreign_writes(policy: Policy) -> dict[str, str]:
-    """The phases whose loop body writes a plan entry not its own, each with the entries (phases the
-    frame refuses are left out: their entries cannot be read off one iteration)."""
+    """The phases whose loop body writes a plan entry not its own, each with the entries (a phase the
+    frame refuses read on 1 to `REFUSED_UP_TO` requests: its entries cannot be read off one iteration)."""
     carried = (z3.Int("guard.left"), z3.Int("guard.running"), z3.Int("guard.free"), z3.Bool("guard.stopped"),
                z3.Int("guard.admitted"))
     out: dict[str, str] = {}
@@ -60,9 +62,28 @@ def foreign_writes(policy: Policy) -> dict[str, str]:
         try:
             it = iteration(policy, name, SymConfig.fresh(), SymRequest.fresh("guard.r"), carried, "guard.")
         except FrameError:
-            continue
-        foreign = [e for e, v in it.entry.items() if v is not None and e not in own]
+            foreign = _written_up_to(policy, name, REFUSED_UP_TO)
+        else:
+            foreign = [e for e, v in it.entry.items() if v is not None and e not in own]
         if foreign:
             out[name] = (f"{name} writes d.{', d.'.join(foreign)}, not its own entry ({', '.join(own)}): the plan "
                          "the step completes holds that write, which no loop reads")
     return out
+
+
+def _written_up_to(policy: Policy, phase: str, most: int) -> list[str]:
+    """The entries not its own that `phase` replaces when `Policy.step` runs it on 1 to `most` requests
+    (a phase the frame refuses: read at the N its FOLD is checked at, no further)."""
+    own = OWN_ENTRIES[phase]
+    for n in range(1, most + 1):
+        s = SymState.fresh(f"guard{n}", n, SymConfig.fresh())
+        d = Draft(s)
+        for run in policy.phases():
+            before = {e: list(getattr(d, e)) for e in ENTRIES if e not in own}
+            run(s, d)
+            if run.__name__ == phase:
+                changed = [e for e, was in before.items() if len(getattr(d, e)) != n
+                           or any(a is not b for a, b in zip(getattr(d, e), was, strict=True))]
+                if changed:
+                    return changed
+    return []

@@ -11,7 +11,8 @@ its own step (or its own first state) starves a request.
   have no loop for, or a loop with no phase.
 - `EraseDecodes`: `plan_partials` also writes every decode entry False; `EraseChunks`: `admit` also
   writes every chunk entry 0. Every phase is in FOLD's frame; the later write replaces the earlier
-  phase's entry in the plan `Policy.step` completes.
+  phase's entry in the plan `Policy.step` completes. `EraseDecodesOutsideFrame`: EraseDecodes' partials
+  behind a statement FOLD's frame refuses.
 - `InitialDrained`: `initial()` (a new scheduler's state) has no free KV; `initial_at` and
   `initial_free_kv` are the reference's, and they are all INIT (any N) reads.
 """
@@ -87,6 +88,16 @@ class EraseDecodes(Policy):
             d.left = d.let("left", d.left - n)
 
 
+class EraseDecodesOutsideFrame(EraseDecodes):
+    """EraseDecodes' partials behind a statement before the loop, which FOLD's frame refuses: the guard
+    reads the overwrite off the phase as the step runs it on a few requests."""
+
+    def plan_partials(self, s: SymState, d: Draft) -> None:
+        if not s.requests:
+            return
+        EraseDecodes.plan_partials(self, s, d)
+
+
 class EraseChunks(Policy):
     """admit also writes every chunk entry 0: a partial prompt never progresses."""
 
@@ -117,5 +128,5 @@ class InitialDrained(Policy):
 
 
 PLANTED: dict[str, type[Policy]] = {cls.__name__: cls for cls in (
-    AliasIdle, NoPartials, ExtraPhase, EraseDecodes, EraseChunks, InitialDrained)}
+    AliasIdle, NoPartials, ExtraPhase, EraseDecodes, EraseDecodesOutsideFrame, EraseChunks, InitialDrained)}
 CORRECT: dict[str, type[Policy]] = {"SpuriousAlias": SpuriousAlias}  # a correct step the rows must not refute
