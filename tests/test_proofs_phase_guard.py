@@ -113,3 +113,18 @@ def test_a_phase_outside_the_frame_is_read_at_the_n_its_fold_is_checked_at() -> 
     assert liveness_any_n.prove(policy).verdict is Verdict.UNKNOWN
     result = induction.prove_induction(ROWS["DECODES (induction)"], policy)
     assert result.verdict is Verdict.UNKNOWN and "plan_partials" in (result.counterexample or {})["foreign writes"]
+
+
+def test_a_mutable_attribute_puts_the_phase_outside_folds_frame() -> None:
+    """CountingIdle counts iterations in a class-level list, the same object after each: the frame's
+    identity check passed it, so the row held; now the frame refuses its phases."""
+    from stallfree.proofs.smt.fold_induction import refused
+
+    policy = PLANTED["CountingIdle"]()
+    why = refused(policy)
+    assert list(why) == ["plan_decodes", "plan_partials", "admit"]  # the attribute is every phase's to change
+    assert all("CountingIdle.seen is a mutable list" in reason for reason in why.values())
+    assert refused(Policy()) == {}
+    # unknown (the frame refuses it) while the process has run fewer than 40 of its iterations, BROKEN
+    # (its own step at N = 3 idles) after: never holds
+    assert liveness_any_n.prove(policy).verdict in (Verdict.UNKNOWN, Verdict.BROKEN)

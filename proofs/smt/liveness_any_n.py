@@ -92,7 +92,8 @@ ASSUMES = ("assumes: the config fixed, B among it (checked: CONFIG FIXED over a 
            "and writing only its own plan entries (else unknown); assumed, not checked: the adds always enabled "
            "(arrive's facts satisfiable from every state the ranking's premise allows), arrive depending on its name "
            "only through the symbols it names, and the policy's attributes unchanged by value over a run (FOLD's "
-           "frame compares them by identity)")
+           "frame compares them by identity and refuses list, dict, set and bytearray values, not other mutable "
+           "objects)")
 TIMEOUT_MS = 30_000
 # The rows whose claims the argument assumes at every step, each proved for the row's own policy:
 # PER-REQUEST (each request's parts, any N), the FCFS, PARTIAL-YOUNGEST and KV chains (the ranking's

@@ -15,6 +15,8 @@ its own step (or its own first state) starves a request.
   behind a statement FOLD's frame refuses.
 - `InitialDrained`: `initial()` (a new scheduler's state) has no free KV; `initial_at` and
   `initial_free_kv` are the reference's, and they are all INIT (any N) reads.
+- `CountingIdle`: its decodes plan nothing past the 40th iteration in the process, counted in a
+  class-level list (FOLD's frame compared attributes by identity only).
 """
 
 from __future__ import annotations
@@ -127,6 +129,26 @@ class InitialDrained(Policy):
         return z3.And(*facts, s.free_kv == 0)
 
 
+IDLE_AFTER = 40  # the iterations, in one process, after which CountingIdle's decodes plan nothing
+
+
+class CountingIdle(Policy):
+    """Its decodes count their iterations in a class-level list (the same object after each, so an
+    identity check passes) and plan no decode past the 40th in the process: FOLD's frame refuses a
+    mutable attribute."""
+
+    breaks = "LIVENESS"
+    seen: list[None] = []  # noqa: RUF012 -- the plant: a mutable class attribute
+
+    def plan_decodes(self, s: SymState, d: Draft) -> None:
+        for i, r in enumerate(s.requests):
+            self.seen.append(None)
+            take = z3.And(r.ready, d.left > 0, z3.BoolVal(len(self.seen) <= IDLE_AFTER))
+            d.decode[i] = take
+            d.left = d.let("left", z3.If(take, d.left - 1, d.left))
+
+
 PLANTED: dict[str, type[Policy]] = {cls.__name__: cls for cls in (
-    AliasIdle, NoPartials, ExtraPhase, EraseDecodes, EraseDecodesOutsideFrame, EraseChunks, InitialDrained)}
+    AliasIdle, NoPartials, ExtraPhase, EraseDecodes, EraseDecodesOutsideFrame, EraseChunks, InitialDrained,
+    CountingIdle)}
 CORRECT: dict[str, type[Policy]] = {"SpuriousAlias": SpuriousAlias}  # a correct step the rows must not refute
