@@ -360,12 +360,16 @@ def _z3_row(claim: str, method: str, bound: str, outcome: Any) -> Row:
     for unknown, why nothing was proved)."""
     result = outcome.verdict
     detail = "" if outcome.counterexample is None else f"counterexample state: {outcome.counterexample}"
+    if result == NOT_JUDGED and "reason" in (outcome.counterexample or {}):  # `smt.phase_guard`: phases unread
+        detail = outcome.counterexample["reason"]
     if result == UNKNOWN:
         why = outcome.counterexample or {}
         if "premise" in why:  # `smt.fold`: the theorem is about another policy than this one
             detail = f"{why['obligation']}: premise {why['premise']}: nothing proved"
         elif "vacuous" in why:
             detail = f"{why['obligation']}: {why['vacuous']}: nothing proved"
+        elif "foreign writes" in why:  # `smt.phase_guard`: a phase writes another's plan entry
+            detail = f"{why['obligation']}: {why['reason']}: nothing proved"
         else:
             detail = "the solver ran out of time: nothing proved"
     return Row(claim, method, bound, result, outcome.seconds, detail, outcome.counterexample)

@@ -120,12 +120,15 @@ def test_a_correct_policy_that_draws_lengths_in_add_is_not_refuted() -> None:
 
 def test_the_reference_holds_and_its_detail_says_what_is_assumed_and_outside_the_row() -> None:
     """The reference still holds; the detail names the adds' obligations, the instantiation step, the
-    scope (no stops or cancels) and the two cases the row does not judge as holds."""
+    scope (no stops or cancels), the cases the row does not judge as holds, and what it assumes unchecked."""
     outcome = liveness_any_n.prove(Policy())
     assert outcome.verdict is Verdict.HOLDS, outcome.detail
     for said in ("leave the config and the free KV", "keep the ranking's premise", "instantiation: a statement "
-                 "proved for a free step t", "no stops or cancels", "overriding it is not judged",
-                 "every phase in FOLD's frame (else unknown)"):
+                 "proved for a free step t", "no stops or cancels",
+                 "each phase the policy's own method of its name, once, and initial() the shared one (else not judged)",
+                 "every phase in FOLD's frame and writing only its own plan entries (else unknown)",
+                 "assumed, not checked: the adds always enabled", "only through the symbols it names",
+                 "attributes unchanged by value"):
         assert said in outcome.detail, said
 
 

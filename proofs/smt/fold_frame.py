@@ -17,7 +17,9 @@ what is checked here, once, with BODY compiled from the method's own source as a
 - Python branching on a symbolic value raises (`no_symbolic_branches`): the iteration's control flow
   is the same for every request and carried state, so this one run stands for every iteration;
 - a local read before it is written raises (BODY is a function, so no local carries over from the
-  iteration before), and the policy's own attributes must be the same after as before.
+  iteration before), and the policy's own attributes must be the same objects after as before, none
+  of them (its classes' included) a mutable container (`MUTABLE`: a list appended to is the same
+  object, `phase_planted.CountingIdle`).
 
 Refused outright, from the source: a phase that is not exactly that loop (a docstring and the `for`),
 one whose body returns, declares a global or nonlocal, catches an exception or yields, and one that is
@@ -41,6 +43,7 @@ import z3
 
 from .symbolic import SymConfig, SymRequest
 
+MUTABLE = (list, dict, set, bytearray)  # attribute values the identity check below cannot see change
 CARRIED = ("left", "num_running", "free_kv", "stopped", "num_admitted")
 ENTRIES = ("decode", "chunk", "admit", "first_chunk")
 REFUSED_NODES = (ast.Return, ast.Global, ast.Nonlocal, ast.Try, ast.Yield, ast.YieldFrom, ast.Await)
@@ -243,6 +246,10 @@ def iteration(policy: Any, phase: str, config: SymConfig, r: SymRequest, carried
     index = Index()
     d = FramedDraft(carried, index, prefix)
     before = _attributes(policy)
+    mutable = [k for k, v in before.items() if not k[1].startswith("__") and isinstance(v, MUTABLE)]
+    if mutable:
+        raise FrameError(f"{phase}: the policy's attribute {'.'.join(mutable[0])} is a mutable "
+                         f"{type(before[mutable[0]]).__name__}, which an iteration could change unseen")
     try:
         with no_symbolic_branches():
             body(policy, OnlyConfig(config), d, index, r)

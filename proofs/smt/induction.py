@@ -34,6 +34,7 @@ from stallfree.spec.verdict import Verdict
 from .context import fresh_context, solver_for
 from .fold import fold
 from .obligation import Obligation
+from .phase_guard import foreign_writes, unjudged
 from .policy import Draft, Policy, SymEntry, smin
 from .symbolic import SymConfig, SymRequest, SymState, check
 from .theorems import TheoremResult
@@ -460,6 +461,9 @@ def control(loop: LoopInduction) -> Policy:
 
 def prove_induction(loop: LoopInduction, policy: Policy | None = None, timeout_ms: int = 30_000) -> TheoremResult:
     policy = Policy() if policy is None else policy
+    guarded = _guard(loop, policy)
+    if guarded is not None:
+        return guarded
     obligations = loop.obligations(policy)  # built first: Z3's search on them is sensitive to the order terms are made
     premises = [fold(policy, phase) for phase in loop.folds]  # FOLD, checked before the loop's own obligations
     from .fold_induction import with_any_n  # it builds on this module's loops
@@ -474,3 +478,17 @@ def prove_induction(loop: LoopInduction, policy: Policy | None = None, timeout_m
     refuted.counterexample = {**(refuted.counterexample or {}), "premise not met": unmet}
     refuted.seconds += result.seconds
     return refuted
+
+
+def _guard(loop: LoopInduction, policy: Policy) -> TheoremResult | None:
+    """Not judged where the phases run are not the methods the loops run, unknown where a phase writes
+    another's plan entry (`phase_guard`); None: the loops may judge the policy."""
+    why = unjudged(policy)
+    if why is not None:
+        return TheoremResult(loop.name, policy.name, 0, Verdict.NOT_JUDGED, 0.0, {"reason": why})
+    foreign = foreign_writes(policy)
+    if foreign:
+        return TheoremResult(loop.name, policy.name, 0, Verdict.UNKNOWN, 0.0,
+                             {"obligation": "each phase writes only its own plan entries", "foreign writes": foreign,
+                              "reason": "; ".join(foreign.values())})
+    return None

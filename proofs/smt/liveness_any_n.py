@@ -33,7 +33,12 @@ only (`fold_induction.premises`' fallback): the row reads unknown naming the pha
 
 A policy that overrides `step` is not judged: no obligation runs it (the loops run its phase
 methods, the completion is the shared `Chain.after`), so holding would say nothing of its own step
-(`liveness_planted.IdleStep`, `IdleStepPastTwelve`).
+(`liveness_planted.IdleStep`, `IdleStepPastTwelve`). Likewise one that overrides `initial` (INIT (any N)
+reads `initial_at` and `initial_free_kv`: `phase_planted.InitialDrained`), and one whose `phases()` are
+not its own methods of their names, each once (`phase_guard.unjudged`: `AliasIdle`, `SpuriousAlias`,
+`NoPartials`, `ExtraPhase`). A phase that writes another phase's plan entry reads unknown naming it
+(`phase_guard.foreign_writes`: `EraseDecodes`, `EraseChunks`): the loops read each entry from its own
+phase only.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ from .liveness_induction import LIVENESS_INDUCTIONS
 from .liveness_init import NAME as INIT_ANY_N
 from .liveness_init import init_any_n
 from .liveness_steps import falls
+from .phase_guard import foreign_writes, unjudged
 from .policy import Policy
 from .symbolic import SymConfig
 from .theorems import THEOREMS, TheoremResult
@@ -81,8 +87,13 @@ ASSUMES = ("assumes: the config fixed, B among it (checked: CONFIG FIXED over a 
            "at N <= 2, checked against it at N = 3, assumed beyond 3 (the adds' config, free KV and premise carry to "
            "any N by that reading); instantiation: a statement proved for a free step t, or for the ranking's free "
            "arrays, holds at every step of the behaviour; scope: no stops or cancels (the Z3 policy has none; their "
-           "rows are others), the policy's step() its phases then the shared completion (a policy overriding it is "
-           "not judged), every phase in FOLD's frame (else unknown)")
+           "rows are others), the policy's step() its phases then the shared completion, each phase the policy's own "
+           "method of its name, once, and initial() the shared one (else not judged), every phase in FOLD's frame "
+           "and writing only its own plan entries (else unknown); assumed, not checked: the adds always enabled "
+           "(arrive's facts satisfiable from every state the ranking's premise allows), arrive depending on its name "
+           "only through the symbols it names, and the policy's attributes unchanged by value over a run (FOLD's "
+           "frame compares them by identity and refuses list, dict, set and bytearray values, not other mutable "
+           "objects)")
 TIMEOUT_MS = 30_000
 # The rows whose claims the argument assumes at every step, each proved for the row's own policy:
 # PER-REQUEST (each request's parts, any N), the FCFS, PARTIAL-YOUNGEST and KV chains (the ranking's
@@ -95,6 +106,9 @@ OWN = (FIXED, INIT_ANY_N)  # the premises this row proves itself, in order
 PART_P = "the premises"
 OWN_STEP = ("not judged: the policy overrides step(), which the row reads nowhere (its loops run the phase methods "
             "and its completion is the shared one, Chain.after, Policy.step's), so its own step is not judged")
+
+OWN_INITIAL = ("not judged: the policy overrides initial(), which the row reads nowhere (INIT (any N) reads its "
+               "initial_at and initial_free_kv), so its own first state is not judged")
 
 
 @dataclass(frozen=True)
@@ -113,9 +127,16 @@ def prove(policy: Policy | None = None, steps: TheoremResult | None = None, rank
     named is not checked: the row reads unknown until `settle`); None: they are proved here."""
     policy = Policy() if policy is None else policy
     began = time.perf_counter()
-    if type(policy).step is not Policy.step:
-        return Outcome(Verdict.NOT_JUDGED, time.perf_counter() - began, f"{CLAIM}: {OWN_STEP}",
-                       {"part": PART_P, "reason": OWN_STEP})
+    unread = _unread(policy)
+    if unread is not None:
+        return Outcome(Verdict.NOT_JUDGED, time.perf_counter() - began, f"{CLAIM}: {unread}",
+                       {"part": PART_P, "reason": unread})
+    foreign = foreign_writes(policy)
+    if foreign:
+        why = "; ".join(foreign.values())
+        return Outcome(Verdict.UNKNOWN, time.perf_counter() - began, f"{PART_A}: not decided: {why}: the loops read "
+                       "each entry from its own phase only, so nothing is proved of the bound",
+                       {"part": PART_A, "foreign writes": foreign})
     if steps is None:
         steps = prove_induction(STEPS, policy, timeout_ms)
     elif steps.theorem != STEPS.name:
@@ -135,6 +156,16 @@ def prove(policy: Policy | None = None, steps: TheoremResult | None = None, rank
     checked_here = premises is None and all(v is Verdict.HOLDS for v in own.values())  # none worth proving else
     known = check_premises(policy, timeout_ms) if checked_here else (premises or {})
     return judge({**known, **own}, time.perf_counter() - began)
+
+
+def _unread(policy: Policy) -> str | None:
+    """Why the row cannot judge `policy` (None: it can): a `step` or `initial` of its own, which no
+    obligation runs, or phases that are not the methods its loops run (`phase_guard.unjudged`)."""
+    if type(policy).step is not Policy.step:
+        return OWN_STEP
+    if type(policy).initial is not Policy.initial:
+        return OWN_INITIAL
+    return unjudged(policy)
 
 
 def prove_own(policy: Policy, timeout_ms: int = TIMEOUT_MS) -> dict[str, Verdict]:
