@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import z3
 
-from .policy import Draft, Policy, smin
+from .policy import Draft, Policy
 from .symbolic import SymState
 
 Phase = Callable[[SymState, Draft], None]
@@ -106,17 +106,9 @@ class EraseChunks(Policy):
     breaks = "LIVENESS"
 
     def admit(self, s: SymState, d: Draft) -> None:
-        for i, r in enumerate(s.requests):
-            go = z3.And(r.waiting, z3.Not(d.stopped), self.fits(r, s, d))
-            n = d.let("first_chunk", z3.If(go, smin(r.prompt_len, d.left), 0))
-            d.admit[i] = go
-            d.first_chunk[i] = n
+        super().admit(s, d)
+        for i in range(len(s.requests)):
             d.chunk[i] = z3.IntVal(0)
-            d.left = d.let("left", d.left - n)
-            d.num_running = d.let("num_running", d.num_running + z3.If(go, 1, 0))
-            d.free_kv = d.let("free_kv", d.free_kv - z3.If(go, r.reservation, 0))
-            d.stopped = self.stops(d.stopped, r, go)
-            d.num_admitted = d.num_admitted + z3.If(go, 1, 0)
 
 
 class InitialDrained(Policy):
