@@ -19,15 +19,16 @@ def _chunk_cut(name: str, doc: str, test: str) -> type[Scheduler]:
     return planted(name, doc, ((CHUNK, CHUNK + f"            if {test}:\n                n = 1\n"),))
 
 
-TailDropsDecodes = planted("TailDropsDecodes", "With three ready, the partial loop starts the plan list afresh.", (
+TailDropsDecodes = planted("TailDropsDecodes", "Three ready: the partial loop drops the plan (DECODE-FIRST).", (
     (CHUNK, CHUNK + "            if num_ready >= 3:\n                entries = []\n"),))
-AdmitDropsPlan = planted("AdmitDropsPlan", "With four running, admission starts the plan list afresh.", (
+AdmitDropsPlan = planted("AdmitDropsPlan", "With four running, admission drops the plan list (FCFS).", (
     (ADMIT, ADMIT + "        if len(self._running) >= 4:\n            entries = []\n"),))
-SelfIsScheduler = _chunk_cut("SelfIsScheduler", "A partial's chunk is one token while four wait, past an "
-                             "isinstance of self.", "isinstance(self, Scheduler) and len(self._waiting) >= 4")
-ConcreteOnly = _chunk_cut("ConcreteOnly", "A partial's chunk is one token while one waits, on ints only.",
+SelfIsScheduler = _chunk_cut("SelfIsScheduler", "A partial's chunk is one token while four wait, "
+                             "past isinstance(self) (PARTIAL-NEXT).",
+                             "isinstance(self, Scheduler) and len(self._waiting) >= 4")
+ConcreteOnly = _chunk_cut("ConcreteOnly", "A partial's chunk is one token on ints alone (PARTIAL-NEXT).",
                           "isinstance(left, int) and len(self._waiting) >= 1")
-MatchInt = planted("MatchInt", "A partial's chunk is one token while one waits, where left matches int().", (
+MatchInt = planted("MatchInt", "A partial's chunk is one token where left matches int() (PARTIAL-NEXT).", (
     (CHUNK, CHUNK + "            match left:\n                case int() if len(self._waiting) >= 1:\n"
                     "                    n = 1\n"),))
 
@@ -55,9 +56,9 @@ def _running_as(kind: type) -> object:
     return __init__
 
 
-RunningSubclass = planted("RunningSubclass", "_running a dict whose values() come newest first from four.", (),
+RunningSubclass = planted("RunningSubclass", "_running's values() newest first from four (ONE-ENTRY).", (),
                           methods={"__init__": _running_as(NewestFirstFromFour)})
-RunningLenLies = planted("RunningLenLies", "_running a dict whose len is one more from four.", (),
+RunningLenLies = planted("RunningLenLies", "_running's len one too many from four (ONE-ENTRY).", (),
                          methods={"__init__": _running_as(OneMoreFromFour)})
 
 FRAME_CONTROLS = (TailDropsDecodes, AdmitDropsPlan, SelfIsScheduler, ConcreteOnly, MatchInt, RunningSubclass,
